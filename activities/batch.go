@@ -1,0 +1,289 @@
+// Package activities holds Trawler's Temporal activities. RunBatch runs one step's task
+// over one batch of inputs: bounded concurrency, a timeout per input, an outcome per
+// input (a failing input never fails the batch), items stored in the step's sinks, and
+// heartbeats that let a retried batch skip what is already stored.
+package activities
+
+import (
+	"context"
+	"crypto/sha1"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"log/slog"
+	"os"
+	"runtime/debug"
+	"sort"
+	"sync"
+	"time"
+
+	"go.temporal.io/sdk/activity"
+
+	"trawler/crawl"
+	"trawler/storage"
+)
+
+// Activities carries what a worker's activities share.
+type Activities struct {
+	Registry *crawl.Registry
+	Fetcher  crawl.Fetcher
+	Sinks    storage.Set
+	Failures storage.FailureLog // where given-up inputs are recorded; may be nil
+	Log      *slog.Logger
+	// FlushEvery is how many finished inputs are stored (and heartbeated) together
+	// (default 10): smaller means less redone work after a crash, larger fewer writes.
+	FlushEvery int
+	ids        *snowflake
+	once       sync.Once
+}
+
+// outcome is what became of one input; stored outcomes are heartbeated so a retried
+// batch reuses them.
+type outcome struct {
+	Index        int            `json:"i"`
+	OK           bool           `json:"ok,omitempty"`
+	Items        int            `json:"items,omitempty"`
+	Skipped      int            `json:"skipped,omitempty"`
+	DepthLimited int            `json:"dl,omitempty"`
+	Out          []crawl.Routed `json:"out,omitempty"`
+	Err          string         `json:"err,omitempty"`
+	Permanent    bool           `json:"perm,omitempty"`
+	RetryAfter   time.Duration  `json:"ra,omitempty"`
+	items        []crawl.Item
+}
+
+// RunBatch is the activity; its registered name is workflows.RunBatchActivity.
+func (a *Activities) RunBatch(ctx context.Context, b crawl.Batch) (crawl.BatchResult, error) {
+	a.once.Do(func() {
+		host, _ := os.Hostname()
+		a.ids = newSnowflake(int64(crc32.ChecksumIEEE([]byte(fmt.Sprintf("%s/%d", host, os.Getpid())))))
+		if a.Log == nil {
+			a.Log = slog.Default()
+		}
+		if a.FlushEvery <= 0 {
+			a.FlushEvery = 10
+		}
+	})
+	task, ok := a.Registry.Get(b.Step.Task)
+	if !ok {
+		// A chain was validated against a registry this worker does not share: every
+		// input fails with the reason instead of the batch failing forever.
+		return a.failAll(ctx, b, fmt.Sprintf("task %s is not registered on this worker (it has: %v); deploy a worker that includes the site package", b.Step.Task, a.Registry.Names()))
+	}
+	sinks := make([]storage.Sink, 0, len(b.Step.Store))
+	for _, name := range b.Step.Store {
+		s, err := a.Sinks.Get(name)
+		if err != nil {
+			return crawl.BatchResult{}, err
+		}
+		sinks = append(sinks, s)
+	}
+
+	// Resume: outcomes heartbeated by an earlier attempt are already stored.
+	done := map[int]outcome{}
+	if activity.HasHeartbeatDetails(ctx) {
+		var prev []outcome
+		if err := activity.GetHeartbeatDetails(ctx, &prev); err == nil {
+			for _, o := range prev {
+				done[o.Index] = o
+			}
+		}
+	}
+
+	env := &crawl.Env{
+		Fetcher: robotsSwitch{a.Fetcher, !b.Robots}, Log: a.Log.With("chain", b.Chain, "step", b.Step.ID, "run", b.RunID),
+		Params: b.Step.Params, Chain: b.Chain, Step: b.Step.ID, RunID: b.RunID, Tenant: b.Tenant,
+	}
+	results := make(chan outcome)
+	go func() {
+		var wg sync.WaitGroup
+		sem := make(chan struct{}, max(b.Step.Concurrency, 1))
+		for i, w := range b.Work {
+			if _, ok := done[i]; ok {
+				continue
+			}
+			select {
+			case sem <- struct{}{}:
+			case <-ctx.Done():
+			}
+			if ctx.Err() != nil {
+				break
+			}
+			wg.Add(1)
+			go func(i int, w crawl.Work) {
+				defer func() { <-sem; wg.Done() }()
+				results <- a.runOne(ctx, task, env, b, i, w)
+			}(i, w)
+		}
+		wg.Wait()
+		close(results)
+	}()
+
+	// Store finished inputs in groups, then heartbeat them as done.
+	var pending []outcome
+	flush := func() error {
+		if len(pending) == 0 {
+			activity.RecordHeartbeat(ctx, sortedOutcomes(done)) // still alive, nothing new
+			return nil
+		}
+		var items []crawl.Item
+		for _, o := range pending {
+			items = append(items, o.items...)
+		}
+		if len(items) > 0 {
+			for _, s := range sinks {
+				if err := s.Write(ctx, items); err != nil {
+					return fmt.Errorf("store %d items of step %s in %s: %w", len(items), b.Step.ID, s.Name(), err)
+				}
+			}
+		}
+		for _, o := range pending {
+			o.items = nil
+			done[o.Index] = o
+		}
+		pending = pending[:0]
+		activity.RecordHeartbeat(ctx, sortedOutcomes(done))
+		return nil
+	}
+	tick := time.NewTicker(2 * time.Second)
+	defer tick.Stop()
+	var flushErr error
+loop:
+	for {
+		select {
+		case o, ok := <-results:
+			if !ok {
+				break loop
+			}
+			pending = append(pending, o)
+			if len(pending) >= a.FlushEvery && flushErr == nil {
+				flushErr = flush()
+			}
+		case <-tick.C:
+			if flushErr == nil {
+				flushErr = flush()
+			}
+		}
+	}
+	if flushErr == nil {
+		flushErr = flush()
+	}
+	if flushErr != nil {
+		return crawl.BatchResult{}, flushErr // Temporal retries the batch; done outcomes are kept
+	}
+	if err := ctx.Err(); err != nil {
+		return crawl.BatchResult{}, err
+	}
+	return a.summarize(ctx, b, done)
+}
+
+func (a *Activities) runOne(ctx context.Context, task crawl.Task, env *crawl.Env, b crawl.Batch, i int, w crawl.Work) (o outcome) {
+	o.Index = i
+	ictx, cancel := context.WithTimeout(ctx, b.Step.Timeout)
+	defer cancel()
+	defer func() {
+		if p := recover(); p != nil {
+			a.Log.Error("task panicked", "task", b.Step.Task, "input", w.Input.Describe(), "panic", p, "stack", string(debug.Stack()))
+			o = outcome{Index: i, Err: fmt.Sprintf("task %s panicked: %v", b.Step.Task, p), Permanent: true}
+		}
+	}()
+	res, err := task.Run(ictx, env, w.Input)
+	if err == nil && ictx.Err() != nil && ctx.Err() == nil {
+		err = fmt.Errorf("timed out after %s", b.Step.Timeout)
+	}
+	if err != nil {
+		if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
+			err = fmt.Errorf("%w (step timeout %s)", err, b.Step.Timeout)
+		}
+		return outcome{Index: i, Err: fmt.Sprintf("%s: %v", w.Input.Describe(), err), Permanent: crawl.IsPermanent(err), RetryAfter: crawl.RetryDelay(err)}
+	}
+	now := time.Now().UTC()
+	biz := b.Step.Task
+	for k := range res.Items {
+		it := &res.Items[k]
+		if it.Key == "" {
+			return outcome{Index: i, Err: fmt.Sprintf("%s: task %s returned an item without a key; set Item.Key to a stable natural id", w.Input.Describe(), b.Step.Task), Permanent: true}
+		}
+		it.ID = a.ids.next()
+		it.Biz = biz
+		it.TS = now
+		it.Hash = contentHash(it.Data)
+		it.Chain, it.RunID, it.Tenant = b.Chain, b.RunID, b.Tenant
+	}
+	out, limited := b.Step.Route(w.Input, res)
+	return outcome{Index: i, OK: true, Items: len(res.Items), Skipped: res.Skipped, DepthLimited: limited, Out: out, items: res.Items}
+}
+
+// summarize turns per-input outcomes into the batch result, deciding for each failure
+// whether it is retried or given up on (and recorded).
+func (a *Activities) summarize(ctx context.Context, b crawl.Batch, done map[int]outcome) (crawl.BatchResult, error) {
+	var res crawl.BatchResult
+	for _, o := range sortedOutcomes(done) {
+		w := b.Work[o.Index]
+		if o.OK {
+			res.Pages++
+			res.Items += o.Items
+			res.Skipped += o.Skipped
+			res.DepthLimited += o.DepthLimited
+			res.Out = append(res.Out, o.Out...)
+			continue
+		}
+		attempts := w.Attempt + 1
+		if o.Permanent || attempts > b.Step.Retries {
+			res.Failed = append(res.Failed, crawl.Failure{Step: b.Step.ID, Input: w.Input, Attempts: attempts, Cause: o.Err})
+			continue
+		}
+		res.Retry = append(res.Retry, crawl.Work{Input: w.Input, Attempt: attempts, Cause: o.Err})
+		res.RetryAfter = max(res.RetryAfter, o.RetryAfter)
+	}
+	if len(res.Failed) > 0 && a.Failures != nil {
+		if err := a.Failures.WriteFailures(ctx, b.RunID, res.Failed); err != nil {
+			return crawl.BatchResult{}, fmt.Errorf("record %d failures of step %s: %w", len(res.Failed), b.Step.ID, err)
+		}
+	}
+	return res, nil
+}
+
+func (a *Activities) failAll(ctx context.Context, b crawl.Batch, cause string) (crawl.BatchResult, error) {
+	done := map[int]outcome{}
+	for i := range b.Work {
+		done[i] = outcome{Index: i, Err: cause, Permanent: true}
+	}
+	return a.summarize(ctx, b, done)
+}
+
+func sortedOutcomes(m map[int]outcome) []outcome {
+	out := make([]outcome, 0, len(m))
+	for _, o := range m {
+		out = append(out, o)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Index < out[j].Index })
+	return out
+}
+
+// contentHash is a short, stable hash of an item's fields (encoding/json sorts map keys).
+func contentHash(data map[string]any) string {
+	b, _ := json.Marshal(data)
+	sum := sha1.Sum(b)
+	return hex.EncodeToString(sum[:8])
+}
+
+// robotsSwitch applies a chain's `robots: false` to every request of its tasks.
+type robotsSwitch struct {
+	f      crawl.Fetcher
+	ignore bool
+}
+
+func (r robotsSwitch) Fetch(ctx context.Context, req *crawl.Request) (*crawl.Response, error) {
+	if r.f == nil {
+		return nil, errors.New("this worker has no HTTP fetcher configured")
+	}
+	if r.ignore {
+		cp := *req
+		cp.IgnoreRobots = true
+		req = &cp
+	}
+	return r.f.Fetch(ctx, req)
+}

@@ -1,0 +1,652 @@
+package crawl
+
+import (
+	"fmt"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"gopkg.in/yaml.v3"
+)
+
+// Chain is a parsed chain file: named steps, each running one task, wired by `from`.
+type Chain struct {
+	File     string
+	Name     string
+	Tenant   string
+	Robots   bool // obey robots.txt (default true)
+	Priority int
+	Defaults Defaults
+	Steps    []Step
+}
+
+// Defaults apply to every step that does not set its own value.
+type Defaults struct {
+	Timeout     time.Duration  // per input; 0 = the task's own
+	Retries     int            // -1 = the task's own
+	Batch       int            // inputs per activity
+	Concurrency int            // inputs fetched at once inside one batch
+	Parallel    int            // batches in flight per workflow
+	Store       []string       // sinks
+	Params      map[string]any // applied to every step whose task declares the param
+}
+
+// Step is one node of the chain's DAG.
+type Step struct {
+	ID          string
+	Task        string
+	Params      map[string]any
+	From        []string
+	Each        string
+	MaxDepth    int
+	Store       []string
+	Timeout     time.Duration
+	Retries     int // -1 = unset
+	Batch       int
+	Concurrency int
+	Parallel    int
+	Line        int
+}
+
+// Engine defaults used when neither the chain nor the task says otherwise.
+const (
+	DefaultBatch       = 50
+	DefaultConcurrency = 16
+	DefaultParallel    = 4
+	DefaultRetries     = 3
+	DefaultTimeout     = 30 * time.Second
+	MaxBatch           = 1000
+)
+
+// LoadOptions say what a chain file is checked against.
+type LoadOptions struct {
+	Registry *Registry // default: Default
+	Sinks    []string  // sink names `store` may use; default: jsonl
+	// Sets are `step.param=value` or `param=value` overrides (the CLI's --set).
+	Sets []string
+}
+
+// Problem is one thing wrong with a chain file, with the place and the fix.
+type Problem struct {
+	File string
+	Line int
+	Msg  string
+}
+
+func (p Problem) String() string {
+	if p.Line > 0 {
+		return fmt.Sprintf("%s:%d: %s", p.File, p.Line, p.Msg)
+	}
+	return fmt.Sprintf("%s: %s", p.File, p.Msg)
+}
+
+// Problems is every problem found in one file; it is the error Load returns.
+type Problems []Problem
+
+func (ps Problems) Error() string {
+	lines := make([]string, len(ps))
+	for i, p := range ps {
+		lines[i] = p.String()
+	}
+	return strings.Join(lines, "\n")
+}
+
+var (
+	chainKeys    = []string{"name", "tenant", "robots", "priority", "defaults", "steps"}
+	defaultsKeys = []string{"timeout", "retries", "batch", "concurrency", "parallel", "store", "params"}
+	stepKeys     = []string{"id", "task", "params", "from", "each", "max_depth", "store", "timeout", "retries", "batch", "concurrency", "parallel"}
+	nameRE       = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]*$`)
+)
+
+// Load parses and validates a chain file. On failure the error is Problems listing
+// everything wrong, each with its line and the fix.
+func Load(file string, data []byte, opts LoadOptions) (*Chain, error) {
+	if opts.Registry == nil {
+		opts.Registry = Default
+	}
+	if opts.Sinks == nil {
+		opts.Sinks = []string{"jsonl"}
+	}
+	l := &loader{file: file, opts: opts}
+	c := l.parse(data)
+	if c != nil {
+		l.applySets(c)
+		l.validate(c)
+	}
+	if len(l.problems) > 0 {
+		return nil, l.problems
+	}
+	return c, nil
+}
+
+type loader struct {
+	file     string
+	opts     LoadOptions
+	problems Problems
+}
+
+func (l *loader) add(line int, format string, args ...any) {
+	l.problems = append(l.problems, Problem{File: l.file, Line: line, Msg: fmt.Sprintf(format, args...)})
+}
+
+var yamlLine = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
+
+func (l *loader) parse(data []byte) *Chain {
+	var doc yaml.Node
+	if err := yaml.Unmarshal(data, &doc); err != nil {
+		msg := err.Error()
+		if m := yamlLine.FindStringSubmatch(msg); m != nil {
+			n, _ := strconv.Atoi(m[1])
+			l.add(n, "YAML syntax: %s (check indentation and quoting on this line or the one before)", m[2])
+		} else {
+			l.add(0, "YAML syntax: %s", strings.TrimPrefix(msg, "yaml: "))
+		}
+		return nil
+	}
+	if len(doc.Content) == 0 {
+		l.add(0, "file is empty; a chain needs `name:` and `steps:` (see examples/demo.yaml)")
+		return nil
+	}
+	root := doc.Content[0]
+	if root.Kind != yaml.MappingNode {
+		l.add(root.Line, "a chain file is a mapping with `name:` and `steps:`, not a %s", kindName(root))
+		return nil
+	}
+	c := &Chain{File: l.file, Robots: true, Tenant: "default", Defaults: Defaults{Retries: -1}}
+	var stepsNode *yaml.Node
+	l.fields(root, "chain", chainKeys, func(key string, v *yaml.Node) {
+		switch key {
+		case "name":
+			c.Name = l.str(v, "name")
+		case "tenant":
+			c.Tenant = l.str(v, "tenant")
+		case "robots":
+			c.Robots = l.boolean(v, "robots")
+		case "priority":
+			c.Priority = l.integer(v, "priority")
+		case "defaults":
+			l.fields(v, "defaults", defaultsKeys, func(key string, v *yaml.Node) {
+				switch key {
+				case "timeout":
+					c.Defaults.Timeout = l.duration(v, "defaults.timeout")
+				case "retries":
+					c.Defaults.Retries = l.integer(v, "defaults.retries")
+				case "batch":
+					c.Defaults.Batch = l.integer(v, "defaults.batch")
+				case "concurrency":
+					c.Defaults.Concurrency = l.integer(v, "defaults.concurrency")
+				case "parallel":
+					c.Defaults.Parallel = l.integer(v, "defaults.parallel")
+				case "store":
+					c.Defaults.Store = l.strList(v, "defaults.store")
+				case "params":
+					c.Defaults.Params = l.mapping(v, "defaults.params")
+				}
+			})
+		case "steps":
+			stepsNode = v
+		}
+	})
+	if stepsNode == nil {
+		l.add(root.Line, "chain has no `steps:`; add a list of steps, each with `id:` and `task:`")
+		return c
+	}
+	if stepsNode.Kind != yaml.SequenceNode {
+		l.add(stepsNode.Line, "`steps` must be a list (each entry starts with `- id: ...`), not a %s", kindName(stepsNode))
+		return c
+	}
+	for i, sn := range stepsNode.Content {
+		s := Step{Retries: -1, Line: sn.Line}
+		where := fmt.Sprintf("step %d", i+1)
+		l.fields(sn, where, stepKeys, func(key string, v *yaml.Node) {
+			switch key {
+			case "id":
+				s.ID = l.str(v, "id")
+			case "task":
+				s.Task = l.str(v, "task")
+			case "params":
+				s.Params = l.mapping(v, "params")
+			case "from":
+				if v.Kind == yaml.SequenceNode {
+					s.From = l.strList(v, "from")
+				} else {
+					s.From = []string{l.str(v, "from")}
+				}
+			case "each":
+				s.Each = l.str(v, "each")
+			case "max_depth":
+				s.MaxDepth = l.integer(v, "max_depth")
+			case "store":
+				s.Store = l.strList(v, "store")
+			case "timeout":
+				s.Timeout = l.duration(v, "timeout")
+			case "retries":
+				s.Retries = l.integer(v, "retries")
+			case "batch":
+				s.Batch = l.integer(v, "batch")
+			case "concurrency":
+				s.Concurrency = l.integer(v, "concurrency")
+			case "parallel":
+				s.Parallel = l.integer(v, "parallel")
+			}
+		})
+		c.Steps = append(c.Steps, s)
+	}
+	return c
+}
+
+// fields walks a mapping node, reporting unknown keys with a suggestion.
+func (l *loader) fields(n *yaml.Node, where string, known []string, set func(key string, v *yaml.Node)) {
+	if n.Kind != yaml.MappingNode {
+		l.add(n.Line, "%s must be a mapping of `key: value` lines, not a %s", where, kindName(n))
+		return
+	}
+	seen := map[string]bool{}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := n.Content[i], n.Content[i+1]
+		if seen[k.Value] {
+			l.add(k.Line, "%s: `%s` is set twice; keep one", where, k.Value)
+			continue
+		}
+		seen[k.Value] = true
+		if !contains(known, k.Value) {
+			l.add(k.Line, "%s: unknown field `%s`%s; valid fields: %s", where, k.Value, suggest(k.Value, known), strings.Join(known, ", "))
+			continue
+		}
+		set(k.Value, v)
+	}
+}
+
+func (l *loader) str(v *yaml.Node, field string) string {
+	if v.Kind != yaml.ScalarNode {
+		l.add(v.Line, "`%s` must be a single value, not a %s", field, kindName(v))
+		return ""
+	}
+	return v.Value
+}
+
+func (l *loader) integer(v *yaml.Node, field string) int {
+	if v.Kind == yaml.ScalarNode {
+		if n, err := strconv.Atoi(v.Value); err == nil {
+			return n
+		}
+	}
+	l.add(v.Line, "`%s` must be a whole number, got %q", field, v.Value)
+	return 0
+}
+
+func (l *loader) boolean(v *yaml.Node, field string) bool {
+	var b bool
+	if v.Kind != yaml.ScalarNode || v.Decode(&b) != nil {
+		l.add(v.Line, "`%s` must be true or false, got %q", field, v.Value)
+		return true
+	}
+	return b
+}
+
+func (l *loader) duration(v *yaml.Node, field string) time.Duration {
+	if v.Kind == yaml.ScalarNode {
+		d, err := time.ParseDuration(v.Value)
+		if err == nil && d > 0 {
+			return d
+		}
+		if _, numErr := strconv.ParseFloat(v.Value, 64); numErr == nil {
+			l.add(v.Line, "`%s`: bad duration %q: give a unit, e.g. %ss or %sm", field, v.Value, v.Value, v.Value)
+			return 0
+		}
+	}
+	l.add(v.Line, "`%s`: bad duration %q: write it like 30s, 2m or 1h30m", field, v.Value)
+	return 0
+}
+
+func (l *loader) strList(v *yaml.Node, field string) []string {
+	if v.Kind == yaml.ScalarNode {
+		return []string{v.Value}
+	}
+	if v.Kind != yaml.SequenceNode {
+		l.add(v.Line, "`%s` must be a list like [a, b], not a %s", field, kindName(v))
+		return nil
+	}
+	out := make([]string, 0, len(v.Content))
+	for _, e := range v.Content {
+		out = append(out, l.str(e, field))
+	}
+	return out
+}
+
+func (l *loader) mapping(v *yaml.Node, field string) map[string]any {
+	if v.Kind != yaml.MappingNode {
+		l.add(v.Line, "`%s` must be a mapping of `name: value` lines, not a %s", field, kindName(v))
+		return nil
+	}
+	var m map[string]any
+	if err := v.Decode(&m); err != nil {
+		l.add(v.Line, "`%s`: %v", field, err)
+	}
+	return m
+}
+
+// applySets applies `step.param=value` and `param=value` overrides.
+func (l *loader) applySets(c *Chain) {
+	for _, set := range l.opts.Sets {
+		lhs, value, ok := strings.Cut(set, "=")
+		if !ok || lhs == "" {
+			l.add(0, "--set %s: write it as step.param=value (or param=value for every step)", set)
+			continue
+		}
+		var v any = value
+		_ = yaml.Unmarshal([]byte(value), &v) // numbers and booleans keep their YAML type
+		if v == nil {
+			v = value
+		}
+		stepID, param, scoped := strings.Cut(lhs, ".")
+		if !scoped {
+			if c.Defaults.Params == nil {
+				c.Defaults.Params = map[string]any{}
+			}
+			c.Defaults.Params[lhs] = v
+			continue
+		}
+		found := false
+		for i := range c.Steps {
+			if c.Steps[i].ID == stepID {
+				if c.Steps[i].Params == nil {
+					c.Steps[i].Params = map[string]any{}
+				}
+				c.Steps[i].Params[param] = v
+				found = true
+			}
+		}
+		if !found {
+			l.add(0, "--set %s: no step `%s`%s; steps: %s", set, stepID, suggest(stepID, stepIDs(c)), strings.Join(stepIDs(c), ", "))
+		}
+	}
+}
+
+func (l *loader) validate(c *Chain) {
+	if c.Name == "" {
+		l.add(1, "chain has no name; add `name: my-chain` (lowercase letters, digits, - and _)")
+	} else if !nameRE.MatchString(c.Name) {
+		l.add(1, "chain name %q: use lowercase letters, digits, - and _ (it becomes part of workflow ids)", c.Name)
+	}
+	if c.Tenant != "" && !nameRE.MatchString(c.Tenant) {
+		l.add(1, "tenant %q: use lowercase letters, digits, - and _", c.Tenant)
+	}
+	if c.Priority < 0 || c.Priority > 5 {
+		l.add(1, "priority %d: use 1 (highest) to 5 (lowest), or leave it out", c.Priority)
+	}
+	l.checkSinks(1, "defaults.store", c.Defaults.Store)
+	l.checkLimits(1, "defaults", c.Defaults.Batch, c.Defaults.Concurrency, c.Defaults.Parallel)
+	ids := map[string]int{}
+	for i, s := range c.Steps {
+		if s.ID == "" {
+			l.add(s.Line, "step %d has no `id`; add `id: some_name` so other steps can refer to it", i+1)
+		} else if prev, dup := ids[s.ID]; dup {
+			l.add(s.Line, "step id %q is already used by the step on line %d; step ids must be unique", s.ID, c.Steps[prev].Line)
+		} else {
+			ids[s.ID] = i
+		}
+	}
+	for _, s := range c.Steps {
+		l.validateStep(c, s, ids)
+	}
+	l.checkCycles(c, ids)
+	// defaults.params must be declared by at least one step's task.
+	for name := range c.Defaults.Params {
+		used := false
+		for _, s := range c.Steps {
+			if t, ok := l.opts.Registry.Get(s.Task); ok {
+				if _, ok := t.Spec().Param(name); ok {
+					used = true
+				}
+			}
+		}
+		if !used {
+			l.add(1, "defaults.params: no step's task has a param `%s`; remove it or check the spelling", name)
+		}
+	}
+}
+
+func (l *loader) validateStep(c *Chain, s Step, ids map[string]int) {
+	name := s.ID
+	if name == "" {
+		name = "?"
+	}
+	where := fmt.Sprintf("step %q", name)
+	var spec TaskSpec
+	known := false
+	if s.Task == "" {
+		l.add(s.Line, "%s has no `task`; set one of: %s", where, strings.Join(l.opts.Registry.Names(), ", "))
+	} else if t, ok := l.opts.Registry.Get(s.Task); !ok {
+		l.add(s.Line, "%s: unknown task %q%s; registered tasks: %s", where, s.Task, suggest(s.Task, l.opts.Registry.Names()), strings.Join(l.opts.Registry.Names(), ", "))
+	} else {
+		spec, known = t.Spec(), true
+	}
+	if known {
+		names := make([]string, len(spec.Params))
+		for i, p := range spec.Params {
+			names[i] = p.Name
+		}
+		for _, k := range sortedKeys(s.Params) {
+			p, ok := spec.Param(k)
+			if !ok {
+				l.add(s.Line, "%s: task %s has no param `%s`%s; its params: %s", where, s.Task, k, suggest(k, names), strings.Join(names, ", "))
+				continue
+			}
+			if _, err := checkType(p.Type, s.Params[k]); err != nil {
+				l.add(s.Line, "%s: param `%s`: %v", where, k, err)
+			}
+		}
+		for _, p := range spec.Params {
+			_, inStep := s.Params[p.Name]
+			_, inDefaults := c.Defaults.Params[p.Name]
+			if p.Required && !inStep && !inDefaults {
+				l.add(s.Line, "%s: task %s needs param `%s` (%s); add it under `params:`", where, s.Task, p.Name, p.Doc)
+			}
+		}
+	}
+	self := false
+	for _, from := range s.From {
+		if from == s.ID {
+			self = true
+			continue
+		}
+		if _, ok := ids[from]; !ok {
+			l.add(s.Line, "%s: `from: %s` names no step%s; steps: %s", where, from, suggest(from, stepIDs(c)), strings.Join(stepIDs(c), ", "))
+		}
+	}
+	if self && s.MaxDepth <= 0 {
+		l.add(s.Line, "%s consumes its own outputs but has no `max_depth`; add `max_depth: N` to bound the recursion", where)
+	}
+	if !self && s.MaxDepth != 0 {
+		l.add(s.Line, "%s: `max_depth` only applies to a step that lists itself in `from`", where)
+	}
+	if len(s.From) == 0 && s.Each != "" {
+		l.add(s.Line, "%s: `each: %s` needs `from:` naming the step whose items carry that list field", where, s.Each)
+	}
+	if s.Each != "" {
+		for _, from := range s.From {
+			up, ok := ids[from]
+			if !ok {
+				continue
+			}
+			t, ok := l.opts.Registry.Get(c.Steps[up].Task)
+			if !ok {
+				continue
+			}
+			f, ok := t.Spec().Field(s.Each)
+			if !ok {
+				l.add(s.Line, "%s: `each: %s`: task %s (step %q) has no output field `%s`; its fields: %s", where, s.Each, t.Spec().Name, from, s.Each, strings.Join(fieldNames(t.Spec()), ", "))
+			} else if f.Type != List {
+				l.add(s.Line, "%s: `each: %s`: field `%s` of task %s is a %s, not a list", where, s.Each, s.Each, t.Spec().Name, f.Type)
+			}
+		}
+	}
+	if s.Retries < -1 {
+		l.add(s.Line, "%s: retries %d: use 0 or more", where, s.Retries)
+	}
+	l.checkSinks(s.Line, where+": store", s.Store)
+	l.checkLimits(s.Line, where, s.Batch, s.Concurrency, s.Parallel)
+}
+
+func (l *loader) checkLimits(line int, where string, batch, conc, par int) {
+	if batch < 0 || batch > MaxBatch {
+		l.add(line, "%s: batch %d: use 1 to %d inputs per activity", where, batch, MaxBatch)
+	}
+	if conc < 0 {
+		l.add(line, "%s: concurrency %d: use 1 or more", where, conc)
+	}
+	if par < 0 {
+		l.add(line, "%s: parallel %d: use 1 or more", where, par)
+	}
+}
+
+func (l *loader) checkSinks(line int, where string, sinks []string) {
+	for _, s := range sinks {
+		if !contains(l.opts.Sinks, s) {
+			l.add(line, "%s: unknown sink %q%s; available: %s", where, s, suggest(s, l.opts.Sinks), strings.Join(l.opts.Sinks, ", "))
+		}
+	}
+}
+
+// checkCycles reports cycles through two or more steps; a step consuming itself is the
+// one allowed loop (bounded by max_depth).
+func (l *loader) checkCycles(c *Chain, ids map[string]int) {
+	const (
+		white = iota
+		grey
+		black
+	)
+	color := make([]int, len(c.Steps))
+	var stack []int
+	reported := map[string]bool{}
+	var visit func(i int)
+	visit = func(i int) {
+		color[i] = grey
+		stack = append(stack, i)
+		for _, from := range c.Steps[i].From {
+			j, ok := ids[from]
+			if !ok || j == i {
+				continue
+			}
+			switch color[j] {
+			case white:
+				visit(j)
+			case grey:
+				// j … i is a cycle: report it once, in file order.
+				var path []string
+				start := 0
+				for k, s := range stack {
+					if s == j {
+						start = k
+					}
+				}
+				for _, s := range stack[start:] {
+					path = append(path, c.Steps[s].ID)
+				}
+				sorted := append([]string(nil), path...)
+				sort.Strings(sorted)
+				if key := strings.Join(sorted, ","); !reported[key] {
+					reported[key] = true
+					// edges point from consumer to producer; print in data-flow order
+					for a, b := 0, len(path)-1; a < b; a, b = a+1, b-1 {
+						path[a], path[b] = path[b], path[a]
+					}
+					path = append(path, path[0])
+					l.add(c.Steps[j].Line, "steps %s form a cycle; only a step consuming its own outputs (with max_depth) may loop", strings.Join(path, " → "))
+				}
+			}
+		}
+		stack = stack[:len(stack)-1]
+		color[i] = black
+	}
+	for i := range c.Steps {
+		if color[i] == white {
+			visit(i)
+		}
+	}
+}
+
+func kindName(n *yaml.Node) string {
+	switch n.Kind {
+	case yaml.MappingNode:
+		return "mapping"
+	case yaml.SequenceNode:
+		return "list"
+	case yaml.ScalarNode:
+		return fmt.Sprintf("plain value (%q)", n.Value)
+	}
+	return "node"
+}
+
+func stepIDs(c *Chain) []string {
+	out := make([]string, 0, len(c.Steps))
+	for _, s := range c.Steps {
+		if s.ID != "" {
+			out = append(out, s.ID)
+		}
+	}
+	return out
+}
+
+func fieldNames(s TaskSpec) []string {
+	out := make([]string, len(s.Output))
+	for i, f := range s.Output {
+		out[i] = f.Name
+	}
+	return out
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+func sortedKeys(m map[string]any) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// suggest returns ` (did you mean "x"?)` for the closest candidate within a small edit distance.
+func suggest(got string, candidates []string) string {
+	best, bestD := "", 3
+	for _, c := range candidates {
+		if d := editDistance(got, c); d < bestD && d < len(c) {
+			best, bestD = c, d
+		}
+	}
+	if best == "" {
+		return ""
+	}
+	return fmt.Sprintf(" (did you mean %q?)", best)
+}
+
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}

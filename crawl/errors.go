@@ -1,0 +1,59 @@
+package crawl
+
+import (
+	"errors"
+	"fmt"
+	"time"
+)
+
+// A task returns an error for an input it could not process. By default the engine
+// retries the input with backoff up to the step's retry limit; Permanent marks errors that
+// another attempt cannot fix (a 404, a page without the expected fields), and RetryAfter
+// asks for the next attempt no sooner than a given delay (a 429 with Retry-After).
+
+type permanentError struct{ err error }
+
+func (e *permanentError) Error() string { return e.err.Error() }
+func (e *permanentError) Unwrap() error { return e.err }
+
+// Permanent marks err as not worth retrying.
+func Permanent(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &permanentError{err}
+}
+
+// Permanentf is Permanent(fmt.Errorf(...)).
+func Permanentf(format string, args ...any) error { return Permanent(fmt.Errorf(format, args...)) }
+
+// IsPermanent reports whether err was marked Permanent.
+func IsPermanent(err error) bool {
+	var p *permanentError
+	return errors.As(err, &p)
+}
+
+type retryAfterError struct {
+	err   error
+	after time.Duration
+}
+
+func (e *retryAfterError) Error() string { return e.err.Error() }
+func (e *retryAfterError) Unwrap() error { return e.err }
+
+// RetryAfter asks the engine to wait at least d before the next attempt.
+func RetryAfter(err error, d time.Duration) error {
+	if err == nil {
+		return nil
+	}
+	return &retryAfterError{err: err, after: d}
+}
+
+// RetryDelay returns the delay requested with RetryAfter, or 0.
+func RetryDelay(err error) time.Duration {
+	var r *retryAfterError
+	if errors.As(err, &r) {
+		return r.after
+	}
+	return 0
+}

@@ -1,0 +1,244 @@
+package crawl
+
+import (
+	"fmt"
+	"reflect"
+	"time"
+)
+
+// Plan is a validated chain compiled for the engine: defaults resolved, params typed,
+// and each step's consumers listed, so neither the workflow nor an activity looks
+// anything up. It travels through workflow history, so it holds no functions.
+type Plan struct {
+	Chain    string     `json:"chain"`
+	Tenant   string     `json:"tenant"`
+	Robots   bool       `json:"robots"`
+	Priority int        `json:"priority,omitempty"`
+	Steps    []PlanStep `json:"steps"`
+}
+
+// PlanStep is one step with every setting resolved.
+type PlanStep struct {
+	ID          string        `json:"id"`
+	Task        string        `json:"task"`
+	Params      Params        `json:"params,omitempty"`
+	Timeout     time.Duration `json:"timeout"`
+	Retries     int           `json:"retries"`
+	Batch       int           `json:"batch"`
+	Concurrency int           `json:"concurrency"`
+	Parallel    int           `json:"parallel"`
+	MaxDepth    int           `json:"max_depth,omitempty"`
+	Store       []string      `json:"store,omitempty"`
+	Root        bool          `json:"root,omitempty"`
+	Consumers   []Consumer    `json:"consumers,omitempty"`
+}
+
+// Consumer is a step that takes another step's outputs.
+type Consumer struct {
+	Step     int    `json:"step"`
+	Task     string `json:"task"`
+	Each     string `json:"each,omitempty"`
+	Self     bool   `json:"self,omitempty"`
+	MaxDepth int    `json:"max_depth,omitempty"`
+}
+
+// Compile turns a loaded chain into a Plan. The chain must have passed Load.
+func (c *Chain) Compile(reg *Registry) (*Plan, error) {
+	if reg == nil {
+		reg = Default
+	}
+	p := &Plan{Chain: c.Name, Tenant: c.Tenant, Robots: c.Robots, Priority: c.Priority}
+	index := map[string]int{}
+	for i, s := range c.Steps {
+		index[s.ID] = i
+	}
+	for _, s := range c.Steps {
+		t, ok := reg.Get(s.Task)
+		if !ok {
+			return nil, fmt.Errorf("%s:%d: unknown task %q", c.File, s.Line, s.Task)
+		}
+		spec := t.Spec()
+		params := Params{}
+		for _, decl := range spec.Params {
+			v, set := s.Params[decl.Name]
+			if !set {
+				v, set = c.Defaults.Params[decl.Name]
+			}
+			if !set {
+				if decl.Default != nil {
+					params[decl.Name] = decl.Default
+				}
+				continue
+			}
+			typed, err := checkType(decl.Type, v)
+			if err != nil {
+				return nil, fmt.Errorf("%s:%d: step %q param `%s`: %v", c.File, s.Line, s.ID, decl.Name, err)
+			}
+			params[decl.Name] = typed
+		}
+		ps := PlanStep{
+			ID: s.ID, Task: s.Task, Params: params, MaxDepth: s.MaxDepth, Root: onlyFromItself(s),
+			Timeout:     firstDuration(s.Timeout, c.Defaults.Timeout, spec.Timeout, DefaultTimeout),
+			Batch:       firstInt(s.Batch, c.Defaults.Batch, DefaultBatch),
+			Concurrency: firstInt(s.Concurrency, c.Defaults.Concurrency, spec.HostConcurrency, DefaultConcurrency),
+			Parallel:    firstInt(s.Parallel, c.Defaults.Parallel, DefaultParallel),
+			Store:       s.Store,
+		}
+		switch {
+		case s.Retries >= 0:
+			ps.Retries = s.Retries
+		case c.Defaults.Retries >= 0:
+			ps.Retries = c.Defaults.Retries
+		case spec.Retries > 0:
+			ps.Retries = spec.Retries
+		default:
+			ps.Retries = DefaultRetries
+		}
+		if ps.Store == nil {
+			ps.Store = c.Defaults.Store
+		}
+		if ps.Store == nil && len(spec.Output) > 0 {
+			ps.Store = []string{"jsonl"}
+		}
+		p.Steps = append(p.Steps, ps)
+	}
+	for i, s := range c.Steps {
+		for _, from := range s.From {
+			up := index[from]
+			p.Steps[up].Consumers = append(p.Steps[up].Consumers, Consumer{
+				Step: i, Task: s.Task, Each: s.Each, Self: up == i, MaxDepth: s.MaxDepth,
+			})
+		}
+	}
+	return p, nil
+}
+
+// onlyFromItself reports whether a step takes no other step's outputs: it is seeded with
+// one empty input when the run starts.
+func onlyFromItself(s Step) bool {
+	for _, f := range s.From {
+		if f != s.ID {
+			return false
+		}
+	}
+	return true
+}
+
+// Routed is an input addressed to a step.
+type Routed struct {
+	Step  int   `json:"step"`
+	Input Input `json:"in"`
+}
+
+// Route hands what one input of a step produced to the step's consumers: emitted inputs
+// go to consumers whose task they name (or to all when they name none), and a consumer
+// with `each` gets one input per element of that list field of every stored item. Inputs
+// a self-consuming step would take beyond its max_depth are dropped and counted.
+func (s PlanStep) Route(in Input, res Result) (out []Routed, depthLimited int) {
+	for _, c := range s.Consumers {
+		depth := 0
+		if c.Self {
+			depth = in.Depth + 1
+		}
+		add := func(next Input) {
+			if c.Self && depth > c.MaxDepth {
+				depthLimited++
+				return
+			}
+			next.Depth = depth
+			next.Task = ""
+			out = append(out, Routed{Step: c.Step, Input: next})
+		}
+		if c.Each != "" {
+			for _, it := range res.Items {
+				for _, v := range listValues(it.Data[c.Each]) {
+					add(Input{Value: v, Parent: it.Key})
+				}
+			}
+			continue
+		}
+		for _, next := range res.Next {
+			if next.Task == "" || next.Task == c.Task {
+				add(next)
+			}
+		}
+	}
+	return out, depthLimited
+}
+
+// listValues returns the elements of any slice value ([]any, []int64, []string …).
+func listValues(v any) []any {
+	if v == nil {
+		return nil
+	}
+	if l, ok := v.([]any); ok {
+		return l
+	}
+	rv := reflect.ValueOf(v)
+	if rv.Kind() != reflect.Slice && rv.Kind() != reflect.Array {
+		return []any{v}
+	}
+	out := make([]any, rv.Len())
+	for i := range out {
+		out[i] = rv.Index(i).Interface()
+	}
+	return out
+}
+
+func firstInt(vs ...int) int {
+	for _, v := range vs {
+		if v > 0 {
+			return v
+		}
+	}
+	return 0
+}
+
+func firstDuration(vs ...time.Duration) time.Duration {
+	for _, v := range vs {
+		if v > 0 {
+			return v
+		}
+	}
+	return 0
+}
+
+// Work is an input waiting for (another) attempt.
+type Work struct {
+	Input   Input  `json:"in"`
+	Attempt int    `json:"attempt,omitempty"` // attempts already made
+	Cause   string `json:"cause,omitempty"`   // why the last attempt failed
+}
+
+// Failure is an input that will not be retried: its retries are exhausted or its error
+// is permanent. It is reported in the run summary and written to the failure log.
+type Failure struct {
+	Step     string `json:"step"`
+	Input    Input  `json:"input"`
+	Attempts int    `json:"attempts"`
+	Cause    string `json:"cause"`
+}
+
+// Batch is the input of one activity: one step's task over up to Batch inputs.
+type Batch struct {
+	RunID    string   `json:"run_id"`
+	Chain    string   `json:"chain"`
+	Tenant   string   `json:"tenant"`
+	Robots   bool     `json:"robots"`
+	StepIdx  int      `json:"step_idx"`
+	Step     PlanStep `json:"step"`
+	Work     []Work   `json:"work"`
+	Sequence int64    `json:"seq"` // unique per batch within a run, for logs
+}
+
+// BatchResult is what one batch produced.
+type BatchResult struct {
+	Pages        int           `json:"pages"`   // inputs processed successfully
+	Items        int           `json:"items"`   // items handed to the sinks
+	Skipped      int           `json:"skipped"` // records the task chose not to store
+	DepthLimited int           `json:"depth_limited,omitempty"`
+	Out          []Routed      `json:"out,omitempty"`
+	Retry        []Work        `json:"retry,omitempty"`
+	Failed       []Failure     `json:"failed,omitempty"`
+	RetryAfter   time.Duration `json:"retry_after,omitempty"` // the longest delay a failure asked for
+}

@@ -1,0 +1,282 @@
+// Package crawl is the kernel every other Trawler package speaks: tasks, their inputs and
+// items, the registry that names them, and chain specs. It performs no I/O of its own;
+// everything a task needs from the outside world reaches it through Env.
+package crawl
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"regexp"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Task is one per-site crawl step, such as "hackernews.item". A task is pure logic over
+// an Input: it fetches through env.Fetch, parses, and returns the items to store and the
+// inputs for downstream steps. Timeouts, retries, batching and storage are the engine's job.
+type Task interface {
+	Spec() TaskSpec
+	Run(ctx context.Context, env *Env, in Input) (Result, error)
+}
+
+// TaskFunc adapts a spec and a function into a Task, so a small site needs no types.
+func TaskFunc(spec TaskSpec, run func(ctx context.Context, env *Env, in Input) (Result, error)) Task {
+	return funcTask{spec: spec, run: run}
+}
+
+type funcTask struct {
+	spec TaskSpec
+	run  func(ctx context.Context, env *Env, in Input) (Result, error)
+}
+
+func (t funcTask) Spec() TaskSpec { return t.spec }
+func (t funcTask) Run(ctx context.Context, env *Env, in Input) (Result, error) {
+	return t.run(ctx, env, in)
+}
+
+// TaskSpec is what a task declares about itself. The chain validator checks chain files
+// against it, and the engine uses its defaults when a chain does not override them.
+type TaskSpec struct {
+	Name    string  // "site.task"
+	Doc     string  // one line shown by `trawler validate` and `trawler tasks`
+	Params  []Param // parameters a chain step may set
+	Output  []Field // the schema of Item.Data
+	Timeout time.Duration
+	Retries int
+	// RateLimit is requests per second per host (0: the fetcher's default);
+	// HostConcurrency bounds parallel requests per host (0: the fetcher's default).
+	RateLimit       float64
+	HostConcurrency int
+	// Needs lists external resources (proxy, user_agent, cookie, device_id, sign).
+	Needs []string
+}
+
+// Type is the type of a param or an output field.
+type Type string
+
+const (
+	String Type = "string"
+	Int    Type = "int"
+	Float  Type = "float"
+	Bool   Type = "bool"
+	Time   Type = "time"
+	URL    Type = "url"
+	List   Type = "list"
+	Object Type = "object"
+)
+
+// Param is a declared task parameter.
+type Param struct {
+	Name     string
+	Type     Type
+	Default  any
+	Required bool
+	Doc      string
+}
+
+// Field is a declared output field of a task's items.
+type Field struct {
+	Name string
+	Type Type
+	Doc  string
+}
+
+// Field returns the declared output field with this name.
+func (s TaskSpec) Field(name string) (Field, bool) {
+	for _, f := range s.Output {
+		if f.Name == name {
+			return f, true
+		}
+	}
+	return Field{}, false
+}
+
+// Param returns the declared param with this name.
+func (s TaskSpec) Param(name string) (Param, bool) {
+	for _, p := range s.Params {
+		if p.Name == name {
+			return p, true
+		}
+	}
+	return Param{}, false
+}
+
+// Site is the part of the name before the dot ("hackernews" in "hackernews.item").
+func (s TaskSpec) Site() string { site, _, _ := strings.Cut(s.Name, "."); return site }
+
+// Input is one unit of work for a task. Inputs travel through workflow history, so they
+// stay small: a URL, a value fanned out of a list field, or a few variables.
+type Input struct {
+	URL   string         `json:"url,omitempty"`
+	Value any            `json:"value,omitempty"` // one element of the upstream list field named by `each`
+	Vars  map[string]any `json:"vars,omitempty"`  // values the producing task hands to its consumer
+	// Task routes an emitted input to consumers running this task only; empty means every
+	// consumer. A paging feed emits its next page with Task set to itself.
+	Task   string `json:"task,omitempty"`
+	Parent string `json:"parent,omitempty"` // key of the item this input came from
+	Depth  int    `json:"depth,omitempty"`  // hops of self-recursion so far
+}
+
+// Var returns a variable as a string, or "" when absent.
+func (in Input) Var(name string) string {
+	if v, ok := in.Vars[name]; ok && v != nil {
+		return fmt.Sprint(v)
+	}
+	return ""
+}
+
+// Describe names the input in errors and logs.
+func (in Input) Describe() string {
+	if in.URL != "" {
+		return in.URL
+	}
+	if in.Value != nil {
+		return fmt.Sprint(in.Value)
+	}
+	if len(in.Vars) > 0 {
+		keys := make([]string, 0, len(in.Vars))
+		for k := range in.Vars {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		parts := make([]string, len(keys))
+		for i, k := range keys {
+			parts[i] = fmt.Sprintf("%s=%v", k, in.Vars[k])
+		}
+		return strings.Join(parts, ",")
+	}
+	return "(seed)"
+}
+
+// Result is what one task run over one input produced.
+type Result struct {
+	Items []Item  // to store
+	Next  []Input // for downstream steps (and for this step, if it consumes itself)
+	// Skipped counts records the source offered that are deliberately not stored
+	// (deleted, dead, filtered); they are reported, not failed.
+	Skipped int
+}
+
+// Item is one stored record. A task fills Key, URL and Data; the engine fills the rest.
+type Item struct {
+	ID     int64          `json:"id,string"`
+	Biz    string         `json:"biz"`
+	Key    string         `json:"key"`
+	URL    string         `json:"url,omitempty"`
+	TS     time.Time      `json:"ts"`
+	Hash   string         `json:"hash"`
+	Flag   int            `json:"flag"`
+	Chain  string         `json:"chain"`
+	RunID  string         `json:"run_id"`
+	Tenant string         `json:"tenant"`
+	Data   map[string]any `json:"data"`
+}
+
+// Env is what a task may use while it runs.
+type Env struct {
+	Params  Params
+	Fetcher Fetcher
+	Log     *slog.Logger
+	Chain   string
+	Step    string
+	RunID   string
+	Tenant  string
+}
+
+// Fetch performs an HTTP request through the engine's fetcher (politeness, robots.txt,
+// retries on 429/5xx, size limits).
+func (e *Env) Fetch(ctx context.Context, req *Request) (*Response, error) {
+	if e.Fetcher == nil {
+		return nil, fmt.Errorf("no fetcher configured for step %s", e.Step)
+	}
+	return e.Fetcher.Fetch(ctx, req)
+}
+
+// Get is Fetch for a plain GET.
+func (e *Env) Get(ctx context.Context, url string) (*Response, error) {
+	return e.Fetch(ctx, &Request{Method: http.MethodGet, URL: url})
+}
+
+// Fetcher performs HTTP requests for tasks.
+type Fetcher interface {
+	Fetch(ctx context.Context, req *Request) (*Response, error)
+}
+
+// Request is one HTTP request a task wants made.
+type Request struct {
+	Method string
+	URL    string
+	Header http.Header
+	Body   []byte
+	// Limits for this request; zero values take the fetcher's settings.
+	RateLimit       float64
+	HostConcurrency int
+	// IgnoreRobots skips the robots.txt check (a chain's `robots: false`).
+	IgnoreRobots bool
+}
+
+// Response is a fully read HTTP response.
+type Response struct {
+	URL    string // after redirects
+	Status int
+	Header http.Header
+	Body   []byte
+}
+
+// Registry maps task names to tasks.
+type Registry struct {
+	mu    sync.RWMutex
+	tasks map[string]Task
+}
+
+// NewRegistry returns an empty registry.
+func NewRegistry() *Registry { return &Registry{tasks: map[string]Task{}} }
+
+// Default is the registry site packages register into from their init functions.
+var Default = NewRegistry()
+
+var taskName = regexp.MustCompile(`^[a-z][a-z0-9_]*\.[a-z][a-z0-9_]*$`)
+
+// Register adds tasks; it panics on a malformed or duplicate name because that is a
+// programming error in a site package, found the first time the binary starts.
+func (r *Registry) Register(tasks ...Task) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, t := range tasks {
+		name := t.Spec().Name
+		if !taskName.MatchString(name) {
+			panic(fmt.Sprintf("crawl: task name %q must look like site.task (lowercase letters, digits, _)", name))
+		}
+		if _, dup := r.tasks[name]; dup {
+			panic(fmt.Sprintf("crawl: task %q registered twice", name))
+		}
+		r.tasks[name] = t
+	}
+}
+
+// Register adds tasks to the default registry.
+func Register(tasks ...Task) { Default.Register(tasks...) }
+
+// Get returns the named task.
+func (r *Registry) Get(name string) (Task, bool) {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	t, ok := r.tasks[name]
+	return t, ok
+}
+
+// Names lists the registered task names, sorted.
+func (r *Registry) Names() []string {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	out := make([]string, 0, len(r.tasks))
+	for n := range r.tasks {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}

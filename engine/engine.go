@@ -1,0 +1,219 @@
+// Package engine connects the pieces a Trawler process runs: a Temporal worker with the
+// chain workflow and the batch activity registered, and the client calls that start,
+// watch and summarize chain runs. The CLI and the end-to-end tests both use it, so what
+// the tests prove is what users run.
+package engine
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/worker"
+	"go.temporal.io/sdk/workflow"
+
+	"trawler/activities"
+	"trawler/crawl"
+	"trawler/fetch"
+	"trawler/storage"
+	"trawler/storage/jsonl"
+	"trawler/workflows"
+)
+
+// WorkerOptions configure a worker process.
+type WorkerOptions struct {
+	TaskQueue string // default workflows.DefaultTaskQueue
+	OutDir    string // where the jsonl sink writes
+	Registry  *crawl.Registry
+	Fetch     fetch.Options
+	// MaxBatches bounds batch activities running at once in this process (default 16).
+	MaxBatches int
+	Log        *slog.Logger
+}
+
+// Worker is a running Temporal worker with Trawler's workflow and activities.
+type Worker struct {
+	worker.Worker
+	Sinks storage.Set
+	JSONL *jsonl.Sink
+}
+
+// NewWorker builds (but does not start) a worker.
+func NewWorker(c client.Client, o WorkerOptions) (*Worker, error) {
+	if o.TaskQueue == "" {
+		o.TaskQueue = workflows.DefaultTaskQueue
+	}
+	if o.Registry == nil {
+		o.Registry = crawl.Default
+	}
+	if o.MaxBatches <= 0 {
+		o.MaxBatches = 16
+	}
+	if o.Log == nil {
+		o.Log = slog.Default()
+	}
+	if o.OutDir == "" {
+		return nil, errors.New("worker needs an output directory for the jsonl sink (--out or --data)")
+	}
+	js, err := jsonl.Open(o.OutDir)
+	if err != nil {
+		return nil, err
+	}
+	sinks := storage.Set{"jsonl": js}
+	w := worker.New(c, o.TaskQueue, worker.Options{
+		MaxConcurrentActivityExecutionSize: o.MaxBatches,
+		// Workers may be killed at any moment; a short stop wait keeps restarts quick.
+		WorkerStopTimeout: 5 * time.Second,
+	})
+	acts := &activities.Activities{Registry: o.Registry, Fetcher: fetch.New(o.Fetch), Sinks: sinks, Failures: js, Log: o.Log}
+	Register(w, acts)
+	return &Worker{Worker: w, Sinks: sinks, JSONL: js}, nil
+}
+
+// Register puts the chain workflow and the batch activity on a worker.
+func Register(w worker.Registry, acts *activities.Activities) {
+	w.RegisterWorkflowWithOptions(workflows.ChainWorkflow, workflow.RegisterOptions{Name: workflows.ChainWorkflowName})
+	w.RegisterActivityWithOptions(acts.RunBatch, activity.RegisterOptions{Name: workflows.RunBatchActivity})
+}
+
+// RunOptions configure one chain run.
+type RunOptions struct {
+	TaskQueue string
+	ID        string // workflow id; default <chain>-<time>-<random>
+	Tuning    workflows.Tuning
+}
+
+// Start starts a chain run and returns its run id (the root workflow id).
+func Start(ctx context.Context, c client.Client, plan *crawl.Plan, o RunOptions) (string, error) {
+	if o.TaskQueue == "" {
+		o.TaskQueue = workflows.DefaultTaskQueue
+	}
+	id := o.ID
+	if id == "" {
+		var b [3]byte
+		_, _ = rand.Read(b[:])
+		id = fmt.Sprintf("%s-%s-%s", plan.Chain, time.Now().UTC().Format("20060102-150405"), hex.EncodeToString(b[:]))
+	}
+	_, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
+		ID:                       id,
+		TaskQueue:                o.TaskQueue,
+		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
+		WorkflowExecutionTimeout: 0,
+	}, workflows.ChainWorkflowName, workflows.ChainInput{RunID: id, Plan: *plan, TaskQueue: o.TaskQueue, Tuning: o.Tuning})
+	if err != nil {
+		return "", fmt.Errorf("start chain %s on Temporal: %w", plan.Chain, err)
+	}
+	return id, nil
+}
+
+// Status is a run's state and progress.
+type Status struct {
+	RunID    string             `json:"run_id"`
+	State    string             `json:"state"` // running, completed, failed, canceled, terminated, timed_out
+	Started  time.Time          `json:"started"`
+	Closed   time.Time          `json:"closed,omitzero"`
+	Progress *workflows.Summary `json:"progress,omitempty"`
+	Error    string             `json:"error,omitempty"`
+}
+
+// Describe returns a run's state and its latest progress.
+func Describe(ctx context.Context, c client.Client, runID string) (*Status, error) {
+	d, err := c.DescribeWorkflowExecution(ctx, runID, "")
+	if err != nil {
+		var nf *serviceerror.NotFound
+		if errors.As(err, &nf) {
+			return nil, fmt.Errorf("no run %q on this Temporal namespace (list runs with `trawler status`)", runID)
+		}
+		return nil, err
+	}
+	info := d.GetWorkflowExecutionInfo()
+	st := &Status{RunID: runID, State: stateName(info.GetStatus()), Started: info.GetStartTime().AsTime()}
+	if info.GetCloseTime() != nil {
+		st.Closed = info.GetCloseTime().AsTime()
+	}
+	switch info.GetStatus() {
+	case enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING:
+		v, err := c.QueryWorkflow(ctx, runID, "", workflows.ProgressQuery)
+		if err == nil {
+			var s workflows.Summary
+			if v.Get(&s) == nil {
+				st.Progress = &s
+			}
+		}
+	case enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED:
+		var s workflows.Summary
+		if err := c.GetWorkflow(ctx, runID, "").Get(ctx, &s); err == nil {
+			st.Progress = &s
+		}
+	default:
+		if err := c.GetWorkflow(ctx, runID, "").Get(ctx, nil); err != nil {
+			st.Error = err.Error()
+		}
+	}
+	return st, nil
+}
+
+// Wait blocks until the run ends, calling onProgress (if set) about twice a second.
+func Wait(ctx context.Context, c client.Client, runID string, onProgress func(*workflows.Summary)) (*workflows.Summary, error) {
+	run := c.GetWorkflow(ctx, runID, "")
+	done := make(chan error, 1)
+	var sum workflows.Summary
+	go func() { done <- run.Get(ctx, &sum) }()
+	tick := time.NewTicker(500 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case err := <-done:
+			if err != nil {
+				return nil, fmt.Errorf("run %s: %w", runID, err)
+			}
+			if onProgress != nil {
+				onProgress(&sum)
+			}
+			return &sum, nil
+		case <-tick.C:
+			if onProgress == nil {
+				continue
+			}
+			qctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+			v, err := c.QueryWorkflow(qctx, runID, "", workflows.ProgressQuery)
+			cancel()
+			if err == nil {
+				var s workflows.Summary
+				if v.Get(&s) == nil {
+					onProgress(&s)
+				}
+			}
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+}
+
+func stateName(s enumspb.WorkflowExecutionStatus) string {
+	switch s {
+	case enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING:
+		return "running"
+	case enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED:
+		return "completed"
+	case enumspb.WORKFLOW_EXECUTION_STATUS_FAILED:
+		return "failed"
+	case enumspb.WORKFLOW_EXECUTION_STATUS_CANCELED:
+		return "canceled"
+	case enumspb.WORKFLOW_EXECUTION_STATUS_TERMINATED:
+		return "terminated"
+	case enumspb.WORKFLOW_EXECUTION_STATUS_TIMED_OUT:
+		return "timed_out"
+	case enumspb.WORKFLOW_EXECUTION_STATUS_CONTINUED_AS_NEW:
+		return "continued"
+	}
+	return "unknown"
+}

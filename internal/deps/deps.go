@@ -1,0 +1,20 @@
+//go:build tools
+
+// Package deps pins modules whose importers are still being written.
+package deps
+
+import (
+	_ "github.com/PuerkitoBio/goquery"
+	_ "github.com/go-resty/resty/v2"
+	_ "github.com/gocolly/colly/v2"
+	_ "github.com/spf13/cobra"
+	_ "github.com/temoto/robotstxt"
+	_ "github.com/temporalio/ui-server/v2/server"
+	_ "go.temporal.io/sdk/client"
+	_ "go.temporal.io/sdk/testsuite"
+	_ "go.temporal.io/sdk/worker"
+	_ "go.temporal.io/server/temporal"
+	_ "go.temporal.io/server/temporaltest"
+	_ "golang.org/x/time/rate"
+	_ "gopkg.in/yaml.v3"
+)

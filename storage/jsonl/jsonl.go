@@ -1,0 +1,280 @@
+// Package jsonl is the file sink: one `<dir>/<biz>.jsonl` per task, one item per line.
+//
+// It is idempotent across retried batches and safe for several worker processes on one
+// machine: every write takes an exclusive flock on the file, first reads what other
+// writers appended since it last looked, drops items whose (run_id, key) is already in
+// the file, repairs a torn last line left by a killed writer, and appends the rest. A run
+// therefore holds each key once. Records survive a killed process (they are in the page
+// cache when Write returns); they are not fsynced, so a power loss may cost the last
+// writes — production deployments keep their durable copy in Kafka, MongoDB and HBase.
+package jsonl
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"syscall"
+
+	"trawler/crawl"
+)
+
+// FailuresFile is the name of the file failed inputs are recorded in.
+const FailuresFile = "_failures.jsonl"
+
+// Sink writes items to JSONL files in one directory.
+type Sink struct {
+	dir   string
+	mu    sync.Mutex
+	files map[string]*file
+}
+
+type file struct {
+	mu     sync.Mutex
+	path   string
+	offset int64               // bytes of the file already indexed
+	seen   map[string]struct{} // run_id + "\x00" + key
+}
+
+// Open returns a sink writing under dir (created if missing).
+func Open(dir string) (*Sink, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("jsonl sink: create %s: %w", dir, err)
+	}
+	return &Sink{dir: dir, files: map[string]*file{}}, nil
+}
+
+// Name implements storage.Sink.
+func (s *Sink) Name() string { return "jsonl" }
+
+// Dir is the directory the files live in.
+func (s *Sink) Dir() string { return s.dir }
+
+// Path is the file holding items of one biz (site.task).
+func (s *Sink) Path(biz string) string { return filepath.Join(s.dir, biz+".jsonl") }
+
+func (s *Sink) file(name string) *file {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	f, ok := s.files[name]
+	if !ok {
+		f = &file{path: filepath.Join(s.dir, name), seen: map[string]struct{}{}}
+		s.files[name] = f
+	}
+	return f
+}
+
+// Write implements storage.Sink.
+func (s *Sink) Write(ctx context.Context, items []crawl.Item) error {
+	byBiz := map[string][]crawl.Item{}
+	for _, it := range items {
+		byBiz[it.Biz] = append(byBiz[it.Biz], it)
+	}
+	bizs := make([]string, 0, len(byBiz))
+	for b := range byBiz {
+		bizs = append(bizs, b)
+	}
+	sort.Strings(bizs)
+	for _, biz := range bizs {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		recs := make([]record, len(byBiz[biz]))
+		for i, it := range byBiz[biz] {
+			line, err := json.Marshal(it)
+			if err != nil {
+				return fmt.Errorf("jsonl sink: encode item %s: %w", it.Key, err)
+			}
+			recs[i] = record{id: it.RunID + "\x00" + it.Key, line: line}
+		}
+		if err := s.file(biz + ".jsonl").append(recs); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// WriteFailures implements storage.FailureLog: one line per failed input, kept once per
+// run, step and input.
+func (s *Sink) WriteFailures(_ context.Context, runID string, failures []crawl.Failure) error {
+	recs := make([]record, len(failures))
+	for i, f := range failures {
+		line, err := json.Marshal(struct {
+			RunID string `json:"run_id"`
+			crawl.Failure
+		}{runID, f})
+		if err != nil {
+			return err
+		}
+		in, _ := json.Marshal(f.Input)
+		recs[i] = record{id: runID + "\x00" + f.Step + "\x00" + string(in), line: line}
+	}
+	return s.file(FailuresFile).append(recs)
+}
+
+type record struct {
+	id   string
+	line []byte
+}
+
+// identity is how a line is recognised when the file is re-read.
+type identity struct {
+	RunID string          `json:"run_id"`
+	Key   string          `json:"key"`
+	Step  string          `json:"step"`
+	Input json.RawMessage `json:"input"`
+}
+
+func (id identity) String() string {
+	if id.Key != "" {
+		return id.RunID + "\x00" + id.Key
+	}
+	var in bytes.Buffer
+	if err := json.Compact(&in, id.Input); err != nil {
+		in.Write(id.Input)
+	}
+	return id.RunID + "\x00" + id.Step + "\x00" + in.String()
+}
+
+func (f *file) append(recs []record) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	fh, err := os.OpenFile(f.path, os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return fmt.Errorf("jsonl sink: open %s: %w", f.path, err)
+	}
+	defer fh.Close()
+	if err := syscall.Flock(int(fh.Fd()), syscall.LOCK_EX); err != nil {
+		return fmt.Errorf("jsonl sink: lock %s: %w", f.path, err)
+	}
+	defer syscall.Flock(int(fh.Fd()), syscall.LOCK_UN)
+	end, err := f.catchUp(fh)
+	if err != nil {
+		return err
+	}
+	var buf bytes.Buffer
+	for _, r := range recs {
+		if _, dup := f.seen[r.id]; dup {
+			continue
+		}
+		f.seen[r.id] = struct{}{}
+		buf.Write(r.line)
+		buf.WriteByte('\n')
+	}
+	if buf.Len() == 0 {
+		return nil
+	}
+	if _, err := fh.WriteAt(buf.Bytes(), end); err != nil {
+		return fmt.Errorf("jsonl sink: write %s: %w", f.path, err)
+	}
+	f.offset = end + int64(buf.Len())
+	return nil
+}
+
+// catchUp indexes lines appended since the last look (by this or another process) and
+// cuts off a torn last line. It returns the offset to append at.
+func (f *file) catchUp(fh *os.File) (int64, error) {
+	st, err := fh.Stat()
+	if err != nil {
+		return 0, err
+	}
+	size := st.Size()
+	if size < f.offset { // truncated or replaced behind our back: re-index from scratch
+		f.offset, f.seen = 0, map[string]struct{}{}
+	}
+	if size == f.offset {
+		return size, nil
+	}
+	r := bufio.NewReaderSize(io.NewSectionReader(fh, f.offset, size-f.offset), 1<<20)
+	pos := f.offset
+	for {
+		line, err := r.ReadBytes('\n')
+		if len(line) > 0 && line[len(line)-1] == '\n' {
+			var id identity
+			if json.Unmarshal(line, &id) == nil {
+				f.seen[id.String()] = struct{}{}
+			}
+			pos += int64(len(line))
+		}
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return 0, fmt.Errorf("jsonl sink: read %s: %w", f.path, err)
+		}
+	}
+	if pos < size { // a writer died mid-line: drop the fragment
+		if err := fh.Truncate(pos); err != nil {
+			return 0, fmt.Errorf("jsonl sink: repair torn line in %s: %w", f.path, err)
+		}
+	}
+	f.offset = pos
+	return pos, nil
+}
+
+// Count implements storage.Sink: the records of a run across all item files.
+func (s *Sink) Count(_ context.Context, runID string) (int, error) {
+	n := 0
+	err := s.Scan(func(it crawl.Item) error {
+		if it.RunID == runID {
+			n++
+		}
+		return nil
+	})
+	return n, err
+}
+
+// Scan calls fn for every item in every item file.
+func (s *Sink) Scan(fn func(crawl.Item) error) error {
+	names, err := filepath.Glob(filepath.Join(s.dir, "*.jsonl"))
+	if err != nil {
+		return err
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		if strings.HasPrefix(filepath.Base(name), "_") {
+			continue
+		}
+		if err := ReadFile(name, func(it crawl.Item) error { return fn(it) }); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ReadFile decodes every complete line of one JSONL file (a torn last line, left by a
+// writer that was killed, is not a record and is skipped).
+func ReadFile(path string, fn func(crawl.Item) error) error {
+	fh, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer fh.Close()
+	r := bufio.NewReaderSize(fh, 1<<20)
+	for line := 1; ; line++ {
+		b, err := r.ReadBytes('\n')
+		if err == io.EOF {
+			return nil // b, if any, is a torn fragment
+		}
+		if err != nil {
+			return err
+		}
+		var it crawl.Item
+		if err := json.Unmarshal(b, &it); err != nil {
+			return fmt.Errorf("%s:%d: %w", path, line, err)
+		}
+		if err := fn(it); err != nil {
+			return err
+		}
+	}
+}
+
+// Close implements storage.Sink.
+func (s *Sink) Close() error { return nil }

@@ -1,0 +1,64 @@
+// Package storage defines the sinks a chain step stores its items in. Each sink writes
+// idempotently: storing the same item of the same run twice (a retried batch) leaves one
+// record. Sink packages live below this one (jsonl today; kafka, mongo, hbase, es plug in
+// the same way).
+package storage
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+
+	"trawler/crawl"
+)
+
+// Sink stores items.
+type Sink interface {
+	// Name is what chain files use in `store:`.
+	Name() string
+	// Write stores a batch. It returns only when the batch is durable in the sink, or an
+	// error, in which case the caller retries the whole batch.
+	Write(ctx context.Context, items []crawl.Item) error
+	// Count reads back how many records of a run the sink holds (for summaries and tests).
+	Count(ctx context.Context, runID string) (int, error)
+	Close() error
+}
+
+// FailureLog records inputs that were given up on, with their cause, so nothing is lost
+// silently.
+type FailureLog interface {
+	WriteFailures(ctx context.Context, runID string, failures []crawl.Failure) error
+}
+
+// Set is the sinks a worker can write to, by name.
+type Set map[string]Sink
+
+// Names lists the sink names, sorted.
+func (s Set) Names() []string {
+	out := make([]string, 0, len(s))
+	for n := range s {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Get returns the named sink, or an error naming the available ones.
+func (s Set) Get(name string) (Sink, error) {
+	if k, ok := s[name]; ok {
+		return k, nil
+	}
+	return nil, fmt.Errorf("sink %q is not configured on this worker (configured: %s)", name, strings.Join(s.Names(), ", "))
+}
+
+// Close closes every sink.
+func (s Set) Close() error {
+	var first error
+	for _, n := range s.Names() {
+		if err := s[n].Close(); err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}

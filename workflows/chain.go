@@ -1,0 +1,455 @@
+// Package workflows holds Trawler's Temporal workflows. ChainWorkflow walks a chain's DAG:
+// it cuts each step's inputs into batches, runs each batch as one activity, routes what
+// the batch produced to the consuming steps, re-queues failed inputs with backoff, and
+// keeps its own history bounded by handing large backlogs to child workflows and by
+// continuing as new. Workflow code must stay deterministic: no I/O, no wall clock, no map
+// iteration, no goroutines — only workflow.* primitives.
+package workflows
+
+import (
+	"fmt"
+	"sort"
+	"time"
+
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"trawler/crawl"
+)
+
+// Names under which the worker registers the workflow and the activity.
+const (
+	ChainWorkflowName = "ChainWorkflow"
+	RunBatchActivity  = "RunBatch"
+	ProgressQuery     = "progress"
+	DefaultTaskQueue  = "trawler"
+)
+
+// Tuning bounds a run's history and pacing. Zero values take the defaults; tests shrink
+// them to exercise continue-as-new and partitioning quickly.
+type Tuning struct {
+	// ContinueAsNewAt is the history length at which a workflow drains its in-flight
+	// work and continues as new (default 4000, well under the 10,000 events a history
+	// may reach: draining adds a bounded number of events).
+	ContinueAsNewAt int `json:"continue_as_new_at,omitempty"`
+	// SplitAt is the queued-input count above which work moves to child workflows, in
+	// partitions of PartitionSize inputs (defaults 2000 and 1000).
+	SplitAt       int `json:"split_at,omitempty"`
+	PartitionSize int `json:"partition_size,omitempty"`
+	// MaxChildren bounds child workflows running at once per workflow (default 16).
+	MaxChildren int `json:"max_children,omitempty"`
+	// RetryBase is the first backoff of a failed input, doubling per attempt up to
+	// RetryMax (defaults 2s and 5m); a Retry-After from the site wins when longer.
+	RetryBase time.Duration `json:"retry_base,omitempty"`
+	RetryMax  time.Duration `json:"retry_max,omitempty"`
+	// HeartbeatTimeout is how long a silent batch activity may go before Temporal
+	// declares its worker lost and retries it elsewhere (default 30s).
+	HeartbeatTimeout time.Duration `json:"heartbeat_timeout,omitempty"`
+	// FailureSample is how many failures a summary keeps with their causes (default 50).
+	FailureSample int `json:"failure_sample,omitempty"`
+}
+
+func (t Tuning) withDefaults() Tuning {
+	def := func(v *int, d int) {
+		if *v <= 0 {
+			*v = d
+		}
+	}
+	defd := func(v *time.Duration, d time.Duration) {
+		if *v <= 0 {
+			*v = d
+		}
+	}
+	def(&t.ContinueAsNewAt, 4000)
+	def(&t.SplitAt, 2000)
+	def(&t.PartitionSize, 1000)
+	def(&t.MaxChildren, 16)
+	def(&t.FailureSample, 50)
+	defd(&t.RetryBase, 2*time.Second)
+	defd(&t.RetryMax, 5*time.Minute)
+	defd(&t.HeartbeatTimeout, 30*time.Second)
+	return t
+}
+
+// ChainInput starts a chain run (root), a partition of one (child), or resumes either
+// after continue-as-new.
+type ChainInput struct {
+	RunID     string     `json:"run_id"` // the root workflow id; stable for the whole run
+	Plan      crawl.Plan `json:"plan"`
+	TaskQueue string     `json:"task_queue,omitempty"`
+	Tuning    Tuning     `json:"tuning,omitempty"`
+	// Queue is the work to do. Empty on a fresh root run: the root steps are seeded.
+	Queue  []Pending `json:"queue,omitempty"`
+	Seeded bool      `json:"seeded,omitempty"`
+	// Carry holds counters across continue-as-new.
+	Carry *Summary `json:"carry,omitempty"`
+	// NextChild numbers child workflows uniquely across continue-as-new.
+	NextChild int `json:"next_child,omitempty"`
+}
+
+// Pending is an input queued for a step, not to be tried before NotBefore.
+type Pending struct {
+	Step      int        `json:"step"`
+	Work      crawl.Work `json:"work"`
+	NotBefore time.Time  `json:"not_before,omitzero"`
+}
+
+// StepStats counts what happened in one step.
+type StepStats struct {
+	ID           string `json:"id"`
+	Task         string `json:"task"`
+	Pages        int    `json:"pages"`   // inputs processed successfully
+	Items        int    `json:"items"`   // items stored
+	Skipped      int    `json:"skipped"` // records the task chose not to store
+	Failed       int    `json:"failed"`  // inputs given up on (see Failures)
+	Retried      int    `json:"retried"` // attempts that failed and were re-queued
+	DepthLimited int    `json:"depth_limited,omitempty"`
+	Queued       int    `json:"queued"`    // live: waiting in this workflow
+	InFlight     int    `json:"in_flight"` // live: inside running batch activities
+}
+
+// Summary is a run's (or a partition's) progress and, once done, its result.
+type Summary struct {
+	RunID         string          `json:"run_id"`
+	Chain         string          `json:"chain"`
+	Steps         []StepStats     `json:"steps"`
+	Failures      []crawl.Failure `json:"failures,omitempty"`
+	FailuresTotal int             `json:"failures_total"`
+	Batches       int             `json:"batches"`
+	Partitions    int             `json:"partitions"` // child workflows finished
+	Running       int             `json:"running_children"`
+	Continued     int             `json:"continued"` // continue-as-new count (this workflow)
+	Done          bool            `json:"done"`
+}
+
+// Totals sums the per-step counters.
+func (s *Summary) Totals() (pages, items, skipped, failed int) {
+	for _, st := range s.Steps {
+		pages += st.Pages
+		items += st.Items
+		skipped += st.Skipped
+		failed += st.Failed
+	}
+	return
+}
+
+func (s *Summary) merge(o *Summary, sample int) {
+	for i := range s.Steps {
+		if i >= len(o.Steps) {
+			break
+		}
+		a, b := &s.Steps[i], o.Steps[i]
+		a.Pages += b.Pages
+		a.Items += b.Items
+		a.Skipped += b.Skipped
+		a.Failed += b.Failed
+		a.Retried += b.Retried
+		a.DepthLimited += b.DepthLimited
+	}
+	s.Batches += o.Batches
+	s.Partitions += o.Partitions
+	s.FailuresTotal += o.FailuresTotal
+	for _, f := range o.Failures {
+		if len(s.Failures) < sample {
+			s.Failures = append(s.Failures, f)
+		}
+	}
+}
+
+// ChainWorkflow runs a chain (or one partition of it) to completion.
+func ChainWorkflow(ctx workflow.Context, in ChainInput) (*Summary, error) {
+	r := newRunner(ctx, in)
+	if err := workflow.SetQueryHandler(ctx, ProgressQuery, func() (*Summary, error) {
+		return r.progress(), nil
+	}); err != nil {
+		return nil, err
+	}
+	return r.run(ctx)
+}
+
+type runner struct {
+	in        ChainInput
+	tune      Tuning
+	plan      crawl.Plan
+	queues    [][]Pending // per step, FIFO
+	inFlight  []int       // per step: batches running
+	inputsIn  []int       // per step: inputs inside running batches
+	children  int
+	sum       *Summary
+	seq       int64
+	nextChild int
+	selector  workflow.Selector
+	timerAt   time.Time // the pending wake-up timer, zero when none
+	err       error
+}
+
+func newRunner(ctx workflow.Context, in ChainInput) *runner {
+	r := &runner{in: in, tune: in.Tuning.withDefaults(), plan: in.Plan, nextChild: in.NextChild}
+	n := len(in.Plan.Steps)
+	r.queues = make([][]Pending, n)
+	r.inFlight = make([]int, n)
+	r.inputsIn = make([]int, n)
+	if in.Carry != nil {
+		r.sum = in.Carry
+	} else {
+		r.sum = &Summary{RunID: in.RunID, Chain: in.Plan.Chain, Steps: make([]StepStats, n)}
+		for i, s := range in.Plan.Steps {
+			r.sum.Steps[i].ID, r.sum.Steps[i].Task = s.ID, s.Task
+		}
+	}
+	if !in.Seeded {
+		for i, s := range in.Plan.Steps {
+			if s.Root {
+				r.queues[i] = append(r.queues[i], Pending{Step: i})
+			}
+		}
+	}
+	for _, p := range in.Queue {
+		r.queues[p.Step] = append(r.queues[p.Step], p)
+	}
+	r.selector = workflow.NewSelector(ctx)
+	return r
+}
+
+func (r *runner) progress() *Summary {
+	s := *r.sum
+	s.Steps = append([]StepStats(nil), r.sum.Steps...)
+	for i := range s.Steps {
+		s.Steps[i].Queued = len(r.queues[i])
+		s.Steps[i].InFlight = r.inputsIn[i]
+	}
+	s.Running = r.children
+	return &s
+}
+
+func (r *runner) queued() int {
+	n := 0
+	for _, q := range r.queues {
+		n += len(q)
+	}
+	return n
+}
+
+func (r *runner) busy() bool {
+	for _, n := range r.inFlight {
+		if n > 0 {
+			return true
+		}
+	}
+	return r.children > 0
+}
+
+func (r *runner) run(ctx workflow.Context) (*Summary, error) {
+	for {
+		if r.err != nil {
+			return nil, r.err
+		}
+		draining := workflow.GetInfo(ctx).GetCurrentHistoryLength() >= r.tune.ContinueAsNewAt
+		if draining {
+			if !r.busy() {
+				return nil, r.continueAsNew(ctx)
+			}
+		} else {
+			r.split(ctx)
+			r.dispatch(ctx)
+		}
+		if !r.busy() {
+			if r.queued() == 0 {
+				r.sum.Done = true
+				return r.progress(), nil
+			}
+			if !draining {
+				r.wakeAtEarliest(ctx)
+			}
+		}
+		r.selector.Select(ctx)
+	}
+}
+
+// split hands queued work beyond SplitAt to child workflows, so no single history grows
+// with the size of the crawl.
+func (r *runner) split(ctx workflow.Context) {
+	for r.queued() > r.tune.SplitAt && r.children < r.tune.MaxChildren {
+		// Take the partition from the longest queue, from its tail: the head is what
+		// this workflow dispatches next.
+		longest := 0
+		for i := range r.queues {
+			if len(r.queues[i]) > len(r.queues[longest]) {
+				longest = i
+			}
+		}
+		q := r.queues[longest]
+		n := min(r.tune.PartitionSize, len(q))
+		part := append([]Pending(nil), q[len(q)-n:]...)
+		r.queues[longest] = q[:len(q)-n]
+		r.startChild(ctx, part)
+	}
+}
+
+func (r *runner) startChild(ctx workflow.Context, part []Pending) {
+	r.nextChild++
+	id := fmt.Sprintf("%s/p%d", workflow.GetInfo(ctx).WorkflowExecution.ID, r.nextChild)
+	cctx := workflow.WithChildOptions(ctx, workflow.ChildWorkflowOptions{
+		WorkflowID: id,
+		TaskQueue:  r.in.TaskQueue,
+	})
+	child := ChainInput{RunID: r.in.RunID, Plan: r.plan, TaskQueue: r.in.TaskQueue, Tuning: r.in.Tuning, Queue: part, Seeded: true}
+	r.children++
+	f := workflow.ExecuteChildWorkflow(cctx, ChainWorkflowName, child)
+	r.selector.AddFuture(f, func(f workflow.Future) {
+		r.children--
+		var res Summary
+		if err := f.Get(ctx, &res); err != nil {
+			r.err = fmt.Errorf("partition %s failed: %w", id, err)
+			return
+		}
+		res.Partitions++
+		r.sum.merge(&res, r.tune.FailureSample)
+	})
+}
+
+// dispatch starts batches while steps have ready inputs and free slots.
+func (r *runner) dispatch(ctx workflow.Context) {
+	now := workflow.Now(ctx)
+	for i, step := range r.plan.Steps {
+		for r.inFlight[i] < step.Parallel {
+			batch := r.takeReady(i, step.Batch, now)
+			if len(batch) == 0 {
+				break
+			}
+			r.startBatch(ctx, i, batch)
+		}
+	}
+}
+
+// takeReady removes up to n inputs whose NotBefore has passed, keeping queue order.
+func (r *runner) takeReady(step, n int, now time.Time) []crawl.Work {
+	var out []crawl.Work
+	q := r.queues[step]
+	kept := q[:0]
+	for _, p := range q {
+		if len(out) < n && !p.NotBefore.After(now) {
+			out = append(out, p.Work)
+		} else {
+			kept = append(kept, p)
+		}
+	}
+	r.queues[step] = kept
+	return out
+}
+
+func (r *runner) startBatch(ctx workflow.Context, i int, work []crawl.Work) {
+	step := r.plan.Steps[i]
+	r.seq++
+	b := crawl.Batch{
+		RunID: r.in.RunID, Chain: r.plan.Chain, Tenant: r.plan.Tenant, Robots: r.plan.Robots,
+		StepIdx: i, Step: step, Work: work, Sequence: r.seq,
+	}
+	// A batch runs its inputs `concurrency` at a time, each within the step timeout;
+	// the activity's own limit leaves room for that plus storing the items.
+	rounds := (len(work) + step.Concurrency - 1) / max(step.Concurrency, 1)
+	opts := workflow.ActivityOptions{
+		TaskQueue:           r.in.TaskQueue,
+		StartToCloseTimeout: time.Duration(rounds+1)*step.Timeout + time.Minute,
+		HeartbeatTimeout:    r.tune.HeartbeatTimeout,
+		RetryPolicy: &temporal.RetryPolicy{
+			InitialInterval:    time.Second,
+			BackoffCoefficient: 2,
+			MaximumInterval:    time.Minute,
+			// Per-input failures never fail the activity; an activity error means the
+			// worker or a store is in trouble, which is worth waiting out.
+			MaximumAttempts: 20,
+		},
+	}
+	if r.plan.Priority > 0 {
+		opts.Priority = temporal.Priority{PriorityKey: r.plan.Priority}
+	}
+	r.inFlight[i]++
+	r.inputsIn[i] += len(work)
+	f := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, opts), RunBatchActivity, b)
+	r.selector.AddFuture(f, func(f workflow.Future) {
+		r.inFlight[i]--
+		r.inputsIn[i] -= len(work)
+		var res crawl.BatchResult
+		if err := f.Get(ctx, &res); err != nil {
+			r.err = fmt.Errorf("step %s: batch of %d inputs failed after all activity retries: %w", step.ID, len(work), err)
+			return
+		}
+		r.absorb(ctx, i, res)
+	})
+}
+
+// absorb records a batch's counts and queues what it produced.
+func (r *runner) absorb(ctx workflow.Context, i int, res crawl.BatchResult) {
+	st := &r.sum.Steps[i]
+	st.Pages += res.Pages
+	st.Items += res.Items
+	st.Skipped += res.Skipped
+	st.DepthLimited += res.DepthLimited
+	st.Failed += len(res.Failed)
+	r.sum.Batches++
+	r.sum.FailuresTotal += len(res.Failed)
+	for _, f := range res.Failed {
+		if len(r.sum.Failures) < r.tune.FailureSample {
+			r.sum.Failures = append(r.sum.Failures, f)
+		}
+	}
+	for _, o := range res.Out {
+		r.queues[o.Step] = append(r.queues[o.Step], Pending{Step: o.Step, Work: crawl.Work{Input: o.Input}})
+	}
+	now := workflow.Now(ctx)
+	for _, w := range res.Retry {
+		st.Retried++
+		delay := r.backoff(w.Attempt)
+		if res.RetryAfter > delay {
+			delay = res.RetryAfter
+		}
+		r.queues[i] = append(r.queues[i], Pending{Step: i, Work: w, NotBefore: now.Add(delay)})
+	}
+}
+
+func (r *runner) backoff(attempt int) time.Duration {
+	d := r.tune.RetryBase
+	for k := 1; k < attempt && d < r.tune.RetryMax; k++ {
+		d *= 2
+	}
+	return min(d, r.tune.RetryMax)
+}
+
+// wakeAtEarliest sets a timer for the earliest delayed input when nothing else will
+// wake the loop.
+func (r *runner) wakeAtEarliest(ctx workflow.Context) {
+	var earliest time.Time
+	for _, q := range r.queues {
+		for _, p := range q {
+			if earliest.IsZero() || p.NotBefore.Before(earliest) {
+				earliest = p.NotBefore
+			}
+		}
+	}
+	if !r.timerAt.IsZero() && !r.timerAt.After(earliest) {
+		return // a timer at or before that time is already pending
+	}
+	d := earliest.Sub(workflow.Now(ctx))
+	if d < time.Millisecond {
+		d = time.Millisecond
+	}
+	r.timerAt = earliest
+	r.selector.AddFuture(workflow.NewTimer(ctx, d), func(workflow.Future) { r.timerAt = time.Time{} })
+}
+
+func (r *runner) continueAsNew(ctx workflow.Context) error {
+	var queue []Pending
+	for _, q := range r.queues {
+		queue = append(queue, q...)
+	}
+	sort.SliceStable(queue, func(a, b int) bool { return queue[a].Step < queue[b].Step })
+	carry := r.progress()
+	carry.Continued++
+	for i := range carry.Steps {
+		carry.Steps[i].Queued, carry.Steps[i].InFlight = 0, 0
+	}
+	next := r.in
+	next.Queue, next.Seeded, next.Carry, next.NextChild = queue, true, carry, r.nextChild
+	return workflow.NewContinueAsNewError(ctx, ChainWorkflowName, next)
+}

@@ -1,0 +1,291 @@
+package workflows_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/testsuite"
+	"go.temporal.io/sdk/workflow"
+
+	"trawler/activities"
+	"trawler/crawl"
+	"trawler/storage"
+	"trawler/storage/jsonl"
+	"trawler/tests/fixture/synth"
+	"trawler/workflows"
+)
+
+func plan(t *testing.T, yaml string, sets ...string) *crawl.Plan {
+	t.Helper()
+	reg := synth.Registry()
+	c, err := crawl.Load("test.yaml", []byte(yaml), crawl.LoadOptions{Registry: reg, Sets: sets})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := c.Compile(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+type harness struct {
+	env  *testsuite.TestWorkflowEnvironment
+	sink *jsonl.Sink
+}
+
+func newHarness(t *testing.T, wrap func(storage.Sink) storage.Sink) *harness {
+	var s testsuite.WorkflowTestSuite
+	env := s.NewTestWorkflowEnvironment()
+	sink, err := jsonl.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var used storage.Sink = sink
+	if wrap != nil {
+		used = wrap(sink)
+	}
+	acts := &activities.Activities{Registry: synth.Registry(), Sinks: storage.Set{"jsonl": used}, Failures: sink, FlushEvery: 2}
+	env.RegisterWorkflowWithOptions(workflows.ChainWorkflow, workflow.RegisterOptions{Name: workflows.ChainWorkflowName})
+	env.RegisterActivityWithOptions(acts.RunBatch, activity.RegisterOptions{Name: workflows.RunBatchActivity})
+	return &harness{env: env, sink: sink}
+}
+
+func (h *harness) run(t *testing.T, in workflows.ChainInput) *workflows.Summary {
+	t.Helper()
+	h.env.ExecuteWorkflow(workflows.ChainWorkflowName, in)
+	if !h.env.IsWorkflowCompleted() {
+		t.Fatal("workflow did not complete")
+	}
+	if err := h.env.GetWorkflowError(); err != nil {
+		t.Fatal(err)
+	}
+	var s workflows.Summary
+	if err := h.env.GetWorkflowResult(&s); err != nil {
+		t.Fatal(err)
+	}
+	return &s
+}
+
+func (h *harness) stored(t *testing.T, run string) map[string]int {
+	t.Helper()
+	keys := map[string]int{}
+	if err := h.sink.Scan(func(it crawl.Item) error {
+		if it.RunID == run {
+			keys[it.Key]++
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return keys
+}
+
+const tree = `
+name: tree
+defaults: {batch: 7, concurrency: 3, parallel: 2}
+steps:
+  - id: node
+    task: synth.node
+    from: node
+    max_depth: 3
+    params: {widths: [3, 4, 5]}
+`
+
+func TestFanOutStoresEveryNodeOnce(t *testing.T) {
+	h := newHarness(t, nil)
+	s := h.run(t, workflows.ChainInput{RunID: "fan", Plan: *plan(t, tree)})
+	want := synth.Count(3, 4, 5) // 1 + 3 + 12 + 60
+	keys := h.stored(t, "fan")
+	if len(keys) != want {
+		t.Fatalf("stored %d distinct keys, want %d", len(keys), want)
+	}
+	for k, n := range keys {
+		if n != 1 {
+			t.Errorf("%s stored %d times", k, n)
+		}
+	}
+	pages, items, _, failed := s.Totals()
+	if pages != want || items != want || failed != 0 {
+		t.Fatalf("summary pages=%d items=%d failed=%d, want %d/%d/0", pages, items, failed, want, want)
+	}
+	if s.Batches < want/7 {
+		t.Fatalf("only %d batches for %d inputs at batch 7", s.Batches, want)
+	}
+}
+
+func TestEachFansOutOverListField(t *testing.T) {
+	h := newHarness(t, nil)
+	p := plan(t, `
+name: each
+steps:
+  - id: root
+    task: synth.node
+    params: {widths: [4, 2], kids: true}
+  - id: kids
+    task: synth.node
+    from: [root, kids]
+    each: kids
+    max_depth: 1
+    params: {widths: [4, 2], kids: true}
+`)
+	s := h.run(t, workflows.ChainInput{RunID: "each", Plan: *p})
+	if got, want := len(h.stored(t, "each")), synth.Count(4, 2); got != want {
+		t.Fatalf("stored %d, want %d", got, want)
+	}
+	if s.Steps[1].Pages != 4+8 {
+		t.Fatalf("kids step pages = %d, want 12", s.Steps[1].Pages)
+	}
+}
+
+func TestFlakyInputsRetriedAndBrokenOnesRecorded(t *testing.T) {
+	h := newHarness(t, nil)
+	p := plan(t, tree, "node.flaky=[1, 2/3]", "node.flaky_times=2", "node.broken=[0/1]", "node.permanent=[2]")
+	run := "flaky"
+	s := h.run(t, workflows.ChainInput{RunID: run, Plan: *p})
+	keys := h.stored(t, run)
+	// Node 2 and its 4+20 descendants are lost for good; 0/1 and its 5 children too.
+	want := synth.Count(3, 4, 5) - (1 + 4 + 20) - (1 + 5)
+	if len(keys) != want {
+		t.Fatalf("stored %d, want %d", len(keys), want)
+	}
+	if _, ok := keys["synth:2/3"]; ok {
+		t.Errorf("synth:2/3 is under the permanently failed node 2 yet was stored")
+	}
+	if _, ok := keys["synth:1"]; !ok {
+		t.Errorf("flaky node 1 was not stored after its retries")
+	}
+	if n := synth.Calls.Get(run, "1"); n != 3 {
+		t.Errorf("node 1 ran %d times, want 3 (two flakes, then success)", n)
+	}
+	if s.FailuresTotal != 2 || len(s.Failures) != 2 {
+		t.Fatalf("failures = %d %+v, want 2", s.FailuresTotal, s.Failures)
+	}
+	byInput := map[string]crawl.Failure{}
+	for _, f := range s.Failures {
+		byInput[fmt.Sprint(f.Input.Value)] = f
+	}
+	if f := byInput["0/1"]; f.Attempts != 4 || f.Cause != "0/1: node 0/1 is broken" {
+		t.Errorf("broken node failure = %+v, want 4 attempts with its cause", f)
+	}
+	if f := byInput["2"]; f.Attempts != 1 || f.Cause != "2: node 2 is gone for good" {
+		t.Errorf("permanent failure = %+v, want 1 attempt", f)
+	}
+	var logged int
+	if err := jsonl.ReadFile(h.sink.Dir()+"/"+jsonl.FailuresFile, func(crawl.Item) error { logged++; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if logged != 2 {
+		t.Fatalf("failure log holds %d lines, want 2", logged)
+	}
+	if s.Steps[0].Retried != 2+3 {
+		t.Errorf("retried = %d, want 5 (node 1 twice, 0/1 three times)", s.Steps[0].Retried)
+	}
+}
+
+// failOnce fails the n-th write, once, after storing nothing: the activity errors out and
+// Temporal retries the batch, which must resume from its heartbeat.
+type failOnce struct {
+	storage.Sink
+	writes atomic.Int32
+	at     int32
+}
+
+func (f *failOnce) Write(ctx context.Context, items []crawl.Item) error {
+	if f.writes.Add(1) == f.at {
+		return errors.New("store unreachable")
+	}
+	return f.Sink.Write(ctx, items)
+}
+
+func TestRetriedBatchResumesFromHeartbeat(t *testing.T) {
+	h := newHarness(t, func(s storage.Sink) storage.Sink { return &failOnce{Sink: s, at: 3} })
+	p := plan(t, `
+name: resume
+defaults: {batch: 20, concurrency: 1, parallel: 1}
+steps:
+  - id: node
+    task: synth.node
+    from: node
+    max_depth: 1
+    params: {widths: [12]}
+`)
+	run := "resume"
+	h.run(t, workflows.ChainInput{RunID: run, Plan: *p})
+	if got := len(h.stored(t, run)); got != 13 {
+		t.Fatalf("stored %d, want 13", got)
+	}
+	// Writes 1 (root) and 2 (nodes 0,1) succeeded and were heartbeated; write 3 failed,
+	// so only the inputs after the last heartbeat run again.
+	reran := 0
+	for i := 0; i < 12; i++ {
+		if n := synth.Calls.Get(run, fmt.Sprint(i)); n > 1 {
+			reran++
+		}
+	}
+	if synth.Calls.Get(run, "0") != 1 || synth.Calls.Get(run, "1") != 1 {
+		t.Fatalf("inputs stored before the failure ran again: 0→%d 1→%d", synth.Calls.Get(run, "0"), synth.Calls.Get(run, "1"))
+	}
+	if reran == 0 || reran > 10 {
+		t.Fatalf("%d inputs re-ran after the failed write, want between 1 and 10", reran)
+	}
+}
+
+func TestProgressQueryWhileRunning(t *testing.T) {
+	h := newHarness(t, nil)
+	p := plan(t, tree, "node.flaky=[2]", "node.flaky_times=1")
+	var seen *workflows.Summary
+	// The flaky node waits out its backoff on a timer: query while it waits.
+	h.env.RegisterDelayedCallback(func() {
+		v, err := h.env.QueryWorkflow(workflows.ProgressQuery)
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		var s workflows.Summary
+		if err := v.Get(&s); err != nil {
+			t.Error(err)
+		}
+		seen = &s
+	}, time.Second)
+	s := h.run(t, workflows.ChainInput{RunID: "q", Plan: *p})
+	if seen == nil {
+		t.Fatal("query callback did not run")
+	}
+	if seen.Done || seen.Steps[0].Pages == 0 || seen.Steps[0].Pages >= s.Steps[0].Pages {
+		t.Fatalf("mid-run progress %+v should be partial (final pages %d)", seen.Steps[0], s.Steps[0].Pages)
+	}
+	if !s.Done {
+		t.Fatal("final summary not marked done")
+	}
+}
+
+func TestLargeBacklogGoesToChildWorkflows(t *testing.T) {
+	h := newHarness(t, nil)
+	p := plan(t, `
+name: wide
+defaults: {batch: 10}
+steps:
+  - id: node
+    task: synth.node
+    from: node
+    max_depth: 2
+    params: {widths: [30, 4]}
+`)
+	run := "wide"
+	s := h.run(t, workflows.ChainInput{RunID: run, Plan: *p, Tuning: workflows.Tuning{SplitAt: 20, PartitionSize: 10}})
+	if got, want := len(h.stored(t, run)), synth.Count(30, 4); got != want {
+		t.Fatalf("stored %d, want %d", got, want)
+	}
+	if s.Partitions == 0 {
+		t.Fatal("no child workflow took a partition")
+	}
+	if pages, _, _, _ := s.Totals(); pages != synth.Count(30, 4) {
+		t.Fatalf("summary counts %d pages across partitions, want %d", pages, synth.Count(30, 4))
+	}
+}
