@@ -139,7 +139,7 @@ func (l *loader) parse(data []byte) *Chain {
 		msg := err.Error()
 		if m := yamlLine.FindStringSubmatch(msg); m != nil {
 			n, _ := strconv.Atoi(m[1])
-			l.add(n, "YAML syntax: %s (check indentation and quoting on this line or the one before)", m[2])
+			l.add(n, "YAML syntax: %s (check indentation and quoting from this line on)", m[2])
 		} else {
 			l.add(0, "YAML syntax: %s", strings.TrimPrefix(msg, "yaml: "))
 		}

@@ -1,0 +1,169 @@
+package crawl_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"trawler/crawl"
+)
+
+func testRegistry() *crawl.Registry {
+	r := crawl.NewRegistry()
+	noop := func(context.Context, *crawl.Env, crawl.Input) (crawl.Result, error) { return crawl.Result{}, nil }
+	r.Register(
+		crawl.TaskFunc(crawl.TaskSpec{Name: "news.feed", Params: []crawl.Param{
+			{Name: "base_url", Type: crawl.URL, Default: "http://example.test"},
+			{Name: "pages", Type: crawl.Int, Default: 3, Doc: "feed pages to follow"},
+		}}, noop),
+		crawl.TaskFunc(crawl.TaskSpec{Name: "news.story", Timeout: 20 * time.Second, Retries: 5,
+			Output: []crawl.Field{{Name: "title", Type: crawl.String}, {Name: "kids", Type: crawl.List}}}, noop),
+		crawl.TaskFunc(crawl.TaskSpec{Name: "news.comment",
+			Params: []crawl.Param{{Name: "token", Type: crawl.String, Required: true, Doc: "API token"}},
+			Output: []crawl.Field{{Name: "text", Type: crawl.String}, {Name: "kids", Type: crawl.List}}}, noop),
+	)
+	return r
+}
+
+const good = `name: news
+defaults:
+  timeout: 10s
+  retries: 2
+  batch: 25
+steps:
+  - id: feed
+    task: news.feed
+    from: feed
+    max_depth: 5
+    params: {pages: 4}
+  - id: story
+    task: news.story
+    from: feed
+  - id: comments
+    task: news.comment
+    from: [story, comments]
+    each: kids
+    max_depth: 3
+    params: {token: abc}
+`
+
+func TestLoadGoodChain(t *testing.T) {
+	reg := testRegistry()
+	c, err := crawl.Load("news.yaml", []byte(good), crawl.LoadOptions{Registry: reg, Sets: []string{"feed.pages=9"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := c.Compile(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	feed, story, comments := p.Steps[0], p.Steps[1], p.Steps[2]
+	if feed.Params.Int("pages") != 9 || feed.Params.String("base_url") != "http://example.test" {
+		t.Errorf("feed params = %v", feed.Params)
+	}
+	if !feed.Root || story.Root || comments.Root {
+		t.Errorf("roots: feed %v story %v comments %v", feed.Root, story.Root, comments.Root)
+	}
+	if story.Timeout != 10*time.Second || story.Retries != 2 || story.Batch != 25 {
+		t.Errorf("defaults not applied to story: %+v", story)
+	}
+	if got := len(feed.Consumers); got != 2 {
+		t.Fatalf("feed has %d consumers, want itself and story", got)
+	}
+	if c := story.Consumers[0]; c.Step != 2 || c.Each != "kids" || c.Self {
+		t.Errorf("story consumer = %+v", c)
+	}
+	if c := comments.Consumers[0]; !c.Self || c.MaxDepth != 3 {
+		t.Errorf("comments self consumer = %+v", c)
+	}
+	if len(story.Store) != 1 || story.Store[0] != "jsonl" {
+		t.Errorf("story store = %v, want the jsonl default for a task with output", story.Store)
+	}
+}
+
+func TestLoadProblems(t *testing.T) {
+	cases := []struct {
+		name string
+		yaml string
+		sets []string
+		want []string
+	}{
+		{"yaml syntax", "name: x\nsteps:\n  - id: a\n   task: b\n", nil,
+			[]string{"f.yaml:2: YAML syntax: did not find expected '-' indicator (check indentation and quoting from this line on)"}},
+		{"empty", "", nil, []string{"f.yaml: file is empty; a chain needs `name:` and `steps:` (see examples/demo.yaml)"}},
+		{"unknown chain field", "name: x\nstesp: []\n", nil, []string{
+			"f.yaml:2: chain: unknown field `stesp` (did you mean \"steps\"?); valid fields: name, tenant, robots, priority, defaults, steps",
+			"f.yaml:1: chain has no `steps:`; add a list of steps, each with `id:` and `task:`"}},
+		{"unknown task", "name: x\nsteps:\n  - id: a\n    task: news.stroy\n", nil, []string{
+			"f.yaml:3: step \"a\": unknown task \"news.stroy\" (did you mean \"news.story\"?); registered tasks: news.comment, news.feed, news.story"}},
+		{"unknown step field", "name: x\nsteps:\n  - id: a\n    task: news.feed\n    form: b\n", nil, []string{
+			"f.yaml:5: step 1: unknown field `form` (did you mean \"from\"?); valid fields: id, task, params, from, each, max_depth, store, timeout, retries, batch, concurrency, parallel"}},
+		{"unknown param", "name: x\nsteps:\n  - id: a\n    task: news.feed\n    params: {pagse: 2}\n", nil, []string{
+			"f.yaml:3: step \"a\": task news.feed has no param `pagse` (did you mean \"pages\"?); its params: base_url, pages"}},
+		{"bad param type", "name: x\nsteps:\n  - id: a\n    task: news.feed\n    params: {pages: many}\n", nil, []string{
+			"f.yaml:3: step \"a\": param `pages`: want an integer, got \"many\""}},
+		{"missing required param", "name: x\nsteps:\n  - id: a\n    task: news.comment\n", nil, []string{
+			"f.yaml:3: step \"a\": task news.comment needs param `token` (API token); add it under `params:`"}},
+		{"unknown from", "name: x\nsteps:\n  - id: feed\n    task: news.feed\n  - id: b\n    task: news.story\n    from: fede\n", nil, []string{
+			"f.yaml:5: step \"b\": `from: fede` names no step (did you mean \"feed\"?); steps: feed, b"}},
+		{"cycle", "name: x\nsteps:\n  - id: a\n    task: news.story\n    from: b\n  - id: b\n    task: news.story\n    from: a\n", nil, []string{
+			"f.yaml:3: steps b → a → b form a cycle; only a step consuming its own outputs (with max_depth) may loop"}},
+		{"self without max_depth", "name: x\nsteps:\n  - id: a\n    task: news.feed\n    from: a\n", nil, []string{
+			"f.yaml:3: step \"a\" consumes its own outputs but has no `max_depth`; add `max_depth: N` to bound the recursion"}},
+		{"bad durations", "name: x\ndefaults:\n  timeout: 30\nsteps:\n  - id: a\n    task: news.feed\n    timeout: soon\n", nil, []string{
+			"f.yaml:3: `defaults.timeout`: bad duration \"30\": give a unit, e.g. 30s or 30m",
+			"f.yaml:7: `timeout`: bad duration \"soon\": write it like 30s, 2m or 1h30m"}},
+		{"each on a non-list field", "name: x\nsteps:\n  - id: s\n    task: news.story\n  - id: c\n    task: news.story\n    from: s\n    each: title\n", nil, []string{
+			"f.yaml:5: step \"c\": `each: title`: field `title` of task news.story is a string, not a list"}},
+		{"each on a missing field", "name: x\nsteps:\n  - id: s\n    task: news.story\n  - id: c\n    task: news.story\n    from: s\n    each: kid\n", nil, []string{
+			"f.yaml:5: step \"c\": `each: kid`: task news.story (step \"s\") has no output field `kid`; its fields: title, kids"}},
+		{"duplicate ids and unknown sink", "name: x\nsteps:\n  - id: a\n    task: news.feed\n  - id: a\n    task: news.story\n    store: [kafak]\n", nil, []string{
+			"f.yaml:5: step id \"a\" is already used by the step on line 3; step ids must be unique",
+			"f.yaml:5: step \"a\": store: unknown sink \"kafak\"; available: jsonl"}},
+		{"bad set", "name: x\nsteps:\n  - id: a\n    task: news.feed\n", []string{"b.pages=2", "pages"}, []string{
+			"f.yaml: --set b.pages=2: no step `b`; steps: a",
+			"f.yaml: --set pages: write it as step.param=value (or param=value for every step)"}},
+		{"bad name", "name: My Chain\nsteps:\n  - id: a\n    task: news.feed\n", nil, []string{
+			"f.yaml:1: chain name \"My Chain\": use lowercase letters, digits, - and _ (it becomes part of workflow ids)"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := crawl.Load("f.yaml", []byte(tc.yaml), crawl.LoadOptions{Registry: testRegistry(), Sets: tc.sets})
+			if err == nil {
+				t.Fatal("no error")
+			}
+			got := strings.Split(err.Error(), "\n")
+			if strings.Join(got, "\n") != strings.Join(tc.want, "\n") {
+				t.Fatalf("got:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(tc.want, "\n"))
+			}
+		})
+	}
+}
+
+func TestRouteHonoursTaskHintsAndDepth(t *testing.T) {
+	reg := testRegistry()
+	c, err := crawl.Load("news.yaml", []byte(good), crawl.LoadOptions{Registry: reg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, _ := c.Compile(reg)
+	res := crawl.Result{Next: []crawl.Input{
+		{URL: "/p2", Task: "news.feed"},
+		{URL: "/s1", Task: "news.story"},
+		{URL: "/s2", Task: "news.story"},
+	}}
+	out, limited := p.Steps[0].Route(crawl.Input{Depth: 4}, res)
+	if len(out) != 3 || out[0].Step != 0 || out[0].Input.Depth != 5 || out[1].Step != 1 || out[1].Input.Depth != 0 || limited != 0 {
+		t.Fatalf("route = %+v limited %d", out, limited)
+	}
+	out, limited = p.Steps[0].Route(crawl.Input{Depth: 5}, res)
+	if len(out) != 2 || limited != 1 {
+		t.Fatalf("at max depth: route = %+v limited %d, want the next page dropped", out, limited)
+	}
+	story := crawl.Result{Items: []crawl.Item{{Key: "s1", Data: map[string]any{"kids": []int64{7, 8}}}}}
+	out, _ = p.Steps[1].Route(crawl.Input{}, story)
+	if len(out) != 2 || out[0].Input.Value != int64(7) || out[0].Input.Parent != "s1" || out[0].Step != 2 {
+		t.Fatalf("each route = %+v", out)
+	}
+}
