@@ -1,0 +1,203 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+
+	"github.com/spf13/cobra"
+
+	"trawler/engine"
+	"trawler/examples"
+	"trawler/internal/devstack"
+	"trawler/internal/devstack/demosite"
+)
+
+// stack is the embedded world of `trawler demo` and `trawler dev`: Temporal on a SQLite
+// file, the demo site, and (optionally) a worker.
+type stack struct {
+	temporal *devstack.Stack
+	siteStop func() error
+	worker   *engine.Worker
+	ep       devstack.Endpoints
+}
+
+type stackOptions struct {
+	data      string
+	ui        bool
+	sitePort  int // 0 = any free port
+	sitePages int
+	worker    bool
+}
+
+func startStack(ctx context.Context, s *settings, o stackOptions) (*stack, error) {
+	uiPort := -1
+	if o.ui {
+		uiPort = 0
+	}
+	ts, err := devstack.StartTemporal(ctx, devstack.Options{DataDir: o.data, UIPort: uiPort, Log: s.logger()})
+	if err != nil {
+		return nil, err
+	}
+	st := &stack{temporal: ts, ep: ts.Endpoints}
+	siteURL, siteStop, err := demosite.Start(fmt.Sprintf("127.0.0.1:%d", o.sitePort), demosite.Options{Pages: o.sitePages})
+	if err != nil && o.sitePort != 0 { // the usual port is taken: any port will do
+		siteURL, siteStop, err = demosite.Start("127.0.0.1:0", demosite.Options{Pages: o.sitePages})
+	}
+	if err != nil {
+		st.stop()
+		return nil, fmt.Errorf("start the demo site: %w", err)
+	}
+	st.siteStop = siteStop
+	st.ep.DemoSite = siteURL
+	if err := devstack.WriteEndpoints(o.data, st.ep); err != nil {
+		st.stop()
+		return nil, err
+	}
+	s.temporal, s.namespace, s.data = st.ep.Temporal, st.ep.Namespace, o.data
+	if err := s.resolve(); err != nil {
+		st.stop()
+		return nil, err
+	}
+	return st, nil
+}
+
+func (st *stack) startWorker(ctx context.Context, s *settings) error {
+	c, err := s.dial(ctx)
+	if err != nil {
+		return err
+	}
+	w, err := engine.NewWorker(c, engine.WorkerOptions{TaskQueue: s.taskQueue, OutDir: s.out, Log: s.logger()})
+	if err != nil {
+		return err
+	}
+	if err := w.Start(); err != nil {
+		return err
+	}
+	st.worker = w
+	return nil
+}
+
+func (st *stack) stop() {
+	if st.worker != nil {
+		st.worker.Stop()
+	}
+	if st.siteStop != nil {
+		_ = st.siteStop()
+	}
+	_ = st.temporal.Stop()
+}
+
+func demoCmd(s *settings) *cobra.Command {
+	var pages int
+	cmd := &cobra.Command{
+		Use:   "demo",
+		Short: "Run the bundled demo chain end to end on embedded servers, then exit",
+		Long: `Start everything in this process — a Temporal server on a SQLite file, the bundled demo
+news site and a worker — run examples/demo.yaml (feed pages → stories → paged comments)
+to completion with a progress bar, print a summary and exit 0.
+
+Items land in <data>/out/<site.task>.jsonl, one JSON object per line. Nothing needs to
+be installed first.`,
+		Example: `  trawler demo
+  trawler demo --pages 10 --json | tail -1`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if pages < 1 {
+				return fmt.Errorf("--pages %d: use 1 or more feed pages", pages)
+			}
+			data := s.data
+			if data == "" {
+				data = filepath.Join(".data", "demo")
+			}
+			if !s.json {
+				fmt.Fprintf(os.Stderr, "starting embedded Temporal and the demo site (data in %s)…\n", data)
+			}
+			st, err := startStack(cmd.Context(), s, stackOptions{data: data, sitePages: max(pages, 10), worker: true})
+			if err != nil {
+				return err
+			}
+			defer st.stop()
+			if err := st.startWorker(cmd.Context(), s); err != nil {
+				return err
+			}
+			src, err := examples.Files.ReadFile("demo.yaml")
+			if err != nil {
+				return err
+			}
+			plan, err := loadChain("examples/demo.yaml", src, []string{"base_url=" + st.ep.DemoSite, "feed.pages=" + strconv.Itoa(pages)})
+			if err != nil {
+				return err
+			}
+			c, err := s.dial(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			res, err := runAndWait(cmd.Context(), s, c, plan, st.worker.Sinks)
+			if err != nil {
+				return err
+			}
+			if err := res.print(s.json); err != nil {
+				return err
+			}
+			if !s.json {
+				fmt.Printf("  items are in %s\n", s.out)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().IntVar(&pages, "pages", 3, "feed pages to crawl (30 stories each, with their comments)")
+	return cmd
+}
+
+func devCmd(s *settings) *cobra.Command {
+	var noWorker bool
+	var sitePort int
+	cmd := &cobra.Command{
+		Use:   "dev",
+		Short: "Run the embedded stack (Temporal + web UI + demo site) and a worker until interrupted",
+		Long: `Start the embedded stack and keep it running: a Temporal server on <data>/temporal.db
+with its web UI, the bundled demo site, and a worker. The addresses are written to
+<data>/endpoints.json, so other commands find them with --data:
+
+  trawler dev --data .data/dev &
+  trawler run examples/demo.yaml --data .data/dev --wait
+
+Stopping and restarting ` + "`trawler dev`" + ` on the same --data resumes unfinished runs.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			data := s.data
+			if data == "" {
+				data = filepath.Join(".data", "dev")
+			}
+			st, err := startStack(cmd.Context(), s, stackOptions{data: data, ui: true, sitePort: sitePort, sitePages: 50})
+			if err != nil {
+				return err
+			}
+			defer st.stop()
+			if !noWorker {
+				if err := st.startWorker(cmd.Context(), s); err != nil {
+					return err
+				}
+			}
+			if s.json {
+				_ = printJSON(st.ep)
+			} else {
+				fmt.Printf("trawler dev is up (data in %s)\n  temporal    %s (namespace %s)\n  web ui      %s\n  demo site   %s\n  items       %s\n",
+					data, st.ep.Temporal, st.ep.Namespace, st.ep.TemporalUI, st.ep.DemoSite, s.out)
+				if noWorker {
+					fmt.Println("  no worker: start some with `trawler worker --data " + data + "`")
+				}
+				fmt.Println("Ctrl-C to stop; running chains resume when you start it again.")
+			}
+			<-cmd.Context().Done()
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&noWorker, "no-worker", false, "run the stack only; start workers with `trawler worker --data DIR`")
+	cmd.Flags().IntVar(&sitePort, "site-port", 8089, "port of the demo site (any free port if taken)")
+	return cmd
+}

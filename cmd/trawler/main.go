@@ -1,0 +1,145 @@
+// Command trawler declares, runs and watches durable crawl chains on Temporal.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+	"go.temporal.io/sdk/client"
+	sdklog "go.temporal.io/sdk/log"
+
+	"trawler/internal/devstack"
+	"trawler/workflows"
+
+	_ "trawler/sites/demo"
+	_ "trawler/sites/hackernews"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	root := newRoot()
+	if err := root.ExecuteContext(ctx); err != nil {
+		var exit exitError
+		if errors.As(err, &exit) {
+			os.Exit(int(exit))
+		}
+		fmt.Fprintln(os.Stderr, "trawler:", err)
+		os.Exit(1)
+	}
+}
+
+// exitError ends the process with a code after the command printed its own message.
+type exitError int
+
+func (e exitError) Error() string { return fmt.Sprintf("exit %d", int(e)) }
+
+// settings are where a command finds Temporal and writes its output. Precedence: flags,
+// then TRAWLER_* environment variables, then the endpoints.json of a running
+// `trawler dev` named by --data, then defaults.
+type settings struct {
+	data      string
+	temporal  string
+	namespace string
+	taskQueue string
+	out       string
+	json      bool
+	verbose   bool
+}
+
+func newRoot() *cobra.Command {
+	s := &settings{}
+	root := &cobra.Command{
+		Use:   "trawler",
+		Short: "Durable crawl chains on Temporal",
+		Long: `Trawler runs crawl chains: small per-site tasks (feed → detail → comments) declared in
+a YAML chain file, each run as a Temporal activity over batches of inputs, each chain as
+a Temporal workflow, so a crawl survives crashed workers and restarts.
+
+Start here:
+  trawler demo                          run the bundled demo end to end on embedded servers
+  trawler dev --data .data/dev          embedded stack + worker, until Ctrl-C
+  trawler validate examples/*.yaml      check chain files (file:line and the fix)
+  trawler run examples/demo.yaml --data .data/dev --wait
+  trawler status --data .data/dev       list runs; trawler status RUN_ID for one
+
+Settings come from flags, then TRAWLER_* environment variables (TRAWLER_TEMPORAL,
+TRAWLER_NAMESPACE, TRAWLER_TASK_QUEUE, TRAWLER_DATA, TRAWLER_OUT), then the
+endpoints.json that a running 'trawler dev --data DIR' writes into DIR.`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	pf := root.PersistentFlags()
+	pf.StringVar(&s.data, "data", "", "data directory of a `trawler dev` stack (its endpoints.json names the servers) [TRAWLER_DATA]")
+	pf.StringVar(&s.temporal, "temporal", "", "Temporal frontend host:port (default from --data, else 127.0.0.1:7233) [TRAWLER_TEMPORAL]")
+	pf.StringVar(&s.namespace, "namespace", "", "Temporal namespace (default \"default\") [TRAWLER_NAMESPACE]")
+	pf.StringVar(&s.taskQueue, "task-queue", "", "Temporal task queue of the workers (default \"trawler\") [TRAWLER_TASK_QUEUE]")
+	pf.StringVar(&s.out, "out", "", "directory of the jsonl sink (default <data>/out) [TRAWLER_OUT]")
+	pf.BoolVar(&s.json, "json", false, "machine-readable output: JSON lines, the last one the result")
+	pf.BoolVarP(&s.verbose, "verbose", "v", false, "log worker and client details to stderr")
+	root.AddCommand(demoCmd(s), devCmd(s), workerCmd(s), runCmd(s), statusCmd(s), validateCmd(s), scheduleCmd(s))
+	return root
+}
+
+// resolve fills unset settings from the environment and the dev stack's endpoints.json.
+func (s *settings) resolve() error {
+	env := func(v *string, name, def string) {
+		if *v == "" {
+			*v = os.Getenv(name)
+		}
+		if *v == "" {
+			*v = def
+		}
+	}
+	env(&s.data, "TRAWLER_DATA", "")
+	if s.data != "" && (s.temporal == "" && os.Getenv("TRAWLER_TEMPORAL") == "") {
+		ep, err := devstack.ReadEndpoints(s.data)
+		if err != nil {
+			return err
+		}
+		s.temporal = ep.Temporal
+		if s.namespace == "" {
+			s.namespace = ep.Namespace
+		}
+	}
+	env(&s.temporal, "TRAWLER_TEMPORAL", "127.0.0.1:7233")
+	env(&s.namespace, "TRAWLER_NAMESPACE", "default")
+	env(&s.taskQueue, "TRAWLER_TASK_QUEUE", workflows.DefaultTaskQueue)
+	outDefault := ""
+	if s.data != "" {
+		outDefault = filepath.Join(s.data, "out")
+	}
+	env(&s.out, "TRAWLER_OUT", outDefault)
+	return nil
+}
+
+func (s *settings) logger() *slog.Logger {
+	level := slog.LevelWarn
+	if s.verbose {
+		level = slog.LevelInfo
+	}
+	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+}
+
+// dial connects to Temporal, failing fast with a hint when nothing answers.
+func (s *settings) dial(ctx context.Context) (client.Client, error) {
+	dctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	c, err := client.DialContext(dctx, client.Options{
+		HostPort:  s.temporal,
+		Namespace: s.namespace,
+		Logger:    sdklog.NewStructuredLogger(s.logger()),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("cannot reach Temporal at %s (namespace %s): %v\n  start a local stack with `trawler dev --data .data/dev` and pass --data .data/dev, or point --temporal / TRAWLER_TEMPORAL at your cluster", s.temporal, s.namespace, err)
+	}
+	return c, nil
+}

@@ -1,0 +1,236 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"go.temporal.io/sdk/client"
+
+	"trawler/crawl"
+	"trawler/engine"
+	"trawler/storage"
+	"trawler/workflows"
+)
+
+// knownSinks are the sink names chain files may use.
+var knownSinks = []string{"jsonl"}
+
+func loadChain(file string, data []byte, sets []string) (*crawl.Plan, error) {
+	c, err := crawl.Load(file, data, crawl.LoadOptions{Sinks: knownSinks, Sets: sets})
+	if err != nil {
+		return nil, err
+	}
+	return c.Compile(nil)
+}
+
+func runCmd(s *settings) *cobra.Command {
+	var sets []string
+	var wait bool
+	cmd := &cobra.Command{
+		Use:   "run FILE",
+		Short: "Start a chain run on Temporal (and wait for it with --wait)",
+		Long: `Start a chain run. Workers of the same task queue pick it up (` + "`trawler dev`" + ` runs one;
+` + "`trawler worker`" + ` runs more). Without --wait it prints the run id and returns; follow it with
+` + "`trawler status RUN_ID`" + `.
+
+--set overrides a param for one run: step.param=value for one step, param=value for every
+step whose task declares it. Values are YAML: numbers and booleans keep their type.`,
+		Example: `  trawler run examples/demo.yaml --data .data/dev --wait
+  trawler run examples/demo.yaml --data .data/dev --set feed.pages=10 --wait --json
+  trawler run examples/hackernews.yaml --set feed.list=newstories --set feed.limit=5`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			data, err := os.ReadFile(args[0])
+			if err != nil {
+				return err
+			}
+			plan, err := loadChain(args[0], data, sets)
+			if err != nil {
+				return err
+			}
+			if err := s.resolve(); err != nil {
+				return err
+			}
+			c, err := s.dial(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			if !wait {
+				id, err := engine.Start(cmd.Context(), c, plan, engine.RunOptions{TaskQueue: s.taskQueue})
+				if err != nil {
+					return err
+				}
+				if s.json {
+					return printJSON(map[string]string{"chain": plan.Chain, "run_id": id})
+				}
+				fmt.Printf("started %s\n  follow it: trawler status %s\n", id, id)
+				return nil
+			}
+			var sinks storage.Set
+			if s.out != "" {
+				sinks, err = openSinks(s.out)
+				if err != nil {
+					return err
+				}
+			}
+			res, err := runAndWait(cmd.Context(), s, c, plan, sinks)
+			if err != nil {
+				return err
+			}
+			return res.print(s.json)
+		},
+	}
+	cmd.Flags().StringArrayVar(&sets, "set", nil, "override a param: step.param=value or param=value (repeatable)")
+	cmd.Flags().BoolVar(&wait, "wait", false, "wait for the run to finish, showing progress, then print a summary")
+	return cmd
+}
+
+// result is the summary a finished run prints; its JSON form is the last line of
+// `trawler demo --json` and `trawler run --wait --json`.
+type result struct {
+	Chain     string                `json:"chain"`
+	RunID     string                `json:"run_id"`
+	Pages     int                   `json:"pages"`
+	Items     int                   `json:"items"`
+	Skipped   int                   `json:"skipped"`
+	Failed    int                   `json:"failed"`
+	DurationS float64               `json:"duration_s"`
+	Sinks     map[string]int        `json:"sinks"`
+	Steps     []workflows.StepStats `json:"steps"`
+	Failures  []crawl.Failure       `json:"failures,omitempty"`
+}
+
+func runAndWait(ctx context.Context, s *settings, c client.Client, plan *crawl.Plan, sinks storage.Set) (*result, error) {
+	start := time.Now()
+	id, err := engine.Start(ctx, c, plan, engine.RunOptions{TaskQueue: s.taskQueue})
+	if err != nil {
+		return nil, err
+	}
+	bar := newProgress(s.json, id)
+	sum, err := engine.Wait(ctx, c, id, bar.update)
+	bar.finish()
+	if err != nil {
+		return nil, err
+	}
+	pages, items, skipped, failed := sum.Totals()
+	res := &result{Chain: plan.Chain, RunID: id, Pages: pages, Items: items, Skipped: skipped, Failed: failed,
+		DurationS: roundTo(time.Since(start).Seconds(), 2), Sinks: map[string]int{}, Steps: sum.Steps, Failures: sum.Failures}
+	for _, name := range sinks.Names() {
+		n, err := sinks[name].Count(ctx, id)
+		if err != nil {
+			return nil, fmt.Errorf("read back %s: %w", name, err)
+		}
+		res.Sinks[name] = n
+	}
+	return res, nil
+}
+
+func (r *result) print(asJSON bool) error {
+	if asJSON {
+		return printJSON(r)
+	}
+	fmt.Printf("\nrun %s of chain %s finished in %.1fs\n", r.RunID, r.Chain, r.DurationS)
+	fmt.Printf("  %-12s %8s %8s %8s %8s %8s\n", "step", "pages", "items", "skipped", "retried", "failed")
+	for _, st := range r.Steps {
+		fmt.Printf("  %-12s %8d %8d %8d %8d %8d\n", st.ID, st.Pages, st.Items, st.Skipped, st.Retried, st.Failed)
+	}
+	fmt.Printf("  %-12s %8d %8d %8d %8s %8d\n", "total", r.Pages, r.Items, r.Skipped, "", r.Failed)
+	names := make([]string, 0, len(r.Sinks))
+	for n := range r.Sinks {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		fmt.Printf("  sink %s holds %d records of this run\n", n, r.Sinks[n])
+	}
+	if len(r.Failures) > 0 {
+		fmt.Printf("  failures (%d shown of %d):\n", len(r.Failures), r.Failed)
+		for _, f := range r.Failures {
+			fmt.Printf("    [%s] after %d attempt(s): %s\n", f.Step, f.Attempts, f.Cause)
+		}
+	}
+	return nil
+}
+
+func printJSON(v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	fmt.Println(string(b))
+	return nil
+}
+
+func roundTo(v float64, digits int) float64 {
+	p := 1.0
+	for i := 0; i < digits; i++ {
+		p *= 10
+	}
+	return float64(int64(v*p+0.5)) / p
+}
+
+// progress shows a run's progress: a bar on a terminal, JSON lines with --json, and
+// nothing when stderr is not a terminal (logs stay clean).
+type progress struct {
+	json  bool
+	tty   bool
+	runID string
+	start time.Time
+	last  string
+}
+
+func newProgress(asJSON bool, runID string) *progress {
+	fi, err := os.Stderr.Stat()
+	tty := err == nil && fi.Mode()&os.ModeCharDevice != 0
+	return &progress{json: asJSON, tty: tty, runID: runID, start: time.Now()}
+}
+
+func (p *progress) update(s *workflows.Summary) {
+	pages, items, _, failed := s.Totals()
+	queued := 0
+	for _, st := range s.Steps {
+		queued += st.Queued + st.InFlight
+	}
+	elapsed := time.Since(p.start).Seconds()
+	rate := 0.0
+	if elapsed > 0 {
+		rate = float64(pages) / elapsed
+	}
+	if p.json {
+		_ = printJSON(map[string]any{"progress": map[string]any{"run_id": p.runID, "pages": pages, "items": items,
+			"failed": failed, "queued": queued, "partitions_running": s.Running, "pages_per_s": roundTo(rate, 1), "done": s.Done}})
+		return
+	}
+	if !p.tty {
+		return
+	}
+	const width = 24
+	frac := 1.0
+	if total := pages + failed + queued; total > 0 && !s.Done {
+		frac = float64(pages+failed) / float64(total)
+	}
+	filled := int(frac * width)
+	var steps []string
+	for _, st := range s.Steps {
+		steps = append(steps, fmt.Sprintf("%s %d", st.ID, st.Pages))
+	}
+	line := fmt.Sprintf("\r[%s%s] %s | items %d failed %d queued %d | %.0f pages/s ",
+		strings.Repeat("#", filled), strings.Repeat(" ", width-filled), strings.Join(steps, " · "), items, failed, queued, rate)
+	if line != p.last {
+		fmt.Fprint(os.Stderr, line)
+		p.last = line
+	}
+}
+
+func (p *progress) finish() {
+	if p.tty && !p.json && p.last != "" {
+		fmt.Fprintln(os.Stderr)
+	}
+}

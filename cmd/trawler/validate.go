@@ -1,0 +1,73 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+
+	"github.com/spf13/cobra"
+
+	"trawler/crawl"
+)
+
+func validateCmd(s *settings) *cobra.Command {
+	return &cobra.Command{
+		Use:   "validate FILE...",
+		Short: "Check chain files: every problem with file:line and the fix",
+		Long: `Check chain files against the registered tasks without running anything: unknown
+tasks, fields and params, param types, missing required params, ` + "`from`" + ` naming no step,
+cycles (a step may consume only itself, with max_depth), ` + "`each`" + ` on a field that is not
+a list, bad durations, unknown sinks. Exits 1 when any file has a problem.`,
+		Example: `  trawler validate examples/*.yaml
+  trawler validate my-chain.yaml --json`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			type fileResult struct {
+				File     string   `json:"file"`
+				OK       bool     `json:"ok"`
+				Problems []string `json:"problems,omitempty"`
+			}
+			bad := 0
+			var results []fileResult
+			for _, f := range args {
+				r := fileResult{File: f, OK: true}
+				data, err := os.ReadFile(f)
+				if err == nil {
+					_, err = crawl.Load(f, data, crawl.LoadOptions{Sinks: knownSinks})
+				}
+				if err != nil {
+					r.OK = false
+					bad++
+					var ps crawl.Problems
+					if errors.As(err, &ps) {
+						for _, p := range ps {
+							r.Problems = append(r.Problems, p.String())
+						}
+					} else {
+						r.Problems = []string{err.Error()}
+					}
+				}
+				results = append(results, r)
+			}
+			if s.json {
+				_ = printJSON(results)
+			} else {
+				for _, r := range results {
+					if r.OK {
+						fmt.Printf("%s: ok\n", r.File)
+					}
+					for _, p := range r.Problems {
+						fmt.Fprintln(os.Stderr, p)
+					}
+				}
+			}
+			if bad > 0 {
+				if !s.json {
+					fmt.Fprintf(os.Stderr, "%d of %d files have problems\n", bad, len(args))
+				}
+				return exitError(1)
+			}
+			return nil
+		},
+	}
+}
