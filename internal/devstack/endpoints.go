@@ -1,0 +1,103 @@
+package devstack
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+)
+
+// EndpointsFile is the name of the file, inside the data directory, that
+// lists every address a running stack serves.
+const EndpointsFile = "endpoints.json"
+
+// Endpoints is the content of <DataDir>/endpoints.json: every address the
+// stack serves. Components started next to the Temporal server (demo site,
+// brokers, databases ...) add their own fields; every optional field carries
+// omitempty so that older readers and writers keep working.
+type Endpoints struct {
+	Temporal   string `json:"temporal"`              // host:port of the frontend gRPC
+	Namespace  string `json:"namespace"`             // namespace clients should use
+	TemporalUI string `json:"temporal_ui,omitempty"` // http://host:port
+	DemoSite   string `json:"demo_site,omitempty"`   // filled by the caller, not by StartTemporal
+}
+
+// EndpointsPath returns the path of the endpoints file in dataDir.
+func EndpointsPath(dataDir string) string {
+	return filepath.Join(dataDir, EndpointsFile)
+}
+
+// WriteEndpoints atomically replaces <dataDir>/endpoints.json with e as
+// indented JSON (mode 0644): readers see either the old or the new content,
+// never a partial file.
+func WriteEndpoints(dataDir string, e Endpoints) error {
+	if dataDir == "" {
+		return errors.New("devstack: WriteEndpoints: empty data directory")
+	}
+	path := EndpointsPath(dataDir)
+	data, err := json.MarshalIndent(e, "", "  ")
+	if err != nil {
+		return fmt.Errorf("devstack: encoding %s: %w", path, err)
+	}
+	data = append(data, '\n')
+
+	tmp, err := os.CreateTemp(dataDir, "."+EndpointsFile+".*.tmp")
+	if err != nil {
+		return fmt.Errorf("devstack: writing %s: %w", path, err)
+	}
+	tmpName := tmp.Name()
+	defer func() {
+		if tmpName != "" {
+			_ = os.Remove(tmpName)
+		}
+	}()
+	if _, err := tmp.Write(data); err != nil {
+		_ = tmp.Close()
+		return fmt.Errorf("devstack: writing %s: %w", path, err)
+	}
+	if err := tmp.Chmod(0o644); err != nil {
+		_ = tmp.Close()
+		return fmt.Errorf("devstack: writing %s: %w", path, err)
+	}
+	if err := tmp.Sync(); err != nil {
+		_ = tmp.Close()
+		return fmt.Errorf("devstack: writing %s: %w", path, err)
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("devstack: writing %s: %w", path, err)
+	}
+	if err := os.Rename(tmpName, path); err != nil {
+		return fmt.Errorf("devstack: writing %s: %w", path, err)
+	}
+	tmpName = ""
+	return nil
+}
+
+// ReadEndpoints reads <dataDir>/endpoints.json as written by a running stack
+// (or by WriteEndpoints).
+func ReadEndpoints(dataDir string) (Endpoints, error) {
+	path := EndpointsPath(dataDir)
+	data, err := os.ReadFile(path)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return Endpoints{}, fmt.Errorf("devstack: %s not found: no stack is running on this data directory; start `trawler dev --data %s` first", path, dataDir)
+		}
+		return Endpoints{}, fmt.Errorf("devstack: reading %s: %w", path, err)
+	}
+	var e Endpoints
+	if err := json.Unmarshal(data, &e); err != nil {
+		return Endpoints{}, fmt.Errorf("devstack: %s is not valid endpoints JSON (%v); restart `trawler dev --data %s` to rewrite it", path, err, dataDir)
+	}
+	return e, nil
+}
+
+// removeEndpoints deletes the endpoints file; a missing file is not an error.
+func removeEndpoints(dataDir string) error {
+	err := os.Remove(EndpointsPath(dataDir))
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("devstack: removing %s: %w", EndpointsPath(dataDir), err)
+	}
+	return nil
+}

@@ -1,0 +1,154 @@
+package demo
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/PuerkitoBio/goquery"
+
+	"trawler/crawl"
+)
+
+// getHTML fetches u and parses it as HTML. Statuses a retry may cure (408, 425, 429, 5xx)
+// come back as plain errors, with the server's Retry-After honoured; other non-2xx
+// statuses are permanent.
+func getHTML(ctx context.Context, env *crawl.Env, u string) (*goquery.Document, *crawl.Response, error) {
+	resp, err := env.Get(ctx, u)
+	if err != nil {
+		return nil, nil, fmt.Errorf("GET %s: %w", u, err)
+	}
+	if err := statusError(resp, u); err != nil {
+		return nil, nil, err
+	}
+	doc, err := goquery.NewDocumentFromReader(bytes.NewReader(resp.Body))
+	if err != nil {
+		return nil, nil, crawl.Permanentf("GET %s: parse HTML: %v", u, err)
+	}
+	if pu, err := url.Parse(pageURL(resp, u)); err == nil {
+		doc.Url = pu
+	}
+	return doc, resp, nil
+}
+
+// pageURL is the URL links on the response resolve against.
+func pageURL(resp *crawl.Response, requested string) string {
+	if resp != nil && resp.URL != "" {
+		return resp.URL
+	}
+	return requested
+}
+
+func statusError(resp *crawl.Response, u string) error {
+	code := resp.Status
+	if code >= 200 && code < 300 {
+		return nil
+	}
+	err := fmt.Errorf("GET %s: status %d %s", u, code, http.StatusText(code))
+	switch {
+	case code == http.StatusTooManyRequests || code == http.StatusServiceUnavailable:
+		if d, ok := retryAfter(resp.Header.Get("Retry-After")); ok {
+			return crawl.RetryAfter(err, d)
+		}
+		return err
+	case code == http.StatusRequestTimeout || code == http.StatusTooEarly || code >= 500:
+		return err
+	}
+	return crawl.Permanent(err)
+}
+
+// retryAfter parses a Retry-After header: delay seconds or an HTTP date.
+func retryAfter(v string) (time.Duration, bool) {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return 0, false
+	}
+	if s, err := strconv.Atoi(v); err == nil && s >= 0 {
+		return time.Duration(s) * time.Second, true
+	}
+	if t, err := http.ParseTime(v); err == nil {
+		return max(time.Until(t), 0), true
+	}
+	return 0, false
+}
+
+// resolve makes href absolute against the document's URL.
+func resolve(doc *goquery.Document, href string) (string, error) {
+	ref, err := url.Parse(strings.TrimSpace(href))
+	if err != nil {
+		return "", err
+	}
+	if doc.Url == nil {
+		return ref.String(), nil
+	}
+	return doc.Url.ResolveReference(ref).String(), nil
+}
+
+// param returns a step param, falling back to the task's declared default when the
+// caller did not apply defaults.
+func param(env *crawl.Env, spec crawl.TaskSpec, name string) any {
+	if v, ok := env.Params[name]; ok && v != nil {
+		return v
+	}
+	if p, ok := spec.Param(name); ok {
+		return p.Default
+	}
+	return nil
+}
+
+func intParam(env *crawl.Env, spec crawl.TaskSpec, name string) (int, error) {
+	v := param(env, spec, name)
+	n := crawl.Params{name: v}.Int(name)
+	if s := fmt.Sprint(v); n == 0 && s != "0" {
+		return 0, crawl.Permanentf("%s: param %s: want an integer, got %v", spec.Name, name, v)
+	}
+	return n, nil
+}
+
+// baseURL returns the base_url param without a trailing slash, checked to be an absolute
+// http(s) URL.
+func baseURL(env *crawl.Env, spec crawl.TaskSpec) (string, error) {
+	raw := strings.TrimRight(fmt.Sprint(param(env, spec, "base_url")), "/")
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return "", crawl.Permanentf("%s: param base_url: want an absolute http(s) URL, got %q", spec.Name, raw)
+	}
+	return raw, nil
+}
+
+// leadingInt reads the number a text starts with ("371 points" → 371).
+func leadingInt(s string) (int, bool) {
+	s = strings.TrimSpace(s)
+	end := 0
+	for end < len(s) && s[end] >= '0' && s[end] <= '9' {
+		end++
+	}
+	if end == 0 {
+		return 0, false
+	}
+	n, err := strconv.Atoi(s[:end])
+	return n, err == nil
+}
+
+// varInt reads an integer input variable; JSON round trips turn ints into float64.
+func varInt(in crawl.Input, name string) (int, bool) {
+	switch v := in.Vars[name].(type) {
+	case int:
+		return v, true
+	case int64:
+		return int(v), true
+	case float64:
+		if v == float64(int(v)) {
+			return int(v), true
+		}
+	case string:
+		n, err := strconv.Atoi(v)
+		return n, err == nil
+	}
+	return 0, false
+}
