@@ -93,7 +93,7 @@ func startWorker(t *testing.T, e Endpoints) (client.Client, worker.Worker) {
 // left unfinished when the stack stops carries on after a new stack starts on
 // the same data directory.
 func TestRestartResumesRun(t *testing.T) {
-	dir, _ := os.MkdirTemp("", "keep-"); t.Log("KEEPDIR", dir)
+	dir := t.TempDir()
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Second)
 	defer cancel()
 

@@ -1,0 +1,310 @@
+// Package tests holds Trawler's end-to-end tests: real chains on the embedded Temporal
+// server (SQLite file), a real worker, real HTTP sites on loopback, and items read back
+// from the store. One stack is shared by the whole package.
+package tests
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"go.temporal.io/sdk/client"
+	sdklog "go.temporal.io/sdk/log"
+
+	"trawler/crawl"
+	"trawler/engine"
+	"trawler/examples"
+	"trawler/fetch"
+	"trawler/internal/devstack"
+	"trawler/internal/devstack/demosite"
+	"trawler/storage/jsonl"
+	"trawler/tests/fixture/hn"
+	"trawler/tests/fixture/synth"
+	"trawler/workflows"
+
+	_ "trawler/sites/demo"
+	_ "trawler/sites/hackernews"
+)
+
+const taskQueue = "e2e"
+
+// shared is the package's one embedded stack and in-process worker.
+var shared struct {
+	dir    string
+	port   int
+	stack  *devstack.Stack
+	client client.Client
+	worker *engine.Worker
+	sink   *jsonl.Sink
+}
+
+// fast tuning: short backoffs and heartbeat timeouts so failure paths finish in seconds.
+var fast = workflows.Tuning{RetryBase: 100 * time.Millisecond, RetryMax: time.Second, HeartbeatTimeout: 3 * time.Second}
+
+var quiet = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))
+
+func TestMain(m *testing.M) {
+	crawl.Default.Register(synth.Node)
+	dir, err := os.MkdirTemp("", "trawler-e2e-")
+	if err != nil {
+		panic(err)
+	}
+	shared.dir = dir
+	if err := startShared(0); err != nil {
+		fmt.Fprintln(os.Stderr, "start embedded stack:", err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	stopShared()
+	if code == 0 {
+		os.RemoveAll(dir)
+	} else {
+		fmt.Fprintln(os.Stderr, "test data kept in", dir)
+	}
+	os.Exit(code)
+}
+
+func startShared(port int) error {
+	st, err := devstack.StartTemporal(context.Background(), devstack.Options{DataDir: shared.dir, TemporalPort: port, UIPort: -1})
+	if err != nil {
+		return err
+	}
+	shared.stack = st
+	_, p, _ := strings.Cut(st.Endpoints.Temporal, ":")
+	fmt.Sscan(p, &shared.port)
+	c, err := client.Dial(client.Options{HostPort: st.Endpoints.Temporal, Namespace: st.Endpoints.Namespace, Logger: sdklog.NewStructuredLogger(quiet)})
+	if err != nil {
+		return err
+	}
+	shared.client = c
+	w, err := engine.NewWorker(c, engine.WorkerOptions{
+		TaskQueue: taskQueue, OutDir: shared.dir + "/out", Log: quiet,
+		Fetch: fetch.Options{Timeout: time.Second, Retries: 1, Backoff: 20 * time.Millisecond, MaxRetryWait: 2 * time.Second},
+	})
+	if err != nil {
+		return err
+	}
+	shared.worker, shared.sink = w, w.JSONL
+	return w.Start()
+}
+
+func stopShared() {
+	if shared.worker != nil {
+		shared.worker.Stop()
+		shared.worker = nil
+	}
+	if shared.client != nil {
+		shared.client.Close()
+		shared.client = nil
+	}
+	if shared.stack != nil {
+		_ = shared.stack.Stop()
+		shared.stack = nil
+	}
+}
+
+// plan loads an example chain (or inline YAML) with overrides.
+func plan(t *testing.T, name, yaml string, sets ...string) *crawl.Plan {
+	t.Helper()
+	data := []byte(yaml)
+	if yaml == "" {
+		var err error
+		if data, err = examples.Files.ReadFile(name); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c, err := crawl.Load(name, data, crawl.LoadOptions{Sets: sets})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := c.Compile(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func start(t *testing.T, p *crawl.Plan, tq string) string {
+	t.Helper()
+	id, err := engine.Start(context.Background(), shared.client, p, engine.RunOptions{TaskQueue: tq, Tuning: fast})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return id
+}
+
+func wait(t *testing.T, id string, limit time.Duration) *workflows.Summary {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), limit)
+	defer cancel()
+	s, err := engine.Wait(ctx, shared.client, id, nil)
+	if err != nil {
+		t.Fatalf("run %s: %v", id, err)
+	}
+	return s
+}
+
+// stored reads the jsonl sink back: key → how many records the run holds.
+func stored(t *testing.T, runID string) map[string]int {
+	t.Helper()
+	keys := map[string]int{}
+	if err := shared.sink.Scan(func(it crawl.Item) error {
+		if it.RunID == runID {
+			keys[it.Key]++
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return keys
+}
+
+func countPrefix(keys map[string]int, prefix string) int {
+	n := 0
+	for k := range keys {
+		if strings.HasPrefix(k, prefix) {
+			n++
+		}
+	}
+	return n
+}
+
+func assertOnce(t *testing.T, keys map[string]int) {
+	t.Helper()
+	for k, n := range keys {
+		if n != 1 {
+			t.Errorf("%s stored %d times, want exactly once", k, n)
+		}
+	}
+}
+
+func startSite(t *testing.T, o demosite.Options) string {
+	t.Helper()
+	url, stop, err := demosite.Start("127.0.0.1:0", o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = stop() })
+	return url
+}
+
+func TestDemoChainStoresExactlyTheSite(t *testing.T) {
+	o := demosite.Options{Pages: 5}
+	site := startSite(t, o)
+	id := start(t, plan(t, "demo.yaml", "", "base_url="+site, "feed.pages=4"), taskQueue)
+	s := wait(t, id, 2*time.Minute)
+	keys := stored(t, id)
+	wantStories, wantComments := demosite.Expected(o, 4)
+	if got := countPrefix(keys, "demo:story:"); got != wantStories {
+		t.Errorf("stored %d stories, want %d", got, wantStories)
+	}
+	if got := countPrefix(keys, "demo:comment:"); got != wantComments {
+		t.Errorf("stored %d comments, want %d", got, wantComments)
+	}
+	assertOnce(t, keys)
+	pages, items, _, failed := s.Totals()
+	if items != wantStories+wantComments || failed != 0 || s.Steps[0].Pages != 4 {
+		t.Errorf("summary: pages %d items %d failed %d feed pages %d", pages, items, failed, s.Steps[0].Pages)
+	}
+	// Every record carries the item fields of the data model.
+	n := 0
+	_ = shared.sink.Scan(func(it crawl.Item) error {
+		if it.RunID == id && n == 0 {
+			n++
+			if it.ID == 0 || it.Biz == "" || it.Hash == "" || it.TS.IsZero() || it.Chain != "demo" || it.Tenant != "default" || len(it.Data) == 0 {
+				t.Errorf("incomplete record %+v", it)
+			}
+		}
+		return nil
+	})
+}
+
+func TestHackerNewsChainAgainstFixture(t *testing.T) {
+	base, stop := hn.Start()
+	defer stop()
+	id := start(t, plan(t, "hackernews.yaml", "", "base_url="+base), taskQueue)
+	s := wait(t, id, 2*time.Minute)
+	keys := stored(t, id)
+	wantStories, wantComments, wantSkipped := hn.Expected("topstories", 30, 10)
+	var stories, comments int
+	_ = shared.sink.Scan(func(it crawl.Item) error {
+		if it.RunID != id {
+			return nil
+		}
+		if it.Data["type"] == "story" {
+			stories++
+		} else {
+			comments++
+		}
+		return nil
+	})
+	if stories != wantStories || comments != wantComments {
+		t.Errorf("stored %d stories and %d comments, want %d and %d", stories, comments, wantStories, wantComments)
+	}
+	if _, _, skipped, failed := s.Totals(); skipped != wantSkipped || failed != 0 {
+		t.Errorf("skipped %d failed %d, want %d skipped (deleted, dead, null) and 0 failed", skipped, failed, wantSkipped)
+	}
+	assertOnce(t, keys)
+	for k := range keys {
+		var itemID int
+		fmt.Sscanf(k, "hn:item:%d", &itemID)
+		if it, ok := hn.Lookup(itemID); !ok || it.Skipped() {
+			t.Errorf("stored %s, which the fixture marks deleted/dead or does not have", k)
+		}
+	}
+}
+
+func TestBadInputIsRecordedAndNothingElseLost(t *testing.T) {
+	o := demosite.Options{Pages: 1, Faults: map[int]demosite.Fault{
+		3: demosite.FaultStatus500, 5: demosite.FaultRetryAfter, 7: demosite.FaultTruncated,
+		9: demosite.FaultHugeBody, 11: demosite.FaultHang,
+	}}
+	site := startSite(t, o)
+	id := start(t, plan(t, "demo.yaml", "", "base_url="+site, "feed.pages=1"), taskQueue)
+	s := wait(t, id, 3*time.Minute)
+	keys := stored(t, id)
+	wantStories, wantComments := demosite.Expected(o, 1)
+	if got := countPrefix(keys, "demo:story:"); got != wantStories {
+		t.Errorf("stored %d stories, want %d (all but the 4 broken ones)", got, wantStories)
+	}
+	if got := countPrefix(keys, "demo:comment:"); got != wantComments {
+		t.Errorf("stored %d comments, want %d", got, wantComments)
+	}
+	if keys["demo:story:5"] != 1 {
+		t.Error("story 5 (429 with Retry-After, then fine) was not stored")
+	}
+	causes := map[string]string{}
+	for _, f := range s.Failures {
+		causes[f.Input.URL] = f.Cause
+	}
+	want := map[int]string{
+		3:  "HTTP 500 Internal Server Error",
+		7:  "missing required field title",
+		9:  "body exceeds the 10 MiB limit",
+		11: "timeout",
+	}
+	if len(s.Failures) != len(want) {
+		t.Errorf("%d failures, want %d: %+v", len(s.Failures), len(want), s.Failures)
+	}
+	for story, text := range want {
+		url := fmt.Sprintf("%s/item/%d", site, story)
+		if !strings.Contains(causes[url], text) {
+			t.Errorf("failure of %s = %q, want it to say %q", url, causes[url], text)
+		}
+	}
+	// The failure log holds the same causes, so nothing is lost silently.
+	logged := 0
+	data, _ := os.ReadFile(shared.sink.Dir() + "/" + jsonl.FailuresFile)
+	for _, line := range strings.Split(string(data), "\n") {
+		if strings.Contains(line, id) {
+			logged++
+		}
+	}
+	if logged != len(want) {
+		t.Errorf("failure log has %d lines for this run, want %d", logged, len(want))
+	}
+}
