@@ -184,6 +184,9 @@ type runner struct {
 }
 
 func newRunner(ctx workflow.Context, in ChainInput) *runner {
+	if in.RunID == "" { // started by a schedule: each firing is its own run
+		in.RunID = workflow.GetInfo(ctx).WorkflowExecution.ID
+	}
 	r := &runner{in: in, tune: in.Tuning.withDefaults(), plan: in.Plan, nextChild: in.NextChild}
 	n := len(in.Plan.Steps)
 	r.queues = make([][]Pending, n)
