@@ -308,3 +308,39 @@ func TestBadInputIsRecordedAndNothingElseLost(t *testing.T) {
 		t.Errorf("failure log has %d lines for this run, want %d", logged, len(want))
 	}
 }
+
+func TestScheduleStartsRuns(t *testing.T) {
+	site := startSite(t, demosite.Options{Pages: 1})
+	p := plan(t, "demo.yaml", "", "base_url="+site, "feed.pages=1")
+	ctx := context.Background()
+	if err := engine.CreateSchedule(ctx, shared.client, "demo-every-hour", "0 * * * *", p, engine.RunOptions{TaskQueue: taskQueue, Tuning: fast}); err != nil {
+		t.Fatal(err)
+	}
+	h := shared.client.ScheduleClient().GetHandle(ctx, "demo-every-hour")
+	defer h.Delete(ctx)
+	desc, err := h.Describe(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if next := desc.Info.NextActionTimes; len(next) == 0 || next[0].Minute() != 0 {
+		t.Fatalf("next firings %v, want on the hour", next)
+	}
+	// Fire it now instead of waiting for the hour.
+	if err := h.Trigger(ctx, client.ScheduleTriggerOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	var runID string
+	for deadline := time.Now().Add(30 * time.Second); runID == "" && time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+		if d, err := h.Describe(ctx); err == nil && len(d.Info.RecentActions) > 0 {
+			runID = d.Info.RecentActions[0].StartWorkflowResult.WorkflowID
+		}
+	}
+	if runID == "" {
+		t.Fatal("the triggered schedule started no run")
+	}
+	wait(t, runID, time.Minute)
+	stories, comments := demosite.Expected(demosite.Options{Pages: 1}, 1)
+	if got := len(stored(t, runID)); got != stories+comments {
+		t.Fatalf("scheduled run %s stored %d items, want %d", runID, got, stories+comments)
+	}
+}

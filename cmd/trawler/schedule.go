@@ -8,7 +8,7 @@ import (
 	"github.com/spf13/cobra"
 	"go.temporal.io/sdk/client"
 
-	"trawler/workflows"
+	"trawler/engine"
 )
 
 func scheduleCmd(s *settings) *cobra.Command {
@@ -47,19 +47,8 @@ with ` + "`trawler status`" + `. Overlapping firings are skipped while the previ
 				return err
 			}
 			defer c.Close()
-			_, err = c.ScheduleClient().Create(cmd.Context(), client.ScheduleOptions{
-				ID:   args[0],
-				Spec: client.ScheduleSpec{CronExpressions: []string{cron}},
-				Action: &client.ScheduleWorkflowAction{
-					ID:        args[0],
-					Workflow:  workflows.ChainWorkflowName,
-					TaskQueue: s.taskQueue,
-					// RunID is left empty: each firing uses its own workflow id as run id.
-					Args: []any{workflows.ChainInput{Plan: *plan, TaskQueue: s.taskQueue}},
-				},
-			})
-			if err != nil {
-				return fmt.Errorf("create schedule %s: %w", args[0], err)
+			if err := engine.CreateSchedule(cmd.Context(), c, args[0], cron, plan, engine.RunOptions{TaskQueue: s.taskQueue}); err != nil {
+				return err
 			}
 			if s.json {
 				return printJSON(map[string]string{"schedule": args[0], "cron": cron, "chain": plan.Chain})
