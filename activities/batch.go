@@ -93,7 +93,7 @@ func (a *Activities) RunBatch(ctx context.Context, b crawl.Batch) (crawl.BatchRe
 	}
 
 	env := &crawl.Env{
-		Fetcher: robotsSwitch{a.Fetcher, !b.Robots}, Log: a.Log.With("chain", b.Chain, "step", b.Step.ID, "run", b.RunID),
+		Fetcher: stepFetcher{f: a.Fetcher, spec: task.Spec(), ignoreRobots: !b.Robots}, Log: a.Log.With("chain", b.Chain, "step", b.Step.ID, "run", b.RunID),
 		Params: b.Step.Params, Chain: b.Chain, Step: b.Step.ID, RunID: b.RunID, Tenant: b.Tenant,
 	}
 	results := make(chan outcome)
@@ -270,20 +270,25 @@ func contentHash(data map[string]any) string {
 	return hex.EncodeToString(sum[:8])
 }
 
-// robotsSwitch applies a chain's `robots: false` to every request of its tasks.
-type robotsSwitch struct {
-	f      crawl.Fetcher
-	ignore bool
+// stepFetcher applies what the chain and the task declared to every request a task
+// makes: the chain's `robots: false` and the task's per-host rate and concurrency limits.
+type stepFetcher struct {
+	f            crawl.Fetcher
+	spec         crawl.TaskSpec
+	ignoreRobots bool
 }
 
-func (r robotsSwitch) Fetch(ctx context.Context, req *crawl.Request) (*crawl.Response, error) {
-	if r.f == nil {
+func (s stepFetcher) Fetch(ctx context.Context, req *crawl.Request) (*crawl.Response, error) {
+	if s.f == nil {
 		return nil, errors.New("this worker has no HTTP fetcher configured")
 	}
-	if r.ignore {
-		cp := *req
-		cp.IgnoreRobots = true
-		req = &cp
+	cp := *req
+	cp.IgnoreRobots = cp.IgnoreRobots || s.ignoreRobots
+	if cp.RateLimit == 0 {
+		cp.RateLimit = s.spec.RateLimit
 	}
-	return r.f.Fetch(ctx, req)
+	if cp.HostConcurrency == 0 {
+		cp.HostConcurrency = s.spec.HostConcurrency
+	}
+	return s.f.Fetch(ctx, &cp)
 }

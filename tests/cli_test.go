@@ -1,0 +1,114 @@
+package tests
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"trawler/internal/devstack/demosite"
+)
+
+// trawler runs the real binary and returns stdout, stderr and the exit code.
+func trawler(t *testing.T, args ...string) (string, string, int) {
+	t.Helper()
+	cmd := exec.Command(buildTrawler(t), args...)
+	cmd.Dir = ".."
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return out.String(), errb.String(), code
+}
+
+func lastLine(s string) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	return lines[len(lines)-1]
+}
+
+func TestCLIValidateReportsEveryProblem(t *testing.T) {
+	bad := filepath.Join(t.TempDir(), "bad.yaml")
+	os.WriteFile(bad, []byte("name: bad\nsteps:\n  - id: story\n    task: demo.stroy\n    from: fede\n    timeout: 30\n"), 0o644)
+	_, stderr, code := trawler(t, "validate", "examples/demo.yaml", bad)
+	if code != 1 {
+		t.Fatalf("exit %d, want 1", code)
+	}
+	for _, want := range []string{
+		bad + `:3: step "story": unknown task "demo.stroy" (did you mean "demo.story"?)`,
+		bad + ":3: step \"story\": `from: fede` names no step",
+		bad + ":6: `timeout`: bad duration \"30\": give a unit, e.g. 30s or 30m",
+		"1 of 2 files have problems",
+	} {
+		if !strings.Contains(stderr, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, stderr)
+		}
+	}
+	out, _, code := trawler(t, "validate", "examples/demo.yaml", "examples/hackernews.yaml", "--json")
+	if code != 0 || !strings.Contains(out, `"ok":true`) {
+		t.Fatalf("examples do not validate: exit %d %s", code, out)
+	}
+}
+
+func TestCLIDemoJSONSummary(t *testing.T) {
+	stdout, stderr, code := trawler(t, "demo", "--pages", "2", "--json", "--data", t.TempDir())
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var res struct {
+		Chain     string         `json:"chain"`
+		RunID     string         `json:"run_id"`
+		Pages     int            `json:"pages"`
+		Items     int            `json:"items"`
+		Failed    int            `json:"failed"`
+		DurationS float64        `json:"duration_s"`
+		Sinks     map[string]int `json:"sinks"`
+	}
+	if err := json.Unmarshal([]byte(lastLine(stdout)), &res); err != nil {
+		t.Fatalf("last line is not the JSON summary: %v\n%s", err, stdout)
+	}
+	stories, comments := demosite.Expected(demosite.Options{Pages: 10}, 2)
+	if res.Chain != "demo" || res.RunID == "" || res.Items != stories+comments || res.Failed != 0 || res.Sinks["jsonl"] != stories+comments || res.DurationS <= 0 {
+		t.Fatalf("summary %+v, want %d items read back from jsonl", res, stories+comments)
+	}
+	if res.Pages <= stories {
+		t.Fatalf("pages %d should count feed, story and comment pages", res.Pages)
+	}
+}
+
+func TestCLIRunWaitAndStatusAgainstDevStack(t *testing.T) {
+	site := startSite(t, demosite.Options{Pages: 1})
+	// shared.dir holds the endpoints.json of the package's stack, as `trawler dev` writes it.
+	common := []string{"--data", shared.dir, "--task-queue", taskQueue, "--out", shared.sink.Dir()}
+	stdout, stderr, code := trawler(t, append([]string{"run", "examples/demo.yaml", "--set", "base_url=" + site, "--set", "feed.pages=1", "--wait", "--json"}, common...)...)
+	if code != 0 {
+		t.Fatalf("run exit %d: %s", code, stderr)
+	}
+	var res struct {
+		RunID string         `json:"run_id"`
+		Items int            `json:"items"`
+		Sinks map[string]int `json:"sinks"`
+	}
+	if err := json.Unmarshal([]byte(lastLine(stdout)), &res); err != nil {
+		t.Fatal(err)
+	}
+	stories, comments := demosite.Expected(demosite.Options{Pages: 1}, 1)
+	if res.Items != stories+comments || res.Sinks["jsonl"] != stories+comments {
+		t.Fatalf("run summary %+v, want %d items", res, stories+comments)
+	}
+	stdout, stderr, code = trawler(t, append([]string{"status", res.RunID, "--json"}, common...)...)
+	if code != 0 || !strings.Contains(stdout, `"state":"completed"`) {
+		t.Fatalf("status exit %d: %s %s", code, stdout, stderr)
+	}
+	_, stderr, code = trawler(t, "status", "--temporal", "127.0.0.1:1")
+	if code != 1 || !strings.Contains(stderr, "cannot reach Temporal at 127.0.0.1:1") || !strings.Contains(stderr, "trawler dev --data") {
+		t.Fatalf("unreachable Temporal: exit %d, stderr %q", code, stderr)
+	}
+}
