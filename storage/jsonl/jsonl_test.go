@@ -1,0 +1,114 @@
+package jsonl
+
+import (
+	"context"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+
+	"trawler/crawl"
+)
+
+func items(run string, keys ...string) []crawl.Item {
+	out := make([]crawl.Item, len(keys))
+	for i, k := range keys {
+		out[i] = crawl.Item{Biz: "site.task", Key: k, RunID: run, Data: map[string]any{"k": k}}
+	}
+	return out
+}
+
+func lines(t *testing.T, path string) []string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
+}
+
+func TestRetriedBatchIsStoredOnce(t *testing.T) {
+	ctx := context.Background()
+	s, _ := Open(t.TempDir())
+	for i := 0; i < 3; i++ { // the same batch, retried
+		if err := s.Write(ctx, items("r1", "a", "b", "b")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Write(ctx, items("r2", "a")); err != nil { // another run keeps its own copy
+		t.Fatal(err)
+	}
+	if got := len(lines(t, s.Path("site.task"))); got != 3 {
+		t.Fatalf("%d lines, want 3 (a, b of r1 and a of r2)", got)
+	}
+	if n, _ := s.Count(ctx, "r1"); n != 2 {
+		t.Fatalf("Count(r1) = %d, want 2", n)
+	}
+}
+
+func TestWritersInSeveralProcessesShareOneFile(t *testing.T) {
+	dir := t.TempDir()
+	ctx := context.Background()
+	// Two sinks on one directory behave like two worker processes: separate memory,
+	// one file, coordinated by flock.
+	a, _ := Open(dir)
+	b, _ := Open(dir)
+	var wg sync.WaitGroup
+	for _, s := range []*Sink{a, b} {
+		wg.Add(1)
+		go func(s *Sink) {
+			defer wg.Done()
+			for i := 0; i < 50; i++ {
+				keys := []string{string(rune('a' + i%26)), string(rune('A' + i%26))}
+				if err := s.Write(ctx, items("r", keys...)); err != nil {
+					t.Error(err)
+				}
+			}
+		}(s)
+	}
+	wg.Wait()
+	if got := len(lines(t, a.Path("site.task"))); got != 52 {
+		t.Fatalf("%d lines, want 52 distinct keys", got)
+	}
+}
+
+func TestTornLineFromAKilledWriterIsRepaired(t *testing.T) {
+	dir := t.TempDir()
+	ctx := context.Background()
+	s, _ := Open(dir)
+	if err := s.Write(ctx, items("r", "a")); err != nil {
+		t.Fatal(err)
+	}
+	f, _ := os.OpenFile(s.Path("site.task"), os.O_APPEND|os.O_WRONLY, 0)
+	f.WriteString(`{"id":"1","biz":"site.task","key":"b","run_`) // the writer died here
+	f.Close()
+	if n, err := s.Count(ctx, "r"); err != nil || n != 1 {
+		t.Fatalf("Count with a torn tail = %d, %v; want 1 and no error", n, err)
+	}
+	fresh, _ := Open(dir)
+	if err := fresh.Write(ctx, items("r", "b", "a")); err != nil {
+		t.Fatal(err)
+	}
+	got := lines(t, s.Path("site.task"))
+	if len(got) != 2 || !strings.Contains(got[1], `"key":"b"`) {
+		t.Fatalf("after repair: %q", got)
+	}
+}
+
+func TestFailuresAreLoggedOncePerInput(t *testing.T) {
+	s, _ := Open(t.TempDir())
+	f := []crawl.Failure{{Step: "story", Input: crawl.Input{URL: "http://x/1"}, Attempts: 4, Cause: "HTTP 500"}}
+	for i := 0; i < 2; i++ {
+		if err := s.WriteFailures(context.Background(), "r", f); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fresh, _ := Open(s.Dir()) // a restarted worker re-reads the log
+	if err := fresh.WriteFailures(context.Background(), "r", f); err != nil {
+		t.Fatal(err)
+	}
+	got := lines(t, s.Dir()+"/"+FailuresFile)
+	if len(got) != 1 || !strings.Contains(got[0], `"cause":"HTTP 500"`) {
+		t.Fatalf("failure log %q", got)
+	}
+}
