@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -25,19 +26,23 @@ type stack struct {
 }
 
 type stackOptions struct {
-	data      string
-	ui        bool
-	sitePort  int // 0 = any free port
-	sitePages int
-	worker    bool
+	data string
+	ui   bool
+	// Preferred ports (any free port when 0 or taken): `trawler dev` keeps Temporal on
+	// 7233 and the UI on 8233 so workers find it with default settings, across restarts.
+	temporalPort int
+	uiPort       int
+	sitePort     int // 0 = any free port
+	sitePages    int
+	worker       bool
 }
 
 func startStack(ctx context.Context, s *settings, o stackOptions) (*stack, error) {
 	uiPort := -1
 	if o.ui {
-		uiPort = 0
+		uiPort = portIfFree(o.uiPort)
 	}
-	ts, err := devstack.StartTemporal(ctx, devstack.Options{DataDir: o.data, UIPort: uiPort, Log: s.logger()})
+	ts, err := devstack.StartTemporal(ctx, devstack.Options{DataDir: o.data, TemporalPort: portIfFree(o.temporalPort), UIPort: uiPort, Log: s.logger()})
 	if err != nil {
 		return nil, err
 	}
@@ -62,6 +67,19 @@ func startStack(ctx context.Context, s *settings, o stackOptions) (*stack, error
 		return nil, err
 	}
 	return st, nil
+}
+
+// portIfFree returns port if nothing listens on it, else 0 (any free port).
+func portIfFree(port int) int {
+	if port <= 0 {
+		return 0
+	}
+	ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
+	if err != nil {
+		return 0
+	}
+	ln.Close()
+	return port
 }
 
 func (st *stack) startWorker(ctx context.Context, s *settings) error {
@@ -155,7 +173,7 @@ be installed first.`,
 
 func devCmd(s *settings) *cobra.Command {
 	var noWorker bool
-	var sitePort int
+	var sitePort, temporalPort, uiPort int
 	cmd := &cobra.Command{
 		Use:   "dev",
 		Short: "Run the embedded stack (Temporal + web UI + demo site) and a worker until interrupted",
@@ -173,7 +191,7 @@ Stopping and restarting ` + "`trawler dev`" + ` on the same --data resumes unfin
 			if data == "" {
 				data = filepath.Join(".data", "dev")
 			}
-			st, err := startStack(cmd.Context(), s, stackOptions{data: data, ui: true, sitePort: sitePort, sitePages: 50})
+			st, err := startStack(cmd.Context(), s, stackOptions{data: data, ui: true, temporalPort: temporalPort, uiPort: uiPort, sitePort: sitePort, sitePages: 50})
 			if err != nil {
 				return err
 			}
@@ -199,5 +217,7 @@ Stopping and restarting ` + "`trawler dev`" + ` on the same --data resumes unfin
 	}
 	cmd.Flags().BoolVar(&noWorker, "no-worker", false, "run the stack only; start workers with `trawler worker --data DIR`")
 	cmd.Flags().IntVar(&sitePort, "site-port", 8089, "port of the demo site (any free port if taken)")
+	cmd.Flags().IntVar(&temporalPort, "temporal-port", 7233, "port of the Temporal frontend (any free port if taken)")
+	cmd.Flags().IntVar(&uiPort, "ui-port", 8233, "port of the Temporal web UI (any free port if taken)")
 	return cmd
 }
