@@ -439,6 +439,21 @@ func (l *loader) validateStep(c *Chain, s Step, ids map[string]int) {
 				l.add(s.Line, "%s: param `%s`: %v", where, k, err)
 			}
 		}
+		if spec.Check != nil {
+			params := Params{}
+			for _, p := range spec.Params {
+				if v, ok := s.Params[p.Name]; ok {
+					params[p.Name] = v
+				} else if v, ok := c.Defaults.Params[p.Name]; ok {
+					params[p.Name] = v
+				} else if p.Default != nil {
+					params[p.Name] = p.Default
+				}
+			}
+			for _, err := range spec.Check(params) {
+				l.add(s.Line, "%s: %v", where, err)
+			}
+		}
 		for _, p := range spec.Params {
 			_, inStep := s.Params[p.Name]
 			_, inDefaults := c.Defaults.Params[p.Name]

@@ -53,6 +53,11 @@ type TaskSpec struct {
 	HostConcurrency int
 	// Needs lists external resources (proxy, user_agent, cookie, device_id, sign).
 	Needs []string
+	// Check, when set, validates a step's params beyond their types (compiles selectors,
+	// paths, patterns) so `trawler validate` catches mistakes before a run. It gets the
+	// params with defaults applied and returns one error per problem, each naming the
+	// param and the fix.
+	Check func(p Params) []error
 }
 
 // Type is the type of a param or an output field.
