@@ -48,6 +48,7 @@ type Step struct {
 	Concurrency int
 	Parallel    int
 	Line        int
+	ParamLines  map[string]int // line of each param in the file
 }
 
 // Engine defaults used when neither the chain nor the task says otherwise.
@@ -208,6 +209,7 @@ func (l *loader) parse(data []byte) *Chain {
 				s.Task = l.str(v, "task")
 			case "params":
 				s.Params = l.mapping(v, "params")
+				s.ParamLines = keyLines(v)
 			case "from":
 				if v.Kind == yaml.SequenceNode {
 					s.From = l.strList(v, "from")
@@ -430,13 +432,17 @@ func (l *loader) validateStep(c *Chain, s Step, ids map[string]int) {
 			names[i] = p.Name
 		}
 		for _, k := range sortedKeys(s.Params) {
+			line := s.Line
+			if pl, ok := s.ParamLines[k]; ok {
+				line = pl
+			}
 			p, ok := spec.Param(k)
 			if !ok {
-				l.add(s.Line, "%s: task %s has no param `%s`%s; its params: %s", where, s.Task, k, suggest(k, names), strings.Join(names, ", "))
+				l.add(line, "%s: task %s has no param `%s`%s; its params: %s", where, s.Task, k, suggest(k, names), strings.Join(names, ", "))
 				continue
 			}
 			if _, err := checkType(p.Type, s.Params[k]); err != nil {
-				l.add(s.Line, "%s: param `%s`: %v", where, k, err)
+				l.add(line, "%s: param `%s`: %v", where, k, err)
 			}
 		}
 		if spec.Check != nil {
@@ -582,6 +588,17 @@ func (l *loader) checkCycles(c *Chain, ids map[string]int) {
 			visit(i)
 		}
 	}
+}
+
+// keyLines maps each key of a mapping node to its line.
+func keyLines(n *yaml.Node) map[string]int {
+	out := map[string]int{}
+	if n.Kind == yaml.MappingNode {
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			out[n.Content[i].Value] = n.Content[i].Line
+		}
+	}
+	return out
 }
 
 func kindName(n *yaml.Node) string {

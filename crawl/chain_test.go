@@ -100,9 +100,9 @@ func TestLoadProblems(t *testing.T) {
 		{"unknown step field", "name: x\nsteps:\n  - id: a\n    task: news.feed\n    form: b\n", nil, []string{
 			"f.yaml:5: step 1: unknown field `form` (did you mean \"from\"?); valid fields: id, task, params, from, each, max_depth, store, timeout, retries, batch, concurrency, parallel"}},
 		{"unknown param", "name: x\nsteps:\n  - id: a\n    task: news.feed\n    params: {pagse: 2}\n", nil, []string{
-			"f.yaml:3: step \"a\": task news.feed has no param `pagse` (did you mean \"pages\"?); its params: base_url, pages"}},
+			"f.yaml:5: step \"a\": task news.feed has no param `pagse` (did you mean \"pages\"?); its params: base_url, pages"}},
 		{"bad param type", "name: x\nsteps:\n  - id: a\n    task: news.feed\n    params: {pages: many}\n", nil, []string{
-			"f.yaml:3: step \"a\": param `pages`: want an integer, got \"many\""}},
+			"f.yaml:5: step \"a\": param `pages`: want an integer, got \"many\""}},
 		{"missing required param", "name: x\nsteps:\n  - id: a\n    task: news.comment\n", nil, []string{
 			"f.yaml:3: step \"a\": task news.comment needs param `token` (API token); add it under `params:`"}},
 		{"unknown from", "name: x\nsteps:\n  - id: feed\n    task: news.feed\n  - id: b\n    task: news.story\n    from: fede\n", nil, []string{
