@@ -5,6 +5,13 @@ package deps
 
 import (
 	_ "github.com/PuerkitoBio/goquery"
+	_ "github.com/alicebob/miniredis/v2"
+	_ "github.com/antchfx/htmlquery"
+	_ "github.com/antchfx/xmlquery"
+	_ "github.com/mmcdole/gofeed"
+	_ "github.com/redis/go-redis/v9"
+	_ "github.com/tidwall/gjson"
+	_ "golang.org/x/net/html/charset"
 	_ "github.com/go-resty/resty/v2"
 	_ "github.com/gocolly/colly/v2"
 	_ "github.com/spf13/cobra"
