@@ -203,7 +203,7 @@ func TestRestartResumesRun(t *testing.T) {
 	if result != want {
 		t.Fatalf("result = %q, want %q", result, want)
 	}
-	t.Logf("whole scenario took %v", time.Since(begin))
+	t.Logf("restart, reconnect, signal and result took %v", time.Since(begin))
 }
 
 func waitState(ctx context.Context, t *testing.T, c client.Client, id, want string) {
@@ -301,5 +301,53 @@ func TestStartRejectsUnusableDataDir(t *testing.T) {
 
 	if _, err := StartTemporal(ctx, Options{}); err == nil || !strings.Contains(err.Error(), "DataDir") {
 		t.Errorf("missing DataDir: got %v", err)
+	}
+}
+
+// TestStartAfterDataDirRemoved checks that a stack started after its data
+// directory was wiped (in the same process) gets a fresh database instead of
+// the previous one.
+func TestStartAfterDataDirRemoved(t *testing.T) {
+	dir := t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+
+	st, err := StartTemporal(ctx, Options{DataDir: dir, UIPort: -1, Namespace: "wiped"})
+	if err != nil {
+		t.Fatalf("start: %v", err)
+	}
+	c, err := client.Dial(client.Options{HostPort: st.Endpoints.Temporal, Namespace: "wiped", Logger: quietSDKLogger()})
+	if err != nil {
+		_ = st.Stop()
+		t.Fatalf("dial: %v", err)
+	}
+	_, err = c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: "old-run", TaskQueue: testTaskQueue}, resumableWorkflow, "x")
+	c.Close()
+	if err != nil {
+		_ = st.Stop()
+		t.Fatalf("start workflow: %v", err)
+	}
+	if err := st.Stop(); err != nil {
+		t.Fatalf("stop: %v", err)
+	}
+
+	if err := os.RemoveAll(dir); err != nil {
+		t.Fatal(err)
+	}
+	st, err = StartTemporal(ctx, Options{DataDir: dir, UIPort: -1, Namespace: "wiped"})
+	if err != nil {
+		t.Fatalf("start on wiped directory: %v", err)
+	}
+	defer func() { _ = st.Stop() }()
+	if _, err := os.Stat(filepath.Join(dir, DatabaseFile)); err != nil {
+		t.Fatalf("no new database file: %v", err)
+	}
+	c, err = client.Dial(client.Options{HostPort: st.Endpoints.Temporal, Namespace: "wiped", Logger: quietSDKLogger()})
+	if err != nil {
+		t.Fatalf("dial: %v", err)
+	}
+	defer c.Close()
+	if _, err := c.DescribeWorkflowExecution(ctx, "old-run", ""); err == nil {
+		t.Fatal("workflow from the deleted database is still visible")
 	}
 }

@@ -122,7 +122,7 @@ func StartTemporal(ctx context.Context, opts Options) (*Stack, error) {
 	ok := false
 	defer func() {
 		if !ok {
-			s.release()
+			_ = s.release()
 		}
 	}()
 
@@ -133,7 +133,8 @@ func StartTemporal(ctx context.Context, opts Options) (*Stack, error) {
 	}
 	serverLog := slogServerLogger{l: slog.New(slog.NewJSONHandler(s.logFile, &slog.HandlerOptions{Level: slog.LevelWarn}))}
 
-	if err := prepareDatabase(dbPath, opts.Namespace); err != nil {
+	dbGen := dbGeneration(dbPath)
+	if err := prepareDatabase(dbPath, dbGen, opts.Namespace); err != nil {
 		return nil, err
 	}
 
@@ -161,11 +162,11 @@ func StartTemporal(ctx context.Context, opts Options) (*Stack, error) {
 		if ports, err = pickServerPorts(opts.Host, opts.TemporalPort); err != nil {
 			return nil, err
 		}
-		err = s.startServer(opts.Host, dialHost, dbPath, ports, serverLog)
+		err = s.startServer(opts.Host, dialHost, dbPath, dbGen, ports, serverLog)
 		if err == nil {
 			break
 		}
-		if attempt < startAttempts && isAddrInUse(err) && opts.TemporalPort == 0 {
+		if attempt < startAttempts && isAddrInUse(err) {
 			s.log.Debug("port taken while starting Temporal, retrying", "error", err)
 			continue
 		}
@@ -265,7 +266,7 @@ func (s *Stack) release() error {
 
 // startServer builds and starts one server incarnation on the given ports.
 // On failure nothing of it is left running.
-func (s *Stack) startServer(host, dialHost, dbPath string, ports serverPorts, serverLog slogServerLogger) (err error) {
+func (s *Stack) startServer(host, dialHost, dbPath string, dbGen int, ports serverPorts, serverLog slogServerLogger) (err error) {
 	defer func() {
 		// The server reports some startup problems by panicking (for
 		// instance from dependency injection); turn them into errors.
@@ -273,7 +274,7 @@ func (s *Stack) startServer(host, dialHost, dbPath string, ports serverPorts, se
 			err = fmt.Errorf("server panicked during start: %v", r)
 		}
 	}()
-	srv, err := buildServer(host, dialHost, dbPath, ports, serverLog)
+	srv, err := buildServer(host, dialHost, dbPath, dbGen, ports, serverLog)
 	if err != nil {
 		return err
 	}
@@ -286,8 +287,12 @@ func (s *Stack) startServer(host, dialHost, dbPath string, ports serverPorts, se
 }
 
 // startUI runs the web UI in the background. The UI server's Start blocks
-// until Stop.
+// until Stop. It binds the port itself and treats a failure to bind as fatal
+// for the process, which is why the port is checked (or picked) right before.
 func (s *Stack) startUI(host string, port int, frontendAddr, namespace string) {
+	if strings.Contains(host, ":") {
+		host = "[" + host + "]" // the UI joins host and port itself
+	}
 	s.ui = buildUI(host, port, frontendAddr, namespace)
 	s.uiDone = make(chan struct{})
 	ui, done := s.ui, s.uiDone

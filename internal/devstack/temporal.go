@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	uiserver "github.com/temporalio/ui-server/v2/server"
@@ -49,7 +51,7 @@ const (
 // dynamicConfig returns the in-memory dynamic config of the embedded server.
 // Everything not listed keeps the server default.
 func dynamicConfig() dynamicconfig.StaticClient {
-	dc := dynamicconfig.StaticClient{
+	return dynamicconfig.StaticClient{
 		// Fair dispatch between keys sharing a task queue.
 		dynamicconfig.MatchingEnableFairness.Key(): true,
 
@@ -77,14 +79,15 @@ func dynamicConfig() dynamicconfig.StaticClient {
 		dynamicconfig.HistoryShutdownDrainDuration.Key():            time.Duration(0),
 		dynamicconfig.EnableServerVersionCheck.Key():                false,
 	}
-	return dc
 }
 
 // sqliteConfig is the persistence configuration shared by the main store and
 // the visibility store. Both point at the same file, and the server's SQLite
-// plugin keeps one pooled connection per distinct configuration, so every
-// service of the process (and every restart in this process) shares it.
-func sqliteConfig(dbPath string) *config.SQL {
+// plugin keeps one pooled connection per distinct configuration for the life
+// of the process, so every service (and every restart in this process) shares
+// it. generation tells apart database files that successively lived at the
+// same path (see dbGeneration).
+func sqliteConfig(dbPath string, generation int) *config.SQL {
 	return &config.SQL{
 		PluginName:   sqliteplugin.PluginName,
 		DatabaseName: dbPath,
@@ -95,17 +98,64 @@ func sqliteConfig(dbPath string) *config.SQL {
 			"journal_mode": "wal",
 			"synchronous":  "normal",
 			// Another process holding the file makes us fail after a
-			// few seconds instead of hanging.
-			"busy_timeout": "5000",
+			// few seconds instead of hanging. The generation is folded
+			// in here because it changes the pool key and nothing else.
+			"busy_timeout": strconv.Itoa(5000 + generation),
 		},
 	}
+}
+
+// dbFiles remembers, per database path, which file the server's pooled
+// connection for that path was opened on. The pool never closes connections,
+// so if the file is deleted (or replaced) between two stacks in the same
+// process, reusing the old pool entry would silently keep writing to the
+// deleted file; a new generation gets a fresh connection instead. Comparing
+// files by identity is reliable here because the pooled connection keeps the
+// old file open, so its inode cannot be reused by the new file.
+var dbFiles = struct {
+	sync.Mutex
+	m map[string]dbFile
+}{m: map[string]dbFile{}}
+
+type dbFile struct {
+	generation int
+	info       os.FileInfo // nil until the file has been opened
+}
+
+// dbGeneration returns the connection generation to use for dbPath now.
+func dbGeneration(dbPath string) int {
+	dbFiles.Lock()
+	defer dbFiles.Unlock()
+	prev, seen := dbFiles.m[dbPath]
+	if !seen {
+		return 0
+	}
+	cur, err := os.Stat(dbPath)
+	if prev.info != nil && (err != nil || !os.SameFile(prev.info, cur)) {
+		prev.generation++
+		prev.info = nil
+		dbFiles.m[dbPath] = prev
+	}
+	return prev.generation
+}
+
+// rememberDBFile records the file the generation's connection is open on.
+func rememberDBFile(dbPath string, generation int) {
+	info, err := os.Stat(dbPath)
+	if err != nil {
+		return
+	}
+	dbFiles.Lock()
+	defer dbFiles.Unlock()
+	dbFiles.m[dbPath] = dbFile{generation: generation, info: info}
 }
 
 // prepareDatabase creates the schema on first use and registers the
 // namespace if it does not exist yet. It runs before the server starts so the
 // namespace is there as soon as the frontend answers.
-func prepareDatabase(dbPath, namespace string) error {
-	cfg := sqliteConfig(dbPath)
+func prepareDatabase(dbPath string, generation int, namespace string) error {
+	cfg := sqliteConfig(dbPath, generation)
+	defer rememberDBFile(dbPath, generation)
 	db, err := sql.NewSQLAdminDB(sqlplugin.DbKindUnknown, cfg, resolver.NewNoopResolver(), log.NewNoopLogger(), metrics.NoopMetricsHandler)
 	if err != nil {
 		return databaseError(dbPath, "opening", err)
@@ -159,7 +209,7 @@ type serverPorts struct {
 // buildServer assembles an in-process Temporal server: frontend, history,
 // matching and worker services on loopback, static membership, SQLite
 // persistence and visibility on the same file.
-func buildServer(host, dialHost, dbPath string, ports serverPorts, logger log.Logger) (temporal.Server, error) {
+func buildServer(host, dialHost, dbPath string, dbGen int, ports serverPorts, logger log.Logger) (temporal.Server, error) {
 	frontendAddr := net.JoinHostPort(dialHost, strconv.Itoa(ports.frontend))
 	internal := func(port int) config.Service {
 		return config.Service{RPC: config.RPC{GRPCPort: port, BindOnIP: loopback}}
@@ -171,7 +221,7 @@ func buildServer(host, dialHost, dbPath string, ports serverPorts, logger log.Lo
 	conf.Persistence.DefaultStore = "sqlite"
 	conf.Persistence.VisibilityStore = "sqlite"
 	conf.Persistence.NumHistoryShards = numHistoryShards
-	conf.Persistence.DataStores = map[string]config.DataStore{"sqlite": {SQL: sqliteConfig(dbPath)}}
+	conf.Persistence.DataStores = map[string]config.DataStore{"sqlite": {SQL: sqliteConfig(dbPath, dbGen)}}
 	conf.ClusterMetadata = &cluster.Config{
 		EnableGlobalNamespace:    false,
 		FailoverVersionIncrement: 10,
