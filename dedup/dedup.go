@@ -119,7 +119,7 @@ type Config struct {
 	// that cap, fewer entries per bucket mean fewer field collisions (see the rates
 	// above) at ~0.7 bytes of bucket overhead per entry at 90.
 	PerBucket float64
-	Log  *slog.Logger
+	Log       *slog.Logger
 }
 
 // Deduper checks entries against Redis.
