@@ -22,6 +22,7 @@ import (
 	"go.temporal.io/sdk/activity"
 
 	"trawler/crawl"
+	"trawler/dedup"
 	"trawler/storage"
 )
 
@@ -31,7 +32,9 @@ type Activities struct {
 	Fetcher  crawl.Fetcher
 	Sinks    storage.Set
 	Failures storage.FailureLog // where given-up inputs are recorded; may be nil
-	Log      *slog.Logger
+	// Dedup decides which items are new or changed; nil stores every item.
+	Dedup *dedup.Deduper
+	Log   *slog.Logger
 	// FlushEvery is how many finished inputs are stored (and heartbeated) together
 	// (default 10): smaller means less redone work after a crash, larger fewer writes.
 	FlushEvery int
@@ -46,12 +49,14 @@ type outcome struct {
 	OK           bool           `json:"ok,omitempty"`
 	Items        int            `json:"items,omitempty"`
 	Skipped      int            `json:"skipped,omitempty"`
+	Unchanged    int            `json:"unchanged,omitempty"`
 	DepthLimited int            `json:"dl,omitempty"`
 	Out          []crawl.Routed `json:"out,omitempty"`
 	Err          string         `json:"err,omitempty"`
 	Permanent    bool           `json:"perm,omitempty"`
 	RetryAfter   time.Duration  `json:"ra,omitempty"`
-	items        []crawl.Item
+	input        crawl.Input
+	result       crawl.Result // until stored
 }
 
 // RunBatch is the activity; its registered name is workflows.RunBatchActivity.
@@ -128,19 +133,11 @@ func (a *Activities) RunBatch(ctx context.Context, b crawl.Batch) (crawl.BatchRe
 			activity.RecordHeartbeat(ctx, sortedOutcomes(done)) // still alive, nothing new
 			return nil
 		}
-		var items []crawl.Item
-		for _, o := range pending {
-			items = append(items, o.items...)
-		}
-		if len(items) > 0 {
-			for _, s := range sinks {
-				if err := s.Write(ctx, items); err != nil {
-					return fmt.Errorf("store %d items of step %s in %s: %w", len(items), b.Step.ID, s.Name(), err)
-				}
-			}
+		if err := a.store(ctx, b, sinks, pending); err != nil {
+			return err
 		}
 		for _, o := range pending {
-			o.items = nil
+			o.result = crawl.Result{}
 			done[o.Index] = o
 		}
 		pending = pending[:0]
@@ -212,8 +209,72 @@ func (a *Activities) runOne(ctx context.Context, task crawl.Task, env *crawl.Env
 		it.Hash = contentHash(it.Data)
 		it.Chain, it.RunID, it.Tenant = b.Chain, b.RunID, b.Tenant
 	}
-	out, limited := b.Step.Route(w.Input, res)
-	return outcome{Index: i, OK: true, Items: len(res.Items), Skipped: res.Skipped, DepthLimited: limited, Out: out, items: res.Items}
+	return outcome{Index: i, OK: true, Skipped: res.Skipped, input: w.Input, result: res}
+}
+
+// store writes the items of finished inputs to the step's sinks — only the new or
+// changed ones when the step deduplicates — and routes each input's outputs to the
+// consuming steps. Dedup entries are recorded only after the items are stored, so a
+// crash in between makes them new again rather than lost.
+func (a *Activities) store(ctx context.Context, b crawl.Batch, sinks []storage.Sink, pending []outcome) error {
+	dd := a.Dedup != nil && b.Step.Dedup != crawl.DedupOff
+	var entries []dedup.Entry
+	if dd {
+		for _, o := range pending {
+			for _, it := range o.result.Items {
+				entries = append(entries, dedup.Entry{Key: it.Key, Content: it.Hash})
+			}
+		}
+	}
+	ns := b.Tenant + ":" + b.Step.Task
+	var verdicts []dedup.Verdict
+	if len(entries) > 0 {
+		var err error
+		if verdicts, err = a.Dedup.Lookup(ctx, ns, entries); err != nil {
+			return err
+		}
+	}
+	var items []crawl.Item
+	seen := map[string]bool{} // a key twice in one group is stored once
+	k := 0
+	for p := range pending {
+		o := &pending[p]
+		var kept []crawl.Item
+		for _, it := range o.result.Items {
+			keep := !seen[it.Key]
+			if dd {
+				switch verdicts[k].State {
+				case dedup.Unchanged:
+					keep = false
+				case dedup.Changed:
+					keep = keep && b.Step.Dedup == crawl.DedupChanged
+				}
+				k++
+			}
+			seen[it.Key] = true
+			if keep {
+				kept = append(kept, it)
+			} else {
+				o.Unchanged++
+			}
+		}
+		o.Items = len(kept)
+		o.Out, o.DepthLimited = b.Step.Route(o.input, crawl.Result{Items: kept, Next: o.result.Next})
+		items = append(items, kept...)
+	}
+	if len(items) > 0 {
+		for _, s := range sinks {
+			if err := s.Write(ctx, items); err != nil {
+				return fmt.Errorf("store %d items of step %s in %s: %w", len(items), b.Step.ID, s.Name(), err)
+			}
+		}
+	}
+	if len(entries) > 0 {
+		if err := a.Dedup.Record(ctx, ns, entries); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // summarize turns per-input outcomes into the batch result, deciding for each failure
@@ -226,6 +287,7 @@ func (a *Activities) summarize(ctx context.Context, b crawl.Batch, done map[int]
 			res.Pages++
 			res.Items += o.Items
 			res.Skipped += o.Skipped
+			res.Unchanged += o.Unchanged
 			res.DepthLimited += o.DepthLimited
 			res.Out = append(res.Out, o.Out...)
 			continue

@@ -31,6 +31,7 @@ type Defaults struct {
 	Parallel    int            // batches in flight per workflow
 	Store       []string       // sinks
 	Params      map[string]any // applied to every step whose task declares the param
+	Dedup       string         // new | changed | off
 }
 
 // Step is one node of the chain's DAG.
@@ -47,6 +48,7 @@ type Step struct {
 	Batch       int
 	Concurrency int
 	Parallel    int
+	Dedup       string // new | changed | off; "" = the chain default
 	Line        int
 	ParamLines  map[string]int // line of each param in the file
 }
@@ -59,6 +61,13 @@ const (
 	DefaultRetries     = 3
 	DefaultTimeout     = 30 * time.Second
 	MaxBatch           = 1000
+)
+
+// Dedup modes: which items a step stores and passes downstream.
+const (
+	DedupChanged = "changed" // new items and items whose content changed (default)
+	DedupNew     = "new"     // new items only
+	DedupOff     = "off"     // every item
 )
 
 // LoadOptions say what a chain file is checked against.
@@ -96,8 +105,9 @@ func (ps Problems) Error() string {
 
 var (
 	chainKeys    = []string{"name", "tenant", "robots", "priority", "defaults", "steps"}
-	defaultsKeys = []string{"timeout", "retries", "batch", "concurrency", "parallel", "store", "params"}
-	stepKeys     = []string{"id", "task", "params", "from", "each", "max_depth", "store", "timeout", "retries", "batch", "concurrency", "parallel"}
+	defaultsKeys = []string{"timeout", "retries", "batch", "concurrency", "parallel", "store", "params", "dedup"}
+	stepKeys     = []string{"id", "task", "params", "from", "each", "max_depth", "store", "dedup", "timeout", "retries", "batch", "concurrency", "parallel"}
+	dedupModes   = []string{DedupChanged, DedupNew, DedupOff}
 	nameRE       = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]*$`)
 )
 
@@ -184,6 +194,8 @@ func (l *loader) parse(data []byte) *Chain {
 					c.Defaults.Store = l.strList(v, "defaults.store")
 				case "params":
 					c.Defaults.Params = l.mapping(v, "defaults.params")
+				case "dedup":
+					c.Defaults.Dedup = l.str(v, "defaults.dedup")
 				}
 			})
 		case "steps":
@@ -222,6 +234,8 @@ func (l *loader) parse(data []byte) *Chain {
 				s.MaxDepth = l.integer(v, "max_depth")
 			case "store":
 				s.Store = l.strList(v, "store")
+			case "dedup":
+				s.Dedup = l.str(v, "dedup")
 			case "timeout":
 				s.Timeout = l.duration(v, "timeout")
 			case "retries":
@@ -380,6 +394,7 @@ func (l *loader) validate(c *Chain) {
 		l.add(1, "priority %d: use 1 (highest) to 5 (lowest), or leave it out", c.Priority)
 	}
 	l.checkSinks(1, "defaults.store", c.Defaults.Store)
+	l.checkDedup(1, "defaults", c.Defaults.Dedup)
 	l.checkLimits(1, "defaults", c.Defaults.Batch, c.Defaults.Concurrency, c.Defaults.Parallel)
 	ids := map[string]int{}
 	for i, s := range c.Steps {
@@ -509,6 +524,7 @@ func (l *loader) validateStep(c *Chain, s Step, ids map[string]int) {
 		l.add(s.Line, "%s: retries %d: use 0 or more", where, s.Retries)
 	}
 	l.checkSinks(s.Line, where+": store", s.Store)
+	l.checkDedup(s.Line, where, s.Dedup)
 	l.checkLimits(s.Line, where, s.Batch, s.Concurrency, s.Parallel)
 }
 
@@ -521,6 +537,12 @@ func (l *loader) checkLimits(line int, where string, batch, conc, par int) {
 	}
 	if par < 0 {
 		l.add(line, "%s: parallel %d: use 1 or more", where, par)
+	}
+}
+
+func (l *loader) checkDedup(line int, where, mode string) {
+	if mode != "" && !contains(dedupModes, mode) {
+		l.add(line, "%s: dedup %q%s: use changed (store new and changed items), new (new items only) or off", where, mode, suggest(mode, dedupModes))
 	}
 }
 

@@ -29,6 +29,7 @@ type PlanStep struct {
 	Parallel    int           `json:"parallel"`
 	MaxDepth    int           `json:"max_depth,omitempty"`
 	Store       []string      `json:"store,omitempty"`
+	Dedup       string        `json:"dedup,omitempty"`
 	Root        bool          `json:"root,omitempty"`
 	Consumers   []Consumer    `json:"consumers,omitempty"`
 }
@@ -96,6 +97,13 @@ func (c *Chain) Compile(reg *Registry) (*Plan, error) {
 		}
 		if ps.Store == nil {
 			ps.Store = c.Defaults.Store
+		}
+		ps.Dedup = s.Dedup
+		if ps.Dedup == "" {
+			ps.Dedup = c.Defaults.Dedup
+		}
+		if ps.Dedup == "" {
+			ps.Dedup = DedupChanged
 		}
 		if ps.Store == nil && len(spec.Output) > 0 {
 			ps.Store = []string{"jsonl"}
@@ -233,9 +241,10 @@ type Batch struct {
 
 // BatchResult is what one batch produced.
 type BatchResult struct {
-	Pages        int           `json:"pages"`   // inputs processed successfully
-	Items        int           `json:"items"`   // items handed to the sinks
-	Skipped      int           `json:"skipped"` // records the task chose not to store
+	Pages        int           `json:"pages"`     // inputs processed successfully
+	Items        int           `json:"items"`     // items handed to the sinks
+	Skipped      int           `json:"skipped"`   // records the task chose not to store
+	Unchanged    int           `json:"unchanged"` // items dedup found already stored
 	DepthLimited int           `json:"depth_limited,omitempty"`
 	Out          []Routed      `json:"out,omitempty"`
 	Retry        []Work        `json:"retry,omitempty"`

@@ -13,6 +13,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/activity"
@@ -22,6 +23,7 @@ import (
 
 	"trawler/activities"
 	"trawler/crawl"
+	"trawler/dedup"
 	"trawler/fetch"
 	"trawler/storage"
 	"trawler/storage/jsonl"
@@ -36,7 +38,10 @@ type WorkerOptions struct {
 	Fetch     fetch.Options
 	// MaxBatches bounds batch activities running at once in this process (default 16).
 	MaxBatches int
-	Log        *slog.Logger
+	// Redis is the host:port dedup keeps its buckets in; empty turns dedup off for
+	// this worker (every item is stored), which it says when it starts.
+	Redis string
+	Log   *slog.Logger
 }
 
 // Worker is a running Temporal worker with Trawler's workflow and activities.
@@ -74,6 +79,19 @@ func NewWorker(c client.Client, o WorkerOptions) (*Worker, error) {
 		WorkerStopTimeout: 5 * time.Second,
 	})
 	acts := &activities.Activities{Registry: o.Registry, Fetcher: fetch.New(o.Fetch), Sinks: sinks, Failures: js, Log: o.Log}
+	if o.Redis != "" {
+		rdb := redis.NewClient(&redis.Options{Addr: o.Redis})
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		d, err := dedup.Open(ctx, rdb, dedup.Config{Log: o.Log})
+		cancel()
+		if err != nil {
+			rdb.Close()
+			return nil, err
+		}
+		acts.Dedup = d
+	} else {
+		o.Log.Warn("no Redis configured (--redis / TRAWLER_REDIS): dedup is off on this worker, every item is stored")
+	}
 	Register(w, acts)
 	return &Worker{Worker: w, Sinks: sinks, JSONL: js}, nil
 }

@@ -98,11 +98,12 @@ type Pending struct {
 type StepStats struct {
 	ID           string `json:"id"`
 	Task         string `json:"task"`
-	Pages        int    `json:"pages"`   // inputs processed successfully
-	Items        int    `json:"items"`   // items stored
-	Skipped      int    `json:"skipped"` // records the task chose not to store
-	Failed       int    `json:"failed"`  // inputs given up on (see Failures)
-	Retried      int    `json:"retried"` // attempts that failed and were re-queued
+	Pages        int    `json:"pages"`     // inputs processed successfully
+	Items        int    `json:"items"`     // items stored
+	Skipped      int    `json:"skipped"`   // records the task chose not to store
+	Unchanged    int    `json:"unchanged"` // items dedup found already stored, unchanged
+	Failed       int    `json:"failed"`    // inputs given up on (see Failures)
+	Retried      int    `json:"retried"`   // attempts that failed and were re-queued
 	DepthLimited int    `json:"depth_limited,omitempty"`
 	Queued       int    `json:"queued"`    // live: waiting in this workflow
 	InFlight     int    `json:"in_flight"` // live: inside running batch activities
@@ -120,6 +121,15 @@ type Summary struct {
 	Running       int             `json:"running_children"`
 	Continued     int             `json:"continued"` // continue-as-new count (this workflow)
 	Done          bool            `json:"done"`
+}
+
+// Unchanged sums the items dedup did not store again.
+func (s *Summary) Unchanged() int {
+	n := 0
+	for _, st := range s.Steps {
+		n += st.Unchanged
+	}
+	return n
 }
 
 // Totals sums the per-step counters.
@@ -142,6 +152,7 @@ func (s *Summary) merge(o *Summary, sample int) {
 		a.Pages += b.Pages
 		a.Items += b.Items
 		a.Skipped += b.Skipped
+		a.Unchanged += b.Unchanged
 		a.Failed += b.Failed
 		a.Retried += b.Retried
 		a.DepthLimited += b.DepthLimited
@@ -388,6 +399,7 @@ func (r *runner) absorb(ctx workflow.Context, i int, res crawl.BatchResult) {
 	st.Pages += res.Pages
 	st.Items += res.Items
 	st.Skipped += res.Skipped
+	st.Unchanged += res.Unchanged
 	st.DepthLimited += res.DepthLimited
 	st.Failed += len(res.Failed)
 	r.sum.Batches++

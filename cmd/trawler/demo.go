@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 
+	"github.com/alicebob/miniredis/v2"
 	"github.com/spf13/cobra"
 
 	"trawler/engine"
@@ -20,6 +21,7 @@ import (
 // file, the demo site, and (optionally) a worker.
 type stack struct {
 	temporal *devstack.Stack
+	redis    *miniredis.Miniredis
 	siteStop func() error
 	worker   *engine.Worker
 	ep       devstack.Endpoints
@@ -57,11 +59,17 @@ func startStack(ctx context.Context, s *settings, o stackOptions) (*stack, error
 	}
 	st.siteStop = siteStop
 	st.ep.DemoSite = siteURL
+	// Dedup state lives in an in-process Redis for the life of the stack.
+	if st.redis, err = miniredis.Run(); err != nil {
+		st.stop()
+		return nil, fmt.Errorf("start the embedded Redis: %w", err)
+	}
+	st.ep.Redis = st.redis.Addr()
 	if err := devstack.WriteEndpoints(o.data, st.ep); err != nil {
 		st.stop()
 		return nil, err
 	}
-	s.temporal, s.namespace, s.data = st.ep.Temporal, st.ep.Namespace, o.data
+	s.temporal, s.namespace, s.data, s.redis = st.ep.Temporal, st.ep.Namespace, o.data, st.ep.Redis
 	if err := s.resolve(); err != nil {
 		st.stop()
 		return nil, err
@@ -87,7 +95,7 @@ func (st *stack) startWorker(ctx context.Context, s *settings) error {
 	if err != nil {
 		return err
 	}
-	w, err := engine.NewWorker(c, engine.WorkerOptions{TaskQueue: s.taskQueue, OutDir: s.out, Log: s.logger()})
+	w, err := engine.NewWorker(c, engine.WorkerOptions{TaskQueue: s.taskQueue, OutDir: s.out, Redis: s.redis, Log: s.logger()})
 	if err != nil {
 		return err
 	}
@@ -104,6 +112,9 @@ func (st *stack) stop() {
 	}
 	if st.siteStop != nil {
 		_ = st.siteStop()
+	}
+	if st.redis != nil {
+		st.redis.Close()
 	}
 	_ = st.temporal.Stop()
 }
@@ -204,8 +215,8 @@ Stopping and restarting ` + "`trawler dev`" + ` on the same --data resumes unfin
 			if s.json {
 				_ = printJSON(st.ep)
 			} else {
-				fmt.Printf("trawler dev is up (data in %s)\n  temporal    %s (namespace %s)\n  web ui      %s\n  demo site   %s\n  items       %s\n",
-					data, st.ep.Temporal, st.ep.Namespace, st.ep.TemporalUI, st.ep.DemoSite, s.out)
+				fmt.Printf("trawler dev is up (data in %s)\n  temporal    %s (namespace %s)\n  web ui      %s\n  demo site   %s\n  redis       %s (dedup, in memory)\n  items       %s\n",
+					data, st.ep.Temporal, st.ep.Namespace, st.ep.TemporalUI, st.ep.DemoSite, st.ep.Redis, s.out)
 				if noWorker {
 					fmt.Println("  no worker: start some with `trawler worker --data " + data + "`")
 				}

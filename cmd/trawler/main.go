@@ -51,6 +51,7 @@ type settings struct {
 	namespace string
 	taskQueue string
 	out       string
+	redis     string
 	json      bool
 	verbose   bool
 }
@@ -72,7 +73,7 @@ Start here:
   trawler status --data .data/dev       list runs; trawler status RUN_ID for one
 
 Settings come from flags, then TRAWLER_* environment variables (TRAWLER_TEMPORAL,
-TRAWLER_NAMESPACE, TRAWLER_TASK_QUEUE, TRAWLER_DATA, TRAWLER_OUT), then the
+TRAWLER_NAMESPACE, TRAWLER_TASK_QUEUE, TRAWLER_DATA, TRAWLER_OUT, TRAWLER_REDIS), then the
 endpoints.json that a running 'trawler dev --data DIR' writes into DIR.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
@@ -83,9 +84,10 @@ endpoints.json that a running 'trawler dev --data DIR' writes into DIR.`,
 	pf.StringVar(&s.namespace, "namespace", "", "Temporal namespace (default \"default\") [TRAWLER_NAMESPACE]")
 	pf.StringVar(&s.taskQueue, "task-queue", "", "Temporal task queue of the workers (default \"trawler\") [TRAWLER_TASK_QUEUE]")
 	pf.StringVar(&s.out, "out", "", "directory of the jsonl sink (default <data>/out) [TRAWLER_OUT]")
+	pf.StringVar(&s.redis, "redis", "", "Redis host:port for dedup (default from --data; none: dedup off) [TRAWLER_REDIS]")
 	pf.BoolVar(&s.json, "json", false, "machine-readable output: JSON lines, the last one the result")
 	pf.BoolVarP(&s.verbose, "verbose", "v", false, "log worker and client details to stderr")
-	root.AddCommand(demoCmd(s), devCmd(s), workerCmd(s), runCmd(s), statusCmd(s), validateCmd(s), scheduleCmd(s))
+	root.AddCommand(demoCmd(s), devCmd(s), workerCmd(s), runCmd(s), statusCmd(s), validateCmd(s), scheduleCmd(s), benchCmd(s), dedupCmd(s))
 	return root
 }
 
@@ -109,7 +111,11 @@ func (s *settings) resolve() error {
 		if s.namespace == "" {
 			s.namespace = ep.Namespace
 		}
+		if s.redis == "" && os.Getenv("TRAWLER_REDIS") == "" {
+			s.redis = ep.Redis
+		}
 	}
+	env(&s.redis, "TRAWLER_REDIS", "")
 	env(&s.temporal, "TRAWLER_TEMPORAL", "127.0.0.1:7233")
 	env(&s.namespace, "TRAWLER_NAMESPACE", "default")
 	env(&s.taskQueue, "TRAWLER_TASK_QUEUE", workflows.DefaultTaskQueue)

@@ -100,6 +100,7 @@ type result struct {
 	Pages     int                   `json:"pages"`
 	Items     int                   `json:"items"`
 	Skipped   int                   `json:"skipped"`
+	Unchanged int                   `json:"unchanged"`
 	Failed    int                   `json:"failed"`
 	DurationS float64               `json:"duration_s"`
 	Sinks     map[string]int        `json:"sinks"`
@@ -120,7 +121,7 @@ func runAndWait(ctx context.Context, s *settings, c client.Client, plan *crawl.P
 		return nil, err
 	}
 	pages, items, skipped, failed := sum.Totals()
-	res := &result{Chain: plan.Chain, RunID: id, Pages: pages, Items: items, Skipped: skipped, Failed: failed,
+	res := &result{Chain: plan.Chain, RunID: id, Pages: pages, Items: items, Skipped: skipped, Unchanged: sum.Unchanged(), Failed: failed,
 		DurationS: roundTo(time.Since(start).Seconds(), 2), Sinks: map[string]int{}, Steps: sum.Steps, Failures: sum.Failures}
 	for _, name := range sinks.Names() {
 		n, err := sinks[name].Count(ctx, id)
@@ -137,11 +138,11 @@ func (r *result) print(asJSON bool) error {
 		return printJSON(r)
 	}
 	fmt.Printf("\nrun %s of chain %s finished in %.1fs\n", r.RunID, r.Chain, r.DurationS)
-	fmt.Printf("  %-12s %8s %8s %8s %8s %8s\n", "step", "pages", "items", "skipped", "retried", "failed")
+	fmt.Printf("  %-12s %8s %8s %9s %8s %8s %8s\n", "step", "pages", "items", "unchanged", "skipped", "retried", "failed")
 	for _, st := range r.Steps {
-		fmt.Printf("  %-12s %8d %8d %8d %8d %8d\n", st.ID, st.Pages, st.Items, st.Skipped, st.Retried, st.Failed)
+		fmt.Printf("  %-12s %8d %8d %9d %8d %8d %8d\n", st.ID, st.Pages, st.Items, st.Unchanged, st.Skipped, st.Retried, st.Failed)
 	}
-	fmt.Printf("  %-12s %8d %8d %8d %8s %8d\n", "total", r.Pages, r.Items, r.Skipped, "", r.Failed)
+	fmt.Printf("  %-12s %8d %8d %9d %8d %8s %8d\n", "total", r.Pages, r.Items, r.Unchanged, r.Skipped, "", r.Failed)
 	names := make([]string, 0, len(r.Sinks))
 	for n := range r.Sinks {
 		names = append(names, n)

@@ -93,9 +93,9 @@ func printStatus(st *engine.Status) {
 	if p == nil {
 		return
 	}
-	fmt.Printf("  %-12s %8s %8s %8s %8s %8s %8s\n", "step", "pages", "items", "skipped", "retried", "failed", "queued")
+	fmt.Printf("  %-12s %8s %8s %9s %8s %8s %8s %8s\n", "step", "pages", "items", "unchanged", "skipped", "retried", "failed", "queued")
 	for _, s := range p.Steps {
-		fmt.Printf("  %-12s %8d %8d %8d %8d %8d %8d\n", s.ID, s.Pages, s.Items, s.Skipped, s.Retried, s.Failed, s.Queued+s.InFlight)
+		fmt.Printf("  %-12s %8d %8d %9d %8d %8d %8d %8d\n", s.ID, s.Pages, s.Items, s.Unchanged, s.Skipped, s.Retried, s.Failed, s.Queued+s.InFlight)
 	}
 	fmt.Printf("  batches %d, partitions finished %d, running %d\n", p.Batches, p.Partitions, p.Running)
 	printFailures(os.Stdout, p.Failures, p.FailuresTotal)

@@ -43,7 +43,7 @@ heartbeat timeout and which resume from their last stored input.`,
 				return err
 			}
 			defer c.Close()
-			w, err := engine.NewWorker(c, engine.WorkerOptions{TaskQueue: s.taskQueue, OutDir: s.out, MaxBatches: maxBatches, Log: s.logger()})
+			w, err := engine.NewWorker(c, engine.WorkerOptions{TaskQueue: s.taskQueue, OutDir: s.out, MaxBatches: maxBatches, Redis: s.redis, Log: s.logger()})
 			if err != nil {
 				return err
 			}

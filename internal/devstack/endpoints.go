@@ -22,6 +22,7 @@ type Endpoints struct {
 	Namespace  string `json:"namespace"`             // namespace clients should use
 	TemporalUI string `json:"temporal_ui,omitempty"` // http://host:port
 	DemoSite   string `json:"demo_site,omitempty"`   // filled by the caller, not by StartTemporal
+	Redis      string `json:"redis,omitempty"`       // host:port of the Redis the workers deduplicate with
 }
 
 // EndpointsPath returns the path of the endpoints file in dataDir.

@@ -1,0 +1,613 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/PuerkitoBio/goquery"
+	"github.com/gocolly/colly/v2"
+	"github.com/spf13/cobra"
+
+	"trawler/crawl"
+	"trawler/engine"
+	"trawler/examples"
+	"trawler/fetch"
+	"trawler/internal/devstack/demosite"
+)
+
+// benchGoal is the throughput Trawler aims for, as a fraction of Colly's.
+const benchGoal = 0.5
+
+func benchCmd(s *settings) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "bench",
+		Short: "Measure Trawler against a plain in-process crawler",
+		Long: `Benchmarks that put a number on what durability costs. ` + "`trawler bench crawl`" + ` crawls the
+bundled demo site with Colly and with Trawler on embedded Temporal and compares pages/s.`,
+	}
+	cmd.AddCommand(benchCrawlCmd(s))
+	return cmd
+}
+
+func benchCrawlCmd(s *settings) *cobra.Command {
+	var o benchOptions
+	cmd := &cobra.Command{
+		Use:   "crawl",
+		Short: "Crawl the demo site with Colly and with Trawler (durable) and compare pages/s",
+		Long: `Crawl the bundled demo news site twice in this process and compare throughput:
+
+  colly    github.com/gocolly/colly/v2, async, LimitRule{DomainGlob: "*", Parallelism: C},
+           no URL revisits, its HTTP transport keeping C idle connections per host (as
+           Trawler's fetcher does). It follows the feed pages (More link) up to --pages,
+           visits every story, extracts the fields demo.story stores (title, url, author,
+           score, time, comments, text), follows every comments page and extracts every
+           comment (id, author, text), writing each item as a JSON line through a buffered
+           file writer. No durability: a crash loses the crawl.
+  trawler  examples/demo.yaml run by an embedded Temporal server persisting to SQLite in
+           a temp data dir, with one worker whose fetcher lets at most C requests hit the
+           site at once (fetch HostConcurrency = C, as Colly's Parallelism). Every batch of
+           inputs is a Temporal activity: scheduled, started, heartbeated and completed
+           through the server and written to SQLite, and its items go to the jsonl sink.
+
+Both sides must crawl the same pages and store the same items, and both must match what
+the demo site says a full crawl stores; otherwise the command fails (the comparison
+would not be fair).
+
+What is measured: the site runs on loopback and answers at once, so this is pure
+overhead, not network — HTML parsing, JSON encoding and, for Trawler, the price of
+durability. Trawler does not pay it per page: a step's inputs travel in batches (up to
+` + "`batch`" + ` inputs, 50 in the demo chain, ` + "`parallel`" + ` batches in flight per step), each batch
+one Temporal activity, and the chain workflow routes a finished batch's outputs into new
+batches in one workflow task; every activity and workflow task is a round trip through
+the server and a write to SQLite. Over a real network both sides wait on the site with
+at most C requests in flight, and the overhead matters less; the goal is Trawler ≥ 0.5×
+Colly even here.
+
+Timing: Colly from its first request until its output file is flushed; Trawler from the
+run's start until the workflow completes (as ` + "`duration_s`" + ` of ` + "`trawler run --wait`" + `),
+excluding the start-up of Temporal and the worker. Neither side is timed cold: Colly
+crawls the site once untimed first, and Trawler first runs a one-page chain so the first
+workflow's costs are not charged. Colly runs before Temporal starts, so it has the
+machine to itself. The machine's other work shows in the numbers (Trawler's more than
+Colly's: it waits on many short round trips); --runs N times each side N times and
+reports the medians. With --data DIR the Temporal database and both outputs stay in DIR;
+otherwise they go to a temp dir that is removed.`,
+		Example: `  trawler bench crawl
+  trawler bench crawl --pages 50 --concurrency 32
+  trawler bench crawl --runs 5                      # medians of 5 timed runs
+  trawler bench crawl --batch 100 --parallel 8     # try other batch settings
+  trawler bench crawl --json | tail -1`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if o.pages < 1 {
+				return fmt.Errorf("--pages %d: use 1 or more feed pages", o.pages)
+			}
+			if o.concurrency < 1 {
+				return fmt.Errorf("--concurrency %d: use 1 or more parallel requests", o.concurrency)
+			}
+			if o.runs < 1 {
+				return fmt.Errorf("--runs %d: use 1 or more timed runs", o.runs)
+			}
+			if o.batch < 0 || o.parallel < 0 {
+				return errors.New("--batch and --parallel take a positive number (0 keeps the chain's own)")
+			}
+			if !s.json {
+				o.note = func(format string, args ...any) {
+					fmt.Fprintf(os.Stderr, format+"\n", args...)
+				}
+			}
+			res, err := benchCrawl(cmd.Context(), s, o)
+			if err != nil {
+				return err
+			}
+			if s.json {
+				return printJSON(res)
+			}
+			res.print()
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.IntVar(&o.pages, "pages", 20, "feed pages to crawl (30 stories each, with their comments; 20 = 1579 pages, 13,770 items)")
+	f.IntVar(&o.concurrency, "concurrency", 16, "requests in flight to the site at once, on both sides")
+	f.IntVar(&o.runs, "runs", 1, "timed runs per side; each side reports its median run (the machine's noise shows in the spread)")
+	f.IntVar(&o.batch, "batch", 0, "Trawler: inputs per batch activity for every step (0: the chain's own, 50)")
+	f.IntVar(&o.parallel, "parallel", 0, "Trawler: batches in flight per step (0: the chain's own, 4)")
+	return cmd
+}
+
+type benchOptions struct {
+	pages       int
+	concurrency int
+	runs        int // timed runs per side; the median counts
+	batch       int
+	parallel    int
+	note        func(format string, args ...any) // progress notes; nil for none
+}
+
+// benchSide is one crawler's measurement.
+type benchSide struct {
+	Pages     int     `json:"pages"`
+	Items     int     `json:"items"`
+	Seconds   float64 `json:"seconds"`
+	PagesPerS float64 `json:"pages_per_s"`
+}
+
+func newBenchSide(pages, items int, d time.Duration) benchSide {
+	sec := d.Seconds()
+	rate := 0.0
+	if sec > 0 {
+		rate = float64(pages) / sec
+	}
+	return benchSide{Pages: pages, Items: items, Seconds: roundTo(sec, 3), PagesPerS: roundTo(rate, 1)}
+}
+
+// benchResult is what `trawler bench crawl --json` prints.
+type benchResult struct {
+	CollyPagesPerS   float64   `json:"colly_pages_per_s"`
+	TrawlerPagesPerS float64   `json:"trawler_pages_per_s"`
+	Ratio            float64   `json:"ratio"`
+	Pages            int       `json:"pages"`
+	Items            int       `json:"items"`
+	Concurrency      int       `json:"concurrency"`
+	FeedPages        int       `json:"feed_pages"`
+	Batch            int       `json:"batch"`
+	Parallel         int       `json:"parallel"`
+	Goal             float64   `json:"goal"`
+	GoalMet          bool      `json:"goal_met"`
+	Colly            benchSide `json:"colly"`
+	Trawler          benchSide `json:"trawler"`
+	Runs             int       `json:"runs"`
+	CollyRuns        []float64 `json:"colly_runs_pages_per_s"`
+	TrawlerRuns      []float64 `json:"trawler_runs_pages_per_s"`
+	TrawlerBatches   int       `json:"trawler_batches"`
+	TrawlerRunID     string    `json:"trawler_run_id"`
+}
+
+func (r *benchResult) print() {
+	fmt.Printf("\ncrawl of the demo site: %d feed pages, at most %d requests in flight (Trawler: batch %d, parallel %d)\n",
+		r.FeedPages, r.Concurrency, r.Batch, r.Parallel)
+	fmt.Printf("  %-22s %8s %8s %9s %9s\n", "", "pages", "items", "seconds", "pages/s")
+	row := func(name string, b benchSide) {
+		fmt.Printf("  %-22s %8d %8d %9.2f %9.1f\n", name, b.Pages, b.Items, b.Seconds, b.PagesPerS)
+	}
+	row("colly (in memory)", r.Colly)
+	row("trawler (durable)", r.Trawler)
+	if r.Runs > 1 {
+		fmt.Printf("  median of %d timed runs each; pages/s per run: colly %v, trawler %v\n", r.Runs, r.CollyRuns, r.TrawlerRuns)
+	}
+	verdict := "met"
+	if !r.GoalMet {
+		verdict = "NOT met"
+	}
+	fmt.Printf("  ratio trawler/colly: %.2f×   goal ≥ %.1f× Colly: %s\n", r.Ratio, r.Goal, verdict)
+	fmt.Printf("  Trawler ran %d batch activities (%.1f pages each) for run %s\n",
+		r.TrawlerBatches, float64(r.Trawler.Pages)/float64(max(r.TrawlerBatches, 1)), r.TrawlerRunID)
+}
+
+// benchCrawl runs the comparison: the demo site, Colly (warm-up, then timed), then the
+// embedded Temporal stack with a worker, Trawler's warm-up run and its timed runs.
+func benchCrawl(ctx context.Context, s *settings, o benchOptions) (*benchResult, error) {
+	o.runs = max(o.runs, 1)
+	note := o.note
+	if note == nil {
+		note = func(string, ...any) {}
+	}
+	siteOpts := demosite.Options{Pages: o.pages}
+	base, stopSite, err := demosite.Start("127.0.0.1:0", siteOpts)
+	if err != nil {
+		return nil, fmt.Errorf("start the demo site: %w", err)
+	}
+	defer func() { _ = stopSite() }()
+	wantPages, wantItems := demoCrawlSize(siteOpts, o.pages)
+
+	data := s.data
+	if data == "" {
+		tmp, err := os.MkdirTemp("", "trawler-bench-")
+		if err != nil {
+			return nil, err
+		}
+		defer os.RemoveAll(tmp)
+		data = tmp
+	}
+	if err := os.MkdirAll(data, 0o755); err != nil {
+		return nil, err
+	}
+
+	// Colly: once untimed, then timed, before Temporal starts.
+	note("colly: crawling %s (%d feed pages, %d pages expected): warm-up, then %d timed run(s)…", base, o.pages, wantPages, o.runs)
+	cOut := filepath.Join(data, "colly.jsonl")
+	if _, err := collyCrawl(ctx, base, o.pages, o.concurrency, cOut); err != nil {
+		return nil, fmt.Errorf("colly warm-up: %w", err)
+	}
+	var collyRuns []benchSide
+	for range o.runs {
+		cs, err := collyCrawl(ctx, base, o.pages, o.concurrency, cOut)
+		if err != nil {
+			return nil, fmt.Errorf("colly: %w", err)
+		}
+		if cs.Pages != wantPages || cs.Items != wantItems {
+			return nil, fmt.Errorf("colly fetched %d pages and stored %d items, but the demo site holds %d pages and %d items for %d feed pages; the comparison would not be fair",
+				cs.Pages, cs.Items, wantPages, wantItems, o.pages)
+		}
+		collyRuns = append(collyRuns, cs)
+	}
+
+	// Trawler: embedded Temporal on SQLite, one worker capped at C requests per host.
+	note("trawler: starting embedded Temporal (SQLite in %s) and a worker…", data)
+	st, err := startStack(ctx, s, stackOptions{data: data, sitePages: 1})
+	if err != nil {
+		return nil, err
+	}
+	defer st.stop()
+	c, err := s.dial(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer c.Close()
+	w, err := engine.NewWorker(c, engine.WorkerOptions{
+		TaskQueue: s.taskQueue, OutDir: s.out, Log: s.logger(),
+		Fetch: fetch.Options{HostConcurrency: o.concurrency},
+	})
+	if err != nil {
+		return nil, err
+	}
+	if err := w.Start(); err != nil {
+		return nil, err
+	}
+	defer w.Stop() // before the client closes and the server stops
+
+	src, err := examples.Files.ReadFile("demo.yaml")
+	if err != nil {
+		return nil, err
+	}
+	plan := func(pages int) (*crawl.Plan, error) {
+		p, err := loadChain("examples/demo.yaml", src, []string{"base_url=" + base, "feed.pages=" + strconv.Itoa(pages)})
+		if err != nil {
+			return nil, err
+		}
+		for i := range p.Steps {
+			if o.batch > 0 {
+				p.Steps[i].Batch = o.batch
+			}
+			if o.parallel > 0 {
+				p.Steps[i].Parallel = o.parallel
+			}
+		}
+		return p, nil
+	}
+	quiet := *s
+	quiet.json = false // progress goes to a terminal's stderr only, never to stdout
+	trawl := func(pages int) (*result, error) {
+		p, err := plan(pages)
+		if err != nil {
+			return nil, err
+		}
+		res, err := runAndWait(ctx, &quiet, c, p, w.Sinks)
+		if err != nil {
+			return nil, err
+		}
+		if res.Failed > 0 {
+			return nil, fmt.Errorf("%d inputs failed (first: %s)", res.Failed, firstFailure(res))
+		}
+		if n := res.Sinks["jsonl"]; n != res.Items {
+			return nil, fmt.Errorf("run %s counted %d items but its jsonl sink holds %d", res.RunID, res.Items, n)
+		}
+		return res, nil
+	}
+
+	note("trawler: warm-up run (1 feed page), then %d timed run(s)…", o.runs)
+	if _, err := trawl(1); err != nil {
+		return nil, fmt.Errorf("trawler warm-up: %w", err)
+	}
+	var (
+		trawlerRuns []benchSide
+		runIDs      []string
+	)
+	for range o.runs {
+		res, err := trawl(o.pages)
+		if err != nil {
+			return nil, fmt.Errorf("trawler: %w", err)
+		}
+		ts := newBenchSide(res.Pages, res.Items, time.Duration(res.DurationS*float64(time.Second)))
+		// The comparison is only fair when both did the same, complete work.
+		if ts.Pages != wantPages || ts.Items != wantItems {
+			return nil, fmt.Errorf("the crawls differ: colly fetched %d pages and stored %d items, trawler %d pages and %d items (run %s); the comparison would not be fair",
+				wantPages, wantItems, ts.Pages, ts.Items, res.RunID)
+		}
+		trawlerRuns = append(trawlerRuns, ts)
+		runIDs = append(runIDs, res.RunID)
+	}
+
+	cs, _ := medianSide(collyRuns)
+	ts, ti := medianSide(trawlerRuns)
+	batches := 0
+	if d, err := engine.Describe(ctx, c, runIDs[ti]); err == nil && d.Progress != nil {
+		batches = d.Progress.Batches
+	}
+	full, err := plan(o.pages)
+	if err != nil {
+		return nil, err
+	}
+	out := &benchResult{
+		CollyPagesPerS: cs.PagesPerS, TrawlerPagesPerS: ts.PagesPerS,
+		Pages: cs.Pages, Items: cs.Items, Concurrency: o.concurrency, FeedPages: o.pages,
+		Batch: full.Steps[0].Batch, Parallel: full.Steps[0].Parallel, Goal: benchGoal, Runs: o.runs,
+		Colly: cs, Trawler: ts, TrawlerBatches: batches, TrawlerRunID: runIDs[ti],
+	}
+	for i := range o.runs {
+		out.CollyRuns = append(out.CollyRuns, collyRuns[i].PagesPerS)
+		out.TrawlerRuns = append(out.TrawlerRuns, trawlerRuns[i].PagesPerS)
+	}
+	if cs.PagesPerS > 0 {
+		out.Ratio = roundTo(ts.PagesPerS/cs.PagesPerS, 3)
+	}
+	out.GoalMet = out.Ratio >= benchGoal
+	return out, nil
+}
+
+// medianSide returns the run with the median pages/s (the lower middle one for an even
+// count) and its index.
+func medianSide(runs []benchSide) (benchSide, int) {
+	idx := make([]int, len(runs))
+	for i := range idx {
+		idx[i] = i
+	}
+	sort.SliceStable(idx, func(a, b int) bool { return runs[idx[a]].PagesPerS < runs[idx[b]].PagesPerS })
+	m := idx[(len(idx)-1)/2]
+	return runs[m], m
+}
+
+func firstFailure(r *result) string {
+	if len(r.Failures) == 0 {
+		return "no cause recorded"
+	}
+	f := r.Failures[0]
+	return fmt.Sprintf("[%s] %s", f.Step, f.Cause)
+}
+
+// demoCrawlSize is what a complete crawl of the first `feed` feed pages fetches and
+// stores: every feed page, every story page, every comments page of stories with
+// comments; every story and every comment.
+func demoCrawlSize(o demosite.Options, feed int) (pages, items int) {
+	o = o.WithDefaults()
+	feed = min(feed, o.Pages)
+	stories, comments := demosite.Expected(o, feed)
+	pages = feed
+	for id := 1; id <= feed*o.PerPage; id++ {
+		pages++
+		if demosite.CommentCount(id) > 0 {
+			pages += o.CommentPages(id)
+		}
+	}
+	return pages, stories + comments
+}
+
+// jsonLines is a minimal item exporter: one JSON object per line through a buffered
+// writer, safe for concurrent callbacks.
+type jsonLines struct {
+	mu  sync.Mutex
+	f   *os.File
+	w   *bufio.Writer
+	n   int
+	err error
+}
+
+func createJSONLines(path string) (*jsonLines, error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	return &jsonLines{f: f, w: bufio.NewWriterSize(f, 256<<10)}, nil
+}
+
+func (j *jsonLines) write(v any) {
+	b, err := json.Marshal(v)
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if err != nil {
+		j.err = errors.Join(j.err, err)
+		return
+	}
+	if _, err := j.w.Write(append(b, '\n')); err != nil {
+		j.err = errors.Join(j.err, err)
+		return
+	}
+	j.n++
+}
+
+func (j *jsonLines) close() error {
+	err := errors.Join(j.err, j.w.Flush(), j.f.Close())
+	return err
+}
+
+// collyItem is one exported record.
+type collyItem struct {
+	Type string         `json:"type"`
+	Key  string         `json:"key"`
+	URL  string         `json:"url"`
+	Data map[string]any `json:"data"`
+}
+
+var (
+	collyStoryPath    = regexp.MustCompile(`^/item/(\d+)/?$`)
+	collyCommentsPath = regexp.MustCompile(`^/item/(\d+)/comments/?$`)
+)
+
+// collyCrawl crawls the demo site the way the demo chain does, with Colly.
+func collyCrawl(ctx context.Context, base string, feedPages, parallelism int, outPath string) (benchSide, error) {
+	out, err := createJSONLines(outPath)
+	if err != nil {
+		return benchSide{}, err
+	}
+	c := colly.NewCollector(colly.Async(true), colly.StdlibContext(ctx))
+	c.AllowURLRevisit = false
+	if err := c.Limit(&colly.LimitRule{DomainGlob: "*", Parallelism: parallelism}); err != nil {
+		_ = out.close()
+		return benchSide{}, err
+	}
+	c.WithTransport(&http.Transport{
+		Proxy:               http.ProxyFromEnvironment,
+		DialContext:         (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+		MaxIdleConns:        256,
+		MaxIdleConnsPerHost: max(parallelism, 16),
+		IdleConnTimeout:     90 * time.Second,
+	})
+
+	var (
+		pages    atomic.Int64
+		errMu    sync.Mutex
+		crawlErr error
+	)
+	fail := func(err error) {
+		errMu.Lock()
+		crawlErr = errors.Join(crawlErr, err)
+		errMu.Unlock()
+	}
+	visit := func(e *colly.HTMLElement, href string) {
+		var seen *colly.AlreadyVisitedError
+		if err := e.Request.Visit(href); err != nil && !errors.As(err, &seen) {
+			fail(fmt.Errorf("visit %s from %s: %w", href, e.Request.URL, err))
+		}
+	}
+	c.OnResponse(func(r *colly.Response) { pages.Add(1) })
+	c.OnError(func(r *colly.Response, err error) {
+		fail(fmt.Errorf("GET %s: status %d: %w", r.Request.URL, r.StatusCode, err))
+	})
+	// One callback per kind of element, as Colly code usually reads; each checks which
+	// page it is on, since feed and comments pages share the More link's class.
+	onFeed := func(u *url.URL) bool { return u.Path == "/news" }
+	c.OnHTML("tr.athing span.titleline > a", func(e *colly.HTMLElement) {
+		if onFeed(e.Request.URL) {
+			visit(e, e.Attr("href"))
+		}
+	})
+	c.OnHTML("a.morelink", func(e *colly.HTMLElement) {
+		u := e.Request.URL
+		switch {
+		case onFeed(u):
+			if page, _ := strconv.Atoi(u.Query().Get("p")); page < feedPages {
+				visit(e, e.Attr("href"))
+			}
+		case collyCommentsPath.MatchString(u.Path):
+			visit(e, e.Attr("href"))
+		}
+	})
+	c.OnHTML("article.story", func(e *colly.HTMLElement) {
+		u := e.Request.URL
+		if !collyStoryPath.MatchString(u.Path) {
+			return
+		}
+		it, comments, err := collyStory(u, e.DOM)
+		if err != nil {
+			fail(err)
+			return
+		}
+		out.write(it)
+		if comments > 0 {
+			if href := e.ChildAttr("a.comments-link", "href"); href != "" {
+				visit(e, href)
+			}
+		}
+	})
+	c.OnHTML("div.comments div.comment", func(e *colly.HTMLElement) {
+		u := e.Request.URL
+		m := collyCommentsPath.FindStringSubmatch(u.Path)
+		if m == nil {
+			return
+		}
+		story, _ := strconv.Atoi(m[1])
+		id, err := strconv.Atoi(e.Attr("data-id"))
+		if err != nil {
+			fail(fmt.Errorf("%s: comment without an id", u))
+			return
+		}
+		out.write(collyItem{Type: "demo.comments", Key: "demo:comment:" + strconv.Itoa(id), URL: u.String() + "#c" + strconv.Itoa(id),
+			Data: map[string]any{
+				"id":     id,
+				"story":  story,
+				"author": strings.TrimSpace(e.DOM.Find(".author").First().Text()),
+				"text":   strings.TrimSpace(e.DOM.Find("div.text").First().Text()),
+			}})
+	})
+
+	start := time.Now()
+	if err := c.Visit(base + "/news?p=1"); err != nil {
+		_ = out.close()
+		return benchSide{}, err
+	}
+	c.Wait()
+	cerr := out.close()
+	elapsed := time.Since(start)
+	if err := errors.Join(crawlErr, cerr, ctx.Err()); err != nil {
+		return benchSide{}, err
+	}
+	return newBenchSide(int(pages.Load()), out.n, elapsed), nil
+}
+
+// collyStory extracts a story's fields from its article element as demo.story does.
+func collyStory(u *url.URL, art *goquery.Selection) (collyItem, int, error) {
+	id, _ := strconv.Atoi(collyStoryPath.FindStringSubmatch(u.Path)[1])
+	missing := func(field string) error { return fmt.Errorf("%s: missing field %s", u, field) }
+	title := strings.TrimSpace(art.Find("h1.title").First().Text())
+	if title == "" {
+		return collyItem{}, 0, missing("title")
+	}
+	author := strings.TrimSpace(art.Find(".meta .author").First().Text())
+	if author == "" {
+		return collyItem{}, 0, missing("author")
+	}
+	score, ok := leadingNumber(art.Find(".meta .score").First().Text())
+	if !ok {
+		return collyItem{}, 0, missing("score")
+	}
+	stamp, ok := art.Find("time[datetime]").First().Attr("datetime")
+	if !ok {
+		return collyItem{}, 0, missing("time")
+	}
+	at, err := time.Parse(time.RFC3339, strings.TrimSpace(stamp))
+	if err != nil {
+		return collyItem{}, 0, fmt.Errorf("%s: field time: %w", u, err)
+	}
+	comments, _ := leadingNumber(art.Find(".meta .comments").First().Text()) // "discuss" is 0
+	link, _ := art.Find("a.url").First().Attr("href")
+	return collyItem{Type: "demo.story", Key: "demo:story:" + strconv.Itoa(id), URL: u.String(), Data: map[string]any{
+		"id":       id,
+		"title":    title,
+		"url":      strings.TrimSpace(link),
+		"author":   author,
+		"score":    score,
+		"time":     at.UTC().Format(time.RFC3339),
+		"comments": comments,
+		"text":     strings.TrimSpace(art.Find("div.text").First().Text()),
+	}}, comments, nil
+}
+
+// leadingNumber reads the number a text starts with ("371 points" → 371).
+func leadingNumber(s string) (int, bool) {
+	s = strings.TrimSpace(s)
+	end := 0
+	for end < len(s) && s[end] >= '0' && s[end] <= '9' {
+		end++
+	}
+	if end == 0 {
+		return 0, false
+	}
+	n, err := strconv.Atoi(s[:end])
+	return n, err == nil
+}
