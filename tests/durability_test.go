@@ -33,7 +33,7 @@ func buildTrawler(t *testing.T) string {
 func workerProcess(t *testing.T, bin, queue string) *exec.Cmd {
 	t.Helper()
 	cmd := exec.Command(bin, "worker", "--temporal", shared.stack.Endpoints.Temporal, "--namespace", shared.stack.Endpoints.Namespace,
-		"--task-queue", queue, "--out", shared.sink.Dir())
+		"--task-queue", queue, "--out", shared.sink.Dir(), "--redis", shared.redis.Addr())
 	cmd.Stderr = os.Stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

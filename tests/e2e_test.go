@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/alicebob/miniredis/v2"
 	"go.temporal.io/sdk/client"
 	sdklog "go.temporal.io/sdk/log"
 
@@ -40,6 +41,7 @@ var shared struct {
 	client client.Client
 	worker *engine.Worker
 	sink   *jsonl.Sink
+	redis  *miniredis.Miniredis
 }
 
 // fast tuning: short backoffs and heartbeat timeouts so failure paths finish in seconds.
@@ -54,6 +56,9 @@ func TestMain(m *testing.M) {
 		panic(err)
 	}
 	shared.dir = dir
+	if shared.redis, err = miniredis.Run(); err != nil {
+		panic(err)
+	}
 	if err := startShared(0); err != nil {
 		fmt.Fprintln(os.Stderr, "start embedded stack:", err)
 		os.Exit(1)
@@ -82,7 +87,7 @@ func startShared(port int) error {
 	}
 	shared.client = c
 	w, err := engine.NewWorker(c, engine.WorkerOptions{
-		TaskQueue: taskQueue, OutDir: shared.dir + "/out", Log: quiet,
+		TaskQueue: taskQueue, OutDir: shared.dir + "/out", Log: quiet, Redis: shared.redis.Addr(),
 		Fetch: fetch.Options{Timeout: time.Second, Retries: 1, Backoff: 20 * time.Millisecond, MaxRetryWait: 2 * time.Second},
 	})
 	if err != nil {
@@ -107,7 +112,8 @@ func stopShared() {
 	}
 }
 
-// plan loads an example chain (or inline YAML) with overrides.
+// plan loads an example chain (or inline YAML) with overrides. Each test runs as its own
+// tenant, so dedup (per tenant and task) does not carry over from one test to the next.
 func plan(t *testing.T, name, yaml string, sets ...string) *crawl.Plan {
 	t.Helper()
 	data := []byte(yaml)
@@ -125,7 +131,12 @@ func plan(t *testing.T, name, yaml string, sets ...string) *crawl.Plan {
 	if err != nil {
 		t.Fatal(err)
 	}
+	p.Tenant = tenantOf(t)
 	return p
+}
+
+func tenantOf(t *testing.T) string {
+	return strings.ToLower(strings.NewReplacer("/", "-", "_", "-").Replace(t.Name()))
 }
 
 func start(t *testing.T, p *crawl.Plan, tq string) string {
@@ -215,7 +226,7 @@ func TestDemoChainStoresExactlyTheSite(t *testing.T) {
 	_ = shared.sink.Scan(func(it crawl.Item) error {
 		if it.RunID == id && n == 0 {
 			n++
-			if it.ID == 0 || it.Biz == "" || it.Hash == "" || it.TS.IsZero() || it.Chain != "demo" || it.Tenant != "default" || len(it.Data) == 0 {
+			if it.ID == 0 || it.Biz == "" || it.Hash == "" || it.TS.IsZero() || it.Chain != "demo" || it.Tenant != tenantOf(t) || len(it.Data) == 0 {
 				t.Errorf("incomplete record %+v", it)
 			}
 		}

@@ -4,16 +4,23 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/alicebob/miniredis/v2"
+	"github.com/redis/go-redis/v9"
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/workflow"
 
 	"trawler/activities"
 	"trawler/crawl"
+	"trawler/dedup"
 	"trawler/storage"
 	"trawler/storage/jsonl"
 	"trawler/tests/fixture/synth"
@@ -40,6 +47,10 @@ type harness struct {
 }
 
 func newHarness(t *testing.T, wrap func(storage.Sink) storage.Sink) *harness {
+	return newDedupHarness(t, wrap, nil)
+}
+
+func newDedupHarness(t *testing.T, wrap func(storage.Sink) storage.Sink, dd *dedup.Deduper) *harness {
 	var s testsuite.WorkflowTestSuite
 	env := s.NewTestWorkflowEnvironment()
 	sink, err := jsonl.Open(t.TempDir())
@@ -50,7 +61,7 @@ func newHarness(t *testing.T, wrap func(storage.Sink) storage.Sink) *harness {
 	if wrap != nil {
 		used = wrap(sink)
 	}
-	acts := &activities.Activities{Registry: synth.Registry(), Sinks: storage.Set{"jsonl": used}, Failures: sink, FlushEvery: 2}
+	acts := &activities.Activities{Registry: synth.Registry(), Sinks: storage.Set{"jsonl": used}, Failures: sink, FlushEvery: 2, Dedup: dd}
 	env.RegisterWorkflowWithOptions(workflows.ChainWorkflow, workflow.RegisterOptions{Name: workflows.ChainWorkflowName})
 	env.RegisterActivityWithOptions(acts.RunBatch, activity.RegisterOptions{Name: workflows.RunBatchActivity})
 	return &harness{env: env, sink: sink}
@@ -287,5 +298,161 @@ steps:
 	}
 	if pages, _, _, _ := s.Totals(); pages != synth.Count(30, 4) {
 		t.Fatalf("summary counts %d pages across partitions, want %d", pages, synth.Count(30, 4))
+	}
+}
+
+// flakyLink is a TCP proxy to Redis that can cut every connection; once cut, it drops
+// the next few connection attempts (the client re-dials on its own once or twice),
+// then lets traffic through again.
+type flakyLink struct {
+	ln     net.Listener
+	target string
+	mu     sync.Mutex
+	conns  []net.Conn
+	drops  int
+}
+
+func newFlakyLink(t *testing.T, target string) *flakyLink {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := &flakyLink{ln: ln, target: target}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			l.mu.Lock()
+			if l.drops > 0 {
+				l.drops--
+				l.mu.Unlock()
+				c.Close()
+				continue
+			}
+			up, err := net.Dial("tcp", target)
+			if err != nil {
+				l.mu.Unlock()
+				c.Close()
+				continue
+			}
+			l.conns = append(l.conns, c, up)
+			l.mu.Unlock()
+			go func() { io.Copy(up, c); up.Close() }()
+			go func() { io.Copy(c, up); c.Close() }()
+		}
+	}()
+	return l
+}
+
+func (l *flakyLink) Cut() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.drops = 4
+	for _, c := range l.conns {
+		c.Close()
+	}
+	l.conns = nil
+}
+
+// outage writes through, then cuts the link to Redis on its n-th write, so the items
+// are stored but cannot be recorded as seen.
+type outage struct {
+	storage.Sink
+	link   *flakyLink
+	writes atomic.Int32
+	at     int32
+}
+
+func (o *outage) Write(ctx context.Context, items []crawl.Item) error {
+	err := o.Sink.Write(ctx, items)
+	if o.writes.Add(1) == o.at {
+		o.link.Cut()
+	}
+	return err
+}
+
+func TestDedupOutageAndStoreFailureLoseNothing(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		wrap func(link *flakyLink) func(storage.Sink) storage.Sink
+	}{
+		{"redis down after the store", func(link *flakyLink) func(storage.Sink) storage.Sink {
+			return func(s storage.Sink) storage.Sink { return &outage{Sink: s, link: link, at: 3} }
+		}},
+		{"store fails before dedup records", func(*flakyLink) func(storage.Sink) storage.Sink {
+			return func(s storage.Sink) storage.Sink { return &failOnce{Sink: s, at: 3} }
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			mr := miniredis.RunT(t)
+			link := newFlakyLink(t, mr.Addr())
+			rdb := redis.NewClient(&redis.Options{Addr: link.ln.Addr().String(), MaxRetries: -1})
+			defer rdb.Close()
+			dd, err := dedup.Open(context.Background(), rdb, dedup.Config{Expected: 1000})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var writes func() int32
+			wrap := func(s storage.Sink) storage.Sink {
+				w := tc.wrap(link)(s)
+				switch x := w.(type) {
+				case *outage:
+					writes = func() int32 { return x.writes.Load() }
+				case *failOnce:
+					writes = func() int32 { return x.writes.Load() }
+				}
+				return w
+			}
+			h := newDedupHarness(t, wrap, dd)
+			p := plan(t, `
+name: dd
+defaults: {batch: 20, concurrency: 1, parallel: 1}
+steps:
+  - id: node
+    task: synth.node
+    from: node
+    max_depth: 1
+    params: {widths: [12]}
+`)
+			run := "dd-" + strings.ReplaceAll(tc.name, " ", "-")
+			s := h.run(t, workflows.ChainInput{RunID: run, Plan: *p})
+			keys := h.stored(t, run)
+			if len(keys) != 13 {
+				t.Fatalf("stored %d, want 13", len(keys))
+			}
+			for k, n := range keys {
+				if n != 1 {
+					t.Errorf("%s stored %d times", k, n)
+				}
+			}
+			if s.Unchanged() != 0 {
+				t.Fatalf("%d items counted unchanged in a first crawl", s.Unchanged())
+			}
+			// 13 inputs in groups of 2 take 7 writes; the failure makes the batch retry
+			// and write its unrecorded items again.
+			if n := writes(); n <= 7 {
+				t.Fatalf("%d writes: the failure did not force a retry", n)
+			}
+			// Every stored item is now recorded: checking them again finds them all.
+			var entries []dedup.Entry
+			_ = h.sink.Scan(func(it crawl.Item) error {
+				if it.RunID == run {
+					entries = append(entries, dedup.Entry{Key: it.Key, Content: it.Hash})
+				}
+				return nil
+			})
+			vs, err := dd.Lookup(context.Background(), "default:synth.node", entries)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, v := range vs {
+				if v.State != dedup.Unchanged {
+					t.Errorf("%s is %s in dedup after the run, want unchanged", entries[i].Key, v.State)
+				}
+			}
+		})
 	}
 }

@@ -16,6 +16,9 @@ type Options struct {
 	PerPage         int           // stories per feed page (default 30)
 	CommentsPerPage int           // comments per comments page (default 20)
 	Faults          map[int]Fault // story id → fault served on that story's page
+	// Upvoted stories score one point more than the generator says: their content
+	// changes while everything else stays the same (dedup tests re-crawl the site).
+	Upvoted map[int]bool
 	// Latency delays every answer, so a crawl is bound by waiting on the site as on a
 	// real one (worker-loss and scaling tests use it to have work in flight).
 	Latency time.Duration
@@ -152,6 +155,9 @@ func (o Options) Story(id int) (Story, bool) {
 		Score:    1 + (id*37)%500,
 		Time:     epoch.Add(-time.Duration(id*797) * time.Second),
 		Comments: CommentCount(id),
+	}
+	if o.Upvoted[id] {
+		s.Score++
 	}
 	adj, noun, noun2 := pick(adjectives, id*5), pick(nouns, id*3), pick(nouns, id*3+4)
 	switch {
