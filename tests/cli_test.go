@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"trawler/internal/devstack/demosite"
+	"trawler/internal/devstack/redisproc"
 )
 
 // trawler runs the real binary and returns stdout, stderr and the exit code.
@@ -110,5 +111,45 @@ func TestCLIRunWaitAndStatusAgainstDevStack(t *testing.T) {
 	_, stderr, code = trawler(t, "status", "--temporal", "127.0.0.1:1")
 	if code != 1 || !strings.Contains(stderr, "cannot reach Temporal at 127.0.0.1:1") || !strings.Contains(stderr, "trawler dev --data") {
 		t.Fatalf("unreachable Temporal: exit %d, stderr %q", code, stderr)
+	}
+}
+
+func TestCLIDedupBenchAndStats(t *testing.T) {
+	srv, err := redisproc.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Stop()
+	stdout, stderr, code := trawler(t, "dedup", "bench", "--redis", srv.Addr, "--n", "50000", "--json")
+	if code != 0 {
+		t.Fatalf("bench exit %d: %s", code, stderr)
+	}
+	var b struct {
+		BytesPerEntry    float64  `json:"bytes_per_entry"`
+		SetBytesPerEntry float64  `json:"set_sha1_bytes_per_entry"`
+		Ratio            float64  `json:"ratio"`
+		ChecksPerS       float64  `json:"checks_per_s"`
+		FalseDupRate     *float64 `json:"false_dup_rate"`
+	}
+	if err := json.Unmarshal([]byte(lastLine(stdout)), &b); err != nil {
+		t.Fatal(err)
+	}
+	if b.BytesPerEntry <= 0 || b.SetBytesPerEntry <= b.BytesPerEntry || b.Ratio <= 1 || b.ChecksPerS <= 0 || b.FalseDupRate == nil {
+		t.Fatalf("bench result %+v", b)
+	}
+	// The structures stay for inspection: stats reads the bench namespace back.
+	stdout, stderr, code = trawler(t, "dedup", "stats", "--redis", srv.Addr, "--ns", "bench", "--json")
+	if code != 0 {
+		t.Fatalf("stats exit %d: %s", code, stderr)
+	}
+	var st []struct {
+		Items     int64          `json:"items"`
+		Encodings map[string]int `json:"encodings"`
+	}
+	if err := json.Unmarshal([]byte(lastLine(stdout)), &st); err != nil {
+		t.Fatal(err)
+	}
+	if len(st) != 1 || st[0].Items < 49990 || st[0].Items > 50000 || st[0].Encodings["listpack"] == 0 {
+		t.Fatalf("stats %+v", st)
 	}
 }
