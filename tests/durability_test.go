@@ -79,14 +79,7 @@ func TestKilledWorkerLosesNothing(t *testing.T) {
 	workerProcess(t, bin, queue)
 	s := wait(t, id, 3*time.Minute)
 	keys := stored(t, id)
-	wantStories, wantComments := demosite.Expected(o, 6)
-	if got := countPrefix(keys, "demo:story:"); got != wantStories {
-		t.Errorf("stored %d stories, want %d", got, wantStories)
-	}
-	if got := countPrefix(keys, "demo:comment:"); got != wantComments {
-		t.Errorf("stored %d comments, want %d", got, wantComments)
-	}
-	assertOnce(t, keys)
+	assertDemoStored(t, keys, o, 6)
 	if _, _, _, failed := s.Totals(); failed != 0 {
 		t.Errorf("%d inputs failed: %+v", failed, s.Failures)
 	}
@@ -107,14 +100,7 @@ func TestServerRestartResumesTheRun(t *testing.T) {
 	t.Logf("restarted the server after %d pages", at)
 	s := wait(t, id, 3*time.Minute)
 	keys := stored(t, id)
-	wantStories, wantComments := demosite.Expected(o, 6)
-	if got := countPrefix(keys, "demo:story:"); got != wantStories {
-		t.Errorf("stored %d stories, want %d", got, wantStories)
-	}
-	if got := countPrefix(keys, "demo:comment:"); got != wantComments {
-		t.Errorf("stored %d comments, want %d", got, wantComments)
-	}
-	assertOnce(t, keys)
+	assertDemoStored(t, keys, o, 6)
 	if pages, _, _, failed := s.Totals(); failed != 0 || pages <= at {
 		t.Errorf("after restart: pages %d (had %d before), failed %d", pages, at, failed)
 	}

@@ -193,6 +193,20 @@ func assertOnce(t *testing.T, keys map[string]int) {
 	}
 }
 
+// assertDemoStored checks that a run stored exactly the stories and comments of the
+// first `pages` feed pages of the demo site, each once.
+func assertDemoStored(t *testing.T, keys map[string]int, o demosite.Options, pages int) {
+	t.Helper()
+	stories, comments := demosite.Expected(o, pages)
+	if got := countPrefix(keys, "demo:story:"); got != stories {
+		t.Errorf("stored %d stories, want %d", got, stories)
+	}
+	if got := countPrefix(keys, "demo:comment:"); got != comments {
+		t.Errorf("stored %d comments, want %d", got, comments)
+	}
+	assertOnce(t, keys)
+}
+
 func startSite(t *testing.T, o demosite.Options) string {
 	t.Helper()
 	url, stop, err := demosite.Start("127.0.0.1:0", o)
@@ -209,16 +223,9 @@ func TestDemoChainStoresExactlyTheSite(t *testing.T) {
 	id := start(t, plan(t, "demo.yaml", "", "base_url="+site, "feed.pages=4"), taskQueue)
 	s := wait(t, id, 2*time.Minute)
 	keys := stored(t, id)
-	wantStories, wantComments := demosite.Expected(o, 4)
-	if got := countPrefix(keys, "demo:story:"); got != wantStories {
-		t.Errorf("stored %d stories, want %d", got, wantStories)
-	}
-	if got := countPrefix(keys, "demo:comment:"); got != wantComments {
-		t.Errorf("stored %d comments, want %d", got, wantComments)
-	}
-	assertOnce(t, keys)
+	assertDemoStored(t, keys, o, 4)
 	pages, items, _, failed := s.Totals()
-	if items != wantStories+wantComments || failed != 0 || s.Steps[0].Pages != 4 {
+	if stories, comments := demosite.Expected(o, 4); items != stories+comments || failed != 0 || s.Steps[0].Pages != 4 {
 		t.Errorf("summary: pages %d items %d failed %d feed pages %d", pages, items, failed, s.Steps[0].Pages)
 	}
 	// Every record carries the item fields of the data model.
@@ -278,13 +285,7 @@ func TestBadInputIsRecordedAndNothingElseLost(t *testing.T) {
 	id := start(t, plan(t, "demo.yaml", "", "base_url="+site, "feed.pages=1"), taskQueue)
 	s := wait(t, id, 3*time.Minute)
 	keys := stored(t, id)
-	wantStories, wantComments := demosite.Expected(o, 1)
-	if got := countPrefix(keys, "demo:story:"); got != wantStories {
-		t.Errorf("stored %d stories, want %d (all but the 4 broken ones)", got, wantStories)
-	}
-	if got := countPrefix(keys, "demo:comment:"); got != wantComments {
-		t.Errorf("stored %d comments, want %d", got, wantComments)
-	}
+	assertDemoStored(t, keys, o, 1)
 	if keys["demo:story:5"] != 1 {
 		t.Error("story 5 (429 with Retry-After, then fine) was not stored")
 	}
