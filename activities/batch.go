@@ -101,14 +101,20 @@ func (a *Activities) RunBatch(ctx context.Context, b crawl.Batch) (crawl.BatchRe
 		Fetcher: stepFetcher{f: a.Fetcher, spec: task.Spec(), ignoreRobots: !b.Robots}, Log: a.Log.With("chain", b.Chain, "step", b.Step.ID, "run", b.RunID),
 		Params: b.Step.Params, Chain: b.Chain, Step: b.Step.ID, RunID: b.RunID, Tenant: b.Tenant,
 	}
+	// The inputs still to run are listed before anything starts: `done` belongs to the
+	// collecting loop below from here on.
+	var todo []int
+	for i := range b.Work {
+		if _, ok := done[i]; !ok {
+			todo = append(todo, i)
+		}
+	}
 	results := make(chan outcome)
 	go func() {
 		var wg sync.WaitGroup
 		sem := make(chan struct{}, max(b.Step.Concurrency, 1))
-		for i, w := range b.Work {
-			if _, ok := done[i]; ok {
-				continue
-			}
+		for _, i := range todo {
+			w := b.Work[i]
 			select {
 			case sem <- struct{}{}:
 			case <-ctx.Done():
@@ -128,9 +134,13 @@ func (a *Activities) RunBatch(ctx context.Context, b crawl.Batch) (crawl.BatchRe
 
 	// Store finished inputs in groups, then heartbeat them as done.
 	var pending []outcome
-	flush := func() error {
+	// The last flush does not heartbeat: the batch result follows at once and a
+	// heartbeat would only add a round trip to the server.
+	flush := func(last bool) error {
 		if len(pending) == 0 {
-			activity.RecordHeartbeat(ctx, sortedOutcomes(done)) // still alive, nothing new
+			if !last {
+				activity.RecordHeartbeat(ctx, sortedOutcomes(done)) // still alive, nothing new
+			}
 			return nil
 		}
 		if err := a.store(ctx, b, sinks, pending); err != nil {
@@ -141,7 +151,9 @@ func (a *Activities) RunBatch(ctx context.Context, b crawl.Batch) (crawl.BatchRe
 			done[o.Index] = o
 		}
 		pending = pending[:0]
-		activity.RecordHeartbeat(ctx, sortedOutcomes(done))
+		if !last {
+			activity.RecordHeartbeat(ctx, sortedOutcomes(done))
+		}
 		return nil
 	}
 	tick := time.NewTicker(2 * time.Second)
@@ -156,16 +168,16 @@ loop:
 			}
 			pending = append(pending, o)
 			if len(pending) >= a.FlushEvery && flushErr == nil {
-				flushErr = flush()
+				flushErr = flush(false)
 			}
 		case <-tick.C:
 			if flushErr == nil {
-				flushErr = flush()
+				flushErr = flush(false)
 			}
 		}
 	}
 	if flushErr == nil {
-		flushErr = flush()
+		flushErr = flush(true)
 	}
 	if flushErr != nil {
 		return crawl.BatchResult{}, flushErr // Temporal retries the batch; done outcomes are kept
