@@ -75,6 +75,10 @@ func NewWorker(c client.Client, o WorkerOptions) (*Worker, error) {
 	sinks := storage.Set{"jsonl": js}
 	w := worker.New(c, o.TaskQueue, worker.Options{
 		MaxConcurrentActivityExecutionSize: o.MaxBatches,
+		// More pollers than the SDK's two keep a freed slot from waiting on a poll
+		// round trip when batches are short.
+		MaxConcurrentActivityTaskPollers: 8,
+		MaxConcurrentWorkflowTaskPollers: 4,
 		// Workers may be killed at any moment; a short stop wait keeps restarts quick.
 		WorkerStopTimeout: 5 * time.Second,
 	})

@@ -55,6 +55,11 @@ func dynamicConfig() dynamicconfig.StaticClient {
 		// Fair dispatch between keys sharing a task queue.
 		dynamicconfig.MatchingEnableFairness.Key(): true,
 
+		// A worker that completes a workflow task gets the activities it scheduled in the
+		// same reply instead of polling for them: one round trip less per batch, which
+		// is most of the latency of a chain of one-page batches (paging).
+		dynamicconfig.EnableActivityEagerExecution.Key(): true,
+
 		// Request rate limits.
 		dynamicconfig.FrontendRPS.Key():                                  highRPS,
 		dynamicconfig.FrontendMaxNamespaceRPSPerInstance.Key():           highRPS,
