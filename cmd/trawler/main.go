@@ -20,6 +20,7 @@ import (
 	"trawler/workflows"
 
 	_ "trawler/sites/demo"
+	_ "trawler/sites/generic"
 	_ "trawler/sites/hackernews"
 )
 
@@ -87,7 +88,7 @@ endpoints.json that a running 'trawler dev --data DIR' writes into DIR.`,
 	pf.StringVar(&s.redis, "redis", "", "Redis host:port for dedup (default from --data; none: dedup off) [TRAWLER_REDIS]")
 	pf.BoolVar(&s.json, "json", false, "machine-readable output: JSON lines, the last one the result")
 	pf.BoolVarP(&s.verbose, "verbose", "v", false, "log worker and client details to stderr")
-	root.AddCommand(demoCmd(s), devCmd(s), workerCmd(s), runCmd(s), statusCmd(s), validateCmd(s), scheduleCmd(s), benchCmd(s), dedupCmd(s))
+	root.AddCommand(demoCmd(s), devCmd(s), workerCmd(s), runCmd(s), statusCmd(s), validateCmd(s), scheduleCmd(s), benchCmd(s), dedupCmd(s), tryCmd(s))
 	return root
 }
 

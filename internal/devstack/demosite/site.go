@@ -76,6 +76,7 @@ func newSite(o Options) *site {
 	s.mux.HandleFunc("GET /news", s.feed)
 	s.mux.HandleFunc("GET /item/{id}", s.story)
 	s.mux.HandleFunc("GET /item/{id}/comments", s.comments)
+	s.addFormats()
 	return s
 }
 
