@@ -268,7 +268,7 @@ func (l *loader) fields(n *yaml.Node, where string, known []string, set func(key
 		}
 		seen[k.Value] = true
 		if !contains(known, k.Value) {
-			l.add(k.Line, "%s: unknown field `%s`%s; valid fields: %s", where, k.Value, suggest(k.Value, known), strings.Join(known, ", "))
+			l.add(k.Line, "%s: unknown field `%s`%s; valid fields: %s", where, k.Value, Suggest(k.Value, known), strings.Join(known, ", "))
 			continue
 		}
 		set(k.Value, v)
@@ -376,7 +376,7 @@ func (l *loader) applySets(c *Chain) {
 			}
 		}
 		if !found {
-			l.add(0, "--set %s: no step `%s`%s; steps: %s", set, stepID, suggest(stepID, stepIDs(c)), strings.Join(stepIDs(c), ", "))
+			l.add(0, "--set %s: no step `%s`%s; steps: %s", set, stepID, Suggest(stepID, stepIDs(c)), strings.Join(stepIDs(c), ", "))
 		}
 	}
 }
@@ -437,7 +437,7 @@ func (l *loader) validateStep(c *Chain, s Step, ids map[string]int) {
 	if s.Task == "" {
 		l.add(s.Line, "%s has no `task`; set one of: %s", where, strings.Join(l.opts.Registry.Names(), ", "))
 	} else if t, ok := l.opts.Registry.Get(s.Task); !ok {
-		l.add(s.Line, "%s: unknown task %q%s; registered tasks: %s", where, s.Task, suggest(s.Task, l.opts.Registry.Names()), strings.Join(l.opts.Registry.Names(), ", "))
+		l.add(s.Line, "%s: unknown task %q%s; registered tasks: %s", where, s.Task, Suggest(s.Task, l.opts.Registry.Names()), strings.Join(l.opts.Registry.Names(), ", "))
 	} else {
 		spec, known = t.Spec(), true
 	}
@@ -453,7 +453,7 @@ func (l *loader) validateStep(c *Chain, s Step, ids map[string]int) {
 			}
 			p, ok := spec.Param(k)
 			if !ok {
-				l.add(line, "%s: task %s has no param `%s`%s; its params: %s", where, s.Task, k, suggest(k, names), strings.Join(names, ", "))
+				l.add(line, "%s: task %s has no param `%s`%s; its params: %s", where, s.Task, k, Suggest(k, names), strings.Join(names, ", "))
 				continue
 			}
 			if _, err := checkType(p.Type, s.Params[k]); err != nil {
@@ -490,7 +490,7 @@ func (l *loader) validateStep(c *Chain, s Step, ids map[string]int) {
 			continue
 		}
 		if _, ok := ids[from]; !ok {
-			l.add(s.Line, "%s: `from: %s` names no step%s; steps: %s", where, from, suggest(from, stepIDs(c)), strings.Join(stepIDs(c), ", "))
+			l.add(s.Line, "%s: `from: %s` names no step%s; steps: %s", where, from, Suggest(from, stepIDs(c)), strings.Join(stepIDs(c), ", "))
 		}
 	}
 	if self && s.MaxDepth <= 0 {
@@ -542,14 +542,14 @@ func (l *loader) checkLimits(line int, where string, batch, conc, par int) {
 
 func (l *loader) checkDedup(line int, where, mode string) {
 	if mode != "" && !contains(dedupModes, mode) {
-		l.add(line, "%s: dedup %q%s: use changed (store new and changed items), new (new items only) or off", where, mode, suggest(mode, dedupModes))
+		l.add(line, "%s: dedup %q%s: use changed (store new and changed items), new (new items only) or off", where, mode, Suggest(mode, dedupModes))
 	}
 }
 
 func (l *loader) checkSinks(line int, where string, sinks []string) {
 	for _, s := range sinks {
 		if !contains(l.opts.Sinks, s) {
-			l.add(line, "%s: unknown sink %q%s; available: %s", where, s, suggest(s, l.opts.Sinks), strings.Join(l.opts.Sinks, ", "))
+			l.add(line, "%s: unknown sink %q%s; available: %s", where, s, Suggest(s, l.opts.Sinks), strings.Join(l.opts.Sinks, ", "))
 		}
 	}
 }
@@ -671,8 +671,9 @@ func sortedKeys(m map[string]any) []string {
 	return keys
 }
 
-// suggest returns ` (did you mean "x"?)` for the closest candidate within a small edit distance.
-func suggest(got string, candidates []string) string {
+// Suggest returns ` (did you mean "x"?)` for the closest candidate within a small edit
+// distance, or "": error messages about names use it to point at the likely fix.
+func Suggest(got string, candidates []string) string {
 	best, bestD := "", 3
 	for _, c := range candidates {
 		if d := editDistance(got, c); d < bestD && d < len(c) {

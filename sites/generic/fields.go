@@ -18,6 +18,8 @@ import (
 	"github.com/antchfx/xpath"
 	"github.com/tidwall/gjson"
 	"golang.org/x/net/html"
+
+	"trawler/crawl"
 )
 
 // A field spec says where a value is and how to turn it into a typed field:
@@ -180,7 +182,7 @@ func parseSpec(where, name string, v any, src srcKind, ns map[string]string) (*f
 	valid := specKeys(src)
 	for _, k := range sortedKeys(m) {
 		if !containsStr(valid, k) {
-			bad("unknown key `%s`%s; valid keys: %s", k, suggest(k, valid), strings.Join(valid, ", "))
+			bad("unknown key `%s`%s; valid keys: %s", k, crawl.Suggest(k, valid), strings.Join(valid, ", "))
 		}
 	}
 	if len(errs) > 0 {
@@ -263,7 +265,7 @@ func parseSpec(where, name string, v any, src srcKind, ns map[string]string) (*f
 			f.typ = typeDate
 		}
 		if !containsStr(fieldTypes, f.typ) {
-			hint := suggest(f.typ, fieldTypes)
+			hint := crawl.Suggest(f.typ, fieldTypes)
 			if alias, ok := typeAliases[f.typ]; ok {
 				hint = fmt.Sprintf(" (did you mean %q?)", alias)
 			}

@@ -37,7 +37,7 @@ func parseItemRules(task string, p crawl.Params, src srcKind, ns map[string]stri
 		if len(names) == 0 {
 			errs = append(errs, fmt.Errorf("param detail: names the field %q, but there are no fields; add `%s` under fields (e.g. {css: a, attr: href, type: url})", r.detail, r.detail))
 		} else {
-			errs = append(errs, fmt.Errorf("param detail: no field %q%s; fields: %v", r.detail, suggest(r.detail, names), names))
+			errs = append(errs, fmt.Errorf("param detail: no field %q%s; fields: %v", r.detail, crawl.Suggest(r.detail, names), names))
 		}
 	}
 	r.detailTask = defaultDetailTask
