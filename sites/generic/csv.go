@@ -94,33 +94,9 @@ func buildCSV(p crawl.Params) (*csvConfig, []error) {
 }
 
 func runCSV(ctx context.Context, env *crawl.Env, in crawl.Input) (crawl.Result, error) {
-	if notMine(env, in) {
-		return crawl.Result{}, nil
-	}
-	c, err := cachedConfig(CSVTask, env.Params, buildCSV)
-	if err != nil {
-		return crawl.Result{}, err
-	}
-	if isSeed(in) {
-		urls, err := c.seedURLs()
-		if err != nil {
-			return crawl.Result{}, err
-		}
-		var res crawl.Result
-		for _, u := range urls {
-			r, err := c.page(ctx, env, u)
-			if err != nil {
-				return crawl.Result{}, err
-			}
-			res = merge(res, r)
-		}
-		return res, nil
-	}
-	u, err := c.inputURL(in)
-	if err != nil {
-		return crawl.Result{}, err
-	}
-	return c.page(ctx, env, u)
+	return runPages(env, in, CSVTask, buildCSV, func(c *csvConfig, u string, start bool) (crawl.Result, error) {
+		return c.page(ctx, env, u)
+	})
 }
 
 func (c *csvConfig) page(ctx context.Context, env *crawl.Env, u string) (crawl.Result, error) {

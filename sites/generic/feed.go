@@ -73,33 +73,9 @@ func buildFeed(p crawl.Params) (*feedConfig, []error) {
 }
 
 func runFeed(ctx context.Context, env *crawl.Env, in crawl.Input) (crawl.Result, error) {
-	if notMine(env, in) {
-		return crawl.Result{}, nil
-	}
-	c, err := cachedConfig(FeedTask, env.Params, buildFeed)
-	if err != nil {
-		return crawl.Result{}, err
-	}
-	if isSeed(in) {
-		urls, err := c.seedURLs()
-		if err != nil {
-			return crawl.Result{}, err
-		}
-		var res crawl.Result
-		for _, u := range urls {
-			r, err := c.page(ctx, env, u)
-			if err != nil {
-				return crawl.Result{}, err
-			}
-			res = merge(res, r)
-		}
-		return res, nil
-	}
-	u, err := c.inputURL(in)
-	if err != nil {
-		return crawl.Result{}, err
-	}
-	return c.page(ctx, env, u)
+	return runPages(env, in, FeedTask, buildFeed, func(c *feedConfig, u string, start bool) (crawl.Result, error) {
+		return c.page(ctx, env, u)
+	})
 }
 
 func (c *feedConfig) page(ctx context.Context, env *crawl.Env, u string) (crawl.Result, error) {

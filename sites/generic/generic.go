@@ -198,6 +198,44 @@ func (c common) inputURL(in crawl.Input) (string, error) {
 }
 
 // isSeed reports whether an input is the empty one a root step starts with.
+// pager is what runPages needs of an executor's config (its embedded common has both).
+type pager interface {
+	seedURLs() ([]string, error)
+	inputURL(crawl.Input) (string, error)
+}
+
+// runPages is what every executor does with an input: the seed input fans out over the
+// step's start URLs (each a first page), any other input is the one page it names.
+func runPages[C pager](env *crawl.Env, in crawl.Input, task string, build func(crawl.Params) (C, []error), page func(c C, u string, start bool) (crawl.Result, error)) (crawl.Result, error) {
+	if notMine(env, in) {
+		return crawl.Result{}, nil
+	}
+	c, err := cachedConfig(task, env.Params, build)
+	if err != nil {
+		return crawl.Result{}, err
+	}
+	if !isSeed(in) {
+		u, err := c.inputURL(in)
+		if err != nil {
+			return crawl.Result{}, err
+		}
+		return page(c, u, false)
+	}
+	urls, err := c.seedURLs()
+	if err != nil {
+		return crawl.Result{}, err
+	}
+	var res crawl.Result
+	for _, u := range urls {
+		r, err := page(c, u, true)
+		if err != nil {
+			return crawl.Result{}, err
+		}
+		res = merge(res, r)
+	}
+	return res, nil
+}
+
 func isSeed(in crawl.Input) bool {
 	if in.URL != "" {
 		return false

@@ -135,33 +135,12 @@ func parseSelector(p crawl.Params, name string, src srcKind) (*fieldSpec, []erro
 }
 
 func runHTMLList(ctx context.Context, env *crawl.Env, in crawl.Input) (crawl.Result, error) {
-	if notMine(env, in) {
-		return crawl.Result{}, nil
-	}
-	c, err := cachedConfig(HTMLListTask, env.Params, buildHTMLList)
-	if err != nil {
-		return crawl.Result{}, err
-	}
-	if isSeed(in) {
-		urls, err := c.seedURLs()
-		if err != nil {
-			return crawl.Result{}, err
+	return runPages(env, in, HTMLListTask, buildHTMLList, func(c *htmlListConfig, u string, start bool) (crawl.Result, error) {
+		if start {
+			return c.page(ctx, env, u, c.startPage, nil)
 		}
-		var res crawl.Result
-		for _, u := range urls {
-			r, err := c.page(ctx, env, u, c.startPage, nil)
-			if err != nil {
-				return crawl.Result{}, err
-			}
-			res = merge(res, r)
-		}
-		return res, nil
-	}
-	u, err := c.inputURL(in)
-	if err != nil {
-		return crawl.Result{}, err
-	}
-	return c.page(ctx, env, u, pageNumber(in, c.startPage), seenOf(in))
+		return c.page(ctx, env, u, pageNumber(in, c.startPage), seenOf(in))
+	})
 }
 
 func merge(a, b crawl.Result) crawl.Result {
@@ -283,33 +262,9 @@ func buildHTMLDetail(p crawl.Params) (*htmlDetailConfig, []error) {
 }
 
 func runHTMLDetail(ctx context.Context, env *crawl.Env, in crawl.Input) (crawl.Result, error) {
-	if notMine(env, in) {
-		return crawl.Result{}, nil
-	}
-	c, err := cachedConfig(HTMLDetailTask, env.Params, buildHTMLDetail)
-	if err != nil {
-		return crawl.Result{}, err
-	}
-	if isSeed(in) {
-		urls, err := c.seedURLs()
-		if err != nil {
-			return crawl.Result{}, err
-		}
-		var res crawl.Result
-		for _, u := range urls {
-			r, err := c.page(ctx, env, u, in)
-			if err != nil {
-				return crawl.Result{}, err
-			}
-			res = merge(res, r)
-		}
-		return res, nil
-	}
-	u, err := c.inputURL(in)
-	if err != nil {
-		return crawl.Result{}, err
-	}
-	return c.page(ctx, env, u, in)
+	return runPages(env, in, HTMLDetailTask, buildHTMLDetail, func(c *htmlDetailConfig, u string, start bool) (crawl.Result, error) {
+		return c.page(ctx, env, u, in)
+	})
 }
 
 func (c *htmlDetailConfig) page(ctx context.Context, env *crawl.Env, u string, in crawl.Input) (crawl.Result, error) {

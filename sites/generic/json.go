@@ -135,33 +135,12 @@ func buildJSON(p crawl.Params) (*jsonConfig, []error) {
 }
 
 func runJSON(ctx context.Context, env *crawl.Env, in crawl.Input) (crawl.Result, error) {
-	if notMine(env, in) {
-		return crawl.Result{}, nil
-	}
-	c, err := cachedConfig(JSONTask, env.Params, buildJSON)
-	if err != nil {
-		return crawl.Result{}, err
-	}
-	if isSeed(in) {
-		urls, err := c.seedURLs()
-		if err != nil {
-			return crawl.Result{}, err
+	return runPages(env, in, JSONTask, buildJSON, func(c *jsonConfig, u string, start bool) (crawl.Result, error) {
+		if start {
+			return c.page(ctx, env, u, c.startPage, nil)
 		}
-		var res crawl.Result
-		for _, u := range urls {
-			r, err := c.page(ctx, env, u, c.startPage, nil)
-			if err != nil {
-				return crawl.Result{}, err
-			}
-			res = merge(res, r)
-		}
-		return res, nil
-	}
-	u, err := c.inputURL(in)
-	if err != nil {
-		return crawl.Result{}, err
-	}
-	return c.page(ctx, env, u, pageNumber(in, c.startPage), seenOf(in))
+		return c.page(ctx, env, u, pageNumber(in, c.startPage), seenOf(in))
+	})
 }
 
 func (c *jsonConfig) page(ctx context.Context, env *crawl.Env, u string, page int, seen seenSet) (crawl.Result, error) {

@@ -84,33 +84,9 @@ func buildSitemap(p crawl.Params) (*sitemapConfig, []error) {
 }
 
 func runSitemap(ctx context.Context, env *crawl.Env, in crawl.Input) (crawl.Result, error) {
-	if notMine(env, in) {
-		return crawl.Result{}, nil
-	}
-	c, err := cachedConfig(SitemapTask, env.Params, buildSitemap)
-	if err != nil {
-		return crawl.Result{}, err
-	}
-	if isSeed(in) {
-		urls, err := c.seedURLs()
-		if err != nil {
-			return crawl.Result{}, err
-		}
-		var res crawl.Result
-		for _, u := range urls {
-			r, err := c.page(ctx, env, u)
-			if err != nil {
-				return crawl.Result{}, err
-			}
-			res = merge(res, r)
-		}
-		return res, nil
-	}
-	u, err := c.inputURL(in)
-	if err != nil {
-		return crawl.Result{}, err
-	}
-	return c.page(ctx, env, u)
+	return runPages(env, in, SitemapTask, buildSitemap, func(c *sitemapConfig, u string, start bool) (crawl.Result, error) {
+		return c.page(ctx, env, u)
+	})
 }
 
 // sitemapEntry is one <sitemap> or <url> of a sitemap.

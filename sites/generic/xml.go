@@ -83,36 +83,12 @@ func buildXML(p crawl.Params) (*xmlConfig, []error) {
 }
 
 func runXML(ctx context.Context, env *crawl.Env, in crawl.Input) (crawl.Result, error) {
-	if notMine(env, in) {
-		return crawl.Result{}, nil
-	}
-	c, err := cachedConfig(XMLTask, env.Params, buildXML)
-	if err != nil {
-		return crawl.Result{}, err
-	}
-	if c.items == nil {
-		return crawl.Result{}, crawl.Permanentf("%s: param items is not set; give the XPath of the item elements", XMLTask)
-	}
-	if isSeed(in) {
-		urls, err := c.seedURLs()
-		if err != nil {
-			return crawl.Result{}, err
+	return runPages(env, in, XMLTask, buildXML, func(c *xmlConfig, u string, start bool) (crawl.Result, error) {
+		if c.items == nil {
+			return crawl.Result{}, crawl.Permanentf("%s: param items is not set; give the XPath of the item elements", XMLTask)
 		}
-		var res crawl.Result
-		for _, u := range urls {
-			r, err := c.page(ctx, env, u)
-			if err != nil {
-				return crawl.Result{}, err
-			}
-			res = merge(res, r)
-		}
-		return res, nil
-	}
-	u, err := c.inputURL(in)
-	if err != nil {
-		return crawl.Result{}, err
-	}
-	return c.page(ctx, env, u)
+		return c.page(ctx, env, u)
+	})
 }
 
 func (c *xmlConfig) page(ctx context.Context, env *crawl.Env, u string) (crawl.Result, error) {
