@@ -42,7 +42,6 @@ import (
 	"net"
 	"net/http"
 	"net/url"
-	"strconv"
 	"strings"
 	"time"
 
@@ -90,13 +89,12 @@ const (
 	defaultMaxRetryWait   = 5 * time.Second
 	defaultBackoff        = 200 * time.Millisecond
 
-	maxBackoff       = time.Minute
-	robotsTTL        = time.Hour
-	robotsRetryTTL   = time.Minute
-	robotsMaxBytes   = 512 << 10
-	errorBodyDrain   = 64 << 10
-	maxBodyCeiling   = 1 << 40
-	maxRetryAfterSec = 1 << 31
+	maxBackoff     = time.Minute
+	robotsTTL      = time.Hour
+	robotsRetryTTL = time.Minute
+	robotsMaxBytes = 512 << 10
+	errorBodyDrain = 64 << 10
+	maxBodyCeiling = 1 << 40
 )
 
 func (o Options) withDefaults() Options {
@@ -333,7 +331,7 @@ func (f *Fetcher) attempt(ctx context.Context, h *host, method string, u *url.UR
 	case retryableStatus(code):
 		_, _ = io.Copy(io.Discard, io.LimitReader(raw.Body, errorBodyDrain))
 		o.retryable = true
-		o.retryAfter, o.hasRetryAfter = parseRetryAfter(raw.Header.Get("Retry-After"), time.Now())
+		o.retryAfter, o.hasRetryAfter = crawl.ParseRetryAfter(raw.Header.Get("Retry-After"), time.Now())
 		return o
 	default:
 		o.permanent = true
@@ -471,24 +469,6 @@ func readLimited(r io.Reader, limit, hint int64) ([]byte, error) {
 			return nil, err
 		}
 	}
-}
-
-// parseRetryAfter reads a Retry-After header: delay-seconds or an HTTP date.
-func parseRetryAfter(v string, now time.Time) (time.Duration, bool) {
-	v = strings.TrimSpace(v)
-	if v == "" {
-		return 0, false
-	}
-	if secs, err := strconv.ParseInt(v, 10, 64); err == nil {
-		if secs < 0 {
-			return 0, false
-		}
-		return time.Duration(min(secs, maxRetryAfterSec)) * time.Second, true
-	}
-	if t, err := http.ParseTime(v); err == nil {
-		return max(t.Sub(now), 0), true
-	}
-	return 0, false
 }
 
 func (f *Fetcher) backoff(attempt int) time.Duration {

@@ -608,9 +608,9 @@ func TestParseRetryAfter(t *testing.T) {
 		{now.Add(90 * time.Second).Format(http.TimeFormat), 90 * time.Second, true},
 		{now.Add(-time.Hour).Format(http.TimeFormat), 0, true},
 	} {
-		got, ok := parseRetryAfter(c.in, now)
+		got, ok := crawl.ParseRetryAfter(c.in, now)
 		if got != c.want || ok != c.ok {
-			t.Errorf("parseRetryAfter(%q) = %v, %v; want %v, %v", c.in, got, ok, c.want, c.ok)
+			t.Errorf("ParseRetryAfter(%q) = %v, %v; want %v, %v", c.in, got, ok, c.want, c.ok)
 		}
 	}
 }

@@ -8,7 +8,6 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/PuerkitoBio/goquery"
 
@@ -23,7 +22,7 @@ func getHTML(ctx context.Context, env *crawl.Env, u string) (*goquery.Document, 
 	if err != nil {
 		return nil, nil, fmt.Errorf("GET %s: %w", u, err)
 	}
-	if err := statusError(resp, u); err != nil {
+	if err := crawl.CheckStatus(resp, http.MethodGet, u); err != nil {
 		return nil, nil, err
 	}
 	doc, err := goquery.NewDocumentFromReader(bytes.NewReader(resp.Body))
@@ -42,39 +41,6 @@ func pageURL(resp *crawl.Response, requested string) string {
 		return resp.URL
 	}
 	return requested
-}
-
-func statusError(resp *crawl.Response, u string) error {
-	code := resp.Status
-	if code >= 200 && code < 300 {
-		return nil
-	}
-	err := fmt.Errorf("GET %s: status %d %s", u, code, http.StatusText(code))
-	switch {
-	case code == http.StatusTooManyRequests || code == http.StatusServiceUnavailable:
-		if d, ok := retryAfter(resp.Header.Get("Retry-After")); ok {
-			return crawl.RetryAfter(err, d)
-		}
-		return err
-	case code == http.StatusRequestTimeout || code == http.StatusTooEarly || code >= 500:
-		return err
-	}
-	return crawl.Permanent(err)
-}
-
-// retryAfter parses a Retry-After header: delay seconds or an HTTP date.
-func retryAfter(v string) (time.Duration, bool) {
-	v = strings.TrimSpace(v)
-	if v == "" {
-		return 0, false
-	}
-	if s, err := strconv.Atoi(v); err == nil && s >= 0 {
-		return time.Duration(s) * time.Second, true
-	}
-	if t, err := http.ParseTime(v); err == nil {
-		return max(time.Until(t), 0), true
-	}
-	return 0, false
 }
 
 // resolve makes href absolute against the document's URL.

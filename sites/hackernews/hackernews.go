@@ -269,35 +269,10 @@ func getJSON(ctx context.Context, env *crawl.Env, u string) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("GET %s: %w", u, err)
 	}
-	code := resp.Status
-	if code >= 200 && code < 300 {
-		return resp.Body, nil
-	}
-	err = fmt.Errorf("GET %s: status %d %s", u, code, http.StatusText(code))
-	switch {
-	case code == http.StatusTooManyRequests || code == http.StatusServiceUnavailable:
-		if d, ok := retryAfter(resp.Header.Get("Retry-After")); ok {
-			return nil, crawl.RetryAfter(err, d)
-		}
-		return nil, err
-	case code == http.StatusRequestTimeout || code == http.StatusTooEarly || code >= 500:
+	if err := crawl.CheckStatus(resp, http.MethodGet, u); err != nil {
 		return nil, err
 	}
-	return nil, crawl.Permanent(err)
-}
-
-func retryAfter(v string) (time.Duration, bool) {
-	v = strings.TrimSpace(v)
-	if v == "" {
-		return 0, false
-	}
-	if s, err := strconv.Atoi(v); err == nil && s >= 0 {
-		return time.Duration(s) * time.Second, true
-	}
-	if t, err := http.ParseTime(v); err == nil {
-		return max(time.Until(t), 0), true
-	}
-	return 0, false
+	return resp.Body, nil
 }
 
 // param returns a step param, falling back to the task's declared default when the
