@@ -87,6 +87,13 @@ type ChainInput struct {
 	NextChild int `json:"next_child,omitempty"`
 }
 
+// RecordedRun names the workflow execution a recorded history belongs to; replaying
+// needs it because partition ids derive from the workflow id.
+type RecordedRun struct {
+	WorkflowID string `json:"workflow_id"`
+	RunID      string `json:"run_id"`
+}
+
 // Pending is an input queued for a step, not to be tried before NotBefore.
 type Pending struct {
 	Step      int        `json:"step"`

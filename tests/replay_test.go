@@ -1,0 +1,128 @@
+package tests
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	historypb "go.temporal.io/api/history/v1"
+	"go.temporal.io/sdk/worker"
+	"go.temporal.io/sdk/workflow"
+	"google.golang.org/protobuf/encoding/protojson"
+
+	"trawler/engine"
+	"trawler/internal/devstack/demosite"
+	"trawler/tests/fixture/hn"
+	"trawler/workflows"
+)
+
+// TestExampleHistoriesReplay runs the example chains, then replays their histories
+// (root and partitions) against the workflow code in this build: a non-deterministic
+// change to workflow code fails here. With TRAWLER_RECORD_HISTORIES=1 it also saves the
+// histories to workflows/testdata, where workflows' replay test keeps checking that
+// future builds can still finish runs started by this one.
+func TestExampleHistoriesReplay(t *testing.T) {
+	site := startSite(t, demosite.Options{Pages: 2, Faults: map[int]demosite.Fault{4: demosite.FaultStatus500, 6: demosite.FaultRetryAfter}})
+	base, stop := hn.Start()
+	defer stop()
+	runs := map[string]string{}
+	runs["demo"] = start(t, plan(t, "demo.yaml", "", "base_url="+site, "feed.pages=2"), taskQueue)
+	runs["hackernews"] = start(t, plan(t, "hackernews.yaml", "", "base_url="+base), taskQueue)
+	// A run big enough to partition and continue as new.
+	p := plan(t, "tree.yaml", `
+name: tree
+defaults: {batch: 10}
+steps:
+  - id: node
+    task: synth.node
+    from: node
+    max_depth: 2
+    params: {widths: [40, 5]}
+`)
+	id, err := engine.Start(context.Background(), shared.client, p, engine.RunOptions{TaskQueue: taskQueue,
+		Tuning: workflows.Tuning{SplitAt: 30, PartitionSize: 15, ContinueAsNewAt: 60, RetryBase: fast.RetryBase}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	runs["tree"] = id
+	for _, id := range runs {
+		wait(t, id, 2*time.Minute)
+	}
+	record := os.Getenv("TRAWLER_RECORD_HISTORIES") != ""
+	replayer := worker.NewWorkflowReplayer()
+	replayer.RegisterWorkflowWithOptions(workflows.ChainWorkflow, workflow.RegisterOptions{Name: workflows.ChainWorkflowName})
+	dir := filepath.Join("..", "workflows", "testdata", "histories")
+	index := map[string]workflows.RecordedRun{}
+	for name, id := range runs {
+		histories := historiesOf(t, id)
+		if len(histories) == 0 {
+			t.Fatalf("no histories for %s", id)
+		}
+		for i, h := range histories {
+			opts := worker.ReplayWorkflowHistoryOptions{OriginalExecution: workflow.Execution{ID: h.id, RunID: h.run}}
+			if err := replayer.ReplayWorkflowHistoryWithOptions(nil, h.history, opts); err != nil {
+				t.Errorf("%s history %d (%s) does not replay: %v", name, i, h.id, err)
+			}
+			if record {
+				b, err := protojson.MarshalOptions{Indent: " "}.Marshal(h.history)
+				if err != nil {
+					t.Fatal(err)
+				}
+				file := fmt.Sprintf("%s-%02d.json", name, i)
+				index[file] = workflows.RecordedRun{WorkflowID: h.id, RunID: h.run}
+				if err := os.MkdirAll(dir, 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(filepath.Join(dir, file), b, 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		t.Logf("%s: %d workflow histories replayed", name, len(histories))
+	}
+	if record {
+		b, _ := json.MarshalIndent(index, "", " ")
+		if err := os.WriteFile(filepath.Join(dir, "index.json"), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+type recorded struct {
+	id, run string
+	history *historypb.History
+}
+
+// historiesOf returns the full history of every workflow run of one chain run: the
+// root's runs (continued as new) and its partitions', found by workflow id prefix.
+func historiesOf(t *testing.T, runID string) []recorded {
+	t.Helper()
+	var out []recorded
+	lengths := waitVisible(t, runID, 1)
+	keys := make([]string, 0, len(lengths))
+	for key := range lengths {
+		keys = append(keys, key)
+	}
+	sort.Strings(keys)
+	for _, key := range keys {
+		id, run, _ := strings.Cut(key, "@")
+		var events []*historypb.HistoryEvent
+		it := shared.client.GetWorkflowHistory(context.Background(), id, run, false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+		for it.HasNext() {
+			e, err := it.Next()
+			if err != nil {
+				t.Fatal(err)
+			}
+			events = append(events, e)
+		}
+		out = append(out, recorded{id: id, run: run, history: &historypb.History{Events: events}})
+	}
+	return out
+}
