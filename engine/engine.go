@@ -38,6 +38,9 @@ type WorkerOptions struct {
 	Fetch     fetch.Options
 	// MaxBatches bounds batch activities running at once in this process (default 16).
 	MaxBatches int
+	// Workflow replaces the chain workflow this worker runs (default
+	// workflows.ChainWorkflow); upgrade tests run workflows.WorkflowBefore(change).
+	Workflow func(workflow.Context, workflows.ChainInput) (*workflows.Summary, error)
 	// Redis is the host:port dedup keeps its buckets in; empty turns dedup off for
 	// this worker (every item is stored), which it says when it starts.
 	Redis string
@@ -96,13 +99,17 @@ func NewWorker(c client.Client, o WorkerOptions) (*Worker, error) {
 	} else {
 		o.Log.Warn("no Redis configured (--redis / TRAWLER_REDIS): dedup is off on this worker, every item is stored")
 	}
-	Register(w, acts)
+	Register(w, acts, o.Workflow)
 	return &Worker{Worker: w, Sinks: sinks, JSONL: js}, nil
 }
 
-// Register puts the chain workflow and the batch activity on a worker.
-func Register(w worker.Registry, acts *activities.Activities) {
-	w.RegisterWorkflowWithOptions(workflows.ChainWorkflow, workflow.RegisterOptions{Name: workflows.ChainWorkflowName})
+// Register puts the chain workflow (wf, or workflows.ChainWorkflow when nil) and the
+// batch activity on a worker.
+func Register(w worker.Registry, acts *activities.Activities, wf func(workflow.Context, workflows.ChainInput) (*workflows.Summary, error)) {
+	if wf == nil {
+		wf = workflows.ChainWorkflow
+	}
+	w.RegisterWorkflowWithOptions(wf, workflow.RegisterOptions{Name: workflows.ChainWorkflowName})
 	w.RegisterActivityWithOptions(acts.RunBatch, activity.RegisterOptions{Name: workflows.RunBatchActivity})
 }
 

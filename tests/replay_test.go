@@ -55,11 +55,16 @@ steps:
 	for _, id := range runs {
 		wait(t, id, 2*time.Minute)
 	}
-	record := os.Getenv("TRAWLER_RECORD_HISTORIES") != ""
+	// TRAWLER_RECORD_HISTORIES=<label> names the recordings <label>-<chain>-NN.json.
+	label := os.Getenv("TRAWLER_RECORD_HISTORIES")
+	record := label != ""
 	replayer := worker.NewWorkflowReplayer()
 	replayer.RegisterWorkflowWithOptions(workflows.ChainWorkflow, workflow.RegisterOptions{Name: workflows.ChainWorkflowName})
 	dir := filepath.Join("..", "workflows", "testdata", "histories")
 	index := map[string]workflows.RecordedRun{}
+	if b, err := os.ReadFile(filepath.Join(dir, "index.json")); err == nil {
+		_ = json.Unmarshal(b, &index) // add to what earlier builds recorded
+	}
 	for name, id := range runs {
 		histories := historiesOf(t, id)
 		if len(histories) == 0 {
@@ -75,7 +80,7 @@ steps:
 				if err != nil {
 					t.Fatal(err)
 				}
-				file := fmt.Sprintf("%s-%02d.json", name, i)
+				file := fmt.Sprintf("%s-%s-%02d.json", label, name, i)
 				index[file] = workflows.RecordedRun{WorkflowID: h.id, RunID: h.run}
 				if err := os.MkdirAll(dir, 0o755); err != nil {
 					t.Fatal(err)

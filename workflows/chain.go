@@ -174,31 +174,74 @@ func (s *Summary) merge(o *Summary, sample int) {
 	}
 }
 
+// Changes to workflow code that alter the commands a run issues are guarded with
+// workflow.GetVersion, so a run started by an older build finishes on a newer one; the
+// recorded histories in testdata prove it for every build (see README, "Changing
+// workflow code").
+const (
+	// ChangeDownstreamFirst: batches of later steps are dispatched before earlier ones,
+	// so a run finishes what it has started (stories before more feed pages) and its
+	// queues stay short. Runs started before it dispatch in plan order.
+	ChangeDownstreamFirst = "downstream-first"
+	// ChangeStepActivityIDs: batch activities are named "<step>/<n>" instead of Temporal's
+	// running number, so a change that reorders batches of different steps is caught by
+	// replay (the ids no longer match) instead of handing a result to the wrong step.
+	ChangeStepActivityIDs = "step-activity-ids"
+)
+
+// changes lists the guarded changes in the order they were made.
+var changes = []string{ChangeDownstreamFirst, ChangeStepActivityIDs}
+
 // ChainWorkflow runs a chain (or one partition of it) to completion.
 func ChainWorkflow(ctx workflow.Context, in ChainInput) (*Summary, error) {
+	return chainWorkflow(ctx, in, len(changes))
+}
+
+// WorkflowBefore returns the chain workflow as a build made before `change` ran it: the
+// guarded changes from that one on are off and their version markers are not written.
+// Upgrade tests run it on an "old" worker and switch to ChainWorkflow mid-run.
+func WorkflowBefore(change string) func(workflow.Context, ChainInput) (*Summary, error) {
+	known := len(changes)
+	for i, c := range changes {
+		if c == change {
+			known = i
+		}
+	}
+	return func(ctx workflow.Context, in ChainInput) (*Summary, error) { return chainWorkflow(ctx, in, known) }
+}
+
+func chainWorkflow(ctx workflow.Context, in ChainInput, known int) (*Summary, error) {
 	r := newRunner(ctx, in)
 	if err := workflow.SetQueryHandler(ctx, ProgressQuery, func() (*Summary, error) {
 		return r.progress(), nil
 	}); err != nil {
 		return nil, err
 	}
+	if known > 0 {
+		r.downstreamFirst = workflow.GetVersion(ctx, ChangeDownstreamFirst, workflow.DefaultVersion, 1) == 1
+	}
+	if known > 1 {
+		r.stepActivityIDs = workflow.GetVersion(ctx, ChangeStepActivityIDs, workflow.DefaultVersion, 1) == 1
+	}
 	return r.run(ctx)
 }
 
 type runner struct {
-	in        ChainInput
-	tune      Tuning
-	plan      crawl.Plan
-	queues    [][]Pending // per step, FIFO
-	inFlight  []int       // per step: batches running
-	inputsIn  []int       // per step: inputs inside running batches
-	children  int
-	sum       *Summary
-	seq       int64
-	nextChild int
-	selector  workflow.Selector
-	timerAt   time.Time // the pending wake-up timer, zero when none
-	err       error
+	in              ChainInput
+	downstreamFirst bool // ChangeDownstreamFirst is on for this run
+	stepActivityIDs bool // ChangeStepActivityIDs is on for this run
+	tune            Tuning
+	plan            crawl.Plan
+	queues          [][]Pending // per step, FIFO
+	inFlight        []int       // per step: batches running
+	inputsIn        []int       // per step: inputs inside running batches
+	children        int
+	sum             *Summary
+	seq             int64
+	nextChild       int
+	selector        workflow.Selector
+	timerAt         time.Time // the pending wake-up timer, zero when none
+	err             error
 }
 
 func newRunner(ctx workflow.Context, in ChainInput) *runner {
@@ -332,7 +375,13 @@ func (r *runner) startChild(ctx workflow.Context, part []Pending) {
 // dispatch starts batches while steps have ready inputs and free slots.
 func (r *runner) dispatch(ctx workflow.Context) {
 	now := workflow.Now(ctx)
-	for i, step := range r.plan.Steps {
+	n := len(r.plan.Steps)
+	for k := range n {
+		i := k
+		if r.downstreamFirst {
+			i = n - 1 - k
+		}
+		step := r.plan.Steps[i]
 		for r.inFlight[i] < step.Parallel {
 			batch := r.takeReady(i, step.Batch, now)
 			if len(batch) == 0 {
@@ -381,6 +430,9 @@ func (r *runner) startBatch(ctx workflow.Context, i int, work []crawl.Work) {
 			// worker or a store is in trouble, which is worth waiting out.
 			MaximumAttempts: 20,
 		},
+	}
+	if r.stepActivityIDs {
+		opts.ActivityID = fmt.Sprintf("%s/%d", step.ID, r.seq)
 	}
 	if r.plan.Priority > 0 {
 		opts.Priority = temporal.Priority{PriorityKey: r.plan.Priority}
