@@ -1,0 +1,335 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"unicode/utf8"
+
+	"github.com/elastic/go-elasticsearch/v8"
+	"github.com/spf13/cobra"
+
+	"trawler/storage/es"
+)
+
+// titleFields are tried, in order, for the TITLE column of `trawler search`.
+var titleFields = []string{"title", "name", "headline", "subject", "text", "body", "description"}
+
+func searchCmd(s *settings) *cobra.Command {
+	var (
+		esAddr, index, sortBy, dsl string
+		size                       int
+		aggs                       []string
+	)
+	cmd := &cobra.Command{
+		Use:   "search [QUERY...]",
+		Short: "Search stored items in Elasticsearch (query-string syntax, or raw query DSL)",
+		Long: `Search the items the es sink stored. Every task has its own index
+(trawler-<site>-<task>), all of them behind the alias trawler-items, which is searched by
+default. Item fields are at the top level (key, biz, url, ts, run_id, chain, tenant); the
+task's fields are under data (data.title, data.points, ...). Text fields have a keyword
+sub-field for exact matches, sorting and aggregations (data.title.keyword).
+
+QUERY uses Elasticsearch's query-string syntax: words (any text field), "a phrase",
+field:value, field:>10, field:[a TO b], wildcards (go*), _exists_:field, AND, OR, NOT,
+and parentheses. No QUERY matches everything. --dsl FILE sends a complete search body
+(query DSL, sort, aggs, highlight ...) as is; "-" reads it from stdin.
+
+The Elasticsearch address comes from --es, then TRAWLER_ES, then the "es" field of
+--data's endpoints.json (a running 'trawler dev'), then http://127.0.0.1:9200.
+
+Output is a table of KEY, BIZ, SCORE and a title-like field, then one block per
+aggregation; --json prints Elasticsearch's answer as one JSON line.`,
+		Example: `  trawler search --data .data/dev 'go AND concurrency'
+  trawler search --data .data/dev 'biz:demo.story AND data.points:>100' --sort data.points:desc --size 20
+  trawler search --data .data/dev '"rust compiler"' --index trawler-hackernews-item
+  trawler search --data .data/dev --agg biz --agg data.author --size 0
+  trawler search --es http://es.internal:9200 'run_id:demo-20261122-1' --json
+  trawler search --data .data/dev --dsl query.json
+  echo '{"query":{"range":{"ts":{"gte":"now-1d"}}},"aggs":{"per_hour":{"date_histogram":{"field":"ts","fixed_interval":"1h"}}}}' | trawler search --dsl -`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			addr, err := searchAddress(s, esAddr)
+			if err != nil {
+				return err
+			}
+			var body []byte
+			if dsl != "" {
+				if len(args) > 0 || sortBy != "" || len(aggs) > 0 {
+					return errors.New("--dsl sends its file as is: drop QUERY, --sort and --agg (put them in the file)")
+				}
+				if dsl == "-" {
+					body, err = io.ReadAll(cmd.InOrStdin())
+				} else {
+					body, err = os.ReadFile(dsl)
+				}
+				if err != nil {
+					return fmt.Errorf("read --dsl: %w", err)
+				}
+				if !json.Valid(body) {
+					return fmt.Errorf("--dsl %s is not valid JSON", dsl)
+				}
+			} else {
+				body, err = searchBodyFor(strings.Join(args, " "), size, sortBy, aggs)
+				if err != nil {
+					return err
+				}
+			}
+			c, err := elasticsearch.NewClient(elasticsearch.Config{Addresses: []string{addr}, DisableRetry: true})
+			if err != nil {
+				return err
+			}
+			res, err := c.Search(c.Search.WithContext(cmd.Context()), c.Search.WithIndex(index), c.Search.WithBody(bytes.NewReader(body)))
+			if err != nil {
+				return fmt.Errorf("cannot reach Elasticsearch at %s: %v\n  start a local stack with `trawler dev --data .data/dev` and pass --data .data/dev, or point --es / TRAWLER_ES at your cluster", addr, err)
+			}
+			defer res.Body.Close()
+			raw, err := io.ReadAll(res.Body)
+			if err != nil {
+				return err
+			}
+			var out map[string]any
+			dec := json.NewDecoder(bytes.NewReader(raw))
+			dec.UseNumber()
+			if err := dec.Decode(&out); err != nil {
+				return fmt.Errorf("search: %s: %s", res.Status(), strings.TrimSpace(string(raw)))
+			}
+			if res.IsError() {
+				if s.json {
+					_ = printJSON(out)
+				}
+				return fmt.Errorf("search failed (%s): %s", res.Status(), esReason(out))
+			}
+			if s.json {
+				return printJSON(out)
+			}
+			printHits(cmd.OutOrStdout(), out)
+			printAggs(cmd.OutOrStdout(), out["aggregations"], "")
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&esAddr, "es", "", "Elasticsearch URL (default from TRAWLER_ES, then --data's endpoints.json, then http://127.0.0.1:9200) [TRAWLER_ES]")
+	f.StringVar(&index, "index", es.Alias, "index, alias or pattern to search (trawler-* works)")
+	f.IntVar(&size, "size", 10, "hits to show")
+	f.StringVar(&sortBy, "sort", "", "sort by FIELD, FIELD:desc or -FIELD (comma-separated for several); default by score")
+	f.StringArrayVar(&aggs, "agg", nil, "count hits per value of FIELD (a terms aggregation; repeat for several)")
+	f.StringVar(&dsl, "dsl", "", "send this JSON file as the search body (query DSL); - for stdin")
+	return cmd
+}
+
+// searchAddress resolves the Elasticsearch URL: flag, TRAWLER_ES, endpoints.json, default.
+func searchAddress(s *settings, flag string) (string, error) {
+	addr := flag
+	if addr == "" {
+		addr = os.Getenv("TRAWLER_ES")
+	}
+	data := s.data
+	if data == "" {
+		data = os.Getenv("TRAWLER_DATA")
+	}
+	if addr == "" && data != "" {
+		b, err := os.ReadFile(filepath.Join(data, "endpoints.json"))
+		if err != nil {
+			return "", fmt.Errorf("read %s: %w (is `trawler dev --data %s` running?)", filepath.Join(data, "endpoints.json"), err, data)
+		}
+		var ep struct {
+			ES string `json:"es"`
+		}
+		if err := json.Unmarshal(b, &ep); err != nil {
+			return "", fmt.Errorf("read %s: %w", filepath.Join(data, "endpoints.json"), err)
+		}
+		if ep.ES == "" {
+			return "", fmt.Errorf("%s names no Elasticsearch (no \"es\" field): pass --es URL", filepath.Join(data, "endpoints.json"))
+		}
+		addr = ep.ES
+	}
+	if addr == "" {
+		addr = "http://127.0.0.1:9200"
+	}
+	if !strings.Contains(addr, "://") {
+		addr = "http://" + addr
+	}
+	return addr, nil
+}
+
+func searchBodyFor(q string, size int, sortBy string, aggs []string) ([]byte, error) {
+	body := map[string]any{"size": size, "track_total_hits": true}
+	if strings.TrimSpace(q) == "" {
+		body["query"] = map[string]any{"match_all": map[string]any{}}
+	} else {
+		body["query"] = map[string]any{"query_string": map[string]any{"query": q}}
+	}
+	if sortBy != "" {
+		var sorts []any
+		for _, part := range strings.Split(sortBy, ",") {
+			part = strings.TrimSpace(part)
+			dir := "asc"
+			if strings.HasPrefix(part, "-") {
+				part, dir = part[1:], "desc"
+			} else if f, d, ok := strings.Cut(part, ":"); ok {
+				part, dir = f, strings.ToLower(d)
+			}
+			if part == "" || (dir != "asc" && dir != "desc") {
+				return nil, fmt.Errorf("--sort %q: want FIELD, FIELD:asc, FIELD:desc or -FIELD", sortBy)
+			}
+			sorts = append(sorts, map[string]any{part: map[string]any{"order": dir}})
+		}
+		body["sort"] = sorts
+	}
+	if len(aggs) > 0 {
+		a := map[string]any{}
+		for _, f := range aggs {
+			a[f] = map[string]any{"terms": map[string]any{"field": f, "size": 20}}
+		}
+		body["aggs"] = a
+	}
+	return json.Marshal(body)
+}
+
+func esReason(out map[string]any) string {
+	e, ok := out["error"].(map[string]any)
+	if !ok {
+		b, _ := json.Marshal(out)
+		return string(b)
+	}
+	return fmt.Sprintf("%v: %v", e["type"], e["reason"])
+}
+
+func lookup(m map[string]any, path string) any {
+	var cur any = m
+	for _, p := range strings.Split(path, ".") {
+		o, ok := cur.(map[string]any)
+		if !ok {
+			return nil
+		}
+		cur = o[p]
+	}
+	return cur
+}
+
+func titleOf(src map[string]any) string {
+	for _, f := range titleFields {
+		for _, p := range []string{"data." + f, f} {
+			if v := lookup(src, p); v != nil && fmt.Sprint(v) != "" {
+				return clip(fmt.Sprint(v), 70)
+			}
+		}
+	}
+	if u, ok := src["url"].(string); ok {
+		return clip(u, 70)
+	}
+	return ""
+}
+
+func clip(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	r := []rune(s)
+	return string(r[:n-1]) + "…"
+}
+
+func printHits(w io.Writer, out map[string]any) {
+	hits, _ := out["hits"].(map[string]any)
+	list, _ := hits["hits"].([]any)
+	if len(list) > 0 {
+		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "KEY\tBIZ\tSCORE\tTITLE")
+		for _, h := range list {
+			hm, _ := h.(map[string]any)
+			src, _ := hm["_source"].(map[string]any)
+			key := fmt.Sprint(orString(src["key"], hm["_id"]))
+			biz := fmt.Sprint(orString(src["biz"], hm["_index"]))
+			score := "-"
+			if sc, ok := hm["_score"].(json.Number); ok {
+				if f, err := sc.Float64(); err == nil {
+					score = fmt.Sprintf("%.3f", f)
+				}
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", clip(key, 40), biz, score, titleOf(src))
+		}
+		tw.Flush()
+	}
+	if t, ok := hits["total"].(map[string]any); ok {
+		rel := ""
+		if t["relation"] == "gte" {
+			rel = "at least "
+		}
+		fmt.Fprintf(w, "%s%v hits, %d shown\n", rel, t["value"], len(list))
+	} else {
+		fmt.Fprintf(w, "%d hits shown\n", len(list))
+	}
+}
+
+func orString(v, def any) any {
+	if v == nil || fmt.Sprint(v) == "" {
+		return def
+	}
+	return v
+}
+
+func printAggs(w io.Writer, v any, indent string) {
+	aggs, ok := v.(map[string]any)
+	if !ok {
+		return
+	}
+	names := make([]string, 0, len(aggs))
+	for n := range aggs {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		a, ok := aggs[n].(map[string]any)
+		if !ok {
+			continue
+		}
+		if buckets, ok := a["buckets"].([]any); ok {
+			fmt.Fprintf(w, "%s%s:\n", indent, n)
+			tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+			for _, b := range buckets {
+				bm, _ := b.(map[string]any)
+				key := bm["key_as_string"]
+				if key == nil {
+					key = bm["key"]
+				}
+				fmt.Fprintf(tw, "%s  %v\t%v\n", indent, key, bm["doc_count"])
+			}
+			tw.Flush()
+			if other, ok := a["sum_other_doc_count"].(json.Number); ok && other.String() != "0" {
+				fmt.Fprintf(w, "%s  (other)  %s\n", indent, other)
+			}
+			for _, b := range buckets {
+				bm, _ := b.(map[string]any)
+				sub := map[string]any{}
+				for k, x := range bm {
+					if _, isAgg := x.(map[string]any); isAgg {
+						sub[k] = x
+					}
+				}
+				if len(sub) > 0 {
+					key := bm["key_as_string"]
+					if key == nil {
+						key = bm["key"]
+					}
+					fmt.Fprintf(w, "%s  [%v]\n", indent, key)
+					printAggs(w, sub, indent+"    ")
+				}
+			}
+			continue
+		}
+		if val, ok := a["value"]; ok {
+			if s, ok := a["value_as_string"]; ok {
+				val = s
+			}
+			fmt.Fprintf(w, "%s%s: %v\n", indent, n, orString(val, "null"))
+		}
+	}
+}

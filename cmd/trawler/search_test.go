@@ -1,0 +1,71 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"trawler/crawl"
+	"trawler/internal/devstack/eslite"
+	"trawler/storage/es"
+)
+
+func TestSearchCommand(t *testing.T) {
+	dir := t.TempDir()
+	url, stop, err := eslite.Start(dir, "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	if err := os.WriteFile(filepath.Join(dir, "endpoints.json"), []byte(`{"temporal":"x","namespace":"default","es":"`+url+`"}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	sink, err := es.Open(ctx, es.Options{Addresses: []string{url}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := time.Date(2026, 11, 22, 8, 0, 0, 0, time.UTC)
+	var items []crawl.Item
+	for i, title := range []string{"Go concurrency patterns", "Rust ownership", "Go generics"} {
+		items = append(items, crawl.Item{Biz: "demo.story", Key: "s" + string(rune('1'+i)), TS: ts, RunID: "r1",
+			Data: map[string]any{"title": title, "points": (i + 1) * 10, "author": []string{"ann", "bob", "ann"}[i]}})
+	}
+	if err := sink.Write(ctx, items); err != nil {
+		t.Fatal(err)
+	}
+	run := func(args ...string) (string, error) {
+		cmd := searchCmd(&settings{data: dir})
+		var out bytes.Buffer
+		cmd.SetOut(&out)
+		cmd.SetErr(&out)
+		cmd.SetArgs(args)
+		err := cmd.ExecuteContext(ctx)
+		return out.String(), err
+	}
+	out, err := run("go", "--sort", "data.points:desc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out, "KEY") || strings.Index(out, "s3") > strings.Index(out, "s1") || !strings.Contains(out, "Go generics") || !strings.Contains(out, "2 hits, 2 shown") {
+		t.Fatalf("table:\n%s", out)
+	}
+	out, err = run("--size", "0", "--agg", "data.author.keyword")
+	if err != nil || !strings.Contains(out, "data.author.keyword:") || !strings.Contains(out, "ann") {
+		t.Fatalf("agg: %v\n%s", err, out)
+	}
+	dsl := filepath.Join(dir, "q.json")
+	_ = os.WriteFile(dsl, []byte(`{"query":{"range":{"data.points":{"gte":20}}},"aggs":{"max":{"max":{"field":"data.points"}}}}`), 0o644)
+	out, err = run("--dsl", dsl)
+	if err != nil || !strings.Contains(out, "2 hits") || !strings.Contains(out, "max: 30") {
+		t.Fatalf("dsl: %v\n%s", err, out)
+	}
+	_, err = run("data.title:(go")
+	if err == nil || !strings.Contains(err.Error(), "query_shard_exception") {
+		t.Fatalf("bad query: %v", err)
+	}
+}

@@ -1,0 +1,533 @@
+package eslite
+
+import (
+	"fmt"
+	"math"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
+
+type aggDef struct {
+	name  string
+	kind  string
+	field string
+	fi    fieldInfo
+	opts  map[string]any
+	subs  []*aggDef
+
+	// terms
+	size        int
+	minDocCount int
+	orderKey    string // _count or _key
+	orderDesc   bool
+	// histograms
+	interval float64 // histogram interval, or fixed date interval in ms
+	calUnit  string  // calendar unit for date_histogram
+	ranges   []aggRange
+}
+
+type aggRange struct {
+	key      string
+	from, to *float64
+}
+
+var metricKinds = map[string]bool{"avg": true, "sum": true, "min": true, "max": true, "value_count": true, "cardinality": true}
+var bucketKinds = map[string]bool{"terms": true, "date_histogram": true, "histogram": true, "range": true}
+
+func parseAggs(v any, fields map[string]fieldInfo) ([]*aggDef, error) {
+	if v == nil {
+		return nil, nil
+	}
+	m, ok := v.(map[string]any)
+	if !ok {
+		return nil, parsingErr("[aggs] malformed: expected an object")
+	}
+	names := make([]string, 0, len(m))
+	for n := range m {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	var out []*aggDef
+	for _, name := range names {
+		body, ok := m[name].(map[string]any)
+		if !ok {
+			return nil, parsingErr("Expected [START_OBJECT] under [%s], but got a value", name)
+		}
+		a := &aggDef{name: name}
+		var subs any
+		for k, x := range body {
+			switch {
+			case k == "aggs" || k == "aggregations":
+				subs = x
+			case k == "meta":
+			case metricKinds[k] || bucketKinds[k]:
+				if a.kind != "" {
+					return nil, parsingErr("Found two aggregation type definitions in [%s]: [%s] and [%s]", name, a.kind, k)
+				}
+				a.kind = k
+				a.opts, _ = x.(map[string]any)
+				if a.opts == nil {
+					return nil, parsingErr("[%s] aggregation [%s] malformed", k, name)
+				}
+			default:
+				return nil, parsingErr("Unknown aggregation type [%s] in [%s] (eslite supports terms, date_histogram, histogram, range, avg, sum, min, max, value_count, cardinality)", k, name)
+			}
+		}
+		if a.kind == "" {
+			return nil, parsingErr("Missing definition for aggregation [%s]", name)
+		}
+		if err := a.configure(fields); err != nil {
+			return nil, err
+		}
+		if subs != nil {
+			if !bucketKinds[a.kind] {
+				return nil, badRequest("aggregation_initialization_exception", "Aggregator [%s] of type [%s] cannot accept sub-aggregations", name, a.kind)
+			}
+			var err error
+			if a.subs, err = parseAggs(subs, fields); err != nil {
+				return nil, err
+			}
+		}
+		out = append(out, a)
+	}
+	return out, nil
+}
+
+var fixedInterval = regexp.MustCompile(`^(\d+)(ms|s|m|h|d)$`)
+
+func (a *aggDef) configure(fields map[string]fieldInfo) error {
+	f, _ := a.opts["field"].(string)
+	if f == "" {
+		return parsingErr("Required one of fields [field, script], but none were specified in [%s] aggregation [%s]", a.kind, a.name)
+	}
+	a.field = f
+	fi, ok := fields[f]
+	if !ok {
+		// Unmapped fields aggregate nothing, as in Elasticsearch.
+		fi = fieldInfo{Type: "unmapped", Src: f}
+	}
+	a.fi = fi
+	if fi.Type == "text" {
+		return badRequest("illegal_argument_exception", "Text fields are not optimised for operations that require per-document field data like aggregations and sorting, so these operations are disabled by default. Please use a keyword field instead. Alternatively, set fielddata=true on [%s] in order to load field data by uninverting the inverted index.", f)
+	}
+	allowed := map[string]bool{"field": true, "missing": false, "format": true}
+	var err error
+	switch a.kind {
+	case "terms":
+		for _, k := range []string{"size", "order", "min_doc_count", "shard_size"} {
+			allowed[k] = true
+		}
+		if a.size, err = intParam(a.opts["size"], "size", 10); err != nil {
+			return err
+		}
+		if a.minDocCount, err = intParam(a.opts["min_doc_count"], "min_doc_count", 1); err != nil {
+			return err
+		}
+		a.orderKey, a.orderDesc = "_count", true
+		if o, ok := a.opts["order"].(map[string]any); ok {
+			for k, v := range o {
+				if k != "_count" && k != "_key" {
+					return parsingErr("[terms] aggregation [%s]: order by [%s] is not supported by eslite (_count, _key)", a.name, k)
+				}
+				a.orderKey, a.orderDesc = k, strings.EqualFold(scalarString(v), "desc")
+			}
+		} else if a.opts["order"] != nil {
+			return parsingErr("[terms] aggregation [%s]: [order] must be an object", a.name)
+		}
+	case "histogram":
+		for _, k := range []string{"interval", "min_doc_count"} {
+			allowed[k] = true
+		}
+		iv, ok := toFloat(a.opts["interval"])
+		if !ok || iv <= 0 {
+			return badRequest("illegal_argument_exception", "[interval] must be >0 for histogram aggregation [%s]", a.name)
+		}
+		a.interval = iv
+		if a.minDocCount, err = intParam(a.opts["min_doc_count"], "min_doc_count", 0); err != nil {
+			return err
+		}
+	case "date_histogram":
+		for _, k := range []string{"calendar_interval", "fixed_interval", "min_doc_count", "time_zone"} {
+			allowed[k] = true
+		}
+		if tz, ok := a.opts["time_zone"]; ok && tz != "UTC" && tz != "Z" && tz != "+00:00" {
+			return parsingErr("[date_histogram] aggregation [%s]: time_zone [%v] is not supported by eslite (UTC only)", a.name, tz)
+		}
+		if a.minDocCount, err = intParam(a.opts["min_doc_count"], "min_doc_count", 0); err != nil {
+			return err
+		}
+		ci, hasCal := a.opts["calendar_interval"].(string)
+		fx, hasFix := a.opts["fixed_interval"].(string)
+		switch {
+		case hasCal && hasFix:
+			return badRequest("illegal_argument_exception", "Cannot use [fixed_interval] with [calendar_interval] configuration option in [%s]", a.name)
+		case hasCal:
+			units := map[string]string{"minute": "m", "1m": "m", "hour": "h", "1h": "h", "day": "d", "1d": "d", "week": "w", "1w": "w", "month": "M", "1M": "M", "quarter": "q", "1q": "q", "year": "y", "1y": "y"}
+			u, ok := units[ci]
+			if !ok {
+				return badRequest("illegal_argument_exception", "The supplied interval [%s] could not be parsed as a calendar interval in [%s]", ci, a.name)
+			}
+			a.calUnit = u
+		case hasFix:
+			m := fixedInterval.FindStringSubmatch(fx)
+			if m == nil {
+				return badRequest("illegal_argument_exception", "failed to parse setting [date_histogram.fixedInterval] with value [%s] as a time value: unit is missing or unrecognized", fx)
+			}
+			n, _ := strconv.Atoi(m[1])
+			mult := map[string]float64{"ms": 1, "s": 1e3, "m": 6e4, "h": 3.6e6, "d": 8.64e7}[m[2]]
+			a.interval = float64(n) * mult
+			if a.interval <= 0 {
+				return badRequest("illegal_argument_exception", "[fixed_interval] must be positive in [%s]", a.name)
+			}
+		default:
+			if _, ok := a.opts["interval"]; ok {
+				return parsingErr("[date_histogram] aggregation [%s]: [interval] is not supported; use [calendar_interval] or [fixed_interval]", a.name)
+			}
+			return badRequest("illegal_argument_exception", "Invalid interval specified, must be non-null and non-empty in [%s]", a.name)
+		}
+		if fi.Type != "date" && fi.Type != "unmapped" {
+			return badRequest("illegal_argument_exception", "Field [%s] of type [%s] is not supported for aggregation [date_histogram]", f, fi.Type)
+		}
+	case "range":
+		allowed["ranges"] = true
+		allowed["keyed"] = false
+		rs, ok := a.opts["ranges"].([]any)
+		if !ok || len(rs) == 0 {
+			return badRequest("illegal_argument_exception", "No [ranges] specified for the [%s] aggregation", a.name)
+		}
+		for _, r := range rs {
+			rm, _ := r.(map[string]any)
+			var ar aggRange
+			for k, v := range rm {
+				n, ok := toFloat(v)
+				switch k {
+				case "from":
+					if !ok {
+						return parsingErr("[range] aggregation [%s]: [from] must be a number", a.name)
+					}
+					ar.from = &n
+				case "to":
+					if !ok {
+						return parsingErr("[range] aggregation [%s]: [to] must be a number", a.name)
+					}
+					ar.to = &n
+				case "key":
+					ar.key = scalarString(v)
+				default:
+					return parsingErr("[range] aggregation [%s]: unknown range key [%s]", a.name, k)
+				}
+			}
+			if ar.key == "" {
+				ar.key = rangeBound(ar.from) + "-" + rangeBound(ar.to)
+			}
+			a.ranges = append(a.ranges, ar)
+		}
+	}
+	for k := range a.opts {
+		if !allowed[k] {
+			return parsingErr("[%s] aggregation [%s] does not support [%s] in eslite", a.kind, a.name, k)
+		}
+	}
+	if (a.kind == "histogram" || a.kind == "range" || a.kind == "avg" || a.kind == "sum") && fi.Type != "long" && fi.Type != "double" && fi.Type != "date" && fi.Type != "unmapped" {
+		return badRequest("illegal_argument_exception", "Field [%s] of type [%s] is not supported for aggregation [%s]", f, fi.Type, a.kind)
+	}
+	return nil
+}
+
+func rangeBound(f *float64) string {
+	if f == nil {
+		return "*"
+	}
+	return esDouble(*f)
+}
+
+// esDouble formats a double as Java does for whole numbers ("100.0").
+func esDouble(f float64) string {
+	s := strconv.FormatFloat(f, 'f', -1, 64)
+	if !strings.ContainsAny(s, ".eE") {
+		s += ".0"
+	}
+	return s
+}
+
+func runAggs(defs []*aggDef, docs []map[string]any) (map[string]any, error) {
+	out := map[string]any{}
+	for _, a := range defs {
+		r, err := a.run(docs)
+		if err != nil {
+			return nil, err
+		}
+		out[a.name] = r
+	}
+	return out, nil
+}
+
+func (a *aggDef) values(doc map[string]any) []any {
+	if a.fi.Type == "unmapped" {
+		return nil
+	}
+	return fieldValues(a.fi, doc)
+}
+
+func (a *aggDef) bucket(key any, docs []map[string]any, extra map[string]any) (map[string]any, error) {
+	b := map[string]any{"key": key, "doc_count": len(docs)}
+	for k, v := range extra {
+		b[k] = v
+	}
+	if len(a.subs) > 0 {
+		sub, err := runAggs(a.subs, docs)
+		if err != nil {
+			return nil, err
+		}
+		for k, v := range sub {
+			b[k] = v
+		}
+	}
+	return b, nil
+}
+
+func millisString(ms float64) string {
+	return time.UnixMilli(int64(ms)).UTC().Format("2006-01-02T15:04:05.000Z")
+}
+
+func (a *aggDef) run(docs []map[string]any) (map[string]any, error) {
+	switch a.kind {
+	case "avg", "sum", "min", "max", "value_count", "cardinality":
+		return a.metric(docs), nil
+	case "terms":
+		return a.terms(docs)
+	case "histogram", "date_histogram":
+		return a.histogram(docs)
+	case "range":
+		var buckets []any
+		for _, r := range a.ranges {
+			var in []map[string]any
+			for _, d := range docs {
+				for _, v := range a.values(d) {
+					f, _ := v.(float64)
+					if (r.from == nil || f >= *r.from) && (r.to == nil || f < *r.to) {
+						in = append(in, d)
+						break
+					}
+				}
+			}
+			extra := map[string]any{}
+			if r.from != nil {
+				extra["from"] = jsonNumber(*r.from)
+			}
+			if r.to != nil {
+				extra["to"] = jsonNumber(*r.to)
+			}
+			b, err := a.bucket(r.key, in, extra)
+			if err != nil {
+				return nil, err
+			}
+			buckets = append(buckets, b)
+		}
+		return map[string]any{"buckets": buckets}, nil
+	}
+	return nil, fmt.Errorf("eslite: aggregation kind %s", a.kind)
+}
+
+func (a *aggDef) metric(docs []map[string]any) map[string]any {
+	var nums []float64
+	distinct := map[string]bool{}
+	count := 0
+	for _, d := range docs {
+		for _, v := range a.values(d) {
+			count++
+			distinct[fmt.Sprint(v)] = true
+			switch x := v.(type) {
+			case float64:
+				nums = append(nums, x)
+			case bool:
+				if x {
+					nums = append(nums, 1)
+				} else {
+					nums = append(nums, 0)
+				}
+			}
+		}
+	}
+	switch a.kind {
+	case "value_count":
+		return map[string]any{"value": count}
+	case "cardinality":
+		return map[string]any{"value": len(distinct)}
+	case "sum":
+		s := 0.0
+		for _, n := range nums {
+			s += n
+		}
+		return map[string]any{"value": s}
+	}
+	if len(nums) == 0 {
+		return map[string]any{"value": nil}
+	}
+	var v float64
+	switch a.kind {
+	case "avg":
+		for _, n := range nums {
+			v += n
+		}
+		v /= float64(len(nums))
+	case "min":
+		v = nums[0]
+		for _, n := range nums {
+			v = math.Min(v, n)
+		}
+	case "max":
+		v = nums[0]
+		for _, n := range nums {
+			v = math.Max(v, n)
+		}
+	}
+	out := map[string]any{"value": v}
+	if a.fi.Type == "date" && (a.kind == "min" || a.kind == "max" || a.kind == "avg") {
+		out["value_as_string"] = millisString(v)
+	}
+	return out
+}
+
+func (a *aggDef) terms(docs []map[string]any) (map[string]any, error) {
+	type group struct {
+		key  any
+		docs []map[string]any
+	}
+	groups := map[string]*group{}
+	for _, d := range docs {
+		seen := map[string]bool{}
+		for _, v := range a.values(d) {
+			k := fmt.Sprint(v)
+			if seen[k] {
+				continue
+			}
+			seen[k] = true
+			g, ok := groups[k]
+			if !ok {
+				g = &group{key: v}
+				groups[k] = g
+			}
+			g.docs = append(g.docs, d)
+		}
+	}
+	list := make([]*group, 0, len(groups))
+	for _, g := range groups {
+		if len(g.docs) >= a.minDocCount {
+			list = append(list, g)
+		}
+	}
+	sort.Slice(list, func(i, j int) bool {
+		ci, cj := len(list[i].docs), len(list[j].docs)
+		kc := compareValues(list[i].key, list[j].key)
+		if a.orderKey == "_count" && ci != cj {
+			if a.orderDesc {
+				return ci > cj
+			}
+			return ci < cj
+		}
+		if a.orderKey == "_key" && a.orderDesc {
+			return kc > 0
+		}
+		return kc < 0
+	})
+	other := 0
+	if len(list) > a.size {
+		for _, g := range list[a.size:] {
+			other += len(g.docs)
+		}
+		list = list[:a.size]
+	}
+	buckets := []any{}
+	for _, g := range list {
+		var key any = g.key
+		extra := map[string]any{}
+		switch k := g.key.(type) {
+		case float64:
+			key = jsonNumber(k)
+			if a.fi.Type == "date" {
+				extra["key_as_string"] = millisString(k)
+			}
+		case bool:
+			if k {
+				key = 1
+			} else {
+				key = 0
+			}
+			extra["key_as_string"] = strconv.FormatBool(k)
+		}
+		b, err := a.bucket(key, g.docs, extra)
+		if err != nil {
+			return nil, err
+		}
+		buckets = append(buckets, b)
+	}
+	return map[string]any{"doc_count_error_upper_bound": 0, "sum_other_doc_count": other, "buckets": buckets}, nil
+}
+
+func (a *aggDef) histogram(docs []map[string]any) (map[string]any, error) {
+	keyOf := func(v float64) float64 {
+		if a.calUnit != "" {
+			return float64(floorUnit(time.UnixMilli(int64(v)), a.calUnit).UnixMilli())
+		}
+		return math.Floor(v/a.interval) * a.interval
+	}
+	next := func(k float64) float64 {
+		if a.calUnit != "" {
+			t := time.UnixMilli(int64(k)).UTC()
+			if a.calUnit == "q" {
+				return float64(t.AddDate(0, 3, 0).UnixMilli())
+			}
+			return float64(addUnit(t, a.calUnit, 1).UnixMilli())
+		}
+		return k + a.interval
+	}
+	groups := map[float64][]map[string]any{}
+	for _, d := range docs {
+		seen := map[float64]bool{}
+		for _, v := range a.values(d) {
+			f, ok := v.(float64)
+			if !ok {
+				continue
+			}
+			k := keyOf(f)
+			if !seen[k] {
+				seen[k] = true
+				groups[k] = append(groups[k], d)
+			}
+		}
+	}
+	keys := make([]float64, 0, len(groups))
+	for k := range groups {
+		keys = append(keys, k)
+	}
+	sort.Float64s(keys)
+	if a.minDocCount == 0 && len(keys) > 1 {
+		var filled []float64
+		for k := keys[0]; k <= keys[len(keys)-1] && len(filled) < 100000; k = next(k) {
+			filled = append(filled, k)
+		}
+		keys = filled
+	}
+	buckets := []any{}
+	for _, k := range keys {
+		if len(groups[k]) < a.minDocCount {
+			continue
+		}
+		extra := map[string]any{}
+		var key any = k
+		if a.kind == "date_histogram" {
+			key = int64(k)
+			extra["key_as_string"] = millisString(k)
+		}
+		b, err := a.bucket(key, groups[k], extra)
+		if err != nil {
+			return nil, err
+		}
+		buckets = append(buckets, b)
+	}
+	return map[string]any{"buckets": buckets}, nil
+}

@@ -1,0 +1,1212 @@
+package eslite
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/blevesearch/bleve/v2"
+	"github.com/blevesearch/bleve/v2/search/query"
+)
+
+// ---- dates ----
+
+var dateLayouts = []string{
+	time.RFC3339Nano,
+	"2006-01-02T15:04:05.999999999Z0700",
+	"2006-01-02T15:04:05.999999999",
+	"2006-01-02T15:04:05",
+	"2006-01-02T15:04",
+	"2006-01-02T15",
+	"2006-01-02",
+	"2006-01",
+	"2006",
+}
+
+func parseDateString(s string) (time.Time, error) {
+	s = strings.TrimSpace(s)
+	for _, l := range dateLayouts {
+		if t, err := time.Parse(l, s); err == nil {
+			return t.UTC(), nil
+		}
+	}
+	if ms, err := strconv.ParseInt(s, 10, 64); err == nil {
+		return time.UnixMilli(ms).UTC(), nil
+	}
+	return time.Time{}, fmt.Errorf("failed to parse date field [%s] with format [strict_date_optional_time||epoch_millis]", s)
+}
+
+func parseDateValue(v any) (time.Time, error) {
+	switch t := v.(type) {
+	case string:
+		return parseDateString(t)
+	case json.Number:
+		if ms, err := t.Int64(); err == nil {
+			return time.UnixMilli(ms).UTC(), nil
+		}
+		f, err := t.Float64()
+		if err != nil {
+			return time.Time{}, err
+		}
+		return time.UnixMilli(int64(f)).UTC(), nil
+	case float64:
+		return time.UnixMilli(int64(t)).UTC(), nil
+	}
+	return time.Time{}, fmt.Errorf("failed to parse date value [%v]", v)
+}
+
+var mathStep = regexp.MustCompile(`^([+-])(\d+)([yMwdhHms])|^/([yMwdhHms])`)
+
+// parseDateMath understands `now`, `<date>||`, followed by +N<unit>, -N<unit> and /<unit>.
+// roundUp selects the end of the rounded unit (for lte and gt), as Elasticsearch does.
+func parseDateMath(v any, now time.Time, roundUp bool) (time.Time, error) {
+	s, ok := v.(string)
+	if !ok {
+		return parseDateValue(v)
+	}
+	var base time.Time
+	var rest string
+	switch {
+	case strings.HasPrefix(s, "now"):
+		base, rest = now.UTC(), s[3:]
+	case strings.Contains(s, "||"):
+		i := strings.Index(s, "||")
+		t, err := parseDateString(s[:i])
+		if err != nil {
+			return time.Time{}, err
+		}
+		base, rest = t, s[i+2:]
+	default:
+		return parseDateString(s)
+	}
+	t := base
+	for rest != "" {
+		m := mathStep.FindStringSubmatch(rest)
+		if m == nil {
+			return time.Time{}, fmt.Errorf("failed to parse date math [%s] at [%s]", s, rest)
+		}
+		rest = rest[len(m[0]):]
+		if m[4] != "" {
+			t = roundDate(t, m[4], roundUp)
+			continue
+		}
+		n, _ := strconv.Atoi(m[2])
+		if m[1] == "-" {
+			n = -n
+		}
+		t = addUnit(t, m[3], n)
+	}
+	return t, nil
+}
+
+func addUnit(t time.Time, unit string, n int) time.Time {
+	switch unit {
+	case "y":
+		return t.AddDate(n, 0, 0)
+	case "M":
+		return t.AddDate(0, n, 0)
+	case "w":
+		return t.AddDate(0, 0, 7*n)
+	case "d":
+		return t.AddDate(0, 0, n)
+	case "h", "H":
+		return t.Add(time.Duration(n) * time.Hour)
+	case "m":
+		return t.Add(time.Duration(n) * time.Minute)
+	case "s":
+		return t.Add(time.Duration(n) * time.Second)
+	}
+	return t
+}
+
+func floorUnit(t time.Time, unit string) time.Time {
+	t = t.UTC()
+	switch unit {
+	case "y":
+		return time.Date(t.Year(), 1, 1, 0, 0, 0, 0, time.UTC)
+	case "q":
+		return time.Date(t.Year(), time.Month((int(t.Month())-1)/3*3+1), 1, 0, 0, 0, 0, time.UTC)
+	case "M":
+		return time.Date(t.Year(), t.Month(), 1, 0, 0, 0, 0, time.UTC)
+	case "w":
+		d := time.Date(t.Year(), t.Month(), t.Day(), 0, 0, 0, 0, time.UTC)
+		wd := (int(d.Weekday()) + 6) % 7 // Monday first
+		return d.AddDate(0, 0, -wd)
+	case "d":
+		return time.Date(t.Year(), t.Month(), t.Day(), 0, 0, 0, 0, time.UTC)
+	case "h", "H":
+		return t.Truncate(time.Hour)
+	case "m":
+		return t.Truncate(time.Minute)
+	case "s":
+		return t.Truncate(time.Second)
+	}
+	return t
+}
+
+func roundDate(t time.Time, unit string, up bool) time.Time {
+	f := floorUnit(t, unit)
+	if !up {
+		return f
+	}
+	return addUnit(f, unit, 1).Add(-time.Millisecond)
+}
+
+// ---- query DSL ----
+
+// qctx carries what a query is translated against.
+type qctx struct {
+	fields map[string]fieldInfo
+	now    time.Time
+	// hl collects, per field, the terms a hit may be highlighted on.
+	hl map[string]map[string]bool
+}
+
+func (c *qctx) addHL(field string, terms ...string) {
+	if c.hl == nil {
+		c.hl = map[string]map[string]bool{}
+	}
+	if c.hl[field] == nil {
+		c.hl[field] = map[string]bool{}
+	}
+	for _, t := range terms {
+		c.hl[field][t] = true
+	}
+}
+
+func singleField(v any, what string) (string, any, error) {
+	m, ok := v.(map[string]any)
+	if !ok || len(m) != 1 {
+		return "", nil, parsingErr("[%s] query malformed, must have exactly one field", what)
+	}
+	for k, x := range m {
+		return k, x, nil
+	}
+	return "", nil, nil
+}
+
+func (c *qctx) translate(v any) (query.Query, error) {
+	if v == nil {
+		return bleve.NewMatchAllQuery(), nil
+	}
+	m, ok := v.(map[string]any)
+	if !ok {
+		return nil, parsingErr("[query] malformed, expected an object but found [%v]", v)
+	}
+	if len(m) != 1 {
+		keys := make([]string, 0, len(m))
+		for k := range m {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		if len(m) == 0 {
+			return bleve.NewMatchAllQuery(), nil
+		}
+		return nil, parsingErr("[query] malformed, one query type expected but found [%s]", strings.Join(keys, ", "))
+	}
+	for kind, body := range m {
+		switch kind {
+		case "match_all":
+			return bleve.NewMatchAllQuery(), nil
+		case "match_none":
+			return bleve.NewMatchNoneQuery(), nil
+		case "match":
+			return c.matchQ(body, false)
+		case "match_phrase":
+			return c.matchQ(body, true)
+		case "multi_match":
+			return c.multiMatch(body)
+		case "term":
+			return c.termQ(body)
+		case "terms":
+			return c.termsQ(body)
+		case "range":
+			return c.rangeQ(body)
+		case "exists":
+			o, _ := body.(map[string]any)
+			f, _ := o["field"].(string)
+			if f == "" {
+				return nil, parsingErr("[exists] query requires a [field]")
+			}
+			tq := bleve.NewTermQuery(f)
+			tq.SetField(fFieldNames)
+			return tq, nil
+		case "prefix", "wildcard":
+			return c.patternQ(kind, body)
+		case "ids":
+			o, _ := body.(map[string]any)
+			vals, ok := o["values"].([]any)
+			if !ok {
+				return nil, parsingErr("[ids] query requires a [values] array")
+			}
+			ids := make([]string, len(vals))
+			for i, x := range vals {
+				ids[i] = scalarString(x)
+			}
+			return bleve.NewDocIDQuery(ids), nil
+		case "bool":
+			return c.boolQ(body)
+		case "query_string":
+			return c.queryString(body)
+		default:
+			return nil, parsingErr("unknown query [%s] (eslite supports match, match_phrase, multi_match, term, terms, range, exists, prefix, wildcard, ids, bool, query_string, match_all, match_none)", kind)
+		}
+	}
+	return nil, nil
+}
+
+// fieldAndValue reads {"field": value} or {"field": {"<key>": value, ...}}.
+func fieldAndValue(kind string, body any, key string) (string, any, map[string]any, error) {
+	f, x, err := singleField(body, kind)
+	if err != nil {
+		return "", nil, nil, err
+	}
+	if o, ok := x.(map[string]any); ok {
+		v, ok := o[key]
+		if !ok {
+			return "", nil, nil, parsingErr("[%s] query on field [%s] requires [%s]", kind, f, key)
+		}
+		return f, v, o, nil
+	}
+	return f, x, map[string]any{}, nil
+}
+
+func (c *qctx) matchQ(body any, phrase bool) (query.Query, error) {
+	kind := "match"
+	if phrase {
+		kind = "match_phrase"
+	}
+	f, v, opts, err := fieldAndValue(kind, body, "query")
+	if err != nil {
+		return nil, err
+	}
+	for k := range opts {
+		switch k {
+		case "query", "operator", "minimum_should_match", "boost", "analyzer", "lenient", "zero_terms_query":
+		case "slop":
+			if n, _ := toFloat(opts[k]); n != 0 {
+				return nil, parsingErr("[%s] option [slop] is not supported by eslite (only 0)", kind)
+			}
+		default:
+			return nil, parsingErr("[%s] query does not support [%s]", kind, k)
+		}
+	}
+	op := strings.ToLower(fmt.Sprint(orDefault(opts["operator"], "or")))
+	if op != "or" && op != "and" {
+		return nil, parsingErr("[%s] query: unknown operator [%v], expected and or or", kind, opts["operator"])
+	}
+	q, err := c.matchField(f, scalarString(v), op, opts["minimum_should_match"], phrase)
+	if err != nil {
+		return nil, err
+	}
+	return boosted(q, opts["boost"]), nil
+}
+
+func orDefault(v any, d any) any {
+	if v == nil {
+		return d
+	}
+	return v
+}
+
+func boosted(q query.Query, b any) query.Query {
+	if b == nil {
+		return q
+	}
+	f, ok := toFloat(b)
+	if !ok {
+		return q
+	}
+	if bq, ok := q.(query.BoostableQuery); ok {
+		bq.SetBoost(f)
+	}
+	return q
+}
+
+// matchField builds a match (or phrase) query on one field according to its type.
+func (c *qctx) matchField(f, text, op string, msm any, phrase bool) (query.Query, error) {
+	fi, ok := c.fields[f]
+	if !ok {
+		return bleve.NewMatchNoneQuery(), nil
+	}
+	if fi.Type != "text" {
+		return c.exactValue(f, fi, text)
+	}
+	terms := analyze(text)
+	if len(terms) == 0 {
+		return bleve.NewMatchNoneQuery(), nil
+	}
+	c.addHL(f, terms...)
+	if phrase && len(terms) > 1 {
+		return bleve.NewPhraseQuery(terms, f), nil
+	}
+	qs := make([]query.Query, len(terms))
+	for i, t := range terms {
+		tq := bleve.NewTermQuery(t)
+		tq.SetField(f)
+		qs[i] = tq
+	}
+	if len(qs) == 1 {
+		return qs[0], nil
+	}
+	if op == "and" {
+		return bleve.NewConjunctionQuery(qs...), nil
+	}
+	dq := bleve.NewDisjunctionQuery(qs...)
+	if msm != nil {
+		n, err := minimumShouldMatch(msm, len(qs))
+		if err != nil {
+			return nil, err
+		}
+		dq.SetMin(float64(n))
+	}
+	return dq, nil
+}
+
+func minimumShouldMatch(v any, clauses int) (int, error) {
+	s := strings.TrimSpace(scalarString(v))
+	if strings.HasSuffix(s, "%") {
+		p, err := strconv.Atoi(strings.TrimSuffix(s, "%"))
+		if err != nil {
+			return 0, parsingErr("[minimum_should_match] malformed: [%s]", s)
+		}
+		n := int(math.Floor(float64(clauses) * float64(p) / 100))
+		if p < 0 {
+			n = clauses + int(math.Ceil(float64(clauses)*float64(p)/100))
+		}
+		return n, nil
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		return 0, parsingErr("[minimum_should_match] malformed: [%s] (eslite supports a count or a percentage)", s)
+	}
+	if n < 0 {
+		n = clauses + n
+	}
+	return n, nil
+}
+
+// exactValue is a term-level match of one value against a non-text field.
+func (c *qctx) exactValue(f string, fi fieldInfo, v any) (query.Query, error) {
+	incl := true
+	switch fi.Type {
+	case "text", "keyword":
+		s := scalarString(v)
+		if fi.Type == "text" {
+			c.addHL(f, s)
+		}
+		tq := bleve.NewTermQuery(s)
+		tq.SetField(f)
+		return tq, nil
+	case "long", "double":
+		n, ok := toFloat(v)
+		if !ok {
+			return nil, badRequest("query_shard_exception", "failed to create query: For input string: \"%v\" (field [%s] is of type [%s])", v, f, fi.Type)
+		}
+		q := bleve.NewNumericRangeInclusiveQuery(&n, &n, &incl, &incl)
+		q.SetField(f)
+		return q, nil
+	case "date":
+		t, err := parseDateMath(v, c.now, false)
+		if err != nil {
+			return nil, badRequest("query_shard_exception", "failed to create query: %v (field [%s])", err, f)
+		}
+		q := bleve.NewDateRangeInclusiveQuery(t, t, &incl, &incl)
+		q.SetField(f)
+		return q, nil
+	case "boolean":
+		b, ok := toBool(v)
+		if !ok {
+			return nil, badRequest("query_shard_exception", "failed to create query: Can't parse boolean value [%v] for field [%s], expected [true] or [false]", v, f)
+		}
+		q := bleve.NewBoolFieldQuery(b)
+		q.SetField(f)
+		return q, nil
+	}
+	return bleve.NewMatchNoneQuery(), nil
+}
+
+func (c *qctx) termQ(body any) (query.Query, error) {
+	f, v, opts, err := fieldAndValue("term", body, "value")
+	if err != nil {
+		return nil, err
+	}
+	for k := range opts {
+		if k != "value" && k != "boost" {
+			return nil, parsingErr("[term] query does not support [%s]", k)
+		}
+	}
+	fi, ok := c.fields[f]
+	if !ok {
+		return bleve.NewMatchNoneQuery(), nil
+	}
+	q, err := c.exactValue(f, fi, v)
+	if err != nil {
+		return nil, err
+	}
+	return boosted(q, opts["boost"]), nil
+}
+
+func (c *qctx) termsQ(body any) (query.Query, error) {
+	o, ok := body.(map[string]any)
+	if !ok {
+		return nil, parsingErr("[terms] query malformed")
+	}
+	var f string
+	var vals []any
+	for k, v := range o {
+		if k == "boost" {
+			continue
+		}
+		arr, ok := v.([]any)
+		if !ok || f != "" {
+			return nil, parsingErr("[terms] query requires one field with an array of values")
+		}
+		f, vals = k, arr
+	}
+	if f == "" {
+		return nil, parsingErr("[terms] query requires one field with an array of values")
+	}
+	fi, ok := c.fields[f]
+	if !ok || len(vals) == 0 {
+		return bleve.NewMatchNoneQuery(), nil
+	}
+	qs := make([]query.Query, 0, len(vals))
+	for _, v := range vals {
+		q, err := c.exactValue(f, fi, v)
+		if err != nil {
+			return nil, err
+		}
+		qs = append(qs, q)
+	}
+	return bleve.NewDisjunctionQuery(qs...), nil
+}
+
+func (c *qctx) rangeQ(body any) (query.Query, error) {
+	f, x, err := singleField(body, "range")
+	if err != nil {
+		return nil, err
+	}
+	o, ok := x.(map[string]any)
+	if !ok {
+		return nil, parsingErr("[range] query malformed, no start_object after field name [%s]", f)
+	}
+	var lo, hi any
+	var loIncl, hiIncl bool
+	for k, v := range o {
+		switch k {
+		case "gt":
+			lo, loIncl = v, false
+		case "gte", "from":
+			lo, loIncl = v, true
+		case "lt":
+			hi, hiIncl = v, false
+		case "lte", "to":
+			hi, hiIncl = v, true
+		case "boost", "format":
+		case "time_zone":
+			if s := fmt.Sprint(v); s != "UTC" && s != "Z" && s != "+00:00" {
+				return nil, parsingErr("[range] option [time_zone] %q is not supported by eslite (UTC only)", s)
+			}
+		default:
+			return nil, parsingErr("[range] query does not support [%s]", k)
+		}
+	}
+	fi, ok := c.fields[f]
+	if !ok {
+		return bleve.NewMatchNoneQuery(), nil
+	}
+	switch fi.Type {
+	case "long", "double":
+		var mn, mx *float64
+		if lo != nil {
+			n, ok := toFloat(lo)
+			if !ok {
+				return nil, badRequest("query_shard_exception", "failed to create query: [range] bound [%v] on field [%s] is not a number", lo, f)
+			}
+			mn = &n
+		}
+		if hi != nil {
+			n, ok := toFloat(hi)
+			if !ok {
+				return nil, badRequest("query_shard_exception", "failed to create query: [range] bound [%v] on field [%s] is not a number", hi, f)
+			}
+			mx = &n
+		}
+		q := bleve.NewNumericRangeInclusiveQuery(mn, mx, &loIncl, &hiIncl)
+		q.SetField(f)
+		return q, nil
+	case "date":
+		var start, end time.Time
+		if lo != nil {
+			// gt rounds up, gte rounds down
+			t, err := parseDateMath(lo, c.now, !loIncl)
+			if err != nil {
+				return nil, badRequest("parse_exception", "[range] on field [%s]: %v", f, err)
+			}
+			start = t
+		}
+		if hi != nil {
+			// lte rounds up, lt rounds down
+			t, err := parseDateMath(hi, c.now, hiIncl)
+			if err != nil {
+				return nil, badRequest("parse_exception", "[range] on field [%s]: %v", f, err)
+			}
+			end = t
+		}
+		if lo == nil && hi == nil {
+			tq := bleve.NewTermQuery(f)
+			tq.SetField(fFieldNames)
+			return tq, nil
+		}
+		q := bleve.NewDateRangeInclusiveQuery(start, end, &loIncl, &hiIncl)
+		q.SetField(f)
+		return q, nil
+	case "keyword", "text":
+		var mn, mx string
+		if lo != nil {
+			mn = scalarString(lo)
+		}
+		if hi != nil {
+			mx = scalarString(hi)
+		}
+		q := bleve.NewTermRangeInclusiveQuery(mn, mx, &loIncl, &hiIncl)
+		q.SetField(f)
+		return q, nil
+	}
+	return nil, badRequest("query_shard_exception", "[range] is not supported on field [%s] of type [%s]", f, fi.Type)
+}
+
+func (c *qctx) patternQ(kind string, body any) (query.Query, error) {
+	f, v, opts, err := fieldAndValue(kind, body, "value")
+	if err != nil {
+		return nil, err
+	}
+	for k := range opts {
+		switch k {
+		case "value", "boost", "rewrite":
+		case "case_insensitive":
+			if b, _ := toBool(opts[k]); b {
+				return nil, parsingErr("[%s] option [case_insensitive] is not supported by eslite", kind)
+			}
+		default:
+			return nil, parsingErr("[%s] query does not support [%s]", kind, k)
+		}
+	}
+	fi, ok := c.fields[f]
+	if !ok {
+		return bleve.NewMatchNoneQuery(), nil
+	}
+	if fi.Type != "text" && fi.Type != "keyword" {
+		return nil, badRequest("query_shard_exception", "Can only use %s queries on keyword and text fields - not on [%s] which is of type [%s]", kind, f, fi.Type)
+	}
+	s := scalarString(v)
+	if kind == "prefix" {
+		q := bleve.NewPrefixQuery(s)
+		q.SetField(f)
+		return boosted(q, opts["boost"]), nil
+	}
+	q := bleve.NewWildcardQuery(s)
+	q.SetField(f)
+	return boosted(q, opts["boost"]), nil
+}
+
+func clauses(v any) []any {
+	switch t := v.(type) {
+	case nil:
+		return nil
+	case []any:
+		return t
+	}
+	return []any{v}
+}
+
+func (c *qctx) boolQ(body any) (query.Query, error) {
+	o, ok := body.(map[string]any)
+	if !ok {
+		return nil, parsingErr("[bool] query malformed")
+	}
+	tr := func(name string) ([]query.Query, error) {
+		var out []query.Query
+		for _, x := range clauses(o[name]) {
+			q, err := c.translate(x)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, q)
+		}
+		return out, nil
+	}
+	for k := range o {
+		switch k {
+		case "must", "should", "filter", "must_not", "minimum_should_match", "boost", "adjust_pure_negative":
+		default:
+			return nil, parsingErr("[bool] query does not support [%s]", k)
+		}
+	}
+	must, err := tr("must")
+	if err != nil {
+		return nil, err
+	}
+	should, err := tr("should")
+	if err != nil {
+		return nil, err
+	}
+	filter, err := tr("filter")
+	if err != nil {
+		return nil, err
+	}
+	mustNot, err := tr("must_not")
+	if err != nil {
+		return nil, err
+	}
+	minShould := 0
+	if len(must) == 0 && len(filter) == 0 && len(should) > 0 {
+		minShould = 1
+	}
+	if v, ok := o["minimum_should_match"]; ok {
+		n, err := minimumShouldMatch(v, len(should))
+		if err != nil {
+			return nil, err
+		}
+		minShould = n
+	}
+	if len(should) > 0 && minShould > len(should) {
+		return bleve.NewMatchNoneQuery(), nil
+	}
+	bq := bleve.NewBooleanQuery()
+	if len(must) > 0 {
+		bq.AddMust(must...)
+	}
+	if len(should) > 0 {
+		if minShould > 0 {
+			// A required should clause set becomes a must on a disjunction with a minimum.
+			dq := bleve.NewDisjunctionQuery(should...)
+			dq.SetMin(float64(minShould))
+			bq.AddMust(dq)
+		} else {
+			bq.AddShould(should...)
+		}
+	}
+	if len(mustNot) > 0 {
+		bq.AddMustNot(mustNot...)
+	}
+	if len(filter) > 0 {
+		if len(filter) == 1 {
+			bq.AddFilter(filter[0])
+		} else {
+			bq.AddFilter(bleve.NewConjunctionQuery(filter...))
+		}
+	}
+	if len(must) == 0 && minShould == 0 {
+		// Only optional clauses, filters or exclusions: every document is a candidate.
+		bq.AddMust(bleve.NewMatchAllQuery())
+	}
+	return boosted(bq, o["boost"]), nil
+}
+
+// expandFields resolves field patterns (with ^boost) to mapped fields; an empty list means
+// every text and keyword field.
+func (c *qctx) expandFields(patterns []string) []fieldBoost {
+	if len(patterns) == 0 {
+		patterns = []string{"*"}
+	}
+	var out []fieldBoost
+	seen := map[string]bool{}
+	for _, p := range patterns {
+		boost := 1.0
+		if i := strings.LastIndex(p, "^"); i > 0 {
+			if b, err := strconv.ParseFloat(p[i+1:], 64); err == nil {
+				boost = b
+			}
+			p = p[:i]
+		}
+		var names []string
+		if strings.ContainsAny(p, "*?") {
+			for n, fi := range c.fields {
+				if (fi.Type == "text" || fi.Type == "keyword") && globMatch(p, n) {
+					names = append(names, n)
+				}
+			}
+			sort.Strings(names)
+		} else {
+			names = []string{p}
+		}
+		for _, n := range names {
+			if !seen[n] {
+				seen[n] = true
+				out = append(out, fieldBoost{n, boost})
+			}
+		}
+	}
+	return out
+}
+
+type fieldBoost struct {
+	name  string
+	boost float64
+}
+
+func (c *qctx) multiMatch(body any) (query.Query, error) {
+	o, ok := body.(map[string]any)
+	if !ok {
+		return nil, parsingErr("[multi_match] query malformed")
+	}
+	text, ok := o["query"]
+	if !ok {
+		return nil, parsingErr("[multi_match] requires [query]")
+	}
+	var pats []string
+	for k, v := range o {
+		switch k {
+		case "query", "operator", "minimum_should_match", "boost", "lenient", "tie_breaker":
+		case "fields":
+			for _, x := range clauses(v) {
+				pats = append(pats, scalarString(x))
+			}
+		case "type":
+			switch v {
+			case "best_fields", "most_fields", "phrase":
+			default:
+				return nil, parsingErr("[multi_match] type [%v] is not supported by eslite (best_fields, most_fields, phrase)", v)
+			}
+		default:
+			return nil, parsingErr("[multi_match] query does not support [%s]", k)
+		}
+	}
+	op := strings.ToLower(fmt.Sprint(orDefault(o["operator"], "or")))
+	phrase := o["type"] == "phrase"
+	var qs []query.Query
+	for _, fb := range c.expandFields(pats) {
+		fi, ok := c.fields[fb.name]
+		if !ok {
+			continue
+		}
+		if fi.Type != "text" && fi.Type != "keyword" && len(pats) == 0 {
+			continue
+		}
+		q, err := c.matchField(fb.name, scalarString(text), op, o["minimum_should_match"], phrase)
+		if err != nil {
+			return nil, err
+		}
+		if fb.boost != 1 {
+			q = boosted(q, fb.boost)
+		}
+		qs = append(qs, q)
+	}
+	if len(qs) == 0 {
+		return bleve.NewMatchNoneQuery(), nil
+	}
+	return boosted(bleve.NewDisjunctionQuery(qs...), o["boost"]), nil
+}
+
+// ---- query_string ----
+
+func (c *qctx) queryString(body any) (query.Query, error) {
+	o, ok := body.(map[string]any)
+	if !ok {
+		return nil, parsingErr("[query_string] query malformed")
+	}
+	qs, ok := o["query"].(string)
+	if !ok {
+		return nil, parsingErr("[query_string] requires a [query] string")
+	}
+	var fields []string
+	defOp := "or"
+	for k, v := range o {
+		switch k {
+		case "query", "boost", "lenient", "analyze_wildcard":
+		case "fields":
+			for _, x := range clauses(v) {
+				fields = append(fields, scalarString(x))
+			}
+		case "default_field":
+			fields = append(fields, scalarString(v))
+		case "default_operator":
+			defOp = strings.ToLower(scalarString(v))
+			if defOp != "or" && defOp != "and" {
+				return nil, parsingErr("[query_string] default_operator [%v] must be AND or OR", v)
+			}
+		default:
+			return nil, parsingErr("[query_string] query does not support [%s]", k)
+		}
+	}
+	p := &qsParser{c: c, fields: fields, defOp: defOp, src: qs}
+	if err := p.lex(); err != nil {
+		return nil, err
+	}
+	q, err := p.parseOr()
+	if err != nil {
+		return nil, err
+	}
+	if p.pos < len(p.toks) {
+		return nil, p.fail("unexpected [%s]", p.toks[p.pos].text)
+	}
+	if q == nil {
+		return bleve.NewMatchNoneQuery(), nil
+	}
+	return boosted(q, o["boost"]), nil
+}
+
+type qsTok struct {
+	kind string // word, phrase, lparen, rparen, and, or, not, plus, minus, colon, range
+	text string
+}
+
+type qsParser struct {
+	c      *qctx
+	fields []string
+	defOp  string
+	src    string
+	toks   []qsTok
+	pos    int
+}
+
+func (p *qsParser) fail(format string, args ...any) error {
+	return badRequest("query_shard_exception", "Failed to parse query [%s]: %s", p.src, fmt.Sprintf(format, args...))
+}
+
+func (p *qsParser) lex() error {
+	s := p.src
+	i := 0
+	for i < len(s) {
+		ch := s[i]
+		switch {
+		case ch == ' ' || ch == '\t' || ch == '\n':
+			i++
+		case ch == '(':
+			p.toks = append(p.toks, qsTok{"lparen", "("})
+			i++
+		case ch == ')':
+			p.toks = append(p.toks, qsTok{"rparen", ")"})
+			i++
+		case ch == '"':
+			j := strings.IndexByte(s[i+1:], '"')
+			if j < 0 {
+				return p.fail("unterminated phrase starting at position %d", i)
+			}
+			p.toks = append(p.toks, qsTok{"phrase", s[i+1 : i+1+j]})
+			i += j + 2
+		case ch == '[' || ch == '{':
+			j := strings.IndexAny(s[i:], "]}")
+			if j < 0 {
+				return p.fail("unterminated range starting at position %d", i)
+			}
+			p.toks = append(p.toks, qsTok{"range", s[i : i+j+1]})
+			i += j + 1
+		case ch == '+' && (i == 0 || s[i-1] == ' ' || s[i-1] == '('):
+			p.toks = append(p.toks, qsTok{"plus", "+"})
+			i++
+		case ch == '-' && (i == 0 || s[i-1] == ' ' || s[i-1] == '('):
+			p.toks = append(p.toks, qsTok{"minus", "-"})
+			i++
+		case ch == '!':
+			p.toks = append(p.toks, qsTok{"not", "!"})
+			i++
+		case strings.HasPrefix(s[i:], "&&"):
+			p.toks = append(p.toks, qsTok{"and", "&&"})
+			i += 2
+		case strings.HasPrefix(s[i:], "||"):
+			p.toks = append(p.toks, qsTok{"or", "||"})
+			i += 2
+		default:
+			j := i
+			for j < len(s) {
+				c := s[j]
+				if c == '\\' && j+1 < len(s) {
+					j += 2
+					continue
+				}
+				if c == ' ' || c == '\t' || c == '\n' || c == '(' || c == ')' || c == '"' || (c == ':' && j > i) {
+					break
+				}
+				j++
+			}
+			w := s[i:j]
+			i = j
+			if i < len(s) && s[i] == ':' {
+				p.toks = append(p.toks, qsTok{"field", strings.ReplaceAll(w, `\`, "")})
+				i++
+				continue
+			}
+			switch w {
+			case "AND":
+				p.toks = append(p.toks, qsTok{"and", w})
+			case "OR":
+				p.toks = append(p.toks, qsTok{"or", w})
+			case "NOT":
+				p.toks = append(p.toks, qsTok{"not", w})
+			default:
+				p.toks = append(p.toks, qsTok{"word", strings.ReplaceAll(w, `\`, "")})
+			}
+		}
+	}
+	return nil
+}
+
+func (p *qsParser) peek() string {
+	if p.pos < len(p.toks) {
+		return p.toks[p.pos].kind
+	}
+	return ""
+}
+
+// clause is one operand with its required/prohibited marks.
+type qsClause struct {
+	q        query.Query
+	must     bool
+	mustNot  bool
+	explicit bool // joined by an explicit AND
+}
+
+// parseOr: and-groups joined by OR.
+func (p *qsParser) parseOr() (query.Query, error) {
+	var groups []query.Query
+	for {
+		g, err := p.parseAnd()
+		if err != nil {
+			return nil, err
+		}
+		if g != nil {
+			groups = append(groups, g)
+		}
+		if p.peek() != "or" {
+			break
+		}
+		p.pos++
+	}
+	switch len(groups) {
+	case 0:
+		return nil, nil
+	case 1:
+		return groups[0], nil
+	}
+	return bleve.NewDisjunctionQuery(groups...), nil
+}
+
+// parseAnd: unary operands joined by AND or by juxtaposition (the default operator).
+func (p *qsParser) parseAnd() (query.Query, error) {
+	var must, should, not []query.Query
+	first := true
+	for {
+		k := p.peek()
+		if k == "" || k == "rparen" || k == "or" {
+			break
+		}
+		explicitAnd := false
+		if k == "and" {
+			if first {
+				return nil, p.fail("AND without a left operand")
+			}
+			explicitAnd = true
+			p.pos++
+		}
+		req, prohibit := false, false
+		switch p.peek() {
+		case "plus":
+			req = true
+			p.pos++
+		case "minus", "not":
+			prohibit = true
+			p.pos++
+		}
+		q, err := p.parsePrimary()
+		if err != nil {
+			return nil, err
+		}
+		switch {
+		case prohibit:
+			not = append(not, q)
+		case req || explicitAnd || p.defOp == "and" || (p.peek() == "and"):
+			must = append(must, q)
+		default:
+			should = append(should, q)
+		}
+		first = false
+	}
+	if len(must)+len(should)+len(not) == 0 {
+		return nil, nil
+	}
+	if len(must) == 1 && len(should) == 0 && len(not) == 0 {
+		return must[0], nil
+	}
+	if len(should) == 1 && len(must) == 0 && len(not) == 0 {
+		return should[0], nil
+	}
+	bq := bleve.NewBooleanQuery()
+	if len(must) > 0 {
+		bq.AddMust(must...)
+	}
+	if len(should) > 0 {
+		if len(must) == 0 {
+			dq := bleve.NewDisjunctionQuery(should...)
+			dq.SetMin(1)
+			bq.AddMust(dq)
+		} else {
+			bq.AddShould(should...)
+		}
+	}
+	if len(not) > 0 {
+		bq.AddMustNot(not...)
+	}
+	if len(must) == 0 && len(should) == 0 {
+		bq.AddMust(bleve.NewMatchAllQuery())
+	}
+	return bq, nil
+}
+
+func (p *qsParser) parsePrimary() (query.Query, error) {
+	if p.pos >= len(p.toks) {
+		return nil, p.fail("expected a term at the end of the query")
+	}
+	t := p.toks[p.pos]
+	switch t.kind {
+	case "lparen":
+		p.pos++
+		q, err := p.parseOr()
+		if err != nil {
+			return nil, err
+		}
+		if p.peek() != "rparen" {
+			return nil, p.fail("missing closing parenthesis")
+		}
+		p.pos++
+		if q == nil {
+			return bleve.NewMatchNoneQuery(), nil
+		}
+		return q, nil
+	case "field":
+		p.pos++
+		return p.fieldValue(t.text)
+	case "word", "phrase":
+		p.pos++
+		return p.onFields(p.fields, t)
+	}
+	return nil, p.fail("unexpected [%s]", t.text)
+}
+
+func (p *qsParser) fieldValue(field string) (query.Query, error) {
+	if p.pos >= len(p.toks) {
+		return nil, p.fail("field [%s] has no value", field)
+	}
+	t := p.toks[p.pos]
+	if field == "_exists_" && t.kind == "word" {
+		p.pos++
+		tq := bleve.NewTermQuery(t.text)
+		tq.SetField(fFieldNames)
+		return tq, nil
+	}
+	switch t.kind {
+	case "lparen":
+		saved := p.fields
+		p.fields = []string{field}
+		q, err := p.parsePrimary()
+		p.fields = saved
+		return q, err
+	case "range":
+		p.pos++
+		return p.rangeTerm(field, t.text)
+	case "word", "phrase":
+		p.pos++
+		if t.kind == "word" {
+			for _, op := range []string{">=", "<=", ">", "<"} {
+				if strings.HasPrefix(t.text, op) {
+					v := t.text[len(op):]
+					r := map[string]any{}
+					switch op {
+					case ">=":
+						r["gte"] = v
+					case "<=":
+						r["lte"] = v
+					case ">":
+						r["gt"] = v
+					case "<":
+						r["lt"] = v
+					}
+					return p.c.rangeQ(map[string]any{field: r})
+				}
+			}
+		}
+		return p.onFields([]string{field}, t)
+	}
+	return nil, p.fail("field [%s] has no value", field)
+}
+
+func (p *qsParser) rangeTerm(field, text string) (query.Query, error) {
+	loIncl := text[0] == '['
+	hiIncl := text[len(text)-1] == ']'
+	inner := text[1 : len(text)-1]
+	parts := strings.Split(inner, " TO ")
+	if len(parts) != 2 {
+		return nil, p.fail("range [%s] must look like [a TO b]", text)
+	}
+	r := map[string]any{}
+	lo, hi := strings.TrimSpace(parts[0]), strings.TrimSpace(parts[1])
+	if lo != "*" {
+		if loIncl {
+			r["gte"] = lo
+		} else {
+			r["gt"] = lo
+		}
+	}
+	if hi != "*" {
+		if hiIncl {
+			r["lte"] = hi
+		} else {
+			r["lt"] = hi
+		}
+	}
+	return p.c.rangeQ(map[string]any{field: r})
+}
+
+// onFields matches a word or phrase on the given field patterns.
+func (p *qsParser) onFields(patterns []string, t qsTok) (query.Query, error) {
+	var qs []query.Query
+	for _, fb := range p.c.expandFields(patterns) {
+		fi, ok := p.c.fields[fb.name]
+		if !ok {
+			continue
+		}
+		var q query.Query
+		var err error
+		switch {
+		case t.kind == "word" && t.text == "*":
+			tq := bleve.NewTermQuery(fb.name)
+			tq.SetField(fFieldNames)
+			q = tq
+		case t.kind == "word" && strings.ContainsAny(t.text, "*?") && (fi.Type == "text" || fi.Type == "keyword"):
+			w := t.text
+			if fi.Type == "text" {
+				w = strings.ToLower(w)
+			}
+			wq := bleve.NewWildcardQuery(w)
+			wq.SetField(fb.name)
+			q = wq
+		case fi.Type == "text":
+			q, err = p.c.matchField(fb.name, t.text, "and", nil, t.kind == "phrase")
+		case fi.Type == "keyword":
+			q, err = p.c.exactValue(fb.name, fi, t.text)
+		default:
+			if len(patterns) == 0 || strings.ContainsAny(strings.Join(patterns, ""), "*") {
+				continue // lenient on expanded fields
+			}
+			q, err = p.c.exactValue(fb.name, fi, t.text)
+		}
+		if err != nil {
+			return nil, err
+		}
+		qs = append(qs, boosted(q, fb.boost))
+	}
+	switch len(qs) {
+	case 0:
+		return bleve.NewMatchNoneQuery(), nil
+	case 1:
+		return qs[0], nil
+	}
+	return bleve.NewDisjunctionQuery(qs...), nil
+}

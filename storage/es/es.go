@@ -1,0 +1,544 @@
+// Package es is the Elasticsearch sink: every item is a document analysts can search.
+//
+// Each task gets its own index, `trawler-<site>-<task>` (the biz with dots turned into
+// dashes, lowercased), and every such index carries the alias `trawler-items`, so one
+// search covers everything crawled. The document id is the item key, so storing an item
+// again (a retried batch, a later run) replaces the earlier version: the latest wins.
+//
+// Documents are the crawl.Item JSON as is: the item fields id, biz, key, url, ts, hash,
+// flag, chain, run_id and tenant at the top level, and the task's own fields under
+// `data` (data.title, data.points, ...), mapped from the task's declared output schema:
+//
+//	crawl.String -> text with a `keyword` sub-field (data.title and data.title.keyword)
+//	crawl.URL, crawl.List -> keyword
+//	crawl.Int -> long, crawl.Float -> double, crawl.Time -> date, crawl.Bool -> boolean
+//	crawl.Object -> object (its sub-fields mapped dynamically)
+//
+// and the item fields id, biz, key, url, hash, chain, run_id, tenant as keyword, ts as
+// date and flag as integer. Fields a task emits without declaring them are mapped
+// dynamically by Elasticsearch. When no spec is known for a biz (no Specs option, or an
+// unregistered task), the mapping is inferred from the first items' values.
+//
+// Write sends one bulk request per call, retries the whole request on transport errors,
+// 429 and 5xx with exponential backoff, retries only the documents that failed with 429
+// or 5xx, and reports the remaining per-document failures in a *BulkError naming every
+// failing key and its reason.
+package es
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha1"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/elastic/go-elasticsearch/v8"
+	"github.com/elastic/go-elasticsearch/v8/esapi"
+
+	"trawler/crawl"
+)
+
+// Alias names every Trawler index.
+const Alias = "trawler-items"
+
+// Options configure a Sink.
+type Options struct {
+	// Addresses are the Elasticsearch URLs, such as http://127.0.0.1:9200.
+	Addresses []string
+	// Username/Password or APIKey authenticate, when the cluster needs it.
+	Username, Password, APIKey string
+	// Specs returns the task spec of a biz ("site.task") so its index gets a mapping from
+	// the declared output schema; the worker passes its registry here.
+	Specs func(biz string) (crawl.TaskSpec, bool)
+	// Retries is how many times a failing bulk request (or document) is retried on 429,
+	// 5xx and transport errors (default 5); Backoff is the first wait (default 200ms),
+	// doubled every retry up to 10s.
+	Retries int
+	Backoff time.Duration
+	// Transport replaces the HTTP transport (tests, proxies).
+	Transport http.RoundTripper
+}
+
+// SpecsFrom adapts a task registry to Options.Specs.
+func SpecsFrom(r *crawl.Registry) func(biz string) (crawl.TaskSpec, bool) {
+	return func(biz string) (crawl.TaskSpec, bool) {
+		t, ok := r.Get(biz)
+		if !ok {
+			return crawl.TaskSpec{}, false
+		}
+		return t.Spec(), true
+	}
+}
+
+// Sink writes items to Elasticsearch.
+type Sink struct {
+	c    *elasticsearch.Client
+	opts Options
+
+	mu    sync.Mutex
+	ready map[string]bool // indexes known to exist
+}
+
+// Open returns a sink talking to the given cluster; it checks that the cluster answers.
+func Open(ctx context.Context, o Options) (*Sink, error) {
+	if len(o.Addresses) == 0 {
+		return nil, errors.New("es sink: no Elasticsearch address")
+	}
+	if o.Retries <= 0 {
+		o.Retries = 5
+	}
+	if o.Backoff <= 0 {
+		o.Backoff = 200 * time.Millisecond
+	}
+	c, err := elasticsearch.NewClient(elasticsearch.Config{
+		Addresses:    o.Addresses,
+		Username:     o.Username,
+		Password:     o.Password,
+		APIKey:       o.APIKey,
+		Transport:    o.Transport,
+		DisableRetry: true, // the sink retries with its own backoff
+	})
+	if err != nil {
+		return nil, fmt.Errorf("es sink: %w", err)
+	}
+	s := &Sink{c: c, opts: o, ready: map[string]bool{}}
+	res, err := c.Info(c.Info.WithContext(ctx))
+	if err != nil {
+		return nil, fmt.Errorf("es sink: cannot reach Elasticsearch at %s: %w", strings.Join(o.Addresses, ","), err)
+	}
+	defer res.Body.Close()
+	if res.IsError() {
+		return nil, fmt.Errorf("es sink: Elasticsearch at %s answered %s", strings.Join(o.Addresses, ","), res.Status())
+	}
+	return s, nil
+}
+
+// Client is the underlying go-elasticsearch client.
+func (s *Sink) Client() *elasticsearch.Client { return s.c }
+
+// Name implements storage.Sink.
+func (s *Sink) Name() string { return "es" }
+
+// Close implements storage.Sink.
+func (s *Sink) Close() error { return nil }
+
+// IndexName is the index holding the items of a biz: "hackernews.item" -> "trawler-hackernews-item".
+func IndexName(biz string) string {
+	b := strings.ToLower(biz)
+	b = strings.Map(func(r rune) rune {
+		switch {
+		case r >= 'a' && r <= 'z', r >= '0' && r <= '9', r == '_', r == '-':
+			return r
+		}
+		return '-'
+	}, b)
+	return "trawler-" + b
+}
+
+// DocID is the document id of an item: its key, or a digest of keys longer than the
+// 512 bytes Elasticsearch allows.
+func DocID(key string) string {
+	if len(key) <= 512 {
+		return key
+	}
+	sum := sha1.Sum([]byte(key))
+	return "sha1-" + hex.EncodeToString(sum[:])
+}
+
+func itemProperties() map[string]any {
+	kw := map[string]any{"type": "keyword"}
+	return map[string]any{
+		"id": kw, "biz": kw, "key": kw, "url": kw, "hash": kw, "chain": kw, "run_id": kw, "tenant": kw,
+		"ts":   map[string]any{"type": "date"},
+		"flag": map[string]any{"type": "integer"},
+	}
+}
+
+func fieldMapping(t crawl.Type) map[string]any {
+	switch t {
+	case crawl.String:
+		return map[string]any{"type": "text", "fields": map[string]any{"keyword": map[string]any{"type": "keyword", "ignore_above": 1024}}}
+	case crawl.URL, crawl.List:
+		return map[string]any{"type": "keyword"}
+	case crawl.Int:
+		return map[string]any{"type": "long"}
+	case crawl.Float:
+		return map[string]any{"type": "double"}
+	case crawl.Time:
+		return map[string]any{"type": "date"}
+	case crawl.Bool:
+		return map[string]any{"type": "boolean"}
+	case crawl.Object:
+		return map[string]any{"type": "object"}
+	}
+	return nil
+}
+
+// Mappings is the index mapping for a task's items.
+func Mappings(spec crawl.TaskSpec) map[string]any {
+	data := map[string]any{}
+	for _, f := range spec.Output {
+		if m := fieldMapping(f.Type); m != nil {
+			data[f.Name] = m
+		}
+	}
+	return mappingsWith(data)
+}
+
+func mappingsWith(data map[string]any) map[string]any {
+	props := itemProperties()
+	props["data"] = map[string]any{"type": "object", "properties": data}
+	return map[string]any{"properties": props}
+}
+
+// inferType guesses a field type from a value (when no spec is known).
+func inferType(v any) (crawl.Type, bool) {
+	switch t := v.(type) {
+	case nil:
+		return "", false
+	case string:
+		if strings.HasPrefix(t, "http://") || strings.HasPrefix(t, "https://") {
+			return crawl.URL, true
+		}
+		if _, err := time.Parse(time.RFC3339Nano, t); err == nil {
+			return crawl.Time, true
+		}
+		return crawl.String, true
+	case time.Time, *time.Time:
+		return crawl.Time, true
+	case bool:
+		return crawl.Bool, true
+	case int, int8, int16, int32, int64, uint, uint8, uint16, uint32, uint64:
+		return crawl.Int, true
+	case float32, float64:
+		return crawl.Float, true
+	case json.Number:
+		if _, err := t.Int64(); err == nil {
+			return crawl.Int, true
+		}
+		return crawl.Float, true
+	case []string, []any:
+		return crawl.List, true
+	case map[string]any:
+		return crawl.Object, true
+	}
+	return "", false
+}
+
+// InferSpec derives a spec for a biz from the data of its items.
+func InferSpec(biz string, items []crawl.Item) crawl.TaskSpec {
+	spec := crawl.TaskSpec{Name: biz}
+	seen := map[string]bool{}
+	for _, it := range items {
+		if it.Biz != biz {
+			continue
+		}
+		names := make([]string, 0, len(it.Data))
+		for n := range it.Data {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		for _, n := range names {
+			if seen[n] {
+				continue
+			}
+			if t, ok := inferType(it.Data[n]); ok {
+				seen[n] = true
+				spec.Output = append(spec.Output, crawl.Field{Name: n, Type: t})
+			}
+		}
+	}
+	return spec
+}
+
+// EnsureIndex creates the index of a task (with its mapping and the trawler-items alias)
+// when it does not exist yet.
+func (s *Sink) EnsureIndex(ctx context.Context, spec crawl.TaskSpec) error {
+	name := IndexName(spec.Name)
+	s.mu.Lock()
+	ok := s.ready[name]
+	s.mu.Unlock()
+	if ok {
+		return nil
+	}
+	res, err := s.c.Indices.Exists([]string{name}, s.c.Indices.Exists.WithContext(ctx))
+	if err != nil {
+		return fmt.Errorf("es sink: check index %s: %w", name, err)
+	}
+	res.Body.Close()
+	if res.StatusCode == http.StatusNotFound {
+		body, _ := json.Marshal(map[string]any{
+			"mappings": Mappings(spec),
+			"aliases":  map[string]any{Alias: map[string]any{}},
+		})
+		res, err := s.c.Indices.Create(name, s.c.Indices.Create.WithBody(bytes.NewReader(body)), s.c.Indices.Create.WithContext(ctx))
+		if err != nil {
+			return fmt.Errorf("es sink: create index %s: %w", name, err)
+		}
+		defer res.Body.Close()
+		if res.IsError() {
+			e := readError(res)
+			if e.Type != "resource_already_exists_exception" {
+				return fmt.Errorf("es sink: create index %s: %s", name, e)
+			}
+		}
+	} else if res.IsError() {
+		return fmt.Errorf("es sink: check index %s: %s", name, res.Status())
+	}
+	s.mu.Lock()
+	s.ready[name] = true
+	s.mu.Unlock()
+	return nil
+}
+
+// esErr is the error part of an Elasticsearch answer.
+type esErr struct {
+	Type   string `json:"type"`
+	Reason string `json:"reason"`
+}
+
+func (e esErr) String() string {
+	if e.Type == "" {
+		return e.Reason
+	}
+	return e.Type + ": " + e.Reason
+}
+
+func readError(res *esapi.Response) esErr {
+	b, _ := io.ReadAll(res.Body)
+	var body struct {
+		Error json.RawMessage `json:"error"`
+	}
+	_ = json.Unmarshal(b, &body)
+	var e esErr
+	if err := json.Unmarshal(body.Error, &e); err != nil || e.Type == "" {
+		e = esErr{Type: res.Status(), Reason: strings.TrimSpace(string(b))}
+	}
+	return e
+}
+
+// DocFailure is one document Elasticsearch refused.
+type DocFailure struct {
+	Key    string
+	Index  string
+	Status int
+	Type   string
+	Reason string
+}
+
+// BulkError lists the documents of a Write that were not stored.
+type BulkError struct {
+	Total    int
+	Failures []DocFailure
+}
+
+func (e *BulkError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "es sink: %d of %d documents rejected:", len(e.Failures), e.Total)
+	for i, f := range e.Failures {
+		if i == 20 {
+			fmt.Fprintf(&b, " ... and %d more", len(e.Failures)-20)
+			break
+		}
+		fmt.Fprintf(&b, " %s (%s, %d %s: %s);", f.Key, f.Index, f.Status, f.Type, f.Reason)
+	}
+	return strings.TrimSuffix(b.String(), ";")
+}
+
+func retryable(status int) bool { return status == http.StatusTooManyRequests || status >= 500 }
+
+func (s *Sink) sleep(ctx context.Context, attempt int) error {
+	d := s.opts.Backoff << attempt
+	if d > 10*time.Second || d <= 0 {
+		d = 10 * time.Second
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+type pendingDoc struct {
+	key   string
+	index string
+	line  []byte // action + source, newline terminated
+}
+
+// Write implements storage.Sink.
+func (s *Sink) Write(ctx context.Context, items []crawl.Item) error {
+	if len(items) == 0 {
+		return nil
+	}
+	byBiz := map[string]bool{}
+	for _, it := range items {
+		byBiz[it.Biz] = true
+	}
+	bizs := make([]string, 0, len(byBiz))
+	for b := range byBiz {
+		bizs = append(bizs, b)
+	}
+	sort.Strings(bizs)
+	for _, biz := range bizs {
+		spec, ok := crawl.TaskSpec{}, false
+		if s.opts.Specs != nil {
+			spec, ok = s.opts.Specs(biz)
+		}
+		if !ok {
+			spec = InferSpec(biz, items)
+		}
+		spec.Name = biz
+		if err := s.EnsureIndex(ctx, spec); err != nil {
+			return err
+		}
+	}
+	var failures []DocFailure
+	docs := make([]pendingDoc, 0, len(items))
+	for _, it := range items {
+		if it.Key == "" {
+			failures = append(failures, DocFailure{Key: "(empty)", Index: IndexName(it.Biz), Status: 400, Type: "invalid_item", Reason: "item has no key"})
+			continue
+		}
+		src, err := json.Marshal(it)
+		if err != nil {
+			failures = append(failures, DocFailure{Key: it.Key, Index: IndexName(it.Biz), Status: 400, Type: "encode", Reason: err.Error()})
+			continue
+		}
+		action, _ := json.Marshal(map[string]any{"index": map[string]any{"_index": IndexName(it.Biz), "_id": DocID(it.Key)}})
+		line := make([]byte, 0, len(action)+len(src)+2)
+		line = append(append(append(append(line, action...), '\n'), src...), '\n')
+		docs = append(docs, pendingDoc{key: it.Key, index: IndexName(it.Biz), line: line})
+	}
+	for attempt := 0; len(docs) > 0; attempt++ {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		retry, failed, err := s.bulk(ctx, docs)
+		if err != nil {
+			if attempt >= s.opts.Retries {
+				return err
+			}
+			if err := s.sleep(ctx, attempt); err != nil {
+				return err
+			}
+			continue
+		}
+		failures = append(failures, failed...)
+		docs = retry
+		if len(docs) > 0 {
+			if attempt >= s.opts.Retries {
+				for _, d := range docs {
+					failures = append(failures, DocFailure{Key: d.key, Index: d.index, Status: 429, Type: "retries_exhausted", Reason: fmt.Sprintf("still rejected after %d retries", s.opts.Retries)})
+				}
+				break
+			}
+			if err := s.sleep(ctx, attempt); err != nil {
+				return err
+			}
+		}
+	}
+	if len(failures) > 0 {
+		return &BulkError{Total: len(items), Failures: failures}
+	}
+	return nil
+}
+
+// bulk sends docs once. It returns the docs to retry (429/5xx per item), the permanent
+// failures, or an error when the whole request should be retried.
+func (s *Sink) bulk(ctx context.Context, docs []pendingDoc) ([]pendingDoc, []DocFailure, error) {
+	var body bytes.Buffer
+	for _, d := range docs {
+		body.Write(d.line)
+	}
+	res, err := s.c.Bulk(bytes.NewReader(body.Bytes()), s.c.Bulk.WithContext(ctx))
+	if err != nil {
+		return nil, nil, fmt.Errorf("es sink: bulk: %w", err)
+	}
+	defer res.Body.Close()
+	if res.IsError() {
+		e := readError(res)
+		if retryable(res.StatusCode) {
+			return nil, nil, fmt.Errorf("es sink: bulk: %d %s", res.StatusCode, e)
+		}
+		return nil, nil, fmt.Errorf("es sink: bulk rejected: %d %s", res.StatusCode, e)
+	}
+	var out struct {
+		Errors bool `json:"errors"`
+		Items  []map[string]struct {
+			Index  string `json:"_index"`
+			ID     string `json:"_id"`
+			Status int    `json:"status"`
+			Error  *esErr `json:"error"`
+		} `json:"items"`
+	}
+	if err := json.NewDecoder(res.Body).Decode(&out); err != nil {
+		return nil, nil, fmt.Errorf("es sink: bulk: decode answer: %w", err)
+	}
+	if !out.Errors {
+		return nil, nil, nil
+	}
+	if len(out.Items) != len(docs) {
+		return nil, nil, fmt.Errorf("es sink: bulk: %d answers for %d documents", len(out.Items), len(docs))
+	}
+	var retry []pendingDoc
+	var failed []DocFailure
+	for i, item := range out.Items {
+		for _, r := range item {
+			if r.Error == nil && r.Status < 300 {
+				continue
+			}
+			if retryable(r.Status) {
+				retry = append(retry, docs[i])
+				continue
+			}
+			f := DocFailure{Key: docs[i].key, Index: docs[i].index, Status: r.Status}
+			if r.Error != nil {
+				f.Type, f.Reason = r.Error.Type, r.Error.Reason
+			}
+			failed = append(failed, f)
+		}
+	}
+	return retry, failed, nil
+}
+
+// Count implements storage.Sink: the documents of a run across every Trawler index.
+func (s *Sink) Count(ctx context.Context, runID string) (int, error) {
+	res, err := s.c.Indices.Refresh(s.c.Indices.Refresh.WithIndex(Alias), s.c.Indices.Refresh.WithContext(ctx))
+	if err != nil {
+		return 0, fmt.Errorf("es sink: refresh: %w", err)
+	}
+	res.Body.Close()
+	if res.StatusCode == http.StatusNotFound {
+		return 0, nil
+	}
+	q, _ := json.Marshal(map[string]any{"query": map[string]any{"term": map[string]any{"run_id": runID}}})
+	res, err = s.c.Count(s.c.Count.WithIndex(Alias), s.c.Count.WithBody(bytes.NewReader(q)), s.c.Count.WithContext(ctx))
+	if err != nil {
+		return 0, fmt.Errorf("es sink: count: %w", err)
+	}
+	defer res.Body.Close()
+	if res.StatusCode == http.StatusNotFound {
+		return 0, nil
+	}
+	if res.IsError() {
+		return 0, fmt.Errorf("es sink: count: %s", readError(res))
+	}
+	var out struct {
+		Count int `json:"count"`
+	}
+	if err := json.NewDecoder(res.Body).Decode(&out); err != nil {
+		return 0, fmt.Errorf("es sink: count: %w", err)
+	}
+	return out.Count, nil
+}

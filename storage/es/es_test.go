@@ -1,0 +1,189 @@
+package es_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"trawler/crawl"
+	"trawler/internal/devstack/eslite"
+	"trawler/storage"
+	"trawler/storage/es"
+)
+
+var storySpec = crawl.TaskSpec{Name: "demo.story", Output: []crawl.Field{
+	{Name: "title", Type: crawl.String},
+	{Name: "link", Type: crawl.URL},
+	{Name: "points", Type: crawl.Int},
+	{Name: "ratio", Type: crawl.Float},
+	{Name: "posted", Type: crawl.Time},
+	{Name: "dead", Type: crawl.Bool},
+	{Name: "tags", Type: crawl.List},
+}}
+
+func specs(biz string) (crawl.TaskSpec, bool) {
+	if biz == storySpec.Name {
+		return storySpec, true
+	}
+	return crawl.TaskSpec{}, false
+}
+
+func item(biz, key, run string, data map[string]any) crawl.Item {
+	return crawl.Item{ID: 1, Biz: biz, Key: key, URL: "http://x/" + key, TS: time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC),
+		Hash: "h" + key, Chain: "demo", RunID: run, Tenant: "t", Data: data}
+}
+
+func story(key, run string, points any) crawl.Item {
+	return item("demo.story", key, run, map[string]any{"title": "Story " + key, "link": "http://x/" + key, "points": points,
+		"ratio": 0.5, "posted": "2026-11-01T10:00:00Z", "dead": false, "tags": []string{"a", "b"}})
+}
+
+// flaky answers 429 to the first n bulk requests, then passes through.
+type flaky struct {
+	n    int32
+	seen atomic.Int32
+}
+
+func (f *flaky) RoundTrip(r *http.Request) (*http.Response, error) {
+	if strings.HasSuffix(r.URL.Path, "/_bulk") && f.seen.Add(1) <= f.n {
+		return &http.Response{StatusCode: 429, Status: "429 Too Many Requests", Header: http.Header{"X-Elastic-Product": {"Elasticsearch"}},
+			Body: http.NoBody, Request: r}, nil
+	}
+	return http.DefaultTransport.RoundTrip(r)
+}
+
+func TestSink(t *testing.T) {
+	url, stop, err := eslite.Start(t.TempDir(), "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	ctx := context.Background()
+	fl := &flaky{n: 2}
+	s, err := es.Open(ctx, es.Options{Addresses: []string{url}, Specs: specs, Backoff: time.Millisecond, Transport: fl})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	var _ storage.Sink = s
+	if s.Name() != "es" || es.IndexName("hacker.News") != "trawler-hacker-news" {
+		t.Fatal("names")
+	}
+
+	if err := s.Write(ctx, []crawl.Item{story("1", "r1", 10), story("2", "r1", 20), story("3", "r1", 30)}); err != nil {
+		t.Fatal(err)
+	}
+	if fl.seen.Load() != 3 {
+		t.Fatalf("429 was not retried: %d bulk requests", fl.seen.Load())
+	}
+	if n, err := s.Count(ctx, "r1"); err != nil || n != 3 {
+		t.Fatalf("count r1: %d %v", n, err)
+	}
+	// the same keys again in a later run: one document per key, the latest wins
+	if err := s.Write(ctx, []crawl.Item{story("1", "r2", 11), story("2", "r2", 21), story("3", "r2", 31), story("3", "r2", 32)}); err != nil {
+		t.Fatal(err)
+	}
+	n1, _ := s.Count(ctx, "r1")
+	n2, _ := s.Count(ctx, "r2")
+	if n1 != 0 || n2 != 3 {
+		t.Fatalf("after rewrite: r1=%d r2=%d", n1, n2)
+	}
+
+	// the mapping follows the spec
+	c := s.Client()
+	res, err := c.Indices.GetMapping(c.Indices.GetMapping.WithIndex("trawler-demo-story"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mp map[string]map[string]map[string]map[string]any
+	_ = json.NewDecoder(res.Body).Decode(&mp)
+	res.Body.Close()
+	props := mp["trawler-demo-story"]["mappings"]["properties"]
+	data := props["data"].(map[string]any)["properties"].(map[string]any)
+	want := map[string]string{"title": "text", "link": "keyword", "points": "long", "ratio": "double", "posted": "date", "dead": "boolean", "tags": "keyword"}
+	for f, typ := range want {
+		if got := data[f].(map[string]any)["type"]; got != typ {
+			t.Errorf("data.%s: %v, want %s", f, got, typ)
+		}
+	}
+	if props["run_id"].(map[string]any)["type"] != "keyword" || props["ts"].(map[string]any)["type"] != "date" {
+		t.Errorf("item fields: %v", props)
+	}
+
+	// per-document errors name the failing keys; the good documents are stored
+	err = s.Write(ctx, []crawl.Item{story("4", "r3", 4), story("5", "r3", "many"), story("6", "r3", map[string]any{"x": 1})})
+	var be *es.BulkError
+	if !errors.As(err, &be) || len(be.Failures) != 2 || be.Failures[0].Key != "5" || be.Failures[1].Key != "6" || be.Failures[0].Type != "mapper_parsing_exception" {
+		t.Fatalf("bulk error: %v", err)
+	}
+	if !strings.Contains(err.Error(), "5 (trawler-demo-story, 400 mapper_parsing_exception") {
+		t.Fatalf("message: %v", err)
+	}
+	if n, _ := s.Count(ctx, "r3"); n != 1 {
+		t.Fatalf("r3 count %d", n)
+	}
+
+	// a biz without a spec gets a mapping inferred from its data
+	if err := s.Write(ctx, []crawl.Item{item("other.thing", "k1", "r4", map[string]any{"name": "Thing", "size": 3, "home": "https://a.b/"})}); err != nil {
+		t.Fatal(err)
+	}
+	res, err = c.Search(c.Search.WithIndex(es.Alias), c.Search.WithBody(strings.NewReader(`{"query":{"bool":{"filter":[{"term":{"data.home":"https://a.b/"}},{"match":{"data.name":"thing"}},{"range":{"data.size":{"gte":3}}}]}}}`)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sr struct {
+		Hits struct {
+			Hits []struct {
+				Index string `json:"_index"`
+				ID    string `json:"_id"`
+			} `json:"hits"`
+		} `json:"hits"`
+	}
+	_ = json.NewDecoder(res.Body).Decode(&sr)
+	res.Body.Close()
+	if len(sr.Hits.Hits) != 1 || sr.Hits.Hits[0].Index != "trawler-other-thing" || sr.Hits.Hits[0].ID != "k1" {
+		t.Fatalf("inferred mapping search: %+v", sr)
+	}
+	if n, _ := s.Count(ctx, "nope"); n != 0 {
+		t.Fatal("count of unknown run")
+	}
+}
+
+func TestCountWithoutIndexes(t *testing.T) {
+	url, stop, err := eslite.Start(t.TempDir(), "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	s, err := es.Open(context.Background(), es.Options{Addresses: []string{url}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, err := s.Count(context.Background(), "r"); err != nil || n != 0 {
+		t.Fatalf("%d %v", n, err)
+	}
+	if _, err := es.Open(context.Background(), es.Options{Addresses: []string{"http://127.0.0.1:1"}, Retries: 1}); err == nil {
+		t.Fatal("open of a dead address succeeded")
+	}
+}
+
+func TestSpecsFrom(t *testing.T) {
+	r := crawl.NewRegistry()
+	r.Register(crawl.TaskFunc(storySpec, nil))
+	f := es.SpecsFrom(r)
+	if sp, ok := f("demo.story"); !ok || len(sp.Output) != len(storySpec.Output) {
+		t.Fatal("registered spec not found")
+	}
+	if _, ok := f("demo.nope"); ok {
+		t.Fatal("unknown biz found")
+	}
+	m := es.Mappings(storySpec)["properties"].(map[string]any)
+	if m["data"].(map[string]any)["properties"].(map[string]any)["title"].(map[string]any)["fields"] == nil {
+		t.Fatal("string fields need a keyword sub-field")
+	}
+}
