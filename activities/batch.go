@@ -55,8 +55,14 @@ type outcome struct {
 	Err          string         `json:"err,omitempty"`
 	Permanent    bool           `json:"perm,omitempty"`
 	RetryAfter   time.Duration  `json:"ra,omitempty"`
-	input        crawl.Input
-	result       crawl.Result // until stored
+	// Sending marks an input whose items were being written when the heartbeat was
+	// recorded, with their ids by key: a retried batch runs the input again and gives
+	// its items the same ids, so a sink that got part of the failed write (Kafka keeps
+	// every copy) holds repeats that consumers drop by id, not new records.
+	Sending bool             `json:"sending,omitempty"`
+	IDs     map[string]int64 `json:"ids,omitempty"`
+	input   crawl.Input
+	result  crawl.Result // until stored
 }
 
 // RunBatch is the activity; its registered name is workflows.RunBatchActivity.
@@ -86,15 +92,42 @@ func (a *Activities) RunBatch(ctx context.Context, b crawl.Batch) (crawl.BatchRe
 		sinks = append(sinks, s)
 	}
 
-	// Resume: outcomes heartbeated by an earlier attempt are already stored.
+	// Resume: outcomes heartbeated by an earlier attempt are already stored; inputs it
+	// was still sending keep their item ids.
 	done := map[int]outcome{}
+	sending := map[int]outcome{}
 	if activity.HasHeartbeatDetails(ctx) {
 		var prev []outcome
 		if err := activity.GetHeartbeatDetails(ctx, &prev); err == nil {
 			for _, o := range prev {
-				done[o.Index] = o
+				if o.Sending {
+					sending[o.Index] = o
+				} else {
+					done[o.Index] = o
+				}
 			}
 		}
+	}
+	reuse := make(map[int]map[string]int64, len(sending)) // read by the input goroutines
+	for i, o := range sending {
+		reuse[i] = o.IDs
+	}
+	// A sink that keeps every copy it is sent needs the ids recorded before each write,
+	// the last one included.
+	logSink := false
+	for _, s := range sinks {
+		if _, ok := s.(storage.AtLeastOnce); ok {
+			logSink = true
+		}
+	}
+	heartbeat := func() {
+		details := sortedOutcomes(done)
+		for _, o := range sortedOutcomes(sending) {
+			if _, ok := done[o.Index]; !ok {
+				details = append(details, o)
+			}
+		}
+		activity.RecordHeartbeat(ctx, details)
 	}
 
 	env := &crawl.Env{
@@ -125,7 +158,7 @@ func (a *Activities) RunBatch(ctx context.Context, b crawl.Batch) (crawl.BatchRe
 			wg.Add(1)
 			go func(i int, w crawl.Work) {
 				defer func() { <-sem; wg.Done() }()
-				results <- a.runOne(ctx, task, env, b, i, w)
+				results <- a.runOne(ctx, task, env, b, i, w, reuse[i])
 			}(i, w)
 		}
 		wg.Wait()
@@ -139,9 +172,23 @@ func (a *Activities) RunBatch(ctx context.Context, b crawl.Batch) (crawl.BatchRe
 	flush := func(last bool) error {
 		if len(pending) == 0 {
 			if !last {
-				activity.RecordHeartbeat(ctx, sortedOutcomes(done)) // still alive, nothing new
+				heartbeat() // still alive, nothing new
 			}
 			return nil
+		}
+		if !last || logSink {
+			// The ids go out before the items: if the write fails, the retried batch
+			// reuses them. Within the SDK's throttle window this costs no round trip.
+			for _, o := range pending {
+				if o.OK && len(o.result.Items) > 0 {
+					ids := make(map[string]int64, len(o.result.Items))
+					for _, it := range o.result.Items {
+						ids[it.Key] = it.ID
+					}
+					sending[o.Index] = outcome{Index: o.Index, Sending: true, IDs: ids}
+				}
+			}
+			heartbeat()
 		}
 		if err := a.store(ctx, b, sinks, pending); err != nil {
 			return err
@@ -149,10 +196,11 @@ func (a *Activities) RunBatch(ctx context.Context, b crawl.Batch) (crawl.BatchRe
 		for _, o := range pending {
 			o.result = crawl.Result{}
 			done[o.Index] = o
+			delete(sending, o.Index)
 		}
 		pending = pending[:0]
 		if !last {
-			activity.RecordHeartbeat(ctx, sortedOutcomes(done))
+			heartbeat()
 		}
 		return nil
 	}
@@ -188,7 +236,9 @@ loop:
 	return a.summarize(ctx, b, done)
 }
 
-func (a *Activities) runOne(ctx context.Context, task crawl.Task, env *crawl.Env, b crawl.Batch, i int, w crawl.Work) (o outcome) {
+// runOne runs one input. ids are the item ids an earlier attempt of the batch gave this
+// input's items (by key), if it was sending them when it failed.
+func (a *Activities) runOne(ctx context.Context, task crawl.Task, env *crawl.Env, b crawl.Batch, i int, w crawl.Work, ids map[string]int64) (o outcome) {
 	o.Index = i
 	ictx, cancel := context.WithTimeout(ctx, b.Step.Timeout)
 	defer cancel()
@@ -215,7 +265,11 @@ func (a *Activities) runOne(ctx context.Context, task crawl.Task, env *crawl.Env
 		if it.Key == "" {
 			return outcome{Index: i, Err: fmt.Sprintf("%s: task %s returned an item without a key; set Item.Key to a stable natural id", w.Input.Describe(), b.Step.Task), Permanent: true}
 		}
-		it.ID = a.ids.next()
+		if id, ok := ids[it.Key]; ok {
+			it.ID = id
+		} else {
+			it.ID = a.ids.next()
+		}
 		it.Biz = biz
 		it.TS = now
 		it.Hash = contentHash(it.Data)

@@ -11,11 +11,13 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
+	workflowpb "go.temporal.io/api/workflow/v1"
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/worker"
@@ -44,6 +46,12 @@ type WorkerOptions struct {
 	// Redis is the host:port dedup keeps its buckets in; empty turns dedup off for
 	// this worker (every item is stored), which it says when it starts.
 	Redis string
+	// Kafka are the brokers of the kafka sink and Mongo the URI of the mongo sink;
+	// empty leaves the sink off this worker (a step storing to it fails its batches
+	// with the reason). Hot tunes both.
+	Kafka []string
+	Mongo string
+	Hot   HotOptions
 	Log   *slog.Logger
 }
 
@@ -76,6 +84,10 @@ func NewWorker(c client.Client, o WorkerOptions) (*Worker, error) {
 		return nil, err
 	}
 	sinks := storage.Set{"jsonl": js}
+	if err := addHotSinks(sinks, SinkOptions{Kafka: o.Kafka, Mongo: o.Mongo, Hot: o.Hot, Log: o.Log}); err != nil {
+		_ = sinks.Close()
+		return nil, err
+	}
 	w := worker.New(c, o.TaskQueue, worker.Options{
 		MaxConcurrentActivityExecutionSize: o.MaxBatches,
 		// More pollers than the SDK's two keep a freed slot from waiting on a poll
@@ -93,6 +105,7 @@ func NewWorker(c client.Client, o WorkerOptions) (*Worker, error) {
 		cancel()
 		if err != nil {
 			rdb.Close()
+			_ = sinks.Close()
 			return nil, err
 		}
 		acts.Dedup = d
@@ -151,6 +164,10 @@ type Status struct {
 	Closed   time.Time          `json:"closed,omitzero"`
 	Progress *workflows.Summary `json:"progress,omitempty"`
 	Error    string             `json:"error,omitempty"`
+	// Failing lists the root workflow's batches that Temporal is retrying, each with
+	// its attempt and last error, e.g. a store that is down:
+	// "batch story/12, attempt 3, next in 4s: store 42 items of step story in kafka: …".
+	Failing []string `json:"failing,omitempty"`
 }
 
 // Describe returns a run's state and its latest progress.
@@ -168,6 +185,7 @@ func Describe(ctx context.Context, c client.Client, runID string) (*Status, erro
 	if info.GetCloseTime() != nil {
 		st.Closed = info.GetCloseTime().AsTime()
 	}
+	st.Failing = failingActivities(d.GetPendingActivities())
 	switch info.GetStatus() {
 	case enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING:
 		v, err := c.QueryWorkflow(ctx, runID, "", workflows.ProgressQuery)
@@ -188,6 +206,29 @@ func Describe(ctx context.Context, c client.Client, runID string) (*Status, erro
 		}
 	}
 	return st, nil
+}
+
+// failingActivities describes the pending activities whose last attempt failed.
+func failingActivities(pending []*workflowpb.PendingActivityInfo) []string {
+	var out []string
+	for _, pa := range pending {
+		f := pa.GetLastFailure()
+		if f == nil {
+			continue
+		}
+		msg := f.GetMessage()
+		for c := f.GetCause(); c != nil && c.GetMessage() != "" && !strings.Contains(msg, c.GetMessage()); c = c.GetCause() {
+			msg += ": " + c.GetMessage()
+		}
+		line := fmt.Sprintf("batch %s, attempt %d", pa.GetActivityId(), pa.GetAttempt())
+		if next := pa.GetNextAttemptScheduleTime(); next != nil {
+			if d := time.Until(next.AsTime()); d > 0 {
+				line += fmt.Sprintf(", next in %s", d.Round(time.Second))
+			}
+		}
+		out = append(out, line+": "+msg)
+	}
+	return out
 }
 
 // Wait blocks until the run ends, calling onProgress (if set) about twice a second.

@@ -1,7 +1,8 @@
 // Package storage defines the sinks a chain step stores its items in. Each sink writes
 // idempotently: storing the same item of the same run twice (a retried batch) leaves one
-// record. Sink packages live below this one (jsonl today; kafka, mongo, hbase, es plug in
-// the same way).
+// record — or, for a log that keeps every copy (Kafka, see AtLeastOnce), repeats that
+// carry the same item id. Sink packages live below this one (jsonl, kafka, mongo; hbase
+// and es plug in the same way).
 package storage
 
 import (
@@ -23,6 +24,14 @@ type Sink interface {
 	// Count reads back how many records of a run the sink holds (for summaries and tests).
 	Count(ctx context.Context, runID string) (int, error)
 	Close() error
+}
+
+// AtLeastOnce is implemented by sinks that keep every copy of a record they are sent
+// (a log such as Kafka) instead of one per key. A write that fails half-way is retried
+// with the whole batch, so such a sink may hold repeats; the batch activity gives the
+// resent items the ids they had, so consumers drop repeats by id.
+type AtLeastOnce interface {
+	AtLeastOnce()
 }
 
 // FailureLog records inputs that were given up on, with their cause, so nothing is lost

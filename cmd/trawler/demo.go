@@ -6,11 +6,14 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/alicebob/miniredis/v2"
 	"github.com/spf13/cobra"
 
+	"trawler/crawl"
 	"trawler/engine"
 	"trawler/examples"
 	"trawler/internal/devstack"
@@ -18,13 +21,16 @@ import (
 )
 
 // stack is the embedded world of `trawler demo` and `trawler dev`: Temporal on a SQLite
-// file, the demo site, and (optionally) a worker.
+// file, the demo site, Redis, Kafka, a MongoDB-compatible server, and (optionally) a
+// worker.
 type stack struct {
-	temporal *devstack.Stack
-	redis    *miniredis.Miniredis
-	siteStop func() error
-	worker   *engine.Worker
-	ep       devstack.Endpoints
+	temporal  *devstack.Stack
+	redis     *miniredis.Miniredis
+	siteStop  func() error
+	kafkaStop func() error
+	mongoStop func() error
+	worker    *engine.Worker
+	ep        devstack.Endpoints
 }
 
 type stackOptions struct {
@@ -44,6 +50,9 @@ func startStack(ctx context.Context, s *settings, o stackOptions) (*stack, error
 	if o.ui {
 		uiPort = portIfFree(o.uiPort)
 	}
+	// Kafka and MongoDB come back on their previous ports when free, so workers started
+	// with --data before a restart still find them.
+	prev, _ := devstack.ReadEndpoints(o.data)
 	ts, err := devstack.StartTemporal(ctx, devstack.Options{DataDir: o.data, TemporalPort: portIfFree(o.temporalPort), UIPort: uiPort, Log: s.logger()})
 	if err != nil {
 		return nil, err
@@ -65,16 +74,63 @@ func startStack(ctx context.Context, s *settings, o stackOptions) (*stack, error
 		return nil, fmt.Errorf("start the embedded Redis: %w", err)
 	}
 	st.ep.Redis = st.redis.Addr()
+	// Hot storage: Kafka (kfake) and MongoDB (FerretDB on SQLite), files under data.
+	var kafkaPorts []int
+	if len(prev.Kafka) == devstack.KafkaBrokers {
+		for _, a := range prev.Kafka {
+			kafkaPorts = append(kafkaPorts, portIfFree(portOf(a)))
+		}
+	}
+	if st.ep.Kafka, st.kafkaStop, err = devstack.StartKafkaOn(o.data, kafkaPorts); err != nil {
+		st.stop()
+		return nil, err
+	}
+	mongoAddr := "127.0.0.1:0"
+	if p := portIfFree(portOf(strings.TrimSuffix(strings.TrimPrefix(prev.Mongo, "mongodb://"), "/"))); p != 0 {
+		mongoAddr = fmt.Sprintf("127.0.0.1:%d", p)
+	}
+	if st.ep.Mongo, st.mongoStop, err = devstack.StartMongoOn(o.data, mongoAddr); err != nil {
+		st.stop()
+		return nil, err
+	}
 	if err := devstack.WriteEndpoints(o.data, st.ep); err != nil {
 		st.stop()
 		return nil, err
 	}
 	s.temporal, s.namespace, s.data, s.redis = st.ep.Temporal, st.ep.Namespace, o.data, st.ep.Redis
+	s.kafka, s.mongo = strings.Join(st.ep.Kafka, ","), st.ep.Mongo
 	if err := s.resolve(); err != nil {
 		st.stop()
 		return nil, err
 	}
 	return st, nil
+}
+
+// alsoStoreIn adds sinks to every step of a plan that stores items. The demo chain
+// file names only jsonl, so it runs on any worker; the demo's own worker also has the
+// hot-storage sinks, and the demo shows them.
+func alsoStoreIn(p *crawl.Plan, sinks ...string) {
+	for i := range p.Steps {
+		st := &p.Steps[i]
+		if len(st.Store) == 0 {
+			continue
+		}
+		for _, name := range sinks {
+			if !slices.Contains(st.Store, name) {
+				st.Store = append(st.Store, name)
+			}
+		}
+	}
+}
+
+// portOf is the port of host:port, or 0.
+func portOf(addr string) int {
+	_, p, err := net.SplitHostPort(addr)
+	if err != nil {
+		return 0
+	}
+	n, _ := strconv.Atoi(p)
+	return n
 }
 
 // portIfFree returns port if nothing listens on it, else 0 (any free port).
@@ -95,7 +151,8 @@ func (st *stack) startWorker(ctx context.Context, s *settings) error {
 	if err != nil {
 		return err
 	}
-	w, err := engine.NewWorker(c, engine.WorkerOptions{TaskQueue: s.taskQueue, OutDir: s.out, Redis: s.redis, Log: s.logger()})
+	w, err := engine.NewWorker(c, engine.WorkerOptions{TaskQueue: s.taskQueue, OutDir: s.out, Redis: s.redis,
+		Kafka: s.kafkaBrokers(), Mongo: s.mongo, Log: s.logger()})
 	if err != nil {
 		return err
 	}
@@ -108,13 +165,19 @@ func (st *stack) startWorker(ctx context.Context, s *settings) error {
 
 func (st *stack) stop() {
 	if st.worker != nil {
-		st.worker.Stop()
+		st.worker.Stop() // closes its sinks before their servers go
 	}
 	if st.siteStop != nil {
 		_ = st.siteStop()
 	}
 	if st.redis != nil {
 		st.redis.Close()
+	}
+	if st.kafkaStop != nil {
+		_ = st.kafkaStop()
+	}
+	if st.mongoStop != nil {
+		_ = st.mongoStop()
 	}
 	_ = st.temporal.Stop()
 }
@@ -125,11 +188,14 @@ func demoCmd(s *settings) *cobra.Command {
 		Use:   "demo",
 		Short: "Run the bundled demo chain end to end on embedded servers, then exit",
 		Long: `Start everything in this process — a Temporal server on a SQLite file, the bundled demo
-news site and a worker — run examples/demo.yaml (feed pages → stories → paged comments)
-to completion with a progress bar, print a summary and exit 0.
+news site, Redis, Kafka, a MongoDB-compatible server and a worker — run
+examples/demo.yaml (feed pages → stories → paged comments) to completion with a progress
+bar, print a summary and exit 0.
 
-Items land in <data>/out/<site.task>.jsonl, one JSON object per line. Nothing needs to
-be installed first.`,
+Items land in <data>/out/<site.task>.jsonl (one JSON object per line), in the Kafka
+topics trawler.<site>.<task> and in the MongoDB collections trawler.<site>_<task>; the
+summary counts what each store holds, read back from it. Nothing needs to be installed
+first.`,
 		Example: `  trawler demo
   trawler demo --pages 10 --json | tail -1`,
 		Args: cobra.NoArgs,
@@ -160,6 +226,8 @@ be installed first.`,
 			if err != nil {
 				return err
 			}
+			alsoStoreIn(plan, "kafka", "mongo") // the embedded hot storage
+
 			c, err := s.dial(cmd.Context())
 			if err != nil {
 				return err
@@ -173,7 +241,7 @@ be installed first.`,
 				return err
 			}
 			if !s.json {
-				fmt.Printf("  items are in %s\n", s.out)
+				fmt.Printf("  items are in %s, Kafka %s (trawler.<site>.<task>) and MongoDB %s (trawler.<site>_<task>)\n", s.out, s.kafka, s.mongo)
 			}
 			return nil
 		},
@@ -187,13 +255,15 @@ func devCmd(s *settings) *cobra.Command {
 	var sitePort, temporalPort, uiPort int
 	cmd := &cobra.Command{
 		Use:   "dev",
-		Short: "Run the embedded stack (Temporal + web UI + demo site) and a worker until interrupted",
+		Short: "Run the embedded stack (Temporal + web UI + demo site + Redis, Kafka, MongoDB) and a worker until interrupted",
 		Long: `Start the embedded stack and keep it running: a Temporal server on <data>/temporal.db
-with its web UI, the bundled demo site, and a worker. The addresses are written to
-<data>/endpoints.json, so other commands find them with --data:
+with its web UI, the bundled demo site, Redis (dedup), Kafka (<data>/kafka) and a
+MongoDB-compatible server (FerretDB on <data>/ferretdb), and a worker. The addresses are
+written to <data>/endpoints.json, so other commands find them with --data:
 
   trawler dev --data .data/dev &
   trawler run examples/demo.yaml --data .data/dev --wait
+  trawler items claim --biz demo.story --n 10 --data .data/dev
 
 Stopping and restarting ` + "`trawler dev`" + ` on the same --data resumes unfinished runs.`,
 		Args: cobra.NoArgs,
@@ -215,8 +285,8 @@ Stopping and restarting ` + "`trawler dev`" + ` on the same --data resumes unfin
 			if s.json {
 				_ = printJSON(st.ep)
 			} else {
-				fmt.Printf("trawler dev is up (data in %s)\n  temporal    %s (namespace %s)\n  web ui      %s\n  demo site   %s\n  redis       %s (dedup, in memory)\n  items       %s\n",
-					data, st.ep.Temporal, st.ep.Namespace, st.ep.TemporalUI, st.ep.DemoSite, st.ep.Redis, s.out)
+				fmt.Printf("trawler dev is up (data in %s)\n  temporal    %s (namespace %s)\n  web ui      %s\n  demo site   %s\n  redis       %s (dedup, in memory)\n  kafka       %s (topics trawler.<site>.<task>)\n  mongodb     %s (database trawler; FerretDB on SQLite)\n  items       %s\n",
+					data, st.ep.Temporal, st.ep.Namespace, st.ep.TemporalUI, st.ep.DemoSite, st.ep.Redis, strings.Join(st.ep.Kafka, ","), st.ep.Mongo, s.out)
 				if noWorker {
 					fmt.Println("  no worker: start some with `trawler worker --data " + data + "`")
 				}

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -53,6 +54,8 @@ type settings struct {
 	taskQueue string
 	out       string
 	redis     string
+	kafka     string // brokers of the kafka sink, comma-separated
+	mongo     string // URI of the mongo sink
 	json      bool
 	verbose   bool
 }
@@ -74,8 +77,9 @@ Start here:
   trawler status --data .data/dev       list runs; trawler status RUN_ID for one
 
 Settings come from flags, then TRAWLER_* environment variables (TRAWLER_TEMPORAL,
-TRAWLER_NAMESPACE, TRAWLER_TASK_QUEUE, TRAWLER_DATA, TRAWLER_OUT, TRAWLER_REDIS), then the
-endpoints.json that a running 'trawler dev --data DIR' writes into DIR.`,
+TRAWLER_NAMESPACE, TRAWLER_TASK_QUEUE, TRAWLER_DATA, TRAWLER_OUT, TRAWLER_REDIS,
+TRAWLER_KAFKA, TRAWLER_MONGO), then the endpoints.json that a running
+'trawler dev --data DIR' writes into DIR.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
@@ -86,9 +90,11 @@ endpoints.json that a running 'trawler dev --data DIR' writes into DIR.`,
 	pf.StringVar(&s.taskQueue, "task-queue", "", "Temporal task queue of the workers (default \"trawler\") [TRAWLER_TASK_QUEUE]")
 	pf.StringVar(&s.out, "out", "", "directory of the jsonl sink (default <data>/out) [TRAWLER_OUT]")
 	pf.StringVar(&s.redis, "redis", "", "Redis host:port for dedup (default from --data; none: dedup off) [TRAWLER_REDIS]")
+	pf.StringVar(&s.kafka, "kafka", "", "Kafka brokers of the kafka sink, HOST:PORT[,HOST:PORT…] (default from --data; none: no kafka sink) [TRAWLER_KAFKA]")
+	pf.StringVar(&s.mongo, "mongo", "", "MongoDB URI of the mongo sink, mongodb://… (default from --data; none: no mongo sink) [TRAWLER_MONGO]")
 	pf.BoolVar(&s.json, "json", false, "machine-readable output: JSON lines, the last one the result")
 	pf.BoolVarP(&s.verbose, "verbose", "v", false, "log worker and client details to stderr")
-	root.AddCommand(demoCmd(s), devCmd(s), workerCmd(s), runCmd(s), statusCmd(s), validateCmd(s), scheduleCmd(s), benchCmd(s), dedupCmd(s), tryCmd(s))
+	root.AddCommand(demoCmd(s), devCmd(s), workerCmd(s), runCmd(s), statusCmd(s), validateCmd(s), scheduleCmd(s), benchCmd(s), dedupCmd(s), tryCmd(s), itemsCmd(s))
 	return root
 }
 
@@ -115,8 +121,16 @@ func (s *settings) resolve() error {
 		if s.redis == "" && os.Getenv("TRAWLER_REDIS") == "" {
 			s.redis = ep.Redis
 		}
+		if s.kafka == "" && os.Getenv("TRAWLER_KAFKA") == "" {
+			s.kafka = strings.Join(ep.Kafka, ",")
+		}
+		if s.mongo == "" && os.Getenv("TRAWLER_MONGO") == "" {
+			s.mongo = ep.Mongo
+		}
 	}
 	env(&s.redis, "TRAWLER_REDIS", "")
+	env(&s.kafka, "TRAWLER_KAFKA", "")
+	env(&s.mongo, "TRAWLER_MONGO", "")
 	env(&s.temporal, "TRAWLER_TEMPORAL", "127.0.0.1:7233")
 	env(&s.namespace, "TRAWLER_NAMESPACE", "default")
 	env(&s.taskQueue, "TRAWLER_TASK_QUEUE", workflows.DefaultTaskQueue)

@@ -19,7 +19,7 @@ import (
 )
 
 // knownSinks are the sink names chain files may use.
-var knownSinks = []string{"jsonl"}
+var knownSinks = []string{"jsonl", "kafka", "mongo"}
 
 func loadChain(file string, data []byte, sets []string) (*crawl.Plan, error) {
 	c, err := crawl.Load(file, data, crawl.LoadOptions{Sinks: knownSinks, Sets: sets})
@@ -73,13 +73,11 @@ step whose task declares it. Values are YAML: numbers and booleans keep their ty
 				fmt.Printf("started %s\n  follow it: trawler status %s\n", id, id)
 				return nil
 			}
-			var sinks storage.Set
-			if s.out != "" {
-				sinks, err = openSinks(s.out)
-				if err != nil {
-					return err
-				}
+			sinks, err := openSinks(s)
+			if err != nil {
+				return err
 			}
+			defer sinks.Close()
 			res, err := runAndWait(cmd.Context(), s, c, plan, sinks)
 			if err != nil {
 				return err
@@ -108,6 +106,11 @@ type result struct {
 	Failures  []crawl.Failure       `json:"failures,omitempty"`
 }
 
+// sinceCounter is a sink that counts a run's records from a time on (Kafka).
+type sinceCounter interface {
+	CountSince(ctx context.Context, runID string, since time.Time) (int, error)
+}
+
 func runAndWait(ctx context.Context, s *settings, c client.Client, plan *crawl.Plan, sinks storage.Set) (*result, error) {
 	start := time.Now()
 	id, err := engine.Start(ctx, c, plan, engine.RunOptions{TaskQueue: s.taskQueue})
@@ -124,7 +127,13 @@ func runAndWait(ctx context.Context, s *settings, c client.Client, plan *crawl.P
 	res := &result{Chain: plan.Chain, RunID: id, Pages: pages, Items: items, Skipped: skipped, Unchanged: sum.Unchanged(), Failed: failed,
 		DurationS: roundTo(time.Since(start).Seconds(), 2), Sinks: map[string]int{}, Steps: sum.Steps, Failures: sum.Failures}
 	for _, name := range sinks.Names() {
-		n, err := sinks[name].Count(ctx, id)
+		var n int
+		var err error
+		if sc, ok := sinks[name].(sinceCounter); ok { // a log holding every run: read this run's part
+			n, err = sc.CountSince(ctx, id, start.Add(-10*time.Minute))
+		} else {
+			n, err = sinks[name].Count(ctx, id)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("read back %s: %w", name, err)
 		}

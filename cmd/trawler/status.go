@@ -20,7 +20,8 @@ func statusCmd(s *settings) *cobra.Command {
 		Use:   "status [RUN_ID]",
 		Short: "Show one run's progress, or list recent runs",
 		Long: `With a RUN_ID: the run's state and per-step counts (pages, items, skipped, retried,
-failed, queued), live while it runs, with the first failures and their causes.
+failed, queued), live while it runs, with the first failures and their causes, and the
+batches Temporal is retrying with their last error (e.g. a store that is down).
 Without: the most recent chain runs, newest first.`,
 		Example: `  trawler status --data .data/dev
   trawler status demo-20261122-101500-a1b2c3 --data .data/dev --json`,
@@ -88,6 +89,14 @@ func printStatus(st *engine.Status) {
 	fmt.Printf("run %s: %s (started %s)\n", st.RunID, st.State, st.Started.Local().Format(time.DateTime))
 	if st.Error != "" {
 		fmt.Printf("  error: %s\n", st.Error)
+	}
+	if len(st.Failing) > 0 {
+		// Batches Temporal is retrying: usually a store that is down or slow. The run
+		// goes on once it answers again.
+		fmt.Printf("  retrying %d batch(es):\n", len(st.Failing))
+		for _, f := range st.Failing {
+			fmt.Printf("    %s\n", f)
+		}
 	}
 	p := st.Progress
 	if p == nil {

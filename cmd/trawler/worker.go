@@ -3,24 +3,47 @@ package main
 import (
 	"fmt"
 	"os"
+	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
 	"trawler/engine"
 	"trawler/storage"
-	"trawler/storage/jsonl"
 )
 
-func openSinks(out string) (storage.Set, error) {
-	js, err := jsonl.Open(out)
-	if err != nil {
-		return nil, err
+// openSinks opens every sink the settings configure (jsonl with --out, kafka with
+// --kafka, mongo with --mongo), e.g. to read a run's records back.
+func openSinks(s *settings) (storage.Set, error) {
+	return engine.OpenSinks(engine.SinkOptions{OutDir: s.out, Kafka: s.kafkaBrokers(), Mongo: s.mongo, Log: s.logger()})
+}
+
+// kafkaBrokers splits --kafka.
+func (s *settings) kafkaBrokers() []string {
+	var out []string
+	for _, b := range strings.Split(s.kafka, ",") {
+		if b = strings.TrimSpace(b); b != "" {
+			out = append(out, b)
+		}
 	}
-	return storage.Set{"jsonl": js}, nil
+	return out
+}
+
+// sinksLine says where a worker stores items, for its start-up message.
+func (s *settings) sinksLine() string {
+	parts := []string{"jsonl " + s.out}
+	if s.kafka != "" {
+		parts = append(parts, "kafka "+s.kafka)
+	}
+	if s.mongo != "" {
+		parts = append(parts, "mongo "+s.mongo)
+	}
+	return strings.Join(parts, ", ")
 }
 
 func workerCmd(s *settings) *cobra.Command {
 	var maxBatches int
+	var hot engine.HotOptions
 	cmd := &cobra.Command{
 		Use:   "worker",
 		Short: "Run a worker: executes chain workflows and batch activities until interrupted",
@@ -30,7 +53,10 @@ polls the task queue, runs batches, and stores items in the configured sinks. Ki
 worker costs only its in-flight batches, which Temporal retries elsewhere after their
 heartbeat timeout and which resume from their last stored input.`,
 		Example: `  trawler worker --data .data/dev
-  TRAWLER_TEMPORAL=temporal.internal:7233 TRAWLER_NAMESPACE=crawl trawler worker --out /var/lib/trawler/out`,
+  TRAWLER_TEMPORAL=temporal.internal:7233 TRAWLER_NAMESPACE=crawl trawler worker --out /var/lib/trawler/out
+  trawler worker --temporal temporal.internal:7233 --out /var/lib/trawler/out \
+    --kafka kafka-1:9092,kafka-2:9092,kafka-3:9092 --kafka-replication 3 \
+    --mongo "mongodb://mongo-1,mongo-2,mongo-3/?replicaSet=rs0" --hot-retention 720h`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := s.resolve(); err != nil {
 				return err
@@ -43,19 +69,23 @@ heartbeat timeout and which resume from their last stored input.`,
 				return err
 			}
 			defer c.Close()
-			w, err := engine.NewWorker(c, engine.WorkerOptions{TaskQueue: s.taskQueue, OutDir: s.out, MaxBatches: maxBatches, Redis: s.redis, Log: s.logger()})
+			w, err := engine.NewWorker(c, engine.WorkerOptions{TaskQueue: s.taskQueue, OutDir: s.out, MaxBatches: maxBatches, Redis: s.redis,
+				Kafka: s.kafkaBrokers(), Mongo: s.mongo, Hot: hot, Log: s.logger()})
 			if err != nil {
 				return err
 			}
 			if err := w.Start(); err != nil {
 				return err
 			}
-			fmt.Fprintf(os.Stderr, "worker polling task queue %q on %s (namespace %s); items → %s\n", s.taskQueue, s.temporal, s.namespace, s.out)
+			fmt.Fprintf(os.Stderr, "worker polling task queue %q on %s (namespace %s); items → %s\n", s.taskQueue, s.temporal, s.namespace, s.sinksLine())
 			<-cmd.Context().Done()
 			w.Stop()
 			return nil
 		},
 	}
 	cmd.Flags().IntVar(&maxBatches, "max-batches", 16, "batch activities this worker runs at once")
+	cmd.Flags().IntVar(&hot.KafkaPartitions, "kafka-partitions", 3, "partitions of a topic the kafka sink creates")
+	cmd.Flags().IntVar(&hot.KafkaReplication, "kafka-replication", 1, "replication factor of a topic the kafka sink creates")
+	cmd.Flags().DurationVar(&hot.Retention, "hot-retention", 30*24*time.Hour, "how long MongoDB keeps a record after its last fetch (TTL index on ts)")
 	return cmd
 }

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strconv"
 	"strings"
 	"testing"
@@ -117,7 +118,7 @@ func TestRestartResumesRun(t *testing.T) {
 	if err != nil {
 		t.Fatalf("read endpoints of running stack: %v", err)
 	}
-	if onDisk != st.Endpoints {
+	if !reflect.DeepEqual(onDisk, st.Endpoints) {
 		t.Fatalf("endpoints.json = %+v, stack reports %+v", onDisk, st.Endpoints)
 	}
 
@@ -225,7 +226,8 @@ func waitState(ctx context.Context, t *testing.T, c client.Client, id, want stri
 
 func TestEndpointsRoundTrip(t *testing.T) {
 	dir := t.TempDir()
-	in := Endpoints{Temporal: "127.0.0.1:7233", Namespace: "default", TemporalUI: "http://127.0.0.1:8233", DemoSite: "http://127.0.0.1:8080"}
+	in := Endpoints{Temporal: "127.0.0.1:7233", Namespace: "default", TemporalUI: "http://127.0.0.1:8233", DemoSite: "http://127.0.0.1:8080",
+		Kafka: []string{"127.0.0.1:9092"}, Mongo: "mongodb://127.0.0.1:27017/"}
 	if err := WriteEndpoints(dir, in); err != nil {
 		t.Fatal(err)
 	}
@@ -233,7 +235,7 @@ func TestEndpointsRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if out != in {
+	if !reflect.DeepEqual(out, in) {
 		t.Fatalf("read %+v, wrote %+v", out, in)
 	}
 
@@ -257,7 +259,7 @@ func TestEndpointsRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	raw, _ = os.ReadFile(EndpointsPath(dir))
-	if strings.Contains(string(raw), "demo_site") || strings.Contains(string(raw), "temporal_ui") {
+	if strings.Contains(string(raw), "demo_site") || strings.Contains(string(raw), "temporal_ui") || strings.Contains(string(raw), "kafka") {
 		t.Errorf("empty optional fields written:\n%s", raw)
 	}
 	entries, _ := os.ReadDir(dir)

@@ -18,11 +18,13 @@ const EndpointsFile = "endpoints.json"
 // brokers, databases ...) add their own fields; every optional field carries
 // omitempty so that older readers and writers keep working.
 type Endpoints struct {
-	Temporal   string `json:"temporal"`              // host:port of the frontend gRPC
-	Namespace  string `json:"namespace"`             // namespace clients should use
-	TemporalUI string `json:"temporal_ui,omitempty"` // http://host:port
-	DemoSite   string `json:"demo_site,omitempty"`   // filled by the caller, not by StartTemporal
-	Redis      string `json:"redis,omitempty"`       // host:port of the Redis the workers deduplicate with
+	Temporal   string   `json:"temporal"`              // host:port of the frontend gRPC
+	Namespace  string   `json:"namespace"`             // namespace clients should use
+	TemporalUI string   `json:"temporal_ui,omitempty"` // http://host:port
+	DemoSite   string   `json:"demo_site,omitempty"`   // filled by the caller, not by StartTemporal
+	Redis      string   `json:"redis,omitempty"`       // host:port of the Redis the workers deduplicate with
+	Kafka      []string `json:"kafka,omitempty"`       // host:port of each broker of the kafka sink
+	Mongo      string   `json:"mongo,omitempty"`       // mongodb:// URI of the mongo sink
 }
 
 // EndpointsPath returns the path of the endpoints file in dataDir.

@@ -1,0 +1,244 @@
+package tests
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"go.mongodb.org/mongo-driver/bson"
+
+	"trawler/crawl"
+	"trawler/engine"
+	"trawler/fetch"
+	"trawler/internal/devstack"
+	"trawler/internal/devstack/demosite"
+	"trawler/storage/kafka"
+	"trawler/storage/mongo"
+)
+
+// hot is the embedded Kafka and MongoDB of the hot-storage tests, started once for the
+// package by startHot, with their files under the package's data directory.
+var hot struct {
+	once      sync.Once
+	err       error
+	kafkaDir  string
+	kafka     []string
+	kafkaStop func() error
+	mongo     string
+}
+
+func startHot(t *testing.T) {
+	t.Helper()
+	hot.once.Do(func() {
+		dir := filepath.Join(shared.dir, "hot")
+		hot.kafkaDir = dir
+		if hot.kafka, hot.kafkaStop, hot.err = devstack.StartKafka(dir); hot.err != nil {
+			return
+		}
+		hot.mongo, _, hot.err = devstack.StartMongo(dir)
+	})
+	if hot.err != nil {
+		t.Fatalf("start the embedded Kafka and MongoDB: %v", hot.err)
+	}
+}
+
+// hotWorker starts a worker storing to jsonl, kafka and mongo on its own task queue,
+// for one test, and opens readers of the two stores (clients of their own).
+func hotWorker(t *testing.T) (queue string, w *engine.Worker, k *kafka.Sink, m *mongo.Sink) {
+	t.Helper()
+	startHot(t)
+	queue = "hot-" + tenantOf(t)
+	w, err := engine.NewWorker(shared.client, engine.WorkerOptions{
+		TaskQueue: queue, OutDir: filepath.Join(shared.dir, "hot", "out"), Log: quiet, Redis: shared.redis.Addr(),
+		Kafka: hot.kafka, Mongo: hot.mongo,
+		Fetch: fetch.Options{Timeout: time.Second, Retries: 1, Backoff: 20 * time.Millisecond, MaxRetryWait: 2 * time.Second},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(w.Stop)
+	if k, err = kafka.Open(kafka.Config{Brokers: hot.kafka}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = k.Close() })
+	if m, err = mongo.Open(mongo.Config{URI: hot.mongo, Log: quiet}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = m.Close() })
+	return queue, w, k, m
+}
+
+// storeHot makes every storing step of a plan store to jsonl, kafka and mongo, as a
+// chain file with `store: [jsonl, kafka, mongo]` does.
+func storeHot(p *crawl.Plan) *crawl.Plan {
+	for i := range p.Steps {
+		if len(p.Steps[i].Store) > 0 {
+			p.Steps[i].Store = []string{"jsonl", "kafka", "mongo"}
+		}
+	}
+	return p
+}
+
+// hotRecords reads a run back from the three stores: key → id per store.
+func hotRecords(t *testing.T, runID string, w *engine.Worker, k *kafka.Sink, m *mongo.Sink) (jsonlIDs, mongoIDs map[string]int64, kafkaIDs map[string]map[int64]int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	jsonlIDs = map[string]int64{}
+	if err := w.JSONL.Scan(func(it crawl.Item) error {
+		if it.RunID == runID {
+			if _, dup := jsonlIDs[it.Key]; dup {
+				t.Errorf("jsonl holds %s twice", it.Key)
+			}
+			jsonlIDs[it.Key] = it.ID
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	mongoIDs = map[string]int64{}
+	for _, biz := range []string{"demo.story", "demo.comments"} {
+		recs, err := m.Find(ctx, biz, bson.D{{Key: "run_id", Value: runID}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, it := range recs {
+			mongoIDs[it.Key] = it.ID
+		}
+	}
+	kafkaIDs = map[string]map[int64]int{}
+	if err := k.Scan(ctx, func(it crawl.Item) error {
+		if it.RunID == runID {
+			if kafkaIDs[it.Key] == nil {
+				kafkaIDs[it.Key] = map[int64]int{}
+			}
+			kafkaIDs[it.Key][it.ID]++
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return jsonlIDs, mongoIDs, kafkaIDs
+}
+
+// assertHotStored checks that every store holds exactly the run's stories and comments,
+// under the same ids: MongoDB once per key, Kafka with one id per key (repeated
+// messages, if any, carry the same id).
+func assertHotStored(t *testing.T, runID string, o demosite.Options, pages int, w *engine.Worker, k *kafka.Sink, m *mongo.Sink) {
+	t.Helper()
+	stories, comments := demosite.Expected(o, pages)
+	jsonlIDs, mongoIDs, kafkaIDs := hotRecords(t, runID, w, k, m)
+	for name, n := range map[string]int{"jsonl": len(jsonlIDs), "mongo": len(mongoIDs), "kafka": len(kafkaIDs)} {
+		if n != stories+comments {
+			t.Errorf("%s holds %d records of the run, want %d stories and %d comments", name, n, stories, comments)
+		}
+	}
+	repeats := 0
+	for key, id := range jsonlIDs {
+		if mongoIDs[key] != id {
+			t.Errorf("%s: id %d in jsonl, %d in MongoDB", key, id, mongoIDs[key])
+		}
+		ids := kafkaIDs[key]
+		if len(ids) != 1 || ids[id] == 0 {
+			t.Errorf("%s: ids in Kafka %v, want only %d", key, ids, id)
+		}
+		repeats += ids[id] - 1
+	}
+	ctx := context.Background()
+	if n, err := k.Count(ctx, runID); err != nil || n != stories+comments {
+		t.Errorf("kafka Count = %d, %v; want %d", n, err, stories+comments)
+	}
+	if n, err := m.Count(ctx, runID); err != nil || n != stories+comments {
+		t.Errorf("mongo Count = %d, %v; want %d", n, err, stories+comments)
+	}
+	t.Logf("%d records in each store; %d repeated Kafka messages (same ids)", stories+comments, repeats)
+}
+
+func TestHotStorageHoldsExactlyTheDemo(t *testing.T) {
+	queue, w, k, m := hotWorker(t)
+	o := demosite.Options{Pages: 3}
+	site := startSite(t, o)
+	id := start(t, storeHot(plan(t, "demo.yaml", "", "base_url="+site, "feed.pages=2")), queue)
+	s := wait(t, id, 2*time.Minute)
+	if _, _, _, failed := s.Totals(); failed != 0 {
+		t.Fatalf("%d inputs failed: %+v", failed, s.Failures)
+	}
+	assertHotStored(t, id, o, 2, w, k, m)
+
+	// The records are the hand-off to processors: claimed once, with flag 1.
+	got, err := m.Claim(context.Background(), "demo.story", 5)
+	if err != nil || len(got) != 5 {
+		t.Fatalf("claim: %d records, %v", len(got), err)
+	}
+	for _, it := range got {
+		if it.Flag != 1 || it.RunID != id || it.Tenant != tenantOf(t) || it.Data["title"] == nil {
+			t.Errorf("claimed %+v", it)
+		}
+	}
+}
+
+func TestKafkaOutageLosesNothing(t *testing.T) {
+	queue, w, k, m := hotWorker(t)
+	// 150 ms a page keeps the run in flight while Kafka is down.
+	o := demosite.Options{Pages: 4, Latency: 150 * time.Millisecond}
+	site := startSite(t, o)
+	id := start(t, storeHot(plan(t, "demo.yaml", "", "base_url="+site, "feed.pages=4")), queue)
+	waitPages(t, id, 20)
+	_, p, _ := net.SplitHostPort(hot.kafka[0])
+	port, _ := strconv.Atoi(p)
+	if err := hot.kafkaStop(); err != nil {
+		t.Fatal(err)
+	}
+	t.Log("stopped Kafka")
+
+	// `trawler status` shows which store fails and why.
+	var seen []string
+	found := ""
+	for deadline := time.Now().Add(30 * time.Second); found == "" && time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		st, err := engine.Describe(context.Background(), shared.client, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.State != "running" {
+			t.Fatalf("run %s while Kafka is down", st.State)
+		}
+		seen = st.Failing
+		for _, f := range st.Failing {
+			if strings.Contains(f, "in kafka: kafka sink:") && strings.HasPrefix(f, "batch ") && strings.Contains(f, ", attempt ") {
+				found = f
+			}
+		}
+	}
+	if found == "" {
+		t.Errorf("status while Kafka is down: failing %q, want a batch with its attempt and the kafka error", seen)
+	}
+	t.Logf("status: %s", found)
+
+	addrs, stop, err := devstack.StartKafkaOn(hot.kafkaDir, []int{port})
+	if err != nil {
+		t.Fatalf("restart Kafka on port %d: %v", port, err)
+	}
+	hot.kafkaStop = stop
+	if fmt.Sprint(addrs) != fmt.Sprint(hot.kafka) {
+		t.Fatalf("Kafka came back on %v, want %v", addrs, hot.kafka)
+	}
+	t.Log("restarted Kafka")
+
+	s := wait(t, id, 3*time.Minute)
+	if _, _, _, failed := s.Totals(); failed != 0 {
+		t.Errorf("%d inputs failed: %+v", failed, s.Failures)
+	}
+	assertHotStored(t, id, o, 4, w, k, m)
+	if st, err := engine.Describe(context.Background(), shared.client, id); err != nil || st.State != "completed" || len(st.Failing) != 0 {
+		t.Errorf("after the outage: %+v, %v", st, err)
+	}
+}
