@@ -51,6 +51,7 @@ type WorkerOptions struct {
 	// with the reason). Hot tunes both.
 	Kafka []string
 	Mongo string
+	ES    string // URL of the es sink's Elasticsearch
 	Hot   HotOptions
 	Log   *slog.Logger
 }
@@ -84,7 +85,7 @@ func NewWorker(c client.Client, o WorkerOptions) (*Worker, error) {
 		return nil, err
 	}
 	sinks := storage.Set{"jsonl": js}
-	if err := addHotSinks(sinks, SinkOptions{Kafka: o.Kafka, Mongo: o.Mongo, Hot: o.Hot, Log: o.Log}); err != nil {
+	if err := addHotSinks(sinks, SinkOptions{Kafka: o.Kafka, Mongo: o.Mongo, ES: o.ES, Registry: o.Registry, Hot: o.Hot, Log: o.Log}); err != nil {
 		_ = sinks.Close()
 		return nil, err
 	}

@@ -1,10 +1,13 @@
 package engine
 
 import (
+	"context"
 	"log/slog"
 	"time"
 
+	"trawler/crawl"
 	"trawler/storage"
+	"trawler/storage/es"
 	"trawler/storage/jsonl"
 	"trawler/storage/kafka"
 	"trawler/storage/mongo"
@@ -24,8 +27,11 @@ type SinkOptions struct {
 	OutDir string   // the jsonl sink's directory; empty: no jsonl sink
 	Kafka  []string // brokers of the kafka sink; empty: no kafka sink
 	Mongo  string   // URI of the mongo sink; empty: no mongo sink
-	Hot    HotOptions
-	Log    *slog.Logger
+	ES     string   // URL of the es sink's Elasticsearch; empty: no es sink
+	// Registry gives the es sink each task's output schema for its index mapping.
+	Registry *crawl.Registry
+	Hot      HotOptions
+	Log      *slog.Logger
 }
 
 // OpenSinks opens the configured sinks. Kafka and MongoDB are not contacted yet: a
@@ -64,6 +70,19 @@ func addHotSinks(set storage.Set, o SinkOptions) error {
 			return err
 		}
 		set[m.Name()] = m
+	}
+	if o.ES != "" {
+		reg := o.Registry
+		if reg == nil {
+			reg = crawl.Default
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		e, err := es.Open(ctx, es.Options{Addresses: []string{o.ES}, Specs: es.SpecsFrom(reg)})
+		cancel()
+		if err != nil {
+			return err
+		}
+		set[e.Name()] = e
 	}
 	return nil
 }

@@ -18,6 +18,7 @@ import (
 	"trawler/examples"
 	"trawler/internal/devstack"
 	"trawler/internal/devstack/demosite"
+	"trawler/internal/devstack/eslite"
 )
 
 // stack is the embedded world of `trawler demo` and `trawler dev`: Temporal on a SQLite
@@ -29,6 +30,7 @@ type stack struct {
 	siteStop  func() error
 	kafkaStop func() error
 	mongoStop func() error
+	esStop    func() error
 	worker    *engine.Worker
 	ep        devstack.Endpoints
 }
@@ -93,12 +95,17 @@ func startStack(ctx context.Context, s *settings, o stackOptions) (*stack, error
 		st.stop()
 		return nil, err
 	}
+	// Search: eslite, an Elasticsearch-compatible server over bleve, indexes under data.
+	if st.ep.ES, st.esStop, err = eslite.Start(o.data, "127.0.0.1:0"); err != nil {
+		st.stop()
+		return nil, fmt.Errorf("start the embedded Elasticsearch: %w", err)
+	}
 	if err := devstack.WriteEndpoints(o.data, st.ep); err != nil {
 		st.stop()
 		return nil, err
 	}
 	s.temporal, s.namespace, s.data, s.redis = st.ep.Temporal, st.ep.Namespace, o.data, st.ep.Redis
-	s.kafka, s.mongo = strings.Join(st.ep.Kafka, ","), st.ep.Mongo
+	s.kafka, s.mongo, s.es = strings.Join(st.ep.Kafka, ","), st.ep.Mongo, st.ep.ES
 	if err := s.resolve(); err != nil {
 		st.stop()
 		return nil, err
@@ -152,7 +159,7 @@ func (st *stack) startWorker(ctx context.Context, s *settings) error {
 		return err
 	}
 	w, err := engine.NewWorker(c, engine.WorkerOptions{TaskQueue: s.taskQueue, OutDir: s.out, Redis: s.redis,
-		Kafka: s.kafkaBrokers(), Mongo: s.mongo, Log: s.logger()})
+		Kafka: s.kafkaBrokers(), Mongo: s.mongo, ES: s.es, Log: s.logger()})
 	if err != nil {
 		return err
 	}
@@ -178,6 +185,9 @@ func (st *stack) stop() {
 	}
 	if st.mongoStop != nil {
 		_ = st.mongoStop()
+	}
+	if st.esStop != nil {
+		_ = st.esStop()
 	}
 	_ = st.temporal.Stop()
 }
@@ -226,7 +236,7 @@ first.`,
 			if err != nil {
 				return err
 			}
-			alsoStoreIn(plan, "kafka", "mongo") // the embedded hot storage
+			alsoStoreIn(plan, "kafka", "mongo", "es") // the embedded stores
 
 			c, err := s.dial(cmd.Context())
 			if err != nil {
@@ -285,8 +295,8 @@ Stopping and restarting ` + "`trawler dev`" + ` on the same --data resumes unfin
 			if s.json {
 				_ = printJSON(st.ep)
 			} else {
-				fmt.Printf("trawler dev is up (data in %s)\n  temporal    %s (namespace %s)\n  web ui      %s\n  demo site   %s\n  redis       %s (dedup, in memory)\n  kafka       %s (topics trawler.<site>.<task>)\n  mongodb     %s (database trawler; FerretDB on SQLite)\n  items       %s\n",
-					data, st.ep.Temporal, st.ep.Namespace, st.ep.TemporalUI, st.ep.DemoSite, st.ep.Redis, strings.Join(st.ep.Kafka, ","), st.ep.Mongo, s.out)
+				fmt.Printf("trawler dev is up (data in %s)\n  temporal    %s (namespace %s)\n  web ui      %s\n  demo site   %s\n  redis       %s (dedup, in memory)\n  kafka       %s (topics trawler.<site>.<task>)\n  mongodb     %s (database trawler; FerretDB on SQLite)\n  es          %s (indexes trawler-<site>-<task>, alias trawler-items)\n  items       %s\n",
+					data, st.ep.Temporal, st.ep.Namespace, st.ep.TemporalUI, st.ep.DemoSite, st.ep.Redis, strings.Join(st.ep.Kafka, ","), st.ep.Mongo, st.ep.ES, s.out)
 				if noWorker {
 					fmt.Println("  no worker: start some with `trawler worker --data " + data + "`")
 				}

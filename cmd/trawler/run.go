@@ -19,7 +19,7 @@ import (
 )
 
 // knownSinks are the sink names chain files may use.
-var knownSinks = []string{"jsonl", "kafka", "mongo"}
+var knownSinks = []string{"jsonl", "kafka", "mongo", "es"}
 
 func loadChain(file string, data []byte, sets []string) (*crawl.Plan, error) {
 	c, err := crawl.Load(file, data, crawl.LoadOptions{Sinks: knownSinks, Sets: sets})

@@ -24,9 +24,9 @@ var titleFields = []string{"title", "name", "headline", "subject", "text", "body
 
 func searchCmd(s *settings) *cobra.Command {
 	var (
-		esAddr, index, sortBy, dsl string
-		size                       int
-		aggs                       []string
+		index, sortBy, dsl string
+		size               int
+		aggs               []string
 	)
 	cmd := &cobra.Command{
 		Use:   "search [QUERY...]",
@@ -55,7 +55,7 @@ aggregation; --json prints Elasticsearch's answer as one JSON line.`,
   trawler search --data .data/dev --dsl query.json
   echo '{"query":{"range":{"ts":{"gte":"now-1d"}}},"aggs":{"per_hour":{"date_histogram":{"field":"ts","fixed_interval":"1h"}}}}' | trawler search --dsl -`,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			addr, err := searchAddress(s, esAddr)
+			addr, err := searchAddress(s, s.es)
 			if err != nil {
 				return err
 			}
@@ -115,7 +115,6 @@ aggregation; --json prints Elasticsearch's answer as one JSON line.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&esAddr, "es", "", "Elasticsearch URL (default from TRAWLER_ES, then --data's endpoints.json, then http://127.0.0.1:9200) [TRAWLER_ES]")
 	f.StringVar(&index, "index", es.Alias, "index, alias or pattern to search (trawler-* works)")
 	f.IntVar(&size, "size", 10, "hits to show")
 	f.StringVar(&sortBy, "sort", "", "sort by FIELD, FIELD:desc or -FIELD (comma-separated for several); default by score")

@@ -15,7 +15,7 @@ import (
 // openSinks opens every sink the settings configure (jsonl with --out, kafka with
 // --kafka, mongo with --mongo), e.g. to read a run's records back.
 func openSinks(s *settings) (storage.Set, error) {
-	return engine.OpenSinks(engine.SinkOptions{OutDir: s.out, Kafka: s.kafkaBrokers(), Mongo: s.mongo, Log: s.logger()})
+	return engine.OpenSinks(engine.SinkOptions{OutDir: s.out, Kafka: s.kafkaBrokers(), Mongo: s.mongo, ES: s.es, Log: s.logger()})
 }
 
 // kafkaBrokers splits --kafka.

@@ -25,6 +25,7 @@ type Endpoints struct {
 	Redis      string   `json:"redis,omitempty"`       // host:port of the Redis the workers deduplicate with
 	Kafka      []string `json:"kafka,omitempty"`       // host:port of each broker of the kafka sink
 	Mongo      string   `json:"mongo,omitempty"`       // mongodb:// URI of the mongo sink
+	ES         string   `json:"es,omitempty"`          // http:// URL of the es sink's Elasticsearch
 }
 
 // EndpointsPath returns the path of the endpoints file in dataDir.
