@@ -156,6 +156,14 @@ func (s *settings) logger() *slog.Logger {
 	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 }
 
+// connect resolves the settings and dials Temporal.
+func (s *settings) connect(ctx context.Context) (client.Client, error) {
+	if err := s.resolve(); err != nil {
+		return nil, err
+	}
+	return s.dial(ctx)
+}
+
 // dial connects to Temporal, failing fast with a hint when nothing answers.
 func (s *settings) dial(ctx context.Context) (client.Client, error) {
 	dctx, cancel := context.WithTimeout(ctx, 10*time.Second)

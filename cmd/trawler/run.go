@@ -29,6 +29,15 @@ func loadChain(file string, data []byte, sets []string) (*crawl.Plan, error) {
 	return c.Compile(nil)
 }
 
+// loadChainFile reads, validates and compiles a chain file.
+func loadChainFile(path string, sets []string) (*crawl.Plan, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	return loadChain(path, data, sets)
+}
+
 func runCmd(s *settings) *cobra.Command {
 	var sets []string
 	var wait bool
@@ -46,18 +55,11 @@ step whose task declares it. Values are YAML: numbers and booleans keep their ty
   trawler run examples/hackernews.yaml --set feed.list=newstories --set feed.limit=5`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			data, err := os.ReadFile(args[0])
+			plan, err := loadChainFile(args[0], sets)
 			if err != nil {
 				return err
 			}
-			plan, err := loadChain(args[0], data, sets)
-			if err != nil {
-				return err
-			}
-			if err := s.resolve(); err != nil {
-				return err
-			}
-			c, err := s.dial(cmd.Context())
+			c, err := s.connect(cmd.Context())
 			if err != nil {
 				return err
 			}

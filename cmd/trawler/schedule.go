@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"os"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -31,18 +30,11 @@ with ` + "`trawler status`" + `. Overlapping firings are skipped while the previ
 			if cron == "" {
 				return fmt.Errorf("--cron is required, e.g. --cron \"0 * * * *\" for hourly")
 			}
-			data, err := os.ReadFile(args[1])
+			plan, err := loadChainFile(args[1], sets)
 			if err != nil {
 				return err
 			}
-			plan, err := loadChain(args[1], data, sets)
-			if err != nil {
-				return err
-			}
-			if err := s.resolve(); err != nil {
-				return err
-			}
-			c, err := s.dial(cmd.Context())
+			c, err := s.connect(cmd.Context())
 			if err != nil {
 				return err
 			}
@@ -65,10 +57,7 @@ with ` + "`trawler status`" + `. Overlapping firings are skipped while the previ
 		Short: "List schedules",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := s.resolve(); err != nil {
-				return err
-			}
-			c, err := s.dial(cmd.Context())
+			c, err := s.connect(cmd.Context())
 			if err != nil {
 				return err
 			}
@@ -115,10 +104,7 @@ with ` + "`trawler status`" + `. Overlapping firings are skipped while the previ
 		Short: "Delete a schedule (runs it already started keep going)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := s.resolve(); err != nil {
-				return err
-			}
-			c, err := s.dial(cmd.Context())
+			c, err := s.connect(cmd.Context())
 			if err != nil {
 				return err
 			}

@@ -27,10 +27,7 @@ Without: the most recent chain runs, newest first.`,
   trawler status demo-20261122-101500-a1b2c3 --data .data/dev --json`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := s.resolve(); err != nil {
-				return err
-			}
-			c, err := s.dial(cmd.Context())
+			c, err := s.connect(cmd.Context())
 			if err != nil {
 				return err
 			}
