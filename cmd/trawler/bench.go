@@ -28,6 +28,7 @@ import (
 	"trawler/examples"
 	"trawler/fetch"
 	"trawler/internal/devstack/demosite"
+	"trawler/sites/demo"
 )
 
 // benchGoal is the throughput Trawler aims for, as a fraction of Colly's.
@@ -557,54 +558,13 @@ func collyCrawl(ctx context.Context, base string, feedPages, parallelism int, ou
 	return newBenchSide(int(pages.Load()), out.n, elapsed), nil
 }
 
-// collyStory extracts a story's fields from its article element as demo.story does.
+// collyStory extracts a story's fields with the same parser demo.story uses, so both
+// sides of the benchmark do the same work per page.
 func collyStory(u *url.URL, art *goquery.Selection) (collyItem, int, error) {
 	id, _ := strconv.Atoi(collyStoryPath.FindStringSubmatch(u.Path)[1])
-	missing := func(field string) error { return fmt.Errorf("%s: missing field %s", u, field) }
-	title := strings.TrimSpace(art.Find("h1.title").First().Text())
-	if title == "" {
-		return collyItem{}, 0, missing("title")
-	}
-	author := strings.TrimSpace(art.Find(".meta .author").First().Text())
-	if author == "" {
-		return collyItem{}, 0, missing("author")
-	}
-	score, ok := leadingNumber(art.Find(".meta .score").First().Text())
-	if !ok {
-		return collyItem{}, 0, missing("score")
-	}
-	stamp, ok := art.Find("time[datetime]").First().Attr("datetime")
-	if !ok {
-		return collyItem{}, 0, missing("time")
-	}
-	at, err := time.Parse(time.RFC3339, strings.TrimSpace(stamp))
+	it, comments, err := demo.ParseStory(art, u.String(), id)
 	if err != nil {
-		return collyItem{}, 0, fmt.Errorf("%s: field time: %w", u, err)
+		return collyItem{}, 0, err
 	}
-	comments, _ := leadingNumber(art.Find(".meta .comments").First().Text()) // "discuss" is 0
-	link, _ := art.Find("a.url").First().Attr("href")
-	return collyItem{Type: "demo.story", Key: "demo:story:" + strconv.Itoa(id), URL: u.String(), Data: map[string]any{
-		"id":       id,
-		"title":    title,
-		"url":      strings.TrimSpace(link),
-		"author":   author,
-		"score":    score,
-		"time":     at.UTC().Format(time.RFC3339),
-		"comments": comments,
-		"text":     strings.TrimSpace(art.Find("div.text").First().Text()),
-	}}, comments, nil
-}
-
-// leadingNumber reads the number a text starts with ("371 points" → 371).
-func leadingNumber(s string) (int, bool) {
-	s = strings.TrimSpace(s)
-	end := 0
-	for end < len(s) && s[end] >= '0' && s[end] <= '9' {
-		end++
-	}
-	if end == 0 {
-		return 0, false
-	}
-	n, err := strconv.Atoi(s[:end])
-	return n, err == nil
+	return collyItem{Type: demo.StoryTask, Key: it.Key, URL: it.URL, Data: it.Data}, comments, nil
 }

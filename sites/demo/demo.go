@@ -227,55 +227,13 @@ func runStory(ctx context.Context, env *crawl.Env, in crawl.Input) (crawl.Result
 	if err != nil {
 		return crawl.Result{}, err
 	}
-	missing := func(field string) error {
-		return crawl.Permanentf("%s: %s: missing required field %s", StoryTask, u, field)
-	}
 	art := doc.Find("article.story").First()
-	title := strings.TrimSpace(art.Find("h1.title").First().Text())
-	if title == "" {
-		return crawl.Result{}, missing("title")
-	}
-	author := strings.TrimSpace(art.Find(".meta .author").First().Text())
-	if author == "" {
-		return crawl.Result{}, missing("author")
-	}
-	score, ok := leadingInt(art.Find(".meta .score").First().Text())
-	if !ok {
-		return crawl.Result{}, missing("score")
-	}
-	stamp, ok := art.Find("time[datetime]").First().Attr("datetime")
-	if !ok {
-		return crawl.Result{}, missing("time")
-	}
-	at, err := time.Parse(time.RFC3339, strings.TrimSpace(stamp))
+	item, comments, err := ParseStory(art, u, id)
 	if err != nil {
-		return crawl.Result{}, crawl.Permanentf("%s: %s: field time: %v", StoryTask, u, err)
+		return crawl.Result{}, err
 	}
-	commentsSel := art.Find(".meta .comments").First()
-	if commentsSel.Length() == 0 {
-		return crawl.Result{}, missing("comments")
-	}
-	comments, ok := leadingInt(commentsSel.Text())
-	if !ok {
-		comments = 0 // "discuss": no comments yet
-	}
-	link, _ := art.Find("a.url").First().Attr("href")
-
-	key := StoryKey(id)
-	res := crawl.Result{Items: []crawl.Item{{
-		Key: key,
-		URL: u,
-		Data: map[string]any{
-			"id":       id,
-			"title":    title,
-			"url":      strings.TrimSpace(link),
-			"author":   author,
-			"score":    score,
-			"time":     at.UTC().Format(time.RFC3339),
-			"comments": comments,
-			"text":     strings.TrimSpace(art.Find("div.text").First().Text()),
-		},
-	}}}
+	key := item.Key
+	res := crawl.Result{Items: []crawl.Item{item}}
 	if comments > 0 {
 		next := ""
 		if href, ok := art.Find("a.comments-link").First().Attr("href"); ok {
@@ -293,6 +251,58 @@ func runStory(ctx context.Context, env *crawl.Env, in crawl.Input) (crawl.Result
 		})
 	}
 	return res, nil
+}
+
+// ParseStory reads a story's fields from its page's article element; it also returns
+// the comment count, which decides whether comment pages follow. A missing field is a
+// permanent error naming it and the page.
+func ParseStory(art *goquery.Selection, u string, id int) (crawl.Item, int, error) {
+	missing := func(field string) error {
+		return crawl.Permanentf("%s: %s: missing required field %s", StoryTask, u, field)
+	}
+	title := strings.TrimSpace(art.Find("h1.title").First().Text())
+	if title == "" {
+		return crawl.Item{}, 0, missing("title")
+	}
+	author := strings.TrimSpace(art.Find(".meta .author").First().Text())
+	if author == "" {
+		return crawl.Item{}, 0, missing("author")
+	}
+	score, ok := leadingInt(art.Find(".meta .score").First().Text())
+	if !ok {
+		return crawl.Item{}, 0, missing("score")
+	}
+	stamp, ok := art.Find("time[datetime]").First().Attr("datetime")
+	if !ok {
+		return crawl.Item{}, 0, missing("time")
+	}
+	at, err := time.Parse(time.RFC3339, strings.TrimSpace(stamp))
+	if err != nil {
+		return crawl.Item{}, 0, crawl.Permanentf("%s: %s: field time: %v", StoryTask, u, err)
+	}
+	commentsSel := art.Find(".meta .comments").First()
+	if commentsSel.Length() == 0 {
+		return crawl.Item{}, 0, missing("comments")
+	}
+	comments, ok := leadingInt(commentsSel.Text())
+	if !ok {
+		comments = 0 // "discuss": no comments yet
+	}
+	link, _ := art.Find("a.url").First().Attr("href")
+	return crawl.Item{
+		Key: StoryKey(id),
+		URL: u,
+		Data: map[string]any{
+			"id":       id,
+			"title":    title,
+			"url":      strings.TrimSpace(link),
+			"author":   author,
+			"score":    score,
+			"time":     at.UTC().Format(time.RFC3339),
+			"comments": comments,
+			"text":     strings.TrimSpace(art.Find("div.text").First().Text()),
+		},
+	}, comments, nil
 }
 
 func runComments(ctx context.Context, env *crawl.Env, in crawl.Input) (crawl.Result, error) {
