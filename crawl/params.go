@@ -3,6 +3,7 @@ package crawl
 import (
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -20,7 +21,7 @@ func (p Params) String(name string) string {
 
 // Int returns the param as an int (0 when absent or not a number).
 func (p Params) Int(name string) int {
-	n, _ := toInt(p[name])
+	n, _ := AsInt(p[name])
 	return n
 }
 
@@ -64,7 +65,9 @@ func (p Params) Duration(name string) time.Duration {
 	return 0
 }
 
-func toInt(v any) (int, bool) {
+// AsInt reads an integer from the forms it takes after YAML, JSON and the command line:
+// int, int64, a whole float64, or a numeric string.
+func AsInt(v any) (int, bool) {
 	switch n := v.(type) {
 	case int:
 		return n, true
@@ -75,7 +78,7 @@ func toInt(v any) (int, bool) {
 			return int(n), true
 		}
 	case string:
-		i, err := strconv.Atoi(n)
+		i, err := strconv.Atoi(strings.TrimSpace(n))
 		return i, err == nil
 	}
 	return 0, false
@@ -86,7 +89,7 @@ func toInt(v any) (int, bool) {
 func checkType(t Type, v any) (any, error) {
 	switch t {
 	case Int:
-		if n, ok := toInt(v); ok {
+		if n, ok := AsInt(v); ok {
 			return n, nil
 		}
 		return nil, fmt.Errorf("want an integer, got %v", describeValue(v))

@@ -202,18 +202,8 @@ func inputURL(env *crawl.Env, spec crawl.TaskSpec, in crawl.Input, path *regexp.
 }
 
 func valueInt(v any) (int, bool) {
-	switch n := v.(type) {
-	case int:
-		return n, n > 0
-	case int64:
-		return int(n), n > 0
-	case float64:
-		return int(n), n > 0 && n == float64(int(n))
-	case string:
-		i, err := strconv.Atoi(strings.TrimSpace(n))
-		return i, err == nil && i > 0
-	}
-	return 0, false
+	n, ok := crawl.AsInt(v)
+	return n, ok && n > 0
 }
 
 func runStory(ctx context.Context, env *crawl.Env, in crawl.Input) (crawl.Result, error) {

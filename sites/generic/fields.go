@@ -228,7 +228,7 @@ func parseSpec(where, name string, v any, src srcKind, ns map[string]string) (*f
 				bad("column is empty; give a header name or an index (0 is the first column)")
 			}
 		default:
-			n, ok := toInt(c)
+			n, ok := crawl.AsInt(c)
 			if !ok || n < 0 {
 				bad("column: want a header name or an index (0 is the first column), got %s", describe(c))
 			}

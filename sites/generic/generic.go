@@ -380,7 +380,7 @@ func (s seenSet) with(u string) []any {
 
 // pageNumber is the page an input is on: its "page" variable, else start.
 func pageNumber(in crawl.Input, start int) int {
-	if n, ok := toInt(in.Vars[VarPage]); ok {
+	if n, ok := crawl.AsInt(in.Vars[VarPage]); ok {
 		return n
 	}
 	return start
@@ -456,7 +456,7 @@ func checkTaskName(param, v string) error {
 func checkNonNegative(p crawl.Params, names ...string) []error {
 	var errs []error
 	for _, n := range names {
-		if v, ok := toInt(p[n]); ok && v < 0 {
+		if v, ok := crawl.AsInt(p[n]); ok && v < 0 {
 			errs = append(errs, fmt.Errorf("param %s: %d is negative; use 0 (no limit) or more", n, v))
 		}
 	}
@@ -512,25 +512,8 @@ func anyList(v any) []any {
 	return nil
 }
 
-func toInt(v any) (int, bool) {
-	switch n := v.(type) {
-	case int:
-		return n, true
-	case int64:
-		return int(n), true
-	case float64:
-		if n == float64(int(n)) {
-			return int(n), true
-		}
-	case string:
-		i, err := strconv.Atoi(strings.TrimSpace(n))
-		return i, err == nil
-	}
-	return 0, false
-}
-
 func intParam(p crawl.Params, name string, def int) int {
-	if n, ok := toInt(p[name]); ok {
+	if n, ok := crawl.AsInt(p[name]); ok {
 		return n
 	}
 	return def
