@@ -150,6 +150,7 @@ func Start(ctx context.Context, c client.Client, plan *crawl.Plan, o RunOptions)
 		TaskQueue:                o.TaskQueue,
 		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
 		WorkflowExecutionTimeout: 0,
+		Memo:                     runMemo(plan),
 	}, workflows.ChainWorkflowName, workflows.ChainInput{RunID: id, Plan: *plan, TaskQueue: o.TaskQueue, Tuning: o.Tuning})
 	if err != nil {
 		return "", fmt.Errorf("start chain %s on Temporal: %w", plan.Chain, err)
@@ -304,6 +305,7 @@ func CreateSchedule(ctx context.Context, c client.Client, id, cron string, plan 
 			ID:        id,
 			Workflow:  workflows.ChainWorkflowName,
 			TaskQueue: o.TaskQueue,
+			Memo:      runMemo(plan),
 			Args:      []any{workflows.ChainInput{Plan: *plan, TaskQueue: o.TaskQueue, Tuning: o.Tuning}},
 		},
 	})

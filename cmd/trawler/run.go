@@ -19,14 +19,10 @@ import (
 )
 
 // knownSinks are the sink names chain files may use.
-var knownSinks = []string{"jsonl", "kafka", "mongo", "es"}
+var knownSinks = engine.KnownSinks
 
 func loadChain(file string, data []byte, sets []string) (*crawl.Plan, error) {
-	c, err := crawl.Load(file, data, crawl.LoadOptions{Sinks: knownSinks, Sets: sets})
-	if err != nil {
-		return nil, err
-	}
-	return c.Compile(nil)
+	return engine.LoadChain(file, data, sets)
 }
 
 // loadChainFile reads, validates and compiles a chain file.

@@ -76,7 +76,7 @@ aggregation; --json prints Elasticsearch's answer as one JSON line.`,
 					return fmt.Errorf("--dsl %s is not valid JSON", dsl)
 				}
 			} else {
-				body, err = searchBodyFor(strings.Join(args, " "), size, sortBy, aggs)
+				body, err = es.Query{Q: strings.Join(args, " "), Size: size, Sort: sortBy, Aggs: aggs}.Body()
 				if err != nil {
 					return err
 				}
@@ -156,40 +156,6 @@ func searchAddress(s *settings, flag string) (string, error) {
 		addr = "http://" + addr
 	}
 	return addr, nil
-}
-
-func searchBodyFor(q string, size int, sortBy string, aggs []string) ([]byte, error) {
-	body := map[string]any{"size": size, "track_total_hits": true}
-	if strings.TrimSpace(q) == "" {
-		body["query"] = map[string]any{"match_all": map[string]any{}}
-	} else {
-		body["query"] = map[string]any{"query_string": map[string]any{"query": q}}
-	}
-	if sortBy != "" {
-		var sorts []any
-		for _, part := range strings.Split(sortBy, ",") {
-			part = strings.TrimSpace(part)
-			dir := "asc"
-			if strings.HasPrefix(part, "-") {
-				part, dir = part[1:], "desc"
-			} else if f, d, ok := strings.Cut(part, ":"); ok {
-				part, dir = f, strings.ToLower(d)
-			}
-			if part == "" || (dir != "asc" && dir != "desc") {
-				return nil, fmt.Errorf("--sort %q: want FIELD, FIELD:asc, FIELD:desc or -FIELD", sortBy)
-			}
-			sorts = append(sorts, map[string]any{part: map[string]any{"order": dir}})
-		}
-		body["sort"] = sorts
-	}
-	if len(aggs) > 0 {
-		a := map[string]any{}
-		for _, f := range aggs {
-			a[f] = map[string]any{"terms": map[string]any{"field": f, "size": 20}}
-		}
-		body["aggs"] = a
-	}
-	return json.Marshal(body)
 }
 
 func esReason(out map[string]any) string {

@@ -3,15 +3,12 @@ package main
 import (
 	"fmt"
 	"os"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
-	"go.temporal.io/api/workflowservice/v1"
 
 	"trawler/crawl"
 	"trawler/engine"
-	"trawler/workflows"
 )
 
 func statusCmd(s *settings) *cobra.Command {
@@ -43,28 +40,9 @@ Without: the most recent chain runs, newest first.`,
 				printStatus(st)
 				return nil
 			}
-			resp, err := c.ListWorkflow(cmd.Context(), &workflowservice.ListWorkflowExecutionsRequest{
-				Query:    fmt.Sprintf("WorkflowType = '%s'", workflows.ChainWorkflowName),
-				PageSize: int32(limit * 4),
-			})
+			rows, err := engine.ListRuns(cmd.Context(), c, engine.ListOptions{Limit: limit})
 			if err != nil {
-				return fmt.Errorf("list runs: %w", err)
-			}
-			type row struct {
-				RunID   string    `json:"run_id"`
-				State   string    `json:"state"`
-				Started time.Time `json:"started"`
-			}
-			var rows []row
-			for _, e := range resp.GetExecutions() {
-				id := e.GetExecution().GetWorkflowId()
-				if strings.Contains(id, "/") || e.GetParentExecution() != nil { // partitions of a run
-					continue
-				}
-				if len(rows) == limit {
-					break
-				}
-				rows = append(rows, row{id, strings.ToLower(strings.TrimPrefix(e.GetStatus().String(), "WORKFLOW_EXECUTION_STATUS_")), e.GetStartTime().AsTime()})
+				return err
 			}
 			if s.json {
 				return printJSON(rows)

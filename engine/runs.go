@@ -1,0 +1,116 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"strings"
+	"time"
+
+	commonpb "go.temporal.io/api/common/v1"
+	"go.temporal.io/api/workflowservice/v1"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/converter"
+
+	"trawler/crawl"
+	"trawler/workflows"
+)
+
+// KnownSinks are the sink names chain files may use.
+var KnownSinks = []string{"jsonl", "kafka", "mongo", "es"}
+
+// LoadChain validates and compiles a chain file's content; file names it in errors.
+// sets are `--set` overrides (step.param=value or param=value).
+func LoadChain(file string, data []byte, sets []string) (*crawl.Plan, error) {
+	c, err := crawl.Load(file, data, crawl.LoadOptions{Sinks: KnownSinks, Sets: sets})
+	if err != nil {
+		return nil, err
+	}
+	return c.Compile(nil)
+}
+
+// runMemo is what a run records about itself in Temporal's visibility store, so a
+// listing can show and filter chain and tenant without reading every run's input.
+func runMemo(p *crawl.Plan) map[string]any {
+	return map[string]any{"chain": p.Chain, "tenant": p.Tenant}
+}
+
+// RunInfo is one run in a listing.
+type RunInfo struct {
+	RunID   string    `json:"run_id"`
+	Chain   string    `json:"chain"`
+	Tenant  string    `json:"tenant,omitempty"`
+	State   string    `json:"state"`
+	Started time.Time `json:"started"`
+	Closed  time.Time `json:"closed,omitzero"`
+}
+
+// ListOptions filter a run listing; empty fields match everything.
+type ListOptions struct {
+	Chain, Tenant, State string
+	Limit                int // default 20
+}
+
+// runIDShape is the id Start gives a run: <chain>-<yyyymmdd>-<hhmmss>-<hex>.
+var runIDShape = regexp.MustCompile(`^(.+)-\d{8}-\d{6}-[0-9a-f]{6}$`)
+
+// ListRuns lists chain runs, newest first. Partitions (child workflows) are left out.
+// Chain and tenant come from the run's memo; runs started before runs carried one get
+// the chain from their id.
+func ListRuns(ctx context.Context, c client.Client, o ListOptions) ([]RunInfo, error) {
+	if o.Limit <= 0 {
+		o.Limit = 20
+	}
+	var out []RunInfo
+	var token []byte
+	for pages := 0; pages < 20 && len(out) < o.Limit; pages++ {
+		resp, err := c.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{
+			Query:         fmt.Sprintf("WorkflowType = '%s'", workflows.ChainWorkflowName),
+			PageSize:      int32(max(o.Limit*4, 100)),
+			NextPageToken: token,
+		})
+		if err != nil {
+			return nil, fmt.Errorf("list runs: %w", err)
+		}
+		for _, e := range resp.GetExecutions() {
+			id := e.GetExecution().GetWorkflowId()
+			if strings.Contains(id, "/") || e.GetParentExecution() != nil { // partitions of a run
+				continue
+			}
+			r := RunInfo{RunID: id, State: stateName(e.GetStatus()), Started: e.GetStartTime().AsTime()}
+			if e.GetCloseTime() != nil {
+				r.Closed = e.GetCloseTime().AsTime()
+			}
+			r.Chain, r.Tenant = memoString(e.GetMemo(), "chain"), memoString(e.GetMemo(), "tenant")
+			if m := runIDShape.FindStringSubmatch(id); r.Chain == "" && m != nil {
+				r.Chain = m[1]
+			}
+			if (o.Chain != "" && r.Chain != o.Chain) || (o.Tenant != "" && r.Tenant != o.Tenant) || (o.State != "" && r.State != o.State) {
+				continue
+			}
+			out = append(out, r)
+			if len(out) == o.Limit {
+				break
+			}
+		}
+		if token = resp.GetNextPageToken(); len(token) == 0 {
+			break
+		}
+	}
+	return out, nil
+}
+
+func memoString(m *commonpb.Memo, name string) string {
+	p, ok := m.GetFields()[name]
+	if !ok {
+		return ""
+	}
+	var s string
+	if converter.GetDefaultDataConverter().FromPayload(p, &s) != nil {
+		return ""
+	}
+	return s
+}
+
+// RunStates are the states a run can be in, as Status and RunInfo name them.
+var RunStates = []string{"running", "completed", "failed", "canceled", "terminated", "timed_out", "continued"}
