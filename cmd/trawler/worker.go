@@ -38,6 +38,9 @@ func (s *settings) sinksLine() string {
 	if s.mongo != "" {
 		parts = append(parts, "mongo "+s.mongo)
 	}
+	if s.es != "" {
+		parts = append(parts, "es "+s.es)
+	}
 	return strings.Join(parts, ", ")
 }
 
@@ -70,7 +73,7 @@ heartbeat timeout and which resume from their last stored input.`,
 			}
 			defer c.Close()
 			w, err := engine.NewWorker(c, engine.WorkerOptions{TaskQueue: s.taskQueue, OutDir: s.out, MaxBatches: maxBatches, Redis: s.redis,
-				Kafka: s.kafkaBrokers(), Mongo: s.mongo, Hot: hot, Log: s.logger()})
+				Kafka: s.kafkaBrokers(), Mongo: s.mongo, ES: s.es, Hot: hot, Log: s.logger()})
 			if err != nil {
 				return err
 			}
