@@ -39,7 +39,6 @@ import (
 	"go.mongodb.org/mongo-driver/bson"
 	"go.mongodb.org/mongo-driver/mongo"
 	"go.mongodb.org/mongo-driver/mongo/options"
-	"go.mongodb.org/mongo-driver/mongo/writeconcern"
 
 	"trawler/crawl"
 )
@@ -99,14 +98,7 @@ func Open(cfg Config) (*Sink, error) {
 	if cfg.Log == nil {
 		cfg.Log = slog.Default()
 	}
-	opts := options.Client().
-		SetWriteConcern(writeconcern.Majority()). // unless the URI says otherwise
-		ApplyURI(cfg.URI).
-		SetAppName("trawler").
-		SetServerSelectionTimeout(10 * time.Second).
-		SetConnectTimeout(5 * time.Second).
-		SetBSONOptions(&options.BSONOptions{DefaultDocumentM: true})
-	client, err := mongo.Connect(context.Background(), opts)
+	client, err := mongo.Connect(context.Background(), clientOptions(cfg.URI))
 	if err != nil {
 		return nil, fmt.Errorf("mongo sink: %s: %w", redact(cfg.URI), err)
 	}
@@ -296,10 +288,13 @@ func (s *Sink) detect(ctx context.Context) (noTTL bool, err error) {
 func (s *Sink) Embedded(ctx context.Context) (bool, error) { return s.detect(ctx) }
 
 // collections lists the item collections of the database.
-func (s *Sink) collections(ctx context.Context) ([]string, error) {
-	names, err := s.db.ListCollectionNames(ctx, bson.D{})
+func (s *Sink) collections(ctx context.Context) ([]string, error) { return itemCollections(ctx, s.db) }
+
+// itemCollections lists the item collections of a database.
+func itemCollections(ctx context.Context, db *mongo.Database) ([]string, error) {
+	names, err := db.ListCollectionNames(ctx, bson.D{})
 	if err != nil {
-		return nil, fmt.Errorf("mongo sink: list collections of %s: %w", s.cfg.Database, err)
+		return nil, fmt.Errorf("mongo sink: list collections of %s: %w", db.Name(), err)
 	}
 	out := names[:0]
 	for _, n := range names {

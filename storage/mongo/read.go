@@ -1,0 +1,123 @@
+package mongo
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"go.mongodb.org/mongo-driver/bson"
+	"go.mongodb.org/mongo-driver/mongo"
+	"go.mongodb.org/mongo-driver/mongo/options"
+	"go.mongodb.org/mongo-driver/mongo/writeconcern"
+
+	"trawler/crawl"
+)
+
+// ErrNoRecord is returned by Reader.Get when no record has the key.
+var ErrNoRecord = errors.New("no such record")
+
+// clientOptions are the driver options every client of the hot store uses.
+func clientOptions(uri string) *options.ClientOptions {
+	return options.Client().
+		SetWriteConcern(writeconcern.Majority()). // unless the URI says otherwise
+		ApplyURI(uri).
+		SetAppName("trawler").
+		SetServerSelectionTimeout(10 * time.Second).
+		SetConnectTimeout(5 * time.Second).
+		SetBSONOptions(&options.BSONOptions{DefaultDocumentM: true})
+}
+
+// Reader browses the hot store without writing to it or sweeping it: what the console
+// uses to page through a task's records and show one.
+type Reader struct {
+	client *mongo.Client
+	db     *mongo.Database
+}
+
+// OpenReader connects to the hot store at uri (database "trawler" when empty). Like
+// Open, it does not wait for the server.
+func OpenReader(uri, database string) (*Reader, error) {
+	if database == "" {
+		database = "trawler"
+	}
+	client, err := mongo.Connect(context.Background(), clientOptions(uri))
+	if err != nil {
+		return nil, fmt.Errorf("mongo: %s: %w", redact(uri), err)
+	}
+	return &Reader{client: client, db: client.Database(database)}, nil
+}
+
+// Ping checks that the server answers.
+func (r *Reader) Ping(ctx context.Context) error { return r.client.Ping(ctx, nil) }
+
+// Close disconnects.
+func (r *Reader) Close() error { return r.client.Disconnect(context.Background()) }
+
+// BizCount is a task's collection and how many records it holds.
+type BizCount struct {
+	Biz   string `json:"biz"`
+	Count int64  `json:"count"`
+}
+
+// Bizes lists the tasks with records in the hot store, by biz.
+func (r *Reader) Bizes(ctx context.Context) ([]BizCount, error) {
+	names, err := itemCollections(ctx, r.db)
+	if err != nil {
+		return nil, err
+	}
+	var out []BizCount
+	for _, n := range names {
+		var one record
+		err := r.db.Collection(n).FindOne(ctx, bson.D{}).Decode(&one)
+		if errors.Is(err, mongo.ErrNoDocuments) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("mongo: read %s.%s: %w", r.db.Name(), n, err)
+		}
+		c, err := r.db.Collection(n).CountDocuments(ctx, bson.D{})
+		if err != nil {
+			return nil, fmt.Errorf("mongo: count %s.%s: %w", r.db.Name(), n, err)
+		}
+		out = append(out, BizCount{Biz: one.Biz, Count: c})
+	}
+	return out, nil
+}
+
+// Page returns up to limit records of a biz, latest fetch first, after skipping skip,
+// and how many records the biz holds.
+func (r *Reader) Page(ctx context.Context, biz string, skip, limit int) ([]crawl.Item, int64, error) {
+	coll := r.db.Collection(Collection(biz))
+	total, err := coll.CountDocuments(ctx, bson.D{})
+	if err != nil {
+		return nil, 0, fmt.Errorf("mongo: count %s.%s: %w", r.db.Name(), coll.Name(), err)
+	}
+	cur, err := coll.Find(ctx, bson.D{}, options.Find().
+		SetSort(bson.D{{Key: "ts", Value: -1}, {Key: "_id", Value: 1}}).SetSkip(int64(skip)).SetLimit(int64(limit)))
+	if err != nil {
+		return nil, 0, fmt.Errorf("mongo: read %s.%s: %w", r.db.Name(), coll.Name(), err)
+	}
+	var recs []record
+	if err := cur.All(ctx, &recs); err != nil {
+		return nil, 0, fmt.Errorf("mongo: read %s.%s: %w", r.db.Name(), coll.Name(), err)
+	}
+	out := make([]crawl.Item, len(recs))
+	for i, rec := range recs {
+		out[i] = rec.item()
+	}
+	return out, total, nil
+}
+
+// Get returns the record of a biz with the key, or ErrNoRecord.
+func (r *Reader) Get(ctx context.Context, biz, key string) (crawl.Item, error) {
+	var rec record
+	err := r.db.Collection(Collection(biz)).FindOne(ctx, bson.D{{Key: "_id", Value: key}}).Decode(&rec)
+	if errors.Is(err, mongo.ErrNoDocuments) {
+		return crawl.Item{}, fmt.Errorf("%w: %s has no record %q", ErrNoRecord, biz, key)
+	}
+	if err != nil {
+		return crawl.Item{}, fmt.Errorf("mongo: read %s: %w", biz, err)
+	}
+	return rec.item(), nil
+}
