@@ -172,13 +172,16 @@ type Status struct {
 	Failing []string `json:"failing,omitempty"`
 }
 
+// ErrNoRun is the error Describe wraps when the namespace has no run with the id.
+var ErrNoRun = errors.New("no run")
+
 // Describe returns a run's state and its latest progress.
 func Describe(ctx context.Context, c client.Client, runID string) (*Status, error) {
 	d, err := c.DescribeWorkflowExecution(ctx, runID, "")
 	if err != nil {
 		var nf *serviceerror.NotFound
 		if errors.As(err, &nf) {
-			return nil, fmt.Errorf("no run %q on this Temporal namespace (list runs with `trawler status`)", runID)
+			return nil, fmt.Errorf("%w %q on this Temporal namespace (list runs with `trawler status`)", ErrNoRun, runID)
 		}
 		return nil, err
 	}

@@ -194,6 +194,7 @@ func (st *stack) stop() {
 
 func demoCmd(s *settings) *cobra.Command {
 	var pages int
+	var serve bool
 	cmd := &cobra.Command{
 		Use:   "demo",
 		Short: "Run the bundled demo chain end to end on embedded servers, then exit",
@@ -205,8 +206,13 @@ bar, print a summary and exit 0.
 Items land in <data>/out/<site.task>.jsonl (one JSON object per line), in the Kafka
 topics trawler.<site>.<task> and in the MongoDB collections trawler.<site>_<task>; the
 summary counts what each store holds, read back from it. Nothing needs to be installed
-first.`,
+first.
+
+The web console serves the run while it goes (its URL is printed first, on
+127.0.0.1:8090 or any free port); --serve keeps the stack and the console up after the
+run, until Ctrl-C, to search and browse what was crawled.`,
 		Example: `  trawler demo
+  trawler demo --serve
   trawler demo --pages 10 --json | tail -1`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -228,6 +234,12 @@ first.`,
 			if err := st.startWorker(cmd.Context(), s); err != nil {
 				return err
 			}
+			consoleURL, stopConsole, err := serveConsole(cmd.Context(), s, st)
+			if err != nil {
+				return err
+			}
+			defer stopConsole()
+			fmt.Fprintf(os.Stderr, "console %s\n", consoleURL)
 			src, err := examples.Files.ReadFile("demo.yaml")
 			if err != nil {
 				return err
@@ -252,11 +264,17 @@ first.`,
 			}
 			if !s.json {
 				fmt.Printf("  items are in %s, Kafka %s (trawler.<site>.<task>) and MongoDB %s (trawler.<site>_<task>)\n", s.out, s.kafka, s.mongo)
+				fmt.Printf("  console %s/runs/%s\n", consoleURL, res.RunID)
+			}
+			if serve {
+				fmt.Fprintf(os.Stderr, "the stack and the console %s stay up; Ctrl-C to stop\n", consoleURL)
+				<-cmd.Context().Done()
 			}
 			return nil
 		},
 	}
 	cmd.Flags().IntVar(&pages, "pages", 3, "feed pages to crawl (30 stories each, with their comments)")
+	cmd.Flags().BoolVar(&serve, "serve", false, "keep the stack and the web console up after the run, until Ctrl-C")
 	return cmd
 }
 
@@ -292,11 +310,16 @@ Stopping and restarting ` + "`trawler dev`" + ` on the same --data resumes unfin
 					return err
 				}
 			}
+			consoleURL, stopConsole, err := serveConsole(cmd.Context(), s, st)
+			if err != nil {
+				return err
+			}
+			defer stopConsole()
 			if s.json {
 				_ = printJSON(st.ep)
 			} else {
-				fmt.Printf("trawler dev is up (data in %s)\n  temporal    %s (namespace %s)\n  web ui      %s\n  demo site   %s\n  redis       %s (dedup, in memory)\n  kafka       %s (topics trawler.<site>.<task>)\n  mongodb     %s (database trawler; FerretDB on SQLite)\n  es          %s (indexes trawler-<site>-<task>, alias trawler-items)\n  items       %s\n",
-					data, st.ep.Temporal, st.ep.Namespace, st.ep.TemporalUI, st.ep.DemoSite, st.ep.Redis, strings.Join(st.ep.Kafka, ","), st.ep.Mongo, st.ep.ES, s.out)
+				fmt.Printf("trawler dev is up (data in %s)\n  temporal    %s (namespace %s)\n  web ui      %s\n  demo site   %s\n  redis       %s (dedup, in memory)\n  kafka       %s (topics trawler.<site>.<task>)\n  mongodb     %s (database trawler; FerretDB on SQLite)\n  es          %s (indexes trawler-<site>-<task>, alias trawler-items)\n  items       %s\n  console     %s (runs, chain editor, schedules, search, items)\n",
+					data, st.ep.Temporal, st.ep.Namespace, st.ep.TemporalUI, st.ep.DemoSite, st.ep.Redis, strings.Join(st.ep.Kafka, ","), st.ep.Mongo, st.ep.ES, s.out, consoleURL)
 				if noWorker {
 					fmt.Println("  no worker: start some with `trawler worker --data " + data + "`")
 				}

@@ -1,0 +1,133 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+
+	"github.com/spf13/cobra"
+	"go.temporal.io/sdk/client"
+
+	"trawler/console"
+	"trawler/internal/devstack"
+)
+
+// defaultConsoleAddr is where `trawler console`, `trawler dev` and `trawler demo` serve
+// the console; dev and demo take any free port when it is taken.
+const defaultConsoleAddr = "127.0.0.1:8090"
+
+func consoleCmd(s *settings) *cobra.Command {
+	var listen, token, readToken, ui string
+	cmd := &cobra.Command{
+		Use:   "console",
+		Short: "Serve the web console and HTTP API for a Temporal cluster and its stores",
+		Long: `Serve the web console and its HTTP API: runs with live progress, rates and failure
+causes; a chain editor that checks as you type and starts runs; schedules; search over
+Elasticsearch; the records of the MongoDB hot store; dedup stats; /healthz (every store's
+reachability) and /metrics (Prometheus).
+
+The console talks to the servers the settings name (flags, TRAWLER_* variables, or the
+endpoints.json of --data): Temporal, Redis, Kafka, MongoDB and Elasticsearch; the pages
+of a store that is not configured say which setting to give.
+
+Access: it listens on 127.0.0.1 by default. To listen anywhere else, give a bearer token
+(--token or TRAWLER_TOKEN); API clients then send "Authorization: Bearer TOKEN", and the
+browser asks for it once. --read-token (TRAWLER_READ_TOKEN) is a second token for
+analysts: it can search and read runs, items and history, but not start, cancel or
+schedule runs.`,
+		Example: `  trawler console --data .data/dev
+  trawler console --temporal temporal.internal:7233 --namespace crawl --es http://es1:9200 \
+      --mongo "mongodb://m1,m2,m3/?replicaSet=rs0" --listen 0.0.0.0:8090 --token "$TOKEN" --read-token "$ANALYST_TOKEN"
+  curl -H "Authorization: Bearer $TOKEN" http://console.internal:8090/api/runs`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if token == "" {
+				token = os.Getenv("TRAWLER_TOKEN")
+			}
+			if readToken == "" {
+				readToken = os.Getenv("TRAWLER_READ_TOKEN")
+			}
+			if ui == "" {
+				ui = os.Getenv("TRAWLER_TEMPORAL_UI")
+			}
+			if err := console.CheckAccess(listen, token); err != nil {
+				return err
+			}
+			c, err := s.connect(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			if ui == "" && s.data != "" {
+				if ep, err := devstack.ReadEndpoints(s.data); err == nil {
+					ui = ep.TemporalUI
+				}
+			}
+			cfg := s.consoleConfig(c, ui)
+			cfg.Token, cfg.ReadToken = token, readToken
+			srv, err := console.New(cfg)
+			if err != nil {
+				return err
+			}
+			defer srv.Close()
+			return srv.Listen(cmd.Context(), listen, func(url string) {
+				if s.json {
+					_ = printJSON(map[string]string{"console": url})
+					return
+				}
+				fmt.Printf("console %s (Ctrl-C to stop)\n", url)
+			})
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&listen, "listen", defaultConsoleAddr, "HOST:PORT to serve on; anything but loopback needs --token")
+	f.StringVar(&token, "token", "", "bearer token for full access (start, cancel, schedule) [TRAWLER_TOKEN]")
+	f.StringVar(&readToken, "read-token", "", "bearer token for read-only access: search, runs, items, history [TRAWLER_READ_TOKEN]")
+	f.StringVar(&ui, "temporal-ui", "", "base URL of the Temporal Web UI, for links to a run's workflow (default from --data) [TRAWLER_TEMPORAL_UI]")
+	return cmd
+}
+
+// consoleConfig is the console's view of resolved settings.
+func (s *settings) consoleConfig(c client.Client, temporalUI string) console.Config {
+	return console.Config{Temporal: c, Namespace: s.namespace, TaskQueue: s.taskQueue, TemporalUI: temporalUI,
+		Redis: s.redis, Kafka: s.kafkaBrokers(), Mongo: s.mongo, ES: s.es, Log: s.logger()}
+}
+
+// serveConsole serves the console of an embedded stack in the background, on
+// defaultConsoleAddr or any free loopback port, until ctx ends. It returns the URL and
+// a stop function.
+func serveConsole(ctx context.Context, s *settings, st *stack) (string, func(), error) {
+	c, err := s.dial(ctx)
+	if err != nil {
+		return "", nil, err
+	}
+	cfg := s.consoleConfig(c, st.ep.TemporalUI)
+	cfg.Sets = []string{"base_url=" + st.ep.DemoSite}
+	srv, err := console.New(cfg)
+	if err != nil {
+		c.Close()
+		return "", nil, err
+	}
+	addr := defaultConsoleAddr
+	if portIfFree(portOf(addr)) == 0 {
+		addr = "127.0.0.1:0"
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	urls, errs := make(chan string, 1), make(chan error, 1)
+	go func() { errs <- srv.Listen(ctx, addr, func(url string) { urls <- url }) }()
+	stop := func() {
+		cancel()
+		<-errs
+		_ = srv.Close()
+		c.Close()
+	}
+	select {
+	case url := <-urls:
+		return url, stop, nil
+	case err := <-errs:
+		cancel()
+		_ = srv.Close()
+		c.Close()
+		return "", nil, err
+	}
+}

@@ -1,0 +1,207 @@
+// Package console serves Trawler's HTTP API and web console from one handler: runs
+// (list, start, cancel, live detail), chain validation, schedules, the hot store's
+// records, search, dedup stats, health and metrics, and the browser pages that use
+// them. The pages are Go templates and plain JavaScript embedded in the binary; they
+// hold no data themselves and read everything through the API, with the same token.
+//
+// Access: the API needs a bearer token when one is configured, and Listen refuses to
+// bind anything but loopback without one. A read-only token (for analysts) may read
+// everything and search, but not start, cancel or schedule runs.
+package console
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/elastic/go-elasticsearch/v8"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/redis/go-redis/v9"
+	"go.temporal.io/sdk/client"
+
+	"trawler/storage/mongo"
+	"trawler/workflows"
+)
+
+// Config says where the console finds the cluster. Empty store fields turn the matching
+// endpoints off: they answer 503 naming the setting to give.
+type Config struct {
+	Temporal   client.Client // required
+	Namespace  string        // for Temporal Web UI links (default "default")
+	TaskQueue  string        // where started runs go (default workflows.DefaultTaskQueue)
+	TemporalUI string        // base URL of the Temporal Web UI; empty: no links
+	Redis      string        // host:port of the dedup Redis
+	Kafka      []string      // brokers, for /healthz
+	Mongo      string        // URI of the hot store
+	ES         string        // URL of Elasticsearch
+	// Token is the full-access bearer token, ReadToken the read-only one; with neither,
+	// the API is open (Listen then binds loopback only).
+	Token, ReadToken string
+	// Sets are the overrides the chain editor starts with, e.g. base_url of the dev
+	// stack's demo site.
+	Sets []string
+	// Tuning is given to every run the console starts (tests shorten backoffs).
+	Tuning workflows.Tuning
+	Log    *slog.Logger
+}
+
+// Server is the console: an http.Handler plus the store clients it opened.
+type Server struct {
+	cfg   Config
+	mux   *http.ServeMux
+	mongo *mongo.Reader
+	es    *elasticsearch.Client
+	redis *redis.Client
+}
+
+// New opens clients for the configured stores (none is contacted yet) and builds the
+// routes.
+func New(cfg Config) (*Server, error) {
+	if cfg.Temporal == nil {
+		return nil, errors.New("console: no Temporal client")
+	}
+	if cfg.ReadToken != "" && cfg.Token == "" {
+		return nil, errors.New("a read-only token needs a full-access token too (--token / TRAWLER_TOKEN): someone must be able to start runs")
+	}
+	if cfg.ReadToken != "" && cfg.ReadToken == cfg.Token {
+		return nil, errors.New("the read-only token equals the full-access token: give them different values")
+	}
+	if cfg.Namespace == "" {
+		cfg.Namespace = "default"
+	}
+	if cfg.TaskQueue == "" {
+		cfg.TaskQueue = workflows.DefaultTaskQueue
+	}
+	if cfg.Log == nil {
+		cfg.Log = slog.Default()
+	}
+	cfg.TemporalUI = strings.TrimSuffix(cfg.TemporalUI, "/")
+	s := &Server{cfg: cfg, mux: http.NewServeMux()}
+	var err error
+	if cfg.Mongo != "" {
+		if s.mongo, err = mongo.OpenReader(cfg.Mongo, ""); err != nil {
+			return nil, err
+		}
+	}
+	if cfg.ES != "" {
+		addr := cfg.ES
+		if !strings.Contains(addr, "://") {
+			addr = "http://" + addr
+		}
+		if s.es, err = elasticsearch.NewClient(elasticsearch.Config{Addresses: []string{addr}, DisableRetry: true}); err != nil {
+			s.Close()
+			return nil, fmt.Errorf("elasticsearch client for %s: %w", addr, err)
+		}
+	}
+	if cfg.Redis != "" {
+		s.redis = redis.NewClient(&redis.Options{Addr: cfg.Redis, DialTimeout: 3 * time.Second})
+	}
+	s.routes()
+	return s, nil
+}
+
+func (s *Server) routes() {
+	api := func(pattern string, h http.HandlerFunc) { s.mux.Handle(pattern, s.authorize(h)) }
+	api("GET /api/runs", s.listRuns)
+	api("POST /api/runs", s.startRun)
+	api("GET /api/runs/{id}", s.runDetail)
+	api("POST /api/runs/{id}/cancel", s.cancelRun)
+	api("GET /api/chains", s.listChains)
+	api("GET /api/chains/registered/{name}", s.registeredChain)
+	api("POST /api/chains/validate", s.validateChain)
+	api("GET /api/schedules", s.listSchedules)
+	api("POST /api/schedules", s.createSchedule)
+	api("POST /api/schedules/{id}/pause", s.pauseSchedule)
+	api("POST /api/schedules/{id}/unpause", s.unpauseSchedule)
+	api("DELETE /api/schedules/{id}", s.deleteSchedule)
+	api("GET /api/items", s.listItems)
+	api("GET /api/items/{biz}/{key...}", s.getItem)
+	api("GET /api/history/{biz}/{key...}", s.itemHistory)
+	api("GET /api/search", s.search)
+	api("POST /api/search", s.search)
+	api("GET /api/dedup", s.dedupStats)
+	api("GET /api/pools", s.pools)
+	api("/api/", func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, http.StatusNotFound, fmt.Sprintf("no API endpoint %s %s; the endpoints are listed in the README, section \"Console and HTTP API\"", r.Method, r.URL.Path), "path")
+	})
+	s.mux.Handle("GET /metrics", s.authorize(promhttp.Handler().ServeHTTP))
+	s.mux.HandleFunc("GET /healthz", s.healthz)
+	s.pages()
+}
+
+// ServeHTTP implements http.Handler.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
+
+// Close closes the store clients (not the Temporal client, which the caller owns).
+func (s *Server) Close() error {
+	var errs []error
+	if s.mongo != nil {
+		errs = append(errs, s.mongo.Close())
+	}
+	if s.redis != nil {
+		errs = append(errs, s.redis.Close())
+	}
+	return errors.Join(errs...)
+}
+
+// CheckAccess refuses an address other than loopback when no token guards the API.
+func CheckAccess(addr, token string) error {
+	if token != "" {
+		return nil
+	}
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("--listen %q: want HOST:PORT, e.g. 127.0.0.1:8090", addr)
+	}
+	if host == "localhost" {
+		return nil
+	}
+	if ip := net.ParseIP(host); ip != nil && ip.IsLoopback() {
+		return nil
+	}
+	return fmt.Errorf("--listen %s is reachable from other machines: give a bearer token with --token (or TRAWLER_TOKEN), or listen on 127.0.0.1", addr)
+}
+
+// Listen binds addr (after CheckAccess) and serves until ctx ends. ready, when set, gets
+// the console's base URL once the port is bound.
+func (s *Server) Listen(ctx context.Context, addr string, ready func(url string)) error {
+	if err := CheckAccess(addr, s.cfg.Token); err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("console: listen on %s: %w", addr, err)
+	}
+	srv := &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second}
+	if ready != nil {
+		ready(BaseURL(ln.Addr().String()))
+	}
+	go func() {
+		<-ctx.Done()
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(sctx)
+	}()
+	if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
+
+// BaseURL is the http:// URL of a listening address; an unspecified host becomes
+// 127.0.0.1 so the URL can be opened on this machine.
+func BaseURL(addr string) string {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "http://" + addr
+	}
+	if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
+		host = "127.0.0.1"
+	}
+	return "http://" + net.JoinHostPort(host, port)
+}

@@ -1,0 +1,185 @@
+package console
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+
+	"trawler/dedup"
+	"trawler/storage/es"
+	"trawler/storage/mongo"
+)
+
+// listItems: GET /api/items?biz=site.task&page=1&size=50 — a page of a task's records
+// in the hot store, latest fetch first; without biz, the tasks and their counts.
+func (s *Server) listItems(w http.ResponseWriter, r *http.Request) {
+	if s.mongo == nil {
+		writeError(w, http.StatusServiceUnavailable, "no MongoDB configured: start the console with --mongo mongodb://HOST:PORT (or TRAWLER_MONGO, or --data of a running trawler dev)", "mongo")
+		return
+	}
+	biz := r.URL.Query().Get("biz")
+	if biz == "" {
+		bizes, err := s.mongo.Bizes(r.Context())
+		if err != nil {
+			writeError(w, http.StatusBadGateway, err.Error(), "")
+			return
+		}
+		if bizes == nil {
+			bizes = []mongo.BizCount{}
+		}
+		writeJSON(w, http.StatusOK, map[string]any{"bizes": bizes})
+		return
+	}
+	if !strings.Contains(biz, ".") {
+		writeError(w, http.StatusBadRequest, fmt.Sprintf("biz %q: name the task as site.task, e.g. demo.story", biz), "biz")
+		return
+	}
+	page, ok := intParam(w, r, "page", 1, 1, 1_000_000)
+	if !ok {
+		return
+	}
+	size, ok := intParam(w, r, "size", 50, 1, 500)
+	if !ok {
+		return
+	}
+	items, total, err := s.mongo.Page(r.Context(), biz, (page-1)*size, size)
+	if err != nil {
+		writeError(w, http.StatusBadGateway, err.Error(), "")
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"biz": biz, "page": page, "size": size, "total": total, "items": items})
+}
+
+// getItem: GET /api/items/{biz}/{key} — one record of the hot store.
+func (s *Server) getItem(w http.ResponseWriter, r *http.Request) {
+	if s.mongo == nil {
+		writeError(w, http.StatusServiceUnavailable, "no MongoDB configured: start the console with --mongo mongodb://HOST:PORT (or TRAWLER_MONGO)", "mongo")
+		return
+	}
+	it, err := s.mongo.Get(r.Context(), r.PathValue("biz"), r.PathValue("key"))
+	if errors.Is(err, mongo.ErrNoRecord) {
+		writeError(w, http.StatusNotFound, err.Error(), "key")
+		return
+	}
+	if err != nil {
+		writeError(w, http.StatusBadGateway, err.Error(), "")
+		return
+	}
+	writeJSON(w, http.StatusOK, it)
+}
+
+// search: GET /api/search?q=&size=&from=&sort=&agg=&index= (query-string syntax), or
+// POST /api/search?index= with a search body (query DSL) passed to Elasticsearch as is.
+// The answer is Elasticsearch's.
+func (s *Server) search(w http.ResponseWriter, r *http.Request) {
+	if s.es == nil {
+		writeError(w, http.StatusServiceUnavailable, "no Elasticsearch configured: start the console with --es URL (or TRAWLER_ES)", "es")
+		return
+	}
+	q := r.URL.Query()
+	index := q.Get("index")
+	if index == "" {
+		index = es.Alias
+	}
+	var body []byte
+	field := "q"
+	if r.Method == http.MethodPost {
+		var err error
+		if body, err = io.ReadAll(io.LimitReader(r.Body, 4<<20)); err != nil {
+			writeError(w, http.StatusBadRequest, "read the search body: "+err.Error(), "body")
+			return
+		}
+		if !json.Valid(body) {
+			writeError(w, http.StatusBadRequest, "the search body is not valid JSON: send a query DSL object, e.g. {\"query\":{\"match\":{\"data.title\":\"go\"}}}", "body")
+			return
+		}
+		field = "body"
+	} else {
+		size, ok := intParam(w, r, "size", 20, 0, 1000)
+		if !ok {
+			return
+		}
+		from, ok := intParam(w, r, "from", 0, 0, 10000)
+		if !ok {
+			return
+		}
+		var err error
+		if body, err = (es.Query{Q: q.Get("q"), From: from, Size: size, Sort: q.Get("sort"), Aggs: q["agg"]}).Body(); err != nil {
+			writeError(w, http.StatusBadRequest, err.Error(), "sort")
+			return
+		}
+	}
+	res, err := s.es.Search(s.es.Search.WithContext(r.Context()), s.es.Search.WithIndex(index), s.es.Search.WithBody(bytes.NewReader(body)))
+	if err != nil {
+		writeError(w, http.StatusBadGateway, fmt.Sprintf("cannot reach Elasticsearch at %s: %v", s.cfg.ES, err), "")
+		return
+	}
+	defer res.Body.Close()
+	raw, err := io.ReadAll(res.Body)
+	if err != nil {
+		writeError(w, http.StatusBadGateway, "read Elasticsearch's answer: "+err.Error(), "")
+		return
+	}
+	if res.IsError() {
+		var e struct {
+			Error struct {
+				Type, Reason string
+			}
+		}
+		_ = json.Unmarshal(raw, &e)
+		status := http.StatusBadRequest
+		switch {
+		case res.StatusCode == http.StatusNotFound:
+			status = http.StatusNotFound
+			field = "index"
+		case res.StatusCode >= 500:
+			status = http.StatusBadGateway
+		}
+		writeError(w, status, fmt.Sprintf("search failed (%s): %s: %s", res.Status(), e.Error.Type, e.Error.Reason), field)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	_, _ = w.Write(raw)
+}
+
+// dedupStats: GET /api/dedup?sample=50 — per namespace: items, buckets, bytes per entry
+// and error rates.
+func (s *Server) dedupStats(w http.ResponseWriter, r *http.Request) {
+	if s.redis == nil {
+		writeError(w, http.StatusServiceUnavailable, "dedup is off here: no Redis configured (start the console with --redis HOST:PORT or TRAWLER_REDIS)", "redis")
+		return
+	}
+	sample, ok := intParam(w, r, "sample", 50, 1, 10000)
+	if !ok {
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), 30*time.Second)
+	defer cancel()
+	d, err := dedup.Open(ctx, s.redis, dedup.Config{Log: s.cfg.Log})
+	if err != nil {
+		writeError(w, http.StatusBadGateway, err.Error(), "")
+		return
+	}
+	names, err := d.Namespaces(ctx)
+	if err != nil {
+		writeError(w, http.StatusBadGateway, err.Error(), "")
+		return
+	}
+	all := []dedup.Stats{}
+	for _, n := range names {
+		st, err := d.Stats(ctx, n, sample)
+		if err != nil {
+			writeError(w, http.StatusBadGateway, err.Error(), "")
+			return
+		}
+		all = append(all, st)
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"namespaces": all})
+}

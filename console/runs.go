@@ -1,0 +1,467 @@
+package console
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"net/http"
+	"net/url"
+	"regexp"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/sdk/client"
+
+	"trawler/crawl"
+	"trawler/engine"
+	"trawler/examples"
+	"trawler/workflows"
+)
+
+// listRuns: GET /api/runs?chain=&tenant=&state=&limit=
+func (s *Server) listRuns(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	o := engine.ListOptions{Chain: q.Get("chain"), Tenant: q.Get("tenant"), State: q.Get("state")}
+	if o.State != "" && !slices.Contains(engine.RunStates, o.State) {
+		writeError(w, http.StatusBadRequest, fmt.Sprintf("state %q: want one of %s", o.State, strings.Join(engine.RunStates, ", ")), "state")
+		return
+	}
+	var ok bool
+	if o.Limit, ok = intParam(w, r, "limit", 50, 1, 1000); !ok {
+		return
+	}
+	runs, err := engine.ListRuns(r.Context(), s.cfg.Temporal, o)
+	if err != nil {
+		writeError(w, http.StatusBadGateway, err.Error(), "")
+		return
+	}
+	type row struct {
+		engine.RunInfo
+		TemporalUI string `json:"temporal_ui,omitempty"`
+	}
+	out := make([]row, len(runs))
+	for i, run := range runs {
+		out[i] = row{run, s.workflowURL(run.RunID)}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"runs": out})
+}
+
+// intParam reads an integer query parameter within [lo, hi], answering 400 when it is
+// not one.
+func intParam(w http.ResponseWriter, r *http.Request, name string, def, lo, hi int) (int, bool) {
+	v := r.URL.Query().Get(name)
+	if v == "" {
+		return def, true
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < lo || n > hi {
+		writeError(w, http.StatusBadRequest, fmt.Sprintf("%s %q: want a whole number from %d to %d", name, v, lo, hi), name)
+		return 0, false
+	}
+	return n, true
+}
+
+// workflowURL links a run to its workflow in the Temporal Web UI.
+func (s *Server) workflowURL(runID string) string {
+	if s.cfg.TemporalUI == "" {
+		return ""
+	}
+	return s.cfg.TemporalUI + "/namespaces/" + url.PathEscape(s.cfg.Namespace) + "/workflows/" + url.PathEscape(runID)
+}
+
+// chainRequest names a chain: a registered one (an example shipped in the binary) or
+// the content of a chain file, with --set style overrides.
+type chainRequest struct {
+	Chain  string   `json:"chain,omitempty"`  // registered chain name, e.g. "demo"
+	Source string   `json:"source,omitempty"` // a chain file's YAML
+	File   string   `json:"file,omitempty"`   // the file name errors mention (default chain.yaml)
+	Sets   []string `json:"sets,omitempty"`   // step.param=value or param=value
+}
+
+// decode reads a JSON request body into v, answering 400 when it is not one.
+func decode(w http.ResponseWriter, r *http.Request, v any) bool {
+	dec := json.NewDecoder(io.LimitReader(r.Body, 4<<20))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		writeError(w, http.StatusBadRequest, "the request body is not the JSON this endpoint takes: "+err.Error(), "body")
+		return false
+	}
+	return true
+}
+
+// registered lists the names of the chains shipped in the binary.
+func registered() []string {
+	files, _ := fs.Glob(examples.Files, "*.yaml")
+	names := make([]string, len(files))
+	for i, f := range files {
+		names[i] = strings.TrimSuffix(f, ".yaml")
+	}
+	return names
+}
+
+// plan loads the chain a request names, answering the error when it cannot.
+func (s *Server) plan(w http.ResponseWriter, req chainRequest) (*crawl.Plan, bool) {
+	file, src := req.File, []byte(req.Source)
+	switch {
+	case req.Source != "" && req.Chain != "":
+		writeError(w, http.StatusBadRequest, "give either chain (a registered chain) or source (a chain file's content), not both", "chain")
+		return nil, false
+	case req.Source != "":
+		if file == "" {
+			file = "chain.yaml"
+		}
+	case req.Chain != "":
+		var err error
+		file = "examples/" + req.Chain + ".yaml"
+		if src, err = examples.Files.ReadFile(req.Chain + ".yaml"); err != nil || strings.ContainsAny(req.Chain, "/.") {
+			writeError(w, http.StatusNotFound, fmt.Sprintf("no registered chain %q; registered: %s", req.Chain, strings.Join(registered(), ", ")), "chain")
+			return nil, false
+		}
+	default:
+		writeError(w, http.StatusBadRequest, "give chain (a registered chain, e.g. \"demo\") or source (a chain file's content)", "source")
+		return nil, false
+	}
+	p, err := engine.LoadChain(file, src, req.Sets)
+	if err != nil {
+		writeChainError(w, err)
+		return nil, false
+	}
+	return p, true
+}
+
+// writeChainError answers 422 with every problem of a chain file and its line.
+func writeChainError(w http.ResponseWriter, err error) {
+	e := apiError{Error: err.Error(), Field: "source"}
+	var ps crawl.Problems
+	if errors.As(err, &ps) {
+		for _, p := range ps {
+			e.Problems = append(e.Problems, problem{Line: p.Line, Message: p.Msg})
+		}
+		if len(ps) > 0 && strings.Contains(ps[0].Msg, "--set") {
+			e.Field = "sets"
+		}
+	}
+	writeJSON(w, http.StatusUnprocessableEntity, e)
+}
+
+// startRun: POST /api/runs {"chain"|"source", "file", "sets"}
+func (s *Server) startRun(w http.ResponseWriter, r *http.Request) {
+	var req chainRequest
+	if !decode(w, r, &req) {
+		return
+	}
+	p, ok := s.plan(w, req)
+	if !ok {
+		return
+	}
+	id, err := engine.Start(r.Context(), s.cfg.Temporal, p, engine.RunOptions{TaskQueue: s.cfg.TaskQueue, Tuning: s.cfg.Tuning})
+	if err != nil {
+		writeError(w, http.StatusBadGateway, err.Error(), "")
+		return
+	}
+	writeJSON(w, http.StatusCreated, map[string]string{"run_id": id, "chain": p.Chain, "page": "/runs/" + url.PathEscape(id), "temporal_ui": s.workflowURL(id)})
+}
+
+// cancelRun: POST /api/runs/{id}/cancel
+func (s *Server) cancelRun(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	if err := s.cfg.Temporal.CancelWorkflow(r.Context(), id, ""); err != nil {
+		var nf *serviceerror.NotFound
+		if errors.As(err, &nf) {
+			writeError(w, http.StatusNotFound, fmt.Sprintf("no running run %q: it does not exist or has already ended", id), "id")
+			return
+		}
+		writeError(w, http.StatusBadGateway, fmt.Sprintf("cancel run %s: %v", id, err), "")
+		return
+	}
+	writeJSON(w, http.StatusAccepted, map[string]string{"run_id": id, "state": "canceling"})
+}
+
+// runView is a run's detail: its status, rates and failures grouped by cause.
+type runView struct {
+	*engine.Status
+	Chain      string     `json:"chain,omitempty"`
+	ElapsedS   float64    `json:"elapsed_s"`
+	PagesPerS  float64    `json:"pages_per_s"`
+	ItemsPerS  float64    `json:"items_per_s"`
+	Steps      []stepView `json:"steps"`
+	Causes     []cause    `json:"causes,omitempty"`
+	TemporalUI string     `json:"temporal_ui,omitempty"`
+}
+
+type stepView struct {
+	workflows.StepStats
+	PagesPerS float64 `json:"pages_per_s"`
+}
+
+// cause is a failure cause shared by failed inputs, with some of their URLs.
+type cause struct {
+	Step    string   `json:"step"`
+	Cause   string   `json:"cause"`
+	Count   int      `json:"count"`
+	Samples []string `json:"samples"`
+}
+
+// runDetail: GET /api/runs/{id}
+func (s *Server) runDetail(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	st, err := engine.Describe(r.Context(), s.cfg.Temporal, id)
+	if errors.Is(err, engine.ErrNoRun) {
+		writeError(w, http.StatusNotFound, err.Error(), "id")
+		return
+	}
+	if err != nil {
+		writeError(w, http.StatusBadGateway, err.Error(), "")
+		return
+	}
+	v := runView{Status: st, TemporalUI: s.workflowURL(id), Steps: []stepView{}}
+	end := time.Now()
+	if !st.Closed.IsZero() {
+		end = st.Closed
+	}
+	v.ElapsedS = round(end.Sub(st.Started).Seconds())
+	if p := st.Progress; p != nil {
+		v.Chain = p.Chain
+		var pages, items int
+		for _, step := range p.Steps {
+			pages += step.Pages
+			items += step.Items
+			v.Steps = append(v.Steps, stepView{step, perSecond(step.Pages, v.ElapsedS)})
+		}
+		v.PagesPerS, v.ItemsPerS = perSecond(pages, v.ElapsedS), perSecond(items, v.ElapsedS)
+		v.Causes = topCauses(p.Failures, 5)
+	}
+	writeJSON(w, http.StatusOK, v)
+}
+
+func perSecond(n int, seconds float64) float64 {
+	if seconds <= 0 {
+		return 0
+	}
+	return round(float64(n) / seconds)
+}
+
+func round(v float64) float64 { return float64(int64(v*10+0.5)) / 10 }
+
+// numbers are the parts of a cause that differ between inputs failing the same way
+// (ids, ports, counts); they are blanked when causes are grouped.
+var numbers = regexp.MustCompile(`\d+`)
+
+// topCauses groups failures by step and cause (with the input's own URL and numbers
+// blanked) and returns the n most frequent, with up to three sample URLs each.
+func topCauses(fs []crawl.Failure, n int) []cause {
+	byKey := map[string]*cause{}
+	var order []*cause
+	for _, f := range fs {
+		in := f.Input.Describe()
+		shape := numbers.ReplaceAllString(strings.ReplaceAll(f.Cause, in, "…"), "N")
+		k := f.Step + "\x00" + shape
+		c, ok := byKey[k]
+		if !ok {
+			c = &cause{Step: f.Step, Cause: f.Cause}
+			byKey[k] = c
+			order = append(order, c)
+		}
+		c.Count++
+		if len(c.Samples) < 3 {
+			c.Samples = append(c.Samples, in)
+		}
+	}
+	sort.SliceStable(order, func(i, j int) bool { return order[i].Count > order[j].Count })
+	out := make([]cause, 0, min(n, len(order)))
+	for _, c := range order[:min(n, len(order))] {
+		out = append(out, *c)
+	}
+	return out
+}
+
+// listChains: GET /api/chains — the registered chains and the chains that have run.
+func (s *Server) listChains(w http.ResponseWriter, r *http.Request) {
+	runs, err := engine.ListRuns(r.Context(), s.cfg.Temporal, engine.ListOptions{Limit: 1000})
+	if err != nil {
+		writeError(w, http.StatusBadGateway, err.Error(), "")
+		return
+	}
+	type ran struct {
+		Chain     string    `json:"chain"`
+		Runs      int       `json:"runs"`
+		LastRun   string    `json:"last_run"`
+		LastState string    `json:"last_state"`
+		LastStart time.Time `json:"last_started"`
+	}
+	var out []*ran
+	seen := map[string]*ran{}
+	for _, run := range runs { // newest first
+		c := seen[run.Chain]
+		if c == nil {
+			c = &ran{Chain: run.Chain, LastRun: run.RunID, LastState: run.State, LastStart: run.Started}
+			seen[run.Chain] = c
+			out = append(out, c)
+		}
+		c.Runs++
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"registered": registered(), "ran": out, "sets": s.cfg.Sets})
+}
+
+// registeredChain: GET /api/chains/registered/{name} — the chain file's content.
+func (s *Server) registeredChain(w http.ResponseWriter, r *http.Request) {
+	name := r.PathValue("name")
+	src, err := examples.Files.ReadFile(name + ".yaml")
+	if err != nil || strings.ContainsAny(name, "/.") {
+		writeError(w, http.StatusNotFound, fmt.Sprintf("no registered chain %q; registered: %s", name, strings.Join(registered(), ", ")), "name")
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"name": name, "file": "examples/" + name + ".yaml", "source": string(src)})
+}
+
+// validateChain: POST /api/chains/validate {"source"|"chain", "file", "sets"} — 200 with
+// the compiled steps, or 422 with every problem and its line.
+func (s *Server) validateChain(w http.ResponseWriter, r *http.Request) {
+	var req chainRequest
+	if !decode(w, r, &req) {
+		return
+	}
+	p, ok := s.plan(w, req)
+	if !ok {
+		return
+	}
+	type step struct {
+		ID    string   `json:"id"`
+		Task  string   `json:"task"`
+		From  []string `json:"from,omitempty"`
+		Store []string `json:"store,omitempty"`
+	}
+	from := map[string][]string{}
+	for _, st := range p.Steps {
+		for _, c := range st.Consumers {
+			from[p.Steps[c.Step].ID] = append(from[p.Steps[c.Step].ID], st.ID)
+		}
+	}
+	steps := make([]step, len(p.Steps))
+	for i, st := range p.Steps {
+		steps[i] = step{ID: st.ID, Task: st.Task, From: from[st.ID], Store: st.Store}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"ok": true, "chain": p.Chain, "tenant": p.Tenant, "steps": steps})
+}
+
+// scheduleRequest creates a schedule of a chain.
+type scheduleRequest struct {
+	ID   string `json:"id"`
+	Cron string `json:"cron"`
+	chainRequest
+}
+
+var scheduleID = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]*$`)
+
+// listSchedules: GET /api/schedules
+func (s *Server) listSchedules(w http.ResponseWriter, r *http.Request) {
+	it, err := s.cfg.Temporal.ScheduleClient().List(r.Context(), client.ScheduleListOptions{})
+	if err != nil {
+		writeError(w, http.StatusBadGateway, "list schedules: "+err.Error(), "")
+		return
+	}
+	type row struct {
+		ID     string     `json:"id"`
+		Cron   []string   `json:"cron,omitempty"`
+		Paused bool       `json:"paused"`
+		Note   string     `json:"note,omitempty"`
+		Next   *time.Time `json:"next,omitempty"`
+		Recent []string   `json:"recent_runs,omitempty"`
+	}
+	rows := []row{}
+	for it.HasNext() {
+		e, err := it.Next()
+		if err != nil {
+			writeError(w, http.StatusBadGateway, "list schedules: "+err.Error(), "")
+			return
+		}
+		rw := row{ID: e.ID, Paused: e.Paused, Note: e.Note}
+		if e.Spec != nil {
+			rw.Cron = e.Spec.CronExpressions
+		}
+		if len(e.NextActionTimes) > 0 {
+			rw.Next = &e.NextActionTimes[0]
+		}
+		for _, a := range e.RecentActions {
+			if a.StartWorkflowResult != nil {
+				rw.Recent = append(rw.Recent, a.StartWorkflowResult.WorkflowID)
+			}
+		}
+		rows = append(rows, rw)
+	}
+	sort.Slice(rows, func(i, j int) bool { return rows[i].ID < rows[j].ID })
+	writeJSON(w, http.StatusOK, map[string]any{"schedules": rows})
+}
+
+// createSchedule: POST /api/schedules {"id", "cron", "chain"|"source", "file", "sets"}
+func (s *Server) createSchedule(w http.ResponseWriter, r *http.Request) {
+	var req scheduleRequest
+	if !decode(w, r, &req) {
+		return
+	}
+	if !scheduleID.MatchString(req.ID) {
+		writeError(w, http.StatusBadRequest, fmt.Sprintf("id %q: name the schedule with letters, digits, '.', '_' and '-', e.g. demo-hourly", req.ID), "id")
+		return
+	}
+	if strings.TrimSpace(req.Cron) == "" {
+		writeError(w, http.StatusBadRequest, "cron is required: minute hour day-of-month month day-of-week, e.g. \"0 * * * *\" for hourly", "cron")
+		return
+	}
+	p, ok := s.plan(w, req.chainRequest)
+	if !ok {
+		return
+	}
+	err := engine.CreateSchedule(r.Context(), s.cfg.Temporal, req.ID, req.Cron, p, engine.RunOptions{TaskQueue: s.cfg.TaskQueue, Tuning: s.cfg.Tuning})
+	var exists *serviceerror.AlreadyExists
+	var bad *serviceerror.InvalidArgument
+	switch {
+	case err == nil:
+		writeJSON(w, http.StatusCreated, map[string]string{"id": req.ID, "cron": req.Cron, "chain": p.Chain})
+	case errors.As(err, &exists) || strings.Contains(err.Error(), "already"):
+		writeError(w, http.StatusConflict, fmt.Sprintf("a schedule %q exists already: delete it first or pick another id", req.ID), "id")
+	case errors.As(err, &bad):
+		writeError(w, http.StatusBadRequest, fmt.Sprintf("cron %q: %s", req.Cron, bad.Message), "cron")
+	default:
+		writeError(w, http.StatusBadGateway, err.Error(), "")
+	}
+}
+
+// scheduleAction runs an action on a schedule's handle, answering 404 for an unknown id.
+func (s *Server) scheduleAction(w http.ResponseWriter, r *http.Request, verb string, do func(client.ScheduleHandle) error) {
+	id := r.PathValue("id")
+	err := do(s.cfg.Temporal.ScheduleClient().GetHandle(r.Context(), id))
+	var nf *serviceerror.NotFound
+	switch {
+	case err == nil:
+		writeJSON(w, http.StatusOK, map[string]string{"id": id, "done": verb})
+	case errors.As(err, &nf):
+		writeError(w, http.StatusNotFound, fmt.Sprintf("no schedule %q", id), "id")
+	default:
+		writeError(w, http.StatusBadGateway, fmt.Sprintf("%s schedule %s: %v", verb, id, err), "")
+	}
+}
+
+// pauseSchedule: POST /api/schedules/{id}/pause
+func (s *Server) pauseSchedule(w http.ResponseWriter, r *http.Request) {
+	s.scheduleAction(w, r, "paused", func(h client.ScheduleHandle) error {
+		return h.Pause(r.Context(), client.SchedulePauseOptions{Note: "paused from the console"})
+	})
+}
+
+// unpauseSchedule: POST /api/schedules/{id}/unpause
+func (s *Server) unpauseSchedule(w http.ResponseWriter, r *http.Request) {
+	s.scheduleAction(w, r, "unpaused", func(h client.ScheduleHandle) error {
+		return h.Unpause(r.Context(), client.ScheduleUnpauseOptions{Note: "resumed from the console"})
+	})
+}
+
+// deleteSchedule: DELETE /api/schedules/{id}
+func (s *Server) deleteSchedule(w http.ResponseWriter, r *http.Request) {
+	s.scheduleAction(w, r, "deleted", func(h client.ScheduleHandle) error { return h.Delete(r.Context()) })
+}

@@ -1,0 +1,521 @@
+// Trawler console: plain JavaScript, no build step. Every page is a shell that reads
+// the HTTP API with the bearer token kept in this browser (localStorage).
+"use strict";
+
+const $ = (sel) => document.querySelector(sel);
+
+// el builds an element: el("a", {href: "/x"}, "text", child…). Text is never parsed as
+// HTML, so values read from the API cannot inject markup.
+function el(tag, attrs, ...children) {
+  const e = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs || {})) {
+    if (v === undefined || v === null || v === false) continue;
+    if (k === "class") e.className = v;
+    else if (k.startsWith("on")) e.addEventListener(k.slice(2), v);
+    else e.setAttribute(k, v === true ? "" : v);
+  }
+  for (const c of children.flat()) {
+    if (c === undefined || c === null) continue;
+    e.append(c instanceof Node ? c : document.createTextNode(String(c)));
+  }
+  return e;
+}
+
+function fill(tbody, rows) { tbody.replaceChildren(...rows); }
+
+function flash(msg, good) {
+  const f = $("#flash");
+  f.textContent = msg;
+  f.className = good ? "good" : "";
+  f.hidden = !msg;
+}
+
+const token = {
+  get: () => localStorage.getItem("trawler-token") || "",
+  set: (t) => localStorage.setItem("trawler-token", t),
+};
+
+// api calls the HTTP API and returns {status, data}; a 401 shows the token form.
+async function api(method, path, body) {
+  const headers = {};
+  if (token.get()) headers["Authorization"] = "Bearer " + token.get();
+  let payload;
+  if (body !== undefined) {
+    headers["Content-Type"] = "application/json";
+    payload = typeof body === "string" ? body : JSON.stringify(body);
+  }
+  let res;
+  try {
+    res = await fetch(path, { method, headers, body: payload });
+  } catch (err) {
+    return { status: 0, data: { error: "the console server does not answer: " + err.message } };
+  }
+  let data = {};
+  try { data = await res.json(); } catch (err) { data = { error: res.statusText }; }
+  if (res.status === 401) {
+    $("#login").hidden = false;
+    flash(data.error || "this console needs a token");
+  }
+  return { status: res.status, data };
+}
+
+function when(ts) {
+  if (!ts) return "";
+  const d = new Date(ts);
+  return isNaN(d) ? String(ts) : d.toLocaleString();
+}
+
+function num(n) { return (n || 0).toLocaleString(); }
+
+function state(s) { return el("span", { class: "state " + s }, s); }
+
+function runLink(id) { return el("a", { href: "/runs/" + encodeURIComponent(id) }, id); }
+
+function itemLink(biz, key) {
+  return el("a", { href: "/items/" + encodeURIComponent(biz) + "/" + encodeURIComponent(key) }, key);
+}
+
+const titleFields = ["title", "name", "headline", "subject", "text", "body", "description"];
+
+function titleOf(doc) {
+  const data = doc.data || {};
+  for (const f of titleFields) {
+    if (data[f]) return String(data[f]).slice(0, 120);
+  }
+  return doc.url || "";
+}
+
+function every(ms, fn) {
+  let stop = false;
+  const tick = async () => {
+    if (stop) return;
+    const again = await fn();
+    if (again !== false) setTimeout(tick, ms);
+  };
+  tick();
+  return () => { stop = true; };
+}
+
+function queued(steps) { return (steps || []).reduce((n, s) => n + (s.queued || 0) + (s.in_flight || 0), 0); }
+
+function progressBar(pages, failed, waiting, done) {
+  const total = pages + failed + waiting;
+  const frac = done || total === 0 ? 1 : (pages + failed) / total;
+  const bar = el("div", { class: "bar" + (done ? " done" : "") }, el("div"));
+  bar.firstChild.style.width = Math.round(frac * 100) + "%";
+  return bar;
+}
+
+const pages = {};
+
+pages.dashboard = () => {
+  const form = $("#filters");
+  const params = new URLSearchParams(location.search);
+  for (const f of ["chain", "tenant", "state"]) form.elements[f].value = params.get(f) || "";
+  form.addEventListener("change", () => {
+    const q = new URLSearchParams();
+    for (const f of ["chain", "tenant", "state"]) if (form.elements[f].value) q.set(f, form.elements[f].value);
+    history.replaceState(null, "", "/?" + q);
+  });
+  form.addEventListener("submit", (e) => e.preventDefault());
+  const live = {};
+  every(2000, async () => {
+    const q = new URLSearchParams({ limit: "50" });
+    for (const f of ["chain", "tenant", "state"]) if (form.elements[f].value) q.set(f, form.elements[f].value);
+    const { status, data } = await api("GET", "/api/runs?" + q);
+    if (status !== 200) { if (status !== 401) flash(data.error); return; }
+    const runs = data.runs || [];
+    await Promise.all(runs.filter((r) => r.state === "running" || !live[r.run_id]).slice(0, 12).map(async (r) => {
+      const d = await api("GET", "/api/runs/" + encodeURIComponent(r.run_id));
+      if (d.status === 200) live[r.run_id] = d.data;
+    }));
+    $("#runs-empty").hidden = runs.length > 0;
+    fill($("#runs tbody"), runs.map((r) => {
+      const d = live[r.run_id] || {};
+      const steps = d.steps || [];
+      const sum = (k) => steps.reduce((n, s) => n + (s[k] || 0), 0);
+      return el("tr", { "data-run": r.run_id },
+        el("td", {}, runLink(r.run_id)), el("td", {}, r.chain), el("td", {}, r.tenant || ""),
+        el("td", {}, state(r.state)), el("td", {}, when(r.started)),
+        el("td", { class: "n" }, num(sum("pages"))), el("td", { class: "n" }, num(sum("items"))),
+        el("td", { class: "n" }, num(sum("failed"))),
+        el("td", {}, progressBar(sum("pages"), sum("failed"), queued(steps), r.state !== "running")));
+    }));
+  });
+  api("GET", "/api/chains").then(({ status, data }) => {
+    if (status !== 200) return;
+    fill($("#chains-ran"), (data.ran || []).map((c) => el("li", {},
+      el("a", { href: "/?chain=" + encodeURIComponent(c.chain) }, c.chain), " — ", c.runs + " run(s), last ",
+      runLink(c.last_run), " ", state(c.last_state))));
+  });
+};
+
+pages.run = () => {
+  const id = $("#run").dataset.run;
+  let running = true;
+  $("#cancel").addEventListener("click", async () => {
+    if (!confirm("Cancel run " + id + "?")) return;
+    const { status, data } = await api("POST", "/api/runs/" + encodeURIComponent(id) + "/cancel");
+    flash(status === 202 ? "cancel requested" : data.error, status === 202);
+  });
+  every(1000, async () => {
+    const { status, data } = await api("GET", "/api/runs/" + encodeURIComponent(id));
+    if (status !== 200) {
+      if (status !== 401) { $("#state").textContent = "unknown"; flash(data.error); }
+      return status !== 404;
+    }
+    running = data.state === "running";
+    $("#state").replaceWith(Object.assign(state(data.state), { id: "state" }));
+    $("#chain").textContent = data.chain ? "chain " + data.chain : "";
+    $("#times").textContent = "started " + when(data.started) + (data.closed ? " · ended " + when(data.closed) : "") +
+      " · " + data.elapsed_s + " s";
+    const link = $("#temporal-link");
+    if (data.temporal_ui) { link.href = data.temporal_ui; link.hidden = false; }
+    $("#cancel").hidden = !running;
+    const steps = data.steps || [];
+    const sum = (k) => steps.reduce((n, s) => n + (s[k] || 0), 0);
+    $("#progress").replaceWith(Object.assign(progressBar(sum("pages"), sum("failed"), queued(steps), !running), { id: "progress" }));
+    $("#rates").textContent = num(sum("pages")) + " pages, " + num(sum("items")) + " items, " + num(sum("unchanged")) +
+      " unchanged, " + num(sum("failed")) + " failed · " + data.pages_per_s + " pages/s, " + data.items_per_s + " items/s";
+    $("#error").hidden = !data.error;
+    $("#error").textContent = data.error || "";
+    fill($("#steps tbody"), steps.map((s) => el("tr", {},
+      el("td", {}, s.id), el("td", {}, s.task),
+      ...["pages", "items", "unchanged", "skipped", "retried", "failed"].map((k) => el("td", { class: "n" }, num(s[k]))),
+      el("td", { class: "n" }, num((s.queued || 0) + (s.in_flight || 0))), el("td", { class: "n" }, s.pages_per_s))));
+    $("#failing-box").hidden = !(data.failing || []).length;
+    fill($("#failing"), (data.failing || []).map((f) => el("li", {}, f)));
+    const causes = data.causes || [];
+    $("#causes").hidden = !causes.length;
+    $("#failures-none").hidden = causes.length > 0;
+    const total = data.progress ? data.progress.failures_total : 0;
+    if (causes.length) $("#failures-none").textContent = "";
+    fill($("#causes tbody"), causes.map((c) => el("tr", {},
+      el("td", {}, c.step), el("td", { class: "n" }, c.count), el("td", { class: "error" }, c.cause),
+      el("td", {}, (c.samples || []).map((u) => el("div", {}, /^https?:/.test(u) ? el("a", { href: u, target: "_blank", rel: "noopener" }, u) : u))))));
+    if (total > causes.reduce((n, c) => n + c.count, 0)) {
+      $("#failures-none").hidden = false;
+      $("#failures-none").textContent = total + " failures in all; the most frequent causes of the sampled ones:";
+    }
+    return running;
+  });
+};
+
+function setsOf(text) {
+  return text.split(/[\n,]/).map((s) => s.trim()).filter(Boolean);
+}
+
+pages.chains = () => {
+  const source = $("#source"), sets = $("#sets"), file = $("#file");
+  let timer = 0, seq = 0, valid = false;
+  const request = () => ({ source: source.value, file: file.value || "chain.yaml", sets: setsOf(sets.value) });
+  const check = async () => {
+    const mine = ++seq;
+    if (!source.value.trim()) {
+      valid = false;
+      $("#verdict").textContent = "Type or load a chain; it is checked as you type.";
+      $("#verdict").className = "muted";
+      fill($("#problems"), []);
+      update();
+      return;
+    }
+    const { status, data } = await api("POST", "/api/chains/validate", request());
+    if (mine !== seq) return; // a newer check is on its way
+    valid = status === 200;
+    $("#verdict").className = valid ? "ok" : "error";
+    if (valid) {
+      $("#verdict").textContent = "valid: chain " + data.chain + ", steps " +
+        data.steps.map((s) => s.id + " (" + s.task + (s.from ? " ← " + s.from.join(", ") : "") + ")").join(" · ");
+    } else {
+      $("#verdict").textContent = (data.problems || []).length ? data.problems.length + " problem(s):" : data.error;
+    }
+    fill($("#problems"), (data.problems || []).map((p) => el("li", {
+      "data-line": p.line || "",
+      onclick: () => selectLine(source, p.line),
+    }, p.line ? "line " + p.line + ": " + p.message : p.message)));
+    update();
+  };
+  const update = () => {
+    $("#start").disabled = !valid;
+    $("#schedule").disabled = !valid || !$("#schedule-id").value.trim() || !$("#cron").value.trim();
+  };
+  const soon = () => { clearTimeout(timer); valid = false; update(); timer = setTimeout(check, 250); };
+  for (const e of [source, sets, file]) e.addEventListener("input", soon);
+  for (const e of [$("#schedule-id"), $("#cron")]) e.addEventListener("input", update);
+  const load = async (name) => {
+    const { status, data } = await api("GET", "/api/chains/registered/" + encodeURIComponent(name));
+    if (status !== 200) { flash(data.error); return; }
+    source.value = data.source;
+    file.value = data.file;
+    check();
+  };
+  $("#registered").addEventListener("change", (e) => { if (e.target.value) load(e.target.value); });
+  $("#start").addEventListener("click", async () => {
+    $("#start").disabled = true;
+    const { status, data } = await api("POST", "/api/runs", request());
+    if (status === 201) { location.href = data.page; return; }
+    flash(data.error);
+    update();
+  });
+  $("#schedule").addEventListener("click", async () => {
+    const body = Object.assign(request(), { id: $("#schedule-id").value.trim(), cron: $("#cron").value.trim() });
+    const { status, data } = await api("POST", "/api/schedules", body);
+    if (status === 201) { flash("schedule " + data.id + " created: chain " + data.chain + " on " + data.cron, true); return; }
+    flash(data.error);
+  });
+  api("GET", "/api/chains").then(({ status, data }) => {
+    if (status !== 200) return;
+    const sel = $("#registered");
+    for (const name of data.registered || []) sel.append(el("option", { value: name }, name));
+    if (!sets.value && data.sets) sets.value = data.sets.join("\n");
+    const want = new URLSearchParams(location.search).get("chain");
+    if (want) { sel.value = want; load(want); }
+  });
+};
+
+function selectLine(ta, line) {
+  if (!line) return;
+  const lines = ta.value.split("\n");
+  let start = 0;
+  for (let i = 0; i < line - 1 && i < lines.length; i++) start += lines[i].length + 1;
+  ta.focus();
+  ta.setSelectionRange(start, start + (lines[line - 1] || "").length);
+}
+
+pages.schedules = () => {
+  const load = async () => {
+    const { status, data } = await api("GET", "/api/schedules");
+    if (status !== 200) { if (status !== 401) flash(data.error); return; }
+    const rows = data.schedules || [];
+    $("#schedules-empty").hidden = rows.length > 0;
+    fill($("#schedules tbody"), rows.map((s) => {
+      const act = (verb, method, path) => el("button", {
+        type: "button", class: "plain", onclick: async () => {
+          const r = await api(method, path);
+          flash(r.status === 200 ? "schedule " + s.id + " " + r.data.done : r.data.error, r.status === 200);
+          load();
+        },
+      }, verb);
+      const base = "/api/schedules/" + encodeURIComponent(s.id);
+      return el("tr", { "data-schedule": s.id },
+        el("td", {}, s.id), el("td", {}, el("code", {}, (s.cron || []).join(" | "))),
+        el("td", {}, s.paused ? "—" : when(s.next)), el("td", {}, s.paused ? "paused" : "active"),
+        el("td", {}, (s.recent_runs || []).slice(-3).map((id) => el("div", {}, runLink(id)))),
+        el("td", {}, s.paused ? act("Resume", "POST", base + "/unpause") : act("Pause", "POST", base + "/pause"), " ",
+          act("Delete", "DELETE", base)));
+    }));
+  };
+  api("GET", "/api/chains").then(({ status, data }) => {
+    if (status !== 200) return;
+    for (const name of data.registered || []) $("#s-chain").append(el("option", { value: name }, name));
+    if (data.sets) $("#s-sets").value = data.sets.join(", ");
+  });
+  $("#new-schedule").addEventListener("submit", async (e) => {
+    e.preventDefault();
+    const { status, data } = await api("POST", "/api/schedules", {
+      id: $("#s-id").value.trim(), cron: $("#s-cron").value.trim(), chain: $("#s-chain").value, sets: setsOf($("#s-sets").value),
+    });
+    flash(status === 201 ? "schedule " + data.id + " created" : data.error, status === 201);
+    load();
+  });
+  load();
+};
+
+pages.search = () => {
+  const q = $("#q");
+  const params = new URLSearchParams(location.search);
+  q.value = params.get("q") || "";
+  $("#dsl-toggle").addEventListener("change", (e) => { $("#dsl").hidden = !e.target.checked; q.disabled = e.target.checked; });
+  const run = async () => {
+    let res;
+    if ($("#dsl-toggle").checked) {
+      res = await api("POST", "/api/search", $("#dsl").value);
+    } else {
+      history.replaceState(null, "", "/search?" + new URLSearchParams({ q: q.value }));
+      res = await api("GET", "/api/search?" + new URLSearchParams([["q", q.value], ["size", "25"], ["agg", "biz"], ["agg", "chain"], ["agg", "tenant"]]));
+    }
+    const { status, data } = res;
+    if (status !== 200) {
+      fill($("#results tbody"), []);
+      $("#total").textContent = "";
+      if (status !== 401) flash(data.error);
+      return;
+    }
+    flash("");
+    const hits = (data.hits && data.hits.hits) || [];
+    const total = data.hits && data.hits.total ? data.hits.total.value : hits.length;
+    $("#total").textContent = num(total) + " hit(s), " + hits.length + " shown";
+    fill($("#results tbody"), hits.map((h) => {
+      const src = h._source || {};
+      const biz = src.biz || h._index;
+      return el("tr", { "data-key": src.key || h._id },
+        el("td", {}, itemLink(biz, src.key || h._id)), el("td", {}, biz),
+        el("td", { class: "n" }, h._score === null || h._score === undefined ? "" : h._score.toFixed(3)),
+        el("td", {}, titleOf(src)), el("td", {}, when(src.ts)));
+    }));
+    const facets = [];
+    for (const [name, agg] of Object.entries(data.aggregations || {})) {
+      if (!agg.buckets) continue;
+      facets.push(el("h3", {}, name));
+      for (const b of agg.buckets) {
+        const key = b.key_as_string || b.key;
+        facets.push(el("a", {
+          href: "#", onclick: (e) => {
+            e.preventDefault();
+            const term = name + ':"' + key + '"';
+            q.value = q.value.trim() ? "(" + q.value.trim() + ") AND " + term : term;
+            run();
+          },
+        }, el("span", {}, String(key)), el("span", { class: "muted" }, num(b.doc_count))));
+      }
+    }
+    fill($("#facets"), facets);
+  };
+  $("#search-form").addEventListener("submit", (e) => { e.preventDefault(); run(); });
+  if (q.value || params.has("q")) run();
+};
+
+pages.items = () => {
+  let page = 1;
+  const size = 25;
+  const biz = $("#biz");
+  const load = async () => {
+    if (!biz.value) return;
+    history.replaceState(null, "", "/items?" + new URLSearchParams({ biz: biz.value, page }));
+    const { status, data } = await api("GET", "/api/items?" + new URLSearchParams({ biz: biz.value, page, size }));
+    if (status !== 200) { if (status !== 401) flash(data.error); return; }
+    const pagesTotal = Math.max(1, Math.ceil(data.total / size));
+    $("#pageinfo").textContent = "page " + page + " of " + pagesTotal + " · " + num(data.total) + " records";
+    $("#prev").disabled = page <= 1;
+    $("#next").disabled = page >= pagesTotal;
+    fill($("#items tbody"), (data.items || []).map((it) => el("tr", {},
+      el("td", {}, itemLink(it.biz, it.key)), el("td", {}, titleOf(it)), el("td", {}, when(it.ts)),
+      el("td", {}, runLink(it.run_id)), el("td", { class: "n" }, it.flag))));
+  };
+  $("#prev").addEventListener("click", () => { page--; load(); });
+  $("#next").addEventListener("click", () => { page++; load(); });
+  biz.addEventListener("change", () => { page = 1; load(); });
+  api("GET", "/api/items").then(({ status, data }) => {
+    if (status !== 200) { if (status !== 401) flash(data.error); return; }
+    for (const b of data.bizes || []) biz.append(el("option", { value: b.biz }, b.biz + " (" + num(b.count) + ")"));
+    const params = new URLSearchParams(location.search);
+    if (params.get("biz")) biz.value = params.get("biz");
+    page = Number(params.get("page")) || 1;
+    load();
+  });
+};
+
+function show(v) {
+  if (v === null || v === undefined) return "";
+  return typeof v === "object" ? JSON.stringify(v) : String(v);
+}
+
+pages.record = async () => {
+  const { biz, key } = $("#record").dataset;
+  const path = encodeURIComponent(biz) + "/" + encodeURIComponent(key);
+  const { status, data } = await api("GET", "/api/items/" + path);
+  if (status === 200) {
+    const rows = [];
+    for (const f of ["key", "biz", "url", "ts", "hash", "flag", "chain", "run_id", "tenant", "id"]) {
+      let v = f === "ts" ? when(data.ts) : show(data[f]);
+      if (f === "url" && data.url) v = el("a", { href: data.url, target: "_blank", rel: "noopener" }, data.url);
+      if (f === "run_id" && data.run_id) v = runLink(data.run_id);
+      rows.push(el("tr", {}, el("th", {}, f), el("td", {}, v)));
+    }
+    for (const [f, v] of Object.entries(data.data || {}).sort()) rows.push(el("tr", {}, el("th", {}, "data." + f), el("td", {}, show(v))));
+    fill($("#fields tbody"), rows);
+  } else if (status !== 401) {
+    $("#record-missing").hidden = false;
+    $("#record-missing").textContent = data.error;
+  }
+  const h = await api("GET", "/api/history/" + path);
+  if (h.status !== 200) {
+    $("#history-note").textContent = h.data.error || "no history";
+    return;
+  }
+  const versions = h.data.versions || [];
+  $("#history-note").textContent = versions.length + " version(s) in HBase; a filled dot is a field that changed in that version.";
+  $("#timeline").replaceChildren(timeline(versions));
+  $("#versions").hidden = versions.length === 0;
+  fill($("#versions tbody"), versions.map((v, i) => el("tr", {},
+    el("td", {}, i + 1), el("td", {}, when(v.ts)), el("td", {}, (v.changed || []).join(", ")))));
+};
+
+// timeline draws a record's versions as an SVG: one row per field, one dot per version
+// at its fetch time, filled where the field's value changed.
+function timeline(versions) {
+  const NS = "http://www.w3.org/2000/svg";
+  const svg = (tag, attrs, text) => {
+    const e = document.createElementNS(NS, tag);
+    for (const [k, v] of Object.entries(attrs || {})) e.setAttribute(k, v);
+    if (text !== undefined) e.textContent = text;
+    return e;
+  };
+  const fields = [];
+  for (const v of versions) for (const f of Object.keys(v.fields || {})) if (!fields.includes(f)) fields.push(f);
+  const left = 150, right = 30, top = 30, rowH = 26;
+  const width = 900, height = top + fields.length * rowH + 40;
+  const root = svg("svg", { width, height, viewBox: "0 0 " + width + " " + height, role: "img", "aria-label": "field history" });
+  const times = versions.map((v) => new Date(v.ts).getTime());
+  const t0 = Math.min(...times), t1 = Math.max(...times);
+  const x = (t) => t1 === t0 ? left + (width - left - right) / 2 : left + (t - t0) / (t1 - t0) * (width - left - right);
+  versions.forEach((v, i) => {
+    const vx = x(times[i]);
+    root.append(svg("line", { class: "axis", x1: vx, y1: top - 8, x2: vx, y2: height - 30 }));
+    root.append(svg("text", { x: vx, y: height - 12, "text-anchor": "middle" }, new Date(v.ts).toLocaleString()));
+    root.append(svg("text", { x: vx, y: top - 14, "text-anchor": "middle" }, "v" + (i + 1)));
+  });
+  fields.forEach((f, r) => {
+    const y = top + r * rowH + rowH / 2;
+    root.append(svg("text", { class: "label", x: 8, y: y + 4 }, f));
+    root.append(svg("line", { class: "track", x1: left, y1: y, x2: width - right, y2: y }));
+    versions.forEach((v, i) => {
+      if (!(f in (v.fields || {}))) return;
+      const changed = (v.changed || []).includes(f);
+      const dot = svg("circle", { class: changed ? "changed" : "same", cx: x(times[i]), cy: y, r: changed ? 7 : 5, "data-field": f, "data-version": i + 1 });
+      dot.append(svg("title", {}, f + " @ " + new Date(v.ts).toLocaleString() + ": " + show(v.fields[f])));
+      root.append(dot);
+    });
+  });
+  return root;
+}
+
+pages.pools = () => {
+  api("GET", "/api/pools").then(({ status, data }) => {
+    if (status !== 200) { $("#pools-note").textContent = data.error; return; }
+    const pools = data.pools || [];
+    $("#pools").hidden = pools.length === 0;
+    $("#pools-note").textContent = pools.length ? "" : "No pools yet.";
+    fill($("#pools tbody"), pools.map((p) => el("tr", {},
+      el("td", {}, p.kind || p.name), el("td", {}, p.tenant || ""), el("td", {}, p.site || ""),
+      el("td", { class: "n" }, num(p.size)), el("td", { class: "n" }, num(p.available)), el("td", {}, show(p.details)))));
+  });
+  api("GET", "/api/dedup").then(({ status, data }) => {
+    if (status !== 200) { $("#dedup-note").textContent = data.error; return; }
+    const ns = data.namespaces || [];
+    $("#dedup").hidden = ns.length === 0;
+    $("#dedup-note").textContent = ns.length ? "Items remembered per namespace (tenant:site.task)." : "No dedup namespaces yet.";
+    fill($("#dedup tbody"), ns.map((n) => el("tr", {},
+      el("td", {}, n.namespace), el("td", { class: "n" }, num(n.items)), el("td", { class: "n" }, num(n.buckets)),
+      el("td", { class: "n" }, n.per_bucket.toFixed(1)), el("td", { class: "n" }, n.bytes_per_entry.toFixed(2)),
+      el("td", { class: "n" }, n.false_dup_rate.toExponential(2)))));
+  });
+  fetch("/healthz").then((r) => r.json()).then((h) => {
+    fill($("#health tbody"), Object.entries(h.stores || {}).sort().map(([name, c]) => el("tr", {},
+      el("td", {}, name), el("td", {}, el("span", { class: "state " + (c.ok ? "completed" : "failed") }, c.ok ? "up" : "down")), el("td", { class: "n" }, c.ms), el("td", { class: "error" }, c.error || ""))));
+  });
+};
+
+document.addEventListener("DOMContentLoaded", () => {
+  const name = document.body.dataset.page;
+  for (const a of document.querySelectorAll("header nav a")) {
+    if ((a.dataset.nav || "").split(" ").includes(name)) a.classList.add("active");
+  }
+  $("#login").addEventListener("submit", (e) => {
+    e.preventDefault();
+    token.set($("#token").value.trim());
+    location.reload();
+  });
+  if (token.get()) $("#who").textContent = "token set";
+  if (pages[name]) pages[name]();
+});
