@@ -1,0 +1,283 @@
+// Package hbase is the HBase sink: it keeps every stored version of every item, so
+// analysts can see how a record changed over time (`trawler history`).
+//
+// Layout: table `trawler:items` (namespace and table are created when missing), one
+// row per record, row key = 1-byte salt (crc32(key) % 16) + biz + 0x00 + key, so writes
+// spread over 16 key ranges and one record is one row. Family `d` keeps all versions.
+// Every item field is a qualifier holding the field's JSON value, plus `_url`, `_hash`
+// and `_run` (the run that stored the version), and every cell's timestamp is the
+// item's fetch time in milliseconds. A version of a record is the set of its cells with
+// one timestamp.
+//
+// Writes go through github.com/tsuna/gohbase in batches (Multi requests). A batch that
+// fails is retried with backoff, only the puts that failed; a resent put writes the
+// same cells (same row, column and timestamp), so retries leave no duplicates.
+package hbase
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"log/slog"
+	"math"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/tsuna/gohbase"
+	"github.com/tsuna/gohbase/filter"
+	"github.com/tsuna/gohbase/hrpc"
+
+	"trawler/crawl"
+)
+
+const (
+	// Namespace and Qualifier name the items table, Table is its full name.
+	Namespace = "trawler"
+	Qualifier = "items"
+	Table     = Namespace + ":" + Qualifier
+	// Family holds every field of an item, all versions.
+	Family = "d"
+	// Salts is how many key ranges the rows spread over.
+	Salts = 16
+
+	colURL  = "_url"
+	colHash = "_hash"
+	colRun  = "_run"
+)
+
+// Config configures a Sink.
+type Config struct {
+	// ZK is the ZooKeeper quorum of the HBase cluster, host:port[,host:port…].
+	ZK string
+	// Retries is how many times a batch's failed puts are resent (default 5); Backoff
+	// is the first wait (default 200ms), doubled each time up to 5s.
+	Retries int
+	Backoff time.Duration
+	// Timeout bounds one attempt of a batch, region lookups included (default 30s):
+	// gohbase itself waits as long as it is allowed to for an unreachable cluster.
+	Timeout time.Duration
+	Log     *slog.Logger
+}
+
+// Sink writes item versions to HBase and reads them back.
+type Sink struct {
+	cfg    Config
+	client gohbase.Client
+	admin  gohbase.AdminClient
+
+	mu    sync.Mutex
+	ready bool // the table is known to exist
+}
+
+// Open returns a sink for the cluster; it connects on first use, so a cluster that is
+// down fails the batches that write to it, not the worker.
+func Open(c Config) (*Sink, error) {
+	if strings.TrimSpace(c.ZK) == "" {
+		return nil, errors.New("hbase sink: no ZooKeeper quorum (--hbase HOST:PORT)")
+	}
+	if c.Retries <= 0 {
+		c.Retries = 5
+	}
+	if c.Backoff <= 0 {
+		c.Backoff = 200 * time.Millisecond
+	}
+	if c.Timeout <= 0 {
+		c.Timeout = 30 * time.Second
+	}
+	if c.Log == nil {
+		c.Log = slog.Default()
+	}
+	opts := []gohbase.Option{gohbase.ZookeeperTimeout(10 * time.Second), gohbase.RegionLookupTimeout(10 * time.Second),
+		gohbase.RegionReadTimeout(c.Timeout), gohbase.Logger(quietLogger(c.Log))}
+	return &Sink{cfg: c, client: gohbase.NewClient(c.ZK, opts...), admin: gohbase.NewAdminClient(c.ZK, opts...)}, nil
+}
+
+// quietLogger keeps gohbase's retry chatter (it logs every failed lookup as an error)
+// at debug level; the sink reports failures itself.
+func quietLogger(l *slog.Logger) *slog.Logger {
+	return slog.New(demote{l.Handler()})
+}
+
+type demote struct{ slog.Handler }
+
+func (d demote) Enabled(ctx context.Context, _ slog.Level) bool {
+	return d.Handler.Enabled(ctx, slog.LevelDebug)
+}
+
+func (d demote) Handle(ctx context.Context, r slog.Record) error {
+	r.Level = slog.LevelDebug
+	return d.Handler.Handle(ctx, r)
+}
+
+func (d demote) WithAttrs(a []slog.Attr) slog.Handler { return demote{d.Handler.WithAttrs(a)} }
+func (d demote) WithGroup(n string) slog.Handler      { return demote{d.Handler.WithGroup(n)} }
+
+// Name implements storage.Sink.
+func (s *Sink) Name() string { return "hbase" }
+
+// Close implements storage.Sink.
+func (s *Sink) Close() error {
+	s.client.Close()
+	return nil
+}
+
+// Salt is the first byte of a record's row key.
+func Salt(key string) byte { return byte(crc32.ChecksumIEEE([]byte(key)) % Salts) }
+
+// RowKey is the row of a record: salt + biz + 0x00 + key.
+func RowKey(biz, key string) []byte {
+	row := make([]byte, 0, 2+len(biz)+len(key))
+	row = append(row, Salt(key))
+	row = append(row, biz...)
+	row = append(row, 0)
+	return append(row, key...)
+}
+
+// splitRow is RowKey's inverse.
+func splitRow(row []byte) (biz, key string, ok bool) {
+	if len(row) < 2 {
+		return "", "", false
+	}
+	b, k, ok := strings.Cut(string(row[1:]), "\x00")
+	return b, k, ok
+}
+
+// Write implements storage.Sink: one put per item, every field a cell at the item's
+// fetch time.
+func (s *Sink) Write(ctx context.Context, items []crawl.Item) error {
+	if len(items) == 0 {
+		return nil
+	}
+	if err := s.ensure(ctx); err != nil {
+		return err
+	}
+	pending := make([]int, len(items))
+	for i := range items {
+		pending[i] = i
+	}
+	backoff := s.cfg.Backoff
+	var failures []string
+	for attempt := 0; ; attempt++ {
+		var retry []int
+		failures = failures[:0]
+		permanent := false
+		err := s.attempt(ctx, items, pending, func(i int, err error) {
+			failures = append(failures, fmt.Sprintf("%s %s: %v", items[i].Biz, items[i].Key, firstLine(err)))
+			retry = append(retry, i)
+			permanent = permanent || !retryable(err)
+		})
+		if err != nil {
+			return err
+		}
+		if len(retry) == 0 {
+			return nil
+		}
+		if permanent || attempt >= s.cfg.Retries || ctx.Err() != nil {
+			return fmt.Errorf("hbase sink: %d of %d items not stored in %s after %d attempts: %s", len(retry), len(items), Table, attempt+1, strings.Join(limit(failures, 5), "; "))
+		}
+		s.cfg.Log.Warn("hbase sink: retrying failed puts", "failed", len(retry), "of", len(items), "attempt", attempt+1, "first", failures[0])
+		select {
+		case <-time.After(backoff):
+		case <-ctx.Done():
+		}
+		backoff = min(backoff*2, 5*time.Second)
+		pending = retry
+	}
+}
+
+// attempt sends the puts of items[pending] as one batch, reporting each failed one.
+func (s *Sink) attempt(ctx context.Context, items []crawl.Item, pending []int, failed func(int, error)) error {
+	actx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
+	defer cancel()
+	calls := make([]hrpc.Call, 0, len(pending))
+	for _, i := range pending {
+		put, err := s.put(actx, &items[i])
+		if err != nil {
+			return err
+		}
+		calls = append(calls, put)
+	}
+	res, ok := s.client.SendBatch(actx, calls)
+	if ok {
+		return nil
+	}
+	for j, r := range res {
+		if r.Error != nil {
+			err := r.Error
+			if actx.Err() != nil && ctx.Err() == nil {
+				err = fmt.Errorf("HBase at %s did not answer within %s: %w", s.cfg.ZK, s.cfg.Timeout, err)
+			}
+			failed(pending[j], err)
+		}
+	}
+	return nil
+}
+
+// put builds the put of one item version.
+func (s *Sink) put(ctx context.Context, it *crawl.Item) (*hrpc.Mutate, error) {
+	cols := make(map[string][]byte, len(it.Data)+3)
+	for k, v := range it.Data {
+		b, err := marshalField(v)
+		if err != nil {
+			return nil, fmt.Errorf("hbase sink: item %s field %s: %w", it.Key, k, err)
+		}
+		cols[k] = b
+	}
+	cols[colURL] = []byte(it.URL)
+	cols[colHash] = []byte(it.Hash)
+	cols[colRun] = []byte(it.RunID)
+	return hrpc.NewPut(ctx, []byte(Table), RowKey(it.Biz, it.Key), map[string]map[string][]byte{Family: cols}, hrpc.Timestamp(it.TS))
+}
+
+// retryable says whether resending a put may help: not when HBase refused it for good
+// (too large, unknown table or family).
+func retryable(err error) bool {
+	msg := err.Error()
+	return !strings.Contains(msg, "DoNotRetryIOException") && !strings.Contains(msg, "NoSuchColumnFamilyException") &&
+		!errors.Is(err, gohbase.TableNotFound)
+}
+
+func firstLine(err error) string {
+	s, _, _ := strings.Cut(err.Error(), "\n")
+	return strings.TrimSpace(s)
+}
+
+func limit(s []string, n int) []string {
+	if len(s) <= n {
+		return s
+	}
+	return append(slices.Clone(s[:n]), fmt.Sprintf("and %d more", len(s)-n))
+}
+
+// Count implements storage.Sink: the records a run stored, read back by scanning the
+// `_run` column (every version) for the run id.
+func (s *Sink) Count(ctx context.Context, runID string) (int, error) {
+	cctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
+	defer cancel()
+	scan, err := hrpc.NewScanStr(cctx, Table,
+		hrpc.Families(map[string][]string{Family: {colRun}}),
+		hrpc.MaxVersions(math.MaxInt32),
+		hrpc.Filters(filter.NewValueFilter(filter.NewCompareFilter(filter.Equal, filter.NewBinaryComparator(filter.NewByteArrayComparable([]byte(runID)))))))
+	if err != nil {
+		return 0, err
+	}
+	sc := s.client.Scan(scan)
+	defer sc.Close()
+	n := 0
+	for {
+		_, err := sc.Next()
+		if err != nil {
+			if isEOF(err) {
+				return n, nil
+			}
+			if errors.Is(err, gohbase.TableNotFound) {
+				return 0, nil // nothing was ever stored
+			}
+			return 0, fmt.Errorf("hbase sink: count run %s in %s: %w", runID, Table, err)
+		}
+		n++
+	}
+}
