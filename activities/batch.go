@@ -23,6 +23,7 @@ import (
 
 	"trawler/crawl"
 	"trawler/dedup"
+	"trawler/external"
 	"trawler/storage"
 )
 
@@ -34,6 +35,8 @@ type Activities struct {
 	Failures storage.FailureLog // where given-up inputs are recorded; may be nil
 	// Dedup decides which items are new or changed; nil stores every item.
 	Dedup *dedup.Deduper
+	// Pools lend the resources tasks declare in Needs; nil: tasks with needs fail.
+	Pools *external.Pools
 	Log   *slog.Logger
 	// FlushEvery is how many finished inputs are stored (and heartbeated) together
 	// (default 10): smaller means less redone work after a crash, larger fewer writes.
@@ -61,6 +64,7 @@ type outcome struct {
 	// every copy) holds repeats that consumers drop by id, not new records.
 	Sending bool             `json:"sending,omitempty"`
 	IDs     map[string]int64 `json:"ids,omitempty"`
+	waiting error            // the input waits for a pool item (external.WaitError)
 	input   crawl.Input
 	result  crawl.Result // until stored
 }
@@ -131,7 +135,7 @@ func (a *Activities) RunBatch(ctx context.Context, b crawl.Batch) (crawl.BatchRe
 	}
 
 	env := &crawl.Env{
-		Fetcher: stepFetcher{f: a.Fetcher, spec: task.Spec(), ignoreRobots: !b.Robots}, Log: a.Log.With("chain", b.Chain, "step", b.Step.ID, "run", b.RunID),
+		Fetcher: a.stepFetcher(task.Spec(), b), Log: a.Log.With("chain", b.Chain, "step", b.Step.ID, "run", b.RunID),
 		Params: b.Step.Params, Chain: b.Chain, Step: b.Step.ID, RunID: b.RunID, Tenant: b.Tenant,
 	}
 	// The inputs still to run are listed before anything starts: `done` belongs to the
@@ -207,12 +211,17 @@ func (a *Activities) RunBatch(ctx context.Context, b crawl.Batch) (crawl.BatchRe
 	tick := time.NewTicker(2 * time.Second)
 	defer tick.Stop()
 	var flushErr error
+	var waiting []outcome
 loop:
 	for {
 		select {
 		case o, ok := <-results:
 			if !ok {
 				break loop
+			}
+			if o.waiting != nil {
+				waiting = append(waiting, o)
+				continue
 			}
 			pending = append(pending, o)
 			if len(pending) >= a.FlushEvery && flushErr == nil {
@@ -232,6 +241,10 @@ loop:
 	}
 	if err := ctx.Err(); err != nil {
 		return crawl.BatchResult{}, err
+	}
+	if len(waiting) > 0 {
+		heartbeat() // what is done stays done when Temporal retries the batch
+		return crawl.BatchResult{}, waitingFor(waiting, len(b.Work))
 	}
 	return a.summarize(ctx, b, done)
 }
@@ -255,6 +268,9 @@ func (a *Activities) runOne(ctx context.Context, task crawl.Task, env *crawl.Env
 	if err != nil {
 		if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
 			err = fmt.Errorf("%w (step timeout %s)", err, b.Step.Timeout)
+		}
+		if external.IsWaiting(err) {
+			return outcome{Index: i, waiting: err}
 		}
 		return outcome{Index: i, Err: fmt.Sprintf("%s: %v", w.Input.Describe(), err), Permanent: crawl.IsPermanent(err), RetryAfter: crawl.RetryDelay(err)}
 	}
@@ -399,11 +415,13 @@ func contentHash(data map[string]any) string {
 }
 
 // stepFetcher applies what the chain and the task declared to every request a task
-// makes: the chain's `robots: false` and the task's per-host rate and concurrency limits.
+// makes: the chain's `robots: false`, the task's per-host rate and concurrency limits,
+// and the resources it needs (see resources.go).
 type stepFetcher struct {
 	f            crawl.Fetcher
 	spec         crawl.TaskSpec
 	ignoreRobots bool
+	resources
 }
 
 func (s stepFetcher) Fetch(ctx context.Context, req *crawl.Request) (*crawl.Response, error) {
@@ -417,6 +435,10 @@ func (s stepFetcher) Fetch(ctx context.Context, req *crawl.Request) (*crawl.Resp
 	}
 	if cp.HostConcurrency == 0 {
 		cp.HostConcurrency = s.spec.HostConcurrency
+	}
+	ctx, err := s.lend(ctx)
+	if err != nil {
+		return nil, err
 	}
 	return s.f.Fetch(ctx, &cp)
 }

@@ -531,6 +531,11 @@ func (l *loader) validateStep(c *Chain, s Step, ids map[string]int) {
 func (l *loader) checkLimits(line int, where string, batch, conc, par int) {
 	if batch < 0 || batch > MaxBatch {
 		l.add(line, "%s: batch %d: use 1 to %d inputs per activity", where, batch, MaxBatch)
+	for _, st := range s.Store {
+		if _, ok := spec.Field("value"); known && strings.HasPrefix(st, "pool:") && !ok {
+			l.add(s.Line, "%s: store %s: task %s has no output field `value` to put in the pool; store a task that outputs one (e.g. demo.login)", where, st, s.Task)
+		}
+	}
 	}
 	if conc < 0 {
 		l.add(line, "%s: concurrency %d: use 1 or more", where, conc)
@@ -556,8 +561,18 @@ func (l *loader) checkSinks(line int, where string, sinks []string) {
 
 // checkCycles reports cycles through two or more steps; a step consuming itself is the
 // one allowed loop (bounded by max_depth).
+// PoolSinks are the `store:` names that add items to a resource pool of the item's
+// tenant and site (package external); every worker with Redis has them.
+var PoolSinks = []string{"pool:cookie", "pool:device_id", "pool:proxy", "pool:user_agent"}
+
 func (l *loader) checkCycles(c *Chain, ids map[string]int) {
 	const (
+		if strings.HasPrefix(s, "pool:") {
+			if !contains(PoolSinks, s) {
+				l.add(line, "%s: unknown pool %q%s; pools: %s", where, s, Suggest(s, PoolSinks), strings.Join(PoolSinks, ", "))
+			}
+			continue
+		}
 		white = iota
 		grey
 		black

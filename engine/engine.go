@@ -26,6 +26,7 @@ import (
 	"trawler/activities"
 	"trawler/crawl"
 	"trawler/dedup"
+	"trawler/external"
 	"trawler/fetch"
 	"trawler/storage"
 	"trawler/storage/jsonl"
@@ -113,6 +114,11 @@ func NewWorker(c client.Client, o WorkerOptions) (*Worker, error) {
 	} else {
 		o.Log.Warn("no Redis configured (--redis / TRAWLER_REDIS): dedup is off on this worker, every item is stored")
 	}
+		// The same Redis keeps the resource pools tasks borrow from and farming fills.
+		acts.Pools = external.NewPools(rdb, o.Log)
+		for _, p := range acts.Pools.Sinks() {
+			sinks[p.Name()] = p
+		}
 	Register(w, acts, o.Workflow)
 	return &Worker{Worker: w, Sinks: sinks, JSONL: js}, nil
 }

@@ -158,7 +158,7 @@ func New(o Options) *Fetcher {
 	o = o.withDefaults()
 	dialer := &net.Dialer{Timeout: o.ConnectTimeout, KeepAlive: 30 * time.Second}
 	transport := &http.Transport{
-		Proxy:                 http.ProxyFromEnvironment,
+		Proxy:                 proxyFor, // a leased proxy, else the environment's
 		DialContext:           dialer.DialContext,
 		TLSHandshakeTimeout:   o.ConnectTimeout,
 		ResponseHeaderTimeout: o.Timeout,
@@ -186,9 +186,8 @@ func New(o Options) *Fetcher {
 	return &Fetcher{opt: o, client: client, hosts: newHostTable(o.RateLimit, o.HostConcurrency)}
 }
 
-// Fetch performs r and returns the fully read response of a 2xx (or 304) answer. See the
-// package documentation for what it guarantees; every error is an *Error.
-func (f *Fetcher) Fetch(ctx context.Context, r *crawl.Request) (*crawl.Response, error) {
+// fetch performs r with the resources it already carries (see Fetch).
+func (f *Fetcher) fetch(ctx context.Context, r *crawl.Request) (*crawl.Response, error) {
 	if r == nil {
 		return nil, crawl.Permanent(&Error{Err: errors.New("nil request")})
 	}
@@ -308,6 +307,7 @@ func (f *Fetcher) attempt(ctx context.Context, h *host, method string, u *url.UR
 		return outcome{sent: true, err: errors.New("no response")}
 	}
 	defer raw.Body.Close()
+	observe(ctx, raw.StatusCode, raw.Header)
 
 	code := raw.StatusCode
 	o := outcome{sent: true, status: code}

@@ -77,6 +77,7 @@ func newSite(o Options) *site {
 	s.mux.HandleFunc("GET /item/{id}", s.story)
 	s.mux.HandleFunc("GET /item/{id}/comments", s.comments)
 	s.addFormats()
+	s.addProtected()
 	return s
 }
 
