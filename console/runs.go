@@ -15,6 +15,7 @@ import (
 	"strings"
 	"time"
 
+	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 
@@ -171,12 +172,21 @@ func (s *Server) startRun(w http.ResponseWriter, r *http.Request) {
 // cancelRun: POST /api/runs/{id}/cancel
 func (s *Server) cancelRun(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
-	if err := s.cfg.Temporal.CancelWorkflow(r.Context(), id, ""); err != nil {
-		var nf *serviceerror.NotFound
-		if errors.As(err, &nf) {
-			writeError(w, http.StatusNotFound, fmt.Sprintf("no running run %q: it does not exist or has already ended", id), "id")
-			return
-		}
+	var nf *serviceerror.NotFound
+	d, err := s.cfg.Temporal.DescribeWorkflowExecution(r.Context(), id, "")
+	if err == nil && d.GetWorkflowExecutionInfo().GetStatus() != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
+		st := strings.ToLower(strings.TrimPrefix(d.GetWorkflowExecutionInfo().GetStatus().String(), "WORKFLOW_EXECUTION_STATUS_"))
+		writeError(w, http.StatusConflict, fmt.Sprintf("run %s has already ended (%s)", id, st), "id")
+		return
+	}
+	if err == nil {
+		err = s.cfg.Temporal.CancelWorkflow(r.Context(), id, "")
+	}
+	if errors.As(err, &nf) {
+		writeError(w, http.StatusNotFound, fmt.Sprintf("no running run %q: it does not exist or has already ended", id), "id")
+		return
+	}
+	if err != nil {
 		writeError(w, http.StatusBadGateway, fmt.Sprintf("cancel run %s: %v", id, err), "")
 		return
 	}
@@ -368,6 +378,7 @@ func (s *Server) listSchedules(w http.ResponseWriter, r *http.Request) {
 	}
 	type row struct {
 		ID     string     `json:"id"`
+		Chain  string     `json:"chain,omitempty"`
 		Cron   []string   `json:"cron,omitempty"`
 		Paused bool       `json:"paused"`
 		Note   string     `json:"note,omitempty"`
@@ -381,8 +392,10 @@ func (s *Server) listSchedules(w http.ResponseWriter, r *http.Request) {
 			writeError(w, http.StatusBadGateway, "list schedules: "+err.Error(), "")
 			return
 		}
-		rw := row{ID: e.ID, Paused: e.Paused, Note: e.Note}
-		if e.Spec != nil {
+		rw := row{ID: e.ID, Paused: e.Paused, Note: e.Note, Chain: engine.MemoString(e.Memo, "chain")}
+		if c := engine.MemoString(e.Memo, "cron"); c != "" {
+			rw.Cron = []string{c}
+		} else if e.Spec != nil {
 			rw.Cron = e.Spec.CronExpressions
 		}
 		if len(e.NextActionTimes) > 0 {

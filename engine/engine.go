@@ -53,6 +53,9 @@ type WorkerOptions struct {
 	Kafka []string
 	Mongo string
 	ES    string // URL of the es sink's Elasticsearch
+	// HBase is the ZooKeeper quorum of the hbase sink (every item version); empty: no
+	// hbase sink.
+	HBase string
 	Hot   HotOptions
 	Log   *slog.Logger
 }
@@ -86,7 +89,7 @@ func NewWorker(c client.Client, o WorkerOptions) (*Worker, error) {
 		return nil, err
 	}
 	sinks := storage.Set{"jsonl": js}
-	if err := addHotSinks(sinks, SinkOptions{Kafka: o.Kafka, Mongo: o.Mongo, ES: o.ES, Registry: o.Registry, Hot: o.Hot, Log: o.Log}); err != nil {
+	if err := addHotSinks(sinks, SinkOptions{Kafka: o.Kafka, Mongo: o.Mongo, ES: o.ES, HBase: o.HBase, Registry: o.Registry, Hot: o.Hot, Log: o.Log}); err != nil {
 		_ = sinks.Close()
 		return nil, err
 	}
@@ -111,14 +114,14 @@ func NewWorker(c client.Client, o WorkerOptions) (*Worker, error) {
 			return nil, err
 		}
 		acts.Dedup = d
-	} else {
-		o.Log.Warn("no Redis configured (--redis / TRAWLER_REDIS): dedup is off on this worker, every item is stored")
-	}
 		// The same Redis keeps the resource pools tasks borrow from and farming fills.
 		acts.Pools = external.NewPools(rdb, o.Log)
 		for _, p := range acts.Pools.Sinks() {
 			sinks[p.Name()] = p
 		}
+	} else {
+		o.Log.Warn("no Redis configured (--redis / TRAWLER_REDIS): dedup is off on this worker, every item is stored")
+	}
 	Register(w, acts, o.Workflow)
 	return &Worker{Worker: w, Sinks: sinks, JSONL: js}, nil
 }
@@ -310,6 +313,8 @@ func CreateSchedule(ctx context.Context, c client.Client, id, cron string, plan 
 		ID:      id,
 		Spec:    client.ScheduleSpec{CronExpressions: []string{cron}},
 		Overlap: enumspb.SCHEDULE_OVERLAP_POLICY_SKIP,
+		// The server keeps the spec as calendars; the memo keeps the cron as written.
+		Memo: map[string]any{"cron": cron, "chain": plan.Chain, "tenant": plan.Tenant},
 		Action: &client.ScheduleWorkflowAction{
 			ID:        id,
 			Workflow:  workflows.ChainWorkflowName,

@@ -81,7 +81,7 @@ func ListRuns(ctx context.Context, c client.Client, o ListOptions) ([]RunInfo, e
 			if e.GetCloseTime() != nil {
 				r.Closed = e.GetCloseTime().AsTime()
 			}
-			r.Chain, r.Tenant = memoString(e.GetMemo(), "chain"), memoString(e.GetMemo(), "tenant")
+			r.Chain, r.Tenant = MemoString(e.GetMemo(), "chain"), MemoString(e.GetMemo(), "tenant")
 			if m := runIDShape.FindStringSubmatch(id); r.Chain == "" && m != nil {
 				r.Chain = m[1]
 			}
@@ -100,7 +100,8 @@ func ListRuns(ctx context.Context, c client.Client, o ListOptions) ([]RunInfo, e
 	return out, nil
 }
 
-func memoString(m *commonpb.Memo, name string) string {
+// MemoString reads a string field of a run's or a schedule's memo; "" when absent.
+func MemoString(m *commonpb.Memo, name string) string {
 	p, ok := m.GetFields()[name]
 	if !ok {
 		return ""

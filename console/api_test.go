@@ -1,0 +1,490 @@
+package console
+
+import (
+	"context"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"trawler/internal/devstack/demosite"
+	"trawler/sites/demo"
+)
+
+func list(v any) []any { l, _ := v.([]any); return l }
+func obj(v any) map[string]any {
+	m, _ := v.(map[string]any)
+	return m
+}
+
+func TestRunStartedFromAPICompletesWithDetail(t *testing.T) {
+	id := demoRun(t)
+	status, run := api(t, "GET", "/api/runs/"+id, nil)
+	if status != http.StatusOK {
+		t.Fatalf("detail: %d %v", status, run)
+	}
+	if run["state"] != "completed" || run["chain"] != "demo" {
+		t.Fatalf("state %v chain %v, want completed demo", run["state"], run["chain"])
+	}
+	stories, comments := demosite.Expected(stack.siteOpt, 1)
+	want := map[string][2]int{"feed": {1, 0}, "story": {stories, stories}, "comments": {-1, comments}}
+	for _, s := range list(run["steps"]) {
+		st := obj(s)
+		w := want[st["id"].(string)]
+		if w[0] >= 0 && int(st["pages"].(float64)) != w[0] {
+			t.Errorf("step %v pages %v, want %d", st["id"], st["pages"], w[0])
+		}
+		if int(st["items"].(float64)) != w[1] {
+			t.Errorf("step %v items %v, want %d", st["id"], st["items"], w[1])
+		}
+		if st["failed"].(float64) != 0 || st["unchanged"].(float64) != 0 {
+			t.Errorf("step %v failed %v unchanged %v, want 0", st["id"], st["failed"], st["unchanged"])
+		}
+	}
+	if run["items_per_s"].(float64) <= 0 || run["elapsed_s"].(float64) <= 0 {
+		t.Errorf("rates: items/s %v over %v s", run["items_per_s"], run["elapsed_s"])
+	}
+	if want := temporalUI + "/namespaces/default/workflows/" + id; run["temporal_ui"] != want {
+		t.Errorf("temporal_ui %v, want %s", run["temporal_ui"], want)
+	}
+
+	status, out := api(t, "GET", "/api/runs?chain=demo&tenant="+storedTenant+"&state=completed", nil)
+	runs := list(out["runs"])
+	if status != http.StatusOK || len(runs) != 1 || obj(runs[0])["run_id"] != id || obj(runs[0])["tenant"] != storedTenant {
+		t.Fatalf("filtered list: %d %v, want only %s", status, out, id)
+	}
+	if _, out := api(t, "GET", "/api/runs?tenant=nobody", nil); len(list(out["runs"])) != 0 {
+		t.Errorf("tenant nobody: %v, want no runs", out)
+	}
+	status, out = api(t, "GET", "/api/runs?state=finished", nil)
+	if status != http.StatusBadRequest || out["field"] != "state" || !strings.Contains(out["error"].(string), "running, completed") {
+		t.Errorf("bad state: %d %v", status, out)
+	}
+	status, out = api(t, "GET", "/api/chains", nil)
+	if status != http.StatusOK || !strings.Contains(toJSON(out["ran"]), `"chain":"demo"`) || !strings.Contains(toJSON(out["registered"]), `"hackernews"`) {
+		t.Errorf("chains: %d %v", status, out)
+	}
+}
+
+func TestRunErrors(t *testing.T) {
+	src := "name: broken\nsteps:\n  - id: feed\n    task: demo.stroy\n"
+	status, out := api(t, "POST", "/api/runs", map[string]any{"source": src, "file": "broken.yaml"})
+	if status != http.StatusUnprocessableEntity || out["field"] != "source" {
+		t.Fatalf("malformed chain: %d %v", status, out)
+	}
+	p := obj(list(out["problems"])[0])
+	if p["line"].(float64) != 3 || !strings.Contains(p["message"].(string), `did you mean "demo.story"`) {
+		t.Errorf("problem %v, want line 3 (the step) naming demo.story", p)
+	}
+	if !strings.HasPrefix(out["error"].(string), "broken.yaml:3: ") {
+		t.Errorf("error %q, want it to start with broken.yaml:3:", out["error"])
+	}
+
+	status, out = api(t, "POST", "/api/runs", map[string]any{"chain": "demo", "sets": []string{"nostep.pages=2"}})
+	if status != http.StatusUnprocessableEntity || out["field"] != "sets" || !strings.Contains(out["error"].(string), "no step `nostep`") {
+		t.Errorf("bad override: %d %v", status, out)
+	}
+	status, out = api(t, "POST", "/api/runs", map[string]any{"chain": "nosuch"})
+	if status != http.StatusNotFound || out["field"] != "chain" || !strings.Contains(out["error"].(string), "registered: demo") {
+		t.Errorf("unknown registered chain: %d %v", status, out)
+	}
+	status, out = api(t, "POST", "/api/runs", `{"chain": "demo", "pages": 3}`)
+	if status != http.StatusBadRequest || out["field"] != "body" || !strings.Contains(out["error"].(string), `unknown field "pages"`) {
+		t.Errorf("unknown field: %d %v", status, out)
+	}
+	status, out = api(t, "POST", "/api/runs", `{}`)
+	if status != http.StatusBadRequest || out["field"] != "source" {
+		t.Errorf("empty request: %d %v", status, out)
+	}
+	status, out = api(t, "GET", "/api/runs/nope-20260101-000000-abcdef", nil)
+	if status != http.StatusNotFound || out["field"] != "id" || !strings.Contains(out["error"].(string), `no run "nope-20260101-000000-abcdef"`) {
+		t.Errorf("unknown run: %d %v", status, out)
+	}
+	status, out = api(t, "POST", "/api/runs/nope/cancel", nil)
+	if status != http.StatusNotFound || !strings.Contains(out["error"].(string), `no running run "nope"`) {
+		t.Errorf("cancel unknown run: %d %v", status, out)
+	}
+	status, out = api(t, "GET", "/api/nothing", nil)
+	if status != http.StatusNotFound || out["field"] != "path" {
+		t.Errorf("unknown endpoint: %d %v", status, out)
+	}
+}
+
+func TestCancelRun(t *testing.T) {
+	slow, stop, err := demosite.Start("127.0.0.1:0", demosite.Options{Pages: 10, Latency: 300 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	status, out := api(t, "POST", "/api/runs", map[string]any{"source": demoSource(t, "cancel"), "sets": []string{"base_url=" + slow, "feed.pages=10"}})
+	if status != http.StatusCreated {
+		t.Fatalf("start: %d %v", status, out)
+	}
+	id := out["run_id"].(string)
+	if status, out = api(t, "POST", "/api/runs/"+id+"/cancel", nil); status != http.StatusAccepted {
+		t.Fatalf("cancel: %d %v", status, out)
+	}
+	deadline := time.Now().Add(time.Minute)
+	for {
+		_, run := api(t, "GET", "/api/runs/"+id, nil)
+		if run["state"] == "canceled" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("run still %v a minute after cancel", run["state"])
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	status, out = api(t, "POST", "/api/runs/"+id+"/cancel", nil)
+	if status != http.StatusConflict || !strings.Contains(out["error"].(string), "has already ended (canceled)") {
+		t.Errorf("cancel a canceled run: %d %v, want 409", status, out)
+	}
+}
+
+func TestValidateChain(t *testing.T) {
+	status, out := api(t, "POST", "/api/chains/validate", map[string]any{"chain": "demo"})
+	if status != http.StatusOK || out["chain"] != "demo" || len(list(out["steps"])) != 3 {
+		t.Fatalf("demo: %d %v", status, out)
+	}
+	story := obj(list(out["steps"])[1])
+	if story["id"] != "story" || toJSON(story["from"]) != `["feed"]` {
+		t.Errorf("story step %v, want from [feed]", story)
+	}
+	src := "name: x\ndefaults:\n  timeout: 30\nsteps:\n  - id: a\n    task: demo.feed\n    form: b\n"
+	status, out = api(t, "POST", "/api/chains/validate", map[string]any{"source": src, "file": "x.yaml"})
+	if status != http.StatusUnprocessableEntity {
+		t.Fatalf("bad chain: %d %v", status, out)
+	}
+	lines := map[float64]string{}
+	for _, p := range list(out["problems"]) {
+		lines[obj(p)["line"].(float64)] = obj(p)["message"].(string)
+	}
+	if !strings.Contains(lines[3], "give a unit, e.g. 30s") || !strings.Contains(lines[7], `did you mean "from"`) {
+		t.Errorf("problems by line %v, want line 3 (duration) and line 7 (form)", lines)
+	}
+	status, out = api(t, "POST", "/api/chains/validate", map[string]any{"source": "name: [unclosed\n"})
+	if status != http.StatusUnprocessableEntity || len(list(out["problems"])) == 0 || obj(list(out["problems"])[0])["line"] == nil {
+		t.Errorf("YAML syntax error: %d %v, want a problem with its line", status, out)
+	}
+	status, out = api(t, "GET", "/api/chains/registered/demo", nil)
+	if status != http.StatusOK || !strings.Contains(out["source"].(string), "task: demo.feed") {
+		t.Errorf("registered demo: %d %v", status, out)
+	}
+	if status, _ = api(t, "GET", "/api/chains/registered/..%2Fgo", nil); status != http.StatusNotFound {
+		t.Errorf("registered ../go: %d, want 404", status)
+	}
+}
+
+func TestSchedules(t *testing.T) {
+	find := func() map[string]any {
+		status, out := api(t, "GET", "/api/schedules", nil)
+		if status != http.StatusOK {
+			t.Fatalf("list: %d %v", status, out)
+		}
+		for _, s := range list(out["schedules"]) {
+			if obj(s)["id"] == "console-yearly" {
+				return obj(s)
+			}
+		}
+		return nil
+	}
+	req := map[string]any{"id": "console-yearly", "cron": "0 0 1 1 *", "chain": "demo", "sets": []string{"base_url=" + stack.site}}
+	if status, out := api(t, "POST", "/api/schedules", req); status != http.StatusCreated || out["chain"] != "demo" {
+		t.Fatalf("create: %d %v", status, out)
+	}
+	waitFor(t, "the new schedule in the listing", func() bool { return find() != nil })
+	if s := find(); s["paused"] != false || toJSON(s["cron"]) != `["0 0 1 1 *"]` {
+		t.Fatalf("listed %v", s)
+	}
+	if status, out := api(t, "POST", "/api/schedules", req); status != http.StatusConflict || out["field"] != "id" {
+		t.Errorf("duplicate: %d %v", status, out)
+	}
+	if status, out := api(t, "POST", "/api/schedules/console-yearly/pause", nil); status != http.StatusOK || out["done"] != "paused" {
+		t.Fatalf("pause: %d %v", status, out)
+	}
+	waitFor(t, "schedule paused in the listing", func() bool { s := find(); return s != nil && s["paused"] == true })
+	if status, out := api(t, "POST", "/api/schedules/console-yearly/unpause", nil); status != http.StatusOK {
+		t.Fatalf("unpause: %d %v", status, out)
+	}
+	waitFor(t, "schedule active in the listing", func() bool { s := find(); return s != nil && s["paused"] == false })
+	if status, out := api(t, "DELETE", "/api/schedules/console-yearly", nil); status != http.StatusOK {
+		t.Fatalf("delete: %d %v", status, out)
+	}
+	waitFor(t, "schedule gone from the listing", func() bool { return find() == nil })
+	if status, out := api(t, "DELETE", "/api/schedules/console-yearly", nil); status != http.StatusNotFound || out["field"] != "id" {
+		t.Errorf("delete again: %d %v", status, out)
+	}
+	if status, out := api(t, "POST", "/api/schedules/nosuch/pause", nil); status != http.StatusNotFound {
+		t.Errorf("pause unknown: %d %v", status, out)
+	}
+	bad := map[string]any{"id": "console-bad", "cron": "every day", "chain": "demo"}
+	if status, out := api(t, "POST", "/api/schedules", bad); status != http.StatusBadRequest || out["field"] != "cron" {
+		t.Errorf("bad cron: %d %v", status, out)
+	}
+	if status, out := api(t, "POST", "/api/schedules", map[string]any{"id": "no spaces", "cron": "0 * * * *", "chain": "demo"}); status != http.StatusBadRequest || out["field"] != "id" {
+		t.Errorf("bad id: %d %v", status, out)
+	}
+	if status, out := api(t, "POST", "/api/schedules", map[string]any{"id": "x", "chain": "demo"}); status != http.StatusBadRequest || out["field"] != "cron" {
+		t.Errorf("no cron: %d %v", status, out)
+	}
+}
+
+// waitFor polls cond (Temporal's schedule listing is eventually consistent).
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+func TestItems(t *testing.T) {
+	demoRun(t)
+	stories, _ := demosite.Expected(stack.siteOpt, 1)
+	status, out := api(t, "GET", "/api/items", nil)
+	if status != http.StatusOK || !strings.Contains(toJSON(out["bizes"]), `{"biz":"demo.story","count":30}`) {
+		t.Fatalf("bizes: %d %v", status, out)
+	}
+	status, out = api(t, "GET", "/api/items?biz=demo.story&page=2&size=12", nil)
+	items := list(out["items"])
+	if status != http.StatusOK || int(out["total"].(float64)) != stories || len(items) != 12 {
+		t.Fatalf("page 2: %d total %v, %d items; want %d total, 12 items", status, out["total"], len(items), stories)
+	}
+	status, out = api(t, "GET", "/api/items?biz=demo.story&page=3&size=12", nil)
+	if len(list(out["items"])) != stories-24 {
+		t.Errorf("page 3 holds %d items, want %d", len(list(out["items"])), stories-24)
+	}
+	seen := map[string]bool{}
+	for page := 1; page <= 3; page++ {
+		_, out := api(t, "GET", "/api/items?biz=demo.story&size=12&page="+strconv.Itoa(page), nil)
+		for _, it := range list(out["items"]) {
+			seen[obj(it)["key"].(string)] = true
+		}
+	}
+	if len(seen) != stories {
+		t.Errorf("pages hold %d distinct records, want %d", len(seen), stories)
+	}
+
+	key := demo.StoryKey(1)
+	story, _ := stack.siteOpt.Story(1)
+	status, out = api(t, "GET", "/api/items/demo.story/"+url.PathEscape(key), nil)
+	if status != http.StatusOK || out["key"] != key || obj(out["data"])["title"] != story.Title || out["tenant"] != storedTenant {
+		t.Fatalf("record %s: %d %v", key, status, out)
+	}
+	status, out = api(t, "GET", "/api/items/demo.story/nope", nil)
+	if status != http.StatusNotFound || out["field"] != "key" || !strings.Contains(out["error"].(string), `demo.story has no record "nope"`) {
+		t.Errorf("unknown record: %d %v", status, out)
+	}
+	status, out = api(t, "GET", "/api/items?biz=story", nil)
+	if status != http.StatusBadRequest || out["field"] != "biz" {
+		t.Errorf("biz without site: %d %v", status, out)
+	}
+	status, out = api(t, "GET", "/api/items?biz=demo.story&size=0", nil)
+	if status != http.StatusBadRequest || out["field"] != "size" {
+		t.Errorf("size 0: %d %v", status, out)
+	}
+}
+
+func TestSearch(t *testing.T) {
+	demoRun(t)
+	stories, _ := demosite.Expected(stack.siteOpt, 1)
+	story, _ := stack.siteOpt.Story(3)
+	q := url.QueryEscape(`"` + story.Title + `" AND biz:demo.story`)
+	status, out := api(t, "GET", "/api/search?q="+q+"&agg=biz", nil)
+	if status != http.StatusOK {
+		t.Fatalf("search: %d %v", status, out)
+	}
+	hits := list(obj(out["hits"])["hits"])
+	if len(hits) == 0 || obj(obj(hits[0])["_source"])["key"] != demo.StoryKey(3) {
+		t.Fatalf("phrase %q: hits %v, want %s first", story.Title, toJSON(hits), demo.StoryKey(3))
+	}
+
+	dsl := `{"size": 0, "query": {"term": {"tenant": "` + storedTenant + `"}}, "aggs": {"per_biz": {"terms": {"field": "biz"}}}}`
+	status, out = api(t, "POST", "/api/search", dsl)
+	if status != http.StatusOK {
+		t.Fatalf("dsl: %d %v", status, out)
+	}
+	counts := map[string]float64{}
+	for _, b := range list(obj(obj(out["aggregations"])["per_biz"])["buckets"]) {
+		counts[obj(b)["key"].(string)] = obj(b)["doc_count"].(float64)
+	}
+	if int(counts["demo.story"]) != stories {
+		t.Errorf("per_biz %v, want demo.story %d", counts, stories)
+	}
+
+	status, out = api(t, "POST", "/api/search", `{"query": `)
+	if status != http.StatusBadRequest || out["field"] != "body" {
+		t.Errorf("broken DSL: %d %v", status, out)
+	}
+	status, out = api(t, "POST", "/api/search", `{"query": {"fuzzy_like_this": {}}}`)
+	if status != http.StatusBadRequest || !strings.Contains(out["error"].(string), "fuzzy_like_this") {
+		t.Errorf("unsupported query: %d %v", status, out)
+	}
+	status, out = api(t, "GET", "/api/search?q=x&index=trawler-nosuch-index", nil)
+	if status != http.StatusNotFound || out["field"] != "index" {
+		t.Errorf("unknown index: %d %v", status, out)
+	}
+	status, out = api(t, "GET", "/api/search?q=x&sort=title:up", nil)
+	if status != http.StatusBadRequest || out["field"] != "sort" {
+		t.Errorf("bad sort: %d %v", status, out)
+	}
+}
+
+func TestDedupStats(t *testing.T) {
+	demoRun(t)
+	stories, comments := demosite.Expected(stack.siteOpt, 1)
+	status, out := api(t, "GET", "/api/dedup", nil)
+	if status != http.StatusOK {
+		t.Fatalf("dedup: %d %v", status, out)
+	}
+	items := map[string]float64{}
+	for _, n := range list(out["namespaces"]) {
+		items[obj(n)["namespace"].(string)] = obj(n)["items"].(float64)
+	}
+	if int(items[storedTenant+":demo.story"]) != stories || int(items[storedTenant+":demo.comments"]) != comments {
+		t.Errorf("namespaces %v, want %s:demo.story %d and demo.comments %d", items, storedTenant, stories, comments)
+	}
+}
+
+func TestHealthAndMetrics(t *testing.T) {
+	status, out := api(t, "GET", "/healthz", nil)
+	if status != http.StatusOK || out["ok"] != true {
+		t.Fatalf("healthz: %d %v", status, out)
+	}
+	for _, name := range []string{"temporal", "redis", "kafka", "mongo", "es"} {
+		if c := obj(obj(out["stores"])[name]); c["ok"] != true {
+			t.Errorf("store %s: %v", name, c)
+		}
+	}
+
+	// A console whose Redis is gone answers 503 and names it.
+	gone := miniredisGone(t)
+	cfg := stack.cfg
+	cfg.Redis = gone
+	srv, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	down := httptest.NewServer(srv)
+	defer down.Close()
+	status, out = call(t, down.URL, "GET", "/healthz", "", nil)
+	if status != http.StatusServiceUnavailable || toJSON(out["down"]) != `["redis"]` || obj(obj(out["stores"])["redis"])["error"] == "" {
+		t.Errorf("healthz with Redis down: %d %v", status, out)
+	}
+	status, out = call(t, down.URL, "GET", "/api/dedup", "", nil)
+	if status != http.StatusBadGateway || !strings.Contains(out["error"].(string), "Redis unreachable") {
+		t.Errorf("dedup with Redis down: %d %v", status, out)
+	}
+
+	res, err := http.Get(stack.console.URL + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	if res.StatusCode != http.StatusOK || !strings.Contains(string(body), "go_goroutines") {
+		t.Errorf("metrics: %d %.200s", res.StatusCode, body)
+	}
+}
+
+// miniredisGone is the address of a Redis that has stopped.
+func miniredisGone(t *testing.T) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	return addr
+}
+
+func TestAccess(t *testing.T) {
+	cfg := stack.cfg
+	cfg.Token, cfg.ReadToken = "full-secret", "read-secret"
+	srv, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	ts := httptest.NewServer(srv)
+	defer ts.Close()
+
+	status, out := call(t, ts.URL, "GET", "/api/runs", "", nil)
+	if status != http.StatusUnauthorized || out["field"] != "Authorization" || !strings.Contains(out["error"].(string), "Authorization: Bearer TOKEN") {
+		t.Errorf("no token: %d %v", status, out)
+	}
+	status, out = call(t, ts.URL, "GET", "/api/runs", "guess", nil)
+	if status != http.StatusUnauthorized || !strings.Contains(out["error"].(string), "wrong bearer token") {
+		t.Errorf("wrong token: %d %v", status, out)
+	}
+	if status, out = call(t, ts.URL, "GET", "/metrics", "", "x"); status != http.StatusUnauthorized {
+		t.Errorf("metrics without token: %d", status)
+	}
+	for _, path := range []string{"/api/runs", "/api/items", "/api/search?q=go", "/api/schedules"} {
+		if status, out = call(t, ts.URL, "GET", path, "read-secret", nil); status != http.StatusOK {
+			t.Errorf("read token GET %s: %d %v", path, status, out)
+		}
+	}
+	if status, out = call(t, ts.URL, "POST", "/api/search", "read-secret", `{"size":1}`); status != http.StatusOK {
+		t.Errorf("read token POST search: %d %v", status, out)
+	}
+	for _, c := range []struct{ method, path string }{
+		{"POST", "/api/runs"}, {"POST", "/api/runs/some-run/cancel"}, {"POST", "/api/schedules"},
+		{"POST", "/api/schedules/x/pause"}, {"DELETE", "/api/schedules/x"},
+	} {
+		status, out = call(t, ts.URL, c.method, c.path, "read-secret", map[string]any{"chain": "demo"})
+		if status != http.StatusForbidden || !strings.Contains(out["error"].(string), "read-only") {
+			t.Errorf("read token %s %s: %d %v, want 403", c.method, c.path, status, out)
+		}
+	}
+	// The full token gets past the door: a malformed chain is refused on its merits.
+	status, out = call(t, ts.URL, "POST", "/api/runs", "full-secret", map[string]any{"source": "name: x\n"})
+	if status != http.StatusUnprocessableEntity {
+		t.Errorf("full token, malformed chain: %d %v", status, out)
+	}
+	// Pages and health hold no data: they load without a token.
+	for _, path := range []string{"/", "/healthz", "/static/console.js"} {
+		res, err := http.Get(ts.URL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		if res.StatusCode != http.StatusOK {
+			t.Errorf("GET %s without token: %d", path, res.StatusCode)
+		}
+	}
+
+	if err := CheckAccess("0.0.0.0:8090", ""); err == nil || !strings.Contains(err.Error(), "--token") {
+		t.Errorf("0.0.0.0 without token: %v", err)
+	}
+	if err := CheckAccess("10.1.2.3:8090", ""); err == nil {
+		t.Error("10.1.2.3 without token: allowed")
+	}
+	for _, ok := range []string{"127.0.0.1:8090", "localhost:0", "[::1]:8090"} {
+		if err := CheckAccess(ok, ""); err != nil {
+			t.Errorf("%s: %v", ok, err)
+		}
+	}
+	if err := CheckAccess("0.0.0.0:8090", "t"); err != nil {
+		t.Errorf("0.0.0.0 with token: %v", err)
+	}
+	only := stack.cfg
+	only.ReadToken = "r"
+	if _, err := New(only); err == nil || !strings.Contains(err.Error(), "needs a full-access token") {
+		t.Errorf("read token alone: %v", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	if err := srv.Listen(ctx, "127.0.0.1:bad", nil); err == nil {
+		t.Error("listen on a bad port: no error")
+	}
+}
