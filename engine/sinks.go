@@ -8,6 +8,7 @@ import (
 	"trawler/crawl"
 	"trawler/storage"
 	"trawler/storage/es"
+	"trawler/storage/hbase"
 	"trawler/storage/jsonl"
 	"trawler/storage/kafka"
 	"trawler/storage/mongo"
@@ -28,6 +29,7 @@ type SinkOptions struct {
 	Kafka  []string // brokers of the kafka sink; empty: no kafka sink
 	Mongo  string   // URI of the mongo sink; empty: no mongo sink
 	ES     string   // URL of the es sink's Elasticsearch; empty: no es sink
+	HBase  string   // ZooKeeper quorum of the hbase sink; empty: no hbase sink
 	// Registry gives the es sink each task's output schema for its index mapping.
 	Registry *crawl.Registry
 	Hot      HotOptions
@@ -83,6 +85,13 @@ func addHotSinks(set storage.Set, o SinkOptions) error {
 			return err
 		}
 		set[e.Name()] = e
+	}
+	if o.HBase != "" {
+		h, err := hbase.Open(hbase.Config{ZK: o.HBase, Log: o.Log})
+		if err != nil {
+			return err
+		}
+		set[h.Name()] = h
 	}
 	return nil
 }

@@ -19,6 +19,7 @@ import (
 	"trawler/internal/devstack"
 	"trawler/internal/devstack/demosite"
 	"trawler/internal/devstack/eslite"
+	"trawler/internal/devstack/hbaselite"
 )
 
 // stack is the embedded world of `trawler demo` and `trawler dev`: Temporal on a SQLite
@@ -31,6 +32,7 @@ type stack struct {
 	kafkaStop func() error
 	mongoStop func() error
 	esStop    func() error
+	hbaseStop func() error
 	worker    *engine.Worker
 	ep        devstack.Endpoints
 }
@@ -100,12 +102,22 @@ func startStack(ctx context.Context, s *settings, o stackOptions) (*stack, error
 		st.stop()
 		return nil, fmt.Errorf("start the embedded Elasticsearch: %w", err)
 	}
+	// Full history: hbaselite, a single-node HBase over pebble, back on its ZooKeeper
+	// port when free so workers started with --data before a restart find it.
+	hbaseAddr := "127.0.0.1:0"
+	if p := portIfFree(portOf(prev.HBaseZK)); p != 0 {
+		hbaseAddr = fmt.Sprintf("127.0.0.1:%d", p)
+	}
+	if st.ep.HBaseZK, st.hbaseStop, err = hbaselite.Start(o.data, hbaseAddr); err != nil {
+		st.stop()
+		return nil, fmt.Errorf("start the embedded HBase: %w", err)
+	}
 	if err := devstack.WriteEndpoints(o.data, st.ep); err != nil {
 		st.stop()
 		return nil, err
 	}
 	s.temporal, s.namespace, s.data, s.redis = st.ep.Temporal, st.ep.Namespace, o.data, st.ep.Redis
-	s.kafka, s.mongo, s.es = strings.Join(st.ep.Kafka, ","), st.ep.Mongo, st.ep.ES
+	s.kafka, s.mongo, s.es, s.hbase = strings.Join(st.ep.Kafka, ","), st.ep.Mongo, st.ep.ES, st.ep.HBaseZK
 	if err := s.resolve(); err != nil {
 		st.stop()
 		return nil, err
@@ -159,7 +171,7 @@ func (st *stack) startWorker(ctx context.Context, s *settings) error {
 		return err
 	}
 	w, err := engine.NewWorker(c, engine.WorkerOptions{TaskQueue: s.taskQueue, OutDir: s.out, Redis: s.redis,
-		Kafka: s.kafkaBrokers(), Mongo: s.mongo, ES: s.es, Log: s.logger()})
+		Kafka: s.kafkaBrokers(), Mongo: s.mongo, ES: s.es, HBase: s.hbase, Log: s.logger()})
 	if err != nil {
 		return err
 	}
@@ -188,6 +200,9 @@ func (st *stack) stop() {
 	}
 	if st.esStop != nil {
 		_ = st.esStop()
+	}
+	if st.hbaseStop != nil {
+		_ = st.hbaseStop()
 	}
 	_ = st.temporal.Stop()
 }
@@ -248,7 +263,7 @@ run, until Ctrl-C, to search and browse what was crawled.`,
 			if err != nil {
 				return err
 			}
-			alsoStoreIn(plan, "kafka", "mongo", "es") // the embedded stores
+			alsoStoreIn(plan, "kafka", "mongo", "es", "hbase") // the embedded stores
 
 			c, err := s.dial(cmd.Context())
 			if err != nil {
@@ -318,8 +333,8 @@ Stopping and restarting ` + "`trawler dev`" + ` on the same --data resumes unfin
 			if s.json {
 				_ = printJSON(st.ep)
 			} else {
-				fmt.Printf("trawler dev is up (data in %s)\n  temporal    %s (namespace %s)\n  web ui      %s\n  demo site   %s\n  redis       %s (dedup, in memory)\n  kafka       %s (topics trawler.<site>.<task>)\n  mongodb     %s (database trawler; FerretDB on SQLite)\n  es          %s (indexes trawler-<site>-<task>, alias trawler-items)\n  items       %s\n  console     %s (runs, chain editor, schedules, search, items)\n",
-					data, st.ep.Temporal, st.ep.Namespace, st.ep.TemporalUI, st.ep.DemoSite, st.ep.Redis, strings.Join(st.ep.Kafka, ","), st.ep.Mongo, st.ep.ES, s.out, consoleURL)
+				fmt.Printf("trawler dev is up (data in %s)\n  temporal    %s (namespace %s)\n  web ui      %s\n  demo site   %s\n  redis       %s (dedup, in memory)\n  kafka       %s (topics trawler.<site>.<task>)\n  mongodb     %s (database trawler; FerretDB on SQLite)\n  es          %s (indexes trawler-<site>-<task>, alias trawler-items)\n  hbase       %s (ZooKeeper quorum; table trawler:items, every version)\n  items       %s\n  console     %s (runs, chain editor, schedules, search, items)\n",
+					data, st.ep.Temporal, st.ep.Namespace, st.ep.TemporalUI, st.ep.DemoSite, st.ep.Redis, strings.Join(st.ep.Kafka, ","), st.ep.Mongo, st.ep.ES, st.ep.HBaseZK, s.out, consoleURL)
 				if noWorker {
 					fmt.Println("  no worker: start some with `trawler worker --data " + data + "`")
 				}

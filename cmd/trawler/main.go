@@ -56,6 +56,7 @@ type settings struct {
 	redis     string
 	kafka     string // brokers of the kafka sink, comma-separated
 	es        string // URL of the es sink's Elasticsearch
+	hbase     string // ZooKeeper quorum of the hbase sink
 	mongo     string // URI of the mongo sink
 	json      bool
 	verbose   bool
@@ -91,12 +92,13 @@ TRAWLER_KAFKA, TRAWLER_MONGO), then the endpoints.json that a running
 	pf.StringVar(&s.taskQueue, "task-queue", "", "Temporal task queue of the workers (default \"trawler\") [TRAWLER_TASK_QUEUE]")
 	pf.StringVar(&s.out, "out", "", "directory of the jsonl sink (default <data>/out) [TRAWLER_OUT]")
 	pf.StringVar(&s.redis, "redis", "", "Redis host:port for dedup (default from --data; none: dedup off) [TRAWLER_REDIS]")
+	pf.StringVar(&s.hbase, "hbase", "", "ZooKeeper quorum of the hbase sink and of trawler history, HOST:PORT[,HOST:PORT…] (default from --data; none: no hbase sink) [TRAWLER_HBASE]")
 	pf.StringVar(&s.es, "es", "", "Elasticsearch URL of the es sink and of trawler search (default from --data; none: no es sink) [TRAWLER_ES]")
 	pf.StringVar(&s.kafka, "kafka", "", "Kafka brokers of the kafka sink, HOST:PORT[,HOST:PORT…] (default from --data; none: no kafka sink) [TRAWLER_KAFKA]")
 	pf.StringVar(&s.mongo, "mongo", "", "MongoDB URI of the mongo sink, mongodb://… (default from --data; none: no mongo sink) [TRAWLER_MONGO]")
 	pf.BoolVar(&s.json, "json", false, "machine-readable output: JSON lines, the last one the result")
 	pf.BoolVarP(&s.verbose, "verbose", "v", false, "log worker and client details to stderr")
-	root.AddCommand(demoCmd(s), devCmd(s), workerCmd(s), runCmd(s), statusCmd(s), validateCmd(s), scheduleCmd(s), benchCmd(s), dedupCmd(s), tryCmd(s), itemsCmd(s), searchCmd(s), consoleCmd(s))
+	root.AddCommand(demoCmd(s), devCmd(s), workerCmd(s), runCmd(s), statusCmd(s), validateCmd(s), scheduleCmd(s), benchCmd(s), dedupCmd(s), tryCmd(s), itemsCmd(s), searchCmd(s), consoleCmd(s), historyCmd(s))
 	return root
 }
 
@@ -132,11 +134,15 @@ func (s *settings) resolve() error {
 		if s.es == "" && os.Getenv("TRAWLER_ES") == "" {
 			s.es = ep.ES
 		}
+		if s.hbase == "" && os.Getenv("TRAWLER_HBASE") == "" {
+			s.hbase = ep.HBaseZK
+		}
 	}
 	env(&s.redis, "TRAWLER_REDIS", "")
 	env(&s.kafka, "TRAWLER_KAFKA", "")
 	env(&s.mongo, "TRAWLER_MONGO", "")
 	env(&s.es, "TRAWLER_ES", "")
+	env(&s.hbase, "TRAWLER_HBASE", "")
 	env(&s.temporal, "TRAWLER_TEMPORAL", "127.0.0.1:7233")
 	env(&s.namespace, "TRAWLER_NAMESPACE", "default")
 	env(&s.taskQueue, "TRAWLER_TASK_QUEUE", workflows.DefaultTaskQueue)

@@ -15,7 +15,7 @@ import (
 // openSinks opens every sink the settings configure (jsonl with --out, kafka with
 // --kafka, mongo with --mongo), e.g. to read a run's records back.
 func openSinks(s *settings) (storage.Set, error) {
-	return engine.OpenSinks(engine.SinkOptions{OutDir: s.out, Kafka: s.kafkaBrokers(), Mongo: s.mongo, ES: s.es, Log: s.logger()})
+	return engine.OpenSinks(engine.SinkOptions{OutDir: s.out, Kafka: s.kafkaBrokers(), Mongo: s.mongo, ES: s.es, HBase: s.hbase, Log: s.logger()})
 }
 
 // kafkaBrokers splits --kafka.
@@ -40,6 +40,9 @@ func (s *settings) sinksLine() string {
 	}
 	if s.es != "" {
 		parts = append(parts, "es "+s.es)
+	}
+	if s.hbase != "" {
+		parts = append(parts, "hbase "+s.hbase)
 	}
 	return strings.Join(parts, ", ")
 }
@@ -73,7 +76,7 @@ heartbeat timeout and which resume from their last stored input.`,
 			}
 			defer c.Close()
 			w, err := engine.NewWorker(c, engine.WorkerOptions{TaskQueue: s.taskQueue, OutDir: s.out, MaxBatches: maxBatches, Redis: s.redis,
-				Kafka: s.kafkaBrokers(), Mongo: s.mongo, ES: s.es, Hot: hot, Log: s.logger()})
+				Kafka: s.kafkaBrokers(), Mongo: s.mongo, ES: s.es, HBase: s.hbase, Hot: hot, Log: s.logger()})
 			if err != nil {
 				return err
 			}

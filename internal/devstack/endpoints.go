@@ -26,6 +26,7 @@ type Endpoints struct {
 	Kafka      []string `json:"kafka,omitempty"`       // host:port of each broker of the kafka sink
 	Mongo      string   `json:"mongo,omitempty"`       // mongodb:// URI of the mongo sink
 	ES         string   `json:"es,omitempty"`          // http:// URL of the es sink's Elasticsearch
+	HBaseZK    string   `json:"hbase_zk,omitempty"`    // ZooKeeper quorum (host:port) of the hbase sink's HBase
 }
 
 // EndpointsPath returns the path of the endpoints file in dataDir.

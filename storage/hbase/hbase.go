@@ -240,9 +240,16 @@ func retryable(err error) bool {
 		!errors.Is(err, gohbase.TableNotFound)
 }
 
+// firstLine shortens an error to its first line. gohbase renders an HBase exception as
+// "HBase Java exception CLASS:" and the server's stack trace, whose first line is
+// "CLASS: message": that line is the one to show.
 func firstLine(err error) string {
-	s, _, _ := strings.Cut(err.Error(), "\n")
-	return strings.TrimSpace(s)
+	msg := err.Error()
+	if head, trace, ok := strings.Cut(msg, "\n"); ok && strings.HasPrefix(head, "HBase Java exception ") {
+		msg = trace
+	}
+	line, _, _ := strings.Cut(msg, "\n")
+	return strings.TrimSpace(line)
 }
 
 func limit(s []string, n int) []string {

@@ -1,0 +1,157 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"trawler/storage/hbase"
+)
+
+func historyCmd(s *settings) *cobra.Command {
+	var biz string
+	var versions int
+	cmd := &cobra.Command{
+		Use:   "history KEY",
+		Short: "Show every stored version of one record (from HBase), newest first, with what changed",
+		Long: `Show how one record changed over time: the versions the hbase sink stored (one per
+crawl that found the record new or changed), newest first. Each version lists its fetch
+time, the run that stored it and its fields; a field that differs from the version before
+it is marked with * and shows the value it had (removed fields say so).
+
+KEY is the item key (e.g. demo:story:5). --biz names the task that stored it (site.task,
+e.g. demo.story), which makes this a single read; without it the key's row range is
+scanned for the tasks that hold it, and a key stored by several tasks needs --biz.
+
+The HBase cluster comes from --hbase (its ZooKeeper quorum), then TRAWLER_HBASE, then the
+"hbase_zk" field of --data's endpoints.json (a running 'trawler dev'). --json prints the
+record as one JSON object: {"biz","key","versions":[{"ts","run_id","hash","url",
+"fields","changed"}]}, field values as JSON.`,
+		Example: `  trawler history demo:story:5 --data .data/dev
+  trawler history demo:story:5 --biz demo.story --versions 3 --data .data/dev
+  trawler history hn:item:8863 --hbase zk1:2181,zk2:2181 --json`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if versions < 0 {
+				return fmt.Errorf("--versions %d: use 1 or more, or 0 for all", versions)
+			}
+			if err := s.resolve(); err != nil {
+				return err
+			}
+			if s.hbase == "" {
+				return errors.New("no HBase to read from: pass --hbase HOST:PORT (its ZooKeeper quorum), set TRAWLER_HBASE, or --data DIR of a running `trawler dev`")
+			}
+			sink, err := hbase.Open(hbase.Config{ZK: s.hbase, Timeout: 15 * time.Second, Log: s.logger()})
+			if err != nil {
+				return err
+			}
+			defer sink.Close()
+			ctx, cancel := context.WithTimeout(cmd.Context(), 30*time.Second)
+			defer cancel()
+			key := args[0]
+			if biz == "" {
+				if biz, err = findBiz(ctx, sink, key); err != nil {
+					return err
+				}
+			}
+			rec, err := sink.History(ctx, biz, key, versions)
+			if err != nil {
+				return err
+			}
+			if s.json {
+				return printJSON(rec)
+			}
+			printHistory(rec)
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&biz, "biz", "", "task that stored the record, site.task (default: looked up by key)")
+	cmd.Flags().IntVar(&versions, "versions", 0, "newest versions to show (0: all)")
+	return cmd
+}
+
+// findBiz finds the one task holding a record with this key.
+func findBiz(ctx context.Context, sink *hbase.Sink, key string) (string, error) {
+	bizes, err := sink.Find(ctx, key)
+	if err != nil {
+		return "", err
+	}
+	switch len(bizes) {
+	case 0:
+		return "", fmt.Errorf("no record with key %q in HBase table %s; check the key (e.g. demo:story:5) and that its step stores to hbase", key, hbase.Table)
+	case 1:
+		return bizes[0], nil
+	}
+	return "", fmt.Errorf("key %q is stored by several tasks (%s): pick one with --biz", key, strings.Join(bizes, ", "))
+}
+
+// printHistory prints the versions newest first, each field on its line; a changed
+// field is marked * and shows its previous value.
+func printHistory(rec *hbase.Record) {
+	n := len(rec.Versions)
+	fmt.Printf("%s (%s): %d version%s, newest first\n", rec.Key, rec.Biz, n, plural(n))
+	for i, v := range rec.Versions {
+		var older *hbase.Version
+		if i+1 < n {
+			older = &rec.Versions[i+1]
+		}
+		note := ""
+		switch {
+		case older == nil && i == 0:
+			note = "  (only version)"
+		case older == nil:
+			note = "  (oldest shown)"
+		case len(v.Changed) == 0:
+			note = "  (no field changed)"
+		default:
+			note = fmt.Sprintf("  (%d changed: %s)", len(v.Changed), strings.Join(v.Changed, ", "))
+		}
+		fmt.Printf("\n%s  run %s%s\n", v.TS.Format("2006-01-02 15:04:05.000 MST"), v.RunID, note)
+		names := make([]string, 0, len(v.Fields))
+		width := 0
+		for f := range v.Fields {
+			names = append(names, f)
+			width = max(width, len(f))
+		}
+		if older != nil {
+			for f := range older.Fields {
+				if _, ok := v.Fields[f]; !ok {
+					names = append(names, f)
+					width = max(width, len(f))
+				}
+			}
+		}
+		sort.Strings(names)
+		for _, f := range names {
+			mark, val, was := " ", "", ""
+			cur, has := v.Fields[f]
+			if has {
+				val = clip(string(cur), 80)
+			}
+			if older != nil {
+				prev, had := older.Fields[f]
+				switch {
+				case !has:
+					mark, val = "*", "(removed, was "+clip(string(prev), 80)+")"
+				case !had:
+					mark, was = "*", "  (new)"
+				case string(prev) != string(cur):
+					mark, was = "*", "  (was "+clip(string(prev), 80)+")"
+				}
+			}
+			fmt.Printf("  %s %-*s  %s%s\n", mark, width, f, val, was)
+		}
+	}
+}
+
+func plural(n int) string {
+	if n == 1 {
+		return ""
+	}
+	return "s"
+}

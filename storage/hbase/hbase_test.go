@@ -1,0 +1,120 @@
+package hbase_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"trawler/crawl"
+	"trawler/internal/devstack/hbaselite"
+	"trawler/storage/hbase"
+)
+
+var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
+
+func openSink(t *testing.T, o hbaselite.Options) *hbase.Sink {
+	t.Helper()
+	o.DataDir = t.TempDir()
+	srv, err := hbaselite.Run(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = srv.Stop() })
+	s, err := hbase.Open(hbase.Config{ZK: srv.ZK(), Timeout: 10 * time.Second, Retries: 1, Backoff: 10 * time.Millisecond, Log: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	return s
+}
+
+func item(key, run string, ts time.Time, data map[string]any) crawl.Item {
+	return crawl.Item{Biz: "demo.story", Key: key, URL: "http://x/" + key, TS: ts, Hash: "h-" + run, RunID: run, Data: data}
+}
+
+func TestWriteCountAndHistory(t *testing.T) {
+	ctx := context.Background()
+	s := openSink(t, hbaselite.Options{})
+	t1 := time.Date(2026, 1, 1, 10, 0, 0, 0, time.UTC)
+	t2 := t1.Add(time.Hour)
+	first := []crawl.Item{
+		item("demo:story:1", "run-1", t1, map[string]any{"title": "One", "points": 10}),
+		item("demo:story:2", "run-1", t1, map[string]any{"title": "Two", "points": 20}),
+	}
+	for range 2 { // a retried write leaves the same cells
+		if err := s.Write(ctx, first); err != nil {
+			t.Fatal(err)
+		}
+	}
+	second := []crawl.Item{item("demo:story:1", "run-2", t2, map[string]any{"title": "One", "points": 42, "flagged": true})}
+	if err := s.Write(ctx, second); err != nil {
+		t.Fatal(err)
+	}
+	for run, want := range map[string]int{"run-1": 2, "run-2": 1, "run-3": 0} {
+		if n, err := s.Count(ctx, run); err != nil || n != want {
+			t.Errorf("count %s = %d, %v; want %d", run, n, err, want)
+		}
+	}
+	rec, err := s.History(ctx, "demo.story", "demo:story:1", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rec.Versions) != 2 {
+		t.Fatalf("%d versions, want 2: %+v", len(rec.Versions), rec.Versions)
+	}
+	newest, oldest := rec.Versions[0], rec.Versions[1]
+	if !newest.TS.Equal(t2) || newest.RunID != "run-2" || string(newest.Fields["points"]) != "42" || strings.Join(newest.Changed, ",") != "flagged,points" {
+		t.Errorf("newest = %+v", newest)
+	}
+	if !oldest.TS.Equal(t1) || oldest.RunID != "run-1" || string(oldest.Fields["title"]) != `"One"` || oldest.URL != "http://x/demo:story:1" || len(oldest.Changed) != 0 {
+		t.Errorf("oldest = %+v", oldest)
+	}
+	if rec, err := s.History(ctx, "demo.story", "demo:story:2", 0); err != nil || len(rec.Versions) != 1 {
+		t.Errorf("story 2: %+v, %v", rec, err)
+	}
+	if rec, err := s.History(ctx, "demo.story", "demo:story:1", 1); err != nil || len(rec.Versions) != 1 || rec.Versions[0].RunID != "run-2" {
+		t.Errorf("--versions 1: %+v, %v", rec, err)
+	}
+	if _, err := s.History(ctx, "demo.story", "demo:story:9", 0); !errors.Is(err, hbase.ErrNotFound) {
+		t.Errorf("missing record: %v", err)
+	}
+	if bizes, err := s.Find(ctx, "demo:story:1"); err != nil || len(bizes) != 1 || bizes[0] != "demo.story" {
+		t.Errorf("find = %v, %v", bizes, err)
+	}
+}
+
+func TestOversizedItemFailsWithTheKey(t *testing.T) {
+	s := openSink(t, hbaselite.Options{MaxCellSize: 1 << 10})
+	big := item("demo:story:big", "run-1", time.Now(), map[string]any{"text": strings.Repeat("x", 4<<10)})
+	ok := item("demo:story:ok", "run-1", time.Now(), map[string]any{"text": "fine"})
+	err := s.Write(context.Background(), []crawl.Item{ok, big})
+	if err == nil || !strings.Contains(err.Error(), "1 of 2 items not stored") || !strings.Contains(err.Error(), "demo:story:big") || !strings.Contains(err.Error(), "over the limit of 1024 bytes") {
+		t.Fatalf("write of an oversized item: %v", err)
+	}
+	if n, err := s.Count(context.Background(), "run-1"); err != nil || n != 1 {
+		t.Errorf("count = %d, %v; want the 1 good item", n, err)
+	}
+}
+
+func TestUnreachableClusterFailsTheBatch(t *testing.T) {
+	s, err := hbase.Open(hbase.Config{ZK: "127.0.0.1:1", Timeout: 500 * time.Millisecond, Log: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	err = s.Write(context.Background(), []crawl.Item{item("k", "r", time.Now(), nil)})
+	if err == nil || !strings.Contains(err.Error(), "did not answer within 500ms") {
+		t.Fatalf("write to a cluster that is down: %v", err)
+	}
+}
+
+func TestRowKey(t *testing.T) {
+	row := hbase.RowKey("demo.story", "demo:story:1")
+	if row[0] != hbase.Salt("demo:story:1") || row[0] >= hbase.Salts || string(row[1:]) != "demo.story\x00demo:story:1" {
+		t.Errorf("row key %q", row)
+	}
+}
