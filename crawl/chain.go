@@ -48,6 +48,7 @@ type Step struct {
 	Batch       int
 	Concurrency int
 	Parallel    int
+	Priority    int    // 1 (most urgent) … 5; 0 = the chain's
 	Dedup       string // new | changed | off; "" = the chain default
 	Line        int
 	ParamLines  map[string]int // line of each param in the file
@@ -61,6 +62,10 @@ const (
 	DefaultRetries     = 3
 	DefaultTimeout     = 30 * time.Second
 	MaxBatch           = 1000
+	// DefaultPriority is Temporal's middle priority, for chains that set none.
+	DefaultPriority = 3
+	// DefaultTenant owns chains that name no tenant.
+	DefaultTenant = "default"
 )
 
 // Dedup modes: which items a step stores and passes downstream.
@@ -106,7 +111,7 @@ func (ps Problems) Error() string {
 var (
 	chainKeys    = []string{"name", "tenant", "robots", "priority", "defaults", "steps"}
 	defaultsKeys = []string{"timeout", "retries", "batch", "concurrency", "parallel", "store", "params", "dedup"}
-	stepKeys     = []string{"id", "task", "params", "from", "each", "max_depth", "store", "dedup", "timeout", "retries", "batch", "concurrency", "parallel"}
+	stepKeys     = []string{"id", "task", "params", "from", "each", "max_depth", "store", "dedup", "timeout", "retries", "batch", "concurrency", "parallel", "priority"}
 	dedupModes   = []string{DedupChanged, DedupNew, DedupOff}
 	nameRE       = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]*$`)
 )
@@ -165,7 +170,7 @@ func (l *loader) parse(data []byte) *Chain {
 		l.add(root.Line, "a chain file is a mapping with `name:` and `steps:`, not a %s", kindName(root))
 		return nil
 	}
-	c := &Chain{File: l.file, Robots: true, Tenant: "default", Defaults: Defaults{Retries: -1}}
+	c := &Chain{File: l.file, Robots: true, Tenant: DefaultTenant, Defaults: Defaults{Retries: -1}}
 	var stepsNode *yaml.Node
 	l.fields(root, "chain", chainKeys, func(key string, v *yaml.Node) {
 		switch key {
@@ -246,6 +251,8 @@ func (l *loader) parse(data []byte) *Chain {
 				s.Concurrency = l.integer(v, "concurrency")
 			case "parallel":
 				s.Parallel = l.integer(v, "parallel")
+			case "priority":
+				s.Priority = l.integer(v, "priority")
 			}
 		})
 		c.Steps = append(c.Steps, s)
@@ -524,18 +531,21 @@ func (l *loader) validateStep(c *Chain, s Step, ids map[string]int) {
 		l.add(s.Line, "%s: retries %d: use 0 or more", where, s.Retries)
 	}
 	l.checkSinks(s.Line, where+": store", s.Store)
-	l.checkDedup(s.Line, where, s.Dedup)
-	l.checkLimits(s.Line, where, s.Batch, s.Concurrency, s.Parallel)
-}
-
-func (l *loader) checkLimits(line int, where string, batch, conc, par int) {
-	if batch < 0 || batch > MaxBatch {
-		l.add(line, "%s: batch %d: use 1 to %d inputs per activity", where, batch, MaxBatch)
 	for _, st := range s.Store {
 		if _, ok := spec.Field("value"); known && strings.HasPrefix(st, "pool:") && !ok {
 			l.add(s.Line, "%s: store %s: task %s has no output field `value` to put in the pool; store a task that outputs one (e.g. demo.login)", where, st, s.Task)
 		}
 	}
+	l.checkDedup(s.Line, where, s.Dedup)
+	l.checkLimits(s.Line, where, s.Batch, s.Concurrency, s.Parallel)
+	if s.Priority < 0 || s.Priority > 5 {
+		l.add(s.Line, "%s: priority %d: use 1 (highest) to 5 (lowest), or leave it out to take the chain's", where, s.Priority)
+	}
+}
+
+func (l *loader) checkLimits(line int, where string, batch, conc, par int) {
+	if batch < 0 || batch > MaxBatch {
+		l.add(line, "%s: batch %d: use 1 to %d inputs per activity", where, batch, MaxBatch)
 	}
 	if conc < 0 {
 		l.add(line, "%s: concurrency %d: use 1 or more", where, conc)
@@ -551,8 +561,18 @@ func (l *loader) checkDedup(line int, where, mode string) {
 	}
 }
 
+// PoolSinks are the `store:` names that add items to a resource pool of the item's
+// tenant and site (package external); every worker with Redis has them.
+var PoolSinks = []string{"pool:cookie", "pool:device_id", "pool:proxy", "pool:user_agent"}
+
 func (l *loader) checkSinks(line int, where string, sinks []string) {
 	for _, s := range sinks {
+		if strings.HasPrefix(s, "pool:") {
+			if !contains(PoolSinks, s) {
+				l.add(line, "%s: unknown pool %q%s; pools: %s", where, s, Suggest(s, PoolSinks), strings.Join(PoolSinks, ", "))
+			}
+			continue
+		}
 		if !contains(l.opts.Sinks, s) {
 			l.add(line, "%s: unknown sink %q%s; available: %s", where, s, Suggest(s, l.opts.Sinks), strings.Join(l.opts.Sinks, ", "))
 		}
@@ -561,18 +581,8 @@ func (l *loader) checkSinks(line int, where string, sinks []string) {
 
 // checkCycles reports cycles through two or more steps; a step consuming itself is the
 // one allowed loop (bounded by max_depth).
-// PoolSinks are the `store:` names that add items to a resource pool of the item's
-// tenant and site (package external); every worker with Redis has them.
-var PoolSinks = []string{"pool:cookie", "pool:device_id", "pool:proxy", "pool:user_agent"}
-
 func (l *loader) checkCycles(c *Chain, ids map[string]int) {
 	const (
-		if strings.HasPrefix(s, "pool:") {
-			if !contains(PoolSinks, s) {
-				l.add(line, "%s: unknown pool %q%s; pools: %s", where, s, Suggest(s, PoolSinks), strings.Join(PoolSinks, ", "))
-			}
-			continue
-		}
 		white = iota
 		grey
 		black

@@ -27,11 +27,20 @@ type PlanStep struct {
 	Batch       int           `json:"batch"`
 	Concurrency int           `json:"concurrency"`
 	Parallel    int           `json:"parallel"`
+	Priority    int           `json:"priority,omitempty"` // 1 (most urgent) … 5; 0: the chain's
 	MaxDepth    int           `json:"max_depth,omitempty"`
 	Store       []string      `json:"store,omitempty"`
 	Dedup       string        `json:"dedup,omitempty"`
 	Root        bool          `json:"root,omitempty"`
 	Consumers   []Consumer    `json:"consumers,omitempty"`
+}
+
+// TenantOrDefault is the tenant a run belongs to: the chain's, else "default".
+func (p *Plan) TenantOrDefault() string {
+	if p.Tenant == "" {
+		return DefaultTenant
+	}
+	return p.Tenant
 }
 
 // Consumer is a step that takes another step's outputs.
@@ -83,6 +92,7 @@ func (c *Chain) Compile(reg *Registry) (*Plan, error) {
 			Batch:       firstInt(s.Batch, c.Defaults.Batch, DefaultBatch),
 			Concurrency: firstInt(s.Concurrency, c.Defaults.Concurrency, spec.HostConcurrency, DefaultConcurrency),
 			Parallel:    firstInt(s.Parallel, c.Defaults.Parallel, DefaultParallel),
+			Priority:    s.Priority,
 			Store:       s.Store,
 		}
 		switch {

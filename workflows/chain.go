@@ -7,10 +7,13 @@
 package workflows
 
 import (
+	"cmp"
+	"errors"
 	"fmt"
 	"sort"
 	"time"
 
+	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
@@ -47,6 +50,11 @@ type Tuning struct {
 	HeartbeatTimeout time.Duration `json:"heartbeat_timeout,omitempty"`
 	// FailureSample is how many failures a summary keeps with their causes (default 50).
 	FailureSample int `json:"failure_sample,omitempty"`
+	// AgingStep is how long a batch may wait for a worker before it gains one level of
+	// priority (default 1m): it is withdrawn from the task queue and dispatched again
+	// one level more urgent, so low-priority work behind a steady stream of urgent work
+	// still runs.
+	AgingStep time.Duration `json:"aging_step,omitempty"`
 }
 
 func (t Tuning) withDefaults() Tuning {
@@ -68,6 +76,7 @@ func (t Tuning) withDefaults() Tuning {
 	defd(&t.RetryBase, 2*time.Second)
 	defd(&t.RetryMax, 5*time.Minute)
 	defd(&t.HeartbeatTimeout, 30*time.Second)
+	defd(&t.AgingStep, time.Minute)
 	return t
 }
 
@@ -94,11 +103,13 @@ type RecordedRun struct {
 	RunID      string `json:"run_id"`
 }
 
-// Pending is an input queued for a step, not to be tried before NotBefore.
+// Pending is an input queued for a step, not to be tried before NotBefore. Since is
+// when it started waiting; its age raises the priority of the batch it goes out in.
 type Pending struct {
 	Step      int        `json:"step"`
 	Work      crawl.Work `json:"work"`
 	NotBefore time.Time  `json:"not_before,omitzero"`
+	Since     time.Time  `json:"since,omitzero"`
 }
 
 // StepStats counts what happened in one step.
@@ -112,8 +123,9 @@ type StepStats struct {
 	Failed       int    `json:"failed"`    // inputs given up on (see Failures)
 	Retried      int    `json:"retried"`   // attempts that failed and were re-queued
 	DepthLimited int    `json:"depth_limited,omitempty"`
-	Queued       int    `json:"queued"`    // live: waiting in this workflow
-	InFlight     int    `json:"in_flight"` // live: inside running batch activities
+	Aged         int    `json:"aged,omitempty"` // batches re-sent more urgently after waiting AgingStep
+	Queued       int    `json:"queued"`         // live: waiting in this workflow
+	InFlight     int    `json:"in_flight"`      // live: inside running batch activities
 }
 
 // Summary is a run's (or a partition's) progress and, once done, its result.
@@ -163,6 +175,7 @@ func (s *Summary) merge(o *Summary, sample int) {
 		a.Failed += b.Failed
 		a.Retried += b.Retried
 		a.DepthLimited += b.DepthLimited
+		a.Aged += b.Aged
 	}
 	s.Batches += o.Batches
 	s.Partitions += o.Partitions
@@ -187,10 +200,18 @@ const (
 	// running number, so a change that reorders batches of different steps is caught by
 	// replay (the ids no longer match) instead of handing a result to the wrong step.
 	ChangeStepActivityIDs = "step-activity-ids"
+	// ChangeFairPriority: batches carry the tenant as Temporal fairness key and a
+	// priority that gains a level for paging steps and for every AgingStep of waiting;
+	// a batch no worker took within AgingStep is withdrawn and dispatched again.
+	ChangeFairPriority = "fair-priority"
 )
 
 // changes lists the guarded changes in the order they were made.
-var changes = []string{ChangeDownstreamFirst, ChangeStepActivityIDs}
+var changes = []string{ChangeDownstreamFirst, ChangeStepActivityIDs, ChangeFairPriority}
+
+// Changes returns the guarded changes, oldest first; a run started by this build records
+// one version marker for each.
+func Changes() []string { return append([]string(nil), changes...) }
 
 // ChainWorkflow runs a chain (or one partition of it) to completion.
 func ChainWorkflow(ctx workflow.Context, in ChainInput) (*Summary, error) {
@@ -223,6 +244,9 @@ func chainWorkflow(ctx workflow.Context, in ChainInput, known int) (*Summary, er
 	if known > 1 {
 		r.stepActivityIDs = workflow.GetVersion(ctx, ChangeStepActivityIDs, workflow.DefaultVersion, 1) == 1
 	}
+	if known > 2 {
+		r.fairPriority = workflow.GetVersion(ctx, ChangeFairPriority, workflow.DefaultVersion, 1) == 1
+	}
 	return r.run(ctx)
 }
 
@@ -230,6 +254,7 @@ type runner struct {
 	in              ChainInput
 	downstreamFirst bool // ChangeDownstreamFirst is on for this run
 	stepActivityIDs bool // ChangeStepActivityIDs is on for this run
+	fairPriority    bool // ChangeFairPriority is on for this run
 	tune            Tuning
 	plan            crawl.Plan
 	queues          [][]Pending // per step, FIFO
@@ -264,7 +289,7 @@ func newRunner(ctx workflow.Context, in ChainInput) *runner {
 	if !in.Seeded {
 		for i, s := range in.Plan.Steps {
 			if s.Root {
-				r.queues[i] = append(r.queues[i], Pending{Step: i})
+				r.queues[i] = append(r.queues[i], Pending{Step: i, Since: workflow.Now(ctx)})
 			}
 		}
 	}
@@ -387,19 +412,19 @@ func (r *runner) dispatch(ctx workflow.Context) {
 			if len(batch) == 0 {
 				break
 			}
-			r.startBatch(ctx, i, batch)
+			r.startBatch(ctx, i, batch, now)
 		}
 	}
 }
 
 // takeReady removes up to n inputs whose NotBefore has passed, keeping queue order.
-func (r *runner) takeReady(step, n int, now time.Time) []crawl.Work {
-	var out []crawl.Work
+func (r *runner) takeReady(step, n int, now time.Time) []Pending {
+	var out []Pending
 	q := r.queues[step]
 	kept := q[:0]
 	for _, p := range q {
 		if len(out) < n && !p.NotBefore.After(now) {
-			out = append(out, p.Work)
+			out = append(out, p)
 		} else {
 			kept = append(kept, p)
 		}
@@ -408,8 +433,12 @@ func (r *runner) takeReady(step, n int, now time.Time) []crawl.Work {
 	return out
 }
 
-func (r *runner) startBatch(ctx workflow.Context, i int, work []crawl.Work) {
+func (r *runner) startBatch(ctx workflow.Context, i int, pending []Pending, now time.Time) {
 	step := r.plan.Steps[i]
+	work := make([]crawl.Work, len(pending))
+	for k, p := range pending {
+		work[k] = p.Work
+	}
 	r.seq++
 	b := crawl.Batch{
 		RunID: r.in.RunID, Chain: r.plan.Chain, Tenant: r.plan.Tenant, Robots: r.plan.Robots,
@@ -434,7 +463,14 @@ func (r *runner) startBatch(ctx workflow.Context, i int, work []crawl.Work) {
 	if r.stepActivityIDs {
 		opts.ActivityID = fmt.Sprintf("%s/%d", step.ID, r.seq)
 	}
-	if r.plan.Priority > 0 {
+	switch {
+	case r.fairPriority:
+		prio := r.priority(i, pending, now)
+		opts.Priority = temporal.Priority{PriorityKey: prio, FairnessKey: r.plan.TenantOrDefault()}
+		if prio > 1 { // nothing to gain from waiting at the top level
+			opts.ScheduleToStartTimeout = r.tune.AgingStep
+		}
+	case r.plan.Priority > 0:
 		opts.Priority = temporal.Priority{PriorityKey: r.plan.Priority}
 	}
 	r.inFlight[i]++
@@ -444,7 +480,15 @@ func (r *runner) startBatch(ctx workflow.Context, i int, work []crawl.Work) {
 		r.inFlight[i]--
 		r.inputsIn[i] -= len(work)
 		var res crawl.BatchResult
-		if err := f.Get(ctx, &res); err != nil {
+		err := f.Get(ctx, &res)
+		if waitedTooLong(err) {
+			// No worker took the batch within AgingStep: queue its inputs again at the
+			// head, keeping their age, so the next dispatch sends them more urgently.
+			r.queues[i] = append(append([]Pending(nil), pending...), r.queues[i]...)
+			r.sum.Steps[i].Aged++
+			return
+		}
+		if err != nil {
 			r.err = fmt.Errorf("step %s: batch of %d inputs failed after all activity retries: %w", step.ID, len(work), err)
 			return
 		}
@@ -454,6 +498,7 @@ func (r *runner) startBatch(ctx workflow.Context, i int, work []crawl.Work) {
 
 // absorb records a batch's counts and queues what it produced.
 func (r *runner) absorb(ctx workflow.Context, i int, res crawl.BatchResult) {
+	now := workflow.Now(ctx)
 	st := &r.sum.Steps[i]
 	st.Pages += res.Pages
 	st.Items += res.Items
@@ -469,16 +514,15 @@ func (r *runner) absorb(ctx workflow.Context, i int, res crawl.BatchResult) {
 		}
 	}
 	for _, o := range res.Out {
-		r.queues[o.Step] = append(r.queues[o.Step], Pending{Step: o.Step, Work: crawl.Work{Input: o.Input}})
+		r.queues[o.Step] = append(r.queues[o.Step], Pending{Step: o.Step, Work: crawl.Work{Input: o.Input}, Since: now})
 	}
-	now := workflow.Now(ctx)
 	for _, w := range res.Retry {
 		st.Retried++
 		delay := r.backoff(w.Attempt)
 		if res.RetryAfter > delay {
 			delay = res.RetryAfter
 		}
-		r.queues[i] = append(r.queues[i], Pending{Step: i, Work: w, NotBefore: now.Add(delay)})
+		r.queues[i] = append(r.queues[i], Pending{Step: i, Work: w, NotBefore: now.Add(delay), Since: now.Add(delay)})
 	}
 }
 
@@ -526,4 +570,34 @@ func (r *runner) continueAsNew(ctx workflow.Context) error {
 	next := r.in
 	next.Queue, next.Seeded, next.Carry, next.NextChild = queue, true, carry, r.nextChild
 	return workflow.NewContinueAsNewError(ctx, ChainWorkflowName, next)
+}
+
+// priority is the Temporal priority key (1 most urgent … 5) of a batch: the step's or
+// the chain's priority (3 when neither sets one), one level more urgent for a step that
+// pages through its own outputs (each of its hops gates all the work behind it), and one
+// more level for every AgingStep its oldest input has waited.
+func (r *runner) priority(i int, pending []Pending, now time.Time) int {
+	step := r.plan.Steps[i]
+	prio := cmp.Or(step.Priority, r.plan.Priority, crawl.DefaultPriority)
+	for _, c := range step.Consumers {
+		if c.Self {
+			prio--
+			break
+		}
+	}
+	oldest := now
+	for _, p := range pending {
+		if !p.Since.IsZero() && p.Since.Before(oldest) {
+			oldest = p.Since
+		}
+	}
+	prio -= int(now.Sub(oldest) / r.tune.AgingStep)
+	return max(prio, 1)
+}
+
+// waitedTooLong reports whether an activity ended because no worker started it within
+// its schedule-to-start timeout.
+func waitedTooLong(err error) bool {
+	var te *temporal.TimeoutError
+	return errors.As(err, &te) && te.TimeoutType() == enumspb.TIMEOUT_TYPE_SCHEDULE_TO_START
 }
