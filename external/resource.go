@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"trawler/crawl"
 )
 
 // Kind is a kind of external resource, as tasks name it in Needs.
@@ -38,7 +40,7 @@ func ParseKind(s string) (Kind, error) {
 	for i, k := range Kinds {
 		names[i] = string(k)
 	}
-	return "", fmt.Errorf("unknown resource %q; resources: %s", s, strings.Join(names, ", "))
+	return "", fmt.Errorf("unknown resource %q%s; resources: %s", s, crawl.Suggest(s, names), strings.Join(names, ", "))
 }
 
 // Resource is one pooled item: a proxy URL, a user-agent string, a Cookie header value

@@ -98,7 +98,7 @@ TRAWLER_KAFKA, TRAWLER_MONGO), then the endpoints.json that a running
 	pf.StringVar(&s.mongo, "mongo", "", "MongoDB URI of the mongo sink, mongodb://… (default from --data; none: no mongo sink) [TRAWLER_MONGO]")
 	pf.BoolVar(&s.json, "json", false, "machine-readable output: JSON lines, the last one the result")
 	pf.BoolVarP(&s.verbose, "verbose", "v", false, "log worker and client details to stderr")
-	root.AddCommand(demoCmd(s), devCmd(s), workerCmd(s), runCmd(s), statusCmd(s), validateCmd(s), scheduleCmd(s), benchCmd(s), dedupCmd(s), tryCmd(s), itemsCmd(s), searchCmd(s), consoleCmd(s), historyCmd(s))
+	root.AddCommand(demoCmd(s), devCmd(s), workerCmd(s), runCmd(s), statusCmd(s), validateCmd(s), scheduleCmd(s), benchCmd(s), dedupCmd(s), tryCmd(s), itemsCmd(s), searchCmd(s), consoleCmd(s), historyCmd(s), poolCmd(s))
 	return root
 }
 
