@@ -12,9 +12,40 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
+	"trawler/external"
 	"trawler/internal/devstack/demosite"
 	"trawler/sites/demo"
 )
+
+func TestHistory(t *testing.T) {
+	key := twoVersions(t)
+	status, out := api(t, "GET", "/api/history/demo.story/"+url.PathEscape(key), nil)
+	if status != http.StatusOK {
+		t.Fatalf("history: %d %v", status, out)
+	}
+	versions := list(out["versions"])
+	if len(versions) != 2 {
+		t.Fatalf("%d versions, want 2: %v", len(versions), out)
+	}
+	newer, older := obj(versions[0]), obj(versions[1])
+	story, _ := stack.siteOpt.Story(1)
+	if obj(older["fields"])["score"].(float64) != float64(story.Score) || obj(newer["fields"])["score"].(float64) != float64(story.Score+1) {
+		t.Errorf("scores %v then %v, want %d then %d", obj(older["fields"])["score"], obj(newer["fields"])["score"], story.Score, story.Score+1)
+	}
+	if toJSON(newer["changed"]) != `["score"]` {
+		t.Errorf("changed %v, want [score]", newer["changed"])
+	}
+	// Story 3 did not change: one version.
+	if _, out := api(t, "GET", "/api/history/demo.story/"+url.PathEscape(demo.StoryKey(3)), nil); len(list(out["versions"])) != 1 {
+		t.Errorf("story 3: %v, want one version", out)
+	}
+	status, out = api(t, "GET", "/api/history/demo.story/nope", nil)
+	if status != http.StatusNotFound || out["field"] != "key" {
+		t.Errorf("unknown record: %d %v", status, out)
+	}
+}
 
 func list(v any) []any { l, _ := v.([]any); return l }
 func obj(v any) map[string]any {
@@ -359,7 +390,7 @@ func TestHealthAndMetrics(t *testing.T) {
 	if status != http.StatusOK || out["ok"] != true {
 		t.Fatalf("healthz: %d %v", status, out)
 	}
-	for _, name := range []string{"temporal", "redis", "kafka", "mongo", "es"} {
+	for _, name := range []string{"temporal", "redis", "kafka", "mongo", "es", "hbase"} {
 		if c := obj(obj(out["stores"])[name]); c["ok"] != true {
 			t.Errorf("store %s: %v", name, c)
 		}
@@ -486,5 +517,36 @@ func TestAccess(t *testing.T) {
 	defer cancel()
 	if err := srv.Listen(ctx, "127.0.0.1:bad", nil); err == nil {
 		t.Error("listen on a bad port: no error")
+	}
+}
+
+func TestPools(t *testing.T) {
+	rdb := redis.NewClient(&redis.Options{Addr: stack.redis.Addr()})
+	defer rdb.Close()
+	p := external.NewPools(rdb, quiet)
+	ctx := context.Background()
+	now := time.Now()
+	if err := p.Add(ctx, "console", "demo", external.Cookie,
+		external.Resource{ID: "c1", Value: "sid=1", Added: now}, external.Resource{ID: "c2", Value: "sid=2", Added: now}); err != nil {
+		t.Fatal(err)
+	}
+	status, out := api(t, "GET", "/api/pools?tenant=console", nil)
+	pools := list(out["pools"])
+	if status != http.StatusOK || len(pools) != 1 {
+		t.Fatalf("pools: %d %v", status, out)
+	}
+	if pl := obj(pools[0]); pl["kind"] != "cookie" || pl["site"] != "demo" || pl["size"].(float64) != 2 || pl["free"].(float64) != 2 {
+		t.Errorf("pool %v, want 2 free cookies of demo", pl)
+	}
+	status, out = api(t, "GET", "/api/pools/console/demo/cookie", nil)
+	if status != http.StatusOK || len(list(out["items"])) != 2 || obj(list(out["items"])[0])["id"] != "c1" {
+		t.Errorf("pool detail: %d %v", status, out)
+	}
+	status, out = api(t, "GET", "/api/pools/console/demo/cookies", nil)
+	if status != http.StatusBadRequest || out["field"] != "kind" || !strings.Contains(out["error"].(string), "cookie") {
+		t.Errorf("unknown kind: %d %v", status, out)
+	}
+	if status, out = api(t, "GET", "/api/pools/console/nosite/proxy", nil); status != http.StatusNotFound {
+		t.Errorf("unknown pool: %d %v", status, out)
 	}
 }

@@ -24,6 +24,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"go.temporal.io/sdk/client"
 
+	"trawler/storage/hbase"
 	"trawler/storage/mongo"
 	"trawler/workflows"
 )
@@ -39,6 +40,7 @@ type Config struct {
 	Kafka      []string      // brokers, for /healthz
 	Mongo      string        // URI of the hot store
 	ES         string        // URL of Elasticsearch
+	HBase      string        // ZooKeeper quorum of HBase, for record history
 	// Token is the full-access bearer token, ReadToken the read-only one; with neither,
 	// the API is open (Listen then binds loopback only).
 	Token, ReadToken string
@@ -57,6 +59,7 @@ type Server struct {
 	mongo *mongo.Reader
 	es    *elasticsearch.Client
 	redis *redis.Client
+	hbase *hbase.Sink
 }
 
 // New opens clients for the configured stores (none is contacted yet) and builds the
@@ -98,6 +101,12 @@ func New(cfg Config) (*Server, error) {
 			return nil, fmt.Errorf("elasticsearch client for %s: %w", addr, err)
 		}
 	}
+	if cfg.HBase != "" {
+		if s.hbase, err = hbase.Open(hbase.Config{ZK: cfg.HBase, Timeout: 10 * time.Second, Log: cfg.Log}); err != nil {
+			s.Close()
+			return nil, err
+		}
+	}
 	if cfg.Redis != "" {
 		s.redis = redis.NewClient(&redis.Options{Addr: cfg.Redis, DialTimeout: 3 * time.Second})
 	}
@@ -126,6 +135,7 @@ func (s *Server) routes() {
 	api("POST /api/search", s.search)
 	api("GET /api/dedup", s.dedupStats)
 	api("GET /api/pools", s.pools)
+	api("GET /api/pools/{tenant}/{site}/{kind}", s.pools)
 	api("/api/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, fmt.Sprintf("no API endpoint %s %s; the endpoints are listed in the README, section \"Console and HTTP API\"", r.Method, r.URL.Path), "path")
 	})
@@ -145,6 +155,9 @@ func (s *Server) Close() error {
 	}
 	if s.redis != nil {
 		errs = append(errs, s.redis.Close())
+	}
+	if s.hbase != nil {
+		errs = append(errs, s.hbase.Close())
 	}
 	return errors.Join(errs...)
 }

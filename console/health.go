@@ -51,8 +51,8 @@ func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
 			return nil
 		}
 	}
-	for name, p := range s.extraProbes() {
-		probes[name] = p
+	if s.hbase != nil {
+		probes["hbase"] = s.hbaseProbe
 	}
 	var mu sync.Mutex
 	var wg sync.WaitGroup

@@ -24,15 +24,16 @@ import (
 	"trawler/internal/devstack"
 	"trawler/internal/devstack/demosite"
 	"trawler/internal/devstack/eslite"
+	"trawler/internal/devstack/hbaselite"
 	"trawler/workflows"
 
-	_ "trawler/sites/demo"
+	"trawler/sites/demo"
 )
 
 const taskQueue = "console-tests"
 
 // stack is the package's one embedded world: Temporal, the demo site, Redis, Kafka,
-// MongoDB (FerretDB), Elasticsearch (eslite), a worker storing to all of them, and the
+// MongoDB (FerretDB), Elasticsearch (eslite), HBase (hbaselite), a worker storing to all of them, and the
 // console in front.
 var stack struct {
 	dir      string
@@ -45,6 +46,7 @@ var stack struct {
 	kafka    []string
 	mongo    string
 	es       string
+	hbase    string
 	cfg      Config
 	console  *httptest.Server
 	stops    []func() error
@@ -99,19 +101,23 @@ func startStack() error {
 		return err
 	}
 	stack.stops = append(stack.stops, stop)
+	if stack.hbase, stop, err = hbaselite.Start(stack.dir, "127.0.0.1:0"); err != nil {
+		return err
+	}
+	stack.stops = append(stack.stops, stop)
 	ep := stack.temporal.Endpoints
 	if stack.client, err = client.Dial(client.Options{HostPort: ep.Temporal, Namespace: ep.Namespace, Logger: sdklog.NewStructuredLogger(quiet)}); err != nil {
 		return err
 	}
 	if stack.worker, err = engine.NewWorker(stack.client, engine.WorkerOptions{TaskQueue: taskQueue, OutDir: stack.dir + "/out",
-		Redis: stack.redis.Addr(), Mongo: stack.mongo, ES: stack.es, Log: quiet}); err != nil {
+		Redis: stack.redis.Addr(), Mongo: stack.mongo, ES: stack.es, HBase: stack.hbase, Log: quiet}); err != nil {
 		return err
 	}
 	if err := stack.worker.Start(); err != nil {
 		return err
 	}
 	stack.cfg = Config{Temporal: stack.client, Namespace: ep.Namespace, TaskQueue: taskQueue, TemporalUI: temporalUI,
-		Redis: stack.redis.Addr(), Kafka: stack.kafka, Mongo: stack.mongo, ES: stack.es,
+		Redis: stack.redis.Addr(), Kafka: stack.kafka, Mongo: stack.mongo, ES: stack.es, HBase: stack.hbase,
 		Sets:   []string{"base_url=" + stack.site},
 		Tuning: workflows.Tuning{RetryBase: 100 * time.Millisecond, RetryMax: time.Second, HeartbeatTimeout: 3 * time.Second},
 		Log:    quiet}
@@ -231,4 +237,46 @@ func demoRun(t *testing.T) string {
 func toJSON(v any) string {
 	b, _ := json.Marshal(v)
 	return string(b)
+}
+
+// history is two crawls of one feed page, as tenant "history" into jsonl and HBase only,
+// the second from a copy of the site where stories 1 and 2 gained a point: their records
+// have two versions in HBase.
+var history struct {
+	once sync.Once
+	err  error
+}
+
+// twoVersions makes the history crawls once and returns the key of story 1.
+func twoVersions(t *testing.T) string {
+	t.Helper()
+	history.once.Do(func() {
+		upvoted := stack.siteOpt
+		upvoted.Upvoted = map[int]bool{1: true, 2: true}
+		site, stop, err := demosite.Start("127.0.0.1:0", upvoted)
+		if err != nil {
+			history.err = err
+			return
+		}
+		defer stop()
+		src := strings.Replace(demoSource(t, "history"), "store: [jsonl, mongo, es]", "store: [jsonl, hbase]", 1)
+		for _, base := range []string{stack.site, site} {
+			status, out := api(t, "POST", "/api/runs", map[string]any{"source": src, "sets": []string{"base_url=" + base, "feed.pages=1"}})
+			if status != http.StatusCreated {
+				history.err = fmt.Errorf("start: %d %v", status, out)
+				return
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			_, err := engine.Wait(ctx, stack.client, out["run_id"].(string), nil)
+			cancel()
+			if err != nil {
+				history.err = err
+				return
+			}
+		}
+	})
+	if history.err != nil {
+		t.Fatal(history.err)
+	}
+	return demo.StoryKey(1)
 }

@@ -17,7 +17,7 @@ import (
 )
 
 // KnownSinks are the sink names chain files may use.
-var KnownSinks = []string{"jsonl", "kafka", "mongo", "es"}
+var KnownSinks = []string{"jsonl", "kafka", "mongo", "es", "hbase"}
 
 // LoadChain validates and compiles a chain file's content; file names it in errors.
 // sets are `--set` overrides (step.param=value or param=value).

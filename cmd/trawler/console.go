@@ -24,10 +24,10 @@ func consoleCmd(s *settings) *cobra.Command {
 		Long: `Serve the web console and its HTTP API: runs with live progress, rates and failure
 causes; a chain editor that checks as you type and starts runs; schedules; search over
 Elasticsearch; the records of the MongoDB hot store; dedup stats; /healthz (every store's
-reachability) and /metrics (Prometheus).
+reachability) and /metrics (Prometheus); with HBase, every record's version history.
 
 The console talks to the servers the settings name (flags, TRAWLER_* variables, or the
-endpoints.json of --data): Temporal, Redis, Kafka, MongoDB and Elasticsearch; the pages
+endpoints.json of --data): Temporal, Redis, Kafka, MongoDB, Elasticsearch and HBase; the pages
 of a store that is not configured say which setting to give.
 
 Access: it listens on 127.0.0.1 by default. To listen anywhere else, give a bearer token
@@ -90,7 +90,7 @@ schedule runs.`,
 // consoleConfig is the console's view of resolved settings.
 func (s *settings) consoleConfig(c client.Client, temporalUI string) console.Config {
 	return console.Config{Temporal: c, Namespace: s.namespace, TaskQueue: s.taskQueue, TemporalUI: temporalUI,
-		Redis: s.redis, Kafka: s.kafkaBrokers(), Mongo: s.mongo, ES: s.es, Log: s.logger()}
+		Redis: s.redis, Kafka: s.kafkaBrokers(), Mongo: s.mongo, ES: s.es, HBase: s.hbase, Log: s.logger()}
 }
 
 // serveConsole serves the console of an embedded stack in the background, on

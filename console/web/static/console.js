@@ -486,9 +486,10 @@ pages.pools = () => {
     const pools = data.pools || [];
     $("#pools").hidden = pools.length === 0;
     $("#pools-note").textContent = pools.length ? "" : "No pools yet.";
-    fill($("#pools tbody"), pools.map((p) => el("tr", {},
-      el("td", {}, p.kind || p.name), el("td", {}, p.tenant || ""), el("td", {}, p.site || ""),
-      el("td", { class: "n" }, num(p.size)), el("td", { class: "n" }, num(p.available)), el("td", {}, show(p.details)))));
+    fill($("#pools tbody"), pools.map((p) => el("tr", { "data-pool": p.tenant + "/" + p.site + "/" + p.kind },
+      el("td", {}, p.kind), el("td", {}, p.tenant), el("td", {}, p.site),
+      ...["size", "free", "in_use", "banned"].map((k) => el("td", { class: "n" }, num(p[k]))),
+      el("td", {}, Object.entries(p.counts || {}).sort().map(([k, v]) => k + " " + v).join(", ")))));
   });
   api("GET", "/api/dedup").then(({ status, data }) => {
     if (status !== 200) { $("#dedup-note").textContent = data.error; return; }

@@ -1,0 +1,80 @@
+package console
+
+import (
+	"context"
+	"errors"
+	"net/http"
+
+	"trawler/external"
+	"trawler/storage/hbase"
+)
+
+// itemHistory: GET /api/history/{biz}/{key}?n=50 — a record's stored versions in HBase,
+// newest first, each with the fields that changed from the version before.
+func (s *Server) itemHistory(w http.ResponseWriter, r *http.Request) {
+	if s.hbase == nil {
+		writeError(w, http.StatusServiceUnavailable, "no HBase configured: record history needs --hbase ZK_HOST:PORT (or TRAWLER_HBASE)", "hbase")
+		return
+	}
+	n, ok := intParam(w, r, "n", 50, 1, 10000)
+	if !ok {
+		return
+	}
+	rec, err := s.hbase.History(r.Context(), r.PathValue("biz"), r.PathValue("key"), n)
+	if errors.Is(err, hbase.ErrNotFound) {
+		writeError(w, http.StatusNotFound, err.Error(), "key")
+		return
+	}
+	if err != nil {
+		writeError(w, http.StatusBadGateway, err.Error(), "")
+		return
+	}
+	writeJSON(w, http.StatusOK, rec)
+}
+
+// hbaseProbe reads a row no record uses: an answer, even "not found", means HBase serves.
+func (s *Server) hbaseProbe(ctx context.Context) error {
+	_, err := s.hbase.History(ctx, "_console", "healthz", 1)
+	if errors.Is(err, hbase.ErrNotFound) {
+		return nil
+	}
+	return err
+}
+
+// pools: GET /api/pools?tenant= — every resource pool (cookies, proxies, device ids, user
+// agents) with its size, free, in-use and banned items; GET
+// /api/pools/{tenant}/{site}/{kind} — one pool with each item's counters.
+func (s *Server) pools(w http.ResponseWriter, r *http.Request) {
+	if s.redis == nil {
+		writeError(w, http.StatusServiceUnavailable, "no Redis configured: resource pools live in Redis (--redis HOST:PORT or TRAWLER_REDIS)", "redis")
+		return
+	}
+	p := external.NewPools(s.redis, s.cfg.Log)
+	if r.PathValue("kind") == "" {
+		all, err := p.List(r.Context(), r.URL.Query().Get("tenant"))
+		if err != nil {
+			writeError(w, http.StatusBadGateway, "list pools: "+err.Error(), "")
+			return
+		}
+		if all == nil {
+			all = []*external.PoolStats{}
+		}
+		writeJSON(w, http.StatusOK, map[string]any{"pools": all})
+		return
+	}
+	kind, err := external.ParseKind(r.PathValue("kind"))
+	if err != nil {
+		writeError(w, http.StatusBadRequest, err.Error(), "kind")
+		return
+	}
+	st, err := p.Stats(r.Context(), r.PathValue("tenant"), r.PathValue("site"), kind, true)
+	if err != nil {
+		writeError(w, http.StatusBadGateway, "read pool: "+err.Error(), "")
+		return
+	}
+	if st.Size == 0 && len(st.Counts) == 0 {
+		writeError(w, http.StatusNotFound, "no pool "+r.PathValue("tenant")+"/"+r.PathValue("site")+"/"+string(kind), "kind")
+		return
+	}
+	writeJSON(w, http.StatusOK, st)
+}
