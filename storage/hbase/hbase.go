@@ -164,10 +164,10 @@ func (s *Sink) Write(ctx context.Context, items []crawl.Item) error {
 		var retry []int
 		failures = failures[:0]
 		permanent := false
-		err := s.attempt(ctx, items, pending, func(i int, err error) {
+		err := s.attempt(ctx, items, pending, func(i int, err error, again bool) {
 			failures = append(failures, fmt.Sprintf("%s %s: %v", items[i].Biz, items[i].Key, firstLine(err)))
 			retry = append(retry, i)
-			permanent = permanent || !retryable(err)
+			permanent = permanent || !again
 		})
 		if err != nil {
 			return err
@@ -188,8 +188,10 @@ func (s *Sink) Write(ctx context.Context, items []crawl.Item) error {
 	}
 }
 
-// attempt sends the puts of items[pending] as one batch, reporting each failed one.
-func (s *Sink) attempt(ctx context.Context, items []crawl.Item, pending []int, failed func(int, error)) error {
+// attempt sends the puts of items[pending] as one batch, reporting each failed one and
+// whether resending it may help. A cluster that did not answer in time is not retried
+// here: the batch fails at once and Temporal retries it, heartbeats and all.
+func (s *Sink) attempt(ctx context.Context, items []crawl.Item, pending []int, failed func(i int, err error, again bool)) error {
 	actx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
 	defer cancel()
 	calls := make([]hrpc.Call, 0, len(pending))
@@ -206,11 +208,11 @@ func (s *Sink) attempt(ctx context.Context, items []crawl.Item, pending []int, f
 	}
 	for j, r := range res {
 		if r.Error != nil {
-			err := r.Error
+			err, again := r.Error, retryable(r.Error)
 			if actx.Err() != nil && ctx.Err() == nil {
-				err = fmt.Errorf("HBase at %s did not answer within %s: %w", s.cfg.ZK, s.cfg.Timeout, err)
+				err, again = fmt.Errorf("HBase at %s did not answer within %s: %w", s.cfg.ZK, s.cfg.Timeout, err), false
 			}
-			failed(pending[j], err)
+			failed(pending[j], err, again)
 		}
 	}
 	return nil
