@@ -15,6 +15,7 @@ import (
 	"log/slog"
 	"os"
 	"runtime/debug"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -24,6 +25,7 @@ import (
 	"trawler/crawl"
 	"trawler/dedup"
 	"trawler/external"
+	"trawler/quota"
 	"trawler/storage"
 )
 
@@ -37,7 +39,9 @@ type Activities struct {
 	Dedup *dedup.Deduper
 	// Pools lend the resources tasks declare in Needs; nil: tasks with needs fail.
 	Pools *external.Pools
-	Log   *slog.Logger
+	// Quotas lease the cost budgets of runs, chains and tenants; nil: no budgets.
+	Quotas *quota.Manager
+	Log    *slog.Logger
 	// FlushEvery is how many finished inputs are stored (and heartbeated) together
 	// (default 10): smaller means less redone work after a crash, larger fewer writes.
 	FlushEvery int
@@ -65,6 +69,7 @@ type outcome struct {
 	Sending bool             `json:"sending,omitempty"`
 	IDs     map[string]int64 `json:"ids,omitempty"`
 	waiting error            // the input waits for a pool item (external.WaitError)
+	quota   string           // the input was not run: a budget ran out (why)
 	input   crawl.Input
 	result  crawl.Result // until stored
 }
@@ -138,6 +143,11 @@ func (a *Activities) RunBatch(ctx context.Context, b crawl.Batch) (crawl.BatchRe
 		Fetcher: a.stepFetcher(task.Spec(), b), Log: a.Log.With("chain", b.Chain, "step", b.Step.ID, "run", b.RunID),
 		Params: b.Step.Params, Chain: b.Chain, Step: b.Step.ID, RunID: b.RunID, Tenant: b.Tenant,
 	}
+	budget, err := a.quotaFor(ctx, b)
+	if err != nil {
+		return crawl.BatchResult{}, err
+	}
+	defer budget.release(ctx, a.Log)
 	// The inputs still to run are listed before anything starts: `done` belongs to the
 	// collecting loop below from here on.
 	var todo []int
@@ -152,6 +162,10 @@ func (a *Activities) RunBatch(ctx context.Context, b crawl.Batch) (crawl.BatchRe
 		sem := make(chan struct{}, max(b.Step.Concurrency, 1))
 		for _, i := range todo {
 			w := b.Work[i]
+			if o, stop := budget.admit(ctx, i); stop {
+				results <- o
+				continue
+			}
 			select {
 			case sem <- struct{}{}:
 			case <-ctx.Done():
@@ -194,7 +208,7 @@ func (a *Activities) RunBatch(ctx context.Context, b crawl.Batch) (crawl.BatchRe
 			}
 			heartbeat()
 		}
-		if err := a.store(ctx, b, sinks, pending); err != nil {
+		if err := a.store(ctx, b, sinks, pending, budget); err != nil {
 			return err
 		}
 		for _, o := range pending {
@@ -223,6 +237,9 @@ loop:
 				waiting = append(waiting, o)
 				continue
 			}
+			if o.quota != "" {
+				continue // left unrun; the result says how many and why
+			}
 			pending = append(pending, o)
 			if len(pending) >= a.FlushEvery && flushErr == nil {
 				flushErr = flush(false)
@@ -246,7 +263,9 @@ loop:
 		heartbeat() // what is done stays done when Temporal retries the batch
 		return crawl.BatchResult{}, waitingFor(waiting, len(b.Work))
 	}
-	return a.summarize(ctx, b, done)
+	res, err := a.summarize(ctx, b, done)
+	budget.report(&res)
+	return res, err
 }
 
 // runOne runs one input. ids are the item ids an earlier attempt of the batch gave this
@@ -298,7 +317,7 @@ func (a *Activities) runOne(ctx context.Context, task crawl.Task, env *crawl.Env
 // changed ones when the step deduplicates — and routes each input's outputs to the
 // consuming steps. Dedup entries are recorded only after the items are stored, so a
 // crash in between makes them new again rather than lost.
-func (a *Activities) store(ctx context.Context, b crawl.Batch, sinks []storage.Sink, pending []outcome) error {
+func (a *Activities) store(ctx context.Context, b crawl.Batch, sinks []storage.Sink, pending []outcome, budget *batchQuota) error {
 	dd := a.Dedup != nil && b.Step.Dedup != crawl.DedupOff
 	var entries []dedup.Entry
 	if dd {
@@ -317,7 +336,8 @@ func (a *Activities) store(ctx context.Context, b crawl.Batch, sinks []storage.S
 		}
 	}
 	var items []crawl.Item
-	seen := map[string]bool{} // a key twice in one group is stored once
+	seen := map[string]bool{}    // a key twice in one group is stored once
+	dropped := map[string]bool{} // over budget: not stored, so not recorded as seen
 	k := 0
 	for p := range pending {
 		o := &pending[p]
@@ -340,6 +360,16 @@ func (a *Activities) store(ctx context.Context, b crawl.Batch, sinks []storage.S
 				o.Unchanged++
 			}
 		}
+		if len(sinks) > 0 {
+			allowed, err := budget.keep(ctx, kept)
+			if err != nil {
+				return err
+			}
+			for _, it := range kept[len(allowed):] {
+				dropped[it.Key] = true
+			}
+			kept = allowed
+		}
 		o.Items = len(kept)
 		o.Out, o.DepthLimited = b.Step.Route(o.input, crawl.Result{Items: kept, Next: o.result.Next})
 		items = append(items, kept...)
@@ -350,6 +380,9 @@ func (a *Activities) store(ctx context.Context, b crawl.Batch, sinks []storage.S
 				return fmt.Errorf("store %d items of step %s in %s: %w", len(items), b.Step.ID, s.Name(), err)
 			}
 		}
+	}
+	if len(dropped) > 0 {
+		entries = slices.DeleteFunc(entries, func(e dedup.Entry) bool { return dropped[e.Key] })
 	}
 	if len(entries) > 0 {
 		if err := a.Dedup.Record(ctx, ns, entries); err != nil {

@@ -18,8 +18,19 @@ type Chain struct {
 	Tenant   string
 	Robots   bool // obey robots.txt (default true)
 	Priority int
+	Quota    Quota
 	Defaults Defaults
 	Steps    []Step
+}
+
+// Quota is a cost budget; 0 leaves a limit off. Pages and Items bound one run,
+// PagesPerDay and ItemsPerDay all runs of the chain (or tenant) in a UTC day. A run
+// that reaches one stops cleanly with status quota_reached.
+type Quota struct {
+	Pages       int `json:"pages,omitempty"`
+	Items       int `json:"items,omitempty"`
+	PagesPerDay int `json:"pages_per_day,omitempty"`
+	ItemsPerDay int `json:"items_per_day,omitempty"`
 }
 
 // Defaults apply to every step that does not set its own value.
@@ -109,7 +120,8 @@ func (ps Problems) Error() string {
 }
 
 var (
-	chainKeys    = []string{"name", "tenant", "robots", "priority", "defaults", "steps"}
+	chainKeys    = []string{"name", "tenant", "robots", "priority", "quota", "defaults", "steps"}
+	quotaKeys    = []string{"pages", "items", "pages_per_day", "items_per_day"}
 	defaultsKeys = []string{"timeout", "retries", "batch", "concurrency", "parallel", "store", "params", "dedup"}
 	stepKeys     = []string{"id", "task", "params", "from", "each", "max_depth", "store", "dedup", "timeout", "retries", "batch", "concurrency", "parallel", "priority"}
 	dedupModes   = []string{DedupChanged, DedupNew, DedupOff}
@@ -182,6 +194,23 @@ func (l *loader) parse(data []byte) *Chain {
 			c.Robots = l.boolean(v, "robots")
 		case "priority":
 			c.Priority = l.integer(v, "priority")
+		case "quota":
+			l.fields(v, "quota", quotaKeys, func(key string, v *yaml.Node) {
+				n := l.integer(v, "quota."+key)
+				if n < 0 {
+					l.add(v.Line, "quota.%s %d: use a positive number, or leave it out for no limit", key, n)
+				}
+				switch key {
+				case "pages":
+					c.Quota.Pages = n
+				case "items":
+					c.Quota.Items = n
+				case "pages_per_day":
+					c.Quota.PagesPerDay = n
+				case "items_per_day":
+					c.Quota.ItemsPerDay = n
+				}
+			})
 		case "defaults":
 			l.fields(v, "defaults", defaultsKeys, func(key string, v *yaml.Node) {
 				switch key {

@@ -14,6 +14,7 @@ type Plan struct {
 	Tenant   string     `json:"tenant"`
 	Robots   bool       `json:"robots"`
 	Priority int        `json:"priority,omitempty"`
+	Quota    Quota      `json:"quota,omitzero"`
 	Steps    []PlanStep `json:"steps"`
 }
 
@@ -57,7 +58,7 @@ func (c *Chain) Compile(reg *Registry) (*Plan, error) {
 	if reg == nil {
 		reg = Default
 	}
-	p := &Plan{Chain: c.Name, Tenant: c.Tenant, Robots: c.Robots, Priority: c.Priority}
+	p := &Plan{Chain: c.Name, Tenant: c.Tenant, Robots: c.Robots, Priority: c.Priority, Quota: c.Quota}
 	index := map[string]int{}
 	for i, s := range c.Steps {
 		index[s.ID] = i
@@ -243,6 +244,7 @@ type Batch struct {
 	Chain    string   `json:"chain"`
 	Tenant   string   `json:"tenant"`
 	Robots   bool     `json:"robots"`
+	Quota    Quota    `json:"quota,omitzero"`
 	StepIdx  int      `json:"step_idx"`
 	Step     PlanStep `json:"step"`
 	Work     []Work   `json:"work"`
@@ -260,4 +262,10 @@ type BatchResult struct {
 	Retry        []Work        `json:"retry,omitempty"`
 	Failed       []Failure     `json:"failed,omitempty"`
 	RetryAfter   time.Duration `json:"retry_after,omitempty"` // the longest delay a failure asked for
+	// Quota is set when a budget ran out during the batch: why, e.g. "quota reached:
+	// 500 pages per run of chain demo". QuotaSkipped counts the inputs it left unrun
+	// and QuotaDropped the items it did not store.
+	Quota        string `json:"quota,omitempty"`
+	QuotaSkipped int    `json:"quota_skipped,omitempty"`
+	QuotaDropped int    `json:"quota_dropped,omitempty"`
 }

@@ -28,6 +28,7 @@ import (
 	"trawler/dedup"
 	"trawler/external"
 	"trawler/fetch"
+	"trawler/quota"
 	"trawler/storage"
 	"trawler/storage/jsonl"
 	"trawler/workflows"
@@ -41,6 +42,8 @@ type WorkerOptions struct {
 	Fetch     fetch.Options
 	// MaxBatches bounds batch activities running at once in this process (default 16).
 	MaxBatches int
+	// Identity names the worker in run histories (default: the SDK's pid@host).
+	Identity string
 	// Workflow replaces the chain workflow this worker runs (default
 	// workflows.ChainWorkflow); upgrade tests run workflows.WorkflowBefore(change).
 	Workflow func(workflow.Context, workflows.ChainInput) (*workflows.Summary, error)
@@ -95,6 +98,7 @@ func NewWorker(c client.Client, o WorkerOptions) (*Worker, error) {
 	}
 	w := worker.New(c, o.TaskQueue, worker.Options{
 		MaxConcurrentActivityExecutionSize: o.MaxBatches,
+		Identity:                           o.Identity,
 		// More pollers than the SDK's two keep a freed slot from waiting on a poll
 		// round trip when batches are short.
 		MaxConcurrentActivityTaskPollers: 8,
@@ -114,6 +118,8 @@ func NewWorker(c client.Client, o WorkerOptions) (*Worker, error) {
 			return nil, err
 		}
 		acts.Dedup = d
+		// Budgets are leased from the same Redis, shared by every worker.
+		acts.Quotas = quota.New(rdb, 0)
 		// The same Redis keeps the resource pools tasks borrow from and farming fills.
 		acts.Pools = external.NewPools(rdb, o.Log)
 		for _, p := range acts.Pools.Sinks() {

@@ -162,8 +162,14 @@ func wait(t *testing.T, id string, limit time.Duration) *workflows.Summary {
 // stored reads the jsonl sink back: key → how many records the run holds.
 func stored(t *testing.T, runID string) map[string]int {
 	t.Helper()
+	return runRecords(t, shared.sink, runID)
+}
+
+// runRecords reads a jsonl sink back: key → how many records of the run it holds.
+func runRecords(t *testing.T, js *jsonl.Sink, runID string) map[string]int {
+	t.Helper()
 	keys := map[string]int{}
-	if err := shared.sink.Scan(func(it crawl.Item) error {
+	if err := js.Scan(func(it crawl.Item) error {
 		if it.RunID == runID {
 			keys[it.Key]++
 		}

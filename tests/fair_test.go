@@ -39,7 +39,16 @@ func slowPlan(t *testing.T, name, tenant string, priority, batch, conc int, widt
 func slotWorker(t *testing.T, slots int) string {
 	t.Helper()
 	queue := "slots-" + tenantOf(t)
-	w, err := engine.NewWorker(shared.client, engine.WorkerOptions{TaskQueue: queue, MaxBatches: slots, OutDir: shared.dir + "/" + queue, Log: quiet})
+	testWorker(t, engine.WorkerOptions{TaskQueue: queue, MaxBatches: slots})
+	return queue
+}
+
+// testWorker starts an in-process worker for one test, storing jsonl under a
+// directory named after its queue.
+func testWorker(t *testing.T, o engine.WorkerOptions) *engine.Worker {
+	t.Helper()
+	o.OutDir, o.Log = shared.dir+"/"+o.TaskQueue, quiet
+	w, err := engine.NewWorker(shared.client, o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,7 +56,7 @@ func slotWorker(t *testing.T, slots int) string {
 		t.Fatal(err)
 	}
 	t.Cleanup(w.Stop)
-	return queue
+	return w
 }
 
 func startTuned(t *testing.T, p *crawl.Plan, queue string, tune workflows.Tuning) string {

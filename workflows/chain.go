@@ -124,8 +124,12 @@ type StepStats struct {
 	Retried      int    `json:"retried"`   // attempts that failed and were re-queued
 	DepthLimited int    `json:"depth_limited,omitempty"`
 	Aged         int    `json:"aged,omitempty"` // batches re-sent more urgently after waiting AgingStep
-	Queued       int    `json:"queued"`         // live: waiting in this workflow
-	InFlight     int    `json:"in_flight"`      // live: inside running batch activities
+	// QuotaSkipped counts inputs never run because a budget ran out; QuotaDropped
+	// items a budget kept from being stored.
+	QuotaSkipped int `json:"quota_skipped,omitempty"`
+	QuotaDropped int `json:"quota_dropped,omitempty"`
+	Queued       int `json:"queued"`    // live: waiting in this workflow
+	InFlight     int `json:"in_flight"` // live: inside running batch activities
 }
 
 // Summary is a run's (or a partition's) progress and, once done, its result.
@@ -140,7 +144,17 @@ type Summary struct {
 	Running       int             `json:"running_children"`
 	Continued     int             `json:"continued"` // continue-as-new count (this workflow)
 	Done          bool            `json:"done"`
+	// Status is how a finished run ended: "completed", or "quota_reached" when a budget
+	// ran out (Quota says which) and the run stopped early.
+	Status string `json:"status,omitempty"`
+	Quota  string `json:"quota,omitempty"`
 }
+
+// Run end states in Summary.Status.
+const (
+	StatusCompleted    = "completed"
+	StatusQuotaReached = "quota_reached"
+)
 
 // Unchanged sums the items dedup did not store again.
 func (s *Summary) Unchanged() int {
@@ -176,10 +190,15 @@ func (s *Summary) merge(o *Summary, sample int) {
 		a.Retried += b.Retried
 		a.DepthLimited += b.DepthLimited
 		a.Aged += b.Aged
+		a.QuotaSkipped += b.QuotaSkipped
+		a.QuotaDropped += b.QuotaDropped
 	}
 	s.Batches += o.Batches
 	s.Partitions += o.Partitions
 	s.FailuresTotal += o.FailuresTotal
+	if s.Quota == "" {
+		s.Quota = o.Quota
+	}
 	for _, f := range o.Failures {
 		if len(s.Failures) < sample {
 			s.Failures = append(s.Failures, f)
@@ -333,6 +352,15 @@ func (r *runner) run(ctx workflow.Context) (*Summary, error) {
 		if r.err != nil {
 			return nil, r.err
 		}
+		if r.sum.Quota != "" {
+			// A budget ran out: start nothing new, let running batches and partitions
+			// finish (they meet the same budget), and count what was left unrun.
+			if !r.busy() {
+				return r.stopForQuota(), nil
+			}
+			r.selector.Select(ctx)
+			continue
+		}
 		draining := workflow.GetInfo(ctx).GetCurrentHistoryLength() >= r.tune.ContinueAsNewAt
 		if draining {
 			if !r.busy() {
@@ -345,6 +373,7 @@ func (r *runner) run(ctx workflow.Context) (*Summary, error) {
 		if !r.busy() {
 			if r.queued() == 0 {
 				r.sum.Done = true
+				r.sum.Status = StatusCompleted
 				return r.progress(), nil
 			}
 			if !draining {
@@ -353,6 +382,17 @@ func (r *runner) run(ctx workflow.Context) (*Summary, error) {
 		}
 		r.selector.Select(ctx)
 	}
+}
+
+// stopForQuota ends a run whose budget ran out, counting its queued inputs as skipped.
+func (r *runner) stopForQuota() *Summary {
+	for i, q := range r.queues {
+		r.sum.Steps[i].QuotaSkipped += len(q)
+		r.queues[i] = nil
+	}
+	r.sum.Done = true
+	r.sum.Status = StatusQuotaReached
+	return r.progress()
 }
 
 // split hands queued work beyond SplitAt to child workflows, so no single history grows
@@ -441,7 +481,7 @@ func (r *runner) startBatch(ctx workflow.Context, i int, pending []Pending, now 
 	}
 	r.seq++
 	b := crawl.Batch{
-		RunID: r.in.RunID, Chain: r.plan.Chain, Tenant: r.plan.Tenant, Robots: r.plan.Robots,
+		RunID: r.in.RunID, Chain: r.plan.Chain, Tenant: r.plan.Tenant, Robots: r.plan.Robots, Quota: r.plan.Quota,
 		StepIdx: i, Step: step, Work: work, Sequence: r.seq,
 	}
 	// A batch runs its inputs `concurrency` at a time, each within the step timeout;
@@ -506,6 +546,11 @@ func (r *runner) absorb(ctx workflow.Context, i int, res crawl.BatchResult) {
 	st.Unchanged += res.Unchanged
 	st.DepthLimited += res.DepthLimited
 	st.Failed += len(res.Failed)
+	st.QuotaSkipped += res.QuotaSkipped
+	st.QuotaDropped += res.QuotaDropped
+	if res.Quota != "" && r.sum.Quota == "" {
+		r.sum.Quota = res.Quota
+	}
 	r.sum.Batches++
 	r.sum.FailuresTotal += len(res.Failed)
 	for _, f := range res.Failed {
