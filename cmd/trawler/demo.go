@@ -219,9 +219,9 @@ examples/demo.yaml (feed pages → stories → paged comments) to completion wit
 bar, print a summary and exit 0.
 
 Items land in <data>/out/<site.task>.jsonl (one JSON object per line), in the Kafka
-topics trawler.<site>.<task> and in the MongoDB collections trawler.<site>_<task>; the
-summary counts what each store holds, read back from it. Nothing needs to be installed
-first.
+topics trawler.<site>.<task>, in the MongoDB collections trawler.<site>_<task>, and as
+versions in the HBase table trawler:items (see trawler history); the summary counts what
+each store holds, read back from it. Nothing needs to be installed first.
 
 The web console serves the run while it goes (its URL is printed first, on
 127.0.0.1:8090 or any free port); --serve keeps the stack and the console up after the
