@@ -67,7 +67,19 @@ func EnsureTable(ctx context.Context, admin gohbase.AdminClient, ns, qual string
 			Attributes: []*pb.BytesBytesPair{{First: []byte("VERSIONS"), Second: []byte(strconv.Itoa(math.MaxInt32))}},
 		})
 	}
-	resp, err := rpc.SendRPC(newMasterCall(ctx, "CreateTable", &pb.CreateTableRequest{TableSchema: schema}, &pb.CreateTableResponse{}))
+	// A cluster may finish creating the namespace after answering; the table waits for it.
+	var resp proto.Message
+	for wait := 50 * time.Millisecond; ; wait *= 2 {
+		resp, err = rpc.SendRPC(newMasterCall(ctx, "CreateTable", &pb.CreateTableRequest{TableSchema: schema}, &pb.CreateTableResponse{}))
+		if err == nil || !strings.Contains(err.Error(), "NamespaceNotFoundException") || wait > 2*time.Second {
+			break
+		}
+		select {
+		case <-time.After(wait):
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
 	if err != nil {
 		if strings.Contains(err.Error(), "TableExistsException") {
 			return nil // created meanwhile by another worker
