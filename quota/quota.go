@@ -34,6 +34,16 @@ type Manager struct {
 
 	mu      sync.Mutex
 	tenants map[string]cachedTenant // tenant budgets, re-read every 10 s
+	// spent remembers counters Redis refused to lease from, so every batch of this
+	// process stops at once (pages too, when the item budget is gone) instead of each
+	// fetching pages until its own lease runs dry. Re-checked after 10 s, so a raised
+	// budget takes effect.
+	spent map[string]spentCounter
+}
+
+type spentCounter struct {
+	reason string
+	at     time.Time
 }
 
 type cachedTenant struct {
@@ -46,7 +56,7 @@ func New(rdb *redis.Client, block int) *Manager {
 	if block <= 0 {
 		block = DefaultBlock
 	}
-	return &Manager{rdb: rdb, block: block, now: time.Now, tenants: map[string]cachedTenant{}}
+	return &Manager{rdb: rdb, block: block, now: time.Now, tenants: map[string]cachedTenant{}, spent: map[string]spentCounter{}}
 }
 
 // SetTenant stores a tenant's budgets; zero fields remove a limit.
@@ -215,6 +225,9 @@ func (l *Lease) Item(ctx context.Context) (ok bool, reason string, err error) {
 func (l *Lease) take(ctx context.Context, hs []*held, n int) (bool, string, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if l.reason == "" {
+		l.reason = l.m.knownSpent(append(append([]*held(nil), l.pages...), l.items...))
+	}
 	if l.reason != "" {
 		return false, l.reason, nil
 	}
@@ -229,6 +242,7 @@ func (l *Lease) take(ctx context.Context, hs []*held, n int) (bool, string, erro
 		h.left += got
 		if h.left < n {
 			l.reason = fmt.Sprintf("quota reached: %d %s", h.limit, h.what)
+			l.m.markSpent(h.key, l.reason)
 			return false, l.reason, nil
 		}
 	}
@@ -236,6 +250,32 @@ func (l *Lease) take(ctx context.Context, hs []*held, n int) (bool, string, erro
 		h.left -= n
 	}
 	return true, "", nil
+}
+
+func (m *Manager) markSpent(key, reason string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for k, sc := range m.spent { // keep the map to the counters spent lately
+		if m.now().Sub(sc.at) >= 10*time.Second {
+			delete(m.spent, k)
+		}
+	}
+	m.spent[key] = spentCounter{reason: reason, at: m.now()}
+}
+
+// knownSpent returns why one of the counters is known to be spent, or "".
+func (m *Manager) knownSpent(hs []*held) string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, h := range hs {
+		if sc, ok := m.spent[h.key]; ok {
+			if m.now().Sub(sc.at) < 10*time.Second {
+				return sc.reason
+			}
+			delete(m.spent, h.key)
+		}
+	}
+	return ""
 }
 
 // Release gives back what the lease holds unspent, so counters read what was spent.

@@ -8,6 +8,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"trawler/crawl"
 	"trawler/engine"
 	"trawler/quota"
 	"trawler/storage/jsonl"
@@ -98,4 +99,33 @@ func TestQuotaSharedByTwoWorkers(t *testing.T) {
 		t.Errorf("batches ran on %v; want both workers", w)
 	}
 	t.Logf("%d pages run, %d left unrun, counter %d", pages, skipped, use.Pages)
+}
+
+// A tenant's daily item budget, set once for the tenant, stops its chain's run: no
+// more items are stored than the budget, and the next run of the day stops at once.
+func TestTenantDailyItemBudget(t *testing.T) {
+	queue := quotaWorkers(t, 1)
+	rdb := redis.NewClient(&redis.Options{Addr: shared.redis.Addr()})
+	defer rdb.Close()
+	m := quota.New(rdb, 0)
+	p := plan(t, "budget.yaml", fmt.Sprintf(quotaTree, 0, 0))
+	if err := m.SetTenant(context.Background(), p.Tenant, crawl.Quota{ItemsPerDay: 120}); err != nil {
+		t.Fatal(err)
+	}
+	first := wait(t, startTuned(t, p, queue, fast), 2*time.Minute)
+	want := "quota reached: 120 items per day of tenant " + p.Tenant
+	if first.Status != workflows.StatusQuotaReached || first.Quota != want {
+		t.Errorf("status %q, quota %q; want quota_reached, %q", first.Status, first.Quota, want)
+	}
+	_, items, _, _ := first.Totals()
+	second := wait(t, startTuned(t, p, queue, fast), 2*time.Minute)
+	_, more, _, _ := second.Totals()
+	if items+more > 120 || second.Status != workflows.StatusQuotaReached {
+		t.Errorf("two runs stored %d + %d items (second: %s) under a daily budget of 120", items, more, second.Status)
+	}
+	use, err := m.TenantUsage(context.Background(), p.Tenant)
+	if err != nil || use.Items != items+more {
+		t.Errorf("the tenant's item counter reads %d (%v); %d items were stored", use.Items, err, items+more)
+	}
+	t.Logf("first run stored %d items, the second %d; the tenant spent %d pages", items, more, use.Pages)
 }

@@ -34,13 +34,10 @@ A namespace is <tenant>:<site.task>.`,
   trawler dedup stats --redis 10.0.0.5:6379 --ns default:demo.story --json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := s.resolve(); err != nil {
+			rdb, err := s.redisClient("to inspect")
+			if err != nil {
 				return err
 			}
-			if s.redis == "" {
-				return fmt.Errorf("no Redis to inspect: pass --redis HOST:PORT (or --data of a running `trawler dev`)")
-			}
-			rdb := redis.NewClient(&redis.Options{Addr: s.redis})
 			defer rdb.Close()
 			d, err := dedup.Open(cmd.Context(), rdb, dedup.Config{Log: s.logger()})
 			if err != nil {

@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/spf13/cobra"
 	"go.temporal.io/sdk/client"
 	sdklog "go.temporal.io/sdk/log"
@@ -98,7 +99,7 @@ TRAWLER_KAFKA, TRAWLER_MONGO), then the endpoints.json that a running
 	pf.StringVar(&s.mongo, "mongo", "", "MongoDB URI of the mongo sink, mongodb://… (default from --data; none: no mongo sink) [TRAWLER_MONGO]")
 	pf.BoolVar(&s.json, "json", false, "machine-readable output: JSON lines, the last one the result")
 	pf.BoolVarP(&s.verbose, "verbose", "v", false, "log worker and client details to stderr")
-	root.AddCommand(demoCmd(s), devCmd(s), workerCmd(s), runCmd(s), statusCmd(s), validateCmd(s), scheduleCmd(s), benchCmd(s), dedupCmd(s), tryCmd(s), itemsCmd(s), searchCmd(s), consoleCmd(s), historyCmd(s), poolCmd(s))
+	root.AddCommand(demoCmd(s), devCmd(s), workerCmd(s), runCmd(s), statusCmd(s), validateCmd(s), scheduleCmd(s), benchCmd(s), dedupCmd(s), quotaCmd(s), tryCmd(s), itemsCmd(s), searchCmd(s), consoleCmd(s), historyCmd(s), poolCmd(s))
 	return root
 }
 
@@ -183,4 +184,16 @@ func (s *settings) dial(ctx context.Context) (client.Client, error) {
 		return nil, fmt.Errorf("cannot reach Temporal at %s (namespace %s): %v\n  start a local stack with `trawler dev --data .data/dev` and pass --data .data/dev, or point --temporal / TRAWLER_TEMPORAL at your cluster", s.temporal, s.namespace, err)
 	}
 	return c, nil
+}
+
+// redisClient resolves the settings and opens the Redis that holds dedup state, pools
+// and quotas; what names what the command needs it for, in the error when none is set.
+func (s *settings) redisClient(what string) (*redis.Client, error) {
+	if err := s.resolve(); err != nil {
+		return nil, err
+	}
+	if s.redis == "" {
+		return nil, fmt.Errorf("no Redis %s: pass --redis HOST:PORT (or --data of a running `trawler dev`)", what)
+	}
+	return redis.NewClient(&redis.Options{Addr: s.redis}), nil
 }

@@ -7,7 +7,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/redis/go-redis/v9"
 	"github.com/spf13/cobra"
 
 	"trawler/crawl"
@@ -37,13 +36,10 @@ shared pool, used for proxies and user agents when a site has none of its own.`,
 	cmd.PersistentFlags().StringVar(&tenant, "tenant", crawl.DefaultTenant, "tenant whose pools to use")
 	cmd.PersistentFlags().StringVar(&site, "site", "", "site of the pool (the part of a task name before the dot), or * for the tenant's shared pool")
 	open := func() (*external.Pools, func(), error) {
-		if err := s.resolve(); err != nil {
+		rdb, err := s.redisClient("holds the pools")
+		if err != nil {
 			return nil, nil, err
 		}
-		if s.redis == "" {
-			return nil, nil, fmt.Errorf("no Redis holds the pools: pass --redis HOST:PORT (or --data of a running `trawler dev`)")
-		}
-		rdb := redis.NewClient(&redis.Options{Addr: s.redis})
 		return external.NewPools(rdb, s.logger()), func() { rdb.Close() }, nil
 	}
 	kindArg := func(arg string) (external.Kind, error) {

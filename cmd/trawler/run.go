@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -102,6 +103,9 @@ type result struct {
 	Sinks     map[string]int        `json:"sinks"`
 	Steps     []workflows.StepStats `json:"steps"`
 	Failures  []crawl.Failure       `json:"failures,omitempty"`
+	// Status is "completed", or "quota_reached" when a budget stopped the run (Quota).
+	Status string `json:"status"`
+	Quota  string `json:"quota,omitempty"`
 }
 
 // sinceCounter is a sink that counts a run's records from a time on (Kafka).
@@ -123,7 +127,8 @@ func runAndWait(ctx context.Context, s *settings, c client.Client, plan *crawl.P
 	}
 	pages, items, skipped, failed := sum.Totals()
 	res := &result{Chain: plan.Chain, RunID: id, Pages: pages, Items: items, Skipped: skipped, Unchanged: sum.Unchanged(), Failed: failed,
-		DurationS: roundTo(time.Since(start).Seconds(), 2), Sinks: map[string]int{}, Steps: sum.Steps, Failures: sum.Failures}
+		DurationS: roundTo(time.Since(start).Seconds(), 2), Sinks: map[string]int{}, Steps: sum.Steps, Failures: sum.Failures,
+		Status: cmp.Or(sum.Status, workflows.StatusCompleted), Quota: sum.Quota}
 	for _, name := range sinks.Names() {
 		var n int
 		var err error
@@ -145,6 +150,13 @@ func (r *result) print(asJSON bool) error {
 		return printJSON(r)
 	}
 	fmt.Printf("\nrun %s of chain %s finished in %.1fs\n", r.RunID, r.Chain, r.DurationS)
+	if r.Status == workflows.StatusQuotaReached {
+		skipped := 0
+		for _, st := range r.Steps {
+			skipped += st.QuotaSkipped
+		}
+		fmt.Printf("  stopped early, %s: %d inputs left unrun (raise the chain's `quota:` or `trawler quota set` for the tenant)\n", r.Quota, skipped)
+	}
 	fmt.Printf("  %-12s %8s %8s %9s %8s %8s %8s\n", "step", "pages", "items", "unchanged", "skipped", "retried", "failed")
 	for _, st := range r.Steps {
 		fmt.Printf("  %-12s %8d %8d %9d %8d %8d %8d\n", st.ID, st.Pages, st.Items, st.Unchanged, st.Skipped, st.Retried, st.Failed)
