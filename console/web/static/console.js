@@ -433,7 +433,7 @@ pages.record = async () => {
     $("#history-note").textContent = h.data.error || "no history";
     return;
   }
-  const versions = h.data.versions || [];
+  const versions = (h.data.versions || []).slice().sort((a, b) => new Date(a.ts) - new Date(b.ts)); // oldest first
   $("#history-note").textContent = versions.length + " version(s) in HBase; a filled dot is a field that changed in that version.";
   $("#timeline").replaceChildren(timeline(versions));
   $("#versions").hidden = versions.length === 0;
