@@ -120,7 +120,7 @@ func (b *browser) run(what string, actions ...chromedp.Action) {
 func (b *browser) shot(name string) {
 	b.t.Helper()
 	var png []byte
-	if err := chromedp.Run(b.ctx, chromedp.FullScreenshot(&png, 90)); err != nil {
+	if err := chromedp.Run(b.ctx, chromedp.FullScreenshot(&png, 100)); err != nil {
 		b.t.Errorf("screenshot %s: %v", name, err)
 		return
 	}

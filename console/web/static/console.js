@@ -453,7 +453,7 @@ function timeline(versions) {
   };
   const fields = [];
   for (const v of versions) for (const f of Object.keys(v.fields || {})) if (!fields.includes(f)) fields.push(f);
-  const left = 150, right = 30, top = 30, rowH = 26;
+  const left = 150, right = 120, top = 30, rowH = 26;
   const width = 900, height = top + fields.length * rowH + 40;
   const root = svg("svg", { width, height, viewBox: "0 0 " + width + " " + height, role: "img", "aria-label": "field history" });
   const times = versions.map((v) => new Date(v.ts).getTime());
