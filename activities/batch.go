@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"log/slog"
+	"net/url"
 	"os"
 	"runtime/debug"
 	"slices"
@@ -25,6 +26,7 @@ import (
 	"trawler/crawl"
 	"trawler/dedup"
 	"trawler/external"
+	"trawler/monitor"
 	"trawler/quota"
 	"trawler/storage"
 )
@@ -41,7 +43,9 @@ type Activities struct {
 	Pools *external.Pools
 	// Quotas lease the cost budgets of runs, chains and tenants; nil: no budgets.
 	Quotas *quota.Manager
-	Log    *slog.Logger
+	// Monitor records pages per minute for fleet-wide rates; nil: metrics only.
+	Monitor *monitor.Recorder
+	Log     *slog.Logger
 	// FlushEvery is how many finished inputs are stored (and heartbeated) together
 	// (default 10): smaller means less redone work after a crash, larger fewer writes.
 	FlushEvery int
@@ -265,7 +269,20 @@ loop:
 	}
 	res, err := a.summarize(ctx, b, done)
 	budget.report(&res)
+	if err == nil {
+		a.observe(ctx, b, res)
+	}
 	return res, err
+}
+
+// observe counts a finished batch in the metrics and the fleet-wide rates.
+func (a *Activities) observe(ctx context.Context, b crawl.Batch, res crawl.BatchResult) {
+	monitor.Batch(b, res)
+	if a.Monitor != nil {
+		if err := a.Monitor.Pages(ctx, b.Tenant, b.Chain, res.Pages); err != nil {
+			a.Log.Warn("record pages per minute", "err", err)
+		}
+	}
 }
 
 // runOne runs one input. ids are the item ids an earlier attempt of the batch gave this
@@ -473,5 +490,10 @@ func (s stepFetcher) Fetch(ctx context.Context, req *crawl.Request) (*crawl.Resp
 	if err != nil {
 		return nil, err
 	}
-	return s.f.Fetch(ctx, &cp)
+	start := time.Now()
+	resp, err := s.f.Fetch(ctx, &cp)
+	if u, perr := url.Parse(cp.URL); perr == nil && u.Host != "" {
+		monitor.FetchSeconds.WithLabelValues(u.Host).Observe(time.Since(start).Seconds())
+	}
+	return resp, err
 }

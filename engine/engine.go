@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"strings"
 	"time"
 
@@ -28,6 +29,7 @@ import (
 	"trawler/dedup"
 	"trawler/external"
 	"trawler/fetch"
+	"trawler/monitor"
 	"trawler/quota"
 	"trawler/storage"
 	"trawler/storage/jsonl"
@@ -68,6 +70,11 @@ type Worker struct {
 	worker.Worker
 	Sinks storage.Set
 	JSONL *jsonl.Sink
+	// Identity names the worker in histories and in `trawler status`.
+	Identity  string
+	monitor   *monitor.Recorder // nil without Redis
+	taskQueue string
+	stopBeat  context.CancelFunc
 }
 
 // NewWorker builds (but does not start) a worker.
@@ -83,6 +90,10 @@ func NewWorker(c client.Client, o WorkerOptions) (*Worker, error) {
 	}
 	if o.Log == nil {
 		o.Log = slog.Default()
+	}
+	if o.Identity == "" {
+		host, _ := os.Hostname()
+		o.Identity = fmt.Sprintf("%d@%s", os.Getpid(), host)
 	}
 	if o.OutDir == "" {
 		return nil, errors.New("worker needs an output directory for the jsonl sink (--out or --data)")
@@ -118,8 +129,10 @@ func NewWorker(c client.Client, o WorkerOptions) (*Worker, error) {
 			return nil, err
 		}
 		acts.Dedup = d
-		// Budgets are leased from the same Redis, shared by every worker.
+		// Budgets are leased from the same Redis, shared by every worker, which also
+		// keeps the fleet's rates and heartbeats.
 		acts.Quotas = quota.New(rdb, 0)
+		acts.Monitor = monitor.NewRecorder(rdb)
 		// The same Redis keeps the resource pools tasks borrow from and farming fills.
 		acts.Pools = external.NewPools(rdb, o.Log)
 		for _, p := range acts.Pools.Sinks() {
@@ -129,7 +142,33 @@ func NewWorker(c client.Client, o WorkerOptions) (*Worker, error) {
 		o.Log.Warn("no Redis configured (--redis / TRAWLER_REDIS): dedup is off on this worker, every item is stored")
 	}
 	Register(w, acts, o.Workflow)
-	return &Worker{Worker: w, Sinks: sinks, JSONL: js}, nil
+	return &Worker{taskQueue: o.TaskQueue, Worker: w, Sinks: sinks, JSONL: js, Identity: o.Identity, monitor: acts.Monitor}, nil
+}
+
+// Start starts polling, and beats every 5 s into Redis so `trawler status` shows the
+// worker alive.
+func (w *Worker) Start() error {
+	if err := w.Worker.Start(); err != nil {
+		return err
+	}
+	if w.monitor == nil {
+		return nil
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	w.stopBeat = cancel
+	go func() {
+		t := time.NewTicker(5 * time.Second)
+		defer t.Stop()
+		for {
+			_ = w.monitor.Beat(ctx, w.Identity, w.taskQueue)
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	return nil
 }
 
 // Register puts the chain workflow (wf, or workflows.ChainWorkflow when nil) and the

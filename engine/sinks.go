@@ -98,6 +98,12 @@ func addHotSinks(set storage.Set, o SinkOptions) error {
 
 // Stop stops the Temporal worker, then closes its sinks.
 func (w *Worker) Stop() {
+	if w.stopBeat != nil {
+		w.stopBeat()
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		_ = w.monitor.Forget(ctx, w.Identity)
+		cancel()
+	}
 	w.Worker.Stop()
 	_ = w.Sinks.Close()
 }

@@ -3,8 +3,11 @@ package main
 import (
 	"fmt"
 	"os"
+	"sort"
+	"strings"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/spf13/cobra"
 
 	"trawler/crawl"
@@ -15,11 +18,18 @@ func statusCmd(s *settings) *cobra.Command {
 	var limit int
 	cmd := &cobra.Command{
 		Use:   "status [RUN_ID]",
-		Short: "Show one run's progress, or list recent runs",
+		Short: "Show one run's progress, or the whole fleet: backlog, rates, failures, budgets, workers",
 		Long: `With a RUN_ID: the run's state and per-step counts (pages, items, skipped, retried,
 failed, queued), live while it runs, with the first failures and their causes, and the
 batches Temporal is retrying with their last error (e.g. a store that is down).
-Without: the most recent chain runs, newest first.`,
+
+Without: per tenant and chain, what the running runs are doing — backlog (inputs queued
+or in flight, partitions included), pages per second over the last second and the last
+minute, failures by cause, batches being retried, and pages and items spent today
+against the budgets (trawler quota); then each worker with the age of its last
+heartbeat (a worker silent for more than ~15 s is stuck or gone); then the most recent
+runs, newest first. Rates, budgets and workers need the Redis the workers share
+(--redis, or --data of a dev stack).`,
 		Example: `  trawler status --data .data/dev
   trawler status demo-20261122-101500-a1b2c3 --data .data/dev --json`,
 		Args: cobra.MaximumNArgs(1),
@@ -40,15 +50,27 @@ Without: the most recent chain runs, newest first.`,
 				printStatus(st)
 				return nil
 			}
+			var rdb *redis.Client
+			if s.redis != "" {
+				rdb = redis.NewClient(&redis.Options{Addr: s.redis})
+				defer rdb.Close()
+			}
+			ov, err := engine.GetOverview(cmd.Context(), c, rdb, time.Second)
+			if err != nil {
+				return err
+			}
 			rows, err := engine.ListRuns(cmd.Context(), c, engine.ListOptions{Limit: limit})
 			if err != nil {
 				return err
 			}
 			if s.json {
-				return printJSON(rows)
+				return printJSON(map[string]any{"chains": ov.Chains, "tenants": ov.Tenants, "workers": ov.Workers, "runs": rows})
 			}
+			printOverview(ov, rdb != nil)
 			if len(rows) == 0 {
 				fmt.Println("no runs yet; start one with `trawler run FILE`")
+			} else {
+				fmt.Println("recent runs:")
 			}
 			for _, r := range rows {
 				fmt.Printf("%-44s %-10s %s\n", r.RunID, r.State, r.Started.Local().Format(time.DateTime))
@@ -58,6 +80,42 @@ Without: the most recent chain runs, newest first.`,
 	}
 	cmd.Flags().IntVar(&limit, "limit", 20, "how many runs to list")
 	return cmd
+}
+
+func printOverview(ov *engine.Overview, withRedis bool) {
+	if len(ov.Chains) == 0 {
+		fmt.Println("nothing running")
+	} else {
+		fmt.Printf("%-12s %-14s %4s %8s %8s %8s %8s %8s  %s\n", "tenant", "chain", "runs", "backlog", "pages/s", "/s 1min", "failed", "today", "failures by cause")
+		for _, l := range ov.Chains {
+			causes := make([]string, 0, len(l.FailuresByCause))
+			for c, n := range l.FailuresByCause {
+				causes = append(causes, fmt.Sprintf("%s %d", c, n))
+			}
+			sort.Strings(causes)
+			fmt.Printf("%-12s %-14s %4d %8d %8.1f %8.1f %8d %8d  %s\n", l.Tenant, l.Chain, l.Runs, l.Backlog, l.Rate1s, l.Rate1m, l.Failures, l.Today.Pages, strings.Join(causes, ", "))
+			for _, r := range l.Retrying {
+				fmt.Printf("    retrying %s\n", r)
+			}
+		}
+	}
+	for _, t := range ov.Tenants {
+		fmt.Printf("tenant %s today: %d pages, %d items (%s)\n", t.Tenant, t.Today.Pages, t.Today.Items, describeQuota(t.Quota))
+	}
+	if !withRedis {
+		fmt.Println("(no Redis: pass --redis or --data for 1-minute rates, budgets and worker heartbeats)")
+		return
+	}
+	if len(ov.Workers) == 0 {
+		fmt.Println("no worker has reported in; start one with `trawler worker`")
+	}
+	for _, w := range ov.Workers {
+		state := "alive"
+		if w.AgeS > 15 {
+			state = "SILENT"
+		}
+		fmt.Printf("worker %-28s queue %-12s last heartbeat %5.1fs ago  %s\n", w.Identity, w.TaskQueue, w.AgeS, state)
+	}
 }
 
 func printStatus(st *engine.Status) {

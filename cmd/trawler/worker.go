@@ -49,6 +49,7 @@ func (s *settings) sinksLine() string {
 
 func workerCmd(s *settings) *cobra.Command {
 	var maxBatches int
+	var watch watchFlags
 	var hot engine.HotOptions
 	cmd := &cobra.Command{
 		Use:   "worker",
@@ -62,7 +63,9 @@ heartbeat timeout and which resume from their last stored input.`,
   TRAWLER_TEMPORAL=temporal.internal:7233 TRAWLER_NAMESPACE=crawl trawler worker --out /var/lib/trawler/out
   trawler worker --temporal temporal.internal:7233 --out /var/lib/trawler/out \
     --kafka kafka-1:9092,kafka-2:9092,kafka-3:9092 --kafka-replication 3 \
-    --mongo "mongodb://mongo-1,mongo-2,mongo-3/?replicaSet=rs0" --hot-retention 720h`,
+    --mongo "mongodb://mongo-1,mongo-2,mongo-3/?replicaSet=rs0" --hot-retention 720h
+  trawler worker --data .data/dev --metrics 127.0.0.1:9464 \
+    --alert-webhook https://hooks.example.com/trawler --alert-backlog 100000 --alert-failure-rate 0.2`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := s.resolve(); err != nil {
 				return err
@@ -83,6 +86,10 @@ heartbeat timeout and which resume from their last stored input.`,
 			if err := w.Start(); err != nil {
 				return err
 			}
+			if err := watch.start(cmd.Context(), s, c); err != nil {
+				w.Stop()
+				return err
+			}
 			fmt.Fprintf(os.Stderr, "worker polling task queue %q on %s (namespace %s); items → %s\n", s.taskQueue, s.temporal, s.namespace, s.sinksLine())
 			<-cmd.Context().Done()
 			w.Stop()
@@ -90,6 +97,7 @@ heartbeat timeout and which resume from their last stored input.`,
 		},
 	}
 	cmd.Flags().IntVar(&maxBatches, "max-batches", 16, "batch activities this worker runs at once")
+	watch.add(cmd, "")
 	cmd.Flags().IntVar(&hot.KafkaPartitions, "kafka-partitions", 3, "partitions of a topic the kafka sink creates")
 	cmd.Flags().IntVar(&hot.KafkaReplication, "kafka-replication", 1, "replication factor of a topic the kafka sink creates")
 	cmd.Flags().DurationVar(&hot.Retention, "hot-retention", 30*24*time.Hour, "how long MongoDB keeps a record after its last fetch (TTL index on ts)")

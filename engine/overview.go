@@ -1,0 +1,346 @@
+package engine
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"math"
+	"net/http"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"go.temporal.io/api/workflowservice/v1"
+	"go.temporal.io/sdk/client"
+
+	"trawler/crawl"
+	"trawler/monitor"
+	"trawler/quota"
+	"trawler/workflows"
+)
+
+// ChainLoad is what one chain of one tenant is doing now, over all its running runs.
+type ChainLoad struct {
+	Tenant  string `json:"tenant"`
+	Chain   string `json:"chain"`
+	Runs    int    `json:"runs"`    // running
+	Backlog int    `json:"backlog"` // inputs queued or in flight, partitions included
+	Pages   int    `json:"pages"`   // processed so far by the running runs
+	// Pages per second over the last second (sampled) and the last full minute (from
+	// the counters every worker keeps in Redis).
+	Rate1s float64 `json:"rate_1s"`
+	Rate1m float64 `json:"rate_1m"`
+	// Failures of the running runs, and their causes counted over the failures the
+	// runs keep as samples.
+	Failures        int            `json:"failures"`
+	FailuresByCause map[string]int `json:"failures_by_cause,omitempty"`
+	// Retrying lists batches Temporal is retrying, with their last error.
+	Retrying []string `json:"retrying,omitempty"`
+	// Today is what the chain spent today (UTC) against its budgets.
+	Today quota.Usage `json:"today"`
+}
+
+// TenantLoad is a tenant's budgets and what it spent today (UTC).
+type TenantLoad struct {
+	Tenant string      `json:"tenant"`
+	Quota  crawl.Quota `json:"quota"`
+	Today  quota.Usage `json:"today"`
+}
+
+// Overview is the fleet at a glance: `trawler status` without a run id.
+type Overview struct {
+	Chains  []ChainLoad          `json:"chains"`
+	Tenants []TenantLoad         `json:"tenants,omitempty"`
+	Workers []monitor.WorkerBeat `json:"workers,omitempty"`
+}
+
+// loadKey names one chain of one tenant.
+type loadKey struct{ tenant, chain string }
+
+// runLoad is one running workflow (a root or a partition) sampled once.
+type runLoad struct {
+	root, tenant, chain string
+	sum                 *workflows.Summary
+	failing             []string
+}
+
+// sampleRunning queries every running chain workflow, partitions included.
+func sampleRunning(ctx context.Context, c client.Client) ([]runLoad, error) {
+	var out []runLoad
+	var token []byte
+	for {
+		resp, err := c.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{
+			Query:    fmt.Sprintf("WorkflowType = '%s' AND ExecutionStatus = 'Running'", workflows.ChainWorkflowName),
+			PageSize: 1000, NextPageToken: token,
+		})
+		if err != nil {
+			return nil, fmt.Errorf("list running runs: %w", err)
+		}
+		for _, e := range resp.GetExecutions() {
+			id := e.GetExecution().GetWorkflowId()
+			root, _, _ := strings.Cut(id, "/")
+			rl := runLoad{root: root, tenant: MemoString(e.GetMemo(), "tenant"), chain: MemoString(e.GetMemo(), "chain")}
+			if v, err := c.QueryWorkflow(ctx, id, "", workflows.ProgressQuery); err == nil {
+				var s workflows.Summary
+				if v.Get(&s) == nil {
+					rl.sum = &s
+					if rl.chain == "" {
+						rl.chain = s.Chain
+					}
+				}
+			}
+			if d, err := c.DescribeWorkflowExecution(ctx, id, ""); err == nil {
+				rl.failing = failingActivities(d.GetPendingActivities())
+			}
+			out = append(out, rl)
+		}
+		if token = resp.GetNextPageToken(); len(token) == 0 {
+			return out, nil
+		}
+	}
+}
+
+// GetOverview samples the running chains twice, `sample` apart (the 1 s rate; 0 skips
+// it), and reads rates, budgets and worker heartbeats from Redis when rdb is set.
+func GetOverview(ctx context.Context, c client.Client, rdb *redis.Client, sample time.Duration) (*Overview, error) {
+	first, err := sampleRunning(ctx, c)
+	if err != nil {
+		return nil, err
+	}
+	var second []runLoad
+	if sample > 0 {
+		select {
+		case <-time.After(sample):
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		if second, err = sampleRunning(ctx, c); err != nil {
+			return nil, err
+		}
+	}
+	loads := map[loadKey]*ChainLoad{}
+	roots := map[loadKey]map[string]bool{}
+	rootTenant := map[string]string{} // partitions carry no memo: they take their root's
+	for _, r := range first {
+		if r.tenant != "" {
+			rootTenant[r.root] = r.tenant
+		}
+	}
+	get := func(r runLoad) (*ChainLoad, loadKey) {
+		t := cmpOr(r.tenant, rootTenant[r.root], crawl.DefaultTenant)
+		k := loadKey{t, r.chain}
+		if loads[k] == nil {
+			loads[k] = &ChainLoad{Tenant: t, Chain: r.chain, FailuresByCause: map[string]int{}}
+			roots[k] = map[string]bool{}
+		}
+		return loads[k], k
+	}
+	pagesOf := func(rs []runLoad) map[loadKey]int {
+		out := map[loadKey]int{}
+		for _, r := range rs {
+			if r.sum != nil {
+				_, k := get(r)
+				p, _, _, _ := r.sum.Totals()
+				out[k] += p
+			}
+		}
+		return out
+	}
+	for _, r := range first {
+		l, k := get(r)
+		roots[k][r.root] = true
+		l.Retrying = append(l.Retrying, r.failing...)
+		if r.sum == nil {
+			continue
+		}
+		for _, st := range r.sum.Steps {
+			l.Backlog += st.Queued + st.InFlight
+		}
+		l.Failures += r.sum.FailuresTotal
+		for _, f := range r.sum.Failures {
+			l.FailuresByCause[monitor.Cause(f.Cause)]++
+		}
+	}
+	before := pagesOf(first)
+	after := pagesOf(second)
+	for k, l := range loads {
+		l.Runs = len(roots[k])
+		l.Pages = before[k]
+		if a, still := after[k]; sample > 0 && still { // a run that ended in between has no rate
+			l.Pages = a
+			l.Rate1s = math.Round(float64(max(a-before[k], 0))/sample.Seconds()*10) / 10
+		}
+	}
+	ov := &Overview{}
+	if rdb != nil {
+		if err := ov.fromRedis(ctx, rdb, loads); err != nil {
+			return nil, err
+		}
+	}
+	for _, l := range loads {
+		ov.Chains = append(ov.Chains, *l)
+	}
+	sort.Slice(ov.Chains, func(i, j int) bool {
+		a, b := ov.Chains[i], ov.Chains[j]
+		return a.Tenant < b.Tenant || (a.Tenant == b.Tenant && a.Chain < b.Chain)
+	})
+	return ov, nil
+}
+
+// fromRedis adds the 1 min rates, today's spending and budgets, and the workers.
+func (ov *Overview) fromRedis(ctx context.Context, rdb *redis.Client, loads map[loadKey]*ChainLoad) error {
+	rec := monitor.NewRecorder(rdb)
+	q := quota.New(rdb, 0)
+	tenants := map[string]bool{}
+	for _, l := range loads {
+		n, err := rec.PerMinute(ctx, l.Tenant, l.Chain)
+		if err != nil {
+			return fmt.Errorf("read rates from Redis: %w", err)
+		}
+		l.Rate1m = math.Round(float64(n)/60*10) / 10
+		if l.Today, err = q.ChainUsage(ctx, l.Tenant, l.Chain); err != nil {
+			return err
+		}
+		tenants[l.Tenant] = true
+	}
+	for _, t := range sortedKeys(tenants) {
+		budgets, err := q.Tenant(ctx, t)
+		if err != nil {
+			return err
+		}
+		today, err := q.TenantUsage(ctx, t)
+		if err != nil {
+			return err
+		}
+		ov.Tenants = append(ov.Tenants, TenantLoad{Tenant: t, Quota: budgets, Today: today})
+	}
+	var err error
+	ov.Workers, err = rec.Workers(ctx)
+	return err
+}
+
+func sortedKeys(m map[string]bool) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func cmpOr(vs ...string) string {
+	for _, v := range vs {
+		if v != "" {
+			return v
+		}
+	}
+	return ""
+}
+
+// WatchOptions configure Watch. Zero thresholds turn their alert off.
+type WatchOptions struct {
+	Every          time.Duration // how often to look (default 15 s)
+	Webhook        string        // URL alerts are POSTed to as JSON; empty: no alerts
+	MaxBacklog     int           // alert when a chain's backlog exceeds this
+	MaxFailureRate float64       // alert when failures / (pages + failures) since the last look exceed this (0–1)
+	Log            *slog.Logger
+}
+
+// Alert is what Watch POSTs to the webhook when a threshold is crossed, and again with
+// Resolved when the value is back under it.
+type Alert struct {
+	Alert     string    `json:"alert"` // "backlog" or "failure_rate"
+	Tenant    string    `json:"tenant"`
+	Chain     string    `json:"chain"`
+	Value     float64   `json:"value"`
+	Threshold float64   `json:"threshold"`
+	Resolved  bool      `json:"resolved,omitempty"`
+	At        time.Time `json:"at"`
+}
+
+// Watch keeps the backlog gauge current and fires alerts until ctx ends.
+func Watch(ctx context.Context, c client.Client, rdb *redis.Client, o WatchOptions) {
+	if o.Every <= 0 {
+		o.Every = 15 * time.Second
+	}
+	if o.Log == nil {
+		o.Log = slog.Default()
+	}
+	firing := map[string]bool{}
+	last := map[string][2]int{} // tenant/chain → pages, failures at the last look
+	for {
+		ov, err := GetOverview(ctx, c, rdb, 0)
+		if err != nil {
+			o.Log.Warn("watch: overview", "err", err)
+		} else {
+			monitor.Backlog.Reset()
+			seen := map[string]bool{}
+			for _, l := range ov.Chains {
+				seen[l.Tenant+"/"+l.Chain] = true
+				monitor.Backlog.WithLabelValues(l.Tenant, l.Chain).Set(float64(l.Backlog))
+				id := l.Tenant + "/" + l.Chain
+				if o.MaxBacklog > 0 {
+					o.check(ctx, firing, Alert{Alert: "backlog", Tenant: l.Tenant, Chain: l.Chain, Value: float64(l.Backlog), Threshold: float64(o.MaxBacklog)})
+				}
+				prev, seen := last[id]
+				last[id] = [2]int{l.Pages, l.Failures}
+				if o.MaxFailureRate > 0 && seen {
+					dp, df := l.Pages-prev[0], l.Failures-prev[1]
+					if dp+df > 0 {
+						o.check(ctx, firing, Alert{Alert: "failure_rate", Tenant: l.Tenant, Chain: l.Chain, Value: float64(df) / float64(dp+df), Threshold: o.MaxFailureRate})
+					}
+				}
+			}
+			// A chain with nothing running any more has no backlog and no failures.
+			for id, on := range firing {
+				kind, tc, _ := strings.Cut(id, "/")
+				tenant, chain, _ := strings.Cut(tc, "/")
+				if on && !seen[tc] {
+					o.check(ctx, firing, Alert{Alert: kind, Tenant: tenant, Chain: chain})
+				}
+				if !seen[tc] {
+					delete(last, tc)
+				}
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(o.Every):
+		}
+	}
+}
+
+// check posts an alert when its value crosses the threshold, and a resolution when it
+// falls back under it; nothing while it stays on one side.
+func (o WatchOptions) check(ctx context.Context, firing map[string]bool, a Alert) {
+	id := a.Alert + "/" + a.Tenant + "/" + a.Chain
+	over := a.Value > a.Threshold
+	if over == firing[id] {
+		return
+	}
+	firing[id] = over
+	a.Resolved, a.At = !over, time.Now().UTC()
+	if o.Webhook == "" {
+		return
+	}
+	body, _ := json.Marshal(a)
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, o.Webhook, bytes.NewReader(body))
+	if err != nil {
+		o.Log.Warn("alert webhook", "err", err)
+		return
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		o.Log.Warn("alert webhook", "url", o.Webhook, "err", err)
+		return
+	}
+	resp.Body.Close()
+	if resp.StatusCode >= 300 {
+		o.Log.Warn("alert webhook refused the alert", "url", o.Webhook, "status", resp.Status)
+	}
+}

@@ -1,0 +1,201 @@
+// Package monitor measures what workers do, for operators: Prometheus metrics (pages,
+// items per sink, dedup verdicts, failures by cause, per-host fetch latency, backlog)
+// on the default registry, and a few Redis records every worker writes so that
+// `trawler status` can show rates and worker liveness across the whole fleet: pages per
+// minute per tenant and chain, and each worker's last heartbeat.
+package monitor
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"regexp"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promauto"
+	"github.com/redis/go-redis/v9"
+
+	"trawler/crawl"
+)
+
+// Metrics on the default Prometheus registry, served at /metrics by `trawler worker
+// --metrics ADDR`, `trawler dev` and `trawler console`.
+var (
+	Pages = promauto.NewCounterVec(prometheus.CounterOpts{
+		Name: "trawler_pages_total", Help: "Inputs a task processed successfully.",
+	}, []string{"tenant", "chain", "step"})
+	Items = promauto.NewCounterVec(prometheus.CounterOpts{
+		Name: "trawler_items_total", Help: "Items written, per sink.",
+	}, []string{"tenant", "chain", "sink"})
+	Dedup = promauto.NewCounterVec(prometheus.CounterOpts{
+		Name: "trawler_dedup_verdicts_total", Help: "Dedup verdicts: stored (new or changed) and unchanged.",
+	}, []string{"tenant", "task", "verdict"})
+	Failures = promauto.NewCounterVec(prometheus.CounterOpts{
+		Name: "trawler_failures_total", Help: "Inputs given up on, by cause.",
+	}, []string{"tenant", "chain", "cause"})
+	Retries = promauto.NewCounterVec(prometheus.CounterOpts{
+		Name: "trawler_retries_total", Help: "Failed attempts re-queued for another try, by cause.",
+	}, []string{"tenant", "chain", "cause"})
+	QuotaStops = promauto.NewCounterVec(prometheus.CounterOpts{
+		Name: "trawler_quota_skipped_total", Help: "Inputs left unrun because a budget ran out.",
+	}, []string{"tenant", "chain"})
+	FetchSeconds = promauto.NewHistogramVec(prometheus.HistogramOpts{
+		Name: "trawler_fetch_seconds", Help: "Time to fetch a page, per host.",
+		Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30},
+	}, []string{"host"})
+	Backlog = promauto.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "trawler_backlog", Help: "Inputs queued or in flight in running chains.",
+	}, []string{"tenant", "chain"})
+)
+
+// Batch records a finished batch in the metrics.
+func Batch(b crawl.Batch, res crawl.BatchResult) {
+	tenant := cmpOr(b.Tenant, crawl.DefaultTenant)
+	Pages.WithLabelValues(tenant, b.Chain, b.Step.ID).Add(float64(res.Pages))
+	for _, sink := range b.Step.Store {
+		Items.WithLabelValues(tenant, b.Chain, sink).Add(float64(res.Items))
+	}
+	if b.Step.Dedup != crawl.DedupOff {
+		Dedup.WithLabelValues(tenant, b.Step.Task, "stored").Add(float64(res.Items))
+		Dedup.WithLabelValues(tenant, b.Step.Task, "unchanged").Add(float64(res.Unchanged))
+	}
+	for _, f := range res.Failed {
+		Failures.WithLabelValues(tenant, b.Chain, Cause(f.Cause)).Inc()
+	}
+	for _, w := range res.Retry {
+		Retries.WithLabelValues(tenant, b.Chain, Cause(w.Cause)).Inc()
+	}
+	if res.QuotaSkipped > 0 {
+		QuotaStops.WithLabelValues(tenant, b.Chain).Add(float64(res.QuotaSkipped))
+	}
+}
+
+func cmpOr(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}
+
+// statusRE finds an HTTP status in the fetcher's and crawl.CheckStatus's messages.
+var statusRE = regexp.MustCompile(`\b(?:HTTP|status) ([1-5]\d\d)\b`)
+
+// Cause sorts a failure message into a small set of causes for metrics and status:
+// http_404, http_429, http_5xx…, timeout, connection, parse, quota, pool, panic, other.
+func Cause(msg string) string {
+	low := strings.ToLower(msg)
+	if m := statusRE.FindStringSubmatch(msg); m != nil {
+		return httpCause(m[1])
+	}
+	switch {
+	case strings.Contains(low, "timed out") || strings.Contains(low, "timeout") || strings.Contains(low, "deadline exceeded"):
+		return "timeout"
+	case strings.Contains(low, "connection refused") || strings.Contains(low, "no such host") || strings.Contains(low, "connection reset") || strings.Contains(low, "eof"):
+		return "connection"
+	case strings.Contains(low, "quota"):
+		return "quota"
+	case strings.Contains(low, "pool"):
+		return "pool"
+	case strings.Contains(low, "panicked"):
+		return "panic"
+	case strings.Contains(low, "parse") || strings.Contains(low, "selector") || strings.Contains(low, "missing") || strings.Contains(low, "invalid"):
+		return "parse"
+	}
+	return "other"
+}
+
+func httpCause(code string) string {
+	switch {
+	case code == "404" || code == "403" || code == "429" || code == "410" || code == "401":
+		return "http_" + code
+	case code[0] == '5':
+		return "http_5xx"
+	}
+	return "http_" + code[:1] + "xx"
+}
+
+// Recorder writes the fleet-wide records of one worker into Redis.
+type Recorder struct {
+	rdb *redis.Client
+	now func() time.Time
+}
+
+// NewRecorder returns a recorder over rdb.
+func NewRecorder(rdb *redis.Client) *Recorder { return &Recorder{rdb: rdb, now: time.Now} }
+
+// rateKey counts pages of a tenant's chain in one minute.
+func rateKey(tenant, chain string, minute int64) string {
+	return fmt.Sprintf("trawler:rate:%s:%s:%d", tenant, chain, minute)
+}
+
+const workersKey = "trawler:workers"
+
+// Pages adds a batch's pages to its chain's per-minute counter.
+func (r *Recorder) Pages(ctx context.Context, tenant, chain string, pages int) error {
+	if pages == 0 {
+		return nil
+	}
+	key := rateKey(cmpOr(tenant, crawl.DefaultTenant), chain, r.now().Unix()/60)
+	pipe := r.rdb.Pipeline()
+	pipe.IncrBy(ctx, key, int64(pages))
+	pipe.Expire(ctx, key, time.Hour)
+	_, err := pipe.Exec(ctx)
+	return err
+}
+
+// PerMinute is a chain's pages in the last full minute.
+func (r *Recorder) PerMinute(ctx context.Context, tenant, chain string) (int, error) {
+	n, err := r.rdb.Get(ctx, rateKey(tenant, chain, r.now().Unix()/60-1)).Int()
+	if err == redis.Nil {
+		return 0, nil
+	}
+	return n, err
+}
+
+// WorkerBeat is one worker's last sign of life.
+type WorkerBeat struct {
+	Identity  string    `json:"identity"`
+	TaskQueue string    `json:"task_queue"`
+	At        time.Time `json:"at"`
+	AgeS      float64   `json:"age_s"`
+}
+
+// Beat records that a worker is alive. Workers beat every few seconds; status shows
+// the age of each one's last beat, so a stuck or dead worker stands out.
+func (r *Recorder) Beat(ctx context.Context, identity, queue string) error {
+	b, _ := json.Marshal(WorkerBeat{Identity: identity, TaskQueue: queue, At: r.now().UTC()})
+	return r.rdb.HSet(ctx, workersKey, identity, b).Err()
+}
+
+// Forget removes a worker that stopped cleanly.
+func (r *Recorder) Forget(ctx context.Context, identity string) error {
+	return r.rdb.HDel(ctx, workersKey, identity).Err()
+}
+
+// Workers lists the workers' last beats, oldest first; beats older than a day are
+// dropped from the list.
+func (r *Recorder) Workers(ctx context.Context) ([]WorkerBeat, error) {
+	all, err := r.rdb.HGetAll(ctx, workersKey).Result()
+	if err != nil {
+		return nil, err
+	}
+	var out []WorkerBeat
+	for id, v := range all {
+		var b WorkerBeat
+		if json.Unmarshal([]byte(v), &b) != nil {
+			continue
+		}
+		b.AgeS = math.Round(r.now().Sub(b.At).Seconds()*10) / 10
+		if b.AgeS > 86400 {
+			_ = r.rdb.HDel(ctx, workersKey, id).Err()
+			continue
+		}
+		out = append(out, b)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].AgeS > out[j].AgeS })
+	return out, nil
+}

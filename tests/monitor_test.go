@@ -1,0 +1,178 @@
+package tests
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/redis/go-redis/v9"
+
+	"trawler/engine"
+	"trawler/internal/devstack/demosite"
+	"trawler/quota"
+)
+
+// scrape reads /metrics as Prometheus would and sums each metric's samples that carry
+// label tenant="tenant", by metric name plus the other label given (e.g. cause).
+func scrape(t *testing.T, tenant, by string) map[string]float64 {
+	t.Helper()
+	srv := httptest.NewServer(promhttp.Handler())
+	defer srv.Close()
+	resp, err := http.Get(srv.URL + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	out := map[string]float64{}
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		line := sc.Text()
+		if strings.HasPrefix(line, "#") || !strings.Contains(line, `tenant="`+tenant+`"`) {
+			continue
+		}
+		name, rest, _ := strings.Cut(line, "{")
+		labels, value, _ := strings.Cut(rest, "} ")
+		v, err := strconv.ParseFloat(value, 64)
+		if err != nil {
+			t.Fatalf("metric line %q: %v", line, err)
+		}
+		key := name
+		if i := strings.Index(labels, by+`="`); by != "" && i >= 0 {
+			val, _, _ := strings.Cut(labels[i+len(by)+2:], `"`)
+			key += "/" + val
+		}
+		out[key] += v
+	}
+	return out
+}
+
+// The metrics a worker serves count exactly what a run did: pages, items per sink,
+// dedup verdicts and failures by cause.
+func TestMetricsCountWhatARunDid(t *testing.T) {
+	o := demosite.Options{Pages: 2, Faults: map[int]demosite.Fault{3: demosite.FaultStatus500, 7: demosite.FaultStatus500}}
+	site := startSite(t, o)
+	p := plan(t, "demo.yaml", "", "base_url="+site, "feed.pages=1")
+	s := wait(t, start(t, p, taskQueue), 2*time.Minute)
+	pages, items, _, failed := s.Totals()
+	if failed != 2 {
+		t.Fatalf("%d failures, want the 2 broken stories: %+v", failed, s.Failures)
+	}
+	m := scrape(t, p.Tenant, "sink")
+	if got := m["trawler_pages_total"]; got != float64(pages) {
+		t.Errorf("trawler_pages_total = %v, the run processed %d pages", got, pages)
+	}
+	if got := m["trawler_items_total/jsonl"]; got != float64(items) {
+		t.Errorf("trawler_items_total{sink=jsonl} = %v, the run stored %d items", got, items)
+	}
+	if got := m["trawler_dedup_verdicts_total"]; got != float64(items+s.Unchanged()) {
+		t.Errorf("dedup verdicts %v, want %d", got, items+s.Unchanged())
+	}
+	causes := scrape(t, p.Tenant, "cause")
+	if got := causes["trawler_failures_total/http_5xx"]; got != 2 {
+		t.Errorf("trawler_failures_total{cause=http_5xx} = %v, want 2 (all causes: %v)", got, causes)
+	}
+	if got := causes["trawler_retries_total/http_5xx"]; got < 2 {
+		t.Errorf("trawler_retries_total{cause=http_5xx} = %v; the broken stories were retried", got)
+	}
+}
+
+// Status shows a running chain's backlog and rate, the worker's heartbeat and, once the
+// run is over, what the chain spent today; the alert webhook hears of a backlog over its
+// threshold and of its end.
+func TestStatusAndAlertsFollowARun(t *testing.T) {
+	o := demosite.Options{Pages: 6, Latency: 100 * time.Millisecond}
+	site := startSite(t, o)
+	p := plan(t, "demo.yaml", "", "base_url="+site, "feed.pages=6")
+
+	var mu sync.Mutex
+	var alerts []engine.Alert
+	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var a engine.Alert
+		if err := json.NewDecoder(r.Body).Decode(&a); err != nil {
+			t.Errorf("alert body: %v", err)
+		}
+		if a.Tenant == p.Tenant {
+			mu.Lock()
+			alerts = append(alerts, a)
+			mu.Unlock()
+		}
+	}))
+	defer hook.Close()
+	rdb := redis.NewClient(&redis.Options{Addr: shared.redis.Addr()})
+	defer rdb.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go engine.Watch(ctx, shared.client, rdb, engine.WatchOptions{Every: 200 * time.Millisecond, Webhook: hook.URL, MaxBacklog: 20, Log: quiet})
+
+	id := start(t, p, taskQueue)
+	waitPages(t, id, 10)
+	var seen *engine.ChainLoad
+	for deadline := time.Now().Add(time.Minute); seen == nil && time.Now().Before(deadline); {
+		ov, err := engine.GetOverview(context.Background(), shared.client, rdb, time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, l := range ov.Chains {
+			if l.Tenant == p.Tenant && l.Chain == "demo" && l.Backlog > 0 && l.Rate1s > 0 {
+				seen = &l
+			}
+		}
+		alive := false
+		for _, w := range ov.Workers {
+			alive = alive || (w.Identity == shared.worker.Identity && w.AgeS < 10 && w.TaskQueue == taskQueue)
+		}
+		if !alive {
+			t.Errorf("the shared worker is missing from the heartbeats: %+v", ov.Workers)
+		}
+	}
+	if seen == nil {
+		t.Fatal("status never showed the running chain with a backlog and a rate")
+	}
+	t.Logf("while running: %d runs, backlog %d, %.1f pages/s", seen.Runs, seen.Backlog, seen.Rate1s)
+	s := wait(t, id, 2*time.Minute)
+	pages, _, _, _ := s.Totals()
+
+	ov, err := engine.GetOverview(context.Background(), shared.client, rdb, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tl := range ov.Tenants {
+		if tl.Tenant == p.Tenant {
+			t.Errorf("a tenant with nothing running is listed: %+v", tl)
+		}
+	}
+	use, err := quotaUsage(rdb, p.Tenant, "demo")
+	if err != nil || use != pages {
+		t.Errorf("the chain spent %d pages today (%v); the run processed %d", use, err, pages)
+	}
+	// The watcher looks every 200 ms: give it a look after the run ended.
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		mu.Lock()
+		n := len(alerts)
+		mu.Unlock()
+		if n >= 2 {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(alerts) != 2 || alerts[0].Alert != "backlog" || alerts[0].Resolved || alerts[0].Value <= 20 || !alerts[1].Resolved {
+		t.Fatalf("alerts %+v; want one backlog alert over 20, then its resolution", alerts)
+	}
+}
+
+// quotaUsage is the pages a tenant's chain spent today, from the shared counters.
+func quotaUsage(rdb *redis.Client, tenant, chain string) (int, error) {
+	u, err := quota.New(rdb, 0).ChainUsage(context.Background(), tenant, chain)
+	return u.Pages, err
+}
