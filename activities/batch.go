@@ -43,6 +43,9 @@ type Activities struct {
 	Pools *external.Pools
 	// Quotas lease the cost budgets of runs, chains and tenants; nil: no budgets.
 	Quotas *quota.Manager
+	// Sources serves steps marked `shared` from one fetch per interval; nil: every
+	// step fetches for itself.
+	Sources *SharedSources
 	// Monitor records pages per minute for fleet-wide rates; nil: metrics only.
 	Monitor *monitor.Recorder
 	Log     *slog.Logger
@@ -297,7 +300,13 @@ func (a *Activities) runOne(ctx context.Context, task crawl.Task, env *crawl.Env
 			o = outcome{Index: i, Err: fmt.Sprintf("task %s panicked: %v", b.Step.Task, p), Permanent: true}
 		}
 	}()
-	res, err := task.Run(ictx, env, w.Input)
+	var res crawl.Result
+	var err error
+	if b.Step.Shared > 0 && a.Sources != nil {
+		res, err = a.Sources.Run(ictx, b.Step, w.Input, func() (crawl.Result, error) { return task.Run(ictx, env, w.Input) })
+	} else {
+		res, err = task.Run(ictx, env, w.Input)
+	}
 	if err == nil && ictx.Err() != nil && ctx.Err() == nil {
 		err = fmt.Errorf("timed out after %s", b.Step.Timeout)
 	}

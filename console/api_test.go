@@ -84,8 +84,16 @@ func TestRunStartedFromAPICompletesWithDetail(t *testing.T) {
 		t.Errorf("temporal_ui %v, want %s", run["temporal_ui"], want)
 	}
 
-	status, out := api(t, "GET", "/api/runs?chain=demo&tenant="+storedTenant+"&state=completed", nil)
-	runs := list(out["runs"])
+	// Temporal's visibility store is eventually consistent: a run that just closed may
+	// be listed as running for a moment.
+	var out map[string]any
+	var runs []any
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		status, out = api(t, "GET", "/api/runs?chain=demo&tenant="+storedTenant+"&state=completed", nil)
+		if runs = list(out["runs"]); len(runs) == 1 || time.Now().After(deadline) {
+			break
+		}
+	}
 	if status != http.StatusOK || len(runs) != 1 || obj(runs[0])["run_id"] != id || obj(runs[0])["tenant"] != storedTenant {
 		t.Fatalf("filtered list: %d %v, want only %s", status, out, id)
 	}

@@ -61,8 +61,11 @@ type Step struct {
 	Parallel    int
 	Priority    int    // 1 (most urgent) … 5; 0 = the chain's
 	Dedup       string // new | changed | off; "" = the chain default
-	Line        int
-	ParamLines  map[string]int // line of each param in the file
+	// Shared makes the step a shared source: identical inputs of the same task and
+	// params, in any chain of any tenant, are fetched once per this interval.
+	Shared     time.Duration
+	Line       int
+	ParamLines map[string]int // line of each param in the file
 }
 
 // Engine defaults used when neither the chain nor the task says otherwise.
@@ -123,7 +126,7 @@ var (
 	chainKeys    = []string{"name", "tenant", "robots", "priority", "quota", "defaults", "steps"}
 	quotaKeys    = []string{"pages", "items", "pages_per_day", "items_per_day"}
 	defaultsKeys = []string{"timeout", "retries", "batch", "concurrency", "parallel", "store", "params", "dedup"}
-	stepKeys     = []string{"id", "task", "params", "from", "each", "max_depth", "store", "dedup", "timeout", "retries", "batch", "concurrency", "parallel", "priority"}
+	stepKeys     = []string{"id", "task", "params", "from", "each", "max_depth", "store", "dedup", "timeout", "retries", "batch", "concurrency", "parallel", "priority", "shared"}
 	dedupModes   = []string{DedupChanged, DedupNew, DedupOff}
 	nameRE       = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]*$`)
 )
@@ -270,6 +273,10 @@ func (l *loader) parse(data []byte) *Chain {
 				s.Store = l.strList(v, "store")
 			case "dedup":
 				s.Dedup = l.str(v, "dedup")
+			case "shared":
+				if s.Shared = l.duration(v, "shared"); s.Shared > 0 && s.Shared < time.Second {
+					l.add(v.Line, "%s: shared %s: use an interval of 1s or more, e.g. shared: 10m", where, s.Shared)
+				}
 			case "timeout":
 				s.Timeout = l.duration(v, "timeout")
 			case "retries":

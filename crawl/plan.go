@@ -29,6 +29,7 @@ type PlanStep struct {
 	Concurrency int           `json:"concurrency"`
 	Parallel    int           `json:"parallel"`
 	Priority    int           `json:"priority,omitempty"` // 1 (most urgent) … 5; 0: the chain's
+	Shared      time.Duration `json:"shared,omitempty"`   // a shared source: fetched once per interval
 	MaxDepth    int           `json:"max_depth,omitempty"`
 	Store       []string      `json:"store,omitempty"`
 	Dedup       string        `json:"dedup,omitempty"`
@@ -94,6 +95,7 @@ func (c *Chain) Compile(reg *Registry) (*Plan, error) {
 			Concurrency: firstInt(s.Concurrency, c.Defaults.Concurrency, spec.HostConcurrency, DefaultConcurrency),
 			Parallel:    firstInt(s.Parallel, c.Defaults.Parallel, DefaultParallel),
 			Priority:    s.Priority,
+			Shared:      s.Shared,
 			Store:       s.Store,
 		}
 		switch {

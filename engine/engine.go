@@ -133,6 +133,7 @@ func NewWorker(c client.Client, o WorkerOptions) (*Worker, error) {
 		// keeps the fleet's rates and heartbeats.
 		acts.Quotas = quota.New(rdb, 0)
 		acts.Monitor = monitor.NewRecorder(rdb)
+		acts.Sources = activities.NewSharedSources(rdb)
 		// The same Redis keeps the resource pools tasks borrow from and farming fills.
 		acts.Pools = external.NewPools(rdb, o.Log)
 		for _, p := range acts.Pools.Sinks() {
