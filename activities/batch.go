@@ -23,6 +23,7 @@ import (
 
 	"go.temporal.io/sdk/activity"
 
+	"trawler/affinity"
 	"trawler/crawl"
 	"trawler/dedup"
 	"trawler/external"
@@ -43,6 +44,8 @@ type Activities struct {
 	Pools *external.Pools
 	// Quotas lease the cost budgets of runs, chains and tenants; nil: no budgets.
 	Quotas *quota.Manager
+	// Sites registers the site queues of steps with an affinity; nil: no Redis.
+	Sites *affinity.Registry
 	// Sources serves steps marked `shared` from one fetch per interval; nil: every
 	// step fetches for itself.
 	Sources *SharedSources

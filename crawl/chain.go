@@ -23,6 +23,15 @@ type Chain struct {
 	Steps    []Step
 }
 
+// Affinity ties a step to the workers that reach its site well: each worker fetches
+// Probe every few seconds and polls the site's task queue only while the answer comes
+// within MaxLatency and at MinKBps or faster (0: no such threshold).
+type Affinity struct {
+	Probe      string        `json:"probe"`
+	MaxLatency time.Duration `json:"max_latency,omitempty"`
+	MinKBps    int           `json:"min_kbps,omitempty"`
+}
+
 // Quota is a cost budget; 0 leaves a limit off. Pages and Items bound one run,
 // PagesPerDay and ItemsPerDay all runs of the chain (or tenant) in a UTC day. A run
 // that reaches one stops cleanly with status quota_reached.
@@ -63,7 +72,10 @@ type Step struct {
 	Dedup       string // new | changed | off; "" = the chain default
 	// Shared makes the step a shared source: identical inputs of the same task and
 	// params, in any chain of any tenant, are fetched once per this interval.
-	Shared     time.Duration
+	Shared time.Duration
+	// Affinity sends the step's batches only to workers whose probe of the site meets
+	// its thresholds.
+	Affinity   *Affinity
 	Line       int
 	ParamLines map[string]int // line of each param in the file
 }
@@ -126,7 +138,8 @@ var (
 	chainKeys    = []string{"name", "tenant", "robots", "priority", "quota", "defaults", "steps"}
 	quotaKeys    = []string{"pages", "items", "pages_per_day", "items_per_day"}
 	defaultsKeys = []string{"timeout", "retries", "batch", "concurrency", "parallel", "store", "params", "dedup"}
-	stepKeys     = []string{"id", "task", "params", "from", "each", "max_depth", "store", "dedup", "timeout", "retries", "batch", "concurrency", "parallel", "priority", "shared"}
+	stepKeys     = []string{"id", "task", "params", "from", "each", "max_depth", "store", "dedup", "timeout", "retries", "batch", "concurrency", "parallel", "priority", "shared", "affinity"}
+	affinityKeys = []string{"probe", "max_latency", "min_kbps"}
 	dedupModes   = []string{DedupChanged, DedupNew, DedupOff}
 	nameRE       = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]*$`)
 )
@@ -273,6 +286,25 @@ func (l *loader) parse(data []byte) *Chain {
 				s.Store = l.strList(v, "store")
 			case "dedup":
 				s.Dedup = l.str(v, "dedup")
+			case "affinity":
+				a := &Affinity{}
+				l.fields(v, where+".affinity", affinityKeys, func(key string, v *yaml.Node) {
+					switch key {
+					case "probe":
+						a.Probe = l.str(v, "affinity.probe")
+					case "max_latency":
+						a.MaxLatency = l.duration(v, "affinity.max_latency")
+					case "min_kbps":
+						a.MinKBps = l.integer(v, "affinity.min_kbps")
+					}
+				})
+				if a.Probe == "" {
+					l.add(v.Line, "%s: affinity needs `probe: URL`, the page a worker fetches to decide whether it serves this site (params expand: {base_url}/robots.txt)", where)
+				}
+				if a.MaxLatency <= 0 && a.MinKBps <= 0 {
+					l.add(v.Line, "%s: affinity needs a threshold: max_latency (e.g. 300ms) and/or min_kbps (e.g. 500)", where)
+				}
+				s.Affinity = a
 			case "shared":
 				if s.Shared = l.duration(v, "shared"); s.Shared > 0 && s.Shared < time.Second {
 					l.add(v.Line, "%s: shared %s: use an interval of 1s or more, e.g. shared: 10m", where, s.Shared)

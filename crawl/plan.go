@@ -3,6 +3,7 @@ package crawl
 import (
 	"fmt"
 	"reflect"
+	"strings"
 	"time"
 )
 
@@ -30,11 +31,53 @@ type PlanStep struct {
 	Parallel    int           `json:"parallel"`
 	Priority    int           `json:"priority,omitempty"` // 1 (most urgent) … 5; 0: the chain's
 	Shared      time.Duration `json:"shared,omitempty"`   // a shared source: fetched once per interval
+	Affinity    *Affinity     `json:"affinity,omitempty"` // probe URL with params expanded
 	MaxDepth    int           `json:"max_depth,omitempty"`
 	Store       []string      `json:"store,omitempty"`
 	Dedup       string        `json:"dedup,omitempty"`
 	Root        bool          `json:"root,omitempty"`
 	Consumers   []Consumer    `json:"consumers,omitempty"`
+}
+
+// SiteQueue is the task queue of a step's site for workers polling base: the step's
+// batches go there when it has an affinity, else to base.
+func (s PlanStep) SiteQueue(base string) string {
+	if s.Affinity == nil {
+		return base
+	}
+	site, _, _ := strings.Cut(s.Task, ".")
+	return base + "@" + site
+}
+
+// SiteQueue is a site's task queue and the affinity that guards it.
+type SiteQueue struct {
+	Queue string `json:"queue"`
+	Affinity
+}
+
+// SiteQueues lists the site queues a plan's steps send batches to, for workers of base.
+func (p *Plan) SiteQueues(base string) []SiteQueue {
+	seen := map[string]bool{}
+	var out []SiteQueue
+	for _, st := range p.Steps {
+		if q := st.SiteQueue(base); st.Affinity != nil && !seen[q] {
+			seen[q] = true
+			out = append(out, SiteQueue{Queue: q, Affinity: *st.Affinity})
+		}
+	}
+	return out
+}
+
+// expandProbe fills {param} placeholders of a probe URL from the step's params.
+func expandProbe(a *Affinity, params Params) *Affinity {
+	if a == nil {
+		return nil
+	}
+	cp := *a
+	for name, v := range params {
+		cp.Probe = strings.ReplaceAll(cp.Probe, "{"+name+"}", fmt.Sprint(v))
+	}
+	return &cp
 }
 
 // TenantOrDefault is the tenant a run belongs to: the chain's, else "default".
@@ -96,6 +139,7 @@ func (c *Chain) Compile(reg *Registry) (*Plan, error) {
 			Parallel:    firstInt(s.Parallel, c.Defaults.Parallel, DefaultParallel),
 			Priority:    s.Priority,
 			Shared:      s.Shared,
+			Affinity:    expandProbe(s.Affinity, params),
 			Store:       s.Store,
 		}
 		switch {

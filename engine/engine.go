@@ -5,12 +5,14 @@
 package engine
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"os"
 	"strings"
 	"time"
@@ -25,6 +27,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"trawler/activities"
+	"trawler/affinity"
 	"trawler/crawl"
 	"trawler/dedup"
 	"trawler/external"
@@ -44,8 +47,11 @@ type WorkerOptions struct {
 	Fetch     fetch.Options
 	// MaxBatches bounds batch activities running at once in this process (default 16).
 	MaxBatches int
-	// Identity names the worker in run histories (default: the SDK's pid@host).
+	// Identity names the worker in run histories (default: pid@host).
 	Identity string
+	// ProbeEvery is how often the worker probes the sites of steps with an affinity
+	// (default 5 s).
+	ProbeEvery time.Duration
 	// Workflow replaces the chain workflow this worker runs (default
 	// workflows.ChainWorkflow); upgrade tests run workflows.WorkflowBefore(change).
 	Workflow func(workflow.Context, workflows.ChainInput) (*workflows.Summary, error)
@@ -73,8 +79,18 @@ type Worker struct {
 	// Identity names the worker in histories and in `trawler status`.
 	Identity  string
 	monitor   *monitor.Recorder // nil without Redis
+	sites     *siteWorkers      // nil without Redis
 	taskQueue string
-	stopBeat  context.CancelFunc
+	stopLoops context.CancelFunc
+}
+
+// SiteQueues lists the site queues this worker polls now: those of steps with an
+// affinity whose probe it passes.
+func (w *Worker) SiteQueues() []string {
+	if w.sites == nil {
+		return nil
+	}
+	return w.sites.queues()
 }
 
 // NewWorker builds (but does not start) a worker.
@@ -134,6 +150,7 @@ func NewWorker(c client.Client, o WorkerOptions) (*Worker, error) {
 		acts.Quotas = quota.New(rdb, 0)
 		acts.Monitor = monitor.NewRecorder(rdb)
 		acts.Sources = activities.NewSharedSources(rdb)
+		acts.Sites = affinity.NewRegistry(rdb)
 		// The same Redis keeps the resource pools tasks borrow from and farming fills.
 		acts.Pools = external.NewPools(rdb, o.Log)
 		for _, p := range acts.Pools.Sinks() {
@@ -143,7 +160,13 @@ func NewWorker(c client.Client, o WorkerOptions) (*Worker, error) {
 		o.Log.Warn("no Redis configured (--redis / TRAWLER_REDIS): dedup is off on this worker, every item is stored")
 	}
 	Register(w, acts, o.Workflow)
-	return &Worker{taskQueue: o.TaskQueue, Worker: w, Sinks: sinks, JSONL: js, Identity: o.Identity, monitor: acts.Monitor}, nil
+	ww := &Worker{taskQueue: o.TaskQueue, Worker: w, Sinks: sinks, JSONL: js, Identity: o.Identity, monitor: acts.Monitor}
+	if acts.Sites != nil {
+		ww.sites = &siteWorkers{c: c, acts: acts, registry: acts.Sites, base: o.TaskQueue, identity: o.Identity,
+			slots: o.MaxBatches, every: cmp.Or(o.ProbeEvery, 5*time.Second), log: o.Log,
+			hc: &http.Client{}, polling: map[string]worker.Worker{}}
+	}
+	return ww, nil
 }
 
 // Start starts polling, and beats every 5 s into Redis so `trawler status` shows the
@@ -156,7 +179,10 @@ func (w *Worker) Start() error {
 		return nil
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	w.stopBeat = cancel
+	w.stopLoops = cancel
+	if w.sites != nil {
+		go w.sites.run(ctx)
+	}
 	go func() {
 		t := time.NewTicker(5 * time.Second)
 		defer t.Stop()
@@ -180,6 +206,7 @@ func Register(w worker.Registry, acts *activities.Activities, wf func(workflow.C
 	}
 	w.RegisterWorkflowWithOptions(wf, workflow.RegisterOptions{Name: workflows.ChainWorkflowName})
 	w.RegisterActivityWithOptions(acts.RunBatch, activity.RegisterOptions{Name: workflows.RunBatchActivity})
+	w.RegisterActivityWithOptions(acts.RegisterSites, activity.RegisterOptions{Name: workflows.RegisterSitesActivity})
 }
 
 // RunOptions configure one chain run.

@@ -98,8 +98,11 @@ func addHotSinks(set storage.Set, o SinkOptions) error {
 
 // Stop stops the Temporal worker, then closes its sinks.
 func (w *Worker) Stop() {
-	if w.stopBeat != nil {
-		w.stopBeat()
+	if w.sites != nil {
+		w.sites.stopAll() // batches on site queues finish before the sinks close
+	}
+	if w.stopLoops != nil {
+		w.stopLoops()
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		_ = w.monitor.Forget(ctx, w.Identity)
 		cancel()

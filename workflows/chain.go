@@ -24,8 +24,11 @@ import (
 const (
 	ChainWorkflowName = "ChainWorkflow"
 	RunBatchActivity  = "RunBatch"
-	ProgressQuery     = "progress"
-	DefaultTaskQueue  = "trawler"
+	// RegisterSitesActivity tells the workers about the site queues of a run's steps
+	// that have an affinity.
+	RegisterSitesActivity = "RegisterSites"
+	ProgressQuery         = "progress"
+	DefaultTaskQueue      = "trawler"
 )
 
 // Tuning bounds a run's history and pacing. Zero values take the defaults; tests shrink
@@ -348,6 +351,7 @@ func (r *runner) busy() bool {
 }
 
 func (r *runner) run(ctx workflow.Context) (*Summary, error) {
+	r.registerSites(ctx)
 	for {
 		if r.err != nil {
 			return nil, r.err
@@ -381,6 +385,25 @@ func (r *runner) run(ctx workflow.Context) (*Summary, error) {
 			}
 		}
 		r.selector.Select(ctx)
+	}
+}
+
+// registerSites tells the workers about the site queues of steps with an affinity, once
+// per workflow run (each continue-as-new renews the registration). Plans without such
+// steps, and so every run recorded before affinities existed, issue nothing here.
+func (r *runner) registerSites(ctx workflow.Context) {
+	sites := r.plan.SiteQueues(r.in.TaskQueue)
+	if len(sites) == 0 || workflow.GetInfo(ctx).ParentWorkflowExecution != nil {
+		return
+	}
+	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		TaskQueue: r.in.TaskQueue, StartToCloseTimeout: 30 * time.Second,
+		RetryPolicy: &temporal.RetryPolicy{MaximumAttempts: 3},
+	})
+	if err := workflow.ExecuteActivity(actx, RegisterSitesActivity, sites).Get(ctx, nil); err != nil {
+		// Workers started with the site queues configured still serve them; say why
+		// the others may not.
+		workflow.GetLogger(ctx).Warn("site queues not registered", "err", err)
 	}
 }
 
@@ -488,7 +511,7 @@ func (r *runner) startBatch(ctx workflow.Context, i int, pending []Pending, now 
 	// the activity's own limit leaves room for that plus storing the items.
 	rounds := (len(work) + step.Concurrency - 1) / max(step.Concurrency, 1)
 	opts := workflow.ActivityOptions{
-		TaskQueue:           r.in.TaskQueue,
+		TaskQueue:           step.SiteQueue(r.in.TaskQueue),
 		StartToCloseTimeout: time.Duration(rounds+1)*step.Timeout + time.Minute,
 		HeartbeatTimeout:    r.tune.HeartbeatTimeout,
 		RetryPolicy: &temporal.RetryPolicy{

@@ -1,0 +1,112 @@
+package tests
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"trawler/engine"
+	"trawler/workflows"
+)
+
+const affinityTree = `
+name: near
+defaults: {batch: 5, concurrency: 4, parallel: 4}
+steps:
+  - id: node
+    task: synth.node
+    from: node
+    max_depth: 3
+    params: {widths: [12]}
+    affinity: {probe: "%s/probe", max_latency: 250ms}
+`
+
+// A site's probe is slow for some workers: those receive none of its batches, and a
+// worker whose probe recovers gets them again.
+func TestAffinityFollowsTheProbe(t *testing.T) {
+	var mu sync.Mutex
+	slow := map[string]bool{"far-a": false, "far-b": true}
+	probe := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		s := slow[r.Header.Get("X-Trawler-Worker")]
+		mu.Unlock()
+		if s {
+			time.Sleep(400 * time.Millisecond)
+		}
+		fmt.Fprintln(w, "ok")
+	}))
+	defer probe.Close()
+	queue := "aff-" + tenantOf(t)
+	workers := map[string]*engine.Worker{}
+	for _, id := range []string{"far-a", "far-b"} {
+		workers[id] = testWorker(t, engine.WorkerOptions{TaskQueue: queue, MaxBatches: 4, Redis: shared.redis.Addr(), Identity: id, ProbeEvery: 200 * time.Millisecond})
+	}
+	site := queue + "@synth"
+	// waitPolling waits until exactly the named worker polls the site queue.
+	waitPolling := func(who string) {
+		t.Helper()
+		for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+			ok := true
+			for id, w := range workers {
+				ok = ok && slices.Contains(w.SiteQueues(), site) == (id == who)
+			}
+			if ok {
+				return
+			}
+		}
+		t.Fatalf("site queue %s: polled by a %v, b %v; want only %s", site, workers["far-a"].SiteQueues(), workers["far-b"].SiteQueues(), who)
+	}
+	runOn := func(want string) {
+		t.Helper()
+		id := start(t, plan(t, "near.yaml", fmt.Sprintf(affinityTree, probe.URL)), queue)
+		s := wait(t, id, 2*time.Minute)
+		if pages, _, _, failed := s.Totals(); pages != 13 || failed != 0 {
+			t.Fatalf("%d pages, %d failed; want 13, 0", pages, failed)
+		}
+		batches := 0
+		for who, n := range batchWorkers(t, id) {
+			if who != want {
+				t.Errorf("%d batches ran on %s; the site's probe is too slow there", n, who)
+			}
+			batches += n
+		}
+		if batches == 0 {
+			t.Errorf("no batches in the history of %s", id)
+		}
+	}
+	// The run registers the site queue; until then no worker knows the site.
+	runOn("far-a")
+	waitPolling("far-a")
+
+	mu.Lock()
+	slow["far-a"], slow["far-b"] = true, false // a's network degrades, b's recovers
+	mu.Unlock()
+	waitPolling("far-b")
+	runOn("far-b")
+}
+
+// batchWorkers counts a run's batch activities by the identity of the worker that ran them.
+func batchWorkers(t *testing.T, runID string) map[string]int {
+	t.Helper()
+	out := map[string]int{}
+	batch := map[int64]bool{} // scheduled event id → a RunBatch activity
+	it := shared.client.GetWorkflowHistory(context.Background(), runID, "", false, 0)
+	for it.HasNext() {
+		ev, err := it.Next()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a := ev.GetActivityTaskScheduledEventAttributes(); a != nil && a.GetActivityType().GetName() == workflows.RunBatchActivity {
+			batch[ev.GetEventId()] = true
+		}
+		if a := ev.GetActivityTaskStartedEventAttributes(); a != nil && batch[a.GetScheduledEventId()] {
+			out[a.GetIdentity()]++
+		}
+	}
+	return out
+}
