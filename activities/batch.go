@@ -149,8 +149,12 @@ func (a *Activities) RunBatch(ctx context.Context, b crawl.Batch) (crawl.BatchRe
 		activity.RecordHeartbeat(ctx, details)
 	}
 
+	cost := startCost()
+	defer running.Add(-1)
+	fetcher := a.stepFetcher(task.Spec(), b)
+	fetcher.cost = cost
 	env := &crawl.Env{
-		Fetcher: a.stepFetcher(task.Spec(), b), Log: a.Log.With("chain", b.Chain, "step", b.Step.ID, "run", b.RunID),
+		Fetcher: fetcher, Log: a.Log.With("chain", b.Chain, "step", b.Step.ID, "run", b.RunID),
 		Params: b.Step.Params, Chain: b.Chain, Step: b.Step.ID, RunID: b.RunID, Tenant: b.Tenant,
 	}
 	budget, err := a.quotaFor(ctx, b)
@@ -186,7 +190,10 @@ func (a *Activities) RunBatch(ctx context.Context, b crawl.Batch) (crawl.BatchRe
 			wg.Add(1)
 			go func(i int, w crawl.Work) {
 				defer func() { <-sem; wg.Done() }()
-				results <- a.runOne(ctx, task, env, b, i, w, reuse[i])
+				began := time.Now()
+				o := a.runOne(ctx, task, env, b, i, w, reuse[i])
+				cost.wall.Add(int64(time.Since(began)))
+				results <- o
 			}(i, w)
 		}
 		wg.Wait()
@@ -278,6 +285,7 @@ loop:
 	if err == nil {
 		a.observe(ctx, b, res)
 	}
+	a.recordCost(ctx, b.Step.Task, res.Pages, cost)
 	return res, err
 }
 
@@ -480,6 +488,7 @@ func contentHash(data map[string]any) string {
 // makes: the chain's `robots: false`, the task's per-host rate and concurrency limits,
 // and the resources it needs (see resources.go).
 type stepFetcher struct {
+	cost         *batchCost // bytes fetched, for the task's learned needs
 	f            crawl.Fetcher
 	spec         crawl.TaskSpec
 	ignoreRobots bool
@@ -504,6 +513,9 @@ func (s stepFetcher) Fetch(ctx context.Context, req *crawl.Request) (*crawl.Resp
 	}
 	start := time.Now()
 	resp, err := s.f.Fetch(ctx, &cp)
+	if resp != nil && s.cost != nil {
+		s.cost.bytes.Add(int64(len(resp.Body)))
+	}
 	if u, perr := url.Parse(cp.URL); perr == nil && u.Host != "" {
 		monitor.FetchSeconds.WithLabelValues(u.Host).Observe(time.Since(start).Seconds())
 	}

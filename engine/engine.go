@@ -49,6 +49,10 @@ type WorkerOptions struct {
 	MaxBatches int
 	// Identity names the worker in run histories (default: pid@host).
 	Identity string
+	// ResourceTuned lets the worker's CPU and memory decide how many batches run at
+	// once (1 to MaxBatches), aiming at TargetCPU and TargetMem (0.8 each by default).
+	ResourceTuned        bool
+	TargetCPU, TargetMem float64
 	// ProbeEvery is how often the worker probes the sites of steps with an affinity
 	// (default 5 s).
 	ProbeEvery time.Duration
@@ -123,7 +127,7 @@ func NewWorker(c client.Client, o WorkerOptions) (*Worker, error) {
 		_ = sinks.Close()
 		return nil, err
 	}
-	w := worker.New(c, o.TaskQueue, worker.Options{
+	wo := worker.Options{
 		MaxConcurrentActivityExecutionSize: o.MaxBatches,
 		Identity:                           o.Identity,
 		// More pollers than the SDK's two keep a freed slot from waiting on a poll
@@ -132,7 +136,16 @@ func NewWorker(c client.Client, o WorkerOptions) (*Worker, error) {
 		MaxConcurrentWorkflowTaskPollers: 4,
 		// Workers may be killed at any moment; a short stop wait keeps restarts quick.
 		WorkerStopTimeout: 5 * time.Second,
-	})
+	}
+	if o.ResourceTuned {
+		t, err := resourceTuner(o.MaxBatches, cmp.Or(o.TargetCPU, 0.8), cmp.Or(o.TargetMem, 0.8))
+		if err != nil {
+			_ = sinks.Close()
+			return nil, err
+		}
+		wo.Tuner, wo.MaxConcurrentActivityExecutionSize = t, 0
+	}
+	w := worker.New(c, o.TaskQueue, wo)
 	acts := &activities.Activities{Registry: o.Registry, Fetcher: fetch.New(o.Fetch), Sinks: sinks, Failures: js, Log: o.Log}
 	if o.Redis != "" {
 		rdb := redis.NewClient(&redis.Options{Addr: o.Redis})

@@ -55,6 +55,9 @@ type Overview struct {
 	Chains  []ChainLoad          `json:"chains"`
 	Tenants []TenantLoad         `json:"tenants,omitempty"`
 	Workers []monitor.WorkerBeat `json:"workers,omitempty"`
+	// Tasks are the learned needs of every task that ran: per page, its wall time,
+	// bytes fetched and CPU time, as running averages over recent batches.
+	Tasks []monitor.TaskNeeds `json:"tasks,omitempty"`
 }
 
 // loadKey names one chain of one tenant.
@@ -218,7 +221,10 @@ func (ov *Overview) fromRedis(ctx context.Context, rdb *redis.Client, loads map[
 		ov.Tenants = append(ov.Tenants, TenantLoad{Tenant: t, Quota: budgets, Today: today})
 	}
 	var err error
-	ov.Workers, err = rec.Workers(ctx)
+	if ov.Workers, err = rec.Workers(ctx); err != nil {
+		return err
+	}
+	ov.Tasks, err = rec.Needs(ctx)
 	return err
 }
 

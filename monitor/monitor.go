@@ -12,6 +12,7 @@ import (
 	"math"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -197,5 +198,68 @@ func (r *Recorder) Workers(ctx context.Context) ([]WorkerBeat, error) {
 		out = append(out, b)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].AgeS > out[j].AgeS })
+	return out, nil
+}
+
+// TaskNeeds are what one input of a task costs, as running averages over its recent
+// batches on every worker: wall time, bytes fetched (bandwidth) and CPU time (the
+// worker's CPU during the batch, shared out between the batches running with it — an
+// estimate).
+type TaskNeeds struct {
+	Task      string  `json:"task"`
+	MSPerPage float64 `json:"ms_per_page"`
+	KBPerPage float64 `json:"kb_per_page"`
+	CPUMSPage float64 `json:"cpu_ms_per_page"`
+	Pages     float64 `json:"weight"` // the decayed number of pages the averages stand on
+}
+
+// taskKey holds a task's decayed sums: pages, ms, bytes, cpu_ms.
+func taskKey(task string) string { return "trawler:task:" + task }
+
+const tasksKey = "trawler:tasks"
+
+// decay weighs the past: every batch multiplies the sums by it before adding its own,
+// so the averages follow a site that gets slower or heavier within ~50 batches.
+var addCost = redis.NewScript(`
+local names = {'pages', 'ms', 'bytes', 'cpu_ms'}
+for i, name in ipairs(names) do
+  local old = tonumber(redis.call('HGET', KEYS[1], name) or '0')
+  redis.call('HSET', KEYS[1], name, tostring(old * 0.98 + tonumber(ARGV[i])))
+end
+redis.call('SADD', KEYS[2], ARGV[5])
+return 1
+`)
+
+// TaskCost adds a batch's cost to its task's running averages.
+func (r *Recorder) TaskCost(ctx context.Context, task string, pages int, wall, cpu time.Duration, bytes int64) error {
+	if pages == 0 {
+		return nil
+	}
+	return addCost.Run(ctx, r.rdb, []string{taskKey(task), tasksKey},
+		pages, wall.Milliseconds(), bytes, cpu.Milliseconds(), task).Err()
+}
+
+// Needs reads every task's running averages, by task name.
+func (r *Recorder) Needs(ctx context.Context) ([]TaskNeeds, error) {
+	tasks, err := r.rdb.SMembers(ctx, tasksKey).Result()
+	if err != nil {
+		return nil, err
+	}
+	sort.Strings(tasks)
+	var out []TaskNeeds
+	for _, task := range tasks {
+		v, err := r.rdb.HGetAll(ctx, taskKey(task)).Result()
+		if err != nil {
+			return nil, err
+		}
+		f := func(k string) float64 { x, _ := strconv.ParseFloat(v[k], 64); return x }
+		pages := f("pages")
+		if pages <= 0 {
+			continue
+		}
+		round := func(x float64) float64 { return math.Round(x*10) / 10 }
+		out = append(out, TaskNeeds{Task: task, Pages: round(pages), MSPerPage: round(f("ms") / pages),
+			KBPerPage: round(f("bytes") / 1024 / pages), CPUMSPage: round(f("cpu_ms") / pages)})
+	}
 	return out, nil
 }

@@ -8,6 +8,7 @@ import (
 
 	"trawler/crawl"
 	"trawler/engine"
+	"trawler/internal/devstack/demosite"
 	"trawler/workflows"
 )
 
@@ -127,4 +128,18 @@ func TestAgingLetsLowPriorityFinish(t *testing.T) {
 		t.Errorf("the low-priority crawl finished without aging; the stream did not hold it back")
 	}
 	t.Logf("low-priority crawl finished after %d re-dispatches while the urgent stream ran", aged)
+}
+
+// A worker whose slots follow its CPU and memory (the SDK's resource-based tuner) runs a
+// crawl to the end like any other.
+func TestResourceTunedWorkerCrawls(t *testing.T) {
+	queue := "tuned-" + tenantOf(t)
+	w := testWorker(t, engine.WorkerOptions{TaskQueue: queue, MaxBatches: 8, ResourceTuned: true, TargetCPU: 0.9, TargetMem: 0.95})
+	o := demosite.Options{Pages: 2}
+	id := start(t, plan(t, "demo.yaml", "", "base_url="+startSite(t, o), "feed.pages=2"), queue)
+	s := wait(t, id, 2*time.Minute)
+	if _, _, _, failed := s.Totals(); failed != 0 {
+		t.Fatalf("%d failures: %+v", failed, s.Failures)
+	}
+	assertDemoStored(t, runRecords(t, w.JSONL, id), o, 2)
 }

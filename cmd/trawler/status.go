@@ -64,7 +64,7 @@ runs, newest first. Rates, budgets and workers need the Redis the workers share
 				return err
 			}
 			if s.json {
-				return printJSON(map[string]any{"chains": ov.Chains, "tenants": ov.Tenants, "workers": ov.Workers, "runs": rows})
+				return printJSON(map[string]any{"chains": ov.Chains, "tenants": ov.Tenants, "workers": ov.Workers, "tasks": ov.Tasks, "runs": rows})
 			}
 			printOverview(ov, rdb != nil)
 			if len(rows) == 0 {
@@ -105,6 +105,12 @@ func printOverview(ov *engine.Overview, withRedis bool) {
 	if !withRedis {
 		fmt.Println("(no Redis: pass --redis or --data for 1-minute rates, budgets and worker heartbeats)")
 		return
+	}
+	if len(ov.Tasks) > 0 {
+		fmt.Printf("%-24s %10s %10s %12s  (per page, running averages)\n", "task", "ms", "KB", "CPU ms")
+		for _, n := range ov.Tasks {
+			fmt.Printf("%-24s %10.1f %10.1f %12.1f\n", n.Task, n.MSPerPage, n.KBPerPage, n.CPUMSPage)
+		}
 	}
 	if len(ov.Workers) == 0 {
 		fmt.Println("no worker has reported in; start one with `trawler worker`")

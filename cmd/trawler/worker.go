@@ -49,6 +49,8 @@ func (s *settings) sinksLine() string {
 
 func workerCmd(s *settings) *cobra.Command {
 	var maxBatches int
+	var tuned bool
+	var targetCPU, targetMem float64
 	var watch watchFlags
 	var hot engine.HotOptions
 	cmd := &cobra.Command{
@@ -79,6 +81,7 @@ heartbeat timeout and which resume from their last stored input.`,
 			}
 			defer c.Close()
 			w, err := engine.NewWorker(c, engine.WorkerOptions{TaskQueue: s.taskQueue, OutDir: s.out, MaxBatches: maxBatches, Redis: s.redis,
+				ResourceTuned: tuned, TargetCPU: targetCPU, TargetMem: targetMem,
 				Kafka: s.kafkaBrokers(), Mongo: s.mongo, ES: s.es, HBase: s.hbase, Hot: hot, Log: s.logger()})
 			if err != nil {
 				return err
@@ -96,7 +99,10 @@ heartbeat timeout and which resume from their last stored input.`,
 			return nil
 		},
 	}
-	cmd.Flags().IntVar(&maxBatches, "max-batches", 16, "batch activities this worker runs at once")
+	cmd.Flags().IntVar(&maxBatches, "max-batches", 16, "batch activities this worker runs at once (with --tune-resources: at most)")
+	cmd.Flags().BoolVar(&tuned, "tune-resources", false, "let the machine's CPU and memory use decide how many batches run at once, 1 to --max-batches (Temporal's resource-based tuner)")
+	cmd.Flags().Float64Var(&targetCPU, "target-cpu", 0.8, "with --tune-resources: the machine CPU use (0–1) the worker aims at")
+	cmd.Flags().Float64Var(&targetMem, "target-mem", 0.8, "with --tune-resources: the machine memory use (0–1) the worker aims at")
 	watch.add(cmd, "")
 	cmd.Flags().IntVar(&hot.KafkaPartitions, "kafka-partitions", 3, "partitions of a topic the kafka sink creates")
 	cmd.Flags().IntVar(&hot.KafkaReplication, "kafka-replication", 1, "replication factor of a topic the kafka sink creates")

@@ -1,0 +1,51 @@
+package activities
+
+import (
+	"context"
+	"sync/atomic"
+	"syscall"
+	"time"
+)
+
+// running counts the batches this process runs at once, to share out its CPU time.
+var running atomic.Int64
+
+// batchCost measures what a batch's inputs cost, for the task's learned needs: the time
+// its inputs ran, the bytes they fetched and (an estimate) the CPU they used.
+type batchCost struct {
+	wall  atomic.Int64 // ns the task ran, summed over inputs
+	bytes atomic.Int64
+	start time.Time
+	cpu0  time.Duration
+}
+
+// startCost starts measuring a batch; the caller ends it with running.Add(-1).
+func startCost() *batchCost {
+	running.Add(1)
+	return &batchCost{start: time.Now(), cpu0: processCPU()}
+}
+
+// cpu is the process's CPU time since the batch started, divided between the batches
+// that ran alongside it.
+func (c *batchCost) cpu() time.Duration {
+	share := max(running.Load(), 1)
+	return (processCPU() - c.cpu0) / time.Duration(share)
+}
+
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// recordCost adds a batch's cost to its task's running averages.
+func (a *Activities) recordCost(ctx context.Context, task string, pages int, c *batchCost) {
+	if a.Monitor == nil || pages == 0 {
+		return
+	}
+	if err := a.Monitor.TaskCost(ctx, task, pages, time.Duration(c.wall.Load()), c.cpu(), c.bytes.Load()); err != nil {
+		a.Log.Warn("record task cost", "task", task, "err", err)
+	}
+}
