@@ -78,6 +78,7 @@ func newSite(o Options) *site {
 	s.mux.HandleFunc("GET /item/{id}/comments", s.comments)
 	s.addFormats()
 	s.addProtected()
+	s.addStreams()
 	return s
 }
 
