@@ -139,8 +139,9 @@ type conn struct {
 // live). A subscription already known resumes: events handed to an unfinished window
 // are handed out again, events queued between windows follow. A new one joins the
 // connection its keywords fit on, which reopens with the union query from the earliest
-// position any of its subscriptions needs.
-func (h *Hub) Attach(src Source, id string, filter Filter, from string, info Info, received int) (*Sub, error) {
+// position any of its subscriptions needs. skip counts the events without a position
+// (malformed NDJSON lines) the previous window took after from.
+func (h *Hub) Attach(src Source, id string, filter Filter, from string, skip int, info Info, received int) (*Sub, error) {
 	terms := filter.terms()
 	if src.MaxTerms > 0 && len(terms) > src.MaxTerms {
 		return nil, fmt.Errorf("subscription has %d keywords, more than the source's max_terms %d; split it into several steps or raise max_terms", len(terms), src.MaxTerms)
@@ -161,11 +162,20 @@ func (h *Hub) Attach(src Source, id string, filter Filter, from string, info Inf
 		h.subs[id] = s
 		h.placeLocked(s, terms)
 	} else {
+		// The events handed out after from go out again, but for the first skip of
+		// them: events without a position the previous window did take.
+		again := func(rest []Event) {
+			n := 0
+			for n < len(rest) && n < skip && rest[n].ID == "" {
+				n++
+			}
+			s.queue = append(slices.Clone(rest[n:]), s.queue...)
+		}
 		switch i := slices.IndexFunc(s.pending, func(e Event) bool { return e.ID == from }); {
 		case from == s.ack:
-			s.queue = append(s.pending, s.queue...)
+			again(s.pending)
 		case i >= 0:
-			s.queue = append(s.pending[i+1:], s.queue...)
+			again(s.pending[i+1:])
 		default: // a position this hub did not hand out (an older attempt): rewind
 			s.queue = nil
 			s.last = from

@@ -21,6 +21,9 @@ const (
 	// VarPos is the position the next window resumes after (SSE Last-Event-ID, the
 	// NDJSON position field).
 	VarPos = "pos"
+	// VarSkip counts the events without a position (malformed NDJSON lines) a window
+	// took after VarPos, which the next one passes over.
+	VarSkip = "skip"
 	// VarReceived counts the items the subscription received so far, against `limit`.
 	VarReceived = "received"
 	// VarBad carries a malformed event's cause: the input fails with it, so the event
@@ -145,12 +148,13 @@ func runStream(ctx context.Context, env *crawl.Env, in crawl.Input) (crawl.Resul
 		pos = in.Var(VarPos)
 	}
 	received, _ := crawl.AsInt(in.Vars[VarReceived])
+	skip, _ := crawl.AsInt(in.Vars[VarSkip])
 	if c.limit > 0 && received >= c.limit {
 		return crawl.Result{}, nil
 	}
 	hub := stream.Default
 	info := stream.Info{Chain: env.Chain, Run: env.RunID, Tenant: env.Tenant, Step: env.Step, Limit: c.limit}
-	sub, err := hub.Attach(c.src, env.Tenant+"/"+env.RunID+"/"+env.Step, c.filter, pos, info, received)
+	sub, err := hub.Attach(c.src, env.Tenant+"/"+env.RunID+"/"+env.Step, c.filter, pos, skip, info, received)
 	if err != nil {
 		return crawl.Result{}, crawl.Permanent(err)
 	}
@@ -168,7 +172,9 @@ func runStream(ctx context.Context, env *crawl.Env, in crawl.Input) (crawl.Resul
 	var res crawl.Result
 	for _, ev := range events {
 		if ev.ID != "" {
-			pos = ev.ID
+			pos, skip = ev.ID, 0
+		} else {
+			skip++
 		}
 		if ev.Err != "" {
 			res.Next = append(res.Next, crawl.Input{Task: StreamTask, Vars: forSelf(env, map[string]any{
@@ -183,7 +189,7 @@ func runStream(ctx context.Context, env *crawl.Env, in crawl.Input) (crawl.Resul
 		return res, nil
 	}
 	hub.Detach(sub, received)
-	res.Next = append(res.Next, crawl.Input{Task: StreamTask, Vars: forSelf(env, map[string]any{VarPos: pos, VarReceived: received})})
+	res.Next = append(res.Next, crawl.Input{Task: StreamTask, Vars: forSelf(env, map[string]any{VarPos: pos, VarSkip: skip, VarReceived: received})})
 	return res, nil
 }
 
