@@ -147,11 +147,10 @@ func (m *Manager) usage(ctx context.Context, pagesKey, itemsKey string) (Usage, 
 // Lease is one batch's hold on its budgets. It is safe for concurrent use by the
 // batch's input goroutines. Release it when the batch ends.
 type Lease struct {
-	m      *Manager
-	pages  []*held
-	items  []*held
-	mu     sync.Mutex
-	reason string // set once a budget is exhausted
+	m     *Manager
+	pages []*held
+	items []*held
+	mu    sync.Mutex
 }
 
 type held struct {
@@ -214,22 +213,25 @@ return got
 // Page spends one page of every budget; ok is false once one is exhausted, with the
 // reason ("quota reached: 500 pages per run of chain demo").
 func (l *Lease) Page(ctx context.Context) (ok bool, reason string, err error) {
-	return l.take(ctx, l.pages, 1)
+	// A page whose items could not be stored is not worth fetching: a spent item
+	// budget stops pages too.
+	return l.take(ctx, l.pages, append(append([]*held(nil), l.pages...), l.items...))
 }
 
 // Item spends one item of every budget, like Page.
+// A page already fetched keeps its items when the page budget runs out meanwhile:
+// only a spent item budget refuses them.
 func (l *Lease) Item(ctx context.Context) (ok bool, reason string, err error) {
-	return l.take(ctx, l.items, 1)
+	return l.take(ctx, l.items, l.items)
 }
 
-func (l *Lease) take(ctx context.Context, hs []*held, n int) (bool, string, error) {
+// take spends one unit of every counter in hs, unless one of `stop` is known spent.
+func (l *Lease) take(ctx context.Context, hs, stop []*held) (bool, string, error) {
+	const n = 1
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.reason == "" {
-		l.reason = l.m.knownSpent(append(append([]*held(nil), l.pages...), l.items...))
-	}
-	if l.reason != "" {
-		return false, l.reason, nil
+	if reason := l.m.knownSpent(stop); reason != "" {
+		return false, reason, nil
 	}
 	for _, h := range hs {
 		if h.left >= n {
@@ -241,9 +243,9 @@ func (l *Lease) take(ctx context.Context, hs []*held, n int) (bool, string, erro
 		}
 		h.left += got
 		if h.left < n {
-			l.reason = fmt.Sprintf("quota reached: %d %s", h.limit, h.what)
-			l.m.markSpent(h.key, l.reason)
-			return false, l.reason, nil
+			reason := fmt.Sprintf("quota reached: %d %s", h.limit, h.what)
+			l.m.markSpent(h.key, reason)
+			return false, reason, nil
 		}
 	}
 	for _, h := range hs {
