@@ -36,6 +36,7 @@ import (
 	"trawler/quota"
 	"trawler/storage"
 	"trawler/storage/jsonl"
+	"trawler/stream"
 	"trawler/workflows"
 )
 
@@ -162,6 +163,7 @@ func NewWorker(c client.Client, o WorkerOptions) (*Worker, error) {
 		// keeps the fleet's rates and heartbeats.
 		acts.Quotas = quota.New(rdb, 0)
 		acts.Monitor = monitor.NewRecorder(rdb)
+		stream.Default.Record(rdb) // stream subscriptions, for `trawler status`
 		acts.Sources = activities.NewSharedSources(rdb)
 		acts.Sites = affinity.NewRegistry(rdb)
 		// The same Redis keeps the resource pools tasks borrow from and farming fills.

@@ -19,6 +19,7 @@ import (
 	"trawler/crawl"
 	"trawler/monitor"
 	"trawler/quota"
+	"trawler/stream"
 	"trawler/workflows"
 )
 
@@ -58,6 +59,9 @@ type Overview struct {
 	// Tasks are the learned needs of every task that ran: per page, its wall time,
 	// bytes fetched and CPU time, as running averages over recent batches.
 	Tasks []monitor.TaskNeeds `json:"tasks,omitempty"`
+	// Subscriptions are the streaming sources' subscriptions: received/limit and the
+	// upstream connection each rides on.
+	Subscriptions []stream.Status `json:"subscriptions,omitempty"`
 }
 
 // loadKey names one chain of one tenant.
@@ -224,7 +228,10 @@ func (ov *Overview) fromRedis(ctx context.Context, rdb *redis.Client, loads map[
 	if ov.Workers, err = rec.Workers(ctx); err != nil {
 		return err
 	}
-	ov.Tasks, err = rec.Needs(ctx)
+	if ov.Tasks, err = rec.Needs(ctx); err != nil {
+		return err
+	}
+	ov.Subscriptions, err = stream.Subscriptions(ctx, rdb)
 	return err
 }
 

@@ -12,6 +12,7 @@ import (
 
 	"trawler/crawl"
 	"trawler/engine"
+	"trawler/stream"
 )
 
 func statusCmd(s *settings) *cobra.Command {
@@ -112,6 +113,7 @@ func printOverview(ov *engine.Overview, withRedis bool) {
 			fmt.Printf("%-24s %10.1f %10.1f %12.1f\n", n.Task, n.MSPerPage, n.KBPerPage, n.CPUMSPage)
 		}
 	}
+	printSubscriptions(ov.Subscriptions)
 	if len(ov.Workers) == 0 {
 		fmt.Println("no worker has reported in; start one with `trawler worker`")
 	}
@@ -121,6 +123,32 @@ func printOverview(ov *engine.Overview, withRedis bool) {
 			state = "SILENT"
 		}
 		fmt.Printf("worker %-28s queue %-12s last heartbeat %5.1fs ago  %s\n", w.Identity, w.TaskQueue, w.AgeS, state)
+	}
+}
+
+// printSubscriptions shows each stream subscription's received/limit and the shared
+// upstream connection it rides on.
+func printSubscriptions(subs []stream.Status) {
+	if len(subs) == 0 {
+		return
+	}
+	fmt.Printf("%-12s %-14s %-10s %14s  %-15s %s\n", "tenant", "chain", "step", "received/limit", "state", "connection (its query, subscriptions)")
+	for _, s := range subs {
+		limit, state, query := "-", "between windows", "everything"
+		if s.Limit > 0 {
+			limit = fmt.Sprint(s.Limit)
+		}
+		if s.Reading {
+			state = "reading"
+		}
+		if len(s.Query) > 0 {
+			query = strings.Join(s.Query, ",")
+		}
+		fmt.Printf("%-12s %-14s %-10s %14s  %-15s %s (q=%s, %d subs) %s\n", s.Tenant, s.Chain, s.Step,
+			fmt.Sprintf("%d/%s", s.Received, limit), state, s.Conn, query, s.Subs, s.Source)
+		if s.Error != "" {
+			fmt.Printf("    connection error: %s\n", s.Error)
+		}
 	}
 }
 
