@@ -1,0 +1,136 @@
+package tests
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"trawler/internal/devstack/demosite"
+	"trawler/storage/jsonl"
+	"trawler/stream"
+)
+
+const streamChain = `
+name: %s
+defaults: {batch: 1, dedup: changed}
+steps:
+  - id: s
+    task: generic.stream
+    from: s
+    max_depth: 10000
+    params:
+      url: %s
+      keywords: [%s]
+      start: "0"
+      limit: %d
+      window_items: 6
+      window: 300ms
+      grace: 2s
+`
+
+// Two chains of two tenants subscribe to one SSE stream, which the server drops every 7
+// events. They share one upstream connection; each stores exactly its matches, once;
+// the one with the smaller limit stops there while the other goes on to its own.
+func TestStreamChainsShareOneConnection(t *testing.T) {
+	site := startSite(t, demosite.Options{})
+	url := site + "/stream/sse?n=150&every=2ms&drop_after=7"
+	allA := demosite.StreamMatches(150, []string{"go", "rust"})
+	wantB := demosite.StreamMatches(150, []string{"rust", "kafka"})
+	pa := plan(t, "a.yaml", fmt.Sprintf(streamChain, "stream-a", url, "go, rust", 12))
+	pa.Tenant += "-a"
+	pb := plan(t, "b.yaml", fmt.Sprintf(streamChain, "stream-b", url, "rust, kafka", len(wantB)))
+	pb.Tenant += "-b"
+	a := start(t, pa, taskQueue)
+	b := start(t, pb, taskQueue)
+
+	// While both read, `trawler status` shows them on one connection.
+	rdb := redis.NewClient(&redis.Options{Addr: shared.redis.Addr()})
+	defer rdb.Close()
+	together := false
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline) && !together; time.Sleep(20 * time.Millisecond) {
+		subs, err := stream.Subscriptions(context.Background(), rdb)
+		if err != nil {
+			t.Fatal(err)
+		}
+		conns := map[string]string{}
+		for _, s := range subs {
+			if s.Run == a || s.Run == b {
+				conns[s.Run] = s.Conn
+			}
+		}
+		together = len(conns) == 2 && conns[a] == conns[b]
+	}
+	if !together {
+		t.Error("the two subscriptions never showed on one shared connection in trawler status")
+	}
+
+	for _, c := range []struct {
+		id   string
+		want []int
+	}{{a, allA[:12]}, {b, wantB}} {
+		s := wait(t, c.id, 2*time.Minute)
+		if _, _, _, failed := s.Totals(); failed != 0 {
+			t.Errorf("run %s: %d failures: %+v", c.id, failed, s.Failures)
+		}
+		keys := stored(t, c.id)
+		if len(keys) != len(c.want) {
+			t.Errorf("run %s stored %d events, want %d", c.id, len(keys), len(c.want))
+		}
+		for _, id := range c.want {
+			if keys[strconv.Itoa(id)] != 1 {
+				t.Errorf("run %s: event %d stored %d times, want once", c.id, id, keys[strconv.Itoa(id)])
+			}
+		}
+	}
+}
+
+// A malformed event is a failure of the run with its cause; every other event is
+// stored once.
+func TestStreamMalformedEventRecorded(t *testing.T) {
+	site := startSite(t, demosite.Options{})
+	url := site + "/stream/sse?n=60&every=1ms&bad_every=25"
+	want := demosite.StreamMatches(60, []string{"go", "zig"})
+	var good []int
+	for _, id := range want {
+		if id%25 != 0 {
+			good = append(good, id)
+		}
+	}
+	id := start(t, plan(t, "bad.yaml", fmt.Sprintf(streamChain, "stream-bad", url, "go, zig", len(good))), taskQueue)
+	s := wait(t, id, 2*time.Minute)
+	keys := stored(t, id)
+	if len(keys) != len(good) {
+		t.Errorf("stored %d events, want %d", len(keys), len(good))
+	}
+	assertOnce(t, keys)
+	bad := len(want) - len(good)
+	if _, _, _, failed := s.Totals(); failed != bad {
+		t.Fatalf("%d failures, want %d (the malformed events): %+v", failed, bad, s.Failures)
+	}
+	// The failure log holds each malformed event with its id and cause.
+	logged := 0
+	data, _ := os.ReadFile(shared.sink.Dir() + "/" + jsonl.FailuresFile)
+	for _, line := range strings.Split(string(data), "\n") {
+		if strings.Contains(line, id) && containsAll(line, "malformed event id", "not a JSON object") {
+			logged++
+		}
+	}
+	if logged != bad {
+		t.Errorf("failure log names %d malformed events of this run with their cause, want %d", logged, bad)
+	}
+}
+
+func containsAll(s string, parts ...string) bool {
+	for _, p := range parts {
+		if !strings.Contains(s, p) {
+			return false
+		}
+	}
+	return true
+}
