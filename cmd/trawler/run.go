@@ -129,7 +129,16 @@ func runAndWait(ctx context.Context, s *settings, c client.Client, plan *crawl.P
 	res := &result{Chain: plan.Chain, RunID: id, Pages: pages, Items: items, Skipped: skipped, Unchanged: sum.Unchanged(), Failed: failed,
 		DurationS: roundTo(time.Since(start).Seconds(), 2), Sinks: map[string]int{}, Steps: sum.Steps, Failures: sum.Failures,
 		Status: cmp.Or(sum.Status, workflows.StatusCompleted), Quota: sum.Quota}
+	used := map[string]bool{} // count the stores the run wrote to, not every one the worker has
+	for _, st := range plan.Steps {
+		for _, name := range st.Store {
+			used[name] = true
+		}
+	}
 	for _, name := range sinks.Names() {
+		if !used[name] {
+			continue
+		}
 		var n int
 		var err error
 		if sc, ok := sinks[name].(sinceCounter); ok { // a log holding every run: read this run's part
