@@ -134,3 +134,50 @@ func containsAll(s string, parts ...string) bool {
 	}
 	return true
 }
+
+// A worker process killed while it reads a stream loses nothing: the run goes on on
+// another worker from the position its last window handed on, and every matching event
+// is stored exactly once.
+func TestStreamSurvivesAKilledWorker(t *testing.T) {
+	bin := buildTrawler(t)
+	site := startSite(t, demosite.Options{})
+	url := site + "/stream/sse?n=240&every=15ms&drop_after=40"
+	want := demosite.StreamMatches(240, []string{"go", "kafka"})
+	queue := "stream-kill"
+	out := shared.dir + "/stream-kill-out"
+	first := workerProcess(t, bin, queue, out)
+	id := start(t, plan(t, "kill.yaml", fmt.Sprintf(streamChain, "stream-kill", url, "go, kafka", len(want))), queue)
+
+	js, err := jsonl.Open(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer js.Close()
+	before := 0
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline) && before < 10; time.Sleep(50 * time.Millisecond) {
+		before = len(runRecords(t, js, id))
+	}
+	if before < 10 || before >= len(want) {
+		t.Fatalf("%d of %d events stored before the kill; the test needs the stream mid-way", before, len(want))
+	}
+	if err := first.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	_ = first.Wait()
+	t.Logf("killed the worker after %d of %d events", before, len(want))
+	workerProcess(t, bin, queue, out)
+
+	s := wait(t, id, 3*time.Minute)
+	if _, _, _, failed := s.Totals(); failed != 0 {
+		t.Errorf("%d failures: %+v", failed, s.Failures)
+	}
+	keys := runRecords(t, js, id)
+	if len(keys) != len(want) {
+		t.Errorf("stored %d events, want %d", len(keys), len(want))
+	}
+	for _, ev := range want {
+		if keys[strconv.Itoa(ev)] != 1 {
+			t.Errorf("event %d stored %d times, want once", ev, keys[strconv.Itoa(ev)])
+		}
+	}
+}
