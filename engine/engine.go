@@ -116,6 +116,7 @@ func NewWorker(c client.Client, o WorkerOptions) (*Worker, error) {
 		host, _ := os.Hostname()
 		o.Identity = fmt.Sprintf("%d@%s", os.Getpid(), host)
 	}
+	setBuildID()
 	if o.OutDir == "" {
 		return nil, errors.New("worker needs an output directory for the jsonl sink (--out or --data)")
 	}

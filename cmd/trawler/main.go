@@ -18,6 +18,7 @@ import (
 	"go.temporal.io/sdk/client"
 	sdklog "go.temporal.io/sdk/log"
 
+	"trawler/engine"
 	"trawler/internal/devstack"
 	"trawler/workflows"
 
@@ -176,9 +177,10 @@ func (s *settings) dial(ctx context.Context) (client.Client, error) {
 	dctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	c, err := client.DialContext(dctx, client.Options{
-		HostPort:  s.temporal,
-		Namespace: s.namespace,
-		Logger:    sdklog.NewStructuredLogger(s.logger()),
+		HostPort:          s.temporal,
+		Namespace:         s.namespace,
+		Logger:            sdklog.NewStructuredLogger(s.logger()),
+		ConnectionOptions: engine.ConnectionOptions(s.temporal),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("cannot reach Temporal at %s (namespace %s): %v\n  start a local stack with `trawler dev --data .data/dev` and pass --data .data/dev, or point --temporal / TRAWLER_TEMPORAL at your cluster", s.temporal, s.namespace, err)
