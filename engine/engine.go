@@ -203,7 +203,7 @@ func (w *Worker) Start() error {
 		t := time.NewTicker(5 * time.Second)
 		defer t.Stop()
 		for {
-			_ = w.monitor.Beat(ctx, w.Identity, w.taskQueue)
+			_ = w.monitor.Beat(ctx, w.Identity, w.taskQueue, w.SiteQueues())
 			select {
 			case <-ctx.Done():
 				return

@@ -161,14 +161,15 @@ func (r *Recorder) PerMinute(ctx context.Context, tenant, chain string) (int, er
 type WorkerBeat struct {
 	Identity  string    `json:"identity"`
 	TaskQueue string    `json:"task_queue"`
+	Sites     []string  `json:"sites,omitempty"` // site queues it polls (its probes pass)
 	At        time.Time `json:"at"`
 	AgeS      float64   `json:"age_s"`
 }
 
 // Beat records that a worker is alive. Workers beat every few seconds; status shows
 // the age of each one's last beat, so a stuck or dead worker stands out.
-func (r *Recorder) Beat(ctx context.Context, identity, queue string) error {
-	b, _ := json.Marshal(WorkerBeat{Identity: identity, TaskQueue: queue, At: r.now().UTC()})
+func (r *Recorder) Beat(ctx context.Context, identity, queue string, sites []string) error {
+	b, _ := json.Marshal(WorkerBeat{Identity: identity, TaskQueue: queue, Sites: sites, At: r.now().UTC()})
 	return r.rdb.HSet(ctx, workersKey, identity, b).Err()
 }
 

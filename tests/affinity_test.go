@@ -10,7 +10,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"trawler/engine"
+	"trawler/monitor"
 	"trawler/workflows"
 )
 
@@ -82,6 +85,22 @@ func TestAffinityFollowsTheProbe(t *testing.T) {
 	// The run registers the site queue; until then no worker knows the site.
 	runOn("far-a")
 	waitPolling("far-a")
+	// trawler status shows which worker polls the site, from the workers' heartbeats.
+	rdb := redis.NewClient(&redis.Options{Addr: shared.redis.Addr()})
+	defer rdb.Close()
+	shown := false
+	for deadline := time.Now().Add(15 * time.Second); !shown && time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		beats, err := monitor.NewRecorder(rdb).Workers(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, b := range beats {
+			shown = shown || (b.Identity == "far-a" && slices.Contains(b.Sites, site))
+		}
+	}
+	if !shown {
+		t.Error("the heartbeats never showed far-a polling the site queue")
+	}
 
 	mu.Lock()
 	slow["far-a"], slow["far-b"] = true, false // a's network degrades, b's recovers

@@ -122,7 +122,11 @@ func printOverview(ov *engine.Overview, withRedis bool) {
 		if w.AgeS > 15 {
 			state = "SILENT"
 		}
-		fmt.Printf("worker %-28s queue %-12s last heartbeat %5.1fs ago  %s\n", w.Identity, w.TaskQueue, w.AgeS, state)
+		sites := ""
+		if len(w.Sites) > 0 {
+			sites = "  polls " + strings.Join(w.Sites, ", ")
+		}
+		fmt.Printf("worker %-28s queue %-12s last heartbeat %5.1fs ago  %s%s\n", w.Identity, w.TaskQueue, w.AgeS, state, sites)
 	}
 }
 
