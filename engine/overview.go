@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -25,11 +26,14 @@ import (
 
 // ChainLoad is what one chain of one tenant is doing now, over all its running runs.
 type ChainLoad struct {
-	Tenant  string `json:"tenant"`
-	Chain   string `json:"chain"`
-	Runs    int    `json:"runs"`    // running
-	Backlog int    `json:"backlog"` // inputs queued or in flight, partitions included
-	Pages   int    `json:"pages"`   // processed so far by the running runs
+	Tenant string `json:"tenant"`
+	Chain  string `json:"chain"`
+	Runs   int    `json:"runs"` // running
+	// Silent counts running workflows that did not answer the progress query in time:
+	// no worker polls their task queue, or the workers are overloaded.
+	Silent  int `json:"silent,omitempty"`
+	Backlog int `json:"backlog"` // inputs queued or in flight, partitions included
+	Pages   int `json:"pages"`   // processed so far by the running runs
 	// Pages per second over the last second (sampled) and the last full minute (from
 	// the counters every worker keeps in Redis).
 	Rate1s float64 `json:"rate_1s"`
@@ -86,24 +90,40 @@ func sampleRunning(ctx context.Context, c client.Client) ([]runLoad, error) {
 		if err != nil {
 			return nil, fmt.Errorf("list running runs: %w", err)
 		}
-		for _, e := range resp.GetExecutions() {
-			id := e.GetExecution().GetWorkflowId()
-			root, _, _ := strings.Cut(id, "/")
-			rl := runLoad{root: root, tenant: MemoString(e.GetMemo(), "tenant"), chain: MemoString(e.GetMemo(), "chain")}
-			if v, err := c.QueryWorkflow(ctx, id, "", workflows.ProgressQuery); err == nil {
-				var s workflows.Summary
-				if v.Get(&s) == nil {
-					rl.sum = &s
-					if rl.chain == "" {
-						rl.chain = s.Chain
+		execs := resp.GetExecutions()
+		loads := make([]runLoad, len(execs))
+		// A run answers its progress query through a worker; one whose workers are all
+		// gone would hold the whole overview up, so each gets a few seconds, and eight
+		// are asked at a time.
+		sem := make(chan struct{}, 8)
+		var wg sync.WaitGroup
+		for i, e := range execs {
+			wg.Add(1)
+			sem <- struct{}{}
+			go func() {
+				defer func() { <-sem; wg.Done() }()
+				id := e.GetExecution().GetWorkflowId()
+				root, _, _ := strings.Cut(id, "/")
+				rl := runLoad{root: root, tenant: MemoString(e.GetMemo(), "tenant"), chain: MemoString(e.GetMemo(), "chain")}
+				qctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+				defer cancel()
+				if v, err := c.QueryWorkflow(qctx, id, "", workflows.ProgressQuery); err == nil {
+					var s workflows.Summary
+					if v.Get(&s) == nil {
+						rl.sum = &s
+						if rl.chain == "" {
+							rl.chain = s.Chain
+						}
 					}
 				}
-			}
-			if d, err := c.DescribeWorkflowExecution(ctx, id, ""); err == nil {
-				rl.failing = failingActivities(d.GetPendingActivities())
-			}
-			out = append(out, rl)
+				if d, err := c.DescribeWorkflowExecution(qctx, id, ""); err == nil {
+					rl.failing = failingActivities(d.GetPendingActivities())
+				}
+				loads[i] = rl
+			}()
 		}
+		wg.Wait()
+		out = append(out, loads...)
 		if token = resp.GetNextPageToken(); len(token) == 0 {
 			return out, nil
 		}
@@ -161,6 +181,7 @@ func GetOverview(ctx context.Context, c client.Client, rdb *redis.Client, sample
 		roots[k][r.root] = true
 		l.Retrying = append(l.Retrying, r.failing...)
 		if r.sum == nil {
+			l.Silent++
 			continue
 		}
 		for _, st := range r.sum.Steps {

@@ -104,7 +104,7 @@ func (w *Worker) Stop() {
 	if w.stopLoops != nil {
 		w.stopLoops()
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		_ = w.monitor.Forget(ctx, w.Identity)
+		_ = w.monitor.Forget(ctx, w.Identity, w.taskQueue)
 		cancel()
 	}
 	w.Worker.Stop()

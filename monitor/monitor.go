@@ -170,12 +170,18 @@ type WorkerBeat struct {
 // the age of each one's last beat, so a stuck or dead worker stands out.
 func (r *Recorder) Beat(ctx context.Context, identity, queue string, sites []string) error {
 	b, _ := json.Marshal(WorkerBeat{Identity: identity, TaskQueue: queue, Sites: sites, At: r.now().UTC()})
-	return r.rdb.HSet(ctx, workersKey, identity, b).Err()
+	return r.rdb.HSet(ctx, workersKey, beatField(identity, queue), b).Err()
 }
 
 // Forget removes a worker that stopped cleanly.
-func (r *Recorder) Forget(ctx context.Context, identity string) error {
-	return r.rdb.HDel(ctx, workersKey, identity).Err()
+func (r *Recorder) Forget(ctx context.Context, identity, queue string) error {
+	return r.rdb.HDel(ctx, workersKey, beatField(identity, queue)).Err()
+}
+
+// beatField names one worker: several workers of one process (one identity) poll
+// different task queues, and one stopping must not hide the others.
+func beatField(identity, queue string) string {
+	return identity + " " + queue
 }
 
 // Workers lists the workers' last beats, oldest first; beats older than a day are

@@ -95,6 +95,9 @@ func printOverview(ov *engine.Overview, withRedis bool) {
 			}
 			sort.Strings(causes)
 			fmt.Printf("%-12s %-14s %4d %8d %8.1f %8.1f %8d %8d  %s\n", l.Tenant, l.Chain, l.Runs, l.Backlog, l.Rate1s, l.Rate1m, l.Failures, l.Today.Pages, strings.Join(causes, ", "))
+			if l.Silent > 0 {
+				fmt.Printf("    %d workflow(s) did not answer in 3 s: no worker polls their task queue, or the workers are overloaded\n", l.Silent)
+			}
 			for _, r := range l.Retrying {
 				fmt.Printf("    retrying %s\n", r)
 			}
