@@ -11,10 +11,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"hash/crc32"
 	"log/slog"
 	"net/url"
-	"os"
 	"runtime/debug"
 	"slices"
 	"sort"
@@ -55,7 +53,6 @@ type Activities struct {
 	// FlushEvery is how many finished inputs are stored (and heartbeated) together
 	// (default 10): smaller means less redone work after a crash, larger fewer writes.
 	FlushEvery int
-	ids        *snowflake
 	once       sync.Once
 }
 
@@ -87,8 +84,6 @@ type outcome struct {
 // RunBatch is the activity; its registered name is workflows.RunBatchActivity.
 func (a *Activities) RunBatch(ctx context.Context, b crawl.Batch) (crawl.BatchResult, error) {
 	a.once.Do(func() {
-		host, _ := os.Hostname()
-		a.ids = newSnowflake(int64(crc32.ChecksumIEEE([]byte(fmt.Sprintf("%s/%d", host, os.Getpid())))))
 		if a.Log == nil {
 			a.Log = slog.Default()
 		}
@@ -340,7 +335,7 @@ func (a *Activities) runOne(ctx context.Context, task crawl.Task, env *crawl.Env
 		if id, ok := ids[it.Key]; ok {
 			it.ID = id
 		} else {
-			it.ID = a.ids.next()
+			it.ID = itemID(b.RunID, it.Key)
 		}
 		it.Biz = biz
 		it.TS = now

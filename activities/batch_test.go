@@ -2,6 +2,7 @@ package activities
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -34,17 +35,20 @@ func TestStepFetcherAppliesChainRobotsSwitch(t *testing.T) {
 	}
 }
 
-func TestSnowflakeIDsAreUniqueAndOrdered(t *testing.T) {
-	s := newSnowflake(7)
-	prev := int64(0)
+func TestItemIDsAreStablePerRunAndKey(t *testing.T) {
+	seen := map[int64]string{}
 	for i := 0; i < 20000; i++ {
-		id := s.next()
-		if id <= prev {
-			t.Fatalf("id %d after %d: not increasing", id, prev)
+		key := fmt.Sprintf("demo:story:%d", i)
+		id := itemID("run-1", key)
+		if id <= 0 || id != itemID("run-1", key) {
+			t.Fatalf("id %d of %s: not positive or not stable", id, key)
 		}
-		if (id>>12)&0x3ff != 7 {
-			t.Fatalf("node bits of %d are not 7", id)
+		if other, dup := seen[id]; dup {
+			t.Fatalf("%s and %s share id %d", key, other, id)
 		}
-		prev = id
+		seen[id] = key
+		if itemID("run-2", key) == id {
+			t.Fatalf("%s has the same id in two runs", key)
+		}
 	}
 }
