@@ -530,6 +530,10 @@ func (r *runner) startBatch(ctx workflow.Context, i int, pending []Pending, now 
 	case r.fairPriority:
 		prio := r.priority(i, pending, now)
 		opts.Priority = temporal.Priority{PriorityKey: prio, FairnessKey: r.plan.TenantOrDefault()}
+		// Eager dispatch hands a batch straight to the worker that scheduled it, past
+		// everything waiting in the queue: right for urgent work, wrong for work below
+		// the default priority.
+		opts.DisableEagerExecution = prio > crawl.DefaultPriority
 		if prio > 1 { // nothing to gain from waiting at the top level
 			opts.ScheduleToStartTimeout = r.tune.AgingStep
 		}

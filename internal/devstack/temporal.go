@@ -54,6 +54,12 @@ func dynamicConfig() dynamicconfig.StaticClient {
 	return dynamicconfig.StaticClient{
 		// Fair dispatch between keys sharing a task queue.
 		dynamicconfig.MatchingEnableFairness.Key(): true,
+		// One partition per task queue: on a single server, partitions only split a
+		// queue's backlog into parts that each hand out their own tasks, so a poller on a
+		// part holding only low-priority work takes it while urgent work waits elsewhere.
+		// With one, priority and fairness order the whole queue.
+		dynamicconfig.MatchingNumTaskqueueReadPartitions.Key():  1,
+		dynamicconfig.MatchingNumTaskqueueWritePartitions.Key(): 1,
 
 		// A worker that completes a workflow task gets the activities it scheduled in the
 		// same reply instead of polling for them: one round trip less per batch, which
