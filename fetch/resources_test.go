@@ -58,7 +58,22 @@ func TestLeasedProxyIsUsedAndADeadOneBanned(t *testing.T) {
 	scope := external.Scope{Tenant: "t", Site: "s", Needs: []external.Kind{external.Proxy, external.UserAgent}}
 	rctx := WithResources(ctx, pools, scope)
 	ok := 0
-	for range 6 {
+	// Rotation takes the least recently used proxy; two requests in the same instant may
+	// take the same one, so ask until the dead proxy has had its three strikes (a few
+	// more than six requests at most).
+	deadBanned := func() bool {
+		st, err := pools.Stats(ctx, "t", "s", external.Proxy, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, it := range st.Items {
+			if it.Value == dead {
+				return it.Bans > 0
+			}
+		}
+		return false
+	}
+	for i := 0; i < 30 && (i < 6 || !deadBanned()); i++ {
 		resp, err := f.Fetch(rctx, &crawl.Request{Method: "GET", URL: site.URL + "/", IgnoreRobots: true})
 		if err == nil {
 			ok++
