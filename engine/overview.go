@@ -2,12 +2,15 @@ package engine
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"maps"
 	"math"
 	"net/http"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -157,7 +160,7 @@ func GetOverview(ctx context.Context, c client.Client, rdb *redis.Client, sample
 		}
 	}
 	get := func(r runLoad) (*ChainLoad, loadKey) {
-		t := cmpOr(r.tenant, rootTenant[r.root], crawl.DefaultTenant)
+		t := cmp.Or(r.tenant, rootTenant[r.root], crawl.DefaultTenant)
 		k := loadKey{t, r.chain}
 		if loads[k] == nil {
 			loads[k] = &ChainLoad{Tenant: t, Chain: r.chain, FailuresByCause: map[string]int{}}
@@ -234,7 +237,7 @@ func (ov *Overview) fromRedis(ctx context.Context, rdb *redis.Client, loads map[
 		}
 		tenants[l.Tenant] = true
 	}
-	for _, t := range sortedKeys(tenants) {
+	for _, t := range slices.Sorted(maps.Keys(tenants)) {
 		budgets, err := q.Tenant(ctx, t)
 		if err != nil {
 			return err
@@ -254,24 +257,6 @@ func (ov *Overview) fromRedis(ctx context.Context, rdb *redis.Client, loads map[
 	}
 	ov.Subscriptions, err = stream.Subscriptions(ctx, rdb)
 	return err
-}
-
-func sortedKeys(m map[string]bool) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
-}
-
-func cmpOr(vs ...string) string {
-	for _, v := range vs {
-		if v != "" {
-			return v
-		}
-	}
-	return ""
 }
 
 // WatchOptions configure Watch. Zero thresholds turn their alert off.

@@ -6,6 +6,7 @@
 package monitor
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -55,7 +56,7 @@ var (
 
 // Batch records a finished batch in the metrics.
 func Batch(b crawl.Batch, res crawl.BatchResult) {
-	tenant := cmpOr(b.Tenant, crawl.DefaultTenant)
+	tenant := cmp.Or(b.Tenant, crawl.DefaultTenant)
 	Pages.WithLabelValues(tenant, b.Chain, b.Step.ID).Add(float64(res.Pages))
 	for _, sink := range b.Step.Store {
 		Items.WithLabelValues(tenant, b.Chain, sink).Add(float64(res.Items))
@@ -73,13 +74,6 @@ func Batch(b crawl.Batch, res crawl.BatchResult) {
 	if res.QuotaSkipped > 0 {
 		QuotaStops.WithLabelValues(tenant, b.Chain).Add(float64(res.QuotaSkipped))
 	}
-}
-
-func cmpOr(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
 }
 
 // statusRE finds an HTTP status in the fetcher's and crawl.CheckStatus's messages.
@@ -140,7 +134,7 @@ func (r *Recorder) Pages(ctx context.Context, tenant, chain string, pages int) e
 	if pages == 0 {
 		return nil
 	}
-	key := rateKey(cmpOr(tenant, crawl.DefaultTenant), chain, r.now().Unix()/60)
+	key := rateKey(cmp.Or(tenant, crawl.DefaultTenant), chain, r.now().Unix()/60)
 	pipe := r.rdb.Pipeline()
 	pipe.IncrBy(ctx, key, int64(pages))
 	pipe.Expire(ctx, key, time.Hour)

@@ -311,6 +311,21 @@ func forOthers(env *crawl.Env, vars map[string]any) map[string]any {
 }
 
 // forSelf labels the variables of a paging input with the step it is meant for.
+// followPage adds the input for the next page of a paged list to res, unless next is
+// empty or this chain of pages has already visited it (a site whose "next" link loops).
+func followPage(env *crawl.Env, res *crawl.Result, task, u, next string, page int, seen seenSet) {
+	if next == "" {
+		return
+	}
+	if pageKey(next) == pageKey(u) || seen.has(next) {
+		if env.Log != nil {
+			env.Log.Info("next page already visited in this chain of pages; stopping", "task", task, "page", u, "next", next)
+		}
+		return
+	}
+	res.Next = append(res.Next, crawl.Input{URL: next, Task: task, Vars: forSelf(env, map[string]any{VarPage: page + 1, VarSeen: seen.with(u)})})
+}
+
 func forSelf(env *crawl.Env, vars map[string]any) map[string]any {
 	if env.Step == "" {
 		return vars

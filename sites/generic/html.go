@@ -180,16 +180,7 @@ func (c *htmlListConfig) page(ctx context.Context, env *crawl.Env, u string, pag
 			next = l[0]
 		}
 	}
-	if next == "" {
-		return res, nil
-	}
-	if pageKey(next) == pageKey(u) || seen.has(next) {
-		if env.Log != nil {
-			env.Log.Info("next page already visited in this chain of pages; stopping", "task", HTMLListTask, "page", u, "next", next)
-		}
-		return res, nil
-	}
-	res.Next = append(res.Next, crawl.Input{URL: next, Task: HTMLListTask, Vars: forSelf(env, map[string]any{VarPage: page + 1, VarSeen: seen.with(u)})})
+	followPage(env, &res, HTMLListTask, u, next, page, seen)
 	return res, nil
 }
 

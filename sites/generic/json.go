@@ -188,17 +188,9 @@ func (c *jsonConfig) page(ctx context.Context, env *crawl.Env, u string, page in
 		}
 	}
 	res := col.res
-	next, ok := c.nextURL(doc, u, base, page, len(elems))
-	if !ok {
-		return res, nil
+	if next, ok := c.nextURL(doc, u, base, page, len(elems)); ok {
+		followPage(env, &res, JSONTask, u, next, page, seen)
 	}
-	if pageKey(next) == pageKey(u) || seen.has(next) {
-		if env.Log != nil {
-			env.Log.Info("next page already visited in this chain of pages; stopping", "task", JSONTask, "page", u, "next", next)
-		}
-		return res, nil
-	}
-	res.Next = append(res.Next, crawl.Input{URL: next, Task: JSONTask, Vars: forSelf(env, map[string]any{VarPage: page + 1, VarSeen: seen.with(u)})})
 	return res, nil
 }
 
