@@ -15,11 +15,11 @@ import (
 	"net/url"
 	"runtime/debug"
 	"slices"
-	"sort"
+
 	"sync"
 	"time"
 
-	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/temporal"
 
 	"trawler/affinity"
 	"trawler/crawl"
@@ -56,8 +56,8 @@ type Activities struct {
 	once       sync.Once
 }
 
-// outcome is what became of one input; stored outcomes are heartbeated so a retried
-// batch reuses them.
+// outcome is what became of one input. Finished outcomes are checkpointed through the
+// batch's heartbeat, so a retried batch skips what is already stored.
 type outcome struct {
 	Index        int            `json:"i"`
 	OK           bool           `json:"ok,omitempty"`
@@ -69,20 +69,31 @@ type outcome struct {
 	Err          string         `json:"err,omitempty"`
 	Permanent    bool           `json:"perm,omitempty"`
 	RetryAfter   time.Duration  `json:"ra,omitempty"`
-	// Sending marks an input whose items were being written when the heartbeat was
-	// recorded, with their ids by key: a retried batch runs the input again and gives
-	// its items the same ids, so a sink that got part of the failed write (Kafka keeps
-	// every copy) holds repeats that consumers drop by id, not new records.
-	Sending bool             `json:"sending,omitempty"`
-	IDs     map[string]int64 `json:"ids,omitempty"`
-	waiting error            // the input waits for a pool item (external.WaitError)
-	quota   string           // the input was not run: a budget ran out (why)
-	input   crawl.Input
-	result  crawl.Result // until stored
+	waiting      error          // the input waits for a dependency (a pool item, Redis)
+	quota        string         // the input was not run: a budget ran out (why)
+	input        crawl.Input
+	result       crawl.Result // until stored
+	// set once the item pipeline has judged the input's items (dedup verdicts, budget),
+	// so a write retried during an outage neither leases nor judges them twice
+	judged  bool
+	kept    []crawl.Item
+	stages  []string // see wrote
+	dropped []string // keys of items the budget kept from being stored
 }
 
-// RunBatch is the activity; its registered name is workflows.RunBatchActivity.
+// RunBatch is the activity; its registered name is workflows.RunBatchActivity. A batch
+// whose store, Redis or pool is down returns what it finished and the rest as waiting
+// (runs that wait out outages set Batch.Outages); an error it still returns carries the
+// dependency as an application error of type crawl.DependencyErrorType.
 func (a *Activities) RunBatch(ctx context.Context, b crawl.Batch) (crawl.BatchResult, error) {
+	res, err := a.runBatch(ctx, b)
+	if dep, ok := crawl.DependencyOf(err); ok {
+		return res, temporal.NewApplicationErrorWithOptions(err.Error(), crawl.DependencyErrorType, temporal.ApplicationErrorOptions{Details: []any{dep}, Cause: err})
+	}
+	return res, err
+}
+
+func (a *Activities) runBatch(ctx context.Context, b crawl.Batch) (crawl.BatchResult, error) {
 	a.once.Do(func() {
 		if a.Log == nil {
 			a.Log = slog.Default()
@@ -97,51 +108,15 @@ func (a *Activities) RunBatch(ctx context.Context, b crawl.Batch) (crawl.BatchRe
 		// input fails with the reason instead of the batch failing forever.
 		return a.failAll(ctx, b, fmt.Sprintf("task %s is not registered on this worker (it has: %v); deploy a worker that includes the site package", b.Step.Task, a.Registry.Names()))
 	}
+	// Resume: what an earlier attempt checkpointed is already stored.
+	cp := newCheckpointer(ctx, len(b.Work))
 	sinks := make([]storage.Sink, 0, len(b.Step.Store))
 	for _, name := range b.Step.Store {
 		s, err := a.Sinks.Get(name)
 		if err != nil {
-			return crawl.BatchResult{}, err
+			return a.waitOut(ctx, b, cp, nil, nil, crawl.Dependency("store "+name, err))
 		}
 		sinks = append(sinks, s)
-	}
-
-	// Resume: outcomes heartbeated by an earlier attempt are already stored; inputs it
-	// was still sending keep their item ids.
-	done := map[int]outcome{}
-	sending := map[int]outcome{}
-	if activity.HasHeartbeatDetails(ctx) {
-		var prev []outcome
-		if err := activity.GetHeartbeatDetails(ctx, &prev); err == nil {
-			for _, o := range prev {
-				if o.Sending {
-					sending[o.Index] = o
-				} else {
-					done[o.Index] = o
-				}
-			}
-		}
-	}
-	reuse := make(map[int]map[string]int64, len(sending)) // read by the input goroutines
-	for i, o := range sending {
-		reuse[i] = o.IDs
-	}
-	// A sink that keeps every copy it is sent needs the ids recorded before each write,
-	// the last one included.
-	logSink := false
-	for _, s := range sinks {
-		if _, ok := s.(storage.AtLeastOnce); ok {
-			logSink = true
-		}
-	}
-	heartbeat := func() {
-		details := sortedOutcomes(done)
-		for _, o := range sortedOutcomes(sending) {
-			if _, ok := done[o.Index]; !ok {
-				details = append(details, o)
-			}
-		}
-		activity.RecordHeartbeat(ctx, details)
 	}
 
 	cost := startCost()
@@ -152,41 +127,47 @@ func (a *Activities) RunBatch(ctx context.Context, b crawl.Batch) (crawl.BatchRe
 		Fetcher: fetcher, Log: a.Log.With("chain", b.Chain, "step", b.Step.ID, "run", b.RunID),
 		Params: b.Step.Params, Chain: b.Chain, Step: b.Step.ID, RunID: b.RunID, Tenant: b.Tenant,
 	}
-	budget, err := a.quotaFor(ctx, b)
-	if err != nil {
-		return crawl.BatchResult{}, err
+	var budget *batchQuota
+	if err := a.hold(ctx, b, cp, func() (err error) {
+		budget, err = a.quotaFor(ctx, b)
+		return crawl.Dependency("redis (quota)", err)
+	}); err != nil {
+		return a.waitOut(ctx, b, cp, nil, nil, err)
 	}
 	defer budget.release(ctx, a.Log)
-	// The inputs still to run are listed before anything starts: `done` belongs to the
-	// collecting loop below from here on.
-	var todo []int
-	for i := range b.Work {
-		if _, ok := done[i]; !ok {
-			todo = append(todo, i)
-		}
-	}
+	// The inputs still to run are listed before anything starts: the checkpoint belongs
+	// to the collecting loop below from here on.
+	todo := cp.todo()
+	// Stopping the run context stops admitting inputs and cancels those running: the
+	// batch gives up on an outage and hands the rest back.
+	runCtx, stopRun := context.WithCancel(ctx)
+	defer stopRun()
 	results := make(chan outcome)
 	go func() {
 		var wg sync.WaitGroup
 		sem := make(chan struct{}, max(b.Step.Concurrency, 1))
 		for _, i := range todo {
 			w := b.Work[i]
-			if o, stop := budget.admit(ctx, i); stop {
+			if o, stop := budget.admit(runCtx, i); stop {
+				if o.quota == "" && b.Outages {
+					// Redis failed, not the input: it waits instead of spending a retry.
+					o = outcome{Index: i, waiting: crawl.Dependency("redis (quota)", errors.New(o.Err))}
+				}
 				results <- o
 				continue
 			}
 			select {
 			case sem <- struct{}{}:
-			case <-ctx.Done():
+			case <-runCtx.Done():
 			}
-			if ctx.Err() != nil {
+			if runCtx.Err() != nil {
 				break
 			}
 			wg.Add(1)
 			go func(i int, w crawl.Work) {
 				defer func() { <-sem; wg.Done() }()
 				began := time.Now()
-				o := a.runOne(ctx, task, env, b, i, w, reuse[i])
+				o := a.runOne(runCtx, task, env, b, i, w)
 				cost.wall.Add(int64(time.Since(began)))
 				results <- o
 			}(i, w)
@@ -195,45 +176,24 @@ func (a *Activities) RunBatch(ctx context.Context, b crawl.Batch) (crawl.BatchRe
 		close(results)
 	}()
 
-	// Store finished inputs in groups, then heartbeat them as done.
+	// Store finished inputs in groups, then checkpoint them as done.
 	var pending []outcome
-	// The last flush does not heartbeat: the batch result follows at once and a
-	// heartbeat would only add a round trip to the server.
-	flush := func(last bool) error {
+	flush := func() error {
 		if len(pending) == 0 {
-			if !last {
-				heartbeat() // still alive, nothing new
-			}
 			return nil
-		}
-		if !last || logSink {
-			// The ids go out before the items: if the write fails, the retried batch
-			// reuses them. Within the SDK's throttle window this costs no round trip.
-			for _, o := range pending {
-				if o.OK && len(o.result.Items) > 0 {
-					ids := make(map[string]int64, len(o.result.Items))
-					for _, it := range o.result.Items {
-						ids[it.Key] = it.ID
-					}
-					sending[o.Index] = outcome{Index: o.Index, Sending: true, IDs: ids}
-				}
-			}
-			heartbeat()
 		}
 		if err := a.store(ctx, b, sinks, pending, budget); err != nil {
 			return err
 		}
 		for _, o := range pending {
-			o.result = crawl.Result{}
-			done[o.Index] = o
-			delete(sending, o.Index)
+			cp.finish(o)
 		}
 		pending = pending[:0]
-		if !last {
-			heartbeat()
-		}
 		return nil
 	}
+	// flushHeld rides out a short outage of a store or Redis inside the batch; a long
+	// one stops the batch so the run can wait it out (Batch.Outages).
+	flushHeld := func() error { return a.hold(ctx, b, cp, flush) }
 	tick := time.NewTicker(2 * time.Second)
 	defer tick.Stop()
 	var flushErr error
@@ -250,38 +210,106 @@ loop:
 				continue
 			}
 			if o.quota != "" {
+				cp.unrun[o.Index] = true
 				continue // left unrun; the result says how many and why
 			}
+			if flushErr != nil {
+				continue // not stored: it goes back with the rest
+			}
 			pending = append(pending, o)
-			if len(pending) >= a.FlushEvery && flushErr == nil {
-				flushErr = flush(false)
+			if len(pending) >= a.FlushEvery {
+				if flushErr = flushHeld(); flushErr != nil {
+					stopRun()
+				}
+				cp.heartbeat(false)
 			}
 		case <-tick.C:
 			if flushErr == nil {
-				flushErr = flush(false)
+				if flushErr = flushHeld(); flushErr != nil {
+					stopRun()
+				}
 			}
+			cp.heartbeat(false)
 		}
 	}
 	if flushErr == nil {
-		flushErr = flush(true)
-	}
-	if flushErr != nil {
-		return crawl.BatchResult{}, flushErr // Temporal retries the batch; done outcomes are kept
+		flushErr = flushHeld()
 	}
 	if err := ctx.Err(); err != nil {
 		return crawl.BatchResult{}, err
 	}
-	if len(waiting) > 0 {
-		heartbeat() // what is done stays done when Temporal retries the batch
-		return crawl.BatchResult{}, waitingFor(waiting, len(b.Work))
+	if flushErr != nil {
+		return a.waitOut(ctx, b, cp, budget, waiting, flushErr)
 	}
-	res, err := a.summarize(ctx, b, done)
+	if len(waiting) > 0 {
+		return a.waitOut(ctx, b, cp, budget, waiting, waiting[0].waiting)
+	}
+	res, err := a.summarize(ctx, b, cp)
 	budget.report(&res)
 	if err == nil {
 		a.observe(ctx, b, res)
 	}
 	a.recordCost(ctx, b.Step.Task, res.Pages, cost)
 	return res, err
+}
+
+// hold runs fn until it succeeds; while it fails for a dependency, it retries with a
+// growing pause for up to the batch's OutageHold (heartbeating, so the batch is not
+// taken for lost). Other errors, and runs that do not wait out outages, return at once.
+func (a *Activities) hold(ctx context.Context, b crawl.Batch, cp *checkpointer, fn func() error) error {
+	err := fn()
+	if err == nil || !b.Outages {
+		return err
+	}
+	if _, ok := crawl.DependencyOf(err); !ok {
+		return err
+	}
+	deadline := time.Now().Add(b.OutageHold)
+	pause := 200 * time.Millisecond
+	for time.Now().Before(deadline) {
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(min(pause, time.Until(deadline))):
+		}
+		cp.heartbeat(true)
+		if err = fn(); err == nil {
+			return nil
+		}
+		pause = min(2*pause, 5*time.Second)
+	}
+	return err
+}
+
+// waitOut ends a batch whose dependency is down. Runs that wait out outages get what
+// the batch finished, with every other input back as waiting; older runs get the error,
+// and Temporal retries the batch from its checkpoint.
+func (a *Activities) waitOut(ctx context.Context, b crawl.Batch, cp *checkpointer, budget *batchQuota, waiting []outcome, cause error) (crawl.BatchResult, error) {
+	dep, isDep := crawl.DependencyOf(cause)
+	if w := (*external.WaitError)(nil); errors.As(cause, &w) {
+		dep, isDep = fmt.Sprintf("pool %s/%s/%s", w.Tenant, w.Site, w.Kind), true
+		if !b.Outages {
+			cp.heartbeat(true) // what is done stays done when Temporal retries the batch
+			return crawl.BatchResult{}, waitingFor(waiting, len(b.Work))
+		}
+	}
+	if !b.Outages || !isDep {
+		cp.heartbeat(true)
+		return crawl.BatchResult{}, cause
+	}
+	res, err := a.summarize(ctx, b, cp)
+	if err != nil {
+		return crawl.BatchResult{}, err
+	}
+	budget.report(&res)
+	for i, w := range b.Work {
+		if !cp.done[i] && !cp.unrun[i] {
+			res.Waiting = append(res.Waiting, w)
+		}
+	}
+	res.Outage = &crawl.Outage{Dependency: dep, Cause: cause.Error()}
+	a.Log.Warn("batch waits for a dependency", "chain", b.Chain, "step", b.Step.ID, "dependency", dep, "waiting", len(res.Waiting), "err", cause)
+	return res, nil
 }
 
 // observe counts a finished batch in the metrics and the fleet-wide rates.
@@ -294,9 +322,8 @@ func (a *Activities) observe(ctx context.Context, b crawl.Batch, res crawl.Batch
 	}
 }
 
-// runOne runs one input. ids are the item ids an earlier attempt of the batch gave this
-// input's items (by key), if it was sending them when it failed.
-func (a *Activities) runOne(ctx context.Context, task crawl.Task, env *crawl.Env, b crawl.Batch, i int, w crawl.Work, ids map[string]int64) (o outcome) {
+// runOne runs one input.
+func (a *Activities) runOne(ctx context.Context, task crawl.Task, env *crawl.Env, b crawl.Batch, i int, w crawl.Work) (o outcome) {
 	o.Index = i
 	ictx, cancel := context.WithTimeout(ctx, b.Step.Timeout)
 	defer cancel()
@@ -332,11 +359,9 @@ func (a *Activities) runOne(ctx context.Context, task crawl.Task, env *crawl.Env
 		if it.Key == "" {
 			return outcome{Index: i, Err: fmt.Sprintf("%s: task %s returned an item without a key; set Item.Key to a stable natural id", w.Input.Describe(), b.Step.Task), Permanent: true}
 		}
-		if id, ok := ids[it.Key]; ok {
-			it.ID = id
-		} else {
-			it.ID = itemID(b.RunID, it.Key)
-		}
+		// The id is a hash of run and key: every attempt of the input gives its items
+		// the same ids, so a copy a failed write left in a store is the same record.
+		it.ID = itemID(b.RunID, it.Key)
 		it.Biz = biz
 		it.TS = now
 		it.Hash = contentHash(it.Data)
@@ -345,35 +370,91 @@ func (a *Activities) runOne(ctx context.Context, task crawl.Task, env *crawl.Env
 	return outcome{Index: i, OK: true, Skipped: res.Skipped, input: w.Input, result: res}
 }
 
-// store writes the items of finished inputs to the step's sinks — only the new or
-// changed ones when the step deduplicates — and routes each input's outputs to the
-// consuming steps. Dedup entries are recorded only after the items are stored, so a
-// crash in between makes them new again rather than lost.
-func (a *Activities) store(ctx context.Context, b crawl.Batch, sinks []storage.Sink, pending []outcome, budget *batchQuota) error {
+// store runs the item pipeline over a group of finished inputs: judge (dedup verdicts,
+// the item budget, routing the outputs), write each sink, record the dedup entries.
+// Dedup entries are recorded only after the items are stored, so a crash in between
+// makes them new again rather than lost. When a step fails part-way, calling store again
+// with the same group resumes where it stopped: judged inputs keep their verdicts and
+// budget, sinks already written are not written twice.
+func (a *Activities) store(ctx context.Context, b crawl.Batch, sinks []storage.Sink, group []outcome, budget *batchQuota) error {
 	dd := a.Dedup != nil && b.Step.Dedup != crawl.DedupOff
+	ns := b.Tenant + ":" + b.Step.Task
+	if err := a.judge(ctx, b, dd, ns, sinks, group, budget); err != nil {
+		return err
+	}
+	var items []crawl.Item
+	for _, o := range group {
+		items = append(items, o.kept...)
+	}
+	if len(items) > 0 {
+		for _, s := range sinks {
+			if group[0].wrote(s.Name()) {
+				continue
+			}
+			if err := s.Write(ctx, items); err != nil {
+				return crawl.Dependency("store "+s.Name(), fmt.Errorf("store %d items of step %s in %s: %w", len(items), b.Step.ID, s.Name(), err))
+			}
+			group[0].markWritten(s.Name())
+		}
+	}
+	if !dd || group[0].wrote(recordedMark) {
+		return nil
+	}
+	// Every item judged is recorded as seen (unchanged ones move their last-seen time),
+	// except those over budget: they were not stored.
+	var entries []dedup.Entry
+	for _, o := range group {
+		for _, it := range o.result.Items {
+			if !slices.Contains(o.dropped, it.Key) {
+				entries = append(entries, dedup.Entry{Key: it.Key, Content: it.Hash})
+			}
+		}
+	}
+	if len(entries) > 0 {
+		if err := a.Dedup.Record(ctx, ns, entries); err != nil {
+			return crawl.Dependency("redis (dedup)", err)
+		}
+	}
+	group[0].markWritten(recordedMark)
+	return nil
+}
+
+// recordedMark is the stage name of the dedup record in a group's written set.
+const recordedMark = "\x00dedup"
+
+// judge decides, once per input, which of its items are stored: dedup drops unchanged
+// ones (and changed ones when the step stores only new items), a key twice in one group
+// is stored once, and the item budget keeps what it can pay for. Then it routes the
+// input's outputs to the consuming steps.
+func (a *Activities) judge(ctx context.Context, b crawl.Batch, dd bool, ns string, sinks []storage.Sink, group []outcome, budget *batchQuota) error {
 	var entries []dedup.Entry
 	if dd {
-		for _, o := range pending {
+		for _, o := range group {
 			for _, it := range o.result.Items {
 				entries = append(entries, dedup.Entry{Key: it.Key, Content: it.Hash})
 			}
 		}
 	}
-	ns := b.Tenant + ":" + b.Step.Task
 	var verdicts []dedup.Verdict
-	if len(entries) > 0 {
+	if len(entries) > 0 && !group[len(group)-1].judged {
 		var err error
 		if verdicts, err = a.Dedup.Lookup(ctx, ns, entries); err != nil {
-			return err
+			return crawl.Dependency("redis (dedup)", err)
 		}
 	}
-	var items []crawl.Item
-	seen := map[string]bool{}    // a key twice in one group is stored once
-	dropped := map[string]bool{} // over budget: not stored, so not recorded as seen
+	seen := map[string]bool{} // a key twice in one group is stored once
 	k := 0
-	for p := range pending {
-		o := &pending[p]
+	for p := range group {
+		o := &group[p]
+		if o.judged {
+			k += len(o.result.Items)
+			for _, it := range o.result.Items {
+				seen[it.Key] = true
+			}
+			continue
+		}
 		var kept []crawl.Item
+		unchanged := 0
 		for _, it := range o.result.Items {
 			keep := !seen[it.Key]
 			if dd {
@@ -389,56 +470,41 @@ func (a *Activities) store(ctx context.Context, b crawl.Batch, sinks []storage.S
 			if keep {
 				kept = append(kept, it)
 			} else {
-				o.Unchanged++
+				unchanged++
 			}
 		}
 		if len(sinks) > 0 {
 			allowed, err := budget.keep(ctx, kept)
 			if err != nil {
-				return err
+				return crawl.Dependency("redis (quota)", err)
 			}
+			// Items over budget are not stored, so they are not recorded as seen either.
 			for _, it := range kept[len(allowed):] {
-				dropped[it.Key] = true
+				o.dropped = append(o.dropped, it.Key)
 			}
 			kept = allowed
 		}
-		o.Items = len(kept)
+		o.kept, o.Unchanged, o.Items = kept, unchanged, len(kept)
 		o.Out, o.DepthLimited = b.Step.Route(o.input, crawl.Result{Items: kept, Next: o.result.Next})
-		items = append(items, kept...)
-	}
-	if len(items) > 0 {
-		for _, s := range sinks {
-			if err := s.Write(ctx, items); err != nil {
-				return fmt.Errorf("store %d items of step %s in %s: %w", len(items), b.Step.ID, s.Name(), err)
-			}
-		}
-	}
-	if len(dropped) > 0 {
-		entries = slices.DeleteFunc(entries, func(e dedup.Entry) bool { return dropped[e.Key] })
-	}
-	if len(entries) > 0 {
-		if err := a.Dedup.Record(ctx, ns, entries); err != nil {
-			return err
-		}
+		o.judged = true
 	}
 	return nil
 }
 
-// summarize turns per-input outcomes into the batch result, deciding for each failure
+// wrote and markWritten keep, on a group's first outcome, the pipeline stages (sinks,
+// the dedup record) the group has passed, so a retried write skips them.
+func (o *outcome) wrote(stage string) bool  { return slices.Contains(o.stages, stage) }
+func (o *outcome) markWritten(stage string) { o.stages = append(o.stages, stage) }
+
+// summarize turns a batch's finished inputs into its result, deciding for each failure
 // whether it is retried or given up on (and recorded).
-func (a *Activities) summarize(ctx context.Context, b crawl.Batch, done map[int]outcome) (crawl.BatchResult, error) {
-	var res crawl.BatchResult
-	for _, o := range sortedOutcomes(done) {
+func (a *Activities) summarize(ctx context.Context, b crawl.Batch, cp *checkpointer) (crawl.BatchResult, error) {
+	s := cp.sum
+	res := crawl.BatchResult{Pages: s.Pages, Items: s.Items, Skipped: s.Skipped, Unchanged: s.Unchanged, DepthLimited: s.DepthLimited, Out: s.Out}
+	failed := slices.Clone(s.Failed)
+	slices.SortFunc(failed, func(x, y outcome) int { return x.Index - y.Index })
+	for _, o := range failed {
 		w := b.Work[o.Index]
-		if o.OK {
-			res.Pages++
-			res.Items += o.Items
-			res.Skipped += o.Skipped
-			res.Unchanged += o.Unchanged
-			res.DepthLimited += o.DepthLimited
-			res.Out = append(res.Out, o.Out...)
-			continue
-		}
 		attempts := w.Attempt + 1
 		if o.Permanent || attempts > b.Step.Retries {
 			res.Failed = append(res.Failed, crawl.Failure{Step: b.Step.ID, Input: w.Input, Attempts: attempts, Cause: o.Err})
@@ -449,27 +515,18 @@ func (a *Activities) summarize(ctx context.Context, b crawl.Batch, done map[int]
 	}
 	if len(res.Failed) > 0 && a.Failures != nil {
 		if err := a.Failures.WriteFailures(ctx, b.RunID, res.Failed); err != nil {
-			return crawl.BatchResult{}, fmt.Errorf("record %d failures of step %s: %w", len(res.Failed), b.Step.ID, err)
+			return crawl.BatchResult{}, crawl.Dependency("failure log", fmt.Errorf("record %d failures of step %s: %w", len(res.Failed), b.Step.ID, err))
 		}
 	}
 	return res, nil
 }
 
 func (a *Activities) failAll(ctx context.Context, b crawl.Batch, cause string) (crawl.BatchResult, error) {
-	done := map[int]outcome{}
+	cp := &checkpointer{ctx: ctx, n: len(b.Work), done: map[int]bool{}}
 	for i := range b.Work {
-		done[i] = outcome{Index: i, Err: cause, Permanent: true}
+		cp.finish(outcome{Index: i, Err: cause, Permanent: true})
 	}
-	return a.summarize(ctx, b, done)
-}
-
-func sortedOutcomes(m map[int]outcome) []outcome {
-	out := make([]outcome, 0, len(m))
-	for _, o := range m {
-		out = append(out, o)
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Index < out[j].Index })
-	return out
+	return a.summarize(ctx, b, cp)
 }
 
 // contentHash is a short, stable hash of an item's fields (encoding/json sorts map keys).

@@ -19,8 +19,10 @@ type Chain struct {
 	Robots   bool // obey robots.txt (default true)
 	Priority int
 	Quota    Quota
-	Defaults Defaults
-	Steps    []Step
+	// MaxOutage ends a run that waited this long on one unreachable dependency (0: wait).
+	MaxOutage time.Duration
+	Defaults  Defaults
+	Steps     []Step
 }
 
 // Affinity ties a step to the workers that reach its site well: each worker fetches
@@ -135,7 +137,7 @@ func (ps Problems) Error() string {
 }
 
 var (
-	chainKeys    = []string{"name", "tenant", "robots", "priority", "quota", "defaults", "steps"}
+	chainKeys    = []string{"name", "tenant", "robots", "priority", "quota", "max_outage", "defaults", "steps"}
 	quotaKeys    = []string{"pages", "items", "pages_per_day", "items_per_day"}
 	defaultsKeys = []string{"timeout", "retries", "batch", "concurrency", "parallel", "store", "params", "dedup"}
 	stepKeys     = []string{"id", "task", "params", "from", "each", "max_depth", "store", "dedup", "timeout", "retries", "batch", "concurrency", "parallel", "priority", "shared", "affinity"}
@@ -227,6 +229,8 @@ func (l *loader) parse(data []byte) *Chain {
 					c.Quota.ItemsPerDay = n
 				}
 			})
+		case "max_outage":
+			c.MaxOutage = l.duration(v, "max_outage")
 		case "defaults":
 			l.fields(v, "defaults", defaultsKeys, func(key string, v *yaml.Node) {
 				switch key {

@@ -57,3 +57,40 @@ func RetryDelay(err error) time.Duration {
 	}
 	return 0
 }
+
+// DependencyError is a failure of something the engine relies on — a store, Redis, a
+// resource pool, a site queue — rather than of the input being crawled. The input is
+// not at fault, so it never counts against the input's retries: the run waits the
+// outage out and names the dependency in its status.
+type DependencyError struct {
+	Dependency string // e.g. "store mongo", "redis (dedup)", "pool default/demo/cookie"
+	Err        error
+}
+
+func (e *DependencyError) Error() string { return e.Dependency + ": " + e.Err.Error() }
+func (e *DependencyError) Unwrap() error { return e.Err }
+
+// DependencyErrorType is the Temporal application error type of a batch that failed
+// for a dependency; the error's details hold the dependency's name.
+const DependencyErrorType = "DependencyError"
+
+// Dependency marks err as an outage of dep. An error already marked keeps its dependency.
+func Dependency(dep string, err error) error {
+	if err == nil {
+		return nil
+	}
+	var d *DependencyError
+	if errors.As(err, &d) {
+		return err
+	}
+	return &DependencyError{Dependency: dep, Err: err}
+}
+
+// DependencyOf returns the dependency an error was marked with.
+func DependencyOf(err error) (string, bool) {
+	var d *DependencyError
+	if errors.As(err, &d) {
+		return d.Dependency, true
+	}
+	return "", false
+}

@@ -11,12 +11,15 @@ import (
 // and each step's consumers listed, so neither the workflow nor an activity looks
 // anything up. It travels through workflow history, so it holds no functions.
 type Plan struct {
-	Chain    string     `json:"chain"`
-	Tenant   string     `json:"tenant"`
-	Robots   bool       `json:"robots"`
-	Priority int        `json:"priority,omitempty"`
-	Quota    Quota      `json:"quota,omitzero"`
-	Steps    []PlanStep `json:"steps"`
+	Chain    string `json:"chain"`
+	Tenant   string `json:"tenant"`
+	Robots   bool   `json:"robots"`
+	Priority int    `json:"priority,omitempty"`
+	Quota    Quota  `json:"quota,omitzero"`
+	// MaxOutage ends a run whose work has waited this long on one unreachable
+	// dependency (a store, Redis, a pool); 0 waits for as long as it takes.
+	MaxOutage time.Duration `json:"max_outage,omitempty"`
+	Steps     []PlanStep    `json:"steps"`
 }
 
 // PlanStep is one step with every setting resolved.
@@ -36,7 +39,11 @@ type PlanStep struct {
 	Store       []string      `json:"store,omitempty"`
 	Dedup       string        `json:"dedup,omitempty"`
 	Root        bool          `json:"root,omitempty"`
-	Consumers   []Consumer    `json:"consumers,omitempty"`
+	// Seeds are a root step's start inputs, one per start URL, when its task declares
+	// them (TaskSpec.Seeds): each is fetched, retried and failed on its own. Empty: the
+	// step starts from one empty input.
+	Seeds     []Input    `json:"seeds,omitempty"`
+	Consumers []Consumer `json:"consumers,omitempty"`
 }
 
 // SiteQueue is the task queue of a step's site for workers polling base: the step's
@@ -102,7 +109,7 @@ func (c *Chain) Compile(reg *Registry) (*Plan, error) {
 	if reg == nil {
 		reg = Default
 	}
-	p := &Plan{Chain: c.Name, Tenant: c.Tenant, Robots: c.Robots, Priority: c.Priority, Quota: c.Quota}
+	p := &Plan{Chain: c.Name, Tenant: c.Tenant, Robots: c.Robots, Priority: c.Priority, Quota: c.Quota, MaxOutage: c.MaxOutage}
 	index := map[string]int{}
 	for i, s := range c.Steps {
 		index[s.ID] = i
@@ -141,6 +148,9 @@ func (c *Chain) Compile(reg *Registry) (*Plan, error) {
 			Shared:      s.Shared,
 			Affinity:    expandProbe(s.Affinity, params),
 			Store:       s.Store,
+		}
+		if ps.Root && spec.Seeds != nil {
+			ps.Seeds = spec.Seeds(params)
 		}
 		switch {
 		case s.Retries >= 0:
@@ -286,15 +296,21 @@ type Failure struct {
 
 // Batch is the input of one activity: one step's task over up to Batch inputs.
 type Batch struct {
-	RunID    string   `json:"run_id"`
-	Chain    string   `json:"chain"`
-	Tenant   string   `json:"tenant"`
-	Robots   bool     `json:"robots"`
-	Quota    Quota    `json:"quota,omitzero"`
-	StepIdx  int      `json:"step_idx"`
-	Step     PlanStep `json:"step"`
-	Work     []Work   `json:"work"`
-	Sequence int64    `json:"seq"` // unique per batch within a run, for logs
+	RunID  string `json:"run_id"`
+	Chain  string `json:"chain"`
+	Tenant string `json:"tenant"`
+	Robots bool   `json:"robots"`
+	Quota  Quota  `json:"quota,omitzero"`
+	// Outages is set by runs that wait out dependency outages: a store, Redis or pool
+	// failure then ends the batch with what it finished and the rest in
+	// BatchResult.Waiting, instead of failing the activity. OutageHold is how long the
+	// batch first keeps retrying a failed write itself.
+	Outages    bool          `json:"outages,omitempty"`
+	OutageHold time.Duration `json:"outage_hold,omitempty"`
+	StepIdx    int           `json:"step_idx"`
+	Step       PlanStep      `json:"step"`
+	Work       []Work        `json:"work"`
+	Sequence   int64         `json:"seq"` // unique per batch within a run, for logs
 }
 
 // BatchResult is what one batch produced.
@@ -314,4 +330,14 @@ type BatchResult struct {
 	Quota        string `json:"quota,omitempty"`
 	QuotaSkipped int    `json:"quota_skipped,omitempty"`
 	QuotaDropped int    `json:"quota_dropped,omitempty"`
+	// Waiting are inputs the batch did not finish because a dependency is down (see
+	// Outage): they go back to the queue with their attempts unchanged.
+	Waiting []Work  `json:"waiting,omitempty"`
+	Outage  *Outage `json:"outage,omitempty"`
+}
+
+// Outage is a dependency a batch could not reach, and the error it got.
+type Outage struct {
+	Dependency string `json:"dependency"`
+	Cause      string `json:"cause"`
 }

@@ -58,6 +58,11 @@ type TaskSpec struct {
 	// params with defaults applied and returns one error per problem, each naming the
 	// param and the fix.
 	Check func(p Params) []error
+	// Seeds, when set, splits a root step's start into one input per start URL (from
+	// the params with defaults applied), so one bad URL fails alone and its siblings
+	// are fetched and stored whatever it does. Nil: a root step starts from one empty
+	// input.
+	Seeds func(p Params) []Input
 }
 
 // Type is the type of a param or an output field.

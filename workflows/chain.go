@@ -10,6 +10,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"time"
 
@@ -58,6 +59,16 @@ type Tuning struct {
 	// one level more urgent, so low-priority work behind a steady stream of urgent work
 	// still runs.
 	AgingStep time.Duration `json:"aging_step,omitempty"`
+	// A batch that cannot reach a dependency (a store, Redis, a pool) first retries it
+	// itself for OutageHold (default 30s); then its unfinished inputs go back to the
+	// queue, not before OutageBase, doubling per batch that meets the same outage up to
+	// OutageMax (defaults 5s and 10m). BatchAttempts bounds Temporal's own retries of a
+	// batch whose worker died or that failed outright (default 10); after them its
+	// inputs wait the same way. No outage ends a run unless the chain sets max_outage.
+	OutageHold    time.Duration `json:"outage_hold,omitempty"`
+	OutageBase    time.Duration `json:"outage_base,omitempty"`
+	OutageMax     time.Duration `json:"outage_max,omitempty"`
+	BatchAttempts int           `json:"batch_attempts,omitempty"`
 }
 
 func (t Tuning) withDefaults() Tuning {
@@ -80,6 +91,10 @@ func (t Tuning) withDefaults() Tuning {
 	defd(&t.RetryMax, 5*time.Minute)
 	defd(&t.HeartbeatTimeout, 30*time.Second)
 	defd(&t.AgingStep, time.Minute)
+	defd(&t.OutageHold, 30*time.Second)
+	defd(&t.OutageBase, 5*time.Second)
+	defd(&t.OutageMax, 10*time.Minute)
+	def(&t.BatchAttempts, 10)
 	return t
 }
 
@@ -113,6 +128,8 @@ type Pending struct {
 	Work      crawl.Work `json:"work"`
 	NotBefore time.Time  `json:"not_before,omitzero"`
 	Since     time.Time  `json:"since,omitzero"`
+	// Dep is the dependency the input waits for, while it is down.
+	Dep string `json:"dep,omitempty"`
 }
 
 // StepStats counts what happened in one step.
@@ -131,8 +148,10 @@ type StepStats struct {
 	// items a budget kept from being stored.
 	QuotaSkipped int `json:"quota_skipped,omitempty"`
 	QuotaDropped int `json:"quota_dropped,omitempty"`
-	Queued       int `json:"queued"`    // live: waiting in this workflow
-	InFlight     int `json:"in_flight"` // live: inside running batch activities
+	// OutageSkipped counts inputs never run because the run ended on max_outage.
+	OutageSkipped int `json:"outage_skipped,omitempty"`
+	Queued        int `json:"queued"`    // live: waiting in this workflow
+	InFlight      int `json:"in_flight"` // live: inside running batch activities
 }
 
 // Summary is a run's (or a partition's) progress and, once done, its result.
@@ -151,12 +170,29 @@ type Summary struct {
 	// ran out (Quota says which) and the run stopped early.
 	Status string `json:"status,omitempty"`
 	Quota  string `json:"quota,omitempty"`
+	// Outages are the dependencies work is waiting for now; Reason says why a run
+	// that ended on max_outage ended.
+	Outages []Outage `json:"outages,omitempty"`
+	Reason  string   `json:"reason,omitempty"`
+}
+
+// Outage is a dependency (a store, Redis, a pool, a worker) that batches could not
+// reach, from the first batch that met it until a batch of the same steps succeeds.
+type Outage struct {
+	Dependency string    `json:"dependency"`
+	Since      time.Time `json:"since"`
+	Last       time.Time `json:"last"`    // when a batch last met it
+	Cause      string    `json:"cause"`   // the last error
+	Batches    int       `json:"batches"` // batches it sent back
+	Waiting    int       `json:"waiting"` // inputs queued until it is back
+	Steps      []string  `json:"steps"`
 }
 
 // Run end states in Summary.Status.
 const (
 	StatusCompleted    = "completed"
 	StatusQuotaReached = "quota_reached"
+	StatusOutage       = "outage"
 )
 
 // Unchanged sums the items dedup did not store again.
@@ -195,12 +231,16 @@ func (s *Summary) merge(o *Summary, sample int) {
 		a.Aged += b.Aged
 		a.QuotaSkipped += b.QuotaSkipped
 		a.QuotaDropped += b.QuotaDropped
+		a.OutageSkipped += b.OutageSkipped
 	}
 	s.Batches += o.Batches
 	s.Partitions += o.Partitions
 	s.FailuresTotal += o.FailuresTotal
 	if s.Quota == "" {
 		s.Quota = o.Quota
+	}
+	if s.Reason == "" {
+		s.Reason = o.Reason
 	}
 	for _, f := range o.Failures {
 		if len(s.Failures) < sample {
@@ -226,10 +266,19 @@ const (
 	// priority that gains a level for paging steps and for every AgingStep of waiting;
 	// a batch no worker took within AgingStep is withdrawn and dispatched again.
 	ChangeFairPriority = "fair-priority"
+	// ChangeSeedPerURL: a root step whose task splits its start URLs (TaskSpec.Seeds)
+	// starts from one input per URL instead of one input fetching them all, so one bad
+	// URL no longer takes its siblings down with it.
+	ChangeSeedPerURL = "seed-per-url"
+	// ChangeOutlastOutages: a batch that cannot reach a dependency hands its unfinished
+	// inputs back (BatchResult.Waiting) and the run waits the outage out with a growing
+	// backoff, shown in its progress, instead of failing after the batch's retries; a
+	// batch that fails outright after BatchAttempts waits the same way.
+	ChangeOutlastOutages = "outlast-outages"
 )
 
 // changes lists the guarded changes in the order they were made.
-var changes = []string{ChangeDownstreamFirst, ChangeStepActivityIDs, ChangeFairPriority}
+var changes = []string{ChangeDownstreamFirst, ChangeStepActivityIDs, ChangeFairPriority, ChangeSeedPerURL, ChangeOutlastOutages}
 
 // Changes returns the guarded changes, oldest first; a run started by this build records
 // one version marker for each.
@@ -269,6 +318,14 @@ func chainWorkflow(ctx workflow.Context, in ChainInput, known int) (*Summary, er
 	if known > 2 {
 		r.fairPriority = workflow.GetVersion(ctx, ChangeFairPriority, workflow.DefaultVersion, 1) == 1
 	}
+	seedPerURL := false
+	if known > 3 {
+		seedPerURL = workflow.GetVersion(ctx, ChangeSeedPerURL, workflow.DefaultVersion, 1) == 1
+	}
+	if known > 4 {
+		r.outages = workflow.GetVersion(ctx, ChangeOutlastOutages, workflow.DefaultVersion, 1) == 1
+	}
+	r.seed(ctx, seedPerURL)
 	return r.run(ctx)
 }
 
@@ -277,6 +334,7 @@ type runner struct {
 	downstreamFirst bool // ChangeDownstreamFirst is on for this run
 	stepActivityIDs bool // ChangeStepActivityIDs is on for this run
 	fairPriority    bool // ChangeFairPriority is on for this run
+	outages         bool // ChangeOutlastOutages is on for this run
 	tune            Tuning
 	plan            crawl.Plan
 	queues          [][]Pending // per step, FIFO
@@ -308,18 +366,32 @@ func newRunner(ctx workflow.Context, in ChainInput) *runner {
 			r.sum.Steps[i].ID, r.sum.Steps[i].Task = s.ID, s.Task
 		}
 	}
-	if !in.Seeded {
-		for i, s := range in.Plan.Steps {
-			if s.Root {
-				r.queues[i] = append(r.queues[i], Pending{Step: i, Since: workflow.Now(ctx)})
-			}
-		}
-	}
 	for _, p := range in.Queue {
 		r.queues[p.Step] = append(r.queues[p.Step], p)
 	}
 	r.selector = workflow.NewSelector(ctx)
 	return r
+}
+
+// seed queues the root steps' start inputs on a fresh run: one per start URL where the
+// step's task splits them (perURL), else one empty input.
+func (r *runner) seed(ctx workflow.Context, perURL bool) {
+	if r.in.Seeded {
+		return
+	}
+	now := workflow.Now(ctx)
+	for i, s := range r.plan.Steps {
+		if !s.Root {
+			continue
+		}
+		if perURL && len(s.Seeds) > 0 {
+			for _, in := range s.Seeds {
+				r.queues[i] = append(r.queues[i], Pending{Step: i, Work: crawl.Work{Input: in}, Since: now})
+			}
+			continue
+		}
+		r.queues[i] = append(r.queues[i], Pending{Step: i, Since: now})
+	}
 }
 
 func (r *runner) progress() *Summary {
@@ -328,6 +400,18 @@ func (r *runner) progress() *Summary {
 	for i := range s.Steps {
 		s.Steps[i].Queued = len(r.queues[i])
 		s.Steps[i].InFlight = r.inputsIn[i]
+	}
+	s.Outages = append([]Outage(nil), r.sum.Outages...)
+	for k := range s.Outages {
+		o := &s.Outages[k]
+		o.Waiting = 0
+		for _, q := range r.queues {
+			for _, p := range q {
+				if p.Dep == o.Dependency {
+					o.Waiting++
+				}
+			}
+		}
 	}
 	s.Running = r.children
 	return &s
@@ -361,6 +445,14 @@ func (r *runner) run(ctx workflow.Context) (*Summary, error) {
 			// finish (they meet the same budget), and count what was left unrun.
 			if !r.busy() {
 				return r.stopForQuota(), nil
+			}
+			r.selector.Select(ctx)
+			continue
+		}
+		if r.sum.Reason != "" || r.outageTooLong(ctx) {
+			// An outage outlasted the chain's max_outage: end the run the same way.
+			if !r.busy() {
+				return r.stopForOutage(), nil
 			}
 			r.selector.Select(ctx)
 			continue
@@ -409,13 +501,42 @@ func (r *runner) registerSites(ctx workflow.Context) {
 
 // stopForQuota ends a run whose budget ran out, counting its queued inputs as skipped.
 func (r *runner) stopForQuota() *Summary {
+	return r.stopEarly(StatusQuotaReached, func(st *StepStats) *int { return &st.QuotaSkipped })
+}
+
+// stopEarly ends a run before its work is done, counting each step's queued inputs in
+// the counter skipped picks.
+func (r *runner) stopEarly(status string, skipped func(*StepStats) *int) *Summary {
 	for i, q := range r.queues {
-		r.sum.Steps[i].QuotaSkipped += len(q)
+		*skipped(&r.sum.Steps[i]) += len(q)
 		r.queues[i] = nil
 	}
 	r.sum.Done = true
-	r.sum.Status = StatusQuotaReached
+	r.sum.Status = status
 	return r.progress()
+}
+
+// outageTooLong reports whether a dependency has been down for longer than the chain's
+// max_outage, and if so records why the run ends.
+func (r *runner) outageTooLong(ctx workflow.Context) bool {
+	if !r.outages || r.plan.MaxOutage <= 0 {
+		return false
+	}
+	now := workflow.Now(ctx)
+	for _, o := range r.sum.Outages {
+		if now.Sub(o.Since) >= r.plan.MaxOutage {
+			r.sum.Reason = fmt.Sprintf("%s unreachable since %s, longer than max_outage %s: %s",
+				o.Dependency, o.Since.UTC().Format(time.RFC3339), r.plan.MaxOutage, o.Cause)
+			return true
+		}
+	}
+	return false
+}
+
+// stopForOutage ends a run that waited too long for a dependency, counting its queued
+// inputs as skipped.
+func (r *runner) stopForOutage() *Summary {
+	return r.stopEarly(StatusOutage, func(st *StepStats) *int { return &st.OutageSkipped })
 }
 
 // split hands queued work beyond SplitAt to child workflows, so no single history grows
@@ -452,6 +573,12 @@ func (r *runner) startChild(ctx workflow.Context, part []Pending) {
 		r.children--
 		var res Summary
 		if err := f.Get(ctx, &res); err != nil {
+			if r.outages {
+				// A partition only fails when its workflow does (a bug, a terminate):
+				// its work goes back to the queue rather than ending the run.
+				r.requeueWaiting(ctx, part, "partition", err.Error())
+				return
+			}
 			r.err = fmt.Errorf("partition %s failed: %w", id, err)
 			return
 		}
@@ -523,6 +650,13 @@ func (r *runner) startBatch(ctx workflow.Context, i int, pending []Pending, now 
 			MaximumAttempts: 20,
 		},
 	}
+	if r.outages {
+		// Outages are waited out by the run (requeueWaiting); Temporal's retries are
+		// left for batches whose worker died.
+		b.Outages, b.OutageHold = true, r.tune.OutageHold
+		opts.RetryPolicy.MaximumAttempts = int32(r.tune.BatchAttempts)
+		opts.StartToCloseTimeout += r.tune.OutageHold
+	}
 	if r.stepActivityIDs {
 		opts.ActivityID = fmt.Sprintf("%s/%d", step.ID, r.seq)
 	}
@@ -555,11 +689,26 @@ func (r *runner) startBatch(ctx workflow.Context, i int, pending []Pending, now 
 			r.sum.Steps[i].Aged++
 			return
 		}
+		if err != nil && r.outages {
+			// The batch failed even after its own retries: its worker keeps dying, or
+			// something it needs is missing. Its inputs wait and try again later.
+			dep, cause := dependencyOf(err)
+			r.requeueWaiting(ctx, pendingOf(i, work), dep, cause)
+			return
+		}
 		if err != nil {
 			r.err = fmt.Errorf("step %s: batch of %d inputs failed after all activity retries: %w", step.ID, len(work), err)
 			return
 		}
 		r.absorb(ctx, i, res)
+		if !r.outages {
+			return
+		}
+		if res.Outage != nil {
+			r.requeueWaiting(ctx, pendingOf(i, res.Waiting), res.Outage.Dependency, res.Outage.Cause)
+		} else {
+			r.outageOver(ctx, i)
+		}
 	})
 }
 
@@ -596,6 +745,108 @@ func (r *runner) absorb(ctx workflow.Context, i int, res crawl.BatchResult) {
 		}
 		r.queues[i] = append(r.queues[i], Pending{Step: i, Work: w, NotBefore: now.Add(delay), Since: now.Add(delay)})
 	}
+}
+
+// requeueWaiting queues inputs that wait for a dependency, not before the outage's
+// backoff, and records the outage for the run's progress. Their attempts are unchanged:
+// the inputs were not at fault.
+func (r *runner) requeueWaiting(ctx workflow.Context, pend []Pending, dep, cause string) {
+	if len(pend) == 0 {
+		return
+	}
+	o := r.meetOutage(ctx, pend[0].Step, dep, cause)
+	now := workflow.Now(ctx)
+	delay := r.tune.OutageBase
+	for k := 1; k < o.Batches && delay < r.tune.OutageMax; k++ {
+		delay *= 2
+	}
+	at := now.Add(min(delay, r.tune.OutageMax))
+	if r.plan.MaxOutage > 0 {
+		// Wake by the deadline at the latest, so the run ends on time.
+		at = minTime(at, o.Since.Add(r.plan.MaxOutage))
+	}
+	for _, p := range pend {
+		p.NotBefore, p.Since, p.Dep = at, at, dep
+		r.queues[p.Step] = append(r.queues[p.Step], p)
+	}
+}
+
+func pendingOf(step int, work []crawl.Work) []Pending {
+	out := make([]Pending, len(work))
+	for k, w := range work {
+		out[k] = Pending{Step: step, Work: w}
+	}
+	return out
+}
+
+// meetOutage records that a batch of step i met the outage of dep.
+func (r *runner) meetOutage(ctx workflow.Context, i int, dep, cause string) *Outage {
+	now := workflow.Now(ctx)
+	o := r.findOutage(dep)
+	if o == nil {
+		r.sum.Outages = append(r.sum.Outages, Outage{Dependency: dep, Since: now})
+		o = &r.sum.Outages[len(r.sum.Outages)-1]
+	}
+	o.Last, o.Cause = now, cause
+	o.Batches++
+	if id := r.plan.Steps[i].ID; !slices.Contains(o.Steps, id) {
+		o.Steps = append(o.Steps, id)
+	}
+	return o
+}
+
+func (r *runner) findOutage(dep string) *Outage {
+	for k := range r.sum.Outages {
+		if r.sum.Outages[k].Dependency == dep {
+			return &r.sum.Outages[k]
+		}
+	}
+	return nil
+}
+
+// outageOver ends the outages a batch of step i met before: the batch got through, so
+// what it depends on is back. Inputs waiting for them are released at once.
+func (r *runner) outageOver(ctx workflow.Context, i int) {
+	id := r.plan.Steps[i].ID
+	now := workflow.Now(ctx)
+	kept := r.sum.Outages[:0]
+	for _, o := range r.sum.Outages {
+		if !slices.Contains(o.Steps, id) {
+			kept = append(kept, o)
+			continue
+		}
+		for s := range r.queues {
+			for k := range r.queues[s] {
+				if p := &r.queues[s][k]; p.Dep == o.Dependency {
+					p.Dep, p.NotBefore, p.Since = "", now, now
+				}
+			}
+		}
+	}
+	r.sum.Outages = kept
+}
+
+// dependencyOf names what a failed batch could not reach: the dependency its activity
+// reported, or its worker when the batch failed in another way.
+func dependencyOf(err error) (dep, cause string) {
+	var ae *temporal.ApplicationError
+	if errors.As(err, &ae) && ae.Type() == crawl.DependencyErrorType && ae.HasDetails() {
+		if ae.Details(&dep) == nil && dep != "" {
+			return dep, ae.Error()
+		}
+	}
+	var te *temporal.TimeoutError
+	if errors.As(err, &te) {
+		return "worker", "batch timed out (" + te.TimeoutType().String() + "): " + err.Error()
+	}
+	return "worker", err.Error()
+}
+
+func minTime(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
 }
 
 func (r *runner) backoff(attempt int) time.Duration {

@@ -18,8 +18,9 @@ import (
 )
 
 var csvSpec = crawl.TaskSpec{
-	Name: CSVTask,
-	Doc:  "a CSV file: an item per row, columns mapped to fields by header name or index",
+	Name:  CSVTask,
+	Doc:   "a CSV file: an item per row, columns mapped to fields by header name or index",
+	Seeds: seedInputs,
 	Params: []crawl.Param{
 		urlsParam,
 		baseURLParam,

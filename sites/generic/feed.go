@@ -38,8 +38,9 @@ var feedExtraFields = []crawl.Field{
 }
 
 var feedSpec = crawl.TaskSpec{
-	Name: FeedTask,
-	Doc:  "an RSS 0.9x/1.0/2.0, Atom or JSON Feed: an item per entry (title, link, guid, published, author, description, content, categories…), keyed by guid or link",
+	Name:  FeedTask,
+	Doc:   "an RSS 0.9x/1.0/2.0, Atom or JSON Feed: an item per entry (title, link, guid, published, author, description, content, categories…), keyed by guid or link",
+	Seeds: seedInputs,
 	Params: []crawl.Param{
 		urlsParam,
 		baseURLParam,

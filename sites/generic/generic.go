@@ -59,6 +59,9 @@ const (
 	VarFor = "for"
 	// VarLastmod is a sitemap entry's lastmod (RFC 3339), when it has one.
 	VarLastmod = "lastmod"
+	// VarStart marks one of a step's start URLs, split from `urls` into an input of
+	// its own (see seedInputs): it is fetched as a first page.
+	VarStart = "start"
 )
 
 // maxSeen bounds the visited-page hashes an input carries; older ones drop out
@@ -219,7 +222,7 @@ func runPages[C pager](env *crawl.Env, in crawl.Input, task string, build func(c
 		if err != nil {
 			return crawl.Result{}, err
 		}
-		return page(c, u, false)
+		return page(c, u, in.Var(VarStart) != "")
 	}
 	urls, err := c.seedURLs()
 	if err != nil {
@@ -234,6 +237,18 @@ func runPages[C pager](env *crawl.Env, in crawl.Input, task string, build func(c
 		res = merge(res, r)
 	}
 	return res, nil
+}
+
+// seedInputs splits a root step's start URLs into one input each (TaskSpec.Seeds), so
+// that a 500, a 429 or a hang on one start URL is retried and failed on its own while
+// its siblings are fetched and stored. Bad URLs are left to validation, which names them.
+func seedInputs(p crawl.Params) []crawl.Input {
+	c, _ := parseCommon("", p)
+	out := make([]crawl.Input, 0, len(c.urls))
+	for _, u := range c.urls {
+		out = append(out, crawl.Input{URL: u, Vars: map[string]any{VarStart: true}})
+	}
+	return out
 }
 
 func isSeed(in crawl.Input) bool {

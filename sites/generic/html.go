@@ -21,8 +21,9 @@ import (
 const selectorDoc = "CSS, or XPath when it starts with / ./ ../ or ( ; or a mapping {css: …} or {xpath: …}"
 
 var htmlListSpec = crawl.TaskSpec{
-	Name: HTMLListTask,
-	Doc:  "an HTML list page: an item per `items` match with its `fields`, next pages (next or next_template, bounded by max_pages), detail links for the next step",
+	Name:  HTMLListTask,
+	Doc:   "an HTML list page: an item per `items` match with its `fields`, next pages (next or next_template, bounded by max_pages), detail links for the next step",
+	Seeds: seedInputs,
 	Params: []crawl.Param{
 		urlsParam,
 		baseURLParam,
@@ -44,8 +45,9 @@ var htmlListSpec = crawl.TaskSpec{
 }
 
 var htmlDetailSpec = crawl.TaskSpec{
-	Name: HTMLDetailTask,
-	Doc:  "an HTML detail page: one item with its `fields`; fields carried from the list page fill what the page lacks",
+	Name:  HTMLDetailTask,
+	Doc:   "an HTML detail page: one item with its `fields`; fields carried from the list page fill what the page lacks",
+	Seeds: seedInputs,
 	Params: []crawl.Param{
 		urlsParam,
 		baseURLParam,

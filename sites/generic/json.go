@@ -14,8 +14,9 @@ import (
 )
 
 var jsonSpec = crawl.TaskSpec{
-	Name: JSONTask,
-	Doc:  "a JSON API response: an item per element of `items` (a gjson path) with its `fields`; paging by page number, offset, cursor or next link",
+	Name:  JSONTask,
+	Doc:   "a JSON API response: an item per element of `items` (a gjson path) with its `fields`; paging by page number, offset, cursor or next link",
+	Seeds: seedInputs,
 	Params: []crawl.Param{
 		urlsParam,
 		baseURLParam,

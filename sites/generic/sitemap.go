@@ -21,8 +21,9 @@ import (
 const maxSitemapBytes = 64 << 20
 
 var sitemapSpec = crawl.TaskSpec{
-	Name: SitemapTask,
-	Doc:  "a sitemap index or urlset (plain, gzip or text): child sitemaps go back to this step, page URLs to the next step (filtered by include, exclude, lastmod_after)",
+	Name:  SitemapTask,
+	Doc:   "a sitemap index or urlset (plain, gzip or text): child sitemaps go back to this step, page URLs to the next step (filtered by include, exclude, lastmod_after)",
+	Seeds: seedInputs,
 	Params: []crawl.Param{
 		urlsParam,
 		baseURLParam,

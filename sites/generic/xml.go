@@ -16,8 +16,9 @@ import (
 )
 
 var xmlSpec = crawl.TaskSpec{
-	Name: XMLTask,
-	Doc:  "an XML document: an item per `items` XPath match with its `fields` (XPath relative to the item), namespaces by prefix",
+	Name:  XMLTask,
+	Doc:   "an XML document: an item per `items` XPath match with its `fields` (XPath relative to the item), namespaces by prefix",
+	Seeds: seedInputs,
 	Params: []crawl.Param{
 		urlsParam,
 		baseURLParam,
