@@ -128,7 +128,7 @@ func (a *Activities) runBatch(ctx context.Context, b crawl.Batch) (crawl.BatchRe
 		Params: b.Step.Params, Chain: b.Chain, Step: b.Step.ID, RunID: b.RunID, Tenant: b.Tenant,
 	}
 	var budget *batchQuota
-	if err := a.hold(ctx, b, cp, func() (err error) {
+	if err := a.hold(ctx, b, cp, nil, func() (err error) {
 		budget, err = a.quotaFor(ctx, b)
 		return crawl.Dependency("redis (quota)", err)
 	}); err != nil {
@@ -192,8 +192,12 @@ func (a *Activities) runBatch(ctx context.Context, b crawl.Batch) (crawl.BatchRe
 		return nil
 	}
 	// flushHeld rides out a short outage of a store or Redis inside the batch; a long
-	// one stops the batch so the run can wait it out (Batch.Outages).
-	flushHeld := func() error { return a.hold(ctx, b, cp, flush) }
+	// one stops the batch so the run can wait it out (Batch.Outages) — unless some sink
+	// already holds the group's items: giving up then would write them twice (an
+	// appending sink keeps both copies), so the batch holds on until the group is
+	// stored and recorded.
+	committed := func() bool { return len(pending) > 0 && len(pending[0].stages) > 0 }
+	flushHeld := func() error { return a.hold(ctx, b, cp, committed, flush) }
 	tick := time.NewTicker(2 * time.Second)
 	defer tick.Stop()
 	var flushErr error
@@ -254,31 +258,45 @@ loop:
 }
 
 // hold runs fn until it succeeds; while it fails for a dependency, it retries with a
-// growing pause for up to the batch's OutageHold (heartbeating, so the batch is not
-// taken for lost). Other errors, and runs that do not wait out outages, return at once.
-func (a *Activities) hold(ctx context.Context, b crawl.Batch, cp *checkpointer, fn func() error) error {
-	err := fn()
+// growing pause for up to the batch's OutageHold, or for as long as committed reports
+// work that must not be dropped half-done (bounded by the chain's max_outage), and
+// heartbeats the outage so status shows it. Other errors, and runs that do not wait out
+// outages, return at once.
+func (a *Activities) hold(ctx context.Context, b crawl.Batch, cp *checkpointer, committed func() bool, fn func() error) error {
+	err := cp.keepAlive(fn)
 	if err == nil || !b.Outages {
 		return err
 	}
 	if _, ok := crawl.DependencyOf(err); !ok {
 		return err
 	}
-	deadline := time.Now().Add(b.OutageHold)
+	dep, _ := crawl.DependencyOf(err)
+	cp.sum.Hold = &crawl.Outage{Dependency: dep, Cause: err.Error(), Since: time.Now().UTC(), Waiting: cp.n - len(cp.done) - len(cp.unrun)}
+	defer func() { cp.sum.Hold = nil }()
+	began := time.Now()
 	pause := 200 * time.Millisecond
-	for time.Now().Before(deadline) {
+	for {
+		cp.heartbeat(true)
+		held := time.Since(began)
+		mustFinish := committed != nil && committed() && (b.MaxOutage <= 0 || held < b.MaxOutage)
+		if held >= b.OutageHold && !mustFinish {
+			return err
+		}
+		wait := pause
+		if !mustFinish {
+			wait = min(pause, b.OutageHold-held)
+		}
 		select {
 		case <-ctx.Done():
 			return err
-		case <-time.After(min(pause, time.Until(deadline))):
+		case <-time.After(wait):
 		}
-		cp.heartbeat(true)
-		if err = fn(); err == nil {
+		if err = cp.keepAlive(fn); err == nil {
 			return nil
 		}
+		cp.sum.Hold.Cause = err.Error()
 		pause = min(2*pause, 5*time.Second)
 	}
-	return err
 }
 
 // waitOut ends a batch whose dependency is down. Runs that wait out outages get what
@@ -522,7 +540,7 @@ func (a *Activities) summarize(ctx context.Context, b crawl.Batch, cp *checkpoin
 }
 
 func (a *Activities) failAll(ctx context.Context, b crawl.Batch, cause string) (crawl.BatchResult, error) {
-	cp := &checkpointer{ctx: ctx, n: len(b.Work), done: map[int]bool{}}
+	cp := &checkpointer{n: len(b.Work), done: map[int]bool{}}
 	for i := range b.Work {
 		cp.finish(outcome{Index: i, Err: cause, Permanent: true})
 	}

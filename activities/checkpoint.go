@@ -3,6 +3,7 @@ package activities
 import (
 	"context"
 	"slices"
+	"sync"
 	"time"
 
 	"go.temporal.io/sdk/activity"
@@ -24,12 +25,13 @@ type checkpoint struct {
 	DepthLimited int            `json:"dl,omitempty"`
 	Out          []crawl.Routed `json:"out,omitempty"`
 	Failed       []outcome      `json:"failed,omitempty"`
+	// Hold is the outage the batch is riding out right now, for status to show.
+	Hold *crawl.Outage `json:"hold,omitempty"`
 }
 
 // checkpointer keeps a batch's finished inputs (those of earlier attempts included) and
 // heartbeats them.
 type checkpointer struct {
-	ctx   context.Context
 	n     int
 	done  map[int]bool
 	unrun map[int]bool // left unrun by a budget
@@ -37,27 +39,34 @@ type checkpointer struct {
 	every time.Duration
 	last  time.Time
 	dirty bool
+	send  func(checkpoint) // activity.RecordHeartbeat in a batch
 }
 
 // newCheckpointer resumes from what an earlier attempt of the batch heartbeated.
 func newCheckpointer(ctx context.Context, n int) *checkpointer {
-	c := &checkpointer{ctx: ctx, n: n, done: map[int]bool{}, unrun: map[int]bool{}, every: time.Second}
+	c := &checkpointer{n: n, done: map[int]bool{}, unrun: map[int]bool{}, every: time.Second,
+		send: func(p checkpoint) { activity.RecordHeartbeat(ctx, p) }}
 	if hb := activity.GetInfo(ctx).HeartbeatTimeout; hb/4 > c.every {
 		c.every = hb / 4
 	}
 	if activity.HasHeartbeatDetails(ctx) {
 		var prev checkpoint
 		if err := activity.GetHeartbeatDetails(ctx, &prev); err == nil {
-			for _, r := range prev.Done {
-				for i := r[0]; i <= r[1] && i < n; i++ {
-					c.done[i] = true
-				}
-			}
-			prev.Done = nil
-			c.sum = prev
+			c.resume(prev)
 		}
 	}
 	return c
+}
+
+// resume takes over what an earlier attempt checkpointed.
+func (c *checkpointer) resume(prev checkpoint) {
+	for _, r := range prev.Done {
+		for i := max(r[0], 0); i <= r[1] && i < c.n; i++ {
+			c.done[i] = true
+		}
+	}
+	prev.Done, prev.Hold = nil, nil
+	c.sum = prev
 }
 
 // todo lists the inputs no attempt has finished, in order.
@@ -94,12 +103,12 @@ func (c *checkpointer) finish(o outcome) {
 func (c *checkpointer) heartbeat(force bool) {
 	if !force && (!c.dirty || time.Since(c.last) < c.every) {
 		if time.Since(c.last) >= c.every {
-			activity.RecordHeartbeat(c.ctx, c.payload())
+			c.send(c.payload())
 			c.last = time.Now()
 		}
 		return
 	}
-	activity.RecordHeartbeat(c.ctx, c.payload())
+	c.send(c.payload())
 	c.last, c.dirty = time.Now(), false
 }
 
@@ -126,4 +135,30 @@ func spans(set map[int]bool) [][2]int {
 		}
 	}
 	return out
+}
+
+// keepAlive runs fn (a write that may block for long on a store that is down) while
+// heartbeating the checkpoint as it stood before, so the batch is not taken for lost.
+func (c *checkpointer) keepAlive(fn func() error) error {
+	snapshot := c.payload()
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		t := time.NewTicker(max(c.every/2, 100*time.Millisecond))
+		defer t.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-t.C:
+				c.send(snapshot)
+			}
+		}
+	}()
+	err := fn()
+	close(stop)
+	wg.Wait()
+	return err
 }

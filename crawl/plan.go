@@ -307,6 +307,7 @@ type Batch struct {
 	// batch first keeps retrying a failed write itself.
 	Outages    bool          `json:"outages,omitempty"`
 	OutageHold time.Duration `json:"outage_hold,omitempty"`
+	MaxOutage  time.Duration `json:"max_outage,omitempty"` // the chain's; 0: none
 	StepIdx    int           `json:"step_idx"`
 	Step       PlanStep      `json:"step"`
 	Work       []Work        `json:"work"`
@@ -336,8 +337,12 @@ type BatchResult struct {
 	Outage  *Outage `json:"outage,omitempty"`
 }
 
-// Outage is a dependency a batch could not reach, and the error it got.
+// Outage is a dependency a batch could not reach, and the error it got. A batch that
+// is still retrying it heartbeats one too, with since when and how many of its inputs
+// wait, so status shows an outage before the batch hands its inputs back.
 type Outage struct {
-	Dependency string `json:"dependency"`
-	Cause      string `json:"cause"`
+	Dependency string    `json:"dependency"`
+	Cause      string    `json:"cause"`
+	Since      time.Time `json:"since,omitzero"`
+	Waiting    int       `json:"waiting,omitempty"`
 }

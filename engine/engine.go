@@ -14,6 +14,7 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -23,6 +24,7 @@ import (
 	workflowpb "go.temporal.io/api/workflow/v1"
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 
@@ -296,6 +298,7 @@ func Describe(ctx context.Context, c client.Client, runID string) (*Status, erro
 			var s workflows.Summary
 			if v.Get(&s) == nil {
 				st.Progress = &s
+				s.Outages = heldOutages(d.GetPendingActivities(), s.Outages)
 			}
 		}
 	case enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED:
@@ -309,6 +312,37 @@ func Describe(ctx context.Context, c client.Client, runID string) (*Status, erro
 		}
 	}
 	return st, nil
+}
+
+// heldOutages adds to a run's outages those its running batches are riding out
+// themselves (they heartbeat them), before any input has gone back to the run.
+func heldOutages(pending []*workflowpb.PendingActivityInfo, outs []workflows.Outage) []workflows.Outage {
+	for _, pa := range pending {
+		if pa.GetHeartbeatDetails() == nil {
+			continue
+		}
+		var cp struct {
+			Hold *crawl.Outage `json:"hold"`
+		}
+		if converter.GetDefaultDataConverter().FromPayloads(pa.GetHeartbeatDetails(), &cp) != nil || cp.Hold == nil {
+			continue
+		}
+		h := cp.Hold
+		i := slices.IndexFunc(outs, func(o workflows.Outage) bool { return o.Dependency == h.Dependency })
+		if i < 0 {
+			outs = append(outs, workflows.Outage{Dependency: h.Dependency, Since: h.Since, Last: h.Since, Cause: h.Cause})
+			i = len(outs) - 1
+		}
+		o := &outs[i]
+		o.Waiting += h.Waiting
+		if step, _, ok := strings.Cut(pa.GetActivityId(), "/"); ok && !slices.Contains(o.Steps, step) {
+			o.Steps = append(o.Steps, step)
+		}
+		if h.Since.Before(o.Since) {
+			o.Since = h.Since
+		}
+	}
+	return outs
 }
 
 // failingActivities describes the pending activities whose last attempt failed.

@@ -47,6 +47,9 @@ type ChainLoad struct {
 	FailuresByCause map[string]int `json:"failures_by_cause,omitempty"`
 	// Retrying lists batches Temporal is retrying, with their last error.
 	Retrying []string `json:"retrying,omitempty"`
+	// Outages are the dependencies (stores, Redis, pools) the running runs wait for:
+	// since when, the last error, and the inputs waiting, summed over the runs.
+	Outages []workflows.Outage `json:"outages,omitempty"`
 	// Today is what the chain spent today (UTC) against its budgets.
 	Today quota.Usage `json:"today"`
 }
@@ -191,6 +194,7 @@ func GetOverview(ctx context.Context, c client.Client, rdb *redis.Client, sample
 			l.Backlog += st.Queued + st.InFlight
 		}
 		l.Failures += r.sum.FailuresTotal
+		l.Outages = addOutages(l.Outages, r.sum.Outages)
 		for _, f := range r.sum.Failures {
 			l.FailuresByCause[monitor.Cause(f.Cause)]++
 		}
@@ -259,6 +263,33 @@ func (ov *Overview) fromRedis(ctx context.Context, rdb *redis.Client, loads map[
 	return err
 }
 
+// addOutages merges a run's outages into a chain's: one entry per dependency, from the
+// earliest start, with the waiting inputs summed.
+func addOutages(into, from []workflows.Outage) []workflows.Outage {
+	for _, o := range from {
+		i := slices.IndexFunc(into, func(x workflows.Outage) bool { return x.Dependency == o.Dependency })
+		if i < 0 {
+			into = append(into, o)
+			continue
+		}
+		m := &into[i]
+		if o.Since.Before(m.Since) {
+			m.Since = o.Since
+		}
+		if o.Last.After(m.Last) {
+			m.Last, m.Cause = o.Last, o.Cause
+		}
+		m.Waiting += o.Waiting
+		m.Batches += o.Batches
+		for _, st := range o.Steps {
+			if !slices.Contains(m.Steps, st) {
+				m.Steps = append(m.Steps, st)
+			}
+		}
+	}
+	return into
+}
+
 // WatchOptions configure Watch. Zero thresholds turn their alert off.
 type WatchOptions struct {
 	Every          time.Duration // how often to look (default 15 s)
@@ -271,13 +302,18 @@ type WatchOptions struct {
 // Alert is what Watch POSTs to the webhook when a threshold is crossed, and again with
 // Resolved when the value is back under it.
 type Alert struct {
-	Alert     string    `json:"alert"` // "backlog" or "failure_rate"
-	Tenant    string    `json:"tenant"`
-	Chain     string    `json:"chain"`
-	Value     float64   `json:"value"`
-	Threshold float64   `json:"threshold"`
-	Resolved  bool      `json:"resolved,omitempty"`
-	At        time.Time `json:"at"`
+	Alert  string `json:"alert"` // "backlog", "failure_rate" or "outage"
+	Tenant string `json:"tenant"`
+	Chain  string `json:"chain"`
+	// An outage alert names the dependency, since when it is down and its last error;
+	// its value is the inputs waiting for it. It fires whenever a dependency is down.
+	Dependency string     `json:"dependency,omitempty"`
+	Since      *time.Time `json:"since,omitempty"`
+	Cause      string     `json:"cause,omitempty"`
+	Value      float64    `json:"value"`
+	Threshold  float64    `json:"threshold"`
+	Resolved   bool       `json:"resolved,omitempty"`
+	At         time.Time  `json:"at"`
 }
 
 // Watch keeps the backlog gauge current and fires alerts until ctx ends.
@@ -297,12 +333,18 @@ func Watch(ctx context.Context, c client.Client, rdb *redis.Client, o WatchOptio
 		} else {
 			monitor.Backlog.Reset()
 			seen := map[string]bool{}
+			down := map[string]bool{} // outage alert ids checked in this look
 			for _, l := range ov.Chains {
 				seen[l.Tenant+"/"+l.Chain] = true
 				monitor.Backlog.WithLabelValues(l.Tenant, l.Chain).Set(float64(l.Backlog))
 				id := l.Tenant + "/" + l.Chain
 				if o.MaxBacklog > 0 {
 					o.check(ctx, firing, Alert{Alert: "backlog", Tenant: l.Tenant, Chain: l.Chain, Value: float64(l.Backlog), Threshold: float64(o.MaxBacklog)})
+				}
+				for _, out := range l.Outages {
+					a := Alert{Alert: "outage", Tenant: l.Tenant, Chain: l.Chain, Dependency: out.Dependency, Since: &out.Since, Cause: out.Cause, Value: float64(max(out.Waiting, 1))}
+					down[a.id()] = true
+					o.check(ctx, firing, a)
 				}
 				prev, seen := last[id]
 				last[id] = [2]int{l.Pages, l.Failures}
@@ -313,9 +355,18 @@ func Watch(ctx context.Context, c client.Client, rdb *redis.Client, o WatchOptio
 					}
 				}
 			}
-			// A chain with nothing running any more has no backlog and no failures.
+			// A chain with nothing running any more has no backlog and no failures; a
+			// dependency no run waits for any more is back.
 			for id, on := range firing {
 				kind, tc, _ := strings.Cut(id, "/")
+				if kind == "outage" {
+					if on && !down[id] {
+						tenant, rest, _ := strings.Cut(tc, "/")
+						chain, dep, _ := strings.Cut(rest, "/")
+						o.check(ctx, firing, Alert{Alert: kind, Tenant: tenant, Chain: chain, Dependency: dep})
+					}
+					continue
+				}
 				tenant, chain, _ := strings.Cut(tc, "/")
 				if on && !seen[tc] {
 					o.check(ctx, firing, Alert{Alert: kind, Tenant: tenant, Chain: chain})
@@ -333,10 +384,20 @@ func Watch(ctx context.Context, c client.Client, rdb *redis.Client, o WatchOptio
 	}
 }
 
+// id names what an alert is about: its kind, tenant and chain (tenant and chain names
+// have no slash), and the dependency of an outage.
+func (a Alert) id() string {
+	id := a.Alert + "/" + a.Tenant + "/" + a.Chain
+	if a.Dependency != "" {
+		id += "/" + a.Dependency
+	}
+	return id
+}
+
 // check posts an alert when its value crosses the threshold, and a resolution when it
 // falls back under it; nothing while it stays on one side.
 func (o WatchOptions) check(ctx context.Context, firing map[string]bool, a Alert) {
-	id := a.Alert + "/" + a.Tenant + "/" + a.Chain
+	id := a.id()
 	over := a.Value > a.Threshold
 	if over == firing[id] {
 		return

@@ -3,20 +3,28 @@ package tests
 import (
 	"context"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/alicebob/miniredis/v2"
 	enumspb "go.temporal.io/api/enums/v1"
 
 	"trawler/engine"
+	"trawler/internal/devstack"
 	"trawler/internal/devstack/demosite"
 	"trawler/storage/jsonl"
+	"trawler/storage/kafka"
+	"trawler/storage/mongo"
+	"trawler/workflows"
 )
 
 // buildTrawler builds the real binary once for the tests that run worker processes.
@@ -179,5 +187,183 @@ func TestServerRestartResumesTheRun(t *testing.T) {
 	assertDemoStored(t, keys, o, 6)
 	if pages, _, _, failed := s.Totals(); failed != 0 || pages <= at {
 		t.Errorf("after restart: pages %d (had %d before), failed %d", pages, at, failed)
+	}
+}
+
+// outageTuning keeps a batch's own retries to two attempts, far shorter than the
+// outages below: before runs waited outages out, these runs would have failed.
+func outageTuning() workflows.Tuning {
+	tu := fast
+	tu.BatchAttempts = 2
+	return tu
+}
+
+// TestMongoOutageRunWaits stops MongoDB while a run stores to jsonl, Kafka and MongoDB,
+// keeps it down well past the batches' own retries, and brings it back on the same
+// address: the run waits (its status names the store and the waiting inputs), then
+// completes with every record exactly once in every store.
+func TestMongoOutageRunWaits(t *testing.T) {
+	startHot(t)
+	dir := filepath.Join(shared.dir, "mongo-outage")
+	uri, stop, err := devstack.StartMongo(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	queue := "mongo-outage"
+	w := startWorker(t, engine.WorkerOptions{TaskQueue: queue, OutDir: filepath.Join(dir, "out"),
+		Redis: shared.redis.Addr(), Kafka: hot.kafka, Mongo: uri})
+	o := demosite.Options{Pages: 4, Latency: 60 * time.Millisecond}
+	site := startSite(t, o)
+	id, err := engine.Start(context.Background(), shared.client, storeHot(plan(t, "demo.yaml", "", "base_url="+site, "feed.pages=4")),
+		engine.RunOptions{TaskQueue: queue, Tuning: outageTuning()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitPages(t, id, 20)
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	t.Log("stopped MongoDB")
+	out := waitOutage(t, id, "store mongo", "in mongo")
+	t.Logf("status while MongoDB is down: %+v", out)
+	time.Sleep(8 * time.Second) // far past two attempts of a batch
+	if st, err := engine.Describe(context.Background(), shared.client, id); err != nil || st.State != "running" {
+		t.Fatalf("after 8 s of outage: %+v, %v; want the run still running", st, err)
+	}
+	host := strings.TrimSuffix(strings.TrimPrefix(uri, "mongodb://"), "/")
+	if _, stop, err = devstack.StartMongoOn(dir, host); err != nil {
+		t.Fatalf("restart MongoDB on %s: %v", host, err)
+	}
+	t.Cleanup(func() { _ = stop() })
+	t.Log("restarted MongoDB")
+
+	s := wait(t, id, 3*time.Minute)
+	if _, _, _, failed := s.Totals(); failed != 0 || s.Status != workflows.StatusCompleted || len(s.Outages) != 0 {
+		t.Errorf("run ended %s with %d failures %+v and outages %+v", s.Status, failed, s.Failures, s.Outages)
+	}
+	k, _ := hotReaders(t)
+	m, err := mongo.Open(mongo.Config{URI: uri, Log: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	assertHotStored(t, id, o, 4, w.JSONL, k, m)
+	assertNoKafkaRepeats(t, id, w.JSONL, k, m)
+}
+
+// TestRedisOutageRunWaits takes the Redis that dedup, quotas and pools use away from a
+// worker mid-run and brings it back: the run waits, names Redis in its status, and
+// stores every record exactly once, recorded as seen in dedup.
+func TestRedisOutageRunWaits(t *testing.T) {
+	startHot(t)
+	rd := miniredis.RunT(t)
+	queue := "redis-outage"
+	dir := filepath.Join(shared.dir, "redis-outage")
+	w := startWorker(t, engine.WorkerOptions{TaskQueue: queue, OutDir: filepath.Join(dir, "out"),
+		Redis: rd.Addr(), Kafka: hot.kafka, Mongo: hot.mongo})
+	o := demosite.Options{Pages: 4, Latency: 60 * time.Millisecond}
+	site := startSite(t, o)
+	p := storeHot(plan(t, "demo.yaml", "", "base_url="+site, "feed.pages=4"))
+	id, err := engine.Start(context.Background(), shared.client, p, engine.RunOptions{TaskQueue: queue, Tuning: outageTuning()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitPages(t, id, 20)
+	rd.Close()
+	t.Log("stopped Redis")
+	out := waitOutage(t, id, "redis", "")
+	t.Logf("status while Redis is down: %+v", out)
+	time.Sleep(8 * time.Second)
+	if err := rd.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	t.Log("restarted Redis")
+
+	s := wait(t, id, 3*time.Minute)
+	if _, _, _, failed := s.Totals(); failed != 0 || s.Status != workflows.StatusCompleted {
+		t.Errorf("run ended %s with %d failures %+v", s.Status, failed, s.Failures)
+	}
+	k, m := hotReaders(t)
+	assertHotStored(t, id, o, 4, w.JSONL, k, m)
+	assertNoKafkaRepeats(t, id, w.JSONL, k, m)
+}
+
+// assertNoKafkaRepeats checks that Kafka got each record of a run once: a write held
+// through an outage is not sent again.
+func assertNoKafkaRepeats(t *testing.T, id string, js *jsonl.Sink, k *kafka.Sink, m *mongo.Sink) {
+	t.Helper()
+	_, _, kafkaIDs := hotRecords(t, id, js, k, m)
+	for key, ids := range kafkaIDs {
+		for _, n := range ids {
+			if n != 1 {
+				t.Errorf("%s: %d copies in Kafka, want 1", key, n)
+			}
+		}
+	}
+}
+
+// TestEachStartURLFailsAlone: of ten start URLs, one answers 500, one 429 and one
+// hangs; the seven good pages are stored and each bad one fails with its own cause.
+func TestEachStartURLFailsAlone(t *testing.T) {
+	var mu sync.Mutex
+	hits := map[string]int{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		hits[r.URL.Path]++
+		mu.Unlock()
+		switch r.URL.Path {
+		case "/robots.txt":
+			http.NotFound(w, r)
+		case "/500":
+			http.Error(w, "boom", http.StatusInternalServerError)
+		case "/429":
+			w.Header().Set("Retry-After", "1")
+			http.Error(w, "slow down", http.StatusTooManyRequests)
+		case "/hang":
+			select {
+			case <-r.Context().Done():
+			case <-time.After(10 * time.Second):
+			}
+		default:
+			fmt.Fprintf(w, "<html><body><h1>page %s</h1></body></html>", r.URL.Path)
+		}
+	}))
+	defer srv.Close()
+	p := plan(t, "seeds.yaml", `
+name: seeds
+defaults: {retries: 1, timeout: 2s}
+steps:
+  - id: page
+    task: generic.html_detail
+    params:
+      base_url: `+srv.URL+`
+      urls: [/ok1, /500, /ok2, /429, /ok3, /hang, /ok4, /ok5, /ok6, /ok7]
+      fields: {title: h1}
+`)
+	id := start(t, p, taskQueue)
+	s := wait(t, id, 2*time.Minute)
+	keys := stored(t, id)
+	if len(keys) != 7 {
+		t.Errorf("stored %d pages (%v), want the 7 good ones", len(keys), keys)
+	}
+	assertOnce(t, keys)
+	if pages, items, _, failed := s.Totals(); pages != 7 || items != 7 || failed != 3 {
+		t.Errorf("summary: %d pages, %d items, %d failed; want 7, 7, 3", pages, items, failed)
+	}
+	causes := map[string]string{}
+	for _, f := range s.Failures {
+		causes[f.Input.URL] = f.Cause
+	}
+	for path, want := range map[string]string{"/500": "500", "/429": "429", "/hang": "time"} {
+		if c := causes[srv.URL+path]; !strings.Contains(c, want) {
+			t.Errorf("%s failed with %q, want its own cause (%s)", path, c, want)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for _, path := range []string{"/ok1", "/ok2", "/ok3", "/ok4", "/ok5", "/ok6", "/ok7"} {
+		if hits[path] != 1 {
+			t.Errorf("%s fetched %d times, want once", path, hits[path])
+		}
 	}
 }

@@ -44,8 +44,10 @@ var shared struct {
 	redis  *miniredis.Miniredis
 }
 
-// fast tuning: short backoffs and heartbeat timeouts so failure paths finish in seconds.
-var fast = workflows.Tuning{RetryBase: 100 * time.Millisecond, RetryMax: time.Second, HeartbeatTimeout: 3 * time.Second}
+// fast tuning: short backoffs and heartbeat timeouts so failure paths finish in seconds;
+// outages are held 2 s in a batch, then waited out in steps of 200 ms to 2 s.
+var fast = workflows.Tuning{RetryBase: 100 * time.Millisecond, RetryMax: time.Second, HeartbeatTimeout: 3 * time.Second,
+	OutageHold: 2 * time.Second, OutageBase: 200 * time.Millisecond, OutageMax: 2 * time.Second}
 
 var quiet = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))
 

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -214,28 +215,10 @@ func TestEmptyPoolMakesItemsWaitWithAVisibleReason(t *testing.T) {
 	site := startSite(t, demosite.Options{Pages: 1})
 	p := pools(t)
 	id := start(t, plan(t, "protected.yaml", "", "base_url="+site, "list.pages=1"), taskQueue)
-	ctx := context.Background()
 	want := "waiting for pool cookie (tenant " + tenantOf(t) + ", site demo): empty"
-	var reason string
-	for deadline := time.Now().Add(time.Minute); reason == "" && time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
-		st, err := engine.Describe(ctx, shared.client, id)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, f := range st.Failing {
-			if strings.Contains(f, want) {
-				reason = f
-			}
-		}
-		if st.State != "running" {
-			t.Fatalf("run %s is %s while its pool is empty, want it waiting", id, st.State)
-		}
-	}
-	if reason == "" {
-		t.Fatalf("status never showed %q", want)
-	}
-	if !strings.HasPrefix(reason, "batch story/") || !strings.Contains(reason, "10 of 10 inputs waiting") {
-		t.Errorf("status line %q", reason)
+	out := waitOutage(t, id, "pool "+tenantOf(t)+"/demo/cookie", want)
+	if out.Waiting != 10 || !slices.Equal(out.Steps, []string{"story"}) {
+		t.Errorf("outage %+v, want the 10 story inputs waiting", out)
 	}
 	// Still waiting, not failed: filling the pool lets the same run finish.
 	farm(t, site)

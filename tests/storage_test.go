@@ -21,6 +21,7 @@ import (
 	"trawler/storage/jsonl"
 	"trawler/storage/kafka"
 	"trawler/storage/mongo"
+	"trawler/workflows"
 )
 
 // hot is the embedded Kafka and MongoDB of the hot-storage tests, started once for the
@@ -55,11 +56,19 @@ func hotWorker(t *testing.T) (queue string, w *engine.Worker, k *kafka.Sink, m *
 	t.Helper()
 	startHot(t)
 	queue = "hot-" + tenantOf(t)
-	w, err := engine.NewWorker(shared.client, engine.WorkerOptions{
-		TaskQueue: queue, OutDir: filepath.Join(shared.dir, "hot", "out"), Log: quiet, Redis: shared.redis.Addr(),
-		Kafka: hot.kafka, Mongo: hot.mongo,
-		Fetch: fetch.Options{Timeout: time.Second, Retries: 1, Backoff: 20 * time.Millisecond, MaxRetryWait: 2 * time.Second},
-	})
+	w = startWorker(t, engine.WorkerOptions{TaskQueue: queue, OutDir: filepath.Join(shared.dir, "hot", "out"),
+		Redis: shared.redis.Addr(), Kafka: hot.kafka, Mongo: hot.mongo})
+	k, m = hotReaders(t)
+	return queue, w, k, m
+}
+
+// startWorker starts an in-process worker for one test, quiet and with the fast fetch
+// settings of the shared worker, and stops it when the test ends.
+func startWorker(t *testing.T, o engine.WorkerOptions) *engine.Worker {
+	t.Helper()
+	o.Log = quiet
+	o.Fetch = fetch.Options{Timeout: time.Second, Retries: 1, Backoff: 20 * time.Millisecond, MaxRetryWait: 2 * time.Second}
+	w, err := engine.NewWorker(shared.client, o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,8 +76,7 @@ func hotWorker(t *testing.T) (queue string, w *engine.Worker, k *kafka.Sink, m *
 		t.Fatal(err)
 	}
 	t.Cleanup(w.Stop)
-	k, m = hotReaders(t)
-	return queue, w, k, m
+	return w
 }
 
 // hotReaders opens readers of the embedded Kafka and MongoDB, clients of their own.
@@ -214,6 +222,34 @@ func TestHotStorageHoldsExactlyTheDemo(t *testing.T) {
 	assertOnce(t, claimed)
 }
 
+// waitOutage polls a run's status until it shows an outage of dep (a prefix of the
+// dependency's name) whose error contains
+// cause, with inputs waiting for it; the run must stay running meanwhile.
+func waitOutage(t *testing.T, id, dep, cause string) workflows.Outage {
+	t.Helper()
+	var seen []workflows.Outage
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		st, err := engine.Describe(context.Background(), shared.client, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.State != "running" {
+			t.Fatalf("run %s while %s is down", st.State, dep)
+		}
+		if st.Progress == nil {
+			continue
+		}
+		seen = st.Progress.Outages
+		for _, o := range seen {
+			if strings.HasPrefix(o.Dependency, dep) && strings.Contains(o.Cause, cause) && o.Waiting > 0 && !o.Since.IsZero() && len(o.Steps) > 0 {
+				return o
+			}
+		}
+	}
+	t.Fatalf("status while %s is down shows outages %+v, want %s with its error %q and the inputs waiting", dep, seen, dep, cause)
+	return workflows.Outage{}
+}
+
 func TestKafkaOutageLosesNothing(t *testing.T) {
 	queue, w, k, m := hotWorker(t)
 	// 150 ms a page keeps the run in flight while Kafka is down.
@@ -228,28 +264,10 @@ func TestKafkaOutageLosesNothing(t *testing.T) {
 	}
 	t.Log("stopped Kafka")
 
-	// `trawler status` shows which store fails and why.
-	var seen []string
-	found := ""
-	for deadline := time.Now().Add(30 * time.Second); found == "" && time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
-		st, err := engine.Describe(context.Background(), shared.client, id)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if st.State != "running" {
-			t.Fatalf("run %s while Kafka is down", st.State)
-		}
-		seen = st.Failing
-		for _, f := range st.Failing {
-			if strings.Contains(f, "in kafka: kafka sink:") && strings.HasPrefix(f, "batch ") && strings.Contains(f, ", attempt ") {
-				found = f
-			}
-		}
-	}
-	if found == "" {
-		t.Errorf("status while Kafka is down: failing %q, want a batch with its attempt and the kafka error", seen)
-	}
-	t.Logf("status: %s", found)
+	// `trawler status` shows which store is down, since when, the inputs waiting for
+	// it and its error.
+	out := waitOutage(t, id, "store kafka", "in kafka: kafka sink:")
+	t.Logf("status: %+v", out)
 
 	addrs, stop, err := devstack.StartKafkaOn(hot.kafkaDir, []int{port})
 	if err != nil {

@@ -653,9 +653,11 @@ func (r *runner) startBatch(ctx workflow.Context, i int, pending []Pending, now 
 	if r.outages {
 		// Outages are waited out by the run (requeueWaiting); Temporal's retries are
 		// left for batches whose worker died.
-		b.Outages, b.OutageHold = true, r.tune.OutageHold
+		b.Outages, b.OutageHold, b.MaxOutage = true, r.tune.OutageHold, r.plan.MaxOutage
 		opts.RetryPolicy.MaximumAttempts = int32(r.tune.BatchAttempts)
-		opts.StartToCloseTimeout += r.tune.OutageHold
+		// A batch whose items some store already holds rides the outage out itself
+		// (see activities' hold); its heartbeat still catches a dead worker.
+		opts.StartToCloseTimeout += r.tune.OutageHold + cmp.Or(r.plan.MaxOutage, 24*time.Hour)
 	}
 	if r.stepActivityIDs {
 		opts.ActivityID = fmt.Sprintf("%s/%d", step.ID, r.seq)

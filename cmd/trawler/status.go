@@ -13,6 +13,7 @@ import (
 	"trawler/crawl"
 	"trawler/engine"
 	"trawler/stream"
+	"trawler/workflows"
 )
 
 func statusCmd(s *settings) *cobra.Command {
@@ -22,7 +23,11 @@ func statusCmd(s *settings) *cobra.Command {
 		Short: "Show one run's progress, or the whole fleet: backlog, rates, failures, budgets, workers",
 		Long: `With a RUN_ID: the run's state and per-step counts (pages, items, skipped, retried,
 failed, queued), live while it runs, with the first failures and their causes, and the
-batches Temporal is retrying with their last error (e.g. a store that is down).
+batches Temporal is retrying with their last error, and the dependencies (a store,
+Redis, a resource pool) the run is waiting for: since when, how many inputs wait, and
+the last error. A run never fails because a dependency is down: it waits, retrying with
+a backoff that grows to 10 minutes, until it answers again (or until the chain's
+max_outage, if it sets one).
 
 Without: per tenant and chain, what the running runs are doing — backlog (inputs queued
 or in flight, partitions included), pages per second over the last second and the last
@@ -101,6 +106,7 @@ func printOverview(ov *engine.Overview, withRedis bool) {
 			for _, r := range l.Retrying {
 				fmt.Printf("    retrying %s\n", r)
 			}
+			printOutages(l.Outages)
 		}
 	}
 	for _, t := range ov.Tenants {
@@ -181,7 +187,21 @@ func printStatus(st *engine.Status) {
 		fmt.Printf("  %-12s %8d %8d %9d %8d %8d %8d %8d\n", s.ID, s.Pages, s.Items, s.Unchanged, s.Skipped, s.Retried, s.Failed, s.Queued+s.InFlight)
 	}
 	fmt.Printf("  batches %d, partitions finished %d, running %d\n", p.Batches, p.Partitions, p.Running)
+	if p.Reason != "" {
+		fmt.Printf("  ended: %s\n", p.Reason)
+	}
+	printOutages(p.Outages)
 	printFailures(os.Stdout, p.Failures, p.FailuresTotal)
+}
+
+// printOutages names each dependency work waits for, since when, how many inputs wait,
+// and its last error. The run goes on by itself once the dependency answers again.
+func printOutages(outs []workflows.Outage) {
+	for _, o := range outs {
+		fmt.Printf("    WAITING for %s: down since %s (%s), %d input(s) waiting, steps %s\n      last error: %s\n",
+			o.Dependency, o.Since.Local().Format(time.DateTime), time.Since(o.Since).Round(time.Second), o.Waiting,
+			strings.Join(o.Steps, ", "), o.Cause)
+	}
 }
 
 func printFailures(w *os.File, fs []crawl.Failure, total int) {

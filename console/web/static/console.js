@@ -183,6 +183,15 @@ pages.run = () => {
       el("td", {}, s.id), el("td", {}, s.task),
       ...["pages", "items", "unchanged", "skipped", "retried", "failed"].map((k) => el("td", { class: "n" }, num(s[k]))),
       el("td", { class: "n" }, num((s.queued || 0) + (s.in_flight || 0))), el("td", { class: "n" }, s.pages_per_s))));
+    const outages = (data.progress && data.progress.outages) || [];
+    $("#outages-box").hidden = !outages.length;
+    fill($("#outages tbody"), outages.map((o) => el("tr", {},
+      el("td", {}, o.dependency), el("td", {}, when(o.since)), el("td", { class: "n" }, num(o.waiting)),
+      el("td", {}, (o.steps || []).join(", ")), el("td", { class: "error" }, o.cause))));
+    if (data.progress && data.progress.reason) {
+      $("#error").hidden = false;
+      $("#error").textContent = data.progress.reason;
+    }
     $("#failing-box").hidden = !(data.failing || []).length;
     fill($("#failing"), (data.failing || []).map((f) => el("li", {}, f)));
     const causes = data.causes || [];

@@ -1,0 +1,78 @@
+package activities
+
+import (
+	"encoding/json"
+	"fmt"
+	"testing"
+	"time"
+
+	"trawler/crawl"
+)
+
+// TestCheckpointOfALargeBatchStaysSmall: a 1,000-input batch, each input with one item
+// and one output, finished ten at a time with a heartbeat after each group. The
+// checkpoint grows with the outputs only, is sent a bounded number of times however
+// many groups finish, and a retried attempt resumes from it with every input done and
+// the same counts and outputs.
+func TestCheckpointOfALargeBatchStaysSmall(t *testing.T) {
+	const n = 1000
+	var sent []int
+	var last checkpoint
+	c := &checkpointer{n: n, done: map[int]bool{}, unrun: map[int]bool{}, every: time.Hour}
+	c.send = func(p checkpoint) {
+		b, err := json.Marshal(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sent = append(sent, len(b))
+		last = checkpoint{}
+		if err := json.Unmarshal(b, &last); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range n {
+		o := outcome{Index: i, OK: true, Items: 1, Out: []crawl.Routed{{Step: 1, Input: crawl.Input{URL: fmt.Sprintf("https://shop.example.com/item/%d", i)}}}}
+		if i%97 == 0 {
+			o = outcome{Index: i, Err: fmt.Sprintf("https://shop.example.com/list/%d: status 503", i), RetryAfter: time.Second}
+		}
+		c.finish(o)
+		if i%10 == 9 {
+			c.heartbeat(false)
+		}
+	}
+	c.heartbeat(true)
+	largest, total := 0, 0
+	for _, b := range sent {
+		largest, total = max(largest, b), total+b
+	}
+	t.Logf("1,000-input batch: %d heartbeats with a checkpoint, largest %d bytes, %d bytes in all", len(sent), largest, total)
+	if len(sent) > 3 {
+		t.Errorf("%d checkpoints sent for 100 groups within one interval; want at most 3", len(sent))
+	}
+	// One output URL is ~60 bytes of JSON; the rest of a success is summed, not listed.
+	if largest > 80*n {
+		t.Errorf("largest checkpoint %d bytes for %d inputs; want at most %d", largest, n, 80*n)
+	}
+	if len(last.Done) != 1 || last.Done[0] != [2]int{0, n - 1} {
+		t.Errorf("done ranges %v, want [[0 %d]]", last.Done, n-1)
+	}
+
+	again := &checkpointer{n: n, done: map[int]bool{}, unrun: map[int]bool{}}
+	again.resume(last)
+	if todo := again.todo(); len(todo) != 0 {
+		t.Errorf("a retried attempt would run %d inputs again", len(todo))
+	}
+	failures := (n + 96) / 97
+	if again.sum.Pages != n-failures || again.sum.Items != n-failures || len(again.sum.Out) != n-failures || len(again.sum.Failed) != failures {
+		t.Errorf("resumed sums: pages %d items %d outputs %d failed %d; want %d, %d, %d, %d",
+			again.sum.Pages, again.sum.Items, len(again.sum.Out), len(again.sum.Failed), n-failures, n-failures, n-failures, failures)
+	}
+}
+
+func TestSpansFoldIndices(t *testing.T) {
+	got := spans(map[int]bool{0: true, 1: true, 2: true, 5: true, 7: true, 8: true})
+	want := [][2]int{{0, 2}, {5, 5}, {7, 8}}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("spans = %v, want %v", got, want)
+	}
+}
