@@ -64,7 +64,7 @@ func TestAffinityFollowsTheProbe(t *testing.T) {
 		}
 		t.Fatalf("site queue %s: polled by a %v, b %v; want only %s", site, workers["far-a"].SiteQueues(), workers["far-b"].SiteQueues(), who)
 	}
-	runOn := func(want string) {
+	runOn := func(want string) string {
 		t.Helper()
 		id := start(t, plan(t, "near.yaml", fmt.Sprintf(affinityTree, probe.URL)), queue)
 		s := wait(t, id, 2*time.Minute)
@@ -81,9 +81,10 @@ func TestAffinityFollowsTheProbe(t *testing.T) {
 		if batches == 0 {
 			t.Errorf("no batches in the history of %s", id)
 		}
+		return id
 	}
 	// The run registers the site queue; until then no worker knows the site.
-	runOn("far-a")
+	keepHistories(t, "affinity", runOn("far-a"))
 	waitPolling("far-a")
 	// trawler status shows which worker polls the site, from the workers' heartbeats.
 	rdb := redis.NewClient(&redis.Options{Addr: shared.redis.Addr()})

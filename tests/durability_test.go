@@ -210,7 +210,7 @@ func TestMongoOutageRunWaits(t *testing.T) {
 		t.Fatal(err)
 	}
 	queue := "mongo-outage"
-	w := startWorker(t, engine.WorkerOptions{TaskQueue: queue, OutDir: filepath.Join(dir, "out"),
+	w := testWorker(t, engine.WorkerOptions{TaskQueue: queue, OutDir: filepath.Join(dir, "out"),
 		Redis: shared.redis.Addr(), Kafka: hot.kafka, Mongo: uri})
 	o := demosite.Options{Pages: 4, Latency: 60 * time.Millisecond}
 	site := startSite(t, o)
@@ -259,7 +259,7 @@ func TestRedisOutageRunWaits(t *testing.T) {
 	rd := miniredis.RunT(t)
 	queue := "redis-outage"
 	dir := filepath.Join(shared.dir, "redis-outage")
-	w := startWorker(t, engine.WorkerOptions{TaskQueue: queue, OutDir: filepath.Join(dir, "out"),
+	w := testWorker(t, engine.WorkerOptions{TaskQueue: queue, OutDir: filepath.Join(dir, "out"),
 		Redis: rd.Addr(), Kafka: hot.kafka, Mongo: hot.mongo})
 	o := demosite.Options{Pages: 4, Latency: 60 * time.Millisecond}
 	site := startSite(t, o)
@@ -342,6 +342,7 @@ steps:
 `)
 	id := start(t, p, taskQueue)
 	s := wait(t, id, 2*time.Minute)
+	keepHistories(t, "seeds", id)
 	keys := stored(t, id)
 	if len(keys) != 7 {
 		t.Errorf("stored %d pages (%v), want the 7 good ones", len(keys), keys)

@@ -49,6 +49,9 @@ var shared struct {
 var fast = workflows.Tuning{RetryBase: 100 * time.Millisecond, RetryMax: time.Second, HeartbeatTimeout: 3 * time.Second,
 	OutageHold: 2 * time.Second, OutageBase: 200 * time.Millisecond, OutageMax: 2 * time.Second}
 
+// fastFetch: one retry and short waits, so failing pages fail in seconds.
+var fastFetch = fetch.Options{Timeout: time.Second, Retries: 1, Backoff: 20 * time.Millisecond, MaxRetryWait: 2 * time.Second}
+
 var quiet = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))
 
 func TestMain(m *testing.M) {
@@ -90,7 +93,7 @@ func startShared(port int) error {
 	shared.client = c
 	w, err := engine.NewWorker(c, engine.WorkerOptions{
 		TaskQueue: taskQueue, OutDir: shared.dir + "/out", Log: quiet, Redis: shared.redis.Addr(),
-		Fetch: fetch.Options{Timeout: time.Second, Retries: 1, Backoff: 20 * time.Millisecond, MaxRetryWait: 2 * time.Second},
+		Fetch: fastFetch,
 	})
 	if err != nil {
 		return err

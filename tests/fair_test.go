@@ -1,13 +1,17 @@
 package tests
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"testing"
 	"time"
 
+	enumspb "go.temporal.io/api/enums/v1"
+
 	"trawler/crawl"
 	"trawler/engine"
+	"trawler/fetch"
 	"trawler/internal/devstack/demosite"
 	"trawler/workflows"
 )
@@ -44,11 +48,15 @@ func slotWorker(t *testing.T, slots int) string {
 	return queue
 }
 
-// testWorker starts an in-process worker for one test, storing jsonl under a
-// directory named after its queue.
+// testWorker starts an in-process worker for one test, quiet, with the shared worker's
+// fast fetch settings, storing jsonl under a directory named after its queue unless
+// the options name one; it stops when the test ends.
 func testWorker(t *testing.T, o engine.WorkerOptions) *engine.Worker {
 	t.Helper()
-	o.OutDir, o.Log = shared.dir+"/"+o.TaskQueue, quiet
+	o.OutDir, o.Log = cmp.Or(o.OutDir, shared.dir+"/"+o.TaskQueue), quiet
+	if o.Fetch == (fetch.Options{}) {
+		o.Fetch = fastFetch
+	}
 	w, err := engine.NewWorker(shared.client, o)
 	if err != nil {
 		t.Fatal(err)
@@ -128,6 +136,38 @@ func TestAgingLetsLowPriorityFinish(t *testing.T) {
 		t.Errorf("the low-priority crawl finished without aging; the stream did not hold it back")
 	}
 	t.Logf("low-priority crawl finished after %d re-dispatches while the urgent stream ran", aged)
+	// Each re-dispatch went out more urgently than the batch it replaced.
+	first, best := priorities(t, low)
+	if best >= first {
+		t.Errorf("batches went out at priority %d at best, first at %d: the re-sent batch gained no level", best, first)
+	}
+	keepHistories(t, "aging", low)
+}
+
+// priorities reads a run's history for the priority key of its first batch and the most
+// urgent one any batch went out with.
+func priorities(t *testing.T, runID string) (first, best int32) {
+	t.Helper()
+	it := shared.client.GetWorkflowHistory(context.Background(), runID, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	for it.HasNext() {
+		ev, err := it.Next()
+		if err != nil {
+			t.Fatal(err)
+		}
+		a := ev.GetActivityTaskScheduledEventAttributes()
+		if a == nil || a.GetActivityType().GetName() != workflows.RunBatchActivity {
+			continue
+		}
+		k := a.GetPriority().GetPriorityKey()
+		if first == 0 {
+			first, best = k, k
+		}
+		best = min(best, k)
+	}
+	if first == 0 {
+		t.Fatalf("run %s scheduled no batch with a priority", runID)
+	}
+	return first, best
 }
 
 // A worker whose slots follow its CPU and memory (the SDK's resource-based tuner) runs a

@@ -11,7 +11,6 @@ import (
 
 	"trawler/crawl"
 	"trawler/engine"
-	"trawler/fetch"
 	"trawler/internal/devstack/demosite"
 	"trawler/internal/devstack/hbaselite"
 	"trawler/storage/hbase"
@@ -36,7 +35,7 @@ func TestHBaseKeepsEveryVersion(t *testing.T) {
 	queue := "hbase-" + fmt.Sprint(time.Now().UnixNano())
 	w, err := engine.NewWorker(shared.client, engine.WorkerOptions{
 		TaskQueue: queue, OutDir: t.TempDir(), Log: quiet, Redis: shared.redis.Addr(), HBase: zk,
-		Fetch: fetch.Options{Timeout: time.Second, Retries: 1, Backoff: 20 * time.Millisecond, MaxRetryWait: 2 * time.Second},
+		Fetch: fastFetch,
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -52,12 +52,43 @@ steps:
 		t.Fatal(err)
 	}
 	runs["tree"] = id
-	for _, id := range runs {
-		wait(t, id, 2*time.Minute)
+	// A run whose chain budget runs out stops early (quota_reached).
+	capped := plan(t, "demo.yaml", "", "base_url="+site, "feed.pages=2")
+	capped.Quota.Pages = 5
+	runs["quota"] = start(t, capped, taskQueue)
+	// A run whose store is missing on the worker waits for it, then ends on max_outage.
+	lost := plan(t, "demo.yaml", "", "base_url="+site, "feed.pages=1")
+	lost.MaxOutage = 2 * time.Second
+	for i := range lost.Steps {
+		lost.Steps[i].Store = []string{"mongo"}
 	}
-	// TRAWLER_RECORD_HISTORIES=<label> names the recordings <label>-<chain>-NN.json.
+	runs["outage"] = start(t, lost, taskQueue)
+	for name, id := range runs {
+		s := wait(t, id, 2*time.Minute)
+		switch name {
+		case "quota":
+			if s.Status != workflows.StatusQuotaReached {
+				t.Errorf("quota run ended %s, want %s", s.Status, workflows.StatusQuotaReached)
+			}
+		case "outage":
+			if s.Status != workflows.StatusOutage || !strings.Contains(s.Reason, "store mongo") {
+				t.Errorf("outage run ended %s (%s), want %s naming store mongo", s.Status, s.Reason, workflows.StatusOutage)
+			}
+		}
+	}
+	for name, id := range runs {
+		keepHistories(t, name, id)
+	}
+}
+
+// keepHistories replays every workflow history of a run (root, continued runs and
+// partitions) against the workflow code in this build, so a non-deterministic change
+// fails here. With TRAWLER_RECORD_HISTORIES=<label> it also saves them to
+// workflows/testdata/histories as <label>-<name>-NN.json, where the workflows package's
+// replay test keeps checking that later builds can finish runs started by this one.
+func keepHistories(t *testing.T, name, id string) {
+	t.Helper()
 	label := os.Getenv("TRAWLER_RECORD_HISTORIES")
-	record := label != ""
 	replayer := worker.NewWorkflowReplayer()
 	replayer.RegisterWorkflowWithOptions(workflows.ChainWorkflow, workflow.RegisterOptions{Name: workflows.ChainWorkflowName})
 	dir := filepath.Join("..", "workflows", "testdata", "histories")
@@ -65,34 +96,33 @@ steps:
 	if b, err := os.ReadFile(filepath.Join(dir, "index.json")); err == nil {
 		_ = json.Unmarshal(b, &index) // add to what earlier builds recorded
 	}
-	for name, id := range runs {
-		histories := historiesOf(t, id)
-		if len(histories) == 0 {
-			t.Fatalf("no histories for %s", id)
-		}
-		for i, h := range histories {
-			opts := worker.ReplayWorkflowHistoryOptions{OriginalExecution: workflow.Execution{ID: h.id, RunID: h.run}}
-			if err := replayer.ReplayWorkflowHistoryWithOptions(nil, h.history, opts); err != nil {
-				t.Errorf("%s history %d (%s) does not replay: %v", name, i, h.id, err)
-			}
-			if record {
-				b, err := protojson.MarshalOptions{Indent: " "}.Marshal(h.history)
-				if err != nil {
-					t.Fatal(err)
-				}
-				file := fmt.Sprintf("%s-%s-%02d.json", label, name, i)
-				index[file] = workflows.RecordedRun{WorkflowID: h.id, RunID: h.run}
-				if err := os.MkdirAll(dir, 0o755); err != nil {
-					t.Fatal(err)
-				}
-				if err := os.WriteFile(filepath.Join(dir, file), b, 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-		}
-		t.Logf("%s: %d workflow histories replayed", name, len(histories))
+	histories := historiesOf(t, id)
+	if len(histories) == 0 {
+		t.Fatalf("no histories for %s", id)
 	}
-	if record {
+	for i, h := range histories {
+		opts := worker.ReplayWorkflowHistoryOptions{OriginalExecution: workflow.Execution{ID: h.id, RunID: h.run}}
+		if err := replayer.ReplayWorkflowHistoryWithOptions(nil, h.history, opts); err != nil {
+			t.Errorf("%s history %d (%s) does not replay: %v", name, i, h.id, err)
+		}
+		if label == "" {
+			continue
+		}
+		b, err := protojson.MarshalOptions{Indent: " "}.Marshal(h.history)
+		if err != nil {
+			t.Fatal(err)
+		}
+		file := fmt.Sprintf("%s-%s-%02d.json", label, name, i)
+		index[file] = workflows.RecordedRun{WorkflowID: h.id, RunID: h.run}
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, file), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Logf("%s: %d workflow histories replayed", name, len(histories))
+	if label != "" {
 		b, _ := json.MarshalIndent(index, "", " ")
 		if err := os.WriteFile(filepath.Join(dir, "index.json"), b, 0o644); err != nil {
 			t.Fatal(err)

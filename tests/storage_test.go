@@ -15,7 +15,6 @@ import (
 
 	"trawler/crawl"
 	"trawler/engine"
-	"trawler/fetch"
 	"trawler/internal/devstack"
 	"trawler/internal/devstack/demosite"
 	"trawler/storage/jsonl"
@@ -56,27 +55,10 @@ func hotWorker(t *testing.T) (queue string, w *engine.Worker, k *kafka.Sink, m *
 	t.Helper()
 	startHot(t)
 	queue = "hot-" + tenantOf(t)
-	w = startWorker(t, engine.WorkerOptions{TaskQueue: queue, OutDir: filepath.Join(shared.dir, "hot", "out"),
+	w = testWorker(t, engine.WorkerOptions{TaskQueue: queue, OutDir: filepath.Join(shared.dir, "hot", "out"),
 		Redis: shared.redis.Addr(), Kafka: hot.kafka, Mongo: hot.mongo})
 	k, m = hotReaders(t)
 	return queue, w, k, m
-}
-
-// startWorker starts an in-process worker for one test, quiet and with the fast fetch
-// settings of the shared worker, and stops it when the test ends.
-func startWorker(t *testing.T, o engine.WorkerOptions) *engine.Worker {
-	t.Helper()
-	o.Log = quiet
-	o.Fetch = fetch.Options{Timeout: time.Second, Retries: 1, Backoff: 20 * time.Millisecond, MaxRetryWait: 2 * time.Second}
-	w, err := engine.NewWorker(shared.client, o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(w.Stop)
-	return w
 }
 
 // hotReaders opens readers of the embedded Kafka and MongoDB, clients of their own.
