@@ -124,6 +124,9 @@ func sampleRunning(ctx context.Context, c client.Client) ([]runLoad, error) {
 				}
 				if d, err := c.DescribeWorkflowExecution(qctx, id, ""); err == nil {
 					rl.failing = failingActivities(d.GetPendingActivities())
+					if rl.sum != nil {
+						rl.sum.Outages = heldOutages(d.GetPendingActivities(), rl.sum.Outages)
+					}
 				}
 				loads[i] = rl
 			}()

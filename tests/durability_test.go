@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/alicebob/miniredis/v2"
+	"github.com/redis/go-redis/v9"
 	enumspb "go.temporal.io/api/enums/v1"
 
 	"trawler/engine"
@@ -214,6 +215,9 @@ func TestMongoOutageRunWaits(t *testing.T) {
 		Redis: shared.redis.Addr(), Kafka: hot.kafka, Mongo: uri})
 	o := demosite.Options{Pages: 4, Latency: 60 * time.Millisecond}
 	site := startSite(t, o)
+	rdb := redis.NewClient(&redis.Options{Addr: shared.redis.Addr()})
+	defer rdb.Close()
+	received := watchAlerts(t, rdb, tenantOf(t), 0)
 	id, err := engine.Start(context.Background(), shared.client, storeHot(plan(t, "demo.yaml", "", "base_url="+site, "feed.pages=4")),
 		engine.RunOptions{TaskQueue: queue, Tuning: outageTuning()})
 	if err != nil {
@@ -249,6 +253,17 @@ func TestMongoOutageRunWaits(t *testing.T) {
 	defer m.Close()
 	assertHotStored(t, id, o, 4, w.JSONL, k, m)
 	assertNoKafkaRepeats(t, id, w.JSONL, k, m)
+	// The webhook heard of the outage, naming the store, and of its end.
+	var alerts []engine.Alert
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		if alerts = received(); len(alerts) >= 2 && alerts[len(alerts)-1].Resolved {
+			break
+		}
+	}
+	if len(alerts) < 2 || alerts[0].Alert != "outage" || alerts[0].Dependency != "store mongo" || alerts[0].Resolved ||
+		!strings.Contains(alerts[0].Cause, "connection refused") || alerts[0].Since == nil || !alerts[len(alerts)-1].Resolved {
+		t.Errorf("alerts %+v; want an outage alert for store mongo with its cause, then its resolution", alerts)
+	}
 }
 
 // TestRedisOutageRunWaits takes the Redis that dedup, quotas and pools use away from a

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strconv"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -114,25 +115,9 @@ func TestStatusAndAlertsFollowARun(t *testing.T) {
 	site := startSite(t, o)
 	p := plan(t, "demo.yaml", "", "base_url="+site, "feed.pages=6")
 
-	var mu sync.Mutex
-	var alerts []engine.Alert
-	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var a engine.Alert
-		if err := json.NewDecoder(r.Body).Decode(&a); err != nil {
-			t.Errorf("alert body: %v", err)
-		}
-		if a.Tenant == p.Tenant {
-			mu.Lock()
-			alerts = append(alerts, a)
-			mu.Unlock()
-		}
-	}))
-	defer hook.Close()
 	rdb := redis.NewClient(&redis.Options{Addr: shared.redis.Addr()})
 	defer rdb.Close()
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go engine.Watch(ctx, shared.client, rdb, engine.WatchOptions{Every: 200 * time.Millisecond, Webhook: hook.URL, MaxBacklog: 20, Log: quiet})
+	received := watchAlerts(t, rdb, p.Tenant, 20)
 
 	id := start(t, p, taskQueue)
 	waitPages(t, id, 10)
@@ -169,18 +154,12 @@ func TestStatusAndAlertsFollowARun(t *testing.T) {
 	// The watcher looks every 200 ms: give it a look after the run ended. The backlog
 	// may dip under the threshold and rise again while the run goes on, so the alerts
 	// alternate: over the threshold, resolved, …, ending resolved.
-	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) {
-		mu.Lock()
-		done := len(alerts) >= 2 && alerts[len(alerts)-1].Resolved
-		mu.Unlock()
-		if done {
+	var alerts []engine.Alert
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		if alerts = received(); len(alerts) >= 2 && alerts[len(alerts)-1].Resolved {
 			break
 		}
-		time.Sleep(100 * time.Millisecond)
 	}
-	mu.Lock()
-	defer mu.Unlock()
 	if len(alerts) < 2 || !alerts[len(alerts)-1].Resolved {
 		t.Fatalf("alerts %+v; want a backlog alert over 20, then its resolution", alerts)
 	}
@@ -196,4 +175,32 @@ func TestStatusAndAlertsFollowARun(t *testing.T) {
 func quotaUsage(rdb *redis.Client, tenant, chain string) (int, error) {
 	u, err := quota.New(rdb, 0).ChainUsage(context.Background(), tenant, chain)
 	return u.Pages, err
+}
+
+// watchAlerts runs the alert watcher (every 200 ms, backlog threshold maxBacklog) with a
+// webhook that keeps the alerts of one tenant, until the test ends; received returns
+// them so far, in order.
+func watchAlerts(t *testing.T, rdb *redis.Client, tenant string, maxBacklog int) (received func() []engine.Alert) {
+	t.Helper()
+	var mu sync.Mutex
+	var alerts []engine.Alert
+	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var a engine.Alert
+		if err := json.NewDecoder(r.Body).Decode(&a); err != nil {
+			t.Errorf("alert body: %v", err)
+		}
+		if a.Tenant == tenant {
+			mu.Lock()
+			alerts = append(alerts, a)
+			mu.Unlock()
+		}
+	}))
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(func() { cancel(); hook.Close() })
+	go engine.Watch(ctx, shared.client, rdb, engine.WatchOptions{Every: 200 * time.Millisecond, Webhook: hook.URL, MaxBacklog: maxBacklog, Log: quiet})
+	return func() []engine.Alert {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(alerts)
+	}
 }
