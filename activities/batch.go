@@ -127,6 +127,14 @@ func (a *Activities) runBatch(ctx context.Context, b crawl.Batch) (crawl.BatchRe
 		Fetcher: fetcher, Log: a.Log.With("chain", b.Chain, "step", b.Step.ID, "run", b.RunID),
 		Params: b.Step.Params, Chain: b.Chain, Step: b.Step.ID, RunID: b.RunID, Tenant: b.Tenant,
 	}
+	if p, ok := task.(crawl.Preparer); ok {
+		// The task compiles its params once for the whole batch.
+		prepared, err := p.Prepare(b.Step.Params)
+		if err != nil {
+			return a.failAll(ctx, b, err.Error())
+		}
+		env.Prepared = prepared
+	}
 	var budget *batchQuota
 	if err := a.hold(ctx, b, cp, nil, func() (err error) {
 		budget, err = a.quotaFor(ctx, b)
@@ -282,9 +290,11 @@ func (a *Activities) hold(ctx context.Context, b crawl.Batch, cp *checkpointer, 
 		if held >= b.OutageHold && !mustFinish {
 			return err
 		}
-		wait := pause
+		// Sleep no longer than a heartbeat interval: a silent batch is taken for lost
+		// and run again elsewhere, which is what holding on avoids.
+		wait := min(pause, cp.every)
 		if !mustFinish {
-			wait = min(pause, b.OutageHold-held)
+			wait = min(wait, b.OutageHold-held)
 		}
 		select {
 		case <-ctx.Done():

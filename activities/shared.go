@@ -28,8 +28,10 @@ func NewSharedSources(rdb *redis.Client) *SharedSources {
 	return &SharedSources{rdb: rdb, poll: 50 * time.Millisecond}
 }
 
-// sourceKey names one input of one task with its params in one interval.
-func sourceKey(step crawl.PlanStep, in crawl.Input, now time.Time) (string, error) {
+// sourceKey names one input of one task with its params. The interval is not part of
+// the key: the first fetch's result lives for the step's `shared` interval, so two
+// chains a second apart share it even across a wall-clock boundary.
+func sourceKey(step crawl.PlanStep, in crawl.Input) (string, error) {
 	b, err := json.Marshal(struct {
 		Task   string
 		Params crawl.Params
@@ -39,13 +41,13 @@ func sourceKey(step crawl.PlanStep, in crawl.Input, now time.Time) (string, erro
 		return "", err
 	}
 	sum := sha1.Sum(b)
-	return fmt.Sprintf("trawler:shared:%s:%d", hex.EncodeToString(sum[:10]), now.UnixNano()/int64(step.Shared)), nil
+	return "trawler:shared:" + hex.EncodeToString(sum[:10]), nil
 }
 
 // Run returns the task's result for the input in the current interval, running the task
 // only if no other batch has (or is).
 func (s *SharedSources) Run(ctx context.Context, step crawl.PlanStep, in crawl.Input, run func() (crawl.Result, error)) (crawl.Result, error) {
-	key, err := sourceKey(step, in, time.Now())
+	key, err := sourceKey(step, in)
 	if err != nil {
 		return run()
 	}

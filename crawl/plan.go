@@ -98,6 +98,7 @@ func (p *Plan) TenantOrDefault() string {
 // Consumer is a step that takes another step's outputs.
 type Consumer struct {
 	Step     int    `json:"step"`
+	ID       string `json:"id,omitempty"` // the consuming step's id
 	Task     string `json:"task"`
 	Each     string `json:"each,omitempty"`
 	Self     bool   `json:"self,omitempty"`
@@ -181,7 +182,7 @@ func (c *Chain) Compile(reg *Registry) (*Plan, error) {
 		for _, from := range s.From {
 			up := index[from]
 			p.Steps[up].Consumers = append(p.Steps[up].Consumers, Consumer{
-				Step: i, Task: s.Task, Each: s.Each, Self: up == i, MaxDepth: s.MaxDepth,
+				Step: i, ID: s.ID, Task: s.Task, Each: s.Each, Self: up == i, MaxDepth: s.MaxDepth,
 			})
 		}
 	}
@@ -233,7 +234,9 @@ func (s PlanStep) Route(in Input, res Result) (out []Routed, depthLimited int) {
 			continue
 		}
 		for _, next := range res.Next {
-			if next.Task == "" || next.Task == c.Task {
+			// An input names its consumer by task or, from an SDK task's Follow, by
+			// step id.
+			if next.Task == "" || next.Task == c.Task || (c.ID != "" && next.Task == c.ID) {
 				add(next)
 			}
 		}

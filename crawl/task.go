@@ -195,6 +195,8 @@ type Env struct {
 	Step    string
 	RunID   string
 	Tenant  string
+	// Prepared is what the task's Prepare made of Params, once per batch (Preparer).
+	Prepared any
 }
 
 // Fetch performs an HTTP request through the engine's fetcher (politeness, robots.txt,

@@ -8,13 +8,11 @@ import (
 	"sync"
 	"time"
 
-	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/worker"
 
 	"trawler/activities"
 	"trawler/affinity"
-	"trawler/workflows"
 )
 
 // siteWorkers polls the site queues of a worker's task queue whose sites the worker's
@@ -64,7 +62,7 @@ func (s *siteWorkers) probeAll(ctx context.Context) {
 				MaxConcurrentActivityExecutionSize: s.slots, Identity: s.identity,
 				DisableWorkflowWorker: true, WorkerStopTimeout: 5 * time.Second,
 			})
-			w.RegisterActivityWithOptions(s.acts.RunBatch, activity.RegisterOptions{Name: workflows.RunBatchActivity})
+			RegisterBatches(w, s.acts)
 			if err := w.Start(); err != nil {
 				s.log.Warn("poll site queue", "queue", site.Queue, "err", err)
 				continue

@@ -138,3 +138,7 @@ func formatBytes(n int64) string {
 	}
 	return fmt.Sprintf("%d bytes", n)
 }
+
+// HTTPStatus is the status of the last answer (0 when none arrived), for tasks that
+// accept some statuses as pages (crawl.AcceptStatus).
+func (e *Error) HTTPStatus() int { return e.Status }

@@ -121,7 +121,7 @@ func batchWorkers(t *testing.T, runID string) map[string]int {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if a := ev.GetActivityTaskScheduledEventAttributes(); a != nil && a.GetActivityType().GetName() == workflows.RunBatchActivity {
+		if a := ev.GetActivityTaskScheduledEventAttributes(); a != nil && workflows.IsBatchActivity(a.GetActivityType().GetName()) {
 			batch[ev.GetEventId()] = true
 		}
 		if a := ev.GetActivityTaskStartedEventAttributes(); a != nil && batch[a.GetScheduledEventId()] {

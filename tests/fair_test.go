@@ -155,7 +155,7 @@ func priorities(t *testing.T, runID string) (first, best int32) {
 			t.Fatal(err)
 		}
 		a := ev.GetActivityTaskScheduledEventAttributes()
-		if a == nil || a.GetActivityType().GetName() != workflows.RunBatchActivity {
+		if a == nil || !workflows.IsBatchActivity(a.GetActivityType().GetName()) {
 			continue
 		}
 		k := a.GetPriority().GetPriorityKey()

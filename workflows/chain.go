@@ -21,7 +21,9 @@ import (
 	"trawler/crawl"
 )
 
-// Names under which the worker registers the workflow and the activity.
+// Names under which the worker registers the workflow and the activities. A batch runs
+// as an activity named after its step's task; runs started before ChangeTaskActivities
+// name it RunBatchActivity.
 const (
 	ChainWorkflowName = "ChainWorkflow"
 	RunBatchActivity  = "RunBatch"
@@ -275,10 +277,18 @@ const (
 	// backoff, shown in its progress, instead of failing after the batch's retries; a
 	// batch that fails outright after BatchAttempts waits the same way.
 	ChangeOutlastOutages = "outlast-outages"
+	// ChangeTaskActivities: a step's batches run as an activity named after its task
+	// (demo.story) instead of the generic RunBatch, so the Temporal UI and its metrics
+	// show the tasks the chain names.
+	ChangeTaskActivities = "task-activities"
 )
 
 // changes lists the guarded changes in the order they were made.
-var changes = []string{ChangeDownstreamFirst, ChangeStepActivityIDs, ChangeFairPriority, ChangeSeedPerURL, ChangeOutlastOutages}
+var changes = []string{ChangeDownstreamFirst, ChangeStepActivityIDs, ChangeFairPriority, ChangeSeedPerURL, ChangeOutlastOutages, ChangeTaskActivities}
+
+// IsBatchActivity reports whether an activity type runs a batch (RunBatch, or a task's
+// name: every name but the site registration's).
+func IsBatchActivity(name string) bool { return name != RegisterSitesActivity }
 
 // Changes returns the guarded changes, oldest first; a run started by this build records
 // one version marker for each.
@@ -325,6 +335,9 @@ func chainWorkflow(ctx workflow.Context, in ChainInput, known int) (*Summary, er
 	if known > 4 {
 		r.outages = workflow.GetVersion(ctx, ChangeOutlastOutages, workflow.DefaultVersion, 1) == 1
 	}
+	if known > 5 {
+		r.taskActivities = workflow.GetVersion(ctx, ChangeTaskActivities, workflow.DefaultVersion, 1) == 1
+	}
 	r.seed(ctx, seedPerURL)
 	return r.run(ctx)
 }
@@ -335,6 +348,7 @@ type runner struct {
 	stepActivityIDs bool // ChangeStepActivityIDs is on for this run
 	fairPriority    bool // ChangeFairPriority is on for this run
 	outages         bool // ChangeOutlastOutages is on for this run
+	taskActivities  bool // ChangeTaskActivities is on for this run
 	tune            Tuning
 	plan            crawl.Plan
 	queues          [][]Pending // per step, FIFO
@@ -678,7 +692,11 @@ func (r *runner) startBatch(ctx workflow.Context, i int, pending []Pending, now 
 	}
 	r.inFlight[i]++
 	r.inputsIn[i] += len(work)
-	f := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, opts), RunBatchActivity, b)
+	activityName := RunBatchActivity
+	if r.taskActivities {
+		activityName = step.Task
+	}
+	f := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, opts), activityName, b)
 	r.selector.AddFuture(f, func(f workflow.Future) {
 		r.inFlight[i]--
 		r.inputsIn[i] -= len(work)

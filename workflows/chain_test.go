@@ -66,6 +66,9 @@ func newDedupHarness(t *testing.T, wrap func(storage.Sink) storage.Sink, dd *ded
 	acts := &activities.Activities{Registry: synth.Registry(), Sinks: storage.Set{"jsonl": used}, Failures: sink, FlushEvery: 2, Dedup: dd}
 	env.RegisterWorkflowWithOptions(workflows.ChainWorkflow, workflow.RegisterOptions{Name: workflows.ChainWorkflowName})
 	env.RegisterActivityWithOptions(acts.RunBatch, activity.RegisterOptions{Name: workflows.RunBatchActivity})
+	for _, name := range acts.Registry.Names() {
+		env.RegisterActivityWithOptions(acts.RunBatch, activity.RegisterOptions{Name: name})
+	}
 	return &harness{env: env, sink: sink}
 }
 

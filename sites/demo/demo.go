@@ -5,7 +5,8 @@
 package demo
 
 import (
-	"context"
+	"cmp"
+
 	"fmt"
 	"net/url"
 	"regexp"
@@ -39,58 +40,17 @@ var baseURLParam = crawl.Param{
 	Doc:     "root URL of the demo site, without a trailing slash",
 }
 
-var feedSpec = crawl.TaskSpec{
-	Name: FeedTask,
-	Doc:  "walk the demo site's news feed pages and emit every story link (stores nothing)",
-	Params: []crawl.Param{
-		baseURLParam,
-		{Name: "pages", Type: crawl.Int, Default: 3, Doc: "how many feed pages to follow, starting at page 1"},
-	},
-	Timeout: 20 * time.Second,
-	Retries: 3,
-}
-
-var storySpec = crawl.TaskSpec{
-	Name: StoryTask,
-	Doc:  "fetch a demo story page, store the story and emit its first comments page",
-	Params: []crawl.Param{
-		withDoc(baseURLParam, "root URL of the demo site, used when the input carries a story id (Value) instead of a URL"),
-	},
-	Output: []crawl.Field{
-		{Name: "id", Type: crawl.Int, Doc: "story id"},
-		{Name: "title", Type: crawl.String, Doc: "story title"},
-		{Name: "url", Type: crawl.URL, Doc: "external link; empty for Ask stories"},
-		{Name: "author", Type: crawl.String, Doc: "submitter's user name"},
-		{Name: "score", Type: crawl.Int, Doc: "points"},
-		{Name: "time", Type: crawl.Time, Doc: "submission time, RFC 3339"},
-		{Name: "comments", Type: crawl.Int, Doc: "number of comments"},
-		{Name: "text", Type: crawl.String, Doc: "story text; empty for link stories"},
-	},
-	Timeout: 20 * time.Second,
-	Retries: 3,
-}
-
-var commentsSpec = crawl.TaskSpec{
-	Name: CommentsTask,
-	Doc:  "fetch a demo comments page, store its comments and emit the next comments page",
-	Params: []crawl.Param{
-		withDoc(baseURLParam, "root URL of the demo site, used when the input carries a story id (Value) instead of a URL"),
-	},
-	Output: []crawl.Field{
-		{Name: "id", Type: crawl.Int, Doc: "comment id"},
-		{Name: "story", Type: crawl.Int, Doc: "id of the story the comment belongs to"},
-		{Name: "author", Type: crawl.String, Doc: "commenter's user name"},
-		{Name: "text", Type: crawl.String, Doc: "comment text"},
-	},
-	Timeout: 20 * time.Second,
-	Retries: 3,
-}
-
-// The demo tasks.
+// The demo tasks, written on the task SDK (crawl.HTMLTask): each is one function over a
+// fetched, parsed page.
 var (
-	Feed     = crawl.TaskFunc(feedSpec, runFeed)         // walks the feed pages
-	Story    = crawl.TaskFunc(storySpec, runStory)       // stores one story
-	Comments = crawl.TaskFunc(commentsSpec, runComments) // stores one comments page
+	Feed     = crawl.HTMLTask(FeedTask, feed, crawl.Doc("walk the demo site's news feed pages and emit every story link (stores nothing)"), crawl.Limits(20*time.Second, 3), crawl.WithParams(baseURLParam, pagesParam), crawl.Prepare(feedPages), crawl.URLOf(feedURL))
+	Story    = crawl.HTMLTask(StoryTask, story, crawl.Doc("fetch a demo story page, store the story and emit its first comments page"), crawl.Limits(20*time.Second, 3), crawl.WithParams(byIDParam), crawl.URLOf(byID("/item/%d")))
+	Comments = crawl.HTMLTask(CommentsTask, comments, crawl.Doc("fetch a demo comments page, store its comments and emit the next comments page"), crawl.Limits(20*time.Second, 3), crawl.WithParams(byIDParam), crawl.URLOf(byID("/item/%d/comments?p=1")))
+)
+
+var (
+	pagesParam = crawl.Param{Name: "pages", Type: crawl.Int, Default: 3, Doc: "how many feed pages to follow, starting at page 1"}
+	byIDParam  = withDoc(baseURLParam, "root URL of the demo site, used when the input carries a story id (Value) instead of a URL")
 )
 
 func withDoc(p crawl.Param, doc string) crawl.Param {
@@ -104,271 +64,190 @@ func StoryKey(id int) string { return "demo:story:" + strconv.Itoa(id) }
 // CommentKey is the key a comment is stored under.
 func CommentKey(id int) string { return "demo:comment:" + strconv.Itoa(id) }
 
-func runFeed(ctx context.Context, env *crawl.Env, in crawl.Input) (crawl.Result, error) {
-	spec := feedSpec
-	pages, err := intParam(env, spec, "pages")
-	if err != nil {
-		return crawl.Result{}, err
+// feedPages checks the pages param once per batch.
+func feedPages(p crawl.Params) (any, error) {
+	n, ok := crawl.AsInt(p["pages"])
+	if !ok || n < 1 {
+		return nil, fmt.Errorf("param pages must be a whole number of at least 1, got %v", p["pages"])
 	}
-	if pages < 1 {
-		return crawl.Result{}, crawl.Permanentf("%s: param pages must be at least 1, got %d", FeedTask, pages)
-	}
-	page, u := 1, in.URL
-	if u == "" {
-		base, err := baseURL(env, spec)
-		if err != nil {
-			return crawl.Result{}, err
-		}
-		u = base + "/news?p=1"
-	} else if n, ok := varInt(in, "page"); ok {
-		page = n
-	} else if pu, err := url.Parse(u); err == nil {
-		if n, err := strconv.Atoi(pu.Query().Get("p")); err == nil {
-			page = n
-		}
-	}
+	return n, nil
+}
 
-	doc, _, err := getHTML(ctx, env, u)
-	if err != nil {
-		return crawl.Result{}, err
+// feedURL is the first feed page, for the empty input a chain starts with.
+func feedURL(p crawl.Params, in crawl.Input) (string, error) {
+	if in.Value != nil {
+		return "", fmt.Errorf("input %s: the feed starts from its first page or a feed page URL", in.Describe())
 	}
-	if doc.Find("table.itemlist").Length() == 0 {
-		return crawl.Result{}, crawl.Permanentf("%s: %s: not a feed page (no table.itemlist)", FeedTask, u)
-	}
-	var res crawl.Result
-	var rowErr error
-	doc.Find("tr.athing").EachWithBreak(func(i int, row *goquery.Selection) bool {
-		link := row.Find("span.titleline > a").First()
-		if link.Length() == 0 {
-			link = row.Find("td.title a").First()
+	base, err := baseOf(p)
+	return base + "/news?p=1", err
+}
+
+// byID builds a page URL from a story id handed over as the input's Value.
+func byID(path string) func(crawl.Params, crawl.Input) (string, error) {
+	return func(p crawl.Params, in crawl.Input) (string, error) {
+		id, ok := crawl.AsInt(in.Value)
+		if s, isStr := in.Value.(string); isStr {
+			n, err := strconv.Atoi(s)
+			id, ok = n, err == nil
 		}
-		href, ok := link.Attr("href")
-		if !ok || strings.TrimSpace(href) == "" {
-			rowErr = crawl.Permanentf("%s: %s: story row %d (id %q) has no title link", FeedTask, u, i+1, row.AttrOr("id", ""))
+		if !ok || id <= 0 {
+			return "", fmt.Errorf("input has neither a URL nor a numeric id (got %s)", in.Describe())
+		}
+		base, err := baseOf(p)
+		return base + fmt.Sprintf(path, id), err
+	}
+}
+
+// baseOf is the base_url param without a trailing slash, checked.
+func baseOf(p crawl.Params) (string, error) {
+	raw := strings.TrimRight(fmt.Sprint(cmp.Or(p["base_url"], any(DefaultBaseURL))), "/")
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return "", fmt.Errorf("param base_url: want an absolute http(s) URL, got %q", raw)
+	}
+	return raw, nil
+}
+
+func feed(p *crawl.Page, _ *crawl.Out[struct{}]) error {
+	if p.Doc.Find("table.itemlist").Length() == 0 {
+		p.Fail("not a feed page (no table.itemlist)")
+		return nil
+	}
+	p.Doc.Find("tr.athing").EachWithBreak(func(i int, row *goquery.Selection) bool {
+		link := row.Find("span.titleline > a, td.title a").First()
+		if !p.FollowEl(link, StoryTask) {
+			p.Fail("story row %d (id %q) has no title link", i+1, row.AttrOr("id", ""))
 			return false
 		}
-		abs, err := resolve(doc, href)
-		if err != nil {
-			rowErr = crawl.Permanentf("%s: %s: story row %d: bad link %q: %v", FeedTask, u, i+1, href, err)
-			return false
-		}
-		res.Next = append(res.Next, crawl.Input{URL: abs, Task: StoryTask})
 		return true
 	})
-	if rowErr != nil {
-		return crawl.Result{}, rowErr
+	page := 1
+	if n, ok := crawl.AsInt(p.Input.Vars["page"]); ok {
+		page = n
+	} else if n, err := strconv.Atoi(p.Var("p")); err == nil {
+		page = n
 	}
-	if page < pages {
-		if href, ok := doc.Find("a.morelink").First().Attr("href"); ok {
-			abs, err := resolve(doc, href)
-			if err != nil {
-				return crawl.Result{}, crawl.Permanentf("%s: %s: bad More link %q: %v", FeedTask, u, href, err)
-			}
-			res.Next = append(res.Next, crawl.Input{URL: abs, Task: FeedTask, Vars: map[string]any{"page": page + 1}})
-		}
+	if pages, _ := p.Prepared.(int); page < pages {
+		p.Follow("a.morelink", FeedTask, map[string]any{"page": page + 1})
 	}
-	return res, nil
+	return nil
 }
 
-var (
-	storyPath    = regexp.MustCompile(`/item/(\d+)/?$`)
-	commentsPath = regexp.MustCompile(`/item/(\d+)/comments/?$`)
-)
+// storyPage is what a story page holds; ParseStory and the story task read it.
+type storyPage struct {
+	ID       int       `json:"id" doc:"story id"`
+	Title    string    `json:"title" css:"h1.title" required:"true" doc:"story title"`
+	URL      string    `json:"url" css:"a.url" attr:"href" doc:"external link; empty for Ask stories"`
+	Author   string    `json:"author" css:".meta .author" required:"true" doc:"submitter's user name"`
+	Score    int       `json:"score" css:".meta .score" regex:"^(\\d+)" required:"true" doc:"points"`
+	Time     time.Time `json:"time" css:"time[datetime]" attr:"datetime" required:"true" doc:"submission time, RFC 3339"`
+	Comments int       `json:"comments" css:".meta .comments" regex:"^(\\d+)" doc:"number of comments (0 for \"discuss\")"`
+	Text     string    `json:"text" css:"div.text" doc:"story text; empty for link stories"`
+}
 
-// inputURL returns the page URL of an input that carries either a URL or an id in Value,
-// and the id.
-func inputURL(env *crawl.Env, spec crawl.TaskSpec, in crawl.Input, path *regexp.Regexp, build func(base string, id int) string) (string, int, error) {
-	if in.URL != "" {
-		pu, err := url.Parse(in.URL)
-		if err != nil {
-			return "", 0, crawl.Permanentf("%s: bad input URL %q: %v", spec.Name, in.URL, err)
-		}
-		m := path.FindStringSubmatch(pu.Path)
-		if m == nil {
-			return "", 0, crawl.Permanentf("%s: input URL %q does not look like %s", spec.Name, in.URL, path)
-		}
-		id, _ := strconv.Atoi(m[1])
-		return in.URL, id, nil
-	}
-	id, ok := valueInt(in.Value)
+var storyPath = regexp.MustCompile(`/item/(\d+)/?$`)
+
+func story(p *crawl.Page, out *crawl.Out[storyPage]) error {
+	id, ok := pathID(p, storyPath)
 	if !ok {
-		return "", 0, crawl.Permanentf("%s: input has neither a URL nor a numeric id (got %s)", spec.Name, in.Describe())
+		return nil
 	}
-	base, err := baseURL(env, spec)
-	if err != nil {
-		return "", 0, err
+	art := p.Doc.Find("article.story").First()
+	s := out.ScanIn(art)
+	if s == nil {
+		return nil
 	}
-	return build(base, id), id, nil
-}
-
-func valueInt(v any) (int, bool) {
-	n, ok := crawl.AsInt(v)
-	return n, ok && n > 0
-}
-
-func runStory(ctx context.Context, env *crawl.Env, in crawl.Input) (crawl.Result, error) {
-	u, id, err := inputURL(env, storySpec, in, storyPath, func(base string, id int) string {
-		return fmt.Sprintf("%s/item/%d", base, id)
-	})
-	if err != nil {
-		return crawl.Result{}, err
+	if art.Find(".meta .comments").Length() == 0 {
+		p.Fail("missing required field comments")
+		return nil
 	}
-	doc, _, err := getHTML(ctx, env, u)
-	if err != nil {
-		return crawl.Result{}, err
+	s.ID = id
+	out.Item(StoryKey(id), s)
+	if s.Comments > 0 {
+		next := p.Abs(art.Find("a.comments-link").First().AttrOr("href", fmt.Sprintf("/item/%d/comments?p=1", id)))
+		p.Emit(crawl.Input{URL: next, Parent: StoryKey(id), Vars: map[string]any{"story": id, "page": 1}}, CommentsTask)
 	}
-	art := doc.Find("article.story").First()
-	item, comments, err := ParseStory(art, u, id)
-	if err != nil {
-		return crawl.Result{}, err
-	}
-	key := item.Key
-	res := crawl.Result{Items: []crawl.Item{item}}
-	if comments > 0 {
-		next := ""
-		if href, ok := art.Find("a.comments-link").First().Attr("href"); ok {
-			if next, err = resolve(doc, href); err != nil {
-				return crawl.Result{}, crawl.Permanentf("%s: %s: bad comments link %q: %v", StoryTask, u, href, err)
-			}
-		} else if next, err = resolve(doc, fmt.Sprintf("/item/%d/comments?p=1", id)); err != nil {
-			return crawl.Result{}, crawl.Permanent(err)
-		}
-		res.Next = append(res.Next, crawl.Input{
-			URL:    next,
-			Task:   CommentsTask,
-			Parent: key,
-			Vars:   map[string]any{"story": id, "page": 1},
-		})
-	}
-	return res, nil
+	return nil
 }
 
 // ParseStory reads a story's fields from its page's article element; it also returns
 // the comment count, which decides whether comment pages follow. A missing field is a
-// permanent error naming it and the page.
+// permanent error naming it and the page. (The Colly side of `trawler bench` uses it.)
 func ParseStory(art *goquery.Selection, u string, id int) (crawl.Item, int, error) {
-	missing := func(field string) error {
-		return crawl.Permanentf("%s: %s: missing required field %s", StoryTask, u, field)
+	var s storyPage
+	base, _ := url.Parse(u)
+	if err := crawl.Scan(art, base, &s); err != nil {
+		return crawl.Item{}, 0, crawl.Permanentf("%s: %s: %v", StoryTask, u, err)
 	}
-	title := strings.TrimSpace(art.Find("h1.title").First().Text())
-	if title == "" {
-		return crawl.Item{}, 0, missing("title")
-	}
-	author := strings.TrimSpace(art.Find(".meta .author").First().Text())
-	if author == "" {
-		return crawl.Item{}, 0, missing("author")
-	}
-	score, ok := leadingInt(art.Find(".meta .score").First().Text())
-	if !ok {
-		return crawl.Item{}, 0, missing("score")
-	}
-	stamp, ok := art.Find("time[datetime]").First().Attr("datetime")
-	if !ok {
-		return crawl.Item{}, 0, missing("time")
-	}
-	at, err := time.Parse(time.RFC3339, strings.TrimSpace(stamp))
-	if err != nil {
-		return crawl.Item{}, 0, crawl.Permanentf("%s: %s: field time: %v", StoryTask, u, err)
-	}
-	commentsSel := art.Find(".meta .comments").First()
-	if commentsSel.Length() == 0 {
-		return crawl.Item{}, 0, missing("comments")
-	}
-	comments, ok := leadingInt(commentsSel.Text())
-	if !ok {
-		comments = 0 // "discuss": no comments yet
-	}
-	link, _ := art.Find("a.url").First().Attr("href")
-	return crawl.Item{
-		Key: StoryKey(id),
-		URL: u,
-		Data: map[string]any{
-			"id":       id,
-			"title":    title,
-			"url":      strings.TrimSpace(link),
-			"author":   author,
-			"score":    score,
-			"time":     at.UTC().Format(time.RFC3339),
-			"comments": comments,
-			"text":     strings.TrimSpace(art.Find("div.text").First().Text()),
-		},
-	}, comments, nil
+	s.ID = id
+	return crawl.Item{Key: StoryKey(id), URL: u, Data: crawl.DataOf(&s)}, s.Comments, nil
 }
 
-func runComments(ctx context.Context, env *crawl.Env, in crawl.Input) (crawl.Result, error) {
-	u, story, err := inputURL(env, commentsSpec, in, commentsPath, func(base string, id int) string {
-		return fmt.Sprintf("%s/item/%d/comments?p=1", base, id)
-	})
-	if err != nil {
-		return crawl.Result{}, err
+type comment struct {
+	ID     int    `json:"id" doc:"comment id"`
+	Story  int    `json:"story" doc:"id of the story the comment belongs to"`
+	Author string `json:"author" css:".author" required:"true" doc:"commenter's user name"`
+	Text   string `json:"text" css:"div.text" doc:"comment text"`
+}
+
+var commentsPath = regexp.MustCompile(`/item/(\d+)/comments/?$`)
+
+func comments(p *crawl.Page, out *crawl.Out[comment]) error {
+	story, ok := pathID(p, commentsPath)
+	if !ok {
+		return nil
 	}
-	doc, _, err := getHTML(ctx, env, u)
-	if err != nil {
-		return crawl.Result{}, err
-	}
-	list := doc.Find("div.comments").First()
+	list := p.Doc.Find("div.comments").First()
 	if list.Length() == 0 {
-		return crawl.Result{}, crawl.Permanentf("%s: %s: not a comments page (no div.comments)", CommentsTask, u)
+		p.Fail("not a comments page (no div.comments)")
+		return nil
 	}
-	parent := in.Parent
-	if parent == "" {
-		parent = StoryKey(story)
-	}
-	var res crawl.Result
-	var cerr error
-	list.Find("div.comment").EachWithBreak(func(i int, c *goquery.Selection) bool {
-		cid, ok := valueInt(c.AttrOr("data-id", ""))
-		if !ok {
-			cerr = crawl.Permanentf("%s: %s: comment %d: missing required field id", CommentsTask, u, i+1)
+	list.Find("div.comment").EachWithBreak(func(i int, e *goquery.Selection) bool {
+		id, err := strconv.Atoi(e.AttrOr("data-id", ""))
+		if err != nil || id <= 0 {
+			p.Fail("comment %d: missing required field id", i+1)
 			return false
 		}
-		sid := story
-		if v, ok := c.Attr("data-story"); ok {
-			if sid, ok = valueInt(v); !ok {
-				cerr = crawl.Permanentf("%s: %s: comment %d: bad story id %q", CommentsTask, u, cid, v)
+		c := out.ScanIn(e)
+		if c == nil {
+			return false
+		}
+		c.ID, c.Story = id, story
+		if v, ok := e.Attr("data-story"); ok {
+			if c.Story, err = strconv.Atoi(v); err != nil || c.Story <= 0 {
+				p.Fail("comment %d: bad story id %q", id, v)
 				return false
 			}
 		}
-		author := strings.TrimSpace(c.Find(".author").First().Text())
-		if author == "" {
-			cerr = crawl.Permanentf("%s: %s: comment %d: missing required field author", CommentsTask, u, cid)
-			return false
-		}
-		res.Items = append(res.Items, crawl.Item{
-			Key: CommentKey(cid),
-			URL: u + "#c" + strconv.Itoa(cid),
-			Data: map[string]any{
-				"id":     cid,
-				"story":  sid,
-				"author": author,
-				"text":   strings.TrimSpace(c.Find("div.text").First().Text()),
-			},
-		})
+		out.ItemAt(CommentKey(id), p.URL+"#c"+strconv.Itoa(id), c)
 		return true
 	})
-	if cerr != nil {
-		return crawl.Result{}, cerr
+	page := 1
+	if n, ok := crawl.AsInt(p.Input.Vars["page"]); ok {
+		page = n
+	} else if n, err := strconv.Atoi(p.Var("p")); err == nil {
+		page = n
 	}
-	if href, ok := doc.Find("a.morelink").First().Attr("href"); ok {
-		next, err := resolve(doc, href)
-		if err != nil {
-			return crawl.Result{}, crawl.Permanentf("%s: %s: bad next-page link %q: %v", CommentsTask, u, href, err)
-		}
-		page, ok := varInt(in, "page")
-		if !ok {
-			page = 1
-			if pu, err := url.Parse(u); err == nil {
-				if n, err := strconv.Atoi(pu.Query().Get("p")); err == nil {
-					page = n
-				}
-			}
-		}
-		res.Next = append(res.Next, crawl.Input{
-			URL:    next,
-			Task:   CommentsTask,
-			Parent: parent,
-			Vars:   map[string]any{"story": story, "page": page + 1},
-		})
+	parent := cmp.Or(p.Input.Parent, StoryKey(story))
+	if href, ok := p.Doc.Find("a.morelink").First().Attr("href"); ok {
+		p.Emit(crawl.Input{URL: p.Abs(href), Parent: parent, Vars: map[string]any{"story": story, "page": page + 1}}, CommentsTask)
 	}
-	return res, nil
+	return nil
+}
+
+// pathID reads the story id from the page's URL path, failing the page when the URL is
+// not one the task serves.
+func pathID(p *crawl.Page, path *regexp.Regexp) (int, bool) {
+	u, err := url.Parse(p.Input.URL)
+	if p.Input.URL == "" || err != nil {
+		u, err = url.Parse(p.URL)
+	}
+	if err == nil {
+		if m := path.FindStringSubmatch(u.Path); m != nil {
+			id, _ := strconv.Atoi(m[1])
+			return id, true
+		}
+	}
+	p.Fail("input URL %q does not look like %s", p.URL, path)
+	return 0, false
 }

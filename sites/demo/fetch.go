@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"regexp"
 	"strconv"
 	"strings"
 
@@ -117,4 +118,35 @@ func varInt(in crawl.Input, name string) (int, bool) {
 		return n, err == nil
 	}
 	return 0, false
+}
+
+// inputURL returns the page URL of an input that carries either a URL or an id in Value,
+// and the id.
+func inputURL(env *crawl.Env, spec crawl.TaskSpec, in crawl.Input, path *regexp.Regexp, build func(base string, id int) string) (string, int, error) {
+	if in.URL != "" {
+		pu, err := url.Parse(in.URL)
+		if err != nil {
+			return "", 0, crawl.Permanentf("%s: bad input URL %q: %v", spec.Name, in.URL, err)
+		}
+		m := path.FindStringSubmatch(pu.Path)
+		if m == nil {
+			return "", 0, crawl.Permanentf("%s: input URL %q does not look like %s", spec.Name, in.URL, path)
+		}
+		id, _ := strconv.Atoi(m[1])
+		return in.URL, id, nil
+	}
+	id, ok := valueInt(in.Value)
+	if !ok {
+		return "", 0, crawl.Permanentf("%s: input has neither a URL nor a numeric id (got %s)", spec.Name, in.Describe())
+	}
+	base, err := baseURL(env, spec)
+	if err != nil {
+		return "", 0, err
+	}
+	return build(base, id), id, nil
+}
+
+func valueInt(v any) (int, bool) {
+	n, ok := crawl.AsInt(v)
+	return n, ok && n > 0
 }

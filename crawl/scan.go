@@ -1,0 +1,252 @@
+package crawl
+
+import (
+	"cmp"
+	"fmt"
+	"net/url"
+	"reflect"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/PuerkitoBio/goquery"
+)
+
+// The field tags Out.Scan reads:
+//
+//	css:"sel"         the element: its text, or every match for a slice field
+//	attr:"href"       an attribute of it instead of its text
+//	regex:"(\\d+)"    the first group of a pattern over the value (the whole match
+//	                  when it has none); a value it does not match counts as empty
+//	type:"url"        a link, made absolute against the page (and declared a url)
+//	layout:"2006-01-02"  how a time.Time field is written (default RFC 3339)
+//	required:"true"   an empty value fails the input, naming the field
+//	json:"name"       the field's name in the stored item (default: lower case)
+//	doc:"…"           the field's line in the task's output schema
+//
+// A value that is there but does not convert to the field's type (an int field that
+// reads "n/a") fails the input with the field, the value and the type.
+
+// scanField is one struct field with its parsed tags.
+type scanField struct {
+	index    int
+	name     string
+	css      string
+	attr     string
+	re       *regexp.Regexp
+	url      bool
+	layout   string
+	required bool
+	doc      string
+}
+
+var scanCache sync.Map // reflect.Type → []scanField
+
+// fieldsOfType parses T's tags once per type. A bad regex is a programming error in the
+// task, found the first time the task runs (or in its test).
+func fieldsOfType(t reflect.Type) []scanField {
+	if v, ok := scanCache.Load(t); ok {
+		return v.([]scanField)
+	}
+	var out []scanField
+	for i := range t.NumField() {
+		f := t.Field(i)
+		if !f.IsExported() {
+			continue
+		}
+		name := strings.ToLower(f.Name)
+		if j, _, _ := strings.Cut(f.Tag.Get("json"), ","); j == "-" {
+			continue
+		} else if j != "" {
+			name = j
+		}
+		sf := scanField{index: i, name: name, css: f.Tag.Get("css"), attr: f.Tag.Get("attr"),
+			url: f.Tag.Get("type") == "url", layout: f.Tag.Get("layout"), required: f.Tag.Get("required") == "true", doc: f.Tag.Get("doc")}
+		if r := f.Tag.Get("regex"); r != "" {
+			sf.re = regexp.MustCompile(r)
+		}
+		out = append(out, sf)
+	}
+	scanCache.Store(t, out)
+	return out
+}
+
+// FieldsOf is the output schema of items of type T.
+func FieldsOf[T any]() []Field {
+	t := reflect.TypeFor[T]()
+	if t.Kind() != reflect.Struct {
+		return nil
+	}
+	var out []Field
+	for _, sf := range fieldsOfType(t) {
+		ft := t.Field(sf.index).Type
+		typ := Object
+		switch {
+		case sf.url:
+			typ = URL
+		case ft == reflect.TypeFor[time.Time]():
+			typ = Time
+		case ft.Kind() == reflect.String:
+			typ = String
+		case ft.Kind() >= reflect.Int && ft.Kind() <= reflect.Uint64:
+			typ = Int
+		case ft.Kind() == reflect.Float32 || ft.Kind() == reflect.Float64:
+			typ = Float
+		case ft.Kind() == reflect.Bool:
+			typ = Bool
+		case ft.Kind() == reflect.Slice:
+			typ = List
+		}
+		doc := sf.doc
+		if doc == "" && sf.css != "" {
+			doc = "read from " + sf.css
+		}
+		out = append(out, Field{Name: sf.name, Type: typ, Doc: doc})
+	}
+	return out
+}
+
+// DataOf is an item's Data from a struct: every exported field under its name, times as
+// RFC 3339 in UTC (nil when zero).
+func DataOf(v any) map[string]any {
+	rv := reflect.ValueOf(v)
+	for rv.Kind() == reflect.Pointer {
+		rv = rv.Elem()
+	}
+	if rv.Kind() == reflect.Map {
+		if m, ok := rv.Interface().(map[string]any); ok {
+			return m
+		}
+	}
+	data := map[string]any{}
+	if rv.Kind() != reflect.Struct {
+		return data
+	}
+	for _, sf := range fieldsOfType(rv.Type()) {
+		fv := rv.Field(sf.index).Interface()
+		if t, ok := fv.(time.Time); ok {
+			if t.IsZero() {
+				fv = nil
+			} else {
+				fv = t.UTC().Format(time.RFC3339)
+			}
+		}
+		data[sf.name] = fv
+	}
+	return data
+}
+
+// Scan fills the tagged fields of the struct v points to from sel, resolving links
+// against base; its error names the field and what went wrong.
+func Scan(sel *goquery.Selection, base *url.URL, v any) error {
+	rv := reflect.ValueOf(v).Elem()
+	for _, sf := range fieldsOfType(rv.Type()) {
+		if sf.css == "" {
+			continue
+		}
+		fv := rv.Field(sf.index)
+		found := sel.Find(sf.css)
+		if fv.Kind() == reflect.Slice && fv.Type().Elem().Kind() == reflect.String {
+			var vals []string
+			found.Each(func(_ int, e *goquery.Selection) {
+				if s := sf.value(e, base); s != "" {
+					vals = append(vals, s)
+				}
+			})
+			if len(vals) == 0 && sf.required {
+				return fmt.Errorf("missing required field %s (nothing matches %q)", sf.name, sf.css)
+			}
+			fv.Set(reflect.ValueOf(vals))
+			continue
+		}
+		s := sf.value(found.First(), base)
+		if s == "" {
+			if sf.required {
+				return fmt.Errorf("missing required field %s (nothing matches %q)", sf.name, sf.css)
+			}
+			continue
+		}
+		if err := setField(fv, s, sf.layout); err != nil {
+			return fmt.Errorf("field %s: %q is not %s: %v", sf.name, s, fv.Type(), err)
+		}
+	}
+	return nil
+}
+
+// value is what one element gives a field: its attribute or trimmed text, narrowed by
+// the field's pattern, made absolute for a url field.
+func (sf scanField) value(e *goquery.Selection, base *url.URL) string {
+	if e.Length() == 0 {
+		return ""
+	}
+	var s string
+	if sf.attr != "" {
+		s, _ = e.Attr(sf.attr)
+	} else {
+		s = e.Text()
+	}
+	s = strings.TrimSpace(s)
+	if sf.re != nil {
+		m := sf.re.FindStringSubmatch(s)
+		switch {
+		case m == nil:
+			return ""
+		case len(m) > 1:
+			s = m[1]
+		default:
+			s = m[0]
+		}
+	}
+	if sf.url && s != "" && base != nil {
+		if u, err := base.Parse(s); err == nil {
+			u.Fragment = ""
+			s = u.String()
+		}
+	}
+	return s
+}
+
+// setField converts s to the field's type.
+func setField(fv reflect.Value, s, layout string) error {
+	if fv.Type() == reflect.TypeFor[time.Time]() {
+		t, err := time.Parse(cmp.Or(layout, time.RFC3339), s)
+		if err != nil {
+			return err
+		}
+		fv.Set(reflect.ValueOf(t))
+		return nil
+	}
+	switch fv.Kind() {
+	case reflect.String:
+		fv.SetString(s)
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		n, err := strconv.ParseInt(strings.ReplaceAll(s, ",", ""), 10, 64)
+		if err != nil {
+			return err
+		}
+		fv.SetInt(n)
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		n, err := strconv.ParseUint(strings.ReplaceAll(s, ",", ""), 10, 64)
+		if err != nil {
+			return err
+		}
+		fv.SetUint(n)
+	case reflect.Float32, reflect.Float64:
+		f, err := strconv.ParseFloat(strings.ReplaceAll(s, ",", ""), 64)
+		if err != nil {
+			return err
+		}
+		fv.SetFloat(f)
+	case reflect.Bool:
+		b, err := strconv.ParseBool(s)
+		if err != nil {
+			return err
+		}
+		fv.SetBool(b)
+	default:
+		return fmt.Errorf("a %s field cannot be scanned; fill it in the task", fv.Type())
+	}
+	return nil
+}

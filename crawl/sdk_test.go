@@ -1,0 +1,231 @@
+package crawl_test
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/PuerkitoBio/goquery"
+
+	"trawler/crawl"
+	"trawler/fetch"
+)
+
+type story struct {
+	ID     int       `json:"id"`
+	Title  string    `css:"h1.title" required:"true"`
+	Score  int       `css:".score" regex:"([\\d,]+)"`
+	Link   string    `json:"url" css:"a.url" attr:"href" type:"url"`
+	Posted time.Time `json:"time" css:"time" attr:"datetime"`
+	Tags   []string  `css:".tag"`
+	Ratio  float64   `css:".ratio"`
+}
+
+const storyPage = `<html><head><base href="/news/"></head><body>
+<h1 class="title"> Hello  </h1><span class="score">1,204 points</span>
+<a class="url" href="../out/far#frag">link</a><time datetime="2026-11-20T10:00:00+08:00">x</time>
+<span class="tag">a</span><span class="tag">b</span><span class="ratio">0.25</span>
+<a class="comments" href="c?p=1">comments</a>
+<ul><li><a href="/x/1">1</a></li><li><a href="https://other.example/2">2</a></li><li><a href="mailto:x@y">m</a></li></ul>
+</body></html>`
+
+// site serves storyPage behind a redirect, a page lacking the title, one whose score
+// does not convert, and a 404.
+func site(t *testing.T) *httptest.Server {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/item/7":
+			http.Redirect(w, r, "/s/item/7", http.StatusFound)
+		case "/s/item/7":
+			w.Write([]byte(storyPage))
+		case "/untitled":
+			w.Write([]byte(`<p class="score">3</p>`))
+		case "/bad-ratio":
+			w.Write([]byte(`<h1 class="title">t</h1><span class="ratio">n/a</span>`))
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+var storyTask = crawl.HTMLTask("demo.sdkstory", func(p *crawl.Page, out *crawl.Out[story]) error {
+	s := out.Scan(p)
+	if s != nil {
+		s.ID = crawl.Params{"id": p.Match(`/item/(\d+)`)}.Int("id")
+	}
+	out.Item("demo:story:"+p.Match(`/item/(\d+)`), s)
+	p.Follow("a.comments", "comments")
+	p.FollowAll("ul li", "demo.page", map[string]any{"from": "list"})
+	return nil
+})
+
+func runTask(t *testing.T, task crawl.Task, u string) (crawl.Result, error) {
+	t.Helper()
+	env := &crawl.Env{Fetcher: fetch.New(fetch.Options{Timeout: 5 * time.Second, Retries: -1}), Params: crawl.Params{}}
+	return task.Run(context.Background(), env, crawl.Input{URL: u})
+}
+
+func TestHTMLTaskScansFollowsAndDeclaresItsSchema(t *testing.T) {
+	srv := site(t)
+	res, err := runTask(t, storyTask, srv.URL+"/item/7")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Items) != 1 {
+		t.Fatalf("items %+v", res.Items)
+	}
+	it := res.Items[0]
+	want := map[string]any{
+		"id": 7, "title": "Hello", "score": 1204, "url": srv.URL + "/out/far", "time": "2026-11-20T02:00:00Z",
+		"tags": []string{"a", "b"}, "ratio": 0.25,
+	}
+	if it.Key != "demo:story:7" || it.URL != srv.URL+"/s/item/7" || !reflect.DeepEqual(it.Data, want) {
+		t.Errorf("item %s %s %#v\nwant data %#v", it.Key, it.URL, it.Data, want)
+	}
+	// Links resolve against the page's <base>, itself relative to the final URL.
+	var got []string
+	for _, in := range res.Next {
+		got = append(got, in.Task+" "+in.URL+" "+in.Var("from"))
+	}
+	wantNext := []string{
+		"comments " + srv.URL + "/news/c?p=1 ",
+		"demo.page " + srv.URL + "/x/1 list",
+		"demo.page https://other.example/2 list",
+	}
+	if !reflect.DeepEqual(got, wantNext) {
+		t.Errorf("next:\n got  %q\n want %q", got, wantNext)
+	}
+	schema := map[string]crawl.Type{}
+	for _, f := range storyTask.Spec().Output {
+		schema[f.Name] = f.Type
+	}
+	wantSchema := map[string]crawl.Type{"id": crawl.Int, "title": crawl.String, "score": crawl.Int, "url": crawl.URL, "time": crawl.Time, "tags": crawl.List, "ratio": crawl.Float}
+	if !reflect.DeepEqual(schema, wantSchema) {
+		t.Errorf("schema %v, want %v", schema, wantSchema)
+	}
+}
+
+func TestHTMLTaskFailures(t *testing.T) {
+	srv := site(t)
+	for path, want := range map[string]string{
+		"/untitled":  "demo.sdkstory: " + srv.URL + "/untitled: missing required field title (nothing matches \"h1.title\")",
+		"/bad-ratio": "demo.sdkstory: " + srv.URL + "/bad-ratio: field ratio: \"n/a\" is not float64",
+		"/gone":      "GET " + srv.URL + "/gone: HTTP 404 Not Found",
+	} {
+		_, err := runTask(t, storyTask, srv.URL+path)
+		if err == nil || !strings.HasPrefix(err.Error(), want) || !crawl.IsPermanent(err) {
+			t.Errorf("%s: error %v (permanent %v), want one starting %q", path, err, crawl.IsPermanent(err), want)
+		}
+	}
+	// A task may accept a status: a 404 that means "deleted" is skipped, not failed.
+	gone := crawl.HTMLTask("demo.sdkgone", func(p *crawl.Page, out *crawl.Out[story]) error {
+		if p.Status == http.StatusNotFound {
+			out.Skip(1)
+			return nil
+		}
+		out.Item("k", out.Scan(p))
+		return nil
+	}, crawl.AcceptStatus(func(s int) bool { return s == http.StatusNotFound }))
+	res, err := runTask(t, gone, srv.URL+"/gone")
+	if err != nil || res.Skipped != 1 || len(res.Items) != 0 {
+		t.Errorf("accepted 404: %+v, %v; want it skipped", res, err)
+	}
+}
+
+// TestFollowRoutesByStepOrTask: an input named after a step id reaches that step only;
+// one named after a task reaches every step running it.
+func TestFollowRoutesByStepOrTask(t *testing.T) {
+	reg := crawl.NewRegistry()
+	reg.Register(storyTask, crawl.HTMLTask("demo.sdkpage", func(*crawl.Page, *crawl.Out[story]) error { return nil }))
+	c, err := crawl.Load("r.yaml", []byte(`
+name: r
+steps:
+  - id: list
+    task: demo.sdkstory
+  - id: comments
+    task: demo.sdkpage
+    from: list
+  - id: other
+    task: demo.sdkpage
+    from: list
+`), crawl.LoadOptions{Registry: reg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := c.Compile(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, _ := p.Steps[0].Route(crawl.Input{}, crawl.Result{Next: []crawl.Input{
+		{URL: "https://a.example/1", Task: "comments"},
+		{URL: "https://a.example/2", Task: "demo.sdkpage"},
+	}})
+	var got []string
+	for _, r := range out {
+		got = append(got, p.Steps[r.Step].ID+" "+r.Input.URL)
+	}
+	want := []string{"comments https://a.example/1", "comments https://a.example/2", "other https://a.example/2"}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("routed %q, want %q", got, want)
+	}
+}
+
+func TestEachScansListEntries(t *testing.T) {
+	type comment struct {
+		Author string `css:".author" required:"true"`
+		Text   string `css:".text"`
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Write([]byte(`<div class="c" data-id="1"><b class="author">ann</b><p class="text">hi</p></div><div class="c" data-id="2"><b class="author">bob</b></div>`))
+	}))
+	defer srv.Close()
+	task := crawl.HTMLTask("demo.sdkcomments", func(p *crawl.Page, out *crawl.Out[comment]) error {
+		out.Each("div.c", func(e *goquery.Selection, _ *comment) string { return "c:" + e.AttrOr("data-id", "") })
+		return nil
+	})
+	res, err := runTask(t, task, srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Items) != 2 || res.Items[0].Key != "c:1" || res.Items[1].Data["author"] != "bob" || res.Items[1].Data["text"] != "" {
+		t.Errorf("items %+v", res.Items)
+	}
+}
+
+// The README's example task, run on a two-page site.
+type quote struct {
+	Text   string   `css:".text" required:"true"`
+	Author string   `css:".author"`
+	Tags   []string `css:".tag"`
+}
+
+var quotesPage = crawl.HTMLTask("quotes.page", func(p *crawl.Page, out *crawl.Out[quote]) error {
+	out.Each(".quote", func(q *goquery.Selection, _ *quote) string { return "quotes:" + q.AttrOr("id", "") })
+	p.Follow("li.next a", "quotes.page")
+	return nil
+}, crawl.URLOf(func(crawl.Params, crawl.Input) (string, error) { return "https://quotes.example/page/1", nil }))
+
+func TestReadmeQuotesTask(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Write([]byte(`<div class="quote" id="q1"><span class="text">To be</span><small class="author">W.S.</small><a class="tag">life</a></div>
+<div class="quote" id="q2"><span class="text">Or not</span></div><ul><li class="next"><a href="/page/2/">Next</a></li></ul>`))
+	}))
+	defer srv.Close()
+	res, err := runTask(t, quotesPage, srv.URL+"/page/1/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Items) != 2 || res.Items[0].Key != "quotes:q1" || !reflect.DeepEqual(res.Items[0].Data, map[string]any{"text": "To be", "author": "W.S.", "tags": []string{"life"}}) ||
+		res.Items[1].Data["author"] != "" || res.Items[1].Data["tags"] != nil && len(res.Items[1].Data["tags"].([]string)) != 0 {
+		t.Errorf("items %+v", res.Items)
+	}
+	if len(res.Next) != 1 || res.Next[0].URL != srv.URL+"/page/2/" || res.Next[0].Task != "quotes.page" {
+		t.Errorf("next %+v", res.Next)
+	}
+}
