@@ -67,6 +67,7 @@ type outcome struct {
 	DepthLimited int            `json:"dl,omitempty"`
 	Out          []crawl.Routed `json:"out,omitempty"`
 	Err          string         `json:"err,omitempty"`
+	Class        crawl.Cause    `json:"cls,omitempty"`
 	Permanent    bool           `json:"perm,omitempty"`
 	RetryAfter   time.Duration  `json:"ra,omitempty"`
 	waiting      error          // the input waits for a dependency (a pool item, Redis)
@@ -358,7 +359,7 @@ func (a *Activities) runOne(ctx context.Context, task crawl.Task, env *crawl.Env
 	defer func() {
 		if p := recover(); p != nil {
 			a.Log.Error("task panicked", "task", b.Step.Task, "input", w.Input.Describe(), "panic", p, "stack", string(debug.Stack()))
-			o = outcome{Index: i, Err: fmt.Sprintf("task %s panicked: %v", b.Step.Task, p), Permanent: true}
+			o = outcome{Index: i, Err: fmt.Sprintf("task %s panicked: %v", b.Step.Task, p), Class: crawl.CausePanic, Permanent: true}
 		}
 	}()
 	var res crawl.Result
@@ -369,7 +370,7 @@ func (a *Activities) runOne(ctx context.Context, task crawl.Task, env *crawl.Env
 		res, err = task.Run(ictx, env, w.Input)
 	}
 	if err == nil && ictx.Err() != nil && ctx.Err() == nil {
-		err = fmt.Errorf("timed out after %s", b.Step.Timeout)
+		err = crawl.WithCause(fmt.Errorf("timed out after %s", b.Step.Timeout), crawl.CauseTimeout)
 	}
 	if err != nil {
 		if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
@@ -378,14 +379,14 @@ func (a *Activities) runOne(ctx context.Context, task crawl.Task, env *crawl.Env
 		if external.IsWaiting(err) {
 			return outcome{Index: i, waiting: err}
 		}
-		return outcome{Index: i, Err: fmt.Sprintf("%s: %v", w.Input.Describe(), err), Permanent: crawl.IsPermanent(err), RetryAfter: crawl.RetryDelay(err)}
+		return outcome{Index: i, Err: fmt.Sprintf("%s: %v", w.Input.Describe(), err), Class: crawl.CauseOf(err), Permanent: crawl.IsPermanent(err), RetryAfter: crawl.RetryDelay(err)}
 	}
 	now := time.Now().UTC()
 	biz := b.Step.Task
 	for k := range res.Items {
 		it := &res.Items[k]
 		if it.Key == "" {
-			return outcome{Index: i, Err: fmt.Sprintf("%s: task %s returned an item without a key; set Item.Key to a stable natural id", w.Input.Describe(), b.Step.Task), Permanent: true}
+			return outcome{Index: i, Err: fmt.Sprintf("%s: task %s returned an item without a key; set Item.Key to a stable natural id", w.Input.Describe(), b.Step.Task), Class: crawl.CauseParse, Permanent: true}
 		}
 		// The id is a hash of run and key: every attempt of the input gives its items
 		// the same ids, so a copy a failed write left in a store is the same record.
@@ -535,10 +536,10 @@ func (a *Activities) summarize(ctx context.Context, b crawl.Batch, cp *checkpoin
 		w := b.Work[o.Index]
 		attempts := w.Attempt + 1
 		if o.Permanent || attempts > b.Step.Retries {
-			res.Failed = append(res.Failed, crawl.Failure{Step: b.Step.ID, Input: w.Input, Attempts: attempts, Cause: o.Err})
+			res.Failed = append(res.Failed, crawl.Failure{Step: b.Step.ID, Input: w.Input, Attempts: attempts, Cause: o.Err, Class: o.Class})
 			continue
 		}
-		res.Retry = append(res.Retry, crawl.Work{Input: w.Input, Attempt: attempts, Cause: o.Err})
+		res.Retry = append(res.Retry, crawl.Work{Input: w.Input, Attempt: attempts, Cause: o.Err, Class: o.Class})
 		res.RetryAfter = max(res.RetryAfter, o.RetryAfter)
 	}
 	if len(res.Failed) > 0 && a.Failures != nil {
@@ -552,7 +553,7 @@ func (a *Activities) summarize(ctx context.Context, b crawl.Batch, cp *checkpoin
 func (a *Activities) failAll(ctx context.Context, b crawl.Batch, cause string) (crawl.BatchResult, error) {
 	cp := &checkpointer{n: len(b.Work), done: map[int]bool{}}
 	for i := range b.Work {
-		cp.finish(outcome{Index: i, Err: cause, Permanent: true})
+		cp.finish(outcome{Index: i, Err: cause, Class: crawl.CauseConfig, Permanent: true})
 	}
 	return a.summarize(ctx, b, cp)
 }

@@ -85,7 +85,7 @@ func (c *checkpointer) finish(o outcome) {
 	c.done[o.Index] = true
 	c.dirty = true
 	if !o.OK {
-		c.sum.Failed = append(c.sum.Failed, outcome{Index: o.Index, Err: o.Err, Permanent: o.Permanent, RetryAfter: o.RetryAfter})
+		c.sum.Failed = append(c.sum.Failed, outcome{Index: o.Index, Err: o.Err, Class: o.Class, Permanent: o.Permanent, RetryAfter: o.RetryAfter})
 		return
 	}
 	c.sum.Pages++

@@ -212,10 +212,11 @@ type stepView struct {
 
 // cause is a failure cause shared by failed inputs, with some of their URLs.
 type cause struct {
-	Step    string   `json:"step"`
-	Cause   string   `json:"cause"`
-	Count   int      `json:"count"`
-	Samples []string `json:"samples"`
+	Step    string      `json:"step"`
+	Class   crawl.Cause `json:"class,omitempty"` // from the closed set of causes
+	Cause   string      `json:"cause"`
+	Count   int         `json:"count"`
+	Samples []string    `json:"samples"`
 }
 
 // runDetail: GET /api/runs/{id}
@@ -271,10 +272,10 @@ func topCauses(fs []crawl.Failure, n int) []cause {
 	for _, f := range fs {
 		in := f.Input.Describe()
 		shape := numbers.ReplaceAllString(strings.ReplaceAll(f.Cause, in, "…"), "N")
-		k := f.Step + "\x00" + shape
+		k := f.Step + "\x00" + string(f.Class) + "\x00" + shape
 		c, ok := byKey[k]
 		if !ok {
-			c = &cause{Step: f.Step, Cause: f.Cause}
+			c = &cause{Step: f.Step, Class: f.Class, Cause: f.Cause}
 			byKey[k] = c
 			order = append(order, c)
 		}

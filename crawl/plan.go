@@ -286,6 +286,7 @@ type Work struct {
 	Input   Input  `json:"in"`
 	Attempt int    `json:"attempt,omitempty"` // attempts already made
 	Cause   string `json:"cause,omitempty"`   // why the last attempt failed
+	Class   Cause  `json:"class,omitempty"`   // and that reason's cause
 }
 
 // Failure is an input that will not be retried: its retries are exhausted or its error
@@ -294,7 +295,8 @@ type Failure struct {
 	Step     string `json:"step"`
 	Input    Input  `json:"input"`
 	Attempts int    `json:"attempts"`
-	Cause    string `json:"cause"`
+	Cause    string `json:"cause"`           // the error, as the user reads it
+	Class    Cause  `json:"class,omitempty"` // its cause, from a closed set (see CauseOf)
 }
 
 // Batch is the input of one activity: one step's task over up to Batch inputs.

@@ -114,7 +114,7 @@ func (t *htmlTask[T]) Prepare(p Params) (any, error) {
 	}
 	v, err := t.hooks.prepare(p)
 	if err != nil {
-		return nil, Permanentf("%s: %v", t.spec.Name, err)
+		return nil, WithCause(Permanentf("%s: %v", t.spec.Name, err), CauseConfig)
 	}
 	return v, nil
 }
@@ -136,11 +136,11 @@ func (t *htmlTask[T]) Run(ctx context.Context, env *Env, in Input) (Result, erro
 	if u == "" && t.hooks.urlOf != nil {
 		var err error
 		if u, err = t.hooks.urlOf(params, in); err != nil {
-			return Result{}, Permanentf("%s: %v", t.spec.Name, err)
+			return Result{}, WithCause(Permanentf("%s: %v", t.spec.Name, err), CauseConfig)
 		}
 	}
 	if u == "" {
-		return Result{}, Permanentf("%s: input %s has no URL; give the step a `from:` whose inputs carry URLs", t.spec.Name, in.Describe())
+		return Result{}, WithCause(Permanentf("%s: input %s has no URL; give the step a `from:` whose inputs carry URLs", t.spec.Name, in.Describe()), CauseConfig)
 	}
 	resp, err := env.Get(ctx, u)
 	var se interface{ HTTPStatus() int }
@@ -340,7 +340,7 @@ func (p *Page) Emit(in Input, to string) {
 // the task's input fails with this cause, naming the task and the page.
 func (p *Page) Fail(format string, args ...any) {
 	if p.err == nil {
-		p.err = Permanentf("%s: %s: %s", p.task, p.URL, fmt.Sprintf(format, args...))
+		p.err = WithCause(Permanentf("%s: %s: %s", p.task, p.URL, fmt.Sprintf(format, args...)), CauseParse)
 	}
 }
 
@@ -383,7 +383,7 @@ func (o *Out[T]) Scan(p *Page) *T { return o.ScanIn(p.Doc.Selection) }
 func (o *Out[T]) ScanIn(sel *goquery.Selection) *T {
 	v := new(T)
 	if err := Scan(sel, o.page.Doc.Url, v); err != nil {
-		o.fail(Permanentf("%s: %s: %v", o.page.task, o.page.URL, err))
+		o.fail(WithCause(Permanentf("%s: %s: %v", o.page.task, o.page.URL, err), CauseParse))
 		return nil
 	}
 	return v

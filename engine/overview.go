@@ -199,7 +199,7 @@ func GetOverview(ctx context.Context, c client.Client, rdb *redis.Client, sample
 		l.Failures += r.sum.FailuresTotal
 		l.Outages = addOutages(l.Outages, r.sum.Outages)
 		for _, f := range r.sum.Failures {
-			l.FailuresByCause[monitor.Cause(f.Cause)]++
+			l.FailuresByCause[string(cmp.Or(f.Class, crawl.CauseOther))]++
 		}
 	}
 	before := pagesOf(first)

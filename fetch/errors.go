@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+
+	"trawler/crawl"
 )
 
 // Error is the error Fetch returns for every failure, reachable with errors.As through the
@@ -142,3 +144,15 @@ func formatBytes(n int64) string {
 // HTTPStatus is the status of the last answer (0 when none arrived), for tasks that
 // accept some statuses as pages (crawl.AcceptStatus).
 func (e *Error) HTTPStatus() int { return e.Status }
+
+// FailureCause names what refused the request when it is not a status or a network
+// error (those the caller's crawl.CauseOf reads from the error itself).
+func (e *Error) FailureCause() crawl.Cause {
+	switch {
+	case errors.Is(e.Err, ErrDisallowed):
+		return crawl.CauseRobots
+	case errors.Is(e.Err, ErrBodyTooLarge):
+		return crawl.CauseTooLarge
+	}
+	return ""
+}

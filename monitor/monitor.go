@@ -11,10 +11,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
-	"regexp"
 	"sort"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -66,51 +64,14 @@ func Batch(b crawl.Batch, res crawl.BatchResult) {
 		Dedup.WithLabelValues(tenant, b.Step.Task, "unchanged").Add(float64(res.Unchanged))
 	}
 	for _, f := range res.Failed {
-		Failures.WithLabelValues(tenant, b.Chain, Cause(f.Cause)).Inc()
+		Failures.WithLabelValues(tenant, b.Chain, string(cmp.Or(f.Class, crawl.CauseOther))).Inc()
 	}
 	for _, w := range res.Retry {
-		Retries.WithLabelValues(tenant, b.Chain, Cause(w.Cause)).Inc()
+		Retries.WithLabelValues(tenant, b.Chain, string(cmp.Or(w.Class, crawl.CauseOther))).Inc()
 	}
 	if res.QuotaSkipped > 0 {
 		QuotaStops.WithLabelValues(tenant, b.Chain).Add(float64(res.QuotaSkipped))
 	}
-}
-
-// statusRE finds an HTTP status in the fetcher's and crawl.CheckStatus's messages.
-var statusRE = regexp.MustCompile(`\b(?:HTTP|status) ([1-5]\d\d)\b`)
-
-// Cause sorts a failure message into a small set of causes for metrics and status:
-// http_404, http_429, http_5xx…, timeout, connection, parse, quota, pool, panic, other.
-func Cause(msg string) string {
-	low := strings.ToLower(msg)
-	if m := statusRE.FindStringSubmatch(msg); m != nil {
-		return httpCause(m[1])
-	}
-	switch {
-	case strings.Contains(low, "timed out") || strings.Contains(low, "timeout") || strings.Contains(low, "deadline exceeded"):
-		return "timeout"
-	case strings.Contains(low, "connection refused") || strings.Contains(low, "no such host") || strings.Contains(low, "connection reset") || strings.Contains(low, "eof"):
-		return "connection"
-	case strings.Contains(low, "quota"):
-		return "quota"
-	case strings.Contains(low, "pool"):
-		return "pool"
-	case strings.Contains(low, "panicked"):
-		return "panic"
-	case strings.Contains(low, "parse") || strings.Contains(low, "selector") || strings.Contains(low, "missing") || strings.Contains(low, "invalid"):
-		return "parse"
-	}
-	return "other"
-}
-
-func httpCause(code string) string {
-	switch {
-	case code == "404" || code == "403" || code == "429" || code == "410" || code == "401":
-		return "http_" + code
-	case code[0] == '5':
-		return "http_5xx"
-	}
-	return "http_" + code[:1] + "xx"
 }
 
 // Recorder writes the fleet-wide records of one worker into Redis.

@@ -18,6 +18,7 @@ import (
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
 	enumspb "go.temporal.io/api/enums/v1"
+	workflowpb "go.temporal.io/api/workflow/v1"
 
 	"trawler/engine"
 	"trawler/internal/devstack"
@@ -132,15 +133,22 @@ func runningBatch(t *testing.T, runID string, workers map[int]*exec.Cmd) (int, s
 		if err != nil {
 			t.Fatal(err)
 		}
+		// The batch started last has the most work left: killing its worker cannot come
+		// after the batch finished.
+		var newest *workflowpb.PendingActivityInfo
 		for _, pa := range d.GetPendingActivities() {
-			if pa.GetState() != enumspb.PENDING_ACTIVITY_STATE_STARTED {
+			if pa.GetState() != enumspb.PENDING_ACTIVITY_STATE_STARTED || !workflows.IsBatchActivity(pa.GetActivityType().GetName()) {
 				continue
 			}
 			// The SDK's default worker identity is "pid@host@".
 			pid, _ := strconv.Atoi(strings.SplitN(pa.GetLastWorkerIdentity(), "@", 2)[0])
-			if workers[pid] != nil {
-				return pid, pa.GetActivityId()
+			if workers[pid] != nil && (newest == nil || pa.GetLastStartedTime().AsTime().After(newest.GetLastStartedTime().AsTime())) {
+				newest = pa
 			}
+		}
+		if newest != nil {
+			pid, _ := strconv.Atoi(strings.SplitN(newest.GetLastWorkerIdentity(), "@", 2)[0])
+			return pid, newest.GetActivityId()
 		}
 		time.Sleep(20 * time.Millisecond)
 	}

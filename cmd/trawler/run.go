@@ -182,7 +182,7 @@ func (r *result) print(asJSON bool) error {
 	if len(r.Failures) > 0 {
 		fmt.Printf("  failures (%d shown of %d):\n", len(r.Failures), r.Failed)
 		for _, f := range r.Failures {
-			fmt.Printf("    [%s] after %d attempt(s): %s\n", f.Step, f.Attempts, f.Cause)
+			printFailure(os.Stdout, f)
 		}
 	}
 	return nil

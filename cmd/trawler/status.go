@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"fmt"
 	"os"
 	"sort"
@@ -210,6 +211,12 @@ func printFailures(w *os.File, fs []crawl.Failure, total int) {
 	}
 	fmt.Fprintf(w, "  failures (%d shown of %d):\n", len(fs), total)
 	for _, f := range fs {
-		fmt.Fprintf(w, "    [%s] after %d attempt(s): %s\n", f.Step, f.Attempts, f.Cause)
+		printFailure(w, f)
 	}
+}
+
+// printFailure is one given-up input: its step, its cause from the closed set, the
+// attempts made and the error.
+func printFailure(w *os.File, f crawl.Failure) {
+	fmt.Fprintf(w, "    [%s] %s after %d attempt(s): %s\n", f.Step, cmp.Or(f.Class, crawl.CauseOther), f.Attempts, f.Cause)
 }

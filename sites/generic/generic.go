@@ -446,7 +446,7 @@ func cachedConfig[T any](task string, p crawl.Params, build func(crawl.Params) (
 		for i, e := range errs {
 			msgs[i] = e.Error()
 		}
-		err = crawl.Permanentf("%s: bad params (run `trawler validate` on the chain file): %s", task, strings.Join(msgs, "; "))
+		err = crawl.WithCause(crawl.Permanentf("%s: bad params (run `trawler validate` on the chain file): %s", task, strings.Join(msgs, "; ")), crawl.CauseConfig)
 	}
 	if cfgCount.Add(1) > maxCached {
 		cfgCache.Range(func(k, _ any) bool { cfgCache.Delete(k); return true })

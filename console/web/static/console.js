@@ -200,7 +200,7 @@ pages.run = () => {
     const total = data.progress ? data.progress.failures_total : 0;
     if (causes.length) $("#failures-none").textContent = "";
     fill($("#causes tbody"), causes.map((c) => el("tr", {},
-      el("td", {}, c.step), el("td", { class: "n" }, c.count), el("td", { class: "error" }, c.cause),
+      el("td", {}, c.step), el("td", { class: "n" }, c.count), el("td", { class: "error" }, (c.class ? "[" + c.class + "] " : "") + c.cause),
       el("td", {}, (c.samples || []).map((u) => el("div", {}, /^https?:/.test(u) ? el("a", { href: u, target: "_blank", rel: "noopener" }, u) : u))))));
     if (total > causes.reduce((n, c) => n + c.count, 0)) {
       $("#failures-none").hidden = false;
