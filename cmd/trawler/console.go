@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"os"
 
@@ -9,7 +8,7 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"trawler/console"
-	"trawler/internal/devstack"
+	"trawler/internal/endpoints"
 )
 
 // defaultConsoleAddr is where `trawler console`, `trawler dev` and `trawler demo` serve
@@ -59,7 +58,7 @@ schedule runs.`,
 			}
 			defer c.Close()
 			if ui == "" && s.data != "" {
-				if ep, err := devstack.ReadEndpoints(s.data); err == nil {
+				if ep, err := endpoints.Read(s.data); err == nil {
 					ui = ep.TemporalUI
 				}
 			}
@@ -91,43 +90,4 @@ schedule runs.`,
 func (s *settings) consoleConfig(c client.Client, temporalUI string) console.Config {
 	return console.Config{Temporal: c, Namespace: s.namespace, TaskQueue: s.taskQueue, TemporalUI: temporalUI,
 		Redis: s.redis, Kafka: s.kafkaBrokers(), Mongo: s.mongo, ES: s.es, HBase: s.hbase, Log: s.logger()}
-}
-
-// serveConsole serves the console of an embedded stack in the background, on
-// defaultConsoleAddr or any free loopback port, until ctx ends. It returns the URL and
-// a stop function.
-func serveConsole(ctx context.Context, s *settings, st *stack) (string, func(), error) {
-	c, err := s.dial(ctx)
-	if err != nil {
-		return "", nil, err
-	}
-	cfg := s.consoleConfig(c, st.ep.TemporalUI)
-	cfg.Sets = []string{"base_url=" + st.ep.DemoSite}
-	srv, err := console.New(cfg)
-	if err != nil {
-		c.Close()
-		return "", nil, err
-	}
-	addr := defaultConsoleAddr
-	if portIfFree(portOf(addr)) == 0 {
-		addr = "127.0.0.1:0"
-	}
-	ctx, cancel := context.WithCancel(ctx)
-	urls, errs := make(chan string, 1), make(chan error, 1)
-	go func() { errs <- srv.Listen(ctx, addr, func(url string) { urls <- url }) }()
-	stop := func() {
-		cancel()
-		<-errs
-		_ = srv.Close()
-		c.Close()
-	}
-	select {
-	case url := <-urls:
-		return url, stop, nil
-	case err := <-errs:
-		cancel()
-		_ = srv.Close()
-		c.Close()
-		return "", nil, err
-	}
 }

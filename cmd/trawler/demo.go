@@ -1,3 +1,5 @@
+//go:build !production
+
 package main
 
 import (
@@ -13,6 +15,7 @@ import (
 	"github.com/alicebob/miniredis/v2"
 	"github.com/spf13/cobra"
 
+	"trawler/console"
 	"trawler/crawl"
 	"trawler/engine"
 	"trawler/examples"
@@ -349,4 +352,43 @@ Stopping and restarting ` + "`trawler dev`" + ` on the same --data resumes unfin
 	cmd.Flags().IntVar(&temporalPort, "temporal-port", 7233, "port of the Temporal frontend (any free port if taken)")
 	cmd.Flags().IntVar(&uiPort, "ui-port", 8233, "port of the Temporal web UI (any free port if taken)")
 	return cmd
+}
+
+// serveConsole serves the console of an embedded stack in the background, on
+// defaultConsoleAddr or any free loopback port, until ctx ends. It returns the URL and
+// a stop function.
+func serveConsole(ctx context.Context, s *settings, st *stack) (string, func(), error) {
+	c, err := s.dial(ctx)
+	if err != nil {
+		return "", nil, err
+	}
+	cfg := s.consoleConfig(c, st.ep.TemporalUI)
+	cfg.Sets = []string{"base_url=" + st.ep.DemoSite}
+	srv, err := console.New(cfg)
+	if err != nil {
+		c.Close()
+		return "", nil, err
+	}
+	addr := defaultConsoleAddr
+	if portIfFree(portOf(addr)) == 0 {
+		addr = "127.0.0.1:0"
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	urls, errs := make(chan string, 1), make(chan error, 1)
+	go func() { errs <- srv.Listen(ctx, addr, func(url string) { urls <- url }) }()
+	stop := func() {
+		cancel()
+		<-errs
+		_ = srv.Close()
+		c.Close()
+	}
+	select {
+	case url := <-urls:
+		return url, stop, nil
+	case err := <-errs:
+		cancel()
+		_ = srv.Close()
+		c.Close()
+		return "", nil, err
+	}
 }

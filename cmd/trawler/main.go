@@ -19,7 +19,7 @@ import (
 	sdklog "go.temporal.io/sdk/log"
 
 	"trawler/engine"
-	"trawler/internal/devstack"
+	"trawler/internal/endpoints"
 	"trawler/workflows"
 
 	_ "trawler/sites/demo"
@@ -116,7 +116,7 @@ func (s *settings) resolve() error {
 	}
 	env(&s.data, "TRAWLER_DATA", "")
 	if s.data != "" && (s.temporal == "" && os.Getenv("TRAWLER_TEMPORAL") == "") {
-		ep, err := devstack.ReadEndpoints(s.data)
+		ep, err := endpoints.Read(s.data)
 		if err != nil {
 			return err
 		}

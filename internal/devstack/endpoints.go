@@ -1,108 +1,21 @@
 package devstack
 
-import (
-	"encoding/json"
-	"errors"
-	"fmt"
-	"io/fs"
-	"os"
-	"path/filepath"
-)
+import "trawler/internal/endpoints"
 
-// EndpointsFile is the name of the file, inside the data directory, that
-// lists every address a running stack serves.
-const EndpointsFile = "endpoints.json"
+// The endpoints file lives in its own package (internal/endpoints) so that builds
+// without the embedded servers read it too; these names keep the stack's API.
+const EndpointsFile = endpoints.File
 
-// Endpoints is the content of <DataDir>/endpoints.json: every address the
-// stack serves. Components started next to the Temporal server (demo site,
-// brokers, databases ...) add their own fields; every optional field carries
-// omitempty so that older readers and writers keep working.
-type Endpoints struct {
-	Temporal   string   `json:"temporal"`              // host:port of the frontend gRPC
-	Namespace  string   `json:"namespace"`             // namespace clients should use
-	TemporalUI string   `json:"temporal_ui,omitempty"` // http://host:port
-	DemoSite   string   `json:"demo_site,omitempty"`   // filled by the caller, not by StartTemporal
-	Redis      string   `json:"redis,omitempty"`       // host:port of the Redis the workers deduplicate with
-	Kafka      []string `json:"kafka,omitempty"`       // host:port of each broker of the kafka sink
-	Mongo      string   `json:"mongo,omitempty"`       // mongodb:// URI of the mongo sink
-	ES         string   `json:"es,omitempty"`          // http:// URL of the es sink's Elasticsearch
-	HBaseZK    string   `json:"hbase_zk,omitempty"`    // ZooKeeper quorum (host:port) of the hbase sink's HBase
-}
+// Endpoints is the content of <DataDir>/endpoints.json.
+type Endpoints = endpoints.Endpoints
 
 // EndpointsPath returns the path of the endpoints file in dataDir.
-func EndpointsPath(dataDir string) string {
-	return filepath.Join(dataDir, EndpointsFile)
-}
+func EndpointsPath(dataDir string) string { return endpoints.Path(dataDir) }
 
-// WriteEndpoints atomically replaces <dataDir>/endpoints.json with e as
-// indented JSON (mode 0644): readers see either the old or the new content,
-// never a partial file.
-func WriteEndpoints(dataDir string, e Endpoints) error {
-	if dataDir == "" {
-		return errors.New("devstack: WriteEndpoints: empty data directory")
-	}
-	path := EndpointsPath(dataDir)
-	data, err := json.MarshalIndent(e, "", "  ")
-	if err != nil {
-		return fmt.Errorf("devstack: encoding %s: %w", path, err)
-	}
-	data = append(data, '\n')
+// WriteEndpoints atomically replaces <dataDir>/endpoints.json.
+func WriteEndpoints(dataDir string, e Endpoints) error { return endpoints.Write(dataDir, e) }
 
-	tmp, err := os.CreateTemp(dataDir, "."+EndpointsFile+".*.tmp")
-	if err != nil {
-		return fmt.Errorf("devstack: writing %s: %w", path, err)
-	}
-	tmpName := tmp.Name()
-	defer func() {
-		if tmpName != "" {
-			_ = os.Remove(tmpName)
-		}
-	}()
-	if _, err := tmp.Write(data); err != nil {
-		_ = tmp.Close()
-		return fmt.Errorf("devstack: writing %s: %w", path, err)
-	}
-	if err := tmp.Chmod(0o644); err != nil {
-		_ = tmp.Close()
-		return fmt.Errorf("devstack: writing %s: %w", path, err)
-	}
-	if err := tmp.Sync(); err != nil {
-		_ = tmp.Close()
-		return fmt.Errorf("devstack: writing %s: %w", path, err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("devstack: writing %s: %w", path, err)
-	}
-	if err := os.Rename(tmpName, path); err != nil {
-		return fmt.Errorf("devstack: writing %s: %w", path, err)
-	}
-	tmpName = ""
-	return nil
-}
+// ReadEndpoints reads <dataDir>/endpoints.json.
+func ReadEndpoints(dataDir string) (Endpoints, error) { return endpoints.Read(dataDir) }
 
-// ReadEndpoints reads <dataDir>/endpoints.json as written by a running stack
-// (or by WriteEndpoints).
-func ReadEndpoints(dataDir string) (Endpoints, error) {
-	path := EndpointsPath(dataDir)
-	data, err := os.ReadFile(path)
-	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
-			return Endpoints{}, fmt.Errorf("devstack: %s not found: no stack is running on this data directory; start `trawler dev --data %s` first", path, dataDir)
-		}
-		return Endpoints{}, fmt.Errorf("devstack: reading %s: %w", path, err)
-	}
-	var e Endpoints
-	if err := json.Unmarshal(data, &e); err != nil {
-		return Endpoints{}, fmt.Errorf("devstack: %s is not valid endpoints JSON (%v); restart `trawler dev --data %s` to rewrite it", path, err, dataDir)
-	}
-	return e, nil
-}
-
-// removeEndpoints deletes the endpoints file; a missing file is not an error.
-func removeEndpoints(dataDir string) error {
-	err := os.Remove(EndpointsPath(dataDir))
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("devstack: removing %s: %w", EndpointsPath(dataDir), err)
-	}
-	return nil
-}
+func removeEndpoints(dataDir string) error { return endpoints.Remove(dataDir) }
