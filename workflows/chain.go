@@ -587,7 +587,7 @@ func (r *runner) startChild(ctx workflow.Context, part []Pending) {
 		r.children--
 		var res Summary
 		if err := f.Get(ctx, &res); err != nil {
-			if r.outages {
+			if r.outages && !temporal.IsCanceledError(err) {
 				// A partition only fails when its workflow does (a bug, a terminate):
 				// its work goes back to the queue rather than ending the run.
 				r.requeueWaiting(ctx, part, "partition", err.Error())
@@ -709,7 +709,7 @@ func (r *runner) startBatch(ctx workflow.Context, i int, pending []Pending, now 
 			r.sum.Steps[i].Aged++
 			return
 		}
-		if err != nil && r.outages {
+		if err != nil && r.outages && !temporal.IsCanceledError(err) {
 			// The batch failed even after its own retries: its worker keeps dying, or
 			// something it needs is missing. Its inputs wait and try again later.
 			dep, cause := dependencyOf(err)
