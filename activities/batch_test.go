@@ -21,7 +21,7 @@ func TestStepFetcherAppliesChainRobotsSwitch(t *testing.T) {
 		w.Write([]byte("ok"))
 	}))
 	defer srv.Close()
-	f := fetch.New(fetch.Options{})
+	f := fetch.New(fetch.Options{AllowPrivate: true})
 	ctx := context.Background()
 	obey := stepFetcher{f: f, spec: crawl.TaskSpec{Name: "x.y"}}
 	_, err := obey.Fetch(ctx, &crawl.Request{Method: "GET", URL: srv.URL + "/private/1"})

@@ -21,6 +21,7 @@ import (
 
 	"trawler/engine"
 	"trawler/examples"
+	"trawler/fetch"
 	"trawler/internal/devstack"
 	"trawler/internal/devstack/demosite"
 	"trawler/internal/devstack/eslite"
@@ -110,7 +111,7 @@ func startStack() error {
 		return err
 	}
 	if stack.worker, err = engine.NewWorker(stack.client, engine.WorkerOptions{TaskQueue: taskQueue, OutDir: stack.dir + "/out",
-		Redis: stack.redis.Addr(), Mongo: stack.mongo, ES: stack.es, HBase: stack.hbase, Log: quiet}); err != nil {
+		Redis: stack.redis.Addr(), Mongo: stack.mongo, ES: stack.es, HBase: stack.hbase, Log: quiet, Fetch: fetch.Options{AllowPrivate: true}}); err != nil {
 		return err
 	}
 	if err := stack.worker.Start(); err != nil {

@@ -67,7 +67,7 @@ var storyTask = crawl.HTMLTask("demo.sdkstory", func(p *crawl.Page, out *crawl.O
 
 func runTask(t *testing.T, task crawl.Task, u string) (crawl.Result, error) {
 	t.Helper()
-	env := &crawl.Env{Fetcher: fetch.New(fetch.Options{Timeout: 5 * time.Second, Retries: -1}), Params: crawl.Params{}}
+	env := &crawl.Env{Fetcher: fetch.New(fetch.Options{Timeout: 5 * time.Second, Retries: -1, AllowPrivate: true}), Params: crawl.Params{}}
 	return task.Run(context.Background(), env, crawl.Input{URL: u})
 }
 

@@ -153,6 +153,8 @@ func (e *Error) FailureCause() crawl.Cause {
 		return crawl.CauseRobots
 	case errors.Is(e.Err, ErrBodyTooLarge):
 		return crawl.CauseTooLarge
+	case errors.Is(e.Err, ErrBlocked):
+		return crawl.CauseBlocked
 	}
 	return ""
 }

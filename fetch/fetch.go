@@ -76,6 +76,12 @@ type Options struct {
 	// Backoff is the first pause between in-process retries when the server sent no
 	// Retry-After; it doubles on each retry. Default 200ms.
 	Backoff time.Duration
+	// AllowPrivate lets requests reach loopback, private and other non-public
+	// addresses (the worker's --allow-private). Link-local and cloud metadata
+	// addresses are refused regardless. See guard.go.
+	AllowPrivate bool
+	// Network, when set, replaces name lookups and connecting (tests).
+	Network *Network
 }
 
 const (
@@ -148,6 +154,7 @@ type Fetcher struct {
 	opt    Options // with defaults applied; MaxRedirects 0 means none
 	client *resty.Client
 	hosts  *hostTable
+	guard  *guard
 }
 
 var _ crawl.Fetcher = (*Fetcher)(nil)
@@ -156,10 +163,10 @@ var _ crawl.Fetcher = (*Fetcher)(nil)
 // make one per worker process so that per-host limits and robots.txt are shared.
 func New(o Options) *Fetcher {
 	o = o.withDefaults()
-	dialer := &net.Dialer{Timeout: o.ConnectTimeout, KeepAlive: 30 * time.Second}
+	g := newGuard(o)
 	transport := &http.Transport{
-		Proxy:                 proxyFor, // a leased proxy, else the environment's
-		DialContext:           dialer.DialContext,
+		Proxy:                 g.proxy, // a leased proxy, else the environment's
+		DialContext:           g.dialContext,
 		TLSHandshakeTimeout:   o.ConnectTimeout,
 		ResponseHeaderTimeout: o.Timeout,
 		ExpectContinueTimeout: time.Second,
@@ -183,7 +190,7 @@ func New(o Options) *Fetcher {
 			}
 			return nil
 		}))
-	return &Fetcher{opt: o, client: client, hosts: newHostTable(o.RateLimit, o.HostConcurrency)}
+	return &Fetcher{opt: o, client: client, hosts: newHostTable(o.RateLimit, o.HostConcurrency), guard: g}
 }
 
 // fetch performs r with the resources it already carries (see Fetch).
@@ -298,6 +305,20 @@ func (f *Fetcher) attempt(ctx context.Context, h *host, method string, u *url.UR
 		var rl *redirectLimitError
 		if errors.As(err, &rl) {
 			o.err, o.permanent = rl, true
+			return o
+		}
+		var be *blockedError
+		if errors.As(err, &be) {
+			// Nothing went to a refused address; only a redirect hop leading there
+			// means the first request was sent.
+			o.permanent = true
+			o.err = be
+			var ue *url.Error
+			if errors.As(err, &ue) && ue.URL != u.String() {
+				o.err = &causeError{fmt.Sprintf("redirect to %s refused: %s", ue.URL, be.Error()), be}
+			} else {
+				o.sent = false
+			}
 			return o
 		}
 		o.err, o.permanent, o.retryable = f.classify(ctx, actx, err)

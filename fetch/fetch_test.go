@@ -63,8 +63,10 @@ func asError(t *testing.T, err error) *Error {
 	return fe
 }
 
+// fast: short waits; the test servers listen on loopback, which the guard allows only
+// when asked.
 func fast() Options {
-	return Options{Timeout: 2 * time.Second, Backoff: 10 * time.Millisecond}
+	return Options{Timeout: 2 * time.Second, Backoff: 10 * time.Millisecond, AllowPrivate: true}
 }
 
 func TestGzipBody(t *testing.T) {
@@ -369,7 +371,7 @@ func hangingListener(t *testing.T) string {
 
 func TestHangingConnectionTimesOut(t *testing.T) {
 	base := hangingListener(t)
-	f := New(Options{Timeout: 300 * time.Millisecond, Retries: 1, Backoff: 10 * time.Millisecond})
+	f := New(Options{Timeout: 300 * time.Millisecond, Retries: 1, Backoff: 10 * time.Millisecond, AllowPrivate: true})
 	start := time.Now()
 	_, err := f.Fetch(context.Background(), &crawl.Request{URL: base + "/x", IgnoreRobots: true})
 	fe := asError(t, err)
@@ -390,7 +392,7 @@ func TestHangingConnectionTimesOut(t *testing.T) {
 
 func TestContextCancelAborts(t *testing.T) {
 	base := hangingListener(t)
-	f := New(Options{Timeout: time.Minute})
+	f := New(Options{Timeout: time.Minute, AllowPrivate: true})
 	ctx, cancel := context.WithCancel(context.Background())
 	time.AfterFunc(100*time.Millisecond, cancel)
 	start := time.Now()
@@ -580,7 +582,7 @@ func TestNetworkErrorIsRetryable(t *testing.T) {
 	}
 	addr := ln.Addr().String()
 	ln.Close() // nothing listens there now
-	f := New(Options{Timeout: time.Second, Retries: 1, Backoff: 10 * time.Millisecond})
+	f := New(Options{Timeout: time.Second, Retries: 1, Backoff: 10 * time.Millisecond, AllowPrivate: true})
 	_, err = f.Fetch(context.Background(), &crawl.Request{URL: "http://" + addr + "/x", IgnoreRobots: true})
 	fe := asError(t, err)
 	if crawl.IsPermanent(err) || fe.Attempts != 2 || fe.Status != 0 || !strings.Contains(err.Error(), "connection refused") {

@@ -54,7 +54,7 @@ func TestLeasedProxyIsUsedAndADeadOneBanned(t *testing.T) {
 		t.Fatal(err)
 	}
 	_ = pools.Add(ctx, "t", "s", external.UserAgent, external.Resource{Value: "PooledAgent/1"})
-	f := New(Options{Retries: -1, ConnectTimeout: time.Second})
+	f := New(Options{Retries: -1, ConnectTimeout: time.Second, AllowPrivate: true})
 	scope := external.Scope{Tenant: "t", Site: "s", Needs: []external.Kind{external.Proxy, external.UserAgent}}
 	rctx := WithResources(ctx, pools, scope)
 	ok := 0

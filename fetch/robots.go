@@ -20,6 +20,10 @@ func robotsURL(u *url.URL) string { return u.Scheme + "://" + u.Host + "/robots.
 // checkRobots returns nil when the host's robots.txt lets userAgent fetch u.
 func (f *Fetcher) checkRobots(ctx context.Context, h *host, u *url.URL, userAgent, method, rawURL string) error {
 	data, unavailable, expires, err := f.robots(ctx, h, u)
+	var be *blockedError
+	if errors.As(err, &be) {
+		return crawl.Permanent(&Error{Method: method, URL: rawURL, Err: be})
+	}
 	if err != nil {
 		return &Error{Method: method, URL: rawURL, Err: err}
 	}
@@ -42,7 +46,7 @@ func (f *Fetcher) checkRobots(ctx context.Context, h *host, u *url.URL, userAgen
 
 // robots returns the host's robots.txt from the cache, reading it when the cache has none
 // or it expired. Concurrent callers share one read. Exactly one of data and unavailable is
-// set when err is nil; err is set only when ctx ended first.
+// set when err is nil; err is set only when ctx ended first or the guard refused the host.
 func (f *Fetcher) robots(ctx context.Context, h *host, u *url.URL) (data *robotstxt.RobotsData, unavailable *robotsUnavailableError, expires time.Time, err error) {
 	h.mu.Lock()
 	for {
@@ -84,8 +88,9 @@ func (f *Fetcher) robots(ctx context.Context, h *host, u *url.URL) (data *robots
 
 // loadRobots reads robots.txt for u's host. A 2xx is parsed, any other 4xx but 429 allows
 // everything (as does a body that does not parse), and a 429, a 5xx or a network error
-// makes the host unavailable for robotsRetryTTL. err is set only when ctx ended or the
-// rate limiter cannot grant a token before ctx's deadline.
+// makes the host unavailable for robotsRetryTTL. err is set only when ctx ended, the
+// rate limiter cannot grant a token before ctx's deadline, or the guard refused the
+// host's address (a *blockedError).
 func (f *Fetcher) loadRobots(ctx context.Context, h *host, u *url.URL) (*robotstxt.RobotsData, *robotsUnavailableError, time.Duration, error) {
 	where := robotsURL(u)
 	if err := f.waitToken(ctx, h); err != nil {
@@ -108,6 +113,12 @@ func (f *Fetcher) loadRobots(ctx context.Context, h *host, u *url.URL) (*robotst
 		var rl *redirectLimitError
 		if errors.As(err, &rl) {
 			return allowAll, nil, robotsTTL, nil
+		}
+		// A refused address is not a robots.txt that may come back: the page itself
+		// fails, permanently (nothing is cached, so the guard judges every request).
+		var be *blockedError
+		if errors.As(err, &be) {
+			return nil, nil, 0, be
 		}
 		cause, _, _ := f.classify(ctx, actx, err)
 		return nil, &robotsUnavailableError{robotsURL: where, cause: cause.Error(), err: cause}, robotsRetryTTL, nil

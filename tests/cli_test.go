@@ -16,8 +16,15 @@ import (
 // trawler runs the real binary and returns stdout, stderr and the exit code.
 func trawler(t *testing.T, args ...string) (string, string, int) {
 	t.Helper()
+	return trawlerEnv(t, nil, args...)
+}
+
+// trawlerEnv runs the real binary with extra environment variables (NAME=value).
+func trawlerEnv(t *testing.T, env []string, args ...string) (string, string, int) {
+	t.Helper()
 	cmd := exec.Command(buildTrawler(t), args...)
 	cmd.Dir = ".."
+	cmd.Env = append(os.Environ(), env...)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()

@@ -11,6 +11,7 @@ import (
 	"github.com/elastic/go-elasticsearch/v8"
 
 	"trawler/engine"
+	"trawler/fetch"
 	"trawler/internal/devstack/demosite"
 	"trawler/internal/devstack/eslite"
 )
@@ -40,7 +41,7 @@ func TestSearchAfterTheDemoChain(t *testing.T) {
 		t.Fatal(err)
 	}
 	queue := "search-" + fmt.Sprint(time.Now().UnixNano())
-	w, err := engine.NewWorker(shared.client, engine.WorkerOptions{TaskQueue: queue, OutDir: shared.sink.Dir(), ES: url, Log: quiet})
+	w, err := engine.NewWorker(shared.client, engine.WorkerOptions{TaskQueue: queue, OutDir: shared.sink.Dir(), ES: url, Log: quiet, Fetch: fetch.Options{AllowPrivate: true}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -38,7 +38,7 @@ func TestRollingUpgradeMidRun(t *testing.T) {
 	newWorker := func(wf func(workflow.Context, workflows.ChainInput) (*workflows.Summary, error)) *engine.Worker {
 		w, err := engine.NewWorker(shared.client, engine.WorkerOptions{
 			TaskQueue: queue, OutDir: shared.sink.Dir(), Log: quiet, Redis: shared.redis.Addr(), Workflow: wf,
-			Fetch: fetch.Options{Timeout: 5 * time.Second},
+			Fetch: fetch.Options{Timeout: 5 * time.Second, AllowPrivate: true},
 		})
 		if err != nil {
 			t.Fatal(err)

@@ -268,7 +268,8 @@ func benchCrawl(ctx context.Context, s *settings, o benchOptions) (*benchResult,
 	defer c.Close()
 	w, err := engine.NewWorker(c, engine.WorkerOptions{
 		TaskQueue: s.taskQueue, OutDir: s.out, Log: s.logger(),
-		Fetch: fetch.Options{HostConcurrency: o.concurrency},
+		// The benchmark site listens on loopback.
+		Fetch: fetch.Options{HostConcurrency: o.concurrency, AllowPrivate: true},
 	})
 	if err != nil {
 		return nil, err

@@ -19,6 +19,7 @@ import (
 	"trawler/crawl"
 	"trawler/engine"
 	"trawler/examples"
+	"trawler/fetch"
 	"trawler/internal/devstack"
 	"trawler/internal/devstack/demosite"
 	"trawler/internal/devstack/eslite"
@@ -173,8 +174,10 @@ func (st *stack) startWorker(ctx context.Context, s *settings) error {
 	if err != nil {
 		return err
 	}
+	// The embedded stack's own worker crawls the demo site on loopback.
 	w, err := engine.NewWorker(c, engine.WorkerOptions{TaskQueue: s.taskQueue, OutDir: s.out, Redis: s.redis,
-		Kafka: s.kafkaBrokers(), Mongo: s.mongo, ES: s.es, HBase: s.hbase, Log: s.logger()})
+		Kafka: s.kafkaBrokers(), Mongo: s.mongo, ES: s.es, HBase: s.hbase, Log: s.logger(),
+		Fetch: fetch.Options{AllowPrivate: true}})
 	if err != nil {
 		return err
 	}

@@ -26,6 +26,7 @@ func tryCmd(s *settings) *cobra.Command {
 		noRobots   bool
 		timeout    time.Duration
 		limit      int
+		private    privateFlag
 	)
 	cmd := &cobra.Command{
 		Use:   "try TASK [URL]",
@@ -45,15 +46,21 @@ Params come from --params FILE, then --set:
 The params are checked first, exactly as ` + "`trawler validate`" + ` checks them, so a broken
 selector is reported with its fix instead of silently matching nothing. Without URL the
 task runs its seed input (its urls param). The page is fetched with the real fetcher,
-which obeys robots.txt unless --no-robots. --json prints one object:
+which obeys robots.txt unless --no-robots and, like a worker's, refuses link-local and
+cloud metadata addresses always and loopback and private ones unless --allow-private.
+--json prints one object:
 {"items":[...],"next":[...],"skipped":N}.`,
-		Example: `  trawler try generic.html_detail http://127.0.0.1:8089/item/3 --set fields.title=h1.title \
+		Example: `  trawler try generic.html_detail http://127.0.0.1:8089/item/3 --allow-private --set fields.title=h1.title \
       --set 'fields.score={css: .meta .score, type: int, regex: "(\\d+)"}'
-  trawler try generic.html_list --params examples/generic-html.yaml 'http://127.0.0.1:8089/news?p=2'
-  trawler try generic.json --params examples/generic-json.yaml 'http://127.0.0.1:8089/api/stories?per_page=3' --json
+  trawler try generic.html_list --params examples/generic-html.yaml 'http://127.0.0.1:8089/news?p=2' --allow-private
+  trawler try generic.json --params examples/generic-json.yaml 'http://127.0.0.1:8089/api/stories?per_page=3' --allow-private --json
   trawler try generic.sitemap https://example.com/sitemap.xml --set include='[/blog/]'`,
 		Args: cobra.RangeArgs(1, 2),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			allowPrivate, err := private.resolve(cmd)
+			if err != nil {
+				return err
+			}
 			task, ok := crawl.Default.Get(args[0])
 			if !ok {
 				return fmt.Errorf("unknown task %q; registered tasks: %s", args[0], strings.Join(crawl.Default.Names(), ", "))
@@ -97,7 +104,7 @@ which obeys robots.txt unless --no-robots. --json prints one object:
 			defer cancel()
 			env := &crawl.Env{
 				Params:  typed,
-				Fetcher: tryFetcher{f: fetch.New(fetch.Options{}), ignoreRobots: noRobots},
+				Fetcher: tryFetcher{f: fetch.New(fetch.Options{AllowPrivate: allowPrivate}), ignoreRobots: noRobots},
 				Log:     s.logger(),
 				Chain:   "try",
 			}
@@ -131,6 +138,7 @@ which obeys robots.txt unless --no-robots. --json prints one object:
 	f.BoolVar(&noRobots, "no-robots", false, "ignore robots.txt")
 	f.DurationVar(&timeout, "timeout", 0, "give up after this long (default: the task's timeout)")
 	f.IntVar(&limit, "limit", 10, "items to print in full (0: all); --json prints all")
+	private.add(cmd, "fetch loopback and private addresses (a local site); link-local and cloud metadata stay refused")
 	return cmd
 }
 

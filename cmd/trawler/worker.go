@@ -3,12 +3,14 @@ package main
 import (
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"trawler/engine"
+	"trawler/fetch"
 	"trawler/storage"
 )
 
@@ -53,6 +55,7 @@ func workerCmd(s *settings) *cobra.Command {
 	var targetCPU, targetMem float64
 	var watch watchFlags
 	var hot engine.HotOptions
+	var private privateFlag
 	cmd := &cobra.Command{
 		Use:   "worker",
 		Short: "Run a worker: executes chain workflows and batch activities until interrupted",
@@ -72,6 +75,10 @@ heartbeat timeout and which resume from their last stored input.`,
 			if err := s.resolve(); err != nil {
 				return err
 			}
+			allowPrivate, err := private.resolve(cmd)
+			if err != nil {
+				return err
+			}
 			if s.out == "" {
 				return fmt.Errorf("the worker needs --out DIR (or TRAWLER_OUT, or --data of a dev stack) for the jsonl sink")
 			}
@@ -82,7 +89,8 @@ heartbeat timeout and which resume from their last stored input.`,
 			defer c.Close()
 			w, err := engine.NewWorker(c, engine.WorkerOptions{TaskQueue: s.taskQueue, OutDir: s.out, MaxBatches: maxBatches, Redis: s.redis,
 				ResourceTuned: tuned, TargetCPU: targetCPU, TargetMem: targetMem,
-				Kafka: s.kafkaBrokers(), Mongo: s.mongo, ES: s.es, HBase: s.hbase, Hot: hot, Log: s.logger()})
+				Kafka: s.kafkaBrokers(), Mongo: s.mongo, ES: s.es, HBase: s.hbase, Hot: hot, Log: s.logger(),
+				Fetch: fetch.Options{AllowPrivate: allowPrivate}})
 			if err != nil {
 				return err
 			}
@@ -104,8 +112,32 @@ heartbeat timeout and which resume from their last stored input.`,
 	cmd.Flags().Float64Var(&targetCPU, "target-cpu", 0.8, "with --tune-resources: the machine CPU use (0–1) the worker aims at")
 	cmd.Flags().Float64Var(&targetMem, "target-mem", 0.8, "with --tune-resources: the machine memory use (0–1) the worker aims at")
 	watch.add(cmd, "")
+	private.add(cmd, "chains on this worker may fetch loopback and private addresses (10/8, 172.16/12, 192.168/16, fc00::/7 …); link-local and cloud metadata stay refused")
 	cmd.Flags().IntVar(&hot.KafkaPartitions, "kafka-partitions", 3, "partitions of a topic the kafka sink creates")
 	cmd.Flags().IntVar(&hot.KafkaReplication, "kafka-replication", 1, "replication factor of a topic the kafka sink creates")
 	cmd.Flags().DurationVar(&hot.Retention, "hot-retention", 30*24*time.Hour, "how long MongoDB keeps a record after its last fetch (TTL index on ts)")
 	return cmd
+}
+
+// privateFlag is --allow-private, which TRAWLER_ALLOW_PRIVATE sets when the flag is not
+// given. Only the operator of a process decides it: nothing in a chain can.
+type privateFlag struct{ allow bool }
+
+func (p *privateFlag) add(cmd *cobra.Command, usage string) {
+	cmd.Flags().BoolVar(&p.allow, "allow-private", false, usage+" [TRAWLER_ALLOW_PRIVATE]")
+}
+
+func (p *privateFlag) resolve(cmd *cobra.Command) (bool, error) {
+	if cmd.Flags().Changed("allow-private") {
+		return p.allow, nil
+	}
+	v := strings.TrimSpace(os.Getenv("TRAWLER_ALLOW_PRIVATE"))
+	if v == "" {
+		return false, nil
+	}
+	b, err := strconv.ParseBool(v)
+	if err != nil {
+		return false, fmt.Errorf("TRAWLER_ALLOW_PRIVATE=%q: want 1 or 0 (true or false)", v)
+	}
+	return b, nil
 }

@@ -31,7 +31,7 @@ func newEnv(base string, extra crawl.Params) *crawl.Env {
 	for k, v := range extra {
 		p[k] = v
 	}
-	return &crawl.Env{Params: p, Fetcher: fetch.New(fetch.Options{Backoff: 10 * time.Millisecond})}
+	return &crawl.Env{Params: p, Fetcher: fetch.New(fetch.Options{Backoff: 10 * time.Millisecond, AllowPrivate: true})}
 }
 
 // rawEnv runs tasks through a fetcher that hands every status to the task unretried.
@@ -217,7 +217,7 @@ func TestFeedParams(t *testing.T) {
 		}
 	}
 	// Declared defaults apply when the caller passes no params at all.
-	env := &crawl.Env{Fetcher: fetch.New(fetch.Options{})}
+	env := &crawl.Env{Fetcher: fetch.New(fetch.Options{AllowPrivate: true})}
 	_, err := Feed.Run(ctx, env, crawl.Input{URL: base + "/news?p=1"})
 	if err != nil {
 		t.Fatal(err)

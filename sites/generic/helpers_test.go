@@ -14,7 +14,7 @@ import (
 	"trawler/fetch"
 )
 
-var testFetcher = fetch.New(fetch.Options{Retries: -1, Timeout: 5 * time.Second})
+var testFetcher = fetch.New(fetch.Options{Retries: -1, Timeout: 5 * time.Second, AllowPrivate: true})
 
 // params loads a one-step chain running task with these YAML params (indented by the
 // caller's own layout), as `trawler validate` and a worker see them: validated, defaults

@@ -47,7 +47,7 @@ func fixtureEnv(t *testing.T, extra crawl.Params) *crawl.Env {
 	for k, v := range extra {
 		p[k] = v
 	}
-	return &crawl.Env{Params: p, Fetcher: fetch.New(fetch.Options{})}
+	return &crawl.Env{Params: p, Fetcher: fetch.New(fetch.Options{AllowPrivate: true})}
 }
 
 // roundTrip passes an input through JSON, as workflow history does.
@@ -301,7 +301,7 @@ func TestBadResponses(t *testing.T) {
 		_, _ = io.WriteString(w, body)
 	}))
 	defer srv.Close()
-	env := &crawl.Env{Params: crawl.Params{"base_url": srv.URL + "/"}, Fetcher: fetch.New(fetch.Options{})}
+	env := &crawl.Env{Params: crawl.Params{"base_url": srv.URL + "/"}, Fetcher: fetch.New(fetch.Options{AllowPrivate: true})}
 	raw := &crawl.Env{Params: env.Params, Fetcher: &testFetcher{}}
 	ctx := context.Background()
 
