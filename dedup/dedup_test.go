@@ -179,6 +179,35 @@ func TestLookupThenRecord(t *testing.T) {
 	})
 }
 
+// A second Record of a key replaces the first: its content and its last-seen day. A
+// Record that kept the first entry would make every later crawl of a changed item
+// store it again.
+func TestRecordReplacesTheEntry(t *testing.T) {
+	servers(t, func(t *testing.T, rdb *redis.Client) {
+		ctx := context.Background()
+		d := open(t, rdb, Config{Expected: 1000})
+		day1 := time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)
+		day2 := day1.Add(24 * time.Hour)
+		d.now = func() time.Time { return day1 }
+		if err := d.Record(ctx, "rr", []Entry{{"k", "v1"}}); err != nil {
+			t.Fatal(err)
+		}
+		d.now = func() time.Time { return day2 }
+		if err := d.Record(ctx, "rr", []Entry{{"k", "v2"}}); err != nil {
+			t.Fatal(err)
+		}
+		d.now = func() time.Time { return day2.Add(24 * time.Hour) }
+		v, err := d.Lookup(ctx, "rr", []Entry{{"k", "v2"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := time.Date(2026, 3, 2, 0, 0, 0, 0, time.UTC)
+		if v[0].State != Unchanged || !v[0].LastSeen.Equal(want) {
+			t.Fatalf("v2 after recording v1 then v2: %s, last seen %v; want unchanged, last seen %v", v[0].State, v[0].LastSeen.Format(time.DateOnly), want.Format(time.DateOnly))
+		}
+	})
+}
+
 // Keys whose fields collide in one bucket are one entry to dedup: the documented
 // false-duplicate case.
 func TestFieldCollisionIsADocumentedDuplicate(t *testing.T) {

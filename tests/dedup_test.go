@@ -43,6 +43,17 @@ func TestRecrawlStoresOnlyWhatChanged(t *testing.T) {
 		t.Fatalf("third run: %d unchanged, want %d", s3.Unchanged(), stories+comments-3)
 	}
 
+	// The changed site once more: the third run recorded the new versions, so nothing is
+	// stored again.
+	again := start(t, plan(t, "demo.yaml", "", "base_url="+changed, "feed.pages=2"), taskQueue)
+	s4 := wait(t, again, 2*time.Minute)
+	if keys := stored(t, again); len(keys) != 0 {
+		t.Fatalf("recrawl of the unchanged changed site stored %v, want nothing", keys)
+	}
+	if s4.Unchanged() != stories+comments {
+		t.Fatalf("recrawl of the changed site: %d unchanged, want %d", s4.Unchanged(), stories+comments)
+	}
+
 	// dedup: off stores everything again.
 	p := plan(t, "demo.yaml", "", "base_url="+site, "feed.pages=2")
 	for i := range p.Steps {
