@@ -447,6 +447,7 @@ func miniredisGone(t *testing.T) string {
 }
 
 func TestAccess(t *testing.T) {
+	demoRun(t) // the search calls below need the items index the run creates
 	cfg := stack.cfg
 	cfg.Token, cfg.ReadToken = "full-secret", "read-secret"
 	srv, err := New(cfg)
