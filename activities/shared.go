@@ -55,13 +55,13 @@ func (s *SharedSources) Run(ctx context.Context, step crawl.PlanStep, in crawl.I
 		if res, ok, err := s.cached(ctx, key); err != nil || ok {
 			return res, err
 		}
-		// Whoever sets the lock fetches; it expires with the step timeout, so a worker that
+		// Whoever takes the lock fetches; it expires with the step timeout, so a worker that
 		// dies while fetching hands the fetch to the next one that asks.
-		got, err := s.rdb.SetNX(ctx, key+":lock", 1, step.Timeout+5*time.Second).Result()
+		lock, err := takeLock(ctx, s.rdb, key+":lock", step.Timeout+5*time.Second)
 		if err != nil {
 			return crawl.Result{}, fmt.Errorf("shared source: %w", err)
 		}
-		if got {
+		if lock != nil {
 			res, err := run()
 			if err == nil {
 				b, merr := json.Marshal(res)
@@ -69,7 +69,9 @@ func (s *SharedSources) Run(ctx context.Context, step crawl.PlanStep, in crawl.I
 					err = s.rdb.Set(ctx, key, b, step.Shared).Err()
 				}
 			}
-			s.rdb.Del(context.WithoutCancel(ctx), key+":lock")
+			// An expired lock another worker took since is theirs: release leaves it. A
+			// failed release only delays the next fetch until the lock expires.
+			_, _ = lock.release(context.WithoutCancel(ctx))
 			return res, err
 		}
 		select {
