@@ -24,7 +24,7 @@ func (a *Activities) quotaFor(ctx context.Context, b crawl.Batch) (*batchQuota, 
 	if a.Quotas == nil {
 		return nil, nil
 	}
-	l, err := a.Quotas.For(ctx, b.Tenant, b.Chain, b.RunID, b.Quota)
+	l, err := a.Quotas.For(ctx, b.Tenant, b.Chain, b.RunID, b.Quota, len(b.Work))
 	if err != nil {
 		return nil, err
 	}
@@ -33,6 +33,8 @@ func (a *Activities) quotaFor(ctx context.Context, b crawl.Batch) (*batchQuota, 
 
 // admit spends one page on input i. When it may not run, stop is true and o says why:
 // a budget ran out (the input is left unrun) or Redis failed (the input is retried).
+// While other batches hold what is left of a budget, admit waits for them to spend it
+// or give it back.
 func (q *batchQuota) admit(ctx context.Context, i int) (o outcome, stop bool) {
 	if q == nil {
 		return outcome{}, false

@@ -1,16 +1,34 @@
 // Package quota enforces cost budgets (pages and items, per run and per day, per chain
 // and per tenant) across every worker that shares one Redis. Workers never ask Redis
-// per page: a batch leases a block of units from each counter that applies to it,
-// spends them locally and gives back what it did not use when it ends. A Lua script
-// grants at most what is left under the limit, so all workers together never spend
-// more than the budget, and a counter always reads what was really spent once the
-// batches holding leases are over.
+// per page: a batch leases a block of units from each counter that applies to it and
+// spends them locally.
+//
+// Each budget has two parts in Redis: the counter of units spent, and the reservations
+// of the leases running now (a hash, lease id → units and expiry). A Lua script grants
+// a lease only what is left under the limit once the spent units and every live
+// reservation are counted, so all workers together never spend more than the budget.
+// A lease commits what it spent and renews its reservation every SyncEvery, and gives
+// back what it did not spend when its batch ends; so the spent counter — what
+// `trawler quota show`, status and the console read — counts only units really spent,
+// never units a lease holds unused.
+//
+// A lease refused because other leases hold the rest of a budget waits for them to
+// spend it or give it back; only a budget whose spent counter has reached the limit
+// stops a batch. A lease of a worker that died expires after LeaseLife, and its
+// reservation goes back to the budget.
 package quota
 
 import (
+	"cmp"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -22,9 +40,150 @@ import (
 // DefaultBlock is how many units a lease takes from Redis at once.
 const DefaultBlock = 25
 
+const (
+	// SyncEvery is how often a lease commits what it spent, renews its reservation and
+	// reads the budgets again: a budget changed with `trawler quota set` applies to
+	// every running batch within this interval (a new batch reads it when it starts).
+	SyncEvery = 500 * time.Millisecond
+	// LeaseLife is how long a reservation outlives its last renewal; the reservation of
+	// a worker that died goes back to the budget after it.
+	LeaseLife = 20 * time.Second
+	// waitEvery is how often a lease refused while others hold the rest of a budget asks
+	// again.
+	waitEvery = 100 * time.Millisecond
+)
+
 // Tenant budgets live in this Redis hash, one per tenant (fields pages, items,
-// pages_per_day, items_per_day; absent or 0: unlimited), set with `trawler quota set`.
+// pages_per_day, items_per_day; absent: unlimited), changed with `trawler quota set`.
 func tenantKey(tenant string) string { return "trawler:quota:tenant:" + tenant }
+
+// Budget is one of a tenant's budgets: its name (the `trawler quota set` flag) and the
+// field of the tenant's hash that holds it.
+type Budget struct {
+	Name  string
+	field string
+	Unit  string // what the number counts, for help and errors
+	Doc   string
+}
+
+// Budgets are the budgets a tenant may have.
+var Budgets = []Budget{
+	{Name: "pages", field: "pages", Unit: "pages", Doc: "pages per run of any chain of the tenant"},
+	{Name: "items", field: "items", Unit: "items", Doc: "items stored per run"},
+	{Name: "pages-per-day", field: "pages_per_day", Unit: "pages a day", Doc: "pages per UTC day, all runs of the tenant together"},
+	{Name: "items-per-day", field: "items_per_day", Unit: "items a day", Doc: "items stored per UTC day, all runs together"},
+}
+
+// BudgetNames lists the budget names, for help and errors.
+func BudgetNames() string {
+	names := make([]string, len(Budgets))
+	for i, b := range Budgets {
+		names[i] = b.Name
+	}
+	return strings.Join(names, ", ")
+}
+
+// budgetNamed finds a budget by its name (or its field name).
+func budgetNamed(name string) (Budget, error) {
+	for _, b := range Budgets {
+		if name == b.Name || name == b.field {
+			return b, nil
+		}
+	}
+	return Budget{}, fmt.Errorf("no such budget: use one of %s", BudgetNames())
+}
+
+// ParseLimit reads the value given for a budget: a whole number above 0. Removing a
+// limit is Change.Clear (`--clear NAME`), not 0, so a typo never lifts a budget.
+func ParseLimit(name, s string) (int, error) {
+	b, err := budgetNamed(name)
+	if err != nil {
+		return 0, err
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(s))
+	if err != nil {
+		return 0, fmt.Errorf("%q is not a whole number: %s", s, b.fix())
+	}
+	return n, b.check(n)
+}
+
+func (b Budget) check(n int) error {
+	switch {
+	case n < 0:
+		return fmt.Errorf("a budget cannot be negative: %s", b.fix())
+	case n == 0:
+		return fmt.Errorf("a budget of 0 would stop every run: %s", b.fix())
+	}
+	return nil
+}
+
+func (b Budget) fix() string {
+	return fmt.Sprintf("give a positive number of %s, e.g. --%s 5000, or remove the limit with --clear %s", b.Unit, b.Name, b.Name)
+}
+
+// Change names the budgets of a tenant to set and those to remove; the budgets it does
+// not name stay as they are. Keys of Set and entries of Clear are budget names.
+type Change struct {
+	Set   map[string]int
+	Clear []string
+}
+
+// ChangeTenant applies a change to a tenant's budgets and returns them as they are
+// after it.
+func (m *Manager) ChangeTenant(ctx context.Context, tenant string, c Change) (crawl.Quota, error) {
+	if len(c.Set) == 0 && len(c.Clear) == 0 {
+		return crawl.Quota{}, fmt.Errorf("nothing to change for tenant %s: set a budget (--%s N, …) or remove one (--clear NAME); budgets: %s",
+			tenant, Budgets[0].Name, BudgetNames())
+	}
+	set := map[string]any{}
+	for _, name := range slices.Sorted(maps.Keys(c.Set)) {
+		b, err := budgetNamed(name)
+		if err != nil {
+			return crawl.Quota{}, fmt.Errorf("--%s: %w", name, err)
+		}
+		if err := b.check(c.Set[name]); err != nil {
+			return crawl.Quota{}, fmt.Errorf("--%s %d: %w", b.Name, c.Set[name], err)
+		}
+		set[b.field] = c.Set[name]
+	}
+	var clear []string
+	for _, name := range c.Clear {
+		b, err := budgetNamed(name)
+		if err != nil {
+			return crawl.Quota{}, fmt.Errorf("--clear %s: %w", name, err)
+		}
+		if _, both := set[b.field]; both {
+			return crawl.Quota{}, fmt.Errorf("--%s and --clear %s: set the budget or remove it, not both", b.Name, b.Name)
+		}
+		clear = append(clear, b.field)
+	}
+	pipe := m.rdb.TxPipeline()
+	if len(set) > 0 {
+		pipe.HSet(ctx, tenantKey(tenant), set)
+	}
+	if len(clear) > 0 {
+		pipe.HDel(ctx, tenantKey(tenant), clear...)
+	}
+	after := pipe.HGetAll(ctx, tenantKey(tenant))
+	if _, err := pipe.Exec(ctx); err != nil {
+		return crawl.Quota{}, fmt.Errorf("change quota of tenant %s: %w", tenant, err)
+	}
+	return quotaOf(after.Val()), nil
+}
+
+// Tenant reads a tenant's budgets.
+func (m *Manager) Tenant(ctx context.Context, tenant string) (crawl.Quota, error) {
+	v, err := m.rdb.HGetAll(ctx, tenantKey(tenant)).Result()
+	if err != nil {
+		return crawl.Quota{}, fmt.Errorf("read quota of tenant %s: %w", tenant, err)
+	}
+	return quotaOf(v), nil
+}
+
+func quotaOf(v map[string]string) crawl.Quota {
+	num := func(k string) int { n, _ := strconv.Atoi(v[k]); return max(n, 0) }
+	return crawl.Quota{Pages: num("pages"), Items: num("items"), PagesPerDay: num("pages_per_day"), ItemsPerDay: num("items_per_day")}
+}
 
 // Manager leases quota for a worker's batches.
 type Manager struct {
@@ -32,23 +191,18 @@ type Manager struct {
 	block int
 	now   func() time.Time
 
-	mu      sync.Mutex
-	tenants map[string]cachedTenant // tenant budgets, re-read every 10 s
-	// spent remembers counters Redis refused to lease from, so every batch of this
-	// process stops at once (pages too, when the item budget is gone) instead of each
-	// fetching pages until its own lease runs dry. Re-checked after 10 s, so a raised
-	// budget takes effect.
-	spent map[string]spentCounter
+	mu sync.Mutex
+	// spent holds the counters found at their limit by any lease of this worker, so a
+	// batch that finds the item budget spent stops the pages of the others at once
+	// rather than at their next sync. Every answer about a counter from Redis sets or
+	// clears its entry, so a raised budget clears it at the next sync of any lease.
+	spent  map[string]spentMark
+	pruned time.Time
 }
 
-type spentCounter struct {
+type spentMark struct {
 	reason string
 	at     time.Time
-}
-
-type cachedTenant struct {
-	q    crawl.Quota
-	read time.Time
 }
 
 // New returns a manager over rdb. block is the lease size (DefaultBlock when 0).
@@ -56,54 +210,41 @@ func New(rdb *redis.Client, block int) *Manager {
 	if block <= 0 {
 		block = DefaultBlock
 	}
-	return &Manager{rdb: rdb, block: block, now: time.Now, tenants: map[string]cachedTenant{}, spent: map[string]spentCounter{}}
+	return &Manager{rdb: rdb, block: block, now: time.Now, spent: map[string]spentMark{}}
 }
 
-// SetTenant stores a tenant's budgets; zero fields remove a limit.
-func (m *Manager) SetTenant(ctx context.Context, tenant string, q crawl.Quota) error {
-	if err := m.rdb.HSet(ctx, tenantKey(tenant), map[string]any{
-		"pages": q.Pages, "items": q.Items, "pages_per_day": q.PagesPerDay, "items_per_day": q.ItemsPerDay,
-	}).Err(); err != nil {
-		return fmt.Errorf("store quota of tenant %s: %w", tenant, err)
-	}
+// note records whether a counter is spent ("" when not).
+func (m *Manager) note(key, reason string) {
 	m.mu.Lock()
-	delete(m.tenants, tenant)
-	m.mu.Unlock()
-	return nil
+	defer m.mu.Unlock()
+	now := m.now()
+	if reason == "" {
+		delete(m.spent, key)
+	} else {
+		m.spent[key] = spentMark{reason: reason, at: now}
+	}
+	// Entries no lease refreshed for a minute belong to runs and days that are over.
+	if now.Sub(m.pruned) > time.Minute {
+		for k, sm := range m.spent {
+			if now.Sub(sm.at) > time.Minute {
+				delete(m.spent, k)
+			}
+		}
+		m.pruned = now
+	}
 }
 
-// Tenant reads a tenant's budgets.
-func (m *Manager) Tenant(ctx context.Context, tenant string) (crawl.Quota, error) {
+// spentReason says why a counter is spent, or "".
+func (m *Manager) spentReason(key string) string {
 	m.mu.Lock()
-	c, ok := m.tenants[tenant]
-	m.mu.Unlock()
-	if ok && m.now().Sub(c.read) < 10*time.Second {
-		return c.q, nil
-	}
-	v, err := m.rdb.HGetAll(ctx, tenantKey(tenant)).Result()
-	if err != nil {
-		return crawl.Quota{}, fmt.Errorf("read quota of tenant %s: %w", tenant, err)
-	}
-	num := func(k string) int { n, _ := strconv.Atoi(v[k]); return n }
-	q := crawl.Quota{Pages: num("pages"), Items: num("items"), PagesPerDay: num("pages_per_day"), ItemsPerDay: num("items_per_day")}
-	m.mu.Lock()
-	m.tenants[tenant] = cachedTenant{q: q, read: m.now()}
-	m.mu.Unlock()
-	return q, nil
+	defer m.mu.Unlock()
+	return m.spent[key].reason
 }
 
 // Usage is what a tenant, a chain or a run has spent, read from the counters.
 type Usage struct {
 	Pages int `json:"pages"`
 	Items int `json:"items"`
-}
-
-// counter is one Redis counter and the limit that applies to it.
-type counter struct {
-	key   string
-	limit int    // 0: unlimited, counted for monitoring only
-	what  string // names the budget in the reason a run stops
-	ttl   time.Duration
 }
 
 func day(t time.Time) string { return t.UTC().Format("2006-01-02") }
@@ -118,7 +259,8 @@ func tenantDayKey(tenant, unit string, t time.Time) string {
 	return fmt.Sprintf("trawler:quota:%s:day:%s:%s", tenant, day(t), unit)
 }
 
-// RunUsage reads what a run has spent so far.
+// RunUsage reads what a run has spent so far (what running batches spent in the last
+// SyncEvery may not be in yet).
 func (m *Manager) RunUsage(ctx context.Context, tenant, run string) (Usage, error) {
 	return m.usage(ctx, runKey(tenant, run, "pages"), runKey(tenant, run, "items"))
 }
@@ -147,45 +289,56 @@ func (m *Manager) usage(ctx context.Context, pagesKey, itemsKey string) (Usage, 
 // Lease is one batch's hold on its budgets. It is safe for concurrent use by the
 // batch's input goroutines. Release it when the batch ends.
 type Lease struct {
-	m     *Manager
-	pages []*held
-	items []*held
-	mu    sync.Mutex
+	m      *Manager
+	id     string
+	tenant string
+	pages  []*held
+	items  []*held
+	mu     sync.Mutex
+
+	stop    chan struct{}
+	stopped chan struct{}
+	once    sync.Once
 }
 
+// held is one counter as a lease sees it.
 type held struct {
-	counter
-	left int // leased from Redis, not yet spent
+	key        string
+	chainLimit int       // the chain's own limit (0: none)
+	field      string    // the tenant's budget that applies too ("" for none)
+	what       [2]string // the budget, named for a stop reason: [0] the chain's, [1] the tenant's
+	ttl        time.Duration
+	most       int // units this lease ever needs (0: unknown)
+
+	left  int // reserved in Redis, not yet spent
+	used  int // spent, not yet added to the counter
+	taken int // spent by this lease in all
 }
 
 // For returns the lease of a batch of a run of chain, owned by tenant, under the
-// chain's own budgets and the tenant's.
-func (m *Manager) For(ctx context.Context, tenant, chain, run string, chainQ crawl.Quota) (*Lease, error) {
-	tq, err := m.Tenant(ctx, tenant)
-	if err != nil {
+// chain's own budgets and the tenant's. inputs is how many inputs the batch has: a
+// page lease never takes more than that, so a small batch does not hold pages another
+// batch could run (0: unknown).
+func (m *Manager) For(ctx context.Context, tenant, chain, run string, chainQ crawl.Quota, inputs int) (*Lease, error) {
+	now := m.now()
+	id := make([]byte, 12)
+	if _, err := rand.Read(id); err != nil {
 		return nil, err
 	}
-	now := m.now()
-	perRun := func(a, b int) int { // the tighter of two limits, 0 meaning none
-		if a == 0 || (b != 0 && b < a) {
-			return b
-		}
-		return a
-	}
-	l := &Lease{m: m}
+	l := &Lease{m: m, id: hex.EncodeToString(id), tenant: tenant, stop: make(chan struct{}), stopped: make(chan struct{})}
 	for _, unit := range []string{"pages", "items"} {
-		chainRun, tenantRun, chainDay, tenantDay := chainQ.Pages, tq.Pages, chainQ.PagesPerDay, tq.PagesPerDay
+		chainRun, chainDay := chainQ.Pages, chainQ.PagesPerDay
+		most := inputs
 		if unit == "items" {
-			chainRun, tenantRun, chainDay, tenantDay = chainQ.Items, tq.Items, chainQ.ItemsPerDay, tq.ItemsPerDay
-		}
-		runWhat := fmt.Sprintf("%s per run of chain %s", unit, chain)
-		if tenantRun != 0 && (chainRun == 0 || tenantRun < chainRun) {
-			runWhat = fmt.Sprintf("%s per run of tenant %s", unit, tenant)
+			chainRun, chainDay, most = chainQ.Items, chainQ.ItemsPerDay, 0
 		}
 		cs := []*held{
-			{counter: counter{key: runKey(tenant, run, unit), limit: perRun(chainRun, tenantRun), what: runWhat, ttl: 7 * 24 * time.Hour}},
-			{counter: counter{key: chainDayKey(tenant, chain, unit, now), limit: chainDay, what: fmt.Sprintf("%s per day of chain %s", unit, chain), ttl: 48 * time.Hour}},
-			{counter: counter{key: tenantDayKey(tenant, unit, now), limit: tenantDay, what: fmt.Sprintf("%s per day of tenant %s", unit, tenant), ttl: 48 * time.Hour}},
+			{key: runKey(tenant, run, unit), chainLimit: chainRun, field: unit, ttl: 7 * 24 * time.Hour, most: most,
+				what: [2]string{unit + " per run of chain " + chain, unit + " per run of tenant " + tenant}},
+			{key: chainDayKey(tenant, chain, unit, now), chainLimit: chainDay, ttl: 48 * time.Hour, most: most,
+				what: [2]string{unit + " per day of chain " + chain}},
+			{key: tenantDayKey(tenant, unit, now), field: unit + "_per_day", ttl: 48 * time.Hour, most: most,
+				what: [2]string{"", unit + " per day of tenant " + tenant}},
 		}
 		if unit == "pages" {
 			l.pages = cs
@@ -193,29 +346,159 @@ func (m *Manager) For(ctx context.Context, tenant, chain, run string, chainQ cra
 			l.items = cs
 		}
 	}
+	// Learn at once which budgets are already spent, so a batch of a spent run stops
+	// before its first page.
+	if err := l.sync(ctx, false); err != nil {
+		return nil, err
+	}
+	go l.keepSynced()
 	return l, nil
 }
 
-// grant leases up to want units of a counter, never past its limit, and returns how
-// many it got. The counter always holds what has been granted (and not given back).
-var grant = redis.NewScript(`
-local want = tonumber(ARGV[1])
-local limit = tonumber(ARGV[2])
-local n = redis.call('INCRBY', KEYS[1], want)
-if redis.call('TTL', KEYS[1]) < 0 then redis.call('EXPIRE', KEYS[1], ARGV[3]) end
-if limit <= 0 or n <= limit then return want end
-local got = want - (n - limit)
-if got < 0 then got = 0 end
-redis.call('DECRBY', KEYS[1], want - got)
-return got
+func (l *Lease) all() []*held { return append(slices.Clip(l.pages), l.items...) }
+
+// lease runs on one counter: it adds what the lease spent (ARGV[2]) to the counter,
+// gives back ARGV[3] units of its reservation, grants up to ARGV[4] more under the
+// limit, and renews the reservation (or deletes it when it is empty). The limit is the
+// tighter of the chain's (ARGV[5]) and the tenant's budget field (ARGV[6]) read here,
+// so a changed budget applies to the very next grant. Reservations past their expiry
+// are dropped. A tightened budget trims the lease's reservation to what still fits.
+// Returns {granted, reserved, spent, limit, limit is the tenant's (1/0)}.
+var lease = redis.NewScript(`
+local id = ARGV[1]
+local used, give, want = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
+local limit, tenant = tonumber(ARGV[5]), 0
+if ARGV[6] ~= '' then
+  local t = tonumber(redis.call('HGET', KEYS[3], ARGV[6]) or '0') or 0
+  if t > 0 and (limit <= 0 or t < limit) then limit, tenant = t, 1 end
+end
+local ttl, now, life = tonumber(ARGV[7]), tonumber(ARGV[8]), tonumber(ARGV[9])
+local spent
+if used > 0 then
+  spent = redis.call('INCRBY', KEYS[1], used)
+  if redis.call('TTL', KEYS[1]) < 0 then redis.call('EXPIRE', KEYS[1], ttl) end
+else
+  spent = tonumber(redis.call('GET', KEYS[1]) or '0') or 0
+end
+local mine, others = 0, 0
+local r = redis.call('HGETALL', KEYS[2])
+for i = 1, #r, 2 do
+  local units, exp = string.match(r[i+1], '^(%d+):(%d+)$')
+  units, exp = tonumber(units) or 0, tonumber(exp) or 0
+  if exp < now then
+    redis.call('HDEL', KEYS[2], r[i])
+  elseif r[i] == id then
+    mine = units
+  else
+    others = others + units
+  end
+end
+mine = math.max(mine - used - give, 0)
+local got = want
+if limit > 0 then
+  mine = math.min(mine, math.max(limit - spent - others, 0))
+  got = math.max(math.min(want, limit - spent - others - mine), 0)
+end
+mine = mine + got
+if mine > 0 then
+  redis.call('HSET', KEYS[2], id, mine .. ':' .. (now + life))
+  redis.call('EXPIRE', KEYS[2], ttl)
+else
+  redis.call('HDEL', KEYS[2], id)
+end
+return {got, mine, spent, limit, tenant}
 `)
 
-// Page spends one page of every budget; ok is false once one is exhausted, with the
+// call runs the lease script for one counter.
+func (l *Lease) call(ctx context.Context, h *held, give, want int) *redis.Cmd {
+	keys, args := l.args(h, give, want)
+	return lease.Run(ctx, l.m.rdb, keys, args...)
+}
+
+func (l *Lease) args(h *held, give, want int) ([]string, []any) {
+	return []string{h.key, h.key + ":held", tenantKey(l.tenant)},
+		[]any{l.id, h.used, give, want, h.chainLimit, h.field, int(h.ttl.Seconds()), l.m.now().UnixMilli(), LeaseLife.Milliseconds()}
+}
+
+// apply takes a script's answer about h and returns how many units it granted and,
+// when the counter is at its limit, why.
+func (l *Lease) apply(h *held, cmd *redis.Cmd) (got int, spent string, err error) {
+	v, err := cmd.Int64Slice()
+	if err != nil || len(v) != 5 {
+		return 0, "", cmp.Or(err, fmt.Errorf("unexpected answer %v", cmd.Val()))
+	}
+	got, mine, total, limit, byTenant := int(v[0]), int(v[1]), int(v[2]), int(v[3]), v[4]
+	h.left, h.used = mine, 0
+	if limit > 0 && total >= limit {
+		spent = fmt.Sprintf("quota reached: %d %s", limit, h.what[byTenant])
+	}
+	l.m.note(h.key, spent)
+	return got, spent, nil
+}
+
+// sync commits what the lease spent, renews its reservations and reads which budgets
+// are spent; giveBack returns every unspent unit too. The caller holds l.mu, or no
+// one else has the lease yet.
+func (l *Lease) sync(ctx context.Context, giveBack bool) error {
+	hs := l.all()
+	give := func(h *held) int {
+		if giveBack {
+			return h.left
+		}
+		return 0
+	}
+	pipe := l.m.rdb.Pipeline()
+	cmds := make([]*redis.Cmd, len(hs))
+	for i, h := range hs {
+		keys, args := l.args(h, give(h), 0)
+		cmds[i] = lease.EvalSha(ctx, pipe, keys, args...)
+	}
+	_, _ = pipe.Exec(ctx) // each answer carries its own error
+	for i, h := range hs {
+		// A pipeline cannot fall back from EVALSHA to EVAL by itself: a Redis that
+		// restarted or flushed its scripts answers NOSCRIPT, and did nothing.
+		if redis.HasErrorPrefix(cmds[i].Err(), "NOSCRIPT") {
+			cmds[i] = l.call(ctx, h, give(h), 0)
+		}
+	}
+	var errs []error
+	for i, h := range hs {
+		if _, _, err := l.apply(h, cmds[i]); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("sync quota of tenant %s: %w", l.tenant, err)
+	}
+	return nil
+}
+
+// keepSynced syncs the lease every SyncEvery until it is released, so a changed budget
+// reaches a running batch, the counters follow what was spent, and the reservation
+// does not expire while the batch runs.
+func (l *Lease) keepSynced() {
+	defer close(l.stopped)
+	t := time.NewTicker(SyncEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-l.stop:
+			return
+		case <-t.C:
+			l.mu.Lock()
+			// A failed sync is tried again on the next tick; a grant reports Redis errors.
+			_ = l.sync(context.Background(), false)
+			l.mu.Unlock()
+		}
+	}
+}
+
+// Page spends one page of every budget; ok is false once one is spent, with the
 // reason ("quota reached: 500 pages per run of chain demo").
 func (l *Lease) Page(ctx context.Context) (ok bool, reason string, err error) {
 	// A page whose items could not be stored is not worth fetching: a spent item
 	// budget stops pages too.
-	return l.take(ctx, l.pages, append(append([]*held(nil), l.pages...), l.items...))
+	return l.take(ctx, l.pages, l.all())
 }
 
 // Item spends one item of every budget, like Page.
@@ -225,75 +508,70 @@ func (l *Lease) Item(ctx context.Context) (ok bool, reason string, err error) {
 	return l.take(ctx, l.items, l.items)
 }
 
-// take spends one unit of every counter in hs, unless one of `stop` is known spent.
+// take spends one unit of every counter in hs, unless one of stop is spent. While
+// other leases hold what is left of a budget, it waits for them to spend it or give
+// it back.
 func (l *Lease) take(ctx context.Context, hs, stop []*held) (bool, string, error) {
-	const n = 1
+	for {
+		ok, reason, wait, err := l.tryTake(ctx, hs, stop)
+		if !wait {
+			return ok, reason, err
+		}
+		select {
+		case <-ctx.Done():
+			return false, "", ctx.Err()
+		case <-time.After(waitEvery):
+		}
+	}
+}
+
+func (l *Lease) tryTake(ctx context.Context, hs, stop []*held) (ok bool, reason string, wait bool, err error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if reason := l.m.knownSpent(stop); reason != "" {
-		return false, reason, nil
+	for _, h := range stop {
+		if reason := l.m.spentReason(h.key); h.left == 0 && reason != "" {
+			return false, reason, false, nil
+		}
 	}
 	for _, h := range hs {
-		if h.left >= n {
+		if h.left > 0 {
 			continue
 		}
-		got, err := grant.Run(ctx, l.m.rdb, []string{h.key}, l.m.block, h.limit, int(h.ttl.Seconds())).Int()
+		want := l.m.block
+		if h.most > 0 {
+			want = max(min(want, h.most-h.taken), 1)
+		}
+		got, spent, err := l.apply(h, l.call(ctx, h, 0, want))
 		if err != nil {
-			return false, "", fmt.Errorf("lease quota %s: %w", h.what, err)
+			return false, "", false, fmt.Errorf("lease quota %s: %w", h.key, err)
 		}
-		h.left += got
-		if h.left < n {
-			reason := fmt.Sprintf("quota reached: %d %s", h.limit, h.what)
-			l.m.markSpent(h.key, reason)
-			return false, reason, nil
+		if got > 0 {
+			continue
 		}
+		if spent != "" {
+			return false, spent, false, nil
+		}
+		// Other leases hold the rest of this budget. Give back all this lease holds, so
+		// no lease ever waits for units held by another that waits too.
+		if err := l.sync(ctx, true); err != nil {
+			return false, "", false, err
+		}
+		return false, "", true, nil
 	}
 	for _, h := range hs {
-		h.left -= n
+		h.left--
+		h.used++
+		h.taken++
 	}
-	return true, "", nil
+	return true, "", false, nil
 }
 
-func (m *Manager) markSpent(key, reason string) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	for k, sc := range m.spent { // keep the map to the counters spent lately
-		if m.now().Sub(sc.at) >= 10*time.Second {
-			delete(m.spent, k)
-		}
-	}
-	m.spent[key] = spentCounter{reason: reason, at: m.now()}
-}
-
-// knownSpent returns why one of the counters is known to be spent, or "".
-func (m *Manager) knownSpent(hs []*held) string {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	for _, h := range hs {
-		if sc, ok := m.spent[h.key]; ok {
-			if m.now().Sub(sc.at) < 10*time.Second {
-				return sc.reason
-			}
-			delete(m.spent, h.key)
-		}
-	}
-	return ""
-}
-
-// Release gives back what the lease holds unspent, so counters read what was spent.
+// Release commits what the lease spent and gives back what it holds unspent, so the
+// counters read what was spent.
 func (l *Lease) Release(ctx context.Context) error {
+	l.once.Do(func() { close(l.stop) })
+	<-l.stopped
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	pipe := l.m.rdb.Pipeline()
-	for _, h := range append(append([]*held(nil), l.pages...), l.items...) {
-		if h.left > 0 {
-			pipe.DecrBy(ctx, h.key, int64(h.left))
-			h.left = 0
-		}
-	}
-	if pipe.Len() == 0 {
-		return nil
-	}
-	_, err := pipe.Exec(ctx)
-	return err
+	return l.sync(ctx, true)
 }

@@ -21,22 +21,34 @@ and a tenant's budgets, set here, apply to every chain of the tenant: pages and 
 per run, and per UTC day across all its runs. Every worker leases budget in blocks from
 the shared Redis, so no budget is overspent however many workers share it. A run that
 reaches a budget stops cleanly: its status is quota_reached and its summary counts the
-inputs left unrun. 0 removes a limit.`,
+inputs left unrun.
+
+A change applies to batches already running within ` + quota.SyncEvery.String() + ` (each batch
+reads the budgets again that often) and to every batch started after it at once.
+"Spent" counts the pages run and items stored, never what a batch holds leased and
+unused; while batches run it may trail them by up to ` + quota.SyncEvery.String() + `.`,
 		Example: `  trawler quota set acme --pages-per-day 100000 --items-per-day 500000 --data .data/dev
+  trawler quota set acme --clear pages-per-day --data .data/dev
   trawler quota show acme --chain demo --data .data/dev --json`,
 	}
-	var q crawl.Quota
+	change := quota.Change{Set: map[string]int{}}
 	set := &cobra.Command{
 		Use:   "set TENANT",
-		Short: "Set a tenant's budgets (0 removes a limit)",
-		Args:  cobra.ExactArgs(1),
+		Short: "Set or remove some of a tenant's budgets; the others stay as they are",
+		Long: `Sets the budgets named by flags and removes those named by --clear. Budgets not named
+stay as they are. A budget is a whole number above 0; --clear NAME removes the limit
+(NAME is one of ` + quota.BudgetNames() + `).`,
+		Example: `  trawler quota set acme --pages 5000 --data .data/dev
+  trawler quota set acme --clear pages --clear items-per-day --data .data/dev`,
+		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			rdb, err := s.redisClient("keeps the budgets")
 			if err != nil {
 				return err
 			}
 			defer rdb.Close()
-			if err := quota.New(rdb, 0).SetTenant(cmd.Context(), args[0], q); err != nil {
+			q, err := quota.New(rdb, 0).ChangeTenant(cmd.Context(), args[0], change)
+			if err != nil {
 				return err
 			}
 			if s.json {
@@ -46,10 +58,10 @@ inputs left unrun. 0 removes a limit.`,
 			return nil
 		},
 	}
-	set.Flags().IntVar(&q.Pages, "pages", 0, "pages per run of any chain of the tenant")
-	set.Flags().IntVar(&q.Items, "items", 0, "items stored per run")
-	set.Flags().IntVar(&q.PagesPerDay, "pages-per-day", 0, "pages per UTC day, all runs of the tenant together")
-	set.Flags().IntVar(&q.ItemsPerDay, "items-per-day", 0, "items stored per UTC day, all runs together")
+	for _, b := range quota.Budgets {
+		set.Flags().Var(limitFlag{b.Name, change.Set}, b.Name, b.Doc)
+	}
+	set.Flags().StringArrayVar(&change.Clear, "clear", nil, "remove a budget's limit (repeat for more): one of "+quota.BudgetNames())
 
 	var chain string
 	show := &cobra.Command{
@@ -104,3 +116,29 @@ func describeQuota(q crawl.Quota) string {
 	return fmt.Sprintf("pages per run %s, items per run %s, pages per day %s, items per day %s",
 		lim(q.Pages), lim(q.Items), lim(q.PagesPerDay), lim(q.ItemsPerDay))
 }
+
+// limitFlag is a budget flag of `quota set`: it records the budget only when given, so
+// the budgets a command does not name stay as they are, and refuses what is not a
+// positive whole number with the fix.
+type limitFlag struct {
+	name string
+	set  map[string]int
+}
+
+func (f limitFlag) String() string {
+	if n, ok := f.set[f.name]; ok {
+		return fmt.Sprint(n)
+	}
+	return ""
+}
+
+func (f limitFlag) Set(v string) error {
+	n, err := quota.ParseLimit(f.name, v)
+	if err != nil {
+		return err
+	}
+	f.set[f.name] = n
+	return nil
+}
+
+func (f limitFlag) Type() string { return "N" }
