@@ -536,7 +536,7 @@ func (a *Activities) summarize(ctx context.Context, b crawl.Batch, cp *checkpoin
 		w := b.Work[o.Index]
 		attempts := w.Attempt + 1
 		if o.Permanent || attempts > b.Step.Retries {
-			res.Failed = append(res.Failed, crawl.Failure{Step: b.Step.ID, Input: w.Input, Attempts: attempts, Cause: o.Err, Class: o.Class})
+			res.Failed = append(res.Failed, crawl.Failure{Step: b.Step.ID, Input: w.Input, Attempts: attempts, Cause: o.Err, Class: o.Class}.Redacted())
 			continue
 		}
 		res.Retry = append(res.Retry, crawl.Work{Input: w.Input, Attempt: attempts, Cause: o.Err, Class: o.Class})

@@ -85,7 +85,9 @@ func (c *checkpointer) finish(o outcome) {
 	c.done[o.Index] = true
 	c.dirty = true
 	if !o.OK {
-		c.sum.Failed = append(c.sum.Failed, outcome{Index: o.Index, Err: o.Err, Class: o.Class, Permanent: o.Permanent, RetryAfter: o.RetryAfter})
+		// The cause is shown in status, summaries and the failure log: no credential of
+		// the input's URL or of a proxy goes there.
+		c.sum.Failed = append(c.sum.Failed, outcome{Index: o.Index, Err: crawl.RedactText(o.Err), Class: o.Class, Permanent: o.Permanent, RetryAfter: o.RetryAfter})
 		return
 	}
 	c.sum.Pages++

@@ -67,7 +67,9 @@ type DependencyError struct {
 	Err        error
 }
 
-func (e *DependencyError) Error() string { return e.Dependency + ": " + e.Err.Error() }
+func (e *DependencyError) Error() string {
+	return e.Dependency + ": " + RedactText(e.Err.Error()) // store errors may quote their URI
+}
 func (e *DependencyError) Unwrap() error { return e.Err }
 
 // DependencyErrorType is the Temporal application error type of a batch that failed

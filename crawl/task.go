@@ -142,7 +142,7 @@ func (in Input) Var(name string) string {
 // Describe names the input in errors and logs.
 func (in Input) Describe() string {
 	if in.URL != "" {
-		return in.URL
+		return RedactURL(in.URL)
 	}
 	if in.Value != nil {
 		return fmt.Sprint(in.Value)

@@ -46,7 +46,8 @@ func (e *Error) Error() string {
 	case e.Attempts > 1:
 		fmt.Fprintf(&b, " (%d attempts)", e.Attempts)
 	}
-	return b.String()
+	// The URL, a redirect target or a proxy may carry credentials.
+	return crawl.RedactText(b.String())
 }
 
 // Unwrap returns the cause.

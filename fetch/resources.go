@@ -72,7 +72,7 @@ func (f *Fetcher) Fetch(ctx context.Context, r *crawl.Request) (*crawl.Response,
 		what := lease.Return(context.WithoutCancel(ctx), v)
 		switch {
 		case v.Err != nil:
-			return nil, crawl.Permanent(fmt.Errorf("%s %s: %w", req.Method, r.URL, v.Err))
+			return nil, crawl.Permanent(fmt.Errorf("%s %s: %w", req.Method, crawl.RedactURL(r.URL), v.Err))
 		case (v.Outcome == external.Banned || v.Outcome == external.Throttled) && what != "" && ctx.Err() == nil:
 			refused = append(refused, fmt.Sprintf("%s (%s)", statusLine(status), what))
 			continue
@@ -117,7 +117,12 @@ func proxyFor(req *http.Request) (*url.URL, error) {
 	if p, ok := req.Context().Value(proxyKey{}).(string); ok {
 		u, err := url.Parse(p)
 		if err != nil {
-			return nil, fmt.Errorf("proxy %q from the pool: %w", p, err)
+			// url.Parse quotes the whole URL, password included: say only what is wrong.
+			var ue *url.Error
+			if errors.As(err, &ue) {
+				err = ue.Err
+			}
+			return nil, fmt.Errorf("proxy %s from the pool is not a URL: %v (fix or remove it with trawler pool remove)", crawl.RedactURL(p), err)
 		}
 		return u, nil
 	}

@@ -1,16 +1,23 @@
 package tests
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"net/netip"
+	"os"
+	"os/exec"
 	"sort"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"trawler/console"
 	"trawler/crawl"
 	"trawler/engine"
 	"trawler/fetch"
@@ -135,5 +142,113 @@ func TestTryRefusesPrivateWithoutAllowPrivate(t *testing.T) {
 	_, stderr, code = trawlerEnv(t, []string{"TRAWLER_ALLOW_PRIVATE=maybe"}, "try", "generic.html_detail", site+"/item/3")
 	if want := "trawler: TRAWLER_ALLOW_PRIVATE=\"maybe\": want 1 or 0 (true or false)\n"; code != 1 || stderr != want {
 		t.Fatalf("exit %d, stderr %q, want %q", code, stderr, want)
+	}
+}
+
+// No credential of a chain's URLs reaches anything a person or another program reads:
+// the run summary, `trawler status` (text and JSON, one run and the fleet), the failure
+// log, the console API and the worker's log. The run has failures, so causes quoting the
+// URLs are there to leak.
+func TestSecretsNeverShown(t *testing.T) {
+	const secret = "hunter2pw"
+	o := demosite.Options{Pages: 1, PerPage: 6, Faults: map[int]demosite.Fault{2: demosite.FaultStatus500, 4: demosite.FaultTruncated}}
+	site := startSite(t, o)
+	base := strings.Replace(site, "http://", "http://bob:"+secret+"@", 1)
+	ep := shared.stack.Endpoints
+	queue := fmt.Sprintf("secrets-%d", time.Now().UnixNano())
+	out := t.TempDir()
+
+	var logs bytes.Buffer
+	worker := exec.Command(buildTrawler(t), "worker", "--temporal", ep.Temporal, "--namespace", ep.Namespace,
+		"--task-queue", queue, "--out", out, "-v")
+	worker.Stderr = &logs
+	if err := worker.Start(); err != nil {
+		t.Fatal(err)
+	}
+	stopped := false
+	stop := func() {
+		if !stopped {
+			stopped = true
+			_ = worker.Process.Signal(os.Interrupt)
+			_ = worker.Wait()
+		}
+	}
+	t.Cleanup(stop)
+
+	id := start(t, plan(t, "demo.yaml", "", "base_url="+base, "feed.pages=1"), queue)
+	sum := wait(t, id, 2*time.Minute)
+	if len(sum.Failures) != 2 {
+		t.Fatalf("%d failures, want stories 2 and 4: %+v", len(sum.Failures), sum.Failures)
+	}
+	masked := strings.Replace(site, "http://", "http://bob:***@", 1)
+	for _, f := range sum.Failures {
+		if !strings.HasPrefix(f.Input.URL, masked+"/item/") || !strings.HasPrefix(f.Cause, masked+"/item/") {
+			t.Errorf("failure %+v: want its URL and cause to show %s…", f, masked)
+		}
+	}
+
+	shown := map[string]string{}
+	js, _ := json.Marshal(sum)
+	shown["run summary"] = string(js)
+	st, err := engine.Describe(context.Background(), shared.client, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	js, _ = json.Marshal(st)
+	shown["engine.Describe"] = string(js)
+	at := []string{"--temporal", ep.Temporal, "--namespace", ep.Namespace}
+	for _, args := range [][]string{{"status", id}, {"status", id, "--json"}, {"status"}, {"status", "--json"}} {
+		stdout, stderr, code := trawler(t, append(args, at...)...)
+		if code != 0 {
+			t.Fatalf("trawler %v: exit %d: %s", args, code, stderr)
+		}
+		shown["trawler "+strings.Join(args, " ")] = stdout + stderr
+	}
+	if !strings.Contains(shown["trawler status "+id], masked) {
+		t.Errorf("trawler status shows no masked URL:\n%s", shown["trawler status "+id])
+	}
+	failures, err := os.ReadFile(out + "/_failures.jsonl")
+	if err != nil || strings.Count(string(failures), "\n") != 2 {
+		t.Fatalf("failure log: %v\n%s", err, failures)
+	}
+	shown["_failures.jsonl"] = string(failures)
+
+	srv, err := console.New(console.Config{Temporal: shared.client, Namespace: ep.Namespace, TaskQueue: queue, Log: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	for _, path := range []string{"/api/runs", "/api/runs/" + id, "/api/chains", "/runs/" + id} {
+		rec := httptest.NewRecorder()
+		srv.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, path, nil))
+		if rec.Code != http.StatusOK {
+			t.Errorf("GET %s: %d %s", path, rec.Code, rec.Body)
+		}
+		shown["console GET "+path] = rec.Body.String()
+	}
+
+	stop()
+	shown["worker log"] = logs.String()
+
+	// Stores that cannot be reached are named in the error, without their password.
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"search", "--es", "http://elastic:" + secret + "@127.0.0.1:1", "title:x"}, "cannot reach Elasticsearch at http://elastic:***@127.0.0.1:1"},
+		{[]string{"worker", "--temporal", ep.Temporal, "--namespace", ep.Namespace, "--task-queue", queue, "--out", out,
+			"--mongo", "mongodb://app:" + secret + "@127.0.0.1:1/?serverSelectionTimeoutMS=500"}, "mongodb://app:***@127.0.0.1:1/"},
+	} {
+		_, stderr, code := trawler(t, c.args...)
+		if code != 1 || !strings.Contains(stderr, c.want) {
+			t.Errorf("trawler %s: exit %d, stderr %q; want it to name %s", c.args[0], code, stderr, c.want)
+		}
+		shown["trawler "+c.args[0]+" error"] = stderr
+	}
+
+	for where, text := range shown {
+		if i := strings.Index(text, secret); i >= 0 {
+			t.Errorf("%s shows the password: …%s…", where, text[max(0, i-120):min(len(text), i+40)])
+		}
 	}
 }

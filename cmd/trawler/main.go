@@ -18,6 +18,7 @@ import (
 	"go.temporal.io/sdk/client"
 	sdklog "go.temporal.io/sdk/log"
 
+	"trawler/crawl"
 	"trawler/engine"
 	"trawler/internal/endpoints"
 	"trawler/workflows"
@@ -36,7 +37,8 @@ func main() {
 		if errors.As(err, &exit) {
 			os.Exit(int(exit))
 		}
-		fmt.Fprintln(os.Stderr, "trawler:", err)
+		// Errors quote addresses (--es, --mongo, --redis …) that may carry a password.
+		fmt.Fprintln(os.Stderr, "trawler:", crawl.RedactText(err.Error()))
 		os.Exit(1)
 	}
 }
@@ -161,7 +163,7 @@ func (s *settings) logger() *slog.Logger {
 	if s.verbose {
 		level = slog.LevelInfo
 	}
-	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+	return slog.New(redactingHandler{slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level})})
 }
 
 // connect resolves the settings and dials Temporal.

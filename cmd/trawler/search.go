@@ -16,6 +16,7 @@ import (
 	"github.com/elastic/go-elasticsearch/v8"
 	"github.com/spf13/cobra"
 
+	"trawler/crawl"
 	"trawler/storage/es"
 )
 
@@ -87,7 +88,7 @@ aggregation; --json prints Elasticsearch's answer as one JSON line.`,
 			}
 			res, err := c.Search(c.Search.WithContext(cmd.Context()), c.Search.WithIndex(index), c.Search.WithBody(bytes.NewReader(body)))
 			if err != nil {
-				return fmt.Errorf("cannot reach Elasticsearch at %s: %v\n  start a local stack with `trawler dev --data .data/dev` and pass --data .data/dev, or point --es / TRAWLER_ES at your cluster", addr, err)
+				return fmt.Errorf("cannot reach Elasticsearch at %s: %v\n  start a local stack with `trawler dev --data .data/dev` and pass --data .data/dev, or point --es / TRAWLER_ES at your cluster", crawl.RedactURL(addr), err)
 			}
 			defer res.Body.Close()
 			raw, err := io.ReadAll(res.Body)

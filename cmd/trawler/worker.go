@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"trawler/crawl"
 	"trawler/engine"
 	"trawler/fetch"
 	"trawler/storage"
@@ -46,7 +47,7 @@ func (s *settings) sinksLine() string {
 	if s.hbase != "" {
 		parts = append(parts, "hbase "+s.hbase)
 	}
-	return strings.Join(parts, ", ")
+	return crawl.RedactText(strings.Join(parts, ", ")) // URIs may carry passwords
 }
 
 func workerCmd(s *settings) *cobra.Command {

@@ -106,6 +106,7 @@ func (s *Sink) Write(ctx context.Context, items []crawl.Item) error {
 func (s *Sink) WriteFailures(_ context.Context, runID string, failures []crawl.Failure) error {
 	recs := make([]record, len(failures))
 	for i, f := range failures {
+		f = f.Redacted()
 		line, err := json.Marshal(struct {
 			RunID string `json:"run_id"`
 			crawl.Failure

@@ -100,7 +100,7 @@ func Open(cfg Config) (*Sink, error) {
 	}
 	client, err := mongo.Connect(context.Background(), clientOptions(cfg.URI))
 	if err != nil {
-		return nil, fmt.Errorf("mongo sink: %s: %w", redact(cfg.URI), err)
+		return nil, fmt.Errorf("mongo sink: %s: %w", crawl.RedactURL(cfg.URI), err)
 	}
 	s := &Sink{cfg: cfg, client: client, db: client.Database(cfg.Database), ready: map[string]bool{},
 		quit: make(chan struct{}), done: make(chan struct{})}
@@ -273,7 +273,7 @@ func (s *Sink) detect(ctx context.Context) (noTTL bool, err error) {
 	s.mu.Unlock()
 	var info bson.M
 	if err := s.client.Database("admin").RunCommand(ctx, bson.D{{Key: "buildInfo", Value: 1}}).Decode(&info); err != nil {
-		return false, fmt.Errorf("mongo sink: %s: %w", redact(s.cfg.URI), err)
+		return false, fmt.Errorf("mongo sink: %s: %w", crawl.RedactURL(s.cfg.URI), err)
 	}
 	_, ferret := info["ferretdbVersion"]
 	s.mu.Lock()
@@ -535,18 +535,4 @@ func (s *Sink) Close() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	return s.client.Disconnect(ctx)
-}
-
-// redact hides a password in a URI for messages.
-func redact(uri string) string {
-	scheme, rest, ok := strings.Cut(uri, "://")
-	if !ok {
-		return uri
-	}
-	at := strings.LastIndex(strings.SplitN(rest, "/", 2)[0], "@")
-	if at < 0 {
-		return uri
-	}
-	user, _, _ := strings.Cut(rest[:at], ":")
-	return scheme + "://" + user + ":***" + rest[at:]
 }

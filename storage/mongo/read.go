@@ -43,7 +43,7 @@ func OpenReader(uri, database string) (*Reader, error) {
 	}
 	client, err := mongo.Connect(context.Background(), clientOptions(uri))
 	if err != nil {
-		return nil, fmt.Errorf("mongo: %s: %w", redact(uri), err)
+		return nil, fmt.Errorf("mongo: %s: %w", crawl.RedactURL(uri), err)
 	}
 	return &Reader{client: client, db: client.Database(database)}, nil
 }
