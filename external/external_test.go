@@ -130,7 +130,7 @@ func TestProxyStrikesBanCoolDownAndHealth(t *testing.T) {
 	_ = p2.Add(ctx, "t1", "news", Proxy, Resource{Value: "http://dead:1"})
 	for i := range 3 {
 		l := lend(t, p2, s)
-		if what := l.Return(ctx, Verdict{Outcome: Failed}); i == 2 && what != "proxy http://dead:1 banned" {
+		if what := l.Return(ctx, Verdict{Outcome: Failed}); i == 2 && what != "proxy "+ItemID("http://dead:1")+" (http://dead:1) banned" {
 			t.Errorf("third strike: %q", what)
 		}
 	}
@@ -309,7 +309,7 @@ func TestPoolSinkAndFarmingTarget(t *testing.T) {
 	if n, err := sink.Count(ctx, "r1"); err != nil || n != 2 {
 		t.Errorf("count %d %v, want 2", n, err)
 	}
-	st, _ := p.Stats(ctx, "t1", "demo", Cookie, true)
+	st, _ := p.Reveal(ctx, "t1", "demo", Cookie)
 	if st.Size != 2 || st.Items[0].Attrs["device_id"] != "dev-1" || st.Items[0].Expires.Year() != 2030 {
 		t.Errorf("pool after the sink: %+v", st.Items)
 	}

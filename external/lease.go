@@ -55,7 +55,7 @@ func (p *Pools) Lend(ctx context.Context, s Scope) (*Lease, error) {
 			continue
 		}
 		if v, ok := l.boundValue(k); ok {
-			l.items = append(l.items, leased{kind: k, site: s.Site, res: Resource{ID: v, Value: v}, bound: true})
+			l.items = append(l.items, leased{kind: k, site: s.Site, res: Resource{ID: ItemID(v), Value: v}, bound: true})
 			continue
 		}
 		it, err := p.take(ctx, s, k)
@@ -260,11 +260,11 @@ func (l *Lease) Return(ctx context.Context, v Verdict) string {
 		}
 		state, err := l.pools.release(ctx, l.scope.Tenant, it.site, it.kind, it.res.ID, o, v.Wait, it.cfg)
 		if err != nil {
-			l.pools.log.Warn("return a pool item", "kind", it.kind, "tenant", l.scope.Tenant, "site", it.site, "id", it.res.ID, "err", err)
+			l.pools.log.Warn("return a pool item", "kind", it.kind, "tenant", l.scope.Tenant, "site", it.site, "id", it.res.shownID(), "err", err)
 			continue
 		}
 		if it.kind == blamed && o != Success && o != Released {
-			what = append(what, fmt.Sprintf("%s %s %s", it.kind, it.res.ID, state))
+			what = append(what, fmt.Sprintf("%s %s %s", it.kind, it.res.label(it.kind), state))
 		}
 	}
 	l.items = nil

@@ -78,8 +78,9 @@ func (p *Pools) Config(ctx context.Context, tenant, site string, k Kind) (Config
 }
 
 // Add puts items into a pool, replacing items with the same id (a fresh login replaces
-// the account's old cookie, with its bans forgotten). Items without an expiry get the
-// pool's TTL.
+// the account's old cookie, with its bans forgotten). An item's id is its name (ID), or
+// a short hash of its value (ItemID) when it has none or the name would give the value
+// away. Items without an expiry get the pool's TTL.
 func (p *Pools) Add(ctx context.Context, tenant, site string, k Kind, items ...Resource) error {
 	if k == Sign {
 		return errors.New("sign is not a pool: register a signer, or set the pool's signer with `trawler pool add sign --signer NAME|URL`")
@@ -92,12 +93,10 @@ func (p *Pools) Add(ctx context.Context, tenant, site string, k Kind, items ...R
 	now := p.now()
 	pipe := p.rdb.TxPipeline()
 	for _, r := range items {
-		if r.ID == "" {
-			r.ID = r.Value
+		if r.Value == "" {
+			return fmt.Errorf("pool %s: item %q has no value; give each item the proxy URL, cookie, device id or user agent it stands for", k, r.ID)
 		}
-		if r.ID == "" {
-			return fmt.Errorf("pool %s: an item needs a value", k)
-		}
+		r.ID = idFor(r)
 		if r.Added.IsZero() {
 			r.Added = now
 		}
@@ -131,9 +130,36 @@ func statFields(id string) []string {
 	return out
 }
 
-// Remove takes items out of a pool by id and reports how many were there.
-func (p *Pools) Remove(ctx context.Context, tenant, site string, k Kind, ids ...string) (int, error) {
+// Remove takes items out of a pool and reports how many were there. Each item is named
+// by its id, or by its value (what the operator has at hand), which finds the item
+// whatever id it was stored under.
+func (p *Pools) Remove(ctx context.Context, tenant, site string, k Kind, refs ...string) (int, error) {
 	keys := keysOf(tenant, site, k)
+	all, err := p.rdb.HGetAll(ctx, keys.items).Result()
+	if err != nil {
+		return 0, err
+	}
+	byValue := map[string][]string{}
+	for id, raw := range all {
+		var r Resource
+		if json.Unmarshal([]byte(raw), &r) == nil {
+			byValue[r.Value] = append(byValue[r.Value], id)
+		}
+	}
+	var ids []string
+	for _, ref := range refs {
+		switch {
+		case all[ref] != "":
+			ids = append(ids, ref)
+		case all[ItemID(ref)] != "":
+			ids = append(ids, ItemID(ref))
+		default:
+			ids = append(ids, byValue[ref]...)
+		}
+	}
+	if len(ids) == 0 {
+		return 0, nil
+	}
 	n, err := p.rdb.HDel(ctx, keys.items, ids...).Result()
 	if err != nil {
 		return 0, err
@@ -320,6 +346,9 @@ type PoolStats struct {
 	Counts   map[string]int64 `json:"counts"`             // added, uses, successes, failures, bans, throttles, dropped, expired, waits
 	LastWait time.Time        `json:"last_wait,omitzero"` // last check-out that found nothing free
 	Items    []ItemStats      `json:"items,omitempty"`
+	// Revealed is true when the items carry their values and the signer as stored
+	// (Reveal); otherwise both are masked.
+	Revealed bool `json:"revealed,omitempty"`
 }
 
 // ItemStats describe one item of a pool.
@@ -336,8 +365,20 @@ type ItemStats struct {
 	BannedTil time.Time `json:"banned_until,omitzero"`
 }
 
-// Stats reads one pool; with items, every item's counters too.
+// Stats reads one pool; with items, every item's counters too, with its value masked
+// (Mask): what every list, status and API answer shows.
 func (p *Pools) Stats(ctx context.Context, tenant, site string, k Kind, items bool) (*PoolStats, error) {
+	return p.stats(ctx, tenant, site, k, items, false)
+}
+
+// Reveal reads one pool with every item's value and the signer as stored: for the
+// operator who asked to see them (`trawler pool show --reveal`, the console's full
+// token with ?reveal=1), never for a listing.
+func (p *Pools) Reveal(ctx context.Context, tenant, site string, k Kind) (*PoolStats, error) {
+	return p.stats(ctx, tenant, site, k, true, true)
+}
+
+func (p *Pools) stats(ctx context.Context, tenant, site string, k Kind, items, reveal bool) (*PoolStats, error) {
 	keys := keysOf(tenant, site, k)
 	cfg, err := p.Config(ctx, tenant, site, k)
 	if err != nil {
@@ -378,11 +419,23 @@ func (p *Pools) Stats(ctx context.Context, tenant, site string, k Kind, items bo
 	for id, v := range inuse.Val() {
 		use[id], _ = strconv.ParseInt(v, 10, 64)
 	}
+	if moved, err := p.moveLeakingIDs(ctx, keys, all.Val(), use); err != nil {
+		return nil, err
+	} else if moved {
+		return p.stats(ctx, tenant, site, k, items, reveal) // read the pool as it is now
+	}
+	if !reveal {
+		st.Config.Signer = MaskSigner(st.Config.Signer)
+	}
+	st.Revealed = reveal
 	sv := stat.Val()
 	for id, raw := range all.Val() {
 		var r Resource
 		if json.Unmarshal([]byte(raw), &r) != nil {
 			continue
+		}
+		if !reveal {
+			r = r.masked(k)
 		}
 		if !r.Expires.IsZero() && !r.Expires.After(now) {
 			continue // expired; the next check-out removes it
