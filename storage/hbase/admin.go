@@ -24,7 +24,7 @@ func (s *Sink) ensure(ctx context.Context) error {
 	}
 	actx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
 	defer cancel()
-	if err := EnsureTable(actx, s.admin, Namespace, Qualifier, Family); err != nil {
+	if err := EnsureTable(actx, s.admin, Namespace, Qualifier, SaltSplits(), Family); err != nil {
 		if actx.Err() != nil && ctx.Err() == nil {
 			return fmt.Errorf("hbase sink: HBase at %s did not answer within %s (is it running?): %w", s.cfg.ZK, s.cfg.Timeout, err)
 		}
@@ -35,9 +35,10 @@ func (s *Sink) ensure(ctx context.Context) error {
 }
 
 // EnsureTable creates namespace ns and table ns:qual with families that keep every
-// version, unless they exist. gohbase's admin client has no namespace calls and names
-// tables in the default namespace only, so both requests are sent as raw master RPCs.
-func EnsureTable(ctx context.Context, admin gohbase.AdminClient, ns, qual string, families ...string) error {
+// version, pre-split at splits (none: one region), unless they exist. gohbase's admin
+// client has no namespace calls and names tables in the default namespace only, so both
+// requests are sent as raw master RPCs.
+func EnsureTable(ctx context.Context, admin gohbase.AdminClient, ns, qual string, splits [][]byte, families ...string) error {
 	list, err := hrpc.NewListTableNames(ctx, hrpc.ListNamespace(ns))
 	if err != nil {
 		return err
@@ -70,7 +71,7 @@ func EnsureTable(ctx context.Context, admin gohbase.AdminClient, ns, qual string
 	// A cluster may finish creating the namespace after answering; the table waits for it.
 	var resp proto.Message
 	for wait := 50 * time.Millisecond; ; wait *= 2 {
-		resp, err = rpc.SendRPC(newMasterCall(ctx, "CreateTable", &pb.CreateTableRequest{TableSchema: schema}, &pb.CreateTableResponse{}))
+		resp, err = rpc.SendRPC(newMasterCall(ctx, "CreateTable", &pb.CreateTableRequest{TableSchema: schema, SplitKeys: splits}, &pb.CreateTableResponse{}))
 		if err == nil || !strings.Contains(err.Error(), "NamespaceNotFoundException") || wait > 2*time.Second {
 			break
 		}

@@ -1,8 +1,8 @@
 // Package hbase is the HBase sink: it keeps every stored version of every item, so
 // analysts can see how a record changed over time (`trawler history`).
 //
-// Layout: table `trawler:items` (namespace and table are created when missing), one
-// row per record, row key = 1-byte salt (crc32(key) % 16) + biz + 0x00 + key, so writes
+// Layout: table `trawler:items` (namespace and table are created when missing,
+// pre-split into one region per salt), one row per record, row key = 1-byte salt (crc32(key) % 16) + biz + 0x00 + key, so writes
 // spread over 16 key ranges and one record is one row. Family `d` keeps all versions.
 // Every item field is a qualifier holding the field's JSON value, plus `_url`, `_hash`
 // and `_run` (the run that stored the version), and every cell's timestamp is the
@@ -126,6 +126,17 @@ func (s *Sink) Close() error {
 
 // Salt is the first byte of a record's row key.
 func Salt(key string) byte { return byte(crc32.ChecksumIEEE([]byte(key)) % Salts) }
+
+// SaltSplits are the split keys of the items table: one region per salt, so a cluster
+// spreads the 16 key ranges (and the writes) over its region servers from the start,
+// instead of one region taking every write until it grows big enough to split.
+func SaltSplits() [][]byte {
+	out := make([][]byte, 0, Salts-1)
+	for i := 1; i < Salts; i++ {
+		out = append(out, []byte{byte(i)})
+	}
+	return out
+}
 
 // RowKey is the row of a record: salt + biz + 0x00 + key.
 func RowKey(biz, key string) []byte {

@@ -3,11 +3,17 @@ package hbase_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/tsuna/gohbase"
+	"github.com/tsuna/gohbase/filter"
+	"github.com/tsuna/gohbase/hrpc"
 
 	"trawler/crawl"
 	"trawler/internal/devstack/hbaselite"
@@ -109,6 +115,72 @@ func TestUnreachableClusterFailsTheBatch(t *testing.T) {
 	err = s.Write(context.Background(), []crawl.Item{item("k", "r", time.Now(), nil)})
 	if err == nil || !strings.Contains(err.Error(), "did not answer within 500ms") {
 		t.Fatalf("write to a cluster that is down: %v", err)
+	}
+}
+
+// The items table has one region per salt, and writes, counts, histories and finds
+// work across them.
+func TestTableIsSplitBySalt(t *testing.T) {
+	ctx := context.Background()
+	srv, err := hbaselite.Run(hbaselite.Options{DataDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Stop()
+	s, err := hbase.Open(hbase.Config{ZK: srv.ZK(), Timeout: 10 * time.Second, Log: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	var items []crawl.Item
+	salts := map[byte]bool{}
+	for i := range 64 {
+		key := fmt.Sprintf("demo:story:%d", i)
+		salts[hbase.Salt(key)] = true
+		items = append(items, item(key, "run-1", time.Now(), map[string]any{"n": i}))
+	}
+	if len(salts) != hbase.Salts {
+		t.Fatalf("the keys cover %d salts, want all %d", len(salts), hbase.Salts)
+	}
+	if err := s.Write(ctx, items); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := s.Count(ctx, "run-1"); err != nil || n != len(items) {
+		t.Errorf("count = %d, %v; want %d", n, err, len(items))
+	}
+	for _, it := range items {
+		if rec, err := s.History(ctx, it.Biz, it.Key, 0); err != nil || len(rec.Versions) != 1 {
+			t.Errorf("history %s: %+v, %v", it.Key, rec, err)
+		}
+		if bizes, err := s.Find(ctx, it.Key); err != nil || len(bizes) != 1 {
+			t.Errorf("find %s = %v, %v", it.Key, bizes, err)
+		}
+	}
+	c := gohbase.NewClient(srv.ZK(), gohbase.Logger(quiet))
+	defer c.Close()
+	meta, err := hrpc.NewScanStr(ctx, "hbase:meta", hrpc.Filters(filter.NewPrefixFilter([]byte(hbase.Table+","))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc := c.Scan(meta)
+	defer sc.Close()
+	var starts []string
+	for {
+		r, err := sc.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		starts = append(starts, strings.SplitN(string(r.Cells[0].Row), ",", 3)[1])
+	}
+	want := []string{""}
+	for i := 1; i < hbase.Salts; i++ {
+		want = append(want, string([]byte{byte(i)}))
+	}
+	if !slices.Equal(starts, want) {
+		t.Errorf("regions of %s start at %q, want one per salt %q", hbase.Table, starts, want)
 	}
 }
 

@@ -1,9 +1,13 @@
 package hbaselite
 
 import (
+	"bytes"
 	"fmt"
+	"math"
 	"regexp"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/tsuna/gohbase/pb"
@@ -77,10 +81,10 @@ func (s *server) createTable(req *pb.CreateTableRequest, _ *cellReader, _ *reply
 	if err != nil {
 		return nil, err
 	}
-	if len(req.SplitKeys) > 0 {
-		return nil, rpcError{class: excDoNotRetry, msg: "pre-split tables are not supported: hbaselite serves each table as one region; create it without split keys"}
-	}
 	t := &table{Namespace: ns, Qualifier: qual, Enabled: true}
+	if t.Splits, err = splitKeys(req.SplitKeys); err != nil {
+		return nil, err
+	}
 	for _, cf := range schema.GetColumnFamilies() {
 		f := family{Name: string(cf.GetName()), MaxVersions: 1}
 		if !validName(f.Name) {
@@ -93,6 +97,15 @@ func (s *server) createTable(req *pb.CreateTableRequest, _ *cellReader, _ *reply
 					return nil, rpcError{class: excIllegalArgument, msg: fmt.Sprintf("column family %s: VERSIONS %q must be a positive number", f.Name, a.GetSecond())}
 				}
 				f.MaxVersions = n
+			}
+			if string(a.GetFirst()) == "TTL" {
+				n, err := strconv.ParseInt(string(a.GetSecond()), 10, 64)
+				if err != nil || n < 1 {
+					return nil, rpcError{class: excIllegalArgument, msg: fmt.Sprintf("column family %s: TTL %q must be a positive number of seconds", f.Name, a.GetSecond())}
+				}
+				if n < math.MaxInt32 { // HBase's FOREVER
+					f.TTL = n
+				}
 			}
 		}
 		if t.family([]byte(f.Name)) != nil {
@@ -111,18 +124,44 @@ func (s *server) createTable(req *pb.CreateTableRequest, _ *cellReader, _ *reply
 	if s.store.table(t.Name()) != nil {
 		return nil, rpcError{class: excTableExists, msg: t.Name()}
 	}
-	// A new region id every time, so a recreated table gets a new region name and
-	// clients holding the old one look it up again.
+	t.RegionID = s.newRegionID()
+	if err := s.store.putTable(t); err != nil {
+		return nil, err
+	}
+	return &pb.CreateTableResponse{ProcId: s.procedure()}, nil
+}
+
+// newRegionID returns a region id for a new or restored table: the time in ms, and a
+// new one every time, so a recreated table gets new region names and clients holding
+// the old ones look them up again. Called with adminMu held.
+func (s *server) newRegionID() uint64 {
 	id := uint64(time.Now().UnixMilli())
 	if last := s.lastRegion.Load(); id <= last {
 		id = last + 1
 	}
 	s.lastRegion.Store(id)
-	t.RegionID = id
-	if err := s.store.putTable(t); err != nil {
-		return nil, err
+	return id
+}
+
+// splitKeys checks and sorts the split keys of a new table, as HBase does.
+func splitKeys(keys [][]byte) ([][]byte, error) {
+	out := make([][]byte, 0, len(keys))
+	for _, k := range keys {
+		if len(k) == 0 {
+			return nil, rpcError{class: excIllegalArgument, msg: "empty split key must not be passed in the split keys"}
+		}
+		out = append(out, bytes.Clone(k))
 	}
-	return &pb.CreateTableResponse{ProcId: s.procedure()}, nil
+	slices.SortFunc(out, bytes.Compare)
+	for i := 1; i < len(out); i++ {
+		if bytes.Equal(out[i-1], out[i]) {
+			return nil, rpcError{class: excIllegalArgument, msg: fmt.Sprintf("split key %q is given twice: split keys must be unique", out[i])}
+		}
+	}
+	if len(out) == 0 {
+		return nil, nil
+	}
+	return out, nil
 }
 
 // existing returns the named table or TableNotFoundException.
@@ -212,8 +251,47 @@ func (s *server) tableNames(req *pb.GetTableNamesRequest, _ *cellReader, _ *repl
 		}
 		resp.TableNames = append(resp.TableNames, &pb.TableName{Namespace: []byte(t.Namespace), Qualifier: []byte(t.Qualifier)})
 	}
-	if req.GetIncludeSysTables() && (req.GetNamespace() == "" || req.GetNamespace() == "hbase") && (re == nil || re.MatchString(metaTable)) {
-		resp.TableNames = append(resp.TableNames, &pb.TableName{Namespace: []byte("hbase"), Qualifier: []byte("meta")})
+	if req.GetIncludeSysTables() && (req.GetNamespace() == "" || req.GetNamespace() == "hbase") {
+		for _, name := range []string{metaTable, namespaceTable.Name()} {
+			if re == nil || re.MatchString(name) {
+				resp.TableNames = append(resp.TableNames, &pb.TableName{Namespace: []byte("hbase"), Qualifier: []byte(strings.TrimPrefix(name, "hbase:"))})
+			}
+		}
 	}
 	return resp, nil
+}
+
+// clusterStatus describes the one server: master and only region server.
+func (s *server) clusterStatus(_ *pb.GetClusterStatusRequest, _ *cellReader, _ *replyCells) (proto.Message, error) {
+	sn := s.serverName()
+	regions := uint32(1) // hbase:meta
+	for _, t := range append(s.store.tableList(), namespaceTable) {
+		regions += uint32(len(t.Splits) + 1)
+	}
+	return &pb.GetClusterStatusResponse{ClusterStatus: &pb.ClusterStatus{
+		HbaseVersion: &pb.HBaseVersionFileContent{Version: proto.String("2.5.0-hbaselite")},
+		Master:       sn,
+		LiveServers:  []*pb.LiveServerInfo{{Server: sn, ServerLoad: &pb.ServerLoad{TotalNumberOfRequests: proto.Uint64(0)}}},
+		BalancerOn:   proto.Bool(!s.balancerOff.Load()),
+	}}, nil
+}
+
+// setBalancer records the balancer switch: with one server there is nothing to balance.
+func (s *server) setBalancer(req *pb.SetBalancerRunningRequest, _ *cellReader, _ *replyCells) (proto.Message, error) {
+	prev := !s.balancerOff.Swap(!req.GetOn())
+	return &pb.SetBalancerRunningResponse{PrevBalanceValue: proto.Bool(prev)}, nil
+}
+
+// moveRegion accepts a move of a region it serves and leaves it where it is: there is
+// no other server to move it to.
+func (s *server) moveRegion(req *pb.MoveRegionRequest, _ *cellReader, _ *replyCells) (proto.Message, error) {
+	want := req.GetRegion().GetValue()
+	for _, t := range append(s.store.tableList(), namespaceTable) {
+		for _, r := range t.regions() {
+			if bytes.Equal(r.encodedName(), want) || bytes.Equal(r.name(), want) {
+				return &pb.MoveRegionResponse{}, nil
+			}
+		}
+	}
+	return nil, rpcError{class: excUnknownRegion, msg: fmt.Sprintf("region %q is not served here", want)}
 }

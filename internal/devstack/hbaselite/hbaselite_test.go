@@ -244,10 +244,12 @@ func TestRegionLookupAndAdmin(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "NamespaceNotFoundException") {
 		t.Fatalf("create table in a missing namespace: %v", err)
 	}
-	if err := hbase.EnsureTable(ctx, a, "ns1", "items", "d"); err != nil {
+	// Three regions: [, \x05), [\x05, zz), [zz, ).
+	splits := [][]byte{[]byte("zz"), {0x05}}
+	if err := hbase.EnsureTable(ctx, a, "ns1", "items", splits, "d"); err != nil {
 		t.Fatal(err)
 	}
-	if err := hbase.EnsureTable(ctx, a, "ns1", "items", "d"); err != nil { // again: a no-op
+	if err := hbase.EnsureTable(ctx, a, "ns1", "items", splits, "d"); err != nil { // again: a no-op
 		t.Fatal(err)
 	}
 	createTable(t, a, "plain", 1)
@@ -267,20 +269,37 @@ func TestRegionLookupAndAdmin(t *testing.T) {
 	if strings.Join(got, ",") != "ns1:items,default:plain" {
 		t.Errorf("tables = %v", got)
 	}
-	// Rows below ',' (a salted key) and above it find the table's region.
+	// Rows below ',' (a salted key) and above it find their regions; scans forward and
+	// reversed cross all three, and one that stops inside a region ends there.
 	for _, row := range []string{"\x00a", "\x05b", "zz,z", "~"} {
 		put(t, c, "ns1:items", row, map[string]string{"q": "1"})
 	}
 	all, _ := hrpc.NewScanStr(ctx, "ns1:items")
-	if got := len(scanRows(t, c, all)); got != 4 {
-		t.Errorf("scan ns1:items: %d rows, want 4", got)
+	if got := strings.Join(scanRows(t, c, all), " "); got != "\x00a \x05b zz,z ~" {
+		t.Errorf("scan ns1:items: %q", got)
+	}
+	// gohbase starts a reversed scan in the region of its start row, so a reversed scan
+	// of a whole table starts at a row above every key.
+	rev, _ := hrpc.NewScanRangeStr(ctx, "ns1:items", "\xff", "", hrpc.Reversed())
+	if got := strings.Join(scanRows(t, c, rev), " "); got != "~ zz,z \x05b \x00a" {
+		t.Errorf("reversed scan ns1:items: %q", got)
+	}
+	part, _ := hrpc.NewScanRangeStr(ctx, "ns1:items", "\x01", "zz,z")
+	if got := strings.Join(scanRows(t, c, part), " "); got != "\x05b" {
+		t.Errorf("scan ns1:items [\\x01, zz,z): %q", got)
 	}
 	if err := c.CacheRegions([]byte("ns1:items")); err != nil {
 		t.Errorf("cache regions: %v", err)
 	}
 	meta, _ := hrpc.NewScanStr(ctx, "hbase:meta", hrpc.Families(map[string][]string{"info": nil}))
-	if got := scanRows(t, c, meta); len(got) != 2 || !strings.HasPrefix(got[0], "ns1:items,,") || !strings.HasPrefix(got[1], "plain,,") {
-		t.Errorf("hbase:meta rows = %q", got)
+	want := []string{"hbase:namespace,,", "ns1:items,,", "ns1:items,\x05,", "ns1:items,zz,", "plain,,"}
+	rows := scanRows(t, c, meta)
+	ok := len(rows) == len(want)
+	for i := 0; ok && i < len(want); i++ {
+		ok = strings.HasPrefix(rows[i], want[i])
+	}
+	if !ok {
+		t.Errorf("hbase:meta rows = %q, want the prefixes %q", rows, want)
 	}
 	// Disable: reads fail with the reason; enable: they work again.
 	if err := a.DisableTable(hrpc.NewDisableTable(ctx, []byte("plain"))); err != nil {
@@ -320,13 +339,38 @@ func TestRestartKeepsData(t *testing.T) {
 	createTable(t, a, "keep", 5)
 	put(t, c, "keep", "r", map[string]string{"p": "1"}, hrpc.Timestamp(time.UnixMilli(1000)))
 	put(t, c, "keep", "r", map[string]string{"p": "2"}, hrpc.Timestamp(time.UnixMilli(2000)))
+	// A pre-split table, a cell with a TTL and a snapshot come back too.
+	err := a.CreateTable(hrpc.NewCreateTable(ctxT(t), []byte("split"), map[string]map[string]string{"d": nil},
+		hrpc.SplitKeys([][]byte{[]byte("m"), []byte("t")})))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, row := range []string{"a", "n", "u"} {
+		put(t, c, "split", row, map[string]string{"p": row})
+	}
+	put(t, c, "split", "short", map[string]string{"p": "x"}, hrpc.TTL(time.Hour), hrpc.Timestamp(time.Now().Add(-2*time.Hour)))
+	put(t, c, "split", "long", map[string]string{"p": "x"}, hrpc.TTL(time.Hour))
+	sn, _ := hrpc.NewSnapshot(ctxT(t), "split-snap", "split")
+	if err := a.CreateSnapshot(sn); err != nil {
+		t.Fatal(err)
+	}
 	c.Close()
 	if err := srv.Stop(); err != nil {
 		t.Fatal(err)
 	}
-	_, c2, _ := start(t, dir, hbaselite.Options{})
+	_, c2, a2 := start(t, dir, hbaselite.Options{})
 	if got := cells(get(t, c2, "keep", "r", hrpc.MaxVersions(5))); got != "p@2000=2 p@1000=1" {
 		t.Errorf("after restart = %q", got)
+	}
+	scan, _ := hrpc.NewScanRangeStr(ctxT(t), "split", "", "")
+	if got := strings.Join(scanRows(t, c2, scan), " "); got != "a long n u" {
+		t.Errorf("pre-split table after restart: rows %q, want a long n u (short expired)", got)
+	}
+	if err := c2.CacheRegions([]byte("split")); err != nil {
+		t.Error(err)
+	}
+	if snaps, err := a2.ListSnapshots(hrpc.NewListSnapshots(ctxT(t))); err != nil || len(snaps) != 1 || snaps[0].GetTable() != "split" {
+		t.Errorf("snapshots after restart: %v, %v", snaps, err)
 	}
 	put(t, c2, "keep", "r2", map[string]string{"p": "3"})
 	if got := cells(get(t, c2, "keep", "r2")); !strings.HasSuffix(got, "=3") {

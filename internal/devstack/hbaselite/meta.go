@@ -14,46 +14,91 @@ import (
 )
 
 // metaTable is the catalog table that maps a table's row ranges to regions and servers.
-// hbaselite serves every table as one region (the whole key range) and builds the rows
-// of hbase:meta from the table descriptors when they are read.
+// hbaselite builds its rows from the table descriptors when they are read: one row per
+// region of every table, plus the region of hbase:namespace.
 const metaTable = "hbase:meta"
 
 // metaRegionPrefix starts the name of the hbase:meta region ("hbase:meta,,1").
 const metaRegionPrefix = "hbase:meta,,"
 
+// namespaceTable is HBase 2's catalog of namespaces, served read-only from the store's
+// namespaces: one row per namespace, column info:d holding its NamespaceDescriptor.
+var namespaceTable = &table{Namespace: "hbase", Qualifier: "namespace", Families: []family{{Name: "info", MaxVersions: 10}}, Enabled: true, RegionID: 1}
+
 var pbufMagic = []byte("PBUF")
 
-// regionName is the name of a table's only region: "table,,<region id>.<md5>.", which is
-// also its row in hbase:meta.
-func regionName(t *table) []byte {
-	base := fmt.Sprintf("%s,,%d", t.Name(), t.RegionID)
-	sum := md5.Sum([]byte(base))
-	return []byte(base + "." + hex.EncodeToString(sum[:]) + ".")
+// region is one row range of a table, [start, end); an empty end is the table's end.
+// A table's regions are cut at its split keys.
+type region struct {
+	t          *table
+	start, end []byte
 }
 
-// metaRows builds the rows of hbase:meta for the enabled and disabled tables, sorted as
-// HBase sorts them.
+// regions lists a table's regions in key order.
+func (t *table) regions() []region {
+	out := make([]region, 0, len(t.Splits)+1)
+	var start []byte
+	for _, sp := range t.Splits {
+		out = append(out, region{t: t, start: start, end: sp})
+		start = sp
+	}
+	return append(out, region{t: t, start: start})
+}
+
+// contains reports whether row lies in the region.
+func (r region) contains(row []byte) bool {
+	return bytes.Compare(row, r.start) >= 0 && (len(r.end) == 0 || bytes.Compare(row, r.end) < 0)
+}
+
+// name is the region's name: "table,<start key>,<region id>.<md5>.", which is also its
+// row in hbase:meta. Every region of a table shares the table's region id; the start
+// keys tell them apart.
+func (r region) name() []byte {
+	base := fmt.Appendf(nil, "%s,%s,%d", r.t.Name(), r.start, r.t.RegionID)
+	sum := md5.Sum(base)
+	return fmt.Appendf(base, ".%s.", hex.EncodeToString(sum[:]))
+}
+
+// encodedName is the md5 part of the name, which the admin calls on regions take.
+func (r region) encodedName() []byte {
+	n := r.name()
+	return n[len(n)-33 : len(n)-1]
+}
+
+// metaRows builds the rows of hbase:meta for the regions of the enabled and disabled
+// tables, sorted as HBase sorts them.
 func (s *server) metaRows() []metaRow {
 	var rows []metaRow
-	for _, t := range s.store.tableList() {
-		info, _ := proto.Marshal(&pb.RegionInfo{
-			RegionId:  proto.Uint64(t.RegionID),
-			TableName: &pb.TableName{Namespace: []byte(t.Namespace), Qualifier: []byte(t.Qualifier)},
-			StartKey:  []byte{},
-			EndKey:    []byte{},
-			Offline:   proto.Bool(false),
-			Split:     proto.Bool(false),
-		})
-		row := regionName(t)
-		ts := t.RegionID
-		fam := []byte("info")
-		rows = append(rows, metaRow{row: row, cells: []cell{
-			{family: fam, qualifier: []byte("regioninfo"), ts: ts, value: append(bytes.Clone(pbufMagic), info...)},
-			{family: fam, qualifier: []byte("server"), ts: ts, value: []byte(s.rpcAddr)},
-			{family: fam, qualifier: []byte("serverstartcode"), ts: ts, value: binary.BigEndian.AppendUint64(nil, s.startCode)},
-		}})
+	for _, t := range append(s.store.tableList(), namespaceTable) {
+		for _, r := range t.regions() {
+			info, _ := proto.Marshal(&pb.RegionInfo{
+				RegionId:  proto.Uint64(t.RegionID),
+				TableName: &pb.TableName{Namespace: []byte(t.Namespace), Qualifier: []byte(t.Qualifier)},
+				StartKey:  append([]byte{}, r.start...),
+				EndKey:    append([]byte{}, r.end...),
+				Offline:   proto.Bool(false),
+				Split:     proto.Bool(false),
+			})
+			ts := t.RegionID
+			fam := []byte("info")
+			rows = append(rows, metaRow{row: r.name(), cells: []cell{
+				{family: fam, qualifier: []byte("regioninfo"), ts: ts, value: append(bytes.Clone(pbufMagic), info...)},
+				{family: fam, qualifier: []byte("server"), ts: ts, value: []byte(s.rpcAddr)},
+				{family: fam, qualifier: []byte("serverstartcode"), ts: ts, value: binary.BigEndian.AppendUint64(nil, s.startCode)},
+			}})
+		}
 	}
 	sort.Slice(rows, func(i, j int) bool { return compareMeta(rows[i].row, rows[j].row) < 0 })
+	return rows
+}
+
+// namespaceRows builds the rows of hbase:namespace, in row order.
+func (s *server) namespaceRows() []metaRow {
+	var rows []metaRow
+	for _, n := range s.store.namespaces() {
+		d, _ := proto.Marshal(&pb.NamespaceDescriptor{Name: []byte(n)})
+		rows = append(rows, metaRow{row: []byte(n), cells: []cell{{family: []byte("info"), qualifier: []byte("d"), ts: namespaceTable.RegionID, value: d}}})
+	}
 	return rows
 }
 
@@ -96,18 +141,26 @@ func splitMeta(row []byte) (tbl, startKey, rest []byte, ok bool) {
 	return row[:first], row[first+1 : last], row[last+1:], true
 }
 
-// tableOfRegion finds the table a region name belongs to: nil when the region is not
-// (or no longer) served here.
-func (s *server) tableOfRegion(name []byte) *table {
-	tname, _, _, ok := splitMeta(name)
+// regionNamed finds the region a region name names: false when it is not (or no
+// longer) served here. The start key lies between the first and the last comma.
+func (s *server) regionNamed(name []byte) (region, bool) {
+	tname, start, _, ok := splitMeta(name)
 	if !ok {
-		return nil
+		return region{}, false
 	}
 	t := s.store.table(string(tname))
-	if t == nil || !bytes.Equal(regionName(t), name) {
-		return nil
+	if string(tname) == namespaceTable.Name() {
+		t = namespaceTable
 	}
-	return t
+	if t == nil {
+		return region{}, false
+	}
+	for _, r := range t.regions() {
+		if bytes.Equal(r.start, start) && bytes.Equal(r.name(), name) {
+			return r, true
+		}
+	}
+	return region{}, false
 }
 
 // parseTableName reads a TableName. gohbase's admin calls name every table in the

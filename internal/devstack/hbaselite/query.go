@@ -70,6 +70,14 @@ func noSuchFamily(t *table, fam []byte) error {
 // apply selects the cells of one row, given in HBase order (family, qualifier, newest
 // first).
 func (q *query) apply(row []byte, cells []cell) []cell {
+	out, _ := q.applyCounted(row, cells)
+	return out
+}
+
+// applyCounted is apply that also reports whether the filter dropped a row that had
+// cells to select (a filtered row, in scan metrics).
+func (q *query) applyCounted(row []byte, cells []cell) ([]cell, bool) {
+	dropped := false
 	var out []cell
 	var lastFam, lastQual []byte
 	versions, perFamily := 0, 0
@@ -84,6 +92,7 @@ func (q *query) apply(row []byte, cells []cell) []cell {
 			continue
 		}
 		if q.filter != nil && !q.filter.keep(row, &c) {
+			dropped = true
 			continue
 		}
 		if !bytes.Equal(c.family, lastFam) {
@@ -104,7 +113,7 @@ func (q *query) apply(row []byte, cells []cell) []cell {
 	if q.filter != nil {
 		out = q.filter.transform(out)
 	}
-	return out
+	return out, dropped && len(out) == 0
 }
 
 // filter is a compiled HBase filter: a cell predicate plus the first-key-only and
@@ -242,45 +251,53 @@ func parseCompare(cf *pb.CompareFilter) (func([]byte) bool, error) {
 	if cf == nil || cf.Comparator == nil {
 		return nil, rpcError{class: excDoNotRetry, msg: "compare filter without a comparator"}
 	}
-	cname := strings.TrimPrefix(cf.Comparator.GetName(), filterPkg)
-	var value []byte
-	prefix := false
-	switch cname {
-	case "BinaryComparator":
-		var m pb.BinaryComparator
-		if err := proto.Unmarshal(cf.Comparator.SerializedComparator, &m); err != nil {
-			return nil, rpcError{class: excDoNotRetry, msg: "cannot decode BinaryComparator: " + err.Error()}
-		}
-		value = m.GetComparable().GetValue()
-	case "BinaryPrefixComparator":
-		var m pb.BinaryPrefixComparator
-		if err := proto.Unmarshal(cf.Comparator.SerializedComparator, &m); err != nil {
-			return nil, rpcError{class: excDoNotRetry, msg: "cannot decode BinaryPrefixComparator: " + err.Error()}
-		}
-		value, prefix = m.GetComparable().GetValue(), true
-	default:
-		return nil, rpcError{class: excDoNotRetry, msg: fmt.Sprintf("comparator %s is not supported by hbaselite; supported: BinaryComparator, BinaryPrefixComparator", cf.Comparator.GetName())}
+	value, prefix, err := parseComparator(cf.Comparator)
+	if err != nil {
+		return nil, err
 	}
 	op := cf.GetCompareOp()
 	return func(b []byte) bool {
 		if prefix && len(b) > len(value) {
 			b = b[:len(value)]
 		}
-		c := bytes.Compare(b, value)
-		switch op {
-		case pb.CompareType_LESS:
-			return c < 0
-		case pb.CompareType_LESS_OR_EQUAL:
-			return c <= 0
-		case pb.CompareType_EQUAL:
-			return c == 0
-		case pb.CompareType_NOT_EQUAL:
-			return c != 0
-		case pb.CompareType_GREATER_OR_EQUAL:
-			return c >= 0
-		case pb.CompareType_GREATER:
-			return c > 0
-		}
-		return true // NO_OP
+		return opMatches(op, bytes.Compare(b, value))
 	}, nil
+}
+
+// parseComparator reads a BinaryComparator's or BinaryPrefixComparator's value.
+func parseComparator(c *pb.Comparator) (value []byte, prefix bool, err error) {
+	switch strings.TrimPrefix(c.GetName(), filterPkg) {
+	case "BinaryComparator":
+		var m pb.BinaryComparator
+		if err := proto.Unmarshal(c.SerializedComparator, &m); err != nil {
+			return nil, false, rpcError{class: excDoNotRetry, msg: "cannot decode BinaryComparator: " + err.Error()}
+		}
+		return m.GetComparable().GetValue(), false, nil
+	case "BinaryPrefixComparator":
+		var m pb.BinaryPrefixComparator
+		if err := proto.Unmarshal(c.SerializedComparator, &m); err != nil {
+			return nil, false, rpcError{class: excDoNotRetry, msg: "cannot decode BinaryPrefixComparator: " + err.Error()}
+		}
+		return m.GetComparable().GetValue(), true, nil
+	}
+	return nil, false, rpcError{class: excDoNotRetry, msg: fmt.Sprintf("comparator %s is not supported by hbaselite; supported: BinaryComparator, BinaryPrefixComparator", c.GetName())}
+}
+
+// opMatches applies a compare operator to the result of a comparison.
+func opMatches(op pb.CompareType, c int) bool {
+	switch op {
+	case pb.CompareType_LESS:
+		return c < 0
+	case pb.CompareType_LESS_OR_EQUAL:
+		return c <= 0
+	case pb.CompareType_EQUAL:
+		return c == 0
+	case pb.CompareType_NOT_EQUAL:
+		return c != 0
+	case pb.CompareType_GREATER_OR_EQUAL:
+		return c >= 0
+	case pb.CompareType_GREATER:
+		return c > 0
+	}
+	return true // NO_OP
 }

@@ -2,7 +2,9 @@ package hbaselite
 
 import (
 	"bytes"
+	"encoding/binary"
 	"fmt"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -10,9 +12,9 @@ import (
 	"google.golang.org/protobuf/proto"
 )
 
-// get serves a Get on a user table or on hbase:meta.
+// get serves a Get on a user table, hbase:meta or hbase:namespace.
 func (s *server) get(req *pb.GetRequest, _ *cellReader, out *replyCells) (proto.Message, error) {
-	t, meta, err := s.region(req.Region)
+	tg, err := s.region(req.Region)
 	if err != nil {
 		return nil, err
 	}
@@ -20,18 +22,21 @@ func (s *server) get(req *pb.GetRequest, _ *cellReader, out *replyCells) (proto.
 	if g == nil {
 		return nil, rpcError{class: excDoNotRetry, msg: "Get without a get"}
 	}
-	q, err := newQuery(t, g.Column, g.TimeRange, g.GetMaxVersions(), g.GetStoreLimit(), g.GetStoreOffset(), g.Filter)
+	if err := tg.check(g.Row); err != nil {
+		return nil, err
+	}
+	q, err := newQuery(tg.r.t, g.Column, g.TimeRange, g.GetMaxVersions(), g.GetStoreLimit(), g.GetStoreOffset(), g.Filter)
 	if err != nil {
 		return nil, err
 	}
 	var cells []cell
-	if meta {
-		for _, r := range s.metaRows() {
+	if tg.sys() {
+		for _, r := range s.sysRows(tg) {
 			if bytes.Equal(r.row, g.Row) {
 				cells = r.cells
 			}
 		}
-	} else if cells, err = s.store.readRow(t.Name(), g.Row); err != nil {
+	} else if cells, err = s.store.readRow(tg.r.t, g.Row); err != nil {
 		return nil, err
 	}
 	cells = q.apply(g.Row, cells)
@@ -41,26 +46,72 @@ func (s *server) get(req *pb.GetRequest, _ *cellReader, out *replyCells) (proto.
 	return &pb.GetResponse{Result: out.result(g.Row, cells)}, nil
 }
 
-// mutate serves one put or delete.
-func (s *server) mutate(req *pb.MutateRequest, in *cellReader, _ *replyCells) (proto.Message, error) {
-	if req.Condition != nil {
-		return nil, rpcError{class: excDoNotRetry, msg: "conditional mutations (CheckAndPut) are not supported by hbaselite"}
+// mutate serves one put, delete, increment or append, conditional or not.
+func (s *server) mutate(req *pb.MutateRequest, in *cellReader, out *replyCells) (proto.Message, error) {
+	tg, err := s.region(req.Region)
+	if err == nil && tg.sys() {
+		err = rpcError{class: excDoNotRetry, msg: "the hbase tables are maintained by hbaselite and cannot be written"}
 	}
-	t, meta, err := s.region(req.Region)
-	if err == nil && meta {
-		err = rpcError{class: excDoNotRetry, msg: "hbase:meta is maintained by hbaselite and cannot be written"}
-	}
-	m, perr := s.parseMutation(t, req.Mutation, in) // always consume the mutation's cells
+	m, perr := s.parseMutation(tg.r.t, req.Mutation, in) // always consume the mutation's cells
 	if err != nil {
 		return nil, err
 	}
 	if perr != nil {
 		return nil, perr
 	}
-	if err := s.store.apply(t, m); err != nil {
+	if err := tg.check(m.row); err != nil {
 		return nil, err
 	}
-	return &pb.MutateResponse{Processed: proto.Bool(true)}, nil
+	if req.Condition != nil {
+		if m.cond, err = parseCondition(tg.r.t, req.Condition, m.row); err != nil {
+			return nil, err
+		}
+	}
+	ok, res, err := s.store.apply(tg.r.t, m)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.store.sync(); err != nil {
+		return nil, err
+	}
+	resp := &pb.MutateResponse{Processed: proto.Bool(ok)}
+	if m.kind == mutIncrement || m.kind == mutAppend {
+		resp.Result = out.result(m.row, res)
+	}
+	return resp, nil
+}
+
+// parseCondition reads the condition of a CheckAndPut or CheckAndDelete with HBase's
+// semantics: an empty expected value matches a missing or empty cell whatever the
+// operator, and otherwise the operator compares the expected value to the cell's
+// (LESS: the expected value is less than the cell's).
+func parseCondition(t *table, c *pb.Condition, row []byte) (*condition, error) {
+	if !bytes.Equal(c.Row, row) {
+		return nil, rpcError{class: excDoNotRetry, msg: fmt.Sprintf("condition row %q differs from the mutation's row %q", abbrev(c.Row), abbrev(row))}
+	}
+	if t.family(c.Family) == nil {
+		return nil, noSuchFamily(t, c.Family)
+	}
+	if c.Comparator == nil {
+		return nil, rpcError{class: excDoNotRetry, msg: "condition without a comparator"}
+	}
+	want, prefix, err := parseComparator(c.Comparator)
+	if err != nil {
+		return nil, err
+	}
+	op := c.GetCompareType()
+	return &condition{family: c.Family, qualifier: c.Qualifier, match: func(v []byte, exists bool) bool {
+		if len(want) == 0 {
+			return !exists || len(v) == 0
+		}
+		if !exists {
+			return false
+		}
+		if prefix && len(v) > len(want) {
+			v = v[:len(want)]
+		}
+		return opMatches(op, bytes.Compare(want, v))
+	}}, nil
 }
 
 // parseMutation reads a put or a delete from its protobuf and its cells (inline, or
@@ -73,6 +124,11 @@ func (s *server) parseMutation(t *table, mp *pb.MutationProto, in *cellReader) (
 	m := mutation{row: mp.Row, ts: latest}
 	if mp.Timestamp != nil {
 		m.ts = mp.GetTimestamp()
+	}
+	for _, a := range mp.Attribute {
+		if a.GetName() == "_ttl" && len(a.Value) == 8 { // the cells' time to live in ms
+			m.ttl = binary.BigEndian.Uint64(a.Value)
+		}
 	}
 	var cells []mutCell
 	var cellErr error
@@ -109,11 +165,17 @@ func (s *server) parseMutation(t *table, mp *pb.MutationProto, in *cellReader) (
 	}
 	switch mp.GetMutateType() {
 	case pb.MutationProto_PUT:
+		m.kind = mutPut
 	case pb.MutationProto_DELETE:
-		m.delete = true
+		m.kind = mutDelete
+	case pb.MutationProto_INCREMENT:
+		m.kind = mutIncrement
+	case pb.MutationProto_APPEND:
+		m.kind = mutAppend
 	default:
-		return m, rpcError{class: excDoNotRetry, msg: fmt.Sprintf("%s mutations are not supported by hbaselite; use put and delete", mp.GetMutateType())}
+		return m, rpcError{class: excDoNotRetry, msg: fmt.Sprintf("%s mutations are not supported by hbaselite", mp.GetMutateType())}
 	}
+	del := m.kind == mutDelete
 	switch {
 	case cellErr != nil:
 		return m, cellErr
@@ -121,11 +183,11 @@ func (s *server) parseMutation(t *table, mp *pb.MutationProto, in *cellReader) (
 		return m, rpcError{class: excDoNotRetry, msg: "row key is empty"}
 	case len(mp.Row) > maxRowLength:
 		return m, rpcError{class: excDoNotRetry, msg: fmt.Sprintf("row length %d is > %d", len(mp.Row), maxRowLength)}
-	case !m.delete && len(cells) == 0:
-		return m, rpcError{class: excDoNotRetry, msg: "put without columns: add at least one column"}
+	case !del && len(cells) == 0:
+		return m, rpcError{class: excDoNotRetry, msg: fmt.Sprintf("%s without columns: add at least one column", mp.GetMutateType())}
 	}
 	for _, c := range cells {
-		if c.kind == kindPut && m.delete || c.kind != kindPut && !m.delete {
+		if c.kind == kindPut && del || c.kind != kindPut && !del {
 			return m, rpcError{class: excDoNotRetry, msg: fmt.Sprintf("cell type %d does not fit a %s mutation", c.kind, mp.GetMutateType())}
 		}
 		if t != nil && t.family(c.family) == nil {
@@ -148,12 +210,14 @@ func abbrev(b []byte) string {
 }
 
 // multi serves a batch of gets and mutations, grouped by region. Each action gets its
-// own result or exception; a region that is not served fails all its actions.
+// own result or exception; a region that is not served fails all its actions. The
+// mutations of the whole batch are synced once, before the answer.
 func (s *server) multi(req *pb.MultiRequest, in *cellReader, out *replyCells) (proto.Message, error) {
 	resp := &pb.MultiResponse{}
+	wrote := false
 	for _, ra := range req.RegionAction {
-		t, meta, rerr := s.region(ra.Region)
-		if rerr == nil && meta {
+		tg, rerr := s.region(ra.Region)
+		if rerr == nil && tg.meta {
 			rerr = rpcError{class: excDoNotRetry, msg: "batches on hbase:meta are not supported"}
 		}
 		rar := &pb.RegionActionResult{}
@@ -163,12 +227,20 @@ func (s *server) multi(req *pb.MultiRequest, in *cellReader, out *replyCells) (p
 			switch {
 			case a.Mutation != nil:
 				var m mutation
-				m, err = s.parseMutation(t, a.Mutation, in)
+				m, err = s.parseMutation(tg.r.t, a.Mutation, in)
+				if err == nil && rerr == nil && tg.sys() {
+					err = rpcError{class: excDoNotRetry, msg: "the hbase tables are maintained by hbaselite and cannot be written"}
+				}
 				if err == nil && rerr == nil {
-					err = s.store.apply(t, m)
+					err = tg.check(m.row)
+				}
+				var res []cell
+				if err == nil && rerr == nil {
+					_, res, err = s.store.apply(tg.r.t, m)
+					wrote = true
 				}
 				if err == nil {
-					roe.Result = &pb.Result{}
+					roe.Result = out.result(m.row, res)
 				}
 			case a.Get != nil && rerr == nil:
 				var r proto.Message
@@ -194,29 +266,33 @@ func (s *server) multi(req *pb.MultiRequest, in *cellReader, out *replyCells) (p
 		}
 		resp.RegionActionResult = append(resp.RegionActionResult, rar)
 	}
+	if wrote {
+		if err := s.store.sync(); err != nil {
+			return nil, err
+		}
+	}
 	return resp, nil
 }
 
 // scanner is an open region scanner.
 type scanner struct {
-	t        *table    // nil on hbase:meta
-	meta     []metaRow // hbase:meta rows left to return, in scan order
+	tg       target
+	sys      []metaRow // rows of hbase:meta or hbase:namespace left to return, in scan order
 	q        *query
 	reversed bool
 	stop     []byte
-	pos      []byte // next row to read from; nil: the start of the range
+	pos      []byte // next row to read from; nil: the start of the region
 	posIncl  bool
 	maxBytes uint64
+	metrics  bool // answer with scan metrics
 	lastUsed atomic.Int64
 }
-
-// scannerLease is how long an unused scanner lives.
-const scannerLease = 60 * time.Second
 
 func (s *server) scan(req *pb.ScanRequest, _ *cellReader, out *replyCells) (proto.Message, error) {
 	if req.ScannerId != nil {
 		id := req.GetScannerId()
 		s.scanMu.Lock()
+		s.expireScanners()
 		sc := s.scanners[id]
 		if req.GetCloseScanner() {
 			delete(s.scanners, id)
@@ -226,7 +302,7 @@ func (s *server) scan(req *pb.ScanRequest, _ *cellReader, out *replyCells) (prot
 			return &pb.ScanResponse{MoreResults: proto.Bool(false)}, nil
 		}
 		if sc == nil {
-			return nil, rpcError{class: excUnknownScanner, msg: fmt.Sprintf("scanner %d does not exist: it was closed or unused for longer than %s", id, scannerLease)}
+			return nil, rpcError{class: excUnknownScanner, msg: fmt.Sprintf("scanner %d does not exist: it was closed or unused for longer than %s", id, s.opts.ScannerLease)}
 		}
 		sc.lastUsed.Store(time.Now().UnixNano())
 		if req.GetRenew() {
@@ -234,7 +310,7 @@ func (s *server) scan(req *pb.ScanRequest, _ *cellReader, out *replyCells) (prot
 		}
 		return s.scanNext(id, sc, req.GetNumberOfRows(), false, out)
 	}
-	t, meta, err := s.region(req.Region)
+	tg, err := s.region(req.Region)
 	if err != nil {
 		return nil, err
 	}
@@ -242,16 +318,15 @@ func (s *server) scan(req *pb.ScanRequest, _ *cellReader, out *replyCells) (prot
 	if sp == nil {
 		return nil, rpcError{class: excDoNotRetry, msg: "Scan request without a scan or a scanner id"}
 	}
-	q, err := newQuery(t, sp.Column, sp.TimeRange, sp.GetMaxVersions(), sp.GetStoreLimit(), sp.GetStoreOffset(), sp.Filter)
+	q, err := newQuery(tg.r.t, sp.Column, sp.TimeRange, sp.GetMaxVersions(), sp.GetStoreLimit(), sp.GetStoreOffset(), sp.Filter)
 	if err != nil {
 		return nil, err
 	}
-	sc := &scanner{t: t, q: q, reversed: sp.GetReversed(), stop: sp.StopRow, maxBytes: sp.GetMaxResultSize()}
-	if len(sp.StartRow) > 0 {
-		sc.pos, sc.posIncl = sp.StartRow, true
-	}
-	if meta {
-		sc.meta = s.metaRange(sp.StartRow, sp.StopRow, sc.reversed)
+	sc := &scanner{tg: tg, q: q, reversed: sp.GetReversed(), stop: sp.StopRow, maxBytes: sp.GetMaxResultSize(), metrics: req.GetTrackScanMetrics()}
+	if tg.sys() {
+		sc.sys = sysRange(s.sysRows(tg), tg.compare(), sp.StartRow, sp.StopRow, sc.reversed)
+	} else {
+		sc.pos, sc.posIncl = regionStart(tg.r, sp.StartRow, sc.reversed)
 	}
 	sc.lastUsed.Store(time.Now().UnixNano())
 	id := s.nextScanner.Add(1)
@@ -264,7 +339,31 @@ func (s *server) scan(req *pb.ScanRequest, _ *cellReader, out *replyCells) (prot
 	return s.scanNext(id, sc, req.GetNumberOfRows(), req.GetCloseScanner(), out)
 }
 
-// scanNext returns the next rows of a scanner, closing it when the range is done.
+// regionStart is where a scan starting at start begins in region r: the start row when
+// it lies in the region, else the region's edge the scan enters by (a forward scan its
+// start key, a reversed one the last row before its end key).
+func regionStart(r region, start []byte, reversed bool) (pos []byte, incl bool) {
+	if !reversed {
+		if len(start) > 0 && bytes.Compare(start, r.start) > 0 {
+			return start, true
+		}
+		if len(r.start) > 0 {
+			return r.start, true
+		}
+		return nil, false
+	}
+	if len(start) > 0 && (len(r.end) == 0 || bytes.Compare(start, r.end) < 0) {
+		return start, true
+	}
+	if len(r.end) > 0 {
+		return r.end, false
+	}
+	return nil, false
+}
+
+// scanNext returns the next rows of a scanner, closing it when the region is done.
+// MoreResults turns false only when the scan's stop row was reached; at a region's end
+// the client goes on to the next region.
 func (s *server) scanNext(id uint64, sc *scanner, rows uint32, closing bool, out *replyCells) (proto.Message, error) {
 	if rows == 0 {
 		rows = 128
@@ -274,21 +373,26 @@ func (s *server) scanNext(id uint64, sc *scanner, rows uint32, closing bool, out
 	}
 	resp := &pb.ScanResponse{ScannerId: proto.Uint64(id)}
 	var size uint64
-	more := true
+	var scanned, filtered int64
+	more, scanDone := true, false
 	for n := uint32(0); n < rows && size < sc.maxBytes; {
-		row, cells, err := s.scanRow(sc)
+		row, cells, done, err := s.scanRow(sc)
 		if err != nil {
 			return nil, err
 		}
 		if row == nil {
-			more = false
+			more, scanDone = false, done
 			break
 		}
-		cells = sc.q.apply(row, cells)
+		cells, dropped := sc.q.applyCounted(row, cells)
 		if len(cells) == 0 {
+			if dropped {
+				filtered++
+			}
 			continue
 		}
 		n++
+		scanned++
 		for _, c := range cells {
 			size += uint64(len(row) + len(c.family) + len(c.qualifier) + len(c.value) + 20)
 		}
@@ -307,60 +411,70 @@ func (s *server) scanNext(id uint64, sc *scanner, rows uint32, closing bool, out
 		more = false
 	}
 	resp.MoreResultsInRegion = proto.Bool(more)
-	if !more {
+	if scanDone {
 		resp.MoreResults = proto.Bool(false)
+	}
+	if sc.metrics {
+		resp.ScanMetrics = &pb.ScanMetrics{Metrics: []*pb.NameInt64Pair{
+			{Name: proto.String("ROWS_SCANNED"), Value: proto.Int64(scanned)},
+			{Name: proto.String("ROWS_FILTERED"), Value: proto.Int64(filtered)},
+		}}
 	}
 	return resp, nil
 }
 
-// scanRow reads the scanner's next row in range, or nil at the end.
-func (s *server) scanRow(sc *scanner) ([]byte, []cell, error) {
-	if sc.t == nil {
-		if len(sc.meta) == 0 {
-			return nil, nil, nil
+// scanRow reads the scanner's next row in its region and range; nil at the end of
+// either, with scanDone true when the scan's stop row (or the end of a system table)
+// ended it.
+func (s *server) scanRow(sc *scanner) (row []byte, cells []cell, scanDone bool, err error) {
+	if sc.tg.sys() {
+		if len(sc.sys) == 0 {
+			return nil, nil, true, nil
 		}
-		r := sc.meta[0]
-		sc.meta = sc.meta[1:]
-		return r.row, r.cells, nil
+		r := sc.sys[0]
+		sc.sys = sc.sys[1:]
+		return r.row, r.cells, false, nil
 	}
-	row, err := s.store.nextRow(sc.t.Name(), sc.pos, sc.posIncl, sc.reversed)
+	reg := sc.tg.r
+	row, err = s.store.nextRow(reg.t.Name(), sc.pos, sc.posIncl, sc.reversed)
 	if err != nil || row == nil {
-		return nil, nil, err
+		return nil, nil, false, err
 	}
 	if len(sc.stop) > 0 {
 		c := bytes.Compare(row, sc.stop)
 		if !sc.reversed && c >= 0 || sc.reversed && c <= 0 {
-			return nil, nil, nil
+			return nil, nil, true, nil
 		}
 	}
+	if !reg.contains(row) {
+		return nil, nil, false, nil
+	}
 	sc.pos, sc.posIncl = row, false
-	cells, err := s.store.readRow(sc.t.Name(), row)
-	return row, cells, err
+	cells, err = s.store.readRow(reg.t, row)
+	return row, cells, false, err
 }
 
-// metaRange returns the rows of hbase:meta in a scan's range, in scan order.
-func (s *server) metaRange(start, stop []byte, reversed bool) []metaRow {
+// sysRange returns the rows of a system table in a scan's range, in scan order.
+func sysRange(rows []metaRow, cmp func(a, b []byte) int, start, stop []byte, reversed bool) []metaRow {
 	var out []metaRow
-	for _, r := range s.metaRows() {
-		if !reversed && (len(start) > 0 && compareMeta(r.row, start) < 0 || len(stop) > 0 && compareMeta(r.row, stop) >= 0) {
+	for _, r := range rows {
+		if !reversed && (len(start) > 0 && cmp(r.row, start) < 0 || len(stop) > 0 && cmp(r.row, stop) >= 0) {
 			continue
 		}
-		if reversed && (len(start) > 0 && compareMeta(r.row, start) > 0 || len(stop) > 0 && compareMeta(r.row, stop) <= 0) {
+		if reversed && (len(start) > 0 && cmp(r.row, start) > 0 || len(stop) > 0 && cmp(r.row, stop) <= 0) {
 			continue
 		}
 		out = append(out, r)
 	}
 	if reversed {
-		for i, j := 0, len(out)-1; i < j; i, j = i+1, j-1 {
-			out[i], out[j] = out[j], out[i]
-		}
+		slices.Reverse(out)
 	}
 	return out
 }
 
 // expireScanners drops scanners unused for longer than their lease. Called with scanMu held.
 func (s *server) expireScanners() {
-	limit := time.Now().Add(-scannerLease).UnixNano()
+	limit := time.Now().Add(-s.opts.ScannerLease).UnixNano()
 	for id, sc := range s.scanners {
 		if sc.lastUsed.Load() < limit {
 			delete(s.scanners, id)

@@ -32,6 +32,7 @@ const (
 	excUnknownScanner   = "org.apache.hadoop.hbase.UnknownScannerException"
 	excRequestTooBig    = "org.apache.hadoop.hbase.exceptions.RequestTooBigException"
 	excIllegalArgument  = "java.lang.IllegalArgumentException"
+	excWrongRegion      = "org.apache.hadoop.hbase.regionserver.WrongRegionException"
 )
 
 // rpcError is an exception for the client: its Java class name and message.
@@ -343,23 +344,67 @@ func init() {
 			"DisableTable":             method(func() *pb.DisableTableRequest { return &pb.DisableTableRequest{} }, (*server).disableTable),
 			"GetTableNames":            method(func() *pb.GetTableNamesRequest { return &pb.GetTableNamesRequest{} }, (*server).tableNames),
 			"getProcedureResult":       method(func() *pb.GetProcedureResultRequest { return &pb.GetProcedureResultRequest{} }, (*server).procedureResult),
+			"GetClusterStatus":         method(func() *pb.GetClusterStatusRequest { return &pb.GetClusterStatusRequest{} }, (*server).clusterStatus),
+			"SetBalancerRunning":       method(func() *pb.SetBalancerRunningRequest { return &pb.SetBalancerRunningRequest{} }, (*server).setBalancer),
+			"MoveRegion":               method(func() *pb.MoveRegionRequest { return &pb.MoveRegionRequest{} }, (*server).moveRegion),
+			"Snapshot":                 method(func() *pb.SnapshotRequest { return &pb.SnapshotRequest{} }, (*server).takeSnapshot),
+			"IsSnapshotDone":           method(func() *pb.IsSnapshotDoneRequest { return &pb.IsSnapshotDoneRequest{} }, (*server).snapshotDone),
+			"DeleteSnapshot":           method(func() *pb.DeleteSnapshotRequest { return &pb.DeleteSnapshotRequest{} }, (*server).deleteSnapshot),
+			"GetCompletedSnapshots":    method(func() *pb.GetCompletedSnapshotsRequest { return &pb.GetCompletedSnapshotsRequest{} }, (*server).listSnapshots),
+			"RestoreSnapshot":          method(func() *pb.RestoreSnapshotRequest { return &pb.RestoreSnapshotRequest{} }, (*server).restoreSnapshot),
+			"IsRestoreSnapshotDone":    method(func() *pb.IsRestoreSnapshotDoneRequest { return &pb.IsRestoreSnapshotDoneRequest{} }, (*server).restoreDone),
 		},
 	}
 }
 
-// region resolves a request's region: the hbase:meta region (nil table, meta true) or
-// a user table's region, which must be enabled.
-func (s *server) region(spec *pb.RegionSpecifier) (t *table, meta bool, err error) {
+// target is the region a request names: the hbase:meta region, or a region of a user
+// table or of hbase:namespace.
+type target struct {
+	meta bool
+	r    region
+}
+
+// sys reports whether the target is a region of a table hbaselite builds from its own
+// state (hbase:meta, hbase:namespace), read-only.
+func (tg target) sys() bool { return tg.meta || tg.r.t == namespaceTable }
+
+// compare orders the rows of the target's table.
+func (tg target) compare() func(a, b []byte) int {
+	if tg.meta {
+		return compareMeta
+	}
+	return bytes.Compare
+}
+
+// check refuses a row outside the target region, as HBase's WrongRegionException does.
+func (tg target) check(row []byte) error {
+	if tg.meta || tg.r.contains(row) {
+		return nil
+	}
+	return rpcError{class: excWrongRegion, msg: fmt.Sprintf("row %q is not in region %q", abbrev(row), tg.r.name())}
+}
+
+// sysRows returns the rows of a system table's region, sorted.
+func (s *server) sysRows(tg target) []metaRow {
+	if tg.meta {
+		return s.metaRows()
+	}
+	return s.namespaceRows()
+}
+
+// region resolves a request's region: the hbase:meta region, or a region of a table,
+// which must be enabled.
+func (s *server) region(spec *pb.RegionSpecifier) (target, error) {
 	name := spec.GetValue()
 	if bytes.HasPrefix(name, []byte(metaRegionPrefix)) {
-		return nil, true, nil
+		return target{meta: true}, nil
 	}
-	t = s.tableOfRegion(name)
-	if t == nil {
-		return nil, false, rpcError{class: excNotServing, msg: fmt.Sprintf("region %q is not online on %s", name, s.rpcAddr)}
+	r, ok := s.regionNamed(name)
+	if !ok {
+		return target{}, rpcError{class: excNotServing, msg: fmt.Sprintf("region %q is not online on %s", name, s.rpcAddr)}
 	}
-	if !t.Enabled {
-		return nil, false, rpcError{class: excTableNotEnabled, msg: fmt.Sprintf("table %s is disabled; enable it first", t.Name())}
+	if !r.t.Enabled {
+		return target{}, rpcError{class: excTableNotEnabled, msg: fmt.Sprintf("table %s is disabled; enable it first", r.t.Name())}
 	}
-	return t, false, nil
+	return target{r: r}, nil
 }

@@ -29,7 +29,10 @@ type Options struct {
 	MaxCellSize int64
 	// MaxRequestSize bounds one RPC, like hbase.ipc.max.request.size (default 256 MiB).
 	MaxRequestSize int64
-	Log            *slog.Logger
+	// ScannerLease is how long an unused scanner lives (default 60s, HBase's
+	// hbase.client.scanner.timeout.period).
+	ScannerLease time.Duration
+	Log          *slog.Logger
 }
 
 // Server is a running hbaselite.
@@ -46,9 +49,10 @@ type server struct {
 	rpcAddr   string
 	startCode uint64
 
-	adminMu    sync.Mutex
-	nextProc   atomic.Uint64
-	lastRegion atomic.Uint64
+	adminMu     sync.Mutex
+	nextProc    atomic.Uint64
+	lastRegion  atomic.Uint64
+	balancerOff atomic.Bool
 
 	scanMu      sync.Mutex
 	scanners    map[uint64]*scanner
@@ -76,6 +80,9 @@ func Run(o Options) (*Server, error) {
 	}
 	if o.MaxRequestSize <= 0 {
 		o.MaxRequestSize = 256 << 20
+	}
+	if o.ScannerLease <= 0 {
+		o.ScannerLease = 60 * time.Second
 	}
 	if o.Log == nil {
 		o.Log = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -107,9 +114,7 @@ func Run(o Options) (*Server, error) {
 	}
 	s.rpcAddr = s.rpcLn.Addr().String()
 	s.zk = newZK(zln)
-	host, portStr, _ := net.SplitHostPort(s.rpcAddr)
-	port, _ := strconv.Atoi(portStr)
-	sn := &pb.ServerName{HostName: proto.String(host), Port: proto.Uint32(uint32(port)), StartCode: proto.Uint64(s.startCode)}
+	sn := s.serverName()
 	master, _ := proto.Marshal(&pb.Master{Master: sn})
 	meta, _ := proto.Marshal(&pb.MetaRegionServer{Server: sn})
 	s.zk.set("/hbase/master", znodeData(master))
@@ -118,6 +123,13 @@ func Run(o Options) (*Server, error) {
 	go func() { defer s.wg.Done(); s.zk.serve() }()
 	go func() { defer s.wg.Done(); s.serveRPC() }()
 	return &Server{s: s}, nil
+}
+
+// serverName is the RPC endpoint's ServerName: master and region server.
+func (s *server) serverName() *pb.ServerName {
+	host, portStr, _ := net.SplitHostPort(s.rpcAddr)
+	port, _ := strconv.Atoi(portStr)
+	return &pb.ServerName{HostName: proto.String(host), Port: proto.Uint32(uint32(port)), StartCode: proto.Uint64(s.startCode)}
 }
 
 // znodeData frames a protobuf as HBase stores it in ZooKeeper: 0xFF, the length and

@@ -21,12 +21,21 @@ import (
 // HBase sorts them and a table, a row or a column is one contiguous key range:
 //
 //	'c' table row family qualifier ^timestamp   a cell (newest version first)
+//	'x' table row family qualifier ^timestamp   the cell's time to live in ms, when its put set one
 //	'n' namespace                                a namespace (JSON)
 //	't' table                                    a table descriptor (JSON)
+//	'S' snapshot                                 a snapshot's descriptor (JSON)
+//	'z' snapshot ('c'|'x') row family …          a snapshot's copy of a cell or a TTL
+//
+// TTLs live beside the cells rather than in the values so that stores written before
+// cell TTLs existed read the same.
 const (
-	cellPrefix  = 'c'
-	nsPrefix    = 'n'
-	tablePrefix = 't'
+	cellPrefix     = 'c'
+	ttlPrefix      = 'x'
+	nsPrefix       = 'n'
+	tablePrefix    = 't'
+	snapPrefix     = 'S'
+	snapCellPrefix = 'z'
 )
 
 // latest is HBase's LATEST_TIMESTAMP (Java's Long.MAX_VALUE): "now" on a put, "every
@@ -44,6 +53,8 @@ type cell struct {
 type family struct {
 	Name        string `json:"name"`
 	MaxVersions int    `json:"max_versions"`
+	// TTL is how long a cell lives after its timestamp, in seconds; 0: forever.
+	TTL int64 `json:"ttl,omitempty"`
 }
 
 // table is a table's descriptor.
@@ -52,7 +63,13 @@ type table struct {
 	Qualifier string   `json:"qualifier"`
 	Families  []family `json:"families"`
 	Enabled   bool     `json:"enabled"`
-	RegionID  uint64   `json:"region_id"` // creation time in ms, part of the region name
+	RegionID  uint64   `json:"region_id"` // creation time in ms, part of the region names
+	// Splits are the start keys of the regions after the first, sorted; none: one
+	// region. Descriptors written before pre-split tables existed have none.
+	Splits [][]byte `json:"splits,omitempty"`
+	// CellTTL is set once a put carried a time to live, so reads of tables that never
+	// had one skip looking for TTLs.
+	CellTTL bool `json:"cell_ttl,omitempty"`
 }
 
 // Name is the table's full name: "ns:qualifier", or "qualifier" in the default namespace.
@@ -203,6 +220,9 @@ func (s *store) dropTable(t *table) error {
 	if err := b.DeleteRange(lo, prefixEnd(lo), nil); err != nil {
 		return err
 	}
+	if err := b.DeleteRange(ttlKey(lo), prefixEnd(ttlKey(lo)), nil); err != nil {
+		return err
+	}
 	if err := b.Delete(append([]byte{tablePrefix}, escape(nil, []byte(t.Name()))...), nil); err != nil {
 		return err
 	}
@@ -293,8 +313,68 @@ func decodeCell(rest, value []byte) (cell, error) {
 	return cell{family: fam, qualifier: qual, ts: ^binary.BigEndian.Uint64(rest), value: bytes.Clone(value)}, nil
 }
 
-// readRow reads the cells of one row, in HBase order (family, qualifier, newest first).
-func (s *store) readRow(tableName string, row []byte) ([]cell, error) {
+// readRow reads the live cells of one row, in HBase order (family, qualifier, newest
+// first): cells past their family's TTL or their own are left out.
+func (s *store) readRow(t *table, row []byte) ([]cell, error) {
+	cells, err := s.readRowAll(t.Name(), row)
+	if err != nil || len(cells) == 0 {
+		return cells, err
+	}
+	if cur := s.table(t.Name()); cur != nil {
+		t = cur // a put may have set CellTTL since the caller read the descriptor
+	}
+	now := uint64(time.Now().UnixMilli())
+	var ttls map[colVersion]uint64
+	if t.CellTTL {
+		if ttls, err = s.cellTTLs(t.Name(), row); err != nil {
+			return nil, err
+		}
+	}
+	live := cells[:0]
+	for _, c := range cells {
+		if f := t.family(c.family); f != nil && f.TTL > 0 && c.ts+uint64(f.TTL)*1000 <= now {
+			continue
+		}
+		if ttl, ok := ttls[colVersion{string(c.family), string(c.qualifier), c.ts}]; ok && c.ts+ttl <= now {
+			continue
+		}
+		live = append(live, c)
+	}
+	return live, nil
+}
+
+// colVersion names one version of one column of a row.
+type colVersion struct {
+	family, qualifier string
+	ts                uint64
+}
+
+// cellTTLs reads the TTLs (ms) of a row's cells that have one.
+func (s *store) cellTTLs(tableName string, row []byte) (map[colVersion]uint64, error) {
+	rk := ttlKey(rowKey(tableName, row))
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: rk, UpperBound: prefixEnd(rk)})
+	if err != nil {
+		return nil, err
+	}
+	defer it.Close()
+	out := map[colVersion]uint64{}
+	for it.First(); it.Valid(); it.Next() {
+		c, err := decodeCell(it.Key()[len(rk):], nil)
+		if err != nil || len(it.Value()) != 8 {
+			return nil, fmt.Errorf("hbaselite: corrupt TTL key %q", it.Key())
+		}
+		out[colVersion{string(c.family), string(c.qualifier), c.ts}] = binary.BigEndian.Uint64(it.Value())
+	}
+	return out, it.Error()
+}
+
+// ttlKey is where the TTL of the cell (or of the cells under the prefix) at k lives.
+func ttlKey(k []byte) []byte {
+	return append([]byte{ttlPrefix}, k[1:]...)
+}
+
+// readRowAll reads every stored cell of one row, expired or not.
+func (s *store) readRowAll(tableName string, row []byte) ([]cell, error) {
 	rk := rowKey(tableName, row)
 	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: rk, UpperBound: prefixEnd(rk)})
 	if err != nil {
@@ -356,15 +436,33 @@ func (s *store) nextRow(tableName string, from []byte, fromInclusive, reverse bo
 	return row, nil
 }
 
-// mutation is one row's put or delete.
+// mutation is one row's put, delete, increment or append, with an optional condition.
 type mutation struct {
-	row    []byte
-	delete bool
-	cells  []mutCell
-	ts     uint64 // the mutation's timestamp, for whole-row deletes
+	row   []byte
+	kind  mutKind
+	cells []mutCell
+	ts    uint64 // the mutation's timestamp, for whole-row deletes
+	ttl   uint64 // time to live of the put cells in ms (the "_ttl" attribute); 0: none
+	cond  *condition
 }
 
-// mutCell is a put value or a delete marker in a mutation.
+type mutKind int
+
+const (
+	mutPut mutKind = iota
+	mutDelete
+	mutIncrement
+	mutAppend
+)
+
+// condition guards a mutation (CheckAndPut, CheckAndDelete): the newest live value of
+// one column, or its absence, must match.
+type condition struct {
+	family, qualifier []byte
+	match             func(value []byte, exists bool) bool
+}
+
+// mutCell is a put value, an increment or append operand, or a delete marker.
 type mutCell struct {
 	family, qualifier []byte
 	ts                uint64
@@ -382,80 +480,187 @@ const (
 
 // apply writes one mutation of a table, then trims the touched columns to their
 // family's max versions. A put at an existing (row, column, timestamp) replaces that
-// cell, so a retried write leaves the same cells.
-func (s *store) apply(t *table, m mutation) error {
+// cell, so a retried write leaves the same cells. Writes of one region server are
+// serialized, which makes conditions, increments and appends atomic. It reports
+// whether the mutation was applied (false: its condition failed) and, for increments
+// and appends, the new cells. The write is not synced: callers sync once per request.
+func (s *store) apply(t *table, m mutation) (bool, []cell, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if cur := s.table(t.Name()); cur == nil || cur.RegionID != t.RegionID {
-		return rpcError{class: excNotServing, msg: fmt.Sprintf("table %s was deleted", t.Name())}
+	cur := s.table(t.Name())
+	if cur == nil || cur.RegionID != t.RegionID {
+		return false, nil, rpcError{class: excNotServing, msg: fmt.Sprintf("table %s was deleted", t.Name())}
 	}
+	t = cur
 	now := uint64(time.Now().UnixMilli())
+	if m.cond != nil || m.kind == mutIncrement || m.kind == mutAppend {
+		live, err := s.readRow(t, m.row)
+		if err != nil {
+			return false, nil, err
+		}
+		if m.cond != nil {
+			c, ok := newest(live, m.cond.family, m.cond.qualifier)
+			if !m.cond.match(c.value, ok) {
+				return false, nil, nil
+			}
+		}
+		if m.kind == mutIncrement || m.kind == mutAppend {
+			if err := readModifyWrite(&m, live, now); err != nil {
+				return false, nil, err
+			}
+		}
+	}
+	if m.ttl > 0 && !t.CellTTL {
+		nt := *t // descriptors are shared read-only: replace, never edit
+		nt.CellTTL = true
+		if err := s.putTable(&nt); err != nil {
+			return false, nil, err
+		}
+		t = &nt
+	}
 	rk := rowKey(t.Name(), m.row)
-	b := s.db.NewBatch()
+	b := s.db.NewIndexedBatch() // reads through it see its own writes
 	defer b.Close()
 	type col struct{ fam, qual string }
 	touched := map[col]bool{}
-	if m.delete && len(m.cells) == 0 { // the whole row
-		cells, err := s.readRow(t.Name(), m.row)
+	var result []cell
+	if m.kind == mutDelete && len(m.cells) == 0 { // the whole row
+		cells, err := s.readRowAll(t.Name(), m.row)
 		if err != nil {
-			return err
+			return false, nil, err
 		}
 		for _, c := range cells {
 			if m.ts == latest || c.ts <= m.ts {
-				if err := b.Delete(cellKey(rk, c.family, c.qualifier, c.ts), nil); err != nil {
-					return err
+				if err := s.deleteCell(b, t, cellKey(rk, c.family, c.qualifier, c.ts)); err != nil {
+					return false, nil, err
 				}
 			}
 		}
 	}
 	for _, mc := range m.cells {
-		ts := mc.ts
-		if mc.kind == kindPut {
-			if ts == latest {
-				ts = now
+		if mc.kind != kindPut {
+			if err := s.deleteCells(b, t, rk, mc); err != nil {
+				return false, nil, err
 			}
-			if err := b.Set(cellKey(rk, mc.family, mc.qualifier, ts), mc.value, nil); err != nil {
-				return err
-			}
-			touched[col{string(mc.family), string(mc.qualifier)}] = true
 			continue
 		}
-		if err := s.deleteCells(b, t, rk, mc); err != nil {
-			return err
+		ts := mc.ts
+		if ts == latest {
+			ts = now
+		}
+		ck := cellKey(rk, mc.family, mc.qualifier, ts)
+		if err := b.Set(ck, mc.value, nil); err != nil {
+			return false, nil, err
+		}
+		var err error
+		switch {
+		case m.ttl > 0:
+			err = b.Set(ttlKey(ck), binary.BigEndian.AppendUint64(nil, m.ttl), nil)
+		case t.CellTTL: // a put without a TTL replaces one with
+			err = b.Delete(ttlKey(ck), nil)
+		}
+		if err != nil {
+			return false, nil, err
+		}
+		touched[col{string(mc.family), string(mc.qualifier)}] = true
+		if m.kind == mutIncrement || m.kind == mutAppend {
+			result = append(result, cell{family: mc.family, qualifier: mc.qualifier, ts: ts, value: mc.value})
 		}
 	}
-	if err := b.Commit(pebble.Sync); err != nil {
-		return err
-	}
-	if len(touched) == 0 {
-		return nil
-	}
-	trim := s.db.NewBatch()
-	defer trim.Close()
 	for c := range touched {
 		f := t.family([]byte(c.fam))
 		if f == nil || f.MaxVersions <= 0 {
 			continue
 		}
+		// The batch is indexed, so the iterator sees the versions this mutation adds.
 		ck := columnKey(rk, []byte(c.fam), []byte(c.qual))
-		it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: ck, UpperBound: prefixEnd(ck)})
+		it, err := b.NewIter(&pebble.IterOptions{LowerBound: ck, UpperBound: prefixEnd(ck)})
 		if err != nil {
-			return err
+			return false, nil, err
 		}
+		var drop [][]byte
 		n := 0
 		for it.First(); it.Valid(); it.Next() {
 			if n++; n > f.MaxVersions {
-				if err := trim.Delete(bytes.Clone(it.Key()), nil); err != nil {
-					it.Close()
-					return err
-				}
+				drop = append(drop, bytes.Clone(it.Key()))
 			}
 		}
 		if err := it.Close(); err != nil {
-			return err
+			return false, nil, err
+		}
+		for _, k := range drop {
+			if err := s.deleteCell(b, t, k); err != nil {
+				return false, nil, err
+			}
 		}
 	}
-	return trim.Commit(pebble.NoSync)
+	if err := b.Commit(pebble.NoSync); err != nil {
+		return false, nil, err
+	}
+	sort.Slice(result, func(i, j int) bool {
+		if c := bytes.Compare(result[i].family, result[j].family); c != 0 {
+			return c < 0
+		}
+		return bytes.Compare(result[i].qualifier, result[j].qualifier) < 0
+	})
+	return true, result, nil
+}
+
+// sync makes every applied mutation durable: one WAL sync for a whole request.
+func (s *store) sync() error {
+	return s.db.LogData(nil, pebble.Sync)
+}
+
+// newest is the newest cell of a column among a row's cells.
+func newest(cells []cell, fam, qual []byte) (cell, bool) {
+	for _, c := range cells {
+		if bytes.Equal(c.family, fam) && bytes.Equal(c.qualifier, qual) {
+			return c, true // cells come newest first
+		}
+	}
+	return cell{}, false
+}
+
+// readModifyWrite turns an increment's or append's operands into the puts of the new
+// values, computed from the newest live values. The new version takes the current
+// time, or the old version's timestamp when that is ahead, so it is always the newest.
+func readModifyWrite(m *mutation, live []cell, now uint64) error {
+	for i, mc := range m.cells {
+		old, ok := newest(live, mc.family, mc.qualifier)
+		var v []byte
+		if m.kind == mutIncrement {
+			if len(mc.value) != 8 {
+				return rpcError{class: excDoNotRetry, msg: fmt.Sprintf("increment of %s:%s by %d bytes: the amount must be an 8-byte long", mc.family, abbrev(mc.qualifier), len(mc.value))}
+			}
+			var n uint64
+			if ok {
+				if len(old.value) != 8 {
+					return rpcError{class: excDoNotRetry, msg: fmt.Sprintf("Field is not a long, it's %d bytes wide: %s:%s of row %q cannot be incremented", len(old.value), mc.family, abbrev(mc.qualifier), abbrev(m.row))}
+				}
+				n = binary.BigEndian.Uint64(old.value)
+			}
+			v = binary.BigEndian.AppendUint64(nil, n+binary.BigEndian.Uint64(mc.value))
+		} else {
+			v = append(bytes.Clone(old.value), mc.value...)
+		}
+		ts := now
+		if ok && old.ts > ts {
+			ts = old.ts
+		}
+		m.cells[i] = mutCell{family: mc.family, qualifier: mc.qualifier, ts: ts, value: v, kind: kindPut}
+	}
+	return nil
+}
+
+// deleteCell deletes the cell at key k and its TTL.
+func (s *store) deleteCell(b *pebble.Batch, t *table, k []byte) error {
+	if err := b.Delete(k, nil); err != nil {
+		return err
+	}
+	if t.CellTTL {
+		return b.Delete(ttlKey(k), nil)
+	}
+	return nil
 }
 
 // deleteCells removes the cells a delete marker covers. Deletes take effect at once
@@ -470,7 +675,7 @@ func (s *store) deleteCells(b *pebble.Batch, t *table, rk []byte, mc mutCell) er
 	default:
 		return fmt.Errorf("unknown cell type %d", mc.kind)
 	}
-	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: prefixEnd(lo)})
+	it, err := b.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: prefixEnd(lo)})
 	if err != nil {
 		return err
 	}
@@ -490,7 +695,7 @@ func (s *store) deleteCells(b *pebble.Batch, t *table, rk []byte, mc mutCell) er
 			hit = mc.ts == latest || c.ts <= mc.ts
 		}
 		if hit {
-			if err := b.Delete(bytes.Clone(it.Key()), nil); err != nil {
+			if err := s.deleteCell(b, t, bytes.Clone(it.Key())); err != nil {
 				return err
 			}
 			if mc.kind == kindDelete && mc.ts == latest {
