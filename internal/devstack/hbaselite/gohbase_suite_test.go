@@ -35,7 +35,11 @@ func TestGohbaseSuite(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs gohbase's integration suite (about a minute)")
 	}
-	goBin := filepath.Join(runtime.GOROOT(), "bin", "go")
+	// The go command that runs this test: go test puts its GOROOT/bin first on PATH.
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		goBin = filepath.Join(runtime.GOROOT(), "bin", "go")
+	}
 	dir := moduleDir(t, goBin, "github.com/tsuna/gohbase")
 	tests := suiteTests(t, dir)
 	for name := range suiteSkips {
