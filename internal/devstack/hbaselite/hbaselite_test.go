@@ -427,3 +427,87 @@ func TestBadInputGetsErrors(t *testing.T) {
 		t.Errorf("fine = %q", got)
 	}
 }
+
+// Increments, appends and check-and-put are atomic read-modify-writes; a snapshot
+// restores a table as it was, or clones it into a new table.
+func TestReadModifyWriteAndSnapshots(t *testing.T) {
+	_, c, a := start(t, "", hbaselite.Options{})
+	ctx := ctxT(t)
+	err := a.CreateTable(hrpc.NewCreateTable(ctx, []byte("rmw"), map[string]map[string]string{"d": nil}, hrpc.SplitKeys([][]byte{[]byte("m")})))
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 20)
+	for range 20 {
+		go func() {
+			inc, _ := hrpc.NewIncStrSingle(ctx, "rmw", "n", "d", "count", 2)
+			_, err := c.Increment(inc)
+			done <- err
+		}()
+	}
+	for range 20 {
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	}
+	inc, _ := hrpc.NewIncStrSingle(ctx, "rmw", "n", "d", "count", 1)
+	if n, err := c.Increment(inc); err != nil || n != 41 {
+		t.Errorf("increment after 20 parallel ones = %d, %v; want 41", n, err)
+	}
+	put(t, c, "rmw", "a", map[string]string{"text": "ab"})
+	app, _ := hrpc.NewAppStr(ctx, "rmw", "a", map[string]map[string][]byte{"d": {"text": []byte("cd")}})
+	if r, err := c.Append(app); err != nil || len(r.Cells) != 1 || string(r.Cells[0].Value) != "abcd" {
+		t.Errorf("append = %v, %v", r, err)
+	}
+	inc, _ = hrpc.NewIncStrSingle(ctx, "rmw", "a", "d", "text", 1)
+	if _, err := c.Increment(inc); err == nil || !strings.Contains(err.Error(), "not a long") {
+		t.Errorf("increment of a 4-byte value: %v", err)
+	}
+	for i, want := range []bool{true, false} { // only the first put of a missing cell wins
+		p, _ := hrpc.NewPutStr(ctx, "rmw", "z", map[string]map[string][]byte{"d": {"lock": []byte(fmt.Sprint(i))}})
+		if ok, err := c.CheckAndPut(p, "d", "lock", nil); err != nil || ok != want {
+			t.Errorf("check-and-put %d = %v, %v; want %v", i, ok, err, want)
+		}
+	}
+	if got := cells(get(t, c, "rmw", "z")); !strings.HasSuffix(got, "=0") {
+		t.Errorf("after check-and-puts = %q", got)
+	}
+
+	sn, _ := hrpc.NewSnapshot(ctx, "rmw-1", "rmw")
+	if err := a.CreateSnapshot(sn); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.CreateSnapshot(sn); err == nil || !strings.Contains(err.Error(), "SnapshotExistsException") {
+		t.Errorf("snapshot of a taken name: %v", err)
+	}
+	put(t, c, "rmw", "a", map[string]string{"text": "later"})
+	if err := a.RestoreSnapshot(sn); err == nil || !strings.Contains(err.Error(), "TableNotDisabledException") {
+		t.Errorf("restore over an enabled table: %v", err)
+	}
+	if err := a.DisableTable(hrpc.NewDisableTable(ctx, []byte("rmw"))); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.RestoreSnapshot(sn); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.EnableTable(hrpc.NewEnableTable(ctx, []byte("rmw"))); err != nil {
+		t.Fatal(err)
+	}
+	if got := cells(get(t, c, "rmw", "a")); !strings.HasSuffix(got, "=abcd") {
+		t.Errorf("after restore = %q, want the snapshot's abcd", got)
+	}
+	clone, _ := hrpc.NewSnapshot(ctx, "rmw-1", "rmw_clone")
+	if err := a.RestoreSnapshot(clone); err != nil {
+		t.Fatal(err)
+	}
+	scan, _ := hrpc.NewScanStr(ctx, "rmw_clone")
+	if got := strings.Join(scanRows(t, c, scan), " "); got != "a n z" {
+		t.Errorf("clone rows = %q", got)
+	}
+	if err := a.DeleteSnapshot(sn); err != nil {
+		t.Fatal(err)
+	}
+	if snaps, err := a.ListSnapshots(hrpc.NewListSnapshots(ctx)); err != nil || len(snaps) != 0 {
+		t.Errorf("snapshots after delete: %v, %v", snaps, err)
+	}
+}
