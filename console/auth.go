@@ -1,9 +1,14 @@
 package console
 
 import (
+	"context"
+	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"net/http"
+	"os"
 	"strings"
 )
 
@@ -16,53 +21,144 @@ const (
 	full
 )
 
-// roleOf checks the bearer token of a request against the configured ones.
+// roleOf checks the bearer token of a request against the configured ones. The scheme
+// is case-insensitive (RFC 9110: "bearer" and "BEARER" are "Bearer").
 func (s *Server) roleOf(r *http.Request) (role, string) {
 	if s.cfg.Token == "" {
 		return full, ""
 	}
-	h := r.Header.Get("Authorization")
+	h := strings.TrimSpace(r.Header.Get("Authorization"))
 	if h == "" {
-		return denied, "this console needs a bearer token: send the header \"Authorization: Bearer TOKEN\" (the token given to trawler console with --token or TRAWLER_TOKEN)"
+		return denied, "this console needs a bearer token: send the header \"Authorization: Bearer TOKEN\" (the token given to trawler console with --token, --token-file or TRAWLER_TOKEN)"
 	}
-	tok, ok := strings.CutPrefix(h, "Bearer ")
-	if !ok {
+	scheme, tok, _ := strings.Cut(h, " ")
+	tok = strings.TrimSpace(tok)
+	if !strings.EqualFold(scheme, "Bearer") || tok == "" {
 		return denied, "the Authorization header must read \"Bearer TOKEN\""
 	}
-	if equal(tok, s.cfg.Token) {
+	// Both tokens are always compared, each in time independent of where it differs
+	// and of its length, so the timing says neither which token a guess is close to nor
+	// how long the tokens are.
+	isFull := equal(tok, s.cfg.Token)
+	isRead := equal(tok, s.cfg.ReadToken) && s.cfg.ReadToken != ""
+	switch {
+	case isFull:
 		return full, ""
-	}
-	if s.cfg.ReadToken != "" && equal(tok, s.cfg.ReadToken) {
+	case isRead:
 		return readOnly, ""
 	}
 	return denied, "wrong bearer token: it matches neither the console's token nor its read-only token"
 }
 
-func equal(a, b string) bool { return subtle.ConstantTimeCompare([]byte(a), []byte(b)) == 1 }
-
-// readAllowed are the requests that change nothing besides plain reads: a search body
-// and a chain to validate are posted, not stored.
-func readAllowed(r *http.Request) bool {
-	if r.Method == http.MethodGet || r.Method == http.MethodHead {
-		return true
-	}
-	return r.Method == http.MethodPost && (r.URL.Path == "/api/search" || r.URL.Path == "/api/chains/validate")
+// equal compares the SHA-256 digests of a and b: equal lengths, so
+// subtle.ConstantTimeCompare does not return early on a length mismatch.
+func equal(a, b string) bool {
+	ha, hb := sha256.Sum256([]byte(a)), sha256.Sum256([]byte(b))
+	return subtle.ConstantTimeCompare(ha[:], hb[:]) == 1
 }
 
-// authorize lets a request through when its token allows it.
-func (s *Server) authorize(h http.HandlerFunc) http.Handler {
+// readPOSTs are the POST routes a read-only token may call: a search body and a chain
+// to validate are posted, not stored.
+var readPOSTs = map[string]bool{"POST /api/search": true, "POST /api/chains/validate": true}
+
+// readAllowed reports whether a read-only token may call the route of pattern with
+// method: reads, and the POSTs of readPOSTs.
+func readAllowed(pattern, method string) bool {
+	return method == http.MethodGet || method == http.MethodHead || readPOSTs[pattern]
+}
+
+type roleKey struct{}
+
+// roleFrom is the role authorize found for a request.
+func roleFrom(r *http.Request) role {
+	ro, _ := r.Context().Value(roleKey{}).(role)
+	return ro
+}
+
+// authorize lets a request to the route of pattern through when its token allows it,
+// and tells the handler the role (reveal asks for the full token).
+func (s *Server) authorize(pattern string, h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		ro, why := s.roleOf(r)
 		switch {
 		case ro == denied:
 			w.Header().Set("WWW-Authenticate", `Bearer realm="trawler"`)
 			writeError(w, http.StatusUnauthorized, why, "Authorization")
-		case ro == readOnly && !readAllowed(r):
+		case ro == readOnly && !readAllowed(pattern, r.Method):
 			writeError(w, http.StatusForbidden, "this token is read-only: it can search and read runs, items and history, but not start, cancel or schedule runs; use the full-access token", "Authorization")
 		default:
-			h(w, r)
+			h.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), roleKey{}, ro)))
 		}
 	})
+}
+
+// DefaultMaxBody is the largest request body the API reads unless Config.MaxBody says
+// otherwise: a chain file or a search body is a few KiB.
+const DefaultMaxBody = 1 << 20
+
+// limitBody caps a request's body at the configured size: a body that says it is larger
+// is refused at once, one that turns out larger fails its read (bodyTooLarge).
+func (s *Server) limitBody(w http.ResponseWriter, r *http.Request) bool {
+	if r.ContentLength > s.cfg.MaxBody {
+		bodyTooLarge(w, s.cfg.MaxBody)
+		return false
+	}
+	r.Body = http.MaxBytesReader(w, r.Body, s.cfg.MaxBody)
+	return true
+}
+
+// tooLarge reports whether err is the read of a body past the limit; if so it answers
+// 413.
+func tooLarge(w http.ResponseWriter, err error) bool {
+	var mb *http.MaxBytesError
+	if !errors.As(err, &mb) {
+		return false
+	}
+	bodyTooLarge(w, mb.Limit)
+	return true
+}
+
+func bodyTooLarge(w http.ResponseWriter, limit int64) {
+	writeError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("the request body is larger than this console's limit of %s: send a smaller body (a chain file or search body is a few KiB), or start the console with a larger --max-body", byteSize(limit)), "body")
+}
+
+// byteSize writes n bytes as people read it: 1 MiB, 64 KiB, 300 bytes.
+func byteSize(n int64) string {
+	switch {
+	case n >= 1<<20 && n%(1<<20) == 0:
+		return fmt.Sprintf("%d MiB (%d bytes)", n>>20, n)
+	case n >= 1<<10 && n%(1<<10) == 0:
+		return fmt.Sprintf("%d KiB (%d bytes)", n>>10, n)
+	}
+	return fmt.Sprintf("%d bytes", n)
+}
+
+// Token resolves a token given either as a value or as a file holding it (one line;
+// the trailing newline is dropped). valueName and fileName are the flags or variables
+// it came from, for errors: "--token" and "--token-file", or "TRAWLER_TOKEN" and
+// "TRAWLER_TOKEN_FILE". A file keeps the token out of the process list and the shell
+// history.
+func Token(value, file, valueName, fileName string) (string, error) {
+	if file == "" {
+		return value, nil
+	}
+	if value != "" {
+		return "", fmt.Errorf("%s and %s both give the token: keep one", valueName, fileName)
+	}
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return "", fmt.Errorf("%s %s: cannot read the token: %w; give the path of a readable file that holds the token", fileName, file, err)
+	}
+	tok := strings.TrimRight(string(b), "\r\n")
+	switch {
+	case strings.TrimSpace(tok) == "":
+		return "", fmt.Errorf("%s %s is empty: write the token into it, on one line", fileName, file)
+	case strings.ContainsAny(tok, "\r\n"):
+		return "", fmt.Errorf("%s %s holds more than one line: write only the token into it, on one line", fileName, file)
+	case strings.TrimSpace(tok) != tok:
+		return "", fmt.Errorf("%s %s: the token starts or ends with spaces, which a bearer header cannot carry; write only the token", fileName, file)
+	}
+	return tok, nil
 }
 
 // apiError is the body of every error the API answers.

@@ -16,6 +16,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -49,17 +50,23 @@ type Config struct {
 	Sets []string
 	// Tuning is given to every run the console starts (tests shorten backoffs).
 	Tuning workflows.Tuning
-	Log    *slog.Logger
+	// MaxBody is the largest request body the API reads, in bytes (default
+	// DefaultMaxBody); a larger one is answered 413.
+	MaxBody int64
+	Log     *slog.Logger
 }
 
 // Server is the console: an http.Handler plus the store clients it opened.
 type Server struct {
-	cfg   Config
-	mux   *http.ServeMux
-	mongo *mongo.Reader
-	es    *elasticsearch.Client
-	redis *redis.Client
-	hbase *hbase.Sink
+	cfg Config
+	mux *http.ServeMux
+	// routes lists every pattern registered on mux, in order: tests walk it, so a
+	// route cannot escape the access checks by being left off a list.
+	routes []Route
+	mongo  *mongo.Reader
+	es     *elasticsearch.Client
+	redis  *redis.Client
+	hbase  *hbase.Sink
 }
 
 // New opens clients for the configured stores (none is contacted yet) and builds the
@@ -82,6 +89,12 @@ func New(cfg Config) (*Server, error) {
 	}
 	if cfg.Log == nil {
 		cfg.Log = slog.Default()
+	}
+	if cfg.MaxBody < 0 {
+		return nil, fmt.Errorf("max body %d bytes: give a positive size, or 0 for the default %s", cfg.MaxBody, byteSize(DefaultMaxBody))
+	}
+	if cfg.MaxBody == 0 {
+		cfg.MaxBody = DefaultMaxBody
 	}
 	cfg.TemporalUI = strings.TrimSuffix(cfg.TemporalUI, "/")
 	s := &Server{cfg: cfg, mux: http.NewServeMux()}
@@ -110,12 +123,50 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Redis != "" {
 		s.redis = redis.NewClient(&redis.Options{Addr: cfg.Redis, DialTimeout: 3 * time.Second})
 	}
-	s.routes()
+	s.register()
 	return s, nil
 }
 
-func (s *Server) routes() {
-	api := func(pattern string, h http.HandlerFunc) { s.mux.Handle(pattern, s.authorize(h)) }
+// Route is a pattern the console serves. Open routes need no token: the pages, their
+// static files and /healthz, which hold no data; every other route is behind authorize.
+type Route struct {
+	Pattern string // as given to http.ServeMux: "POST /api/runs/{id}/cancel"
+	Open    bool
+}
+
+// Method is the route's method, "" for a pattern that matches every method.
+func (r Route) Method() string {
+	m, _, ok := strings.Cut(r.Pattern, " ")
+	if !ok {
+		return ""
+	}
+	return m
+}
+
+// Routes lists every route the console serves.
+func (s *Server) Routes() []Route { return slices.Clone(s.routes) }
+
+// api registers a route behind the token check. It is the only way to register a
+// route that reads data or changes anything.
+func (s *Server) api(pattern string, h http.HandlerFunc) {
+	s.routes = append(s.routes, Route{Pattern: pattern})
+	s.mux.Handle(pattern, s.authorize(pattern, h))
+}
+
+// open registers a route that needs no token. Only GET routes outside /api/ and
+// /metrics may be open: a route that changes something or serves data cannot be
+// registered here by mistake.
+func (s *Server) open(pattern string, h http.Handler) {
+	method, path, _ := strings.Cut(pattern, " ")
+	if method != http.MethodGet || strings.HasPrefix(path, "/api/") || strings.HasPrefix(path, "/metrics") {
+		panic("console: route " + pattern + " must be registered with api (behind the token check)")
+	}
+	s.routes = append(s.routes, Route{Pattern: pattern, Open: true})
+	s.mux.Handle(pattern, h)
+}
+
+func (s *Server) register() {
+	api := s.api
 	api("GET /api/runs", s.listRuns)
 	api("POST /api/runs", s.startRun)
 	api("GET /api/runs/{id}", s.runDetail)
@@ -139,13 +190,18 @@ func (s *Server) routes() {
 	api("/api/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, fmt.Sprintf("no API endpoint %s %s; the endpoints are listed in the README, section \"Console and HTTP API\"", r.Method, r.URL.Path), "path")
 	})
-	s.mux.Handle("GET /metrics", s.authorize(promhttp.Handler().ServeHTTP))
-	s.mux.HandleFunc("GET /healthz", s.healthz)
+	api("GET /metrics", promhttp.Handler().ServeHTTP)
+	s.open("GET /healthz", http.HandlerFunc(s.healthz))
 	s.pages()
 }
 
-// ServeHTTP implements http.Handler.
-func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
+// ServeHTTP implements http.Handler. Every request's body is capped at MaxBody.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if !s.limitBody(w, r) {
+		return
+	}
+	s.mux.ServeHTTP(w, r)
+}
 
 // Close closes the store clients (not the Temporal client, which the caller owns).
 func (s *Server) Close() error {

@@ -91,7 +91,10 @@ func (s *Server) search(w http.ResponseWriter, r *http.Request) {
 	field := "q"
 	if r.Method == http.MethodPost {
 		var err error
-		if body, err = io.ReadAll(io.LimitReader(r.Body, 4<<20)); err != nil {
+		if body, err = io.ReadAll(r.Body); err != nil { // capped by ServeHTTP
+			if tooLarge(w, err) {
+				return
+			}
 			writeError(w, http.StatusBadRequest, "read the search body: "+err.Error(), "body")
 			return
 		}

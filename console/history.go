@@ -3,6 +3,7 @@ package console
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 
 	"trawler/external"
@@ -49,12 +50,25 @@ func (s *Server) pools(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusServiceUnavailable, "no Redis configured: resource pools live in Redis (--redis HOST:PORT or TRAWLER_REDIS)", "redis")
 		return
 	}
+	reveal, ok := s.revealAsked(w, r)
+	if !ok {
+		return
+	}
 	p := external.NewPools(s.redis, s.cfg.Log)
 	if r.PathValue("kind") == "" {
 		all, err := p.List(r.Context(), r.URL.Query().Get("tenant"))
 		if err != nil {
 			writeError(w, http.StatusBadGateway, "list pools: "+err.Error(), "")
 			return
+		}
+		for i, st := range all {
+			if !reveal {
+				break
+			}
+			if all[i], err = p.Reveal(r.Context(), st.Tenant, st.Site, st.Kind); err != nil {
+				writeError(w, http.StatusBadGateway, "read pool: "+err.Error(), "")
+				return
+			}
 		}
 		if all == nil {
 			all = []*external.PoolStats{}
@@ -67,7 +81,12 @@ func (s *Server) pools(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, err.Error(), "kind")
 		return
 	}
-	st, err := p.Stats(r.Context(), r.PathValue("tenant"), r.PathValue("site"), kind, true)
+	var st *external.PoolStats
+	if reveal {
+		st, err = p.Reveal(r.Context(), r.PathValue("tenant"), r.PathValue("site"), kind)
+	} else {
+		st, err = p.Stats(r.Context(), r.PathValue("tenant"), r.PathValue("site"), kind, true)
+	}
 	if err != nil {
 		writeError(w, http.StatusBadGateway, "read pool: "+err.Error(), "")
 		return
@@ -77,4 +96,23 @@ func (s *Server) pools(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, st)
+}
+
+// revealAsked reads the reveal parameter: pool values (cookies, proxy passwords, device
+// ids, signer keys) are shown only when asked for, and only to the full-access token.
+func (s *Server) revealAsked(w http.ResponseWriter, r *http.Request) (reveal, ok bool) {
+	v := r.URL.Query().Get("reveal")
+	switch v {
+	case "", "0", "false":
+		return false, true
+	case "1", "true":
+	default:
+		writeError(w, http.StatusBadRequest, fmt.Sprintf("reveal %q: use reveal=1 to see the items' values, or leave it out", v), "reveal")
+		return false, false
+	}
+	if roleFrom(r) != full {
+		writeError(w, http.StatusForbidden, "reveal=1 shows pool values (cookies, proxy passwords, device ids), which only the full-access token may see; this token is read-only: leave reveal out to see the items with their values masked", "reveal")
+		return false, false
+	}
+	return true, true
 }

@@ -44,18 +44,18 @@ func (s *Server) pages() {
 			_, _ = w.Write(buf.Bytes())
 		}
 	}
-	s.mux.HandleFunc("GET /{$}", render("dashboard", "Runs", nil))
-	s.mux.HandleFunc("GET /runs/{id}", render("run", "Run", func(r *http.Request) map[string]string {
+	s.open("GET /{$}", render("dashboard", "Runs", nil))
+	s.open("GET /runs/{id}", render("run", "Run", func(r *http.Request) map[string]string {
 		return map[string]string{"run": r.PathValue("id")}
 	}))
-	s.mux.HandleFunc("GET /chains", render("chains", "Chain editor", nil))
-	s.mux.HandleFunc("GET /schedules", render("schedules", "Schedules", nil))
-	s.mux.HandleFunc("GET /search", render("search", "Search", nil))
-	s.mux.HandleFunc("GET /items", render("items", "Items", nil))
-	s.mux.HandleFunc("GET /items/{biz}/{key...}", render("record", "Record", func(r *http.Request) map[string]string {
+	s.open("GET /chains", render("chains", "Chain editor", nil))
+	s.open("GET /schedules", render("schedules", "Schedules", nil))
+	s.open("GET /search", render("search", "Search", nil))
+	s.open("GET /items", render("items", "Items", nil))
+	s.open("GET /items/{biz}/{key...}", render("record", "Record", func(r *http.Request) map[string]string {
 		return map[string]string{"biz": r.PathValue("biz"), "key": r.PathValue("key")}
 	}))
-	s.mux.HandleFunc("GET /pools", render("pools", "Pools and dedup", nil))
+	s.open("GET /pools", render("pools", "Pools and dedup", nil))
 	static, _ := fs.Sub(web, "web/static")
-	s.mux.Handle("GET /static/", http.StripPrefix("/static/", http.FileServerFS(static)))
+	s.open("GET /static/", http.StripPrefix("/static/", http.FileServerFS(static)))
 }

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"net/http"
 	"net/url"
@@ -87,9 +86,12 @@ type chainRequest struct {
 
 // decode reads a JSON request body into v, answering 400 when it is not one.
 func decode(w http.ResponseWriter, r *http.Request, v any) bool {
-	dec := json.NewDecoder(io.LimitReader(r.Body, 4<<20))
+	dec := json.NewDecoder(r.Body) // capped by ServeHTTP
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
+		if tooLarge(w, err) {
+			return false
+		}
 		writeError(w, http.StatusBadRequest, "the request body is not the JSON this endpoint takes: "+err.Error(), "body")
 		return false
 	}

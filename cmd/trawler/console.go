@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"os"
+	"strings"
 
 	"github.com/spf13/cobra"
 	"go.temporal.io/sdk/client"
@@ -16,7 +17,8 @@ import (
 const defaultConsoleAddr = "127.0.0.1:8090"
 
 func consoleCmd(s *settings) *cobra.Command {
-	var listen, token, readToken, ui string
+	var listen, token, readToken, tokenFile, readTokenFile, ui string
+	var maxBody int64
 	cmd := &cobra.Command{
 		Use:   "console",
 		Short: "Serve the web console and HTTP API for a Temporal cluster and its stores",
@@ -32,19 +34,24 @@ of a store that is not configured say which setting to give.
 Access: it listens on 127.0.0.1 by default. To listen anywhere else, give a bearer token
 (--token or TRAWLER_TOKEN); API clients then send "Authorization: Bearer TOKEN", and the
 browser asks for it once. --read-token (TRAWLER_READ_TOKEN) is a second token for
-analysts: it can search and read runs, items and history, but not start, cancel or
-schedule runs.`,
+analysts: it can search and read runs, items, history and pools (with their secrets
+masked), but not start, cancel or schedule runs, nor see pool values (?reveal=1).
+--token-file and --read-token-file (TRAWLER_TOKEN_FILE, TRAWLER_READ_TOKEN_FILE) read a
+token from a file instead, which keeps it out of the process list and shell history.
+Request bodies are capped at --max-body bytes (1 MiB).`,
 		Example: `  trawler console --data .data/dev
   trawler console --temporal temporal.internal:7233 --namespace crawl --es http://es1:9200 \
       --mongo "mongodb://m1,m2,m3/?replicaSet=rs0" --listen 0.0.0.0:8090 --token "$TOKEN" --read-token "$ANALYST_TOKEN"
+  trawler console --data .data/dev --listen 0.0.0.0:8090 --token-file /etc/trawler/token --read-token-file /etc/trawler/read-token
   curl -H "Authorization: Bearer $TOKEN" http://console.internal:8090/api/runs`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if token == "" {
-				token = os.Getenv("TRAWLER_TOKEN")
+			var err error
+			if token, err = consoleToken(token, tokenFile, "token"); err != nil {
+				return err
 			}
-			if readToken == "" {
-				readToken = os.Getenv("TRAWLER_READ_TOKEN")
+			if readToken, err = consoleToken(readToken, readTokenFile, "read-token"); err != nil {
+				return err
 			}
 			if ui == "" {
 				ui = os.Getenv("TRAWLER_TEMPORAL_UI")
@@ -63,7 +70,7 @@ schedule runs.`,
 				}
 			}
 			cfg := s.consoleConfig(c, ui)
-			cfg.Token, cfg.ReadToken = token, readToken
+			cfg.Token, cfg.ReadToken, cfg.MaxBody = token, readToken, maxBody
 			srv, err := console.New(cfg)
 			if err != nil {
 				return err
@@ -82,8 +89,22 @@ schedule runs.`,
 	f.StringVar(&listen, "listen", defaultConsoleAddr, "HOST:PORT to serve on; anything but loopback needs --token")
 	f.StringVar(&token, "token", "", "bearer token for full access (start, cancel, schedule) [TRAWLER_TOKEN]")
 	f.StringVar(&readToken, "read-token", "", "bearer token for read-only access: search, runs, items, history [TRAWLER_READ_TOKEN]")
+	f.StringVar(&tokenFile, "token-file", "", "file holding the full-access token, instead of --token [TRAWLER_TOKEN_FILE]")
+	f.StringVar(&readTokenFile, "read-token-file", "", "file holding the read-only token, instead of --read-token [TRAWLER_READ_TOKEN_FILE]")
+	f.Int64Var(&maxBody, "max-body", console.DefaultMaxBody, "largest request body the API reads, in bytes; larger ones get 413")
 	f.StringVar(&ui, "temporal-ui", "", "base URL of the Temporal Web UI, for links to a run's workflow (default from --data) [TRAWLER_TEMPORAL_UI]")
 	return cmd
+}
+
+// consoleToken resolves one of the console's tokens: --NAME or --NAME-file, else
+// TRAWLER_NAME or TRAWLER_NAME_FILE (flags win over the environment; two sources at one
+// level are refused, so it is clear which token is in force).
+func consoleToken(value, file, name string) (string, error) {
+	if value != "" || file != "" {
+		return console.Token(value, file, "--"+name, "--"+name+"-file")
+	}
+	env := "TRAWLER_" + strings.ToUpper(strings.ReplaceAll(name, "-", "_"))
+	return console.Token(os.Getenv(env), os.Getenv(env+"_FILE"), env, env+"_FILE")
 }
 
 // consoleConfig is the console's view of resolved settings.

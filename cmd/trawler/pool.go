@@ -60,6 +60,16 @@ shared pool, used for proxies and user agents when a site has none of its own.`,
 		return k, err
 	}
 
+	// kindPool checks a KIND argument and opens the pools.
+	kindPool := func(arg string) (external.Kind, *external.Pools, func(), error) {
+		k, err := kindArg(arg)
+		if err != nil {
+			return "", nil, nil, err
+		}
+		p, done, err := open()
+		return k, p, done, err
+	}
+
 	var reveal bool
 	list := &cobra.Command{
 		Use:   "list",
@@ -115,11 +125,7 @@ dropped and expired, check-outs that found nothing free) and, per item, its uses
 		Example: "  trawler pool stats cookie --site demo --data .data/dev",
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			k, err := kindArg(args[0])
-			if err != nil {
-				return err
-			}
-			p, done, err := open()
+			k, p, done, err := kindPool(args[0])
 			if err != nil {
 				return err
 			}
@@ -159,11 +165,7 @@ the attributes as stored.`,
 		Example: "  trawler pool show cookie demo:session:reader2 --site demo --data .data/dev\n  trawler pool show proxy h-3f2a9c1b7d0e --site '*' --reveal --data .data/dev",
 		Args:    cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			k, err := kindArg(args[0])
-			if err != nil {
-				return err
-			}
-			p, done, err := open()
+			k, p, done, err := kindPool(args[0])
 			if err != nil {
 				return err
 			}
