@@ -1,0 +1,808 @@
+// Package yamltest runs Elasticsearch's YAML REST tests (the files under
+// rest-api-spec/src/yamlRestTest/resources/rest-api-spec/test/<api>/ in the
+// elastic/elasticsearch repository) over HTTP against a server, and counts what passes.
+// It is how eslite is measured against Elasticsearch itself; the YAML files are read from
+// a directory outside this repository and never copied into it.
+//
+// The runner implements the suite's semantics: setup and teardown sections, `do` with
+// `catch` (bad_request, unauthorized, forbidden, missing, request_timeout, conflict,
+// unavailable, param, request and /regex/), `headers` and `ignore`, the assertions
+// match, length, is_true, is_false, gt, gte, lt, lte, contains, exists, not_exists and
+// close_to, `set` and `transform_and_set` with $stash substitution in values, keys and
+// paths, and `skip`/`requires` gates on versions, runner features and cluster features.
+// A test gated on a runner feature or cluster feature this runner does not declare is
+// skipped, as Elasticsearch's own runner does; everything else runs. Between tests every
+// index is deleted, as the real runner wipes the cluster.
+package yamltest
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"os"
+	"path/filepath"
+	"reflect"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"gopkg.in/yaml.v3"
+)
+
+// Features are the runner features (skip.features / requires.test_runner_features) this
+// runner implements. A test asking for any other one is skipped.
+var Features = map[string]bool{
+	"headers": true, "stash_in_path": true, "stash_in_key": true, "embedded_stash_key": true,
+	"stash_path_replace": true, "allowed_warnings": true, "allowed_warnings_regex": true,
+	"contains": true, "close_to": true, "transform_and_set": true, "exists": true,
+}
+
+// ClusterFeatures are the named cluster features the server is declared to have, besides
+// the historical gte_vX.Y.Z ones, which hold for every version up to ServerVersion.
+var ClusterFeatures = map[string]bool{}
+
+// ServerVersion is the version skip ranges are compared with.
+var ServerVersion = "8.19.7"
+
+// Result is the outcome of one test.
+type Result struct {
+	Dir, File, Name string
+	Status          string // pass, fail, skip
+	Reason          string
+}
+
+// Runner runs YAML test files against a base URL.
+type Runner struct {
+	URL    string
+	Client *http.Client
+}
+
+// RunDir runs every *.yml / *.yaml file of dir (one API directory).
+func (r *Runner) RunDir(dir string) ([]Result, error) {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	var names []string
+	for _, e := range ents {
+		if !e.IsDir() && (strings.HasSuffix(e.Name(), ".yml") || strings.HasSuffix(e.Name(), ".yaml")) {
+			names = append(names, e.Name())
+		}
+	}
+	sort.Strings(names)
+	var out []Result
+	for _, n := range names {
+		res, err := r.RunFile(filepath.Join(dir, n))
+		if err != nil {
+			out = append(out, Result{Dir: filepath.Base(dir), File: n, Name: "(file)", Status: "fail", Reason: err.Error()})
+			continue
+		}
+		out = append(out, res...)
+	}
+	return out, nil
+}
+
+type section struct {
+	name  string
+	steps []any
+}
+
+func parseFile(path string) (setup, teardown *section, tests []section, err error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(b))
+	for {
+		var node yaml.Node
+		if err := dec.Decode(&node); err != nil {
+			if err == io.EOF {
+				break
+			}
+			return nil, nil, nil, fmt.Errorf("yaml: %w", err)
+		}
+		if len(node.Content) == 0 {
+			continue
+		}
+		m := node.Content[0]
+		if m.Kind != yaml.MappingNode {
+			return nil, nil, nil, fmt.Errorf("yaml: a section is not a mapping (line %d)", m.Line)
+		}
+		// Keep the order of sections as written: each key is a section name.
+		for i := 0; i+1 < len(m.Content); i += 2 {
+			name := m.Content[i].Value
+			var steps []any
+			if err := m.Content[i+1].Decode(&steps); err != nil {
+				return nil, nil, nil, fmt.Errorf("yaml: section %q: %w", name, err)
+			}
+			s := section{name: name, steps: steps}
+			switch name {
+			case "setup":
+				setup = &s
+			case "teardown":
+				teardown = &s
+			default:
+				tests = append(tests, s)
+			}
+		}
+	}
+	return setup, teardown, tests, nil
+}
+
+// RunFile runs one file's tests, each after the setup section and followed by teardown.
+func (r *Runner) RunFile(path string) ([]Result, error) {
+	setup, teardown, tests, err := parseFile(path)
+	if err != nil {
+		return nil, err
+	}
+	dir, file := filepath.Base(filepath.Dir(path)), filepath.Base(path)
+	var out []Result
+	setupSkip := ""
+	if setup != nil {
+		setupSkip = skipReason(setup.steps)
+	}
+	for _, t := range tests {
+		res := Result{Dir: dir, File: file, Name: t.name}
+		if setupSkip != "" {
+			res.Status, res.Reason = "skip", setupSkip
+			out = append(out, res)
+			continue
+		}
+		if why := skipReason(t.steps); why != "" {
+			res.Status, res.Reason = "skip", why
+			out = append(out, res)
+			continue
+		}
+		r.wipe()
+		x := &exec{r: r, stash: map[string]any{}}
+		err := error(nil)
+		if setup != nil {
+			if err = x.run(setup.steps); err != nil {
+				err = fmt.Errorf("setup: %w", err)
+			}
+		}
+		if err == nil {
+			err = x.run(t.steps)
+		}
+		if teardown != nil {
+			_ = x.run(teardown.steps)
+		}
+		if err != nil {
+			res.Status, res.Reason = "fail", err.Error()
+		} else {
+			res.Status = "pass"
+		}
+		out = append(out, res)
+	}
+	r.wipe()
+	return out, nil
+}
+
+// wipe deletes every index, as the real runner cleans the cluster between tests.
+func (r *Runner) wipe() {
+	req, _ := http.NewRequest(http.MethodDelete, r.URL+"/_all", nil)
+	if resp, err := r.client().Do(req); err == nil {
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+	}
+}
+
+func (r *Runner) client() *http.Client {
+	if r.Client != nil {
+		return r.Client
+	}
+	return &http.Client{Timeout: 60 * time.Second}
+}
+
+// ---- skip / requires ----
+
+func skipReason(steps []any) string {
+	for _, st := range steps {
+		m, ok := st.(map[string]any)
+		if !ok {
+			continue
+		}
+		for k, v := range m {
+			body, _ := v.(map[string]any)
+			switch k {
+			case "skip":
+				if why := skipFor(body); why != "" {
+					return why
+				}
+			case "requires":
+				if why := requiresFor(body); why != "" {
+					return why
+				}
+			}
+		}
+	}
+	return ""
+}
+
+func strList(v any) []string {
+	switch t := v.(type) {
+	case string:
+		return []string{t}
+	case []any:
+		var out []string
+		for _, x := range t {
+			out = append(out, fmt.Sprint(x))
+		}
+		return out
+	}
+	return nil
+}
+
+func skipFor(body map[string]any) string {
+	reason := fmt.Sprint(body["reason"])
+	for _, f := range strList(body["features"]) {
+		if !Features[f] {
+			return "runner feature [" + f + "] not supported"
+		}
+	}
+	if v, ok := body["version"]; ok {
+		for _, rng := range strings.Split(fmt.Sprint(v), ",") {
+			if versionIn(strings.TrimSpace(rng)) {
+				return "version " + strings.TrimSpace(rng) + ": " + reason
+			}
+		}
+	}
+	for _, f := range strList(body["cluster_features"]) {
+		if hasClusterFeature(f) {
+			return "cluster feature [" + f + "] present: " + reason
+		}
+	}
+	if _, ok := body["awaits_fix"]; ok {
+		return "awaits fix: " + fmt.Sprint(body["awaits_fix"])
+	}
+	if _, ok := body["known_issues"]; ok {
+		return "known issues"
+	}
+	return ""
+}
+
+func requiresFor(body map[string]any) string {
+	for _, f := range strList(body["test_runner_features"]) {
+		if !Features[f] {
+			return "runner feature [" + f + "] not supported"
+		}
+	}
+	for _, f := range strList(body["cluster_features"]) {
+		if !hasClusterFeature(f) {
+			return "cluster feature [" + f + "] not declared"
+		}
+	}
+	return ""
+}
+
+var gteVersion = regexp.MustCompile(`^gte_v(\d+\.\d+\.\d+)$`)
+
+func hasClusterFeature(f string) bool {
+	if m := gteVersion.FindStringSubmatch(f); m != nil {
+		return compareVersions(m[1], ServerVersion) <= 0
+	}
+	return ClusterFeatures[f]
+}
+
+func versionIn(rng string) bool {
+	if rng == "all" {
+		return true
+	}
+	lo, hi, ok := strings.Cut(rng, "-")
+	if !ok {
+		return compareVersions(strings.TrimSpace(rng), ServerVersion) == 0
+	}
+	lo, hi = strings.TrimSpace(lo), strings.TrimSpace(hi)
+	if lo != "" && compareVersions(ServerVersion, lo) < 0 {
+		return false
+	}
+	if hi != "" && compareVersions(ServerVersion, hi) > 0 {
+		return false
+	}
+	return true
+}
+
+func compareVersions(a, b string) int {
+	pa, pb := strings.Split(a, "."), strings.Split(b, ".")
+	for i := 0; i < 3; i++ {
+		var x, y int
+		if i < len(pa) {
+			x, _ = strconv.Atoi(strings.TrimFunc(pa[i], func(r rune) bool { return r < '0' || r > '9' }))
+		}
+		if i < len(pb) {
+			y, _ = strconv.Atoi(strings.TrimFunc(pb[i], func(r rune) bool { return r < '0' || r > '9' }))
+		}
+		if x != y {
+			if x < y {
+				return -1
+			}
+			return 1
+		}
+	}
+	return 0
+}
+
+// ---- execution ----
+
+type exec struct {
+	r      *Runner
+	stash  map[string]any
+	body   any // the last response body, decoded
+	status int
+}
+
+func (x *exec) run(steps []any) error {
+	for i, st := range steps {
+		m, ok := st.(map[string]any)
+		if !ok {
+			return fmt.Errorf("step %d is not a mapping", i+1)
+		}
+		for k, v := range m {
+			if err := x.step(k, v); err != nil {
+				return fmt.Errorf("step %d (%s): %w", i+1, k, err)
+			}
+		}
+	}
+	return nil
+}
+
+func (x *exec) step(kind string, v any) error {
+	switch kind {
+	case "skip", "requires":
+		return nil
+	case "do":
+		m, ok := v.(map[string]any)
+		if !ok {
+			return fmt.Errorf("do is not a mapping")
+		}
+		return x.do(m)
+	case "set":
+		for path, name := range asMap(v) {
+			val, err := x.lookup(path)
+			if err != nil {
+				return err
+			}
+			x.stash[fmt.Sprint(name)] = val
+		}
+		return nil
+	case "transform_and_set":
+		for name, expr := range asMap(v) {
+			s := fmt.Sprint(expr)
+			if !strings.HasPrefix(s, "#base64EncodeCredentials(") {
+				return fmt.Errorf("unsupported transform [%s]", s)
+			}
+			args := strings.Split(strings.TrimSuffix(strings.TrimPrefix(s, "#base64EncodeCredentials("), ")"), ",")
+			if len(args) != 2 {
+				return fmt.Errorf("malformed transform [%s]", s)
+			}
+			a, err := x.lookup(strings.TrimSpace(args[0]))
+			if err != nil {
+				return err
+			}
+			b, err := x.lookup(strings.TrimSpace(args[1]))
+			if err != nil {
+				return err
+			}
+			x.stash[name] = base64.StdEncoding.EncodeToString([]byte(fmt.Sprint(a) + ":" + fmt.Sprint(b)))
+		}
+		return nil
+	case "match", "length", "gt", "gte", "lt", "lte", "contains", "close_to":
+		for path, want := range asMap(v) {
+			if err := x.assert(kind, path, want); err != nil {
+				return err
+			}
+		}
+		return nil
+	case "is_true", "is_false", "exists", "not_exists":
+		path := fmt.Sprint(v)
+		if v == nil {
+			path = ""
+		}
+		got, err := x.lookup(path)
+		missing := err != nil
+		switch kind {
+		case "is_true":
+			if missing || isFalsy(got) {
+				return fmt.Errorf("[%s] is not true: %s", path, show(got))
+			}
+		case "is_false":
+			if !missing && !isFalsy(got) {
+				return fmt.Errorf("[%s] is not false: %s", path, show(got))
+			}
+		case "exists":
+			if missing || got == nil {
+				return fmt.Errorf("[%s] does not exist", path)
+			}
+		case "not_exists":
+			if !missing && got != nil {
+				return fmt.Errorf("[%s] exists: %s", path, show(got))
+			}
+		}
+		return nil
+	}
+	return fmt.Errorf("unknown step [%s]", kind)
+}
+
+func asMap(v any) map[string]any {
+	m, _ := v.(map[string]any)
+	return m
+}
+
+func isFalsy(v any) bool {
+	switch t := v.(type) {
+	case nil:
+		return true
+	case bool:
+		return !t
+	case string:
+		return t == "" || t == "false"
+	case json.Number:
+		f, _ := t.Float64()
+		return f == 0
+	case int:
+		return t == 0
+	case float64:
+		return t == 0
+	}
+	return false
+}
+
+func show(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Sprint(v)
+	}
+	s := string(b)
+	if len(s) > 300 {
+		s = s[:300] + "…"
+	}
+	return s
+}
+
+// ---- stash ----
+
+var embedded = regexp.MustCompile(`\$\{([^}]+)\}|\$([A-Za-z_][A-Za-z0-9_]*)`)
+
+// resolve replaces stash references in a value taken from the test file.
+func (x *exec) resolve(v any) any {
+	switch t := v.(type) {
+	case string:
+		if strings.HasPrefix(t, "$") && !strings.HasPrefix(t, "${") {
+			if val, ok := x.stash[t[1:]]; ok {
+				return val
+			}
+			if t == "$body" {
+				return x.body
+			}
+		}
+		if strings.Contains(t, "$") {
+			return embedded.ReplaceAllStringFunc(t, func(s string) string {
+				name := strings.TrimSuffix(strings.TrimPrefix(strings.TrimPrefix(s, "$"), "{"), "}")
+				if val, ok := x.stash[name]; ok {
+					return fmt.Sprint(val)
+				}
+				return s
+			})
+		}
+		return t
+	case map[string]any:
+		out := make(map[string]any, len(t))
+		for k, val := range t {
+			out[fmt.Sprint(x.resolve(k))] = x.resolve(val)
+		}
+		return out
+	case []any:
+		out := make([]any, len(t))
+		for i, val := range t {
+			out[i] = x.resolve(val)
+		}
+		return out
+	}
+	return v
+}
+
+// splitPath splits a dotted response path; `\.` escapes a dot inside a key.
+func splitPath(p string) []string {
+	var out []string
+	var cur strings.Builder
+	for i := 0; i < len(p); i++ {
+		switch {
+		case p[i] == '\\' && i+1 < len(p) && p[i+1] == '.':
+			cur.WriteByte('.')
+			i++
+		case p[i] == '.':
+			out = append(out, cur.String())
+			cur.Reset()
+		default:
+			cur.WriteByte(p[i])
+		}
+	}
+	out = append(out, cur.String())
+	return out
+}
+
+var errMissing = fmt.Errorf("missing")
+
+func (x *exec) lookup(path string) (any, error) {
+	if path == "" || path == "$body" {
+		return x.body, nil
+	}
+	cur := x.body
+	for _, part := range splitPath(path) {
+		if strings.HasPrefix(part, "$") {
+			if val, ok := x.stash[part[1:]]; ok {
+				part = fmt.Sprint(val)
+			}
+		}
+		switch t := cur.(type) {
+		case map[string]any:
+			v, ok := t[part]
+			if !ok {
+				return nil, errMissing
+			}
+			cur = v
+		case []any:
+			i, err := strconv.Atoi(part)
+			if err != nil || i < 0 || i >= len(t) {
+				return nil, errMissing
+			}
+			cur = t[i]
+		default:
+			return nil, errMissing
+		}
+	}
+	return cur, nil
+}
+
+// ---- assertions ----
+
+func (x *exec) assert(kind, path string, want any) error {
+	path = fmt.Sprint(x.resolve(path))
+	want = x.resolve(want)
+	got, err := x.lookup(path)
+	if err != nil && kind != "match" {
+		return fmt.Errorf("[%s] is missing", path)
+	}
+	switch kind {
+	case "match":
+		if err != nil {
+			if want == nil {
+				return nil
+			}
+			return fmt.Errorf("[%s] is missing, want %s", path, show(want))
+		}
+		if s, ok := want.(string); ok && len(s) > 1 && strings.HasPrefix(strings.TrimSpace(s), "/") && strings.HasSuffix(strings.TrimSpace(s), "/") {
+			re, rerr := javaRegexp(strings.TrimSpace(s))
+			if rerr != nil {
+				return rerr
+			}
+			if !re.MatchString(fmt.Sprint(plain(got))) {
+				return fmt.Errorf("[%s] = %s does not match %s", path, show(got), s)
+			}
+			return nil
+		}
+		if !equal(got, want) {
+			return fmt.Errorf("[%s] = %s, want %s", path, show(got), show(want))
+		}
+	case "length":
+		n, ok := toFloat(want)
+		if !ok {
+			return fmt.Errorf("length wants a number, got %v", want)
+		}
+		l := -1
+		switch t := got.(type) {
+		case map[string]any:
+			l = len(t)
+		case []any:
+			l = len(t)
+		case string:
+			l = len([]rune(t))
+		}
+		if float64(l) != n {
+			return fmt.Errorf("length of [%s] = %d, want %v (%s)", path, l, want, show(got))
+		}
+	case "gt", "gte", "lt", "lte":
+		g, ok1 := toFloat(got)
+		w, ok2 := toFloat(want)
+		if !ok1 || !ok2 {
+			return fmt.Errorf("[%s] = %s is not comparable with %v", path, show(got), want)
+		}
+		ok := map[string]bool{"gt": g > w, "gte": g >= w, "lt": g < w, "lte": g <= w}[kind]
+		if !ok {
+			return fmt.Errorf("[%s] = %v is not %s %v", path, g, kind, w)
+		}
+	case "contains":
+		list, ok := got.([]any)
+		if !ok {
+			return fmt.Errorf("[%s] is not a list: %s", path, show(got))
+		}
+		for _, e := range list {
+			if containsValue(e, want) {
+				return nil
+			}
+		}
+		return fmt.Errorf("[%s] = %s does not contain %s", path, show(got), show(want))
+	case "close_to":
+		o := asMap(want)
+		v, _ := toFloat(o["value"])
+		e, _ := toFloat(o["error"])
+		g, ok := toFloat(got)
+		if !ok || math.Abs(g-v) > e {
+			return fmt.Errorf("[%s] = %s is not within %v of %v", path, show(got), e, v)
+		}
+	}
+	return nil
+}
+
+// containsValue reports whether got holds want: equal scalars, or a map with at least
+// want's keys and values.
+func containsValue(got, want any) bool {
+	wm, ok := want.(map[string]any)
+	if !ok {
+		return equal(got, want)
+	}
+	gm, ok := got.(map[string]any)
+	if !ok {
+		return false
+	}
+	for k, v := range wm {
+		if !equal(gm[k], v) {
+			return false
+		}
+	}
+	return true
+}
+
+func plain(v any) any {
+	if n, ok := v.(json.Number); ok {
+		return n.String()
+	}
+	return v
+}
+
+// javaRegexp compiles a /.../ pattern the way the suite means it: Java's COMMENTS mode,
+// where unescaped whitespace and #-comments are ignored.
+func javaRegexp(s string) (*regexp.Regexp, error) {
+	s = strings.TrimSuffix(strings.TrimPrefix(s, "/"), "/")
+	var b strings.Builder
+	inClass := false
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c == '\\' && i+1 < len(s):
+			b.WriteByte(c)
+			b.WriteByte(s[i+1])
+			i++
+		case c == '[':
+			inClass = true
+			b.WriteByte(c)
+		case c == ']':
+			inClass = false
+			b.WriteByte(c)
+		case !inClass && (c == ' ' || c == '\t' || c == '\n' || c == '\r'):
+		case !inClass && c == '#':
+			for i < len(s) && s[i] != '\n' {
+				i++
+			}
+		default:
+			b.WriteByte(c)
+		}
+	}
+	return regexp.Compile("(?s)" + b.String())
+}
+
+func toFloat(v any) (float64, bool) {
+	switch t := v.(type) {
+	case json.Number:
+		f, err := t.Float64()
+		return f, err == nil
+	case int:
+		return float64(t), true
+	case int64:
+		return float64(t), true
+	case uint64:
+		return float64(t), true
+	case float64:
+		return t, true
+	case string:
+		f, err := strconv.ParseFloat(t, 64)
+		return f, err == nil
+	}
+	return 0, false
+}
+
+func isNumber(v any) bool {
+	switch v.(type) {
+	case json.Number, int, int64, uint64, float64:
+		return true
+	}
+	return false
+}
+
+// equal compares a response value with an expected one: numbers by value (an integer
+// response equals 1.0), maps and lists deeply.
+func equal(got, want any) bool {
+	if isNumber(got) && isNumber(want) {
+		gs, ws := numString(got), numString(want)
+		if gs == ws {
+			return true
+		}
+		g, _ := toFloat(got)
+		w, _ := toFloat(want)
+		return g == w
+	}
+	switch w := want.(type) {
+	case nil:
+		return got == nil
+	case map[string]any:
+		g, ok := got.(map[string]any)
+		if !ok || len(g) != len(w) {
+			return false
+		}
+		for k, v := range w {
+			gv, ok := g[k]
+			if !ok || !equal(gv, v) {
+				return false
+			}
+		}
+		return true
+	case []any:
+		g, ok := got.([]any)
+		if !ok || len(g) != len(w) {
+			return false
+		}
+		for i := range w {
+			if !equal(g[i], w[i]) {
+				return false
+			}
+		}
+		return true
+	case string:
+		// The suite writes numbers and booleans unquoted or quoted; a stringly response
+		// (settings) equals the unquoted expectation and the reverse.
+		return fmt.Sprint(plain(got)) == w
+	case bool:
+		if s, ok := got.(string); ok {
+			return s == strconv.FormatBool(w)
+		}
+	}
+	if s, ok := got.(string); ok && isNumber(want) {
+		return s == numString(want)
+	}
+	return reflect.DeepEqual(got, want)
+}
+
+// numString renders an integral number without a fraction, so 72057594037927936 from
+// JSON and from YAML compare exactly.
+func numString(v any) string {
+	switch t := v.(type) {
+	case json.Number:
+		s := t.String()
+		if f, err := t.Float64(); err == nil && !strings.ContainsAny(s, ".eE") {
+			_ = f
+			return s
+		}
+		if f, err := t.Float64(); err == nil && f == math.Trunc(f) && math.Abs(f) < 1<<53 {
+			return strconv.FormatInt(int64(f), 10)
+		}
+		return s
+	case int:
+		return strconv.Itoa(t)
+	case int64:
+		return strconv.FormatInt(t, 10)
+	case uint64:
+		return strconv.FormatUint(t, 10)
+	case float64:
+		if t == math.Trunc(t) && math.Abs(t) < 1<<53 {
+			return strconv.FormatInt(int64(t), 10)
+		}
+		return strconv.FormatFloat(t, 'g', -1, 64)
+	}
+	return fmt.Sprint(v)
+}
