@@ -12,7 +12,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/url"
 	"runtime/debug"
 	"slices"
 
@@ -122,7 +121,10 @@ func (a *Activities) runBatch(ctx context.Context, b crawl.Batch) (crawl.BatchRe
 
 	cost := startCost()
 	defer running.Add(-1)
-	fetcher := a.stepFetcher(task.Spec(), b)
+	fetcher, err := a.stepFetcher(task.Spec(), b)
+	if err != nil {
+		return a.failAll(ctx, b, err.Error())
+	}
 	fetcher.cost = cost
 	env := &crawl.Env{
 		Fetcher: fetcher, Log: a.Log.With("chain", b.Chain, "step", b.Step.ID, "run", b.RunID),
@@ -566,8 +568,8 @@ func contentHash(data map[string]any) string {
 }
 
 // stepFetcher applies what the chain and the task declared to every request a task
-// makes: the chain's `robots: false`, the task's per-host rate and concurrency limits,
-// and the resources it needs (see resources.go).
+// makes: the chain's `robots: false` and `middlewares:`, the task's per-host rate and
+// concurrency limits, and the resources it needs (see resources.go).
 type stepFetcher struct {
 	cost         *batchCost // bytes fetched, for the task's learned needs
 	f            crawl.Fetcher
@@ -592,13 +594,9 @@ func (s stepFetcher) Fetch(ctx context.Context, req *crawl.Request) (*crawl.Resp
 	if err != nil {
 		return nil, err
 	}
-	start := time.Now()
 	resp, err := s.f.Fetch(ctx, &cp)
 	if resp != nil && s.cost != nil {
 		s.cost.bytes.Add(int64(len(resp.Body)))
-	}
-	if u, perr := url.Parse(cp.URL); perr == nil && u.Host != "" {
-		monitor.FetchSeconds.WithLabelValues(u.Host).Observe(time.Since(start).Seconds())
 	}
 	return resp, err
 }

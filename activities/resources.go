@@ -19,14 +19,37 @@ type resources struct {
 	err   error // the task declares needs this worker cannot meet
 }
 
-func (a *Activities) stepFetcher(spec crawl.TaskSpec, b crawl.Batch) stepFetcher {
-	s := stepFetcher{f: a.Fetcher, spec: spec, ignoreRobots: !b.Robots}
+func (a *Activities) stepFetcher(spec crawl.TaskSpec, b crawl.Batch) (stepFetcher, error) {
+	f, err := withStepMiddlewares(a.Fetcher, b.Step)
+	if err != nil {
+		return stepFetcher{}, err
+	}
+	s := stepFetcher{f: f, spec: spec, ignoreRobots: !b.Robots}
 	s.pools = a.Pools
 	s.scope, s.err = external.ScopeOf(b.Tenant, spec.Site(), spec.Needs)
 	if s.err == nil && len(s.scope.Needs) > 0 && a.Pools == nil {
 		s.err = fmt.Errorf("task %s needs %s, but this worker has no resource pools: give it Redis (--redis)", spec.Name, strings.Join(spec.Needs, ", "))
 	}
-	return s
+	return s, nil
+}
+
+// withStepMiddlewares puts the middlewares the chain file names for the step (the
+// chain's, then the step's) into the worker's fetcher. The engine's fetcher takes them
+// in their place in its chain (fetch.Fetcher.With), where they see every answer as a
+// Response; around any other fetcher they only see what it returns.
+func withStepMiddlewares(f crawl.Fetcher, step crawl.PlanStep) (crawl.Fetcher, error) {
+	if len(step.Middlewares) == 0 || f == nil {
+		return f, nil
+	}
+	mws, err := crawl.BuildMiddlewares(step.Middlewares)
+	if err != nil {
+		// The chain was validated against a worker that registers other middlewares.
+		return nil, fmt.Errorf("step %s: %v; deploy a worker that registers it (crawl.RegisterMiddleware)", step.ID, err)
+	}
+	if ff, ok := f.(*fetch.Fetcher); ok {
+		return ff.With(mws...), nil
+	}
+	return crawl.Wrap(f, mws...), nil
 }
 
 // lend marks ctx so the fetcher borrows what the task needs for each request.

@@ -21,8 +21,10 @@ type Chain struct {
 	Quota    Quota
 	// MaxOutage ends a run that waited this long on one unreachable dependency (0: wait).
 	MaxOutage time.Duration
-	Defaults  Defaults
-	Steps     []Step
+	// Middlewares wrap the fetcher of every step (outermost first), before the step's own.
+	Middlewares []MiddlewareRef
+	Defaults    Defaults
+	Steps       []Step
 }
 
 // Affinity ties a step to the workers that reach its site well: each worker fetches
@@ -77,9 +79,11 @@ type Step struct {
 	Shared time.Duration
 	// Affinity sends the step's batches only to workers whose probe of the site meets
 	// its thresholds.
-	Affinity   *Affinity
-	Line       int
-	ParamLines map[string]int // line of each param in the file
+	Affinity *Affinity
+	// Middlewares wrap this step's fetcher inside the chain's (see RegisterMiddleware).
+	Middlewares []MiddlewareRef
+	Line        int
+	ParamLines  map[string]int // line of each param in the file
 }
 
 // Engine defaults used when neither the chain nor the task says otherwise.
@@ -137,10 +141,10 @@ func (ps Problems) Error() string {
 }
 
 var (
-	chainKeys    = []string{"name", "tenant", "robots", "priority", "quota", "max_outage", "defaults", "steps"}
+	chainKeys    = []string{"name", "tenant", "robots", "priority", "quota", "max_outage", "middlewares", "defaults", "steps"}
 	quotaKeys    = []string{"pages", "items", "pages_per_day", "items_per_day"}
 	defaultsKeys = []string{"timeout", "retries", "batch", "concurrency", "parallel", "store", "params", "dedup"}
-	stepKeys     = []string{"id", "task", "params", "from", "each", "max_depth", "store", "dedup", "timeout", "retries", "batch", "concurrency", "parallel", "priority", "shared", "affinity"}
+	stepKeys     = []string{"id", "task", "params", "from", "each", "max_depth", "store", "dedup", "timeout", "retries", "batch", "concurrency", "parallel", "priority", "shared", "affinity", "middlewares"}
 	affinityKeys = []string{"probe", "max_latency", "min_kbps"}
 	dedupModes   = []string{DedupChanged, DedupNew, DedupOff}
 	nameRE       = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]*$`)
@@ -231,6 +235,8 @@ func (l *loader) parse(data []byte) *Chain {
 			})
 		case "max_outage":
 			c.MaxOutage = l.duration(v, "max_outage")
+		case "middlewares":
+			c.Middlewares = l.middlewares(v, "middlewares")
 		case "defaults":
 			l.fields(v, "defaults", defaultsKeys, func(key string, v *yaml.Node) {
 				switch key {
@@ -325,6 +331,8 @@ func (l *loader) parse(data []byte) *Chain {
 				s.Parallel = l.integer(v, "parallel")
 			case "priority":
 				s.Priority = l.integer(v, "priority")
+			case "middlewares":
+				s.Middlewares = l.middlewares(v, where+".middlewares")
 			}
 		})
 		c.Steps = append(c.Steps, s)
@@ -423,6 +431,45 @@ func (l *loader) mapping(v *yaml.Node, field string) map[string]any {
 	return m
 }
 
+// middlewares reads a `middlewares:` list. Each entry is a registered middleware's
+// name, or a one-key mapping from the name to its params:
+//
+//	middlewares:
+//	  - count_statuses
+//	  - header: {X-Team: news}
+func (l *loader) middlewares(v *yaml.Node, field string) []MiddlewareRef {
+	if v.Kind != yaml.SequenceNode {
+		l.add(v.Line, "`%s` must be a list of middleware names, e.g. [header], not a %s", field, kindName(v))
+		return nil
+	}
+	var out []MiddlewareRef
+	for _, e := range v.Content {
+		switch {
+		case e.Kind == yaml.ScalarNode:
+			out = append(out, MiddlewareRef{Name: e.Value, Line: e.Line})
+		case e.Kind == yaml.MappingNode && len(e.Content) == 2 && e.Content[0].Kind == yaml.ScalarNode:
+			ref := MiddlewareRef{Name: e.Content[0].Value, Line: e.Line}
+			if p := e.Content[1]; !(p.Kind == yaml.ScalarNode && p.Tag == "!!null") {
+				ref.Params = l.mapping(p, field+"."+ref.Name)
+			}
+			out = append(out, ref)
+		default:
+			l.add(e.Line, "`%s`: an entry is a middleware name, or `name: {param: value}` for one with params; got a %s", field, kindName(e))
+		}
+	}
+	return out
+}
+
+// checkMiddlewares builds every middleware a list names, so an unknown name or bad
+// params are reported with their line before a run starts.
+func (l *loader) checkMiddlewares(where string, refs []MiddlewareRef) {
+	for _, ref := range refs {
+		if _, err := buildMiddleware(ref); err != nil {
+			l.add(ref.Line, "%s: %v", where, err)
+		}
+	}
+}
+
 // applySets applies `step.param=value` and `param=value` overrides.
 func (l *loader) applySets(c *Chain) {
 	for _, set := range l.opts.Sets {
@@ -472,6 +519,7 @@ func (l *loader) validate(c *Chain) {
 	if c.Priority < 0 || c.Priority > 5 {
 		l.add(1, "priority %d: use 1 (highest) to 5 (lowest), or leave it out", c.Priority)
 	}
+	l.checkMiddlewares("middlewares", c.Middlewares)
 	l.checkSinks(1, "defaults.store", c.Defaults.Store)
 	l.checkDedup(1, "defaults", c.Defaults.Dedup)
 	l.checkLimits(1, "defaults", c.Defaults.Batch, c.Defaults.Concurrency, c.Defaults.Parallel)
@@ -511,6 +559,7 @@ func (l *loader) validateStep(c *Chain, s Step, ids map[string]int) {
 		name = "?"
 	}
 	where := fmt.Sprintf("step %q", name)
+	l.checkMiddlewares(where, s.Middlewares)
 	var spec TaskSpec
 	known := false
 	if s.Task == "" {

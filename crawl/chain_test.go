@@ -93,12 +93,12 @@ func TestLoadProblems(t *testing.T) {
 			[]string{"f.yaml:2: YAML syntax: did not find expected '-' indicator (check indentation and quoting from this line on)"}},
 		{"empty", "", nil, []string{"f.yaml: file is empty; a chain needs `name:` and `steps:` (see examples/demo.yaml)"}},
 		{"unknown chain field", "name: x\nstesp: []\n", nil, []string{
-			"f.yaml:2: chain: unknown field `stesp` (did you mean \"steps\"?); valid fields: name, tenant, robots, priority, quota, max_outage, defaults, steps",
+			"f.yaml:2: chain: unknown field `stesp` (did you mean \"steps\"?); valid fields: name, tenant, robots, priority, quota, max_outage, middlewares, defaults, steps",
 			"f.yaml:1: chain has no `steps:`; add a list of steps, each with `id:` and `task:`"}},
 		{"unknown task", "name: x\nsteps:\n  - id: a\n    task: news.stroy\n", nil, []string{
 			"f.yaml:3: step \"a\": unknown task \"news.stroy\" (did you mean \"news.story\"?); registered tasks: news.comment, news.feed, news.story"}},
 		{"unknown step field", "name: x\nsteps:\n  - id: a\n    task: news.feed\n    form: b\n", nil, []string{
-			"f.yaml:5: step 1: unknown field `form` (did you mean \"from\"?); valid fields: id, task, params, from, each, max_depth, store, dedup, timeout, retries, batch, concurrency, parallel, priority, shared, affinity"}},
+			"f.yaml:5: step 1: unknown field `form` (did you mean \"from\"?); valid fields: id, task, params, from, each, max_depth, store, dedup, timeout, retries, batch, concurrency, parallel, priority, shared, affinity, middlewares"}},
 		{"unknown param", "name: x\nsteps:\n  - id: a\n    task: news.feed\n    params: {pagse: 2}\n", nil, []string{
 			"f.yaml:5: step \"a\": task news.feed has no param `pagse` (did you mean \"pages\"?); its params: base_url, pages"}},
 		{"bad param type", "name: x\nsteps:\n  - id: a\n    task: news.feed\n    params: {pages: many}\n", nil, []string{

@@ -3,6 +3,7 @@ package crawl
 import (
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 	"time"
 )
@@ -44,6 +45,9 @@ type PlanStep struct {
 	// step starts from one empty input.
 	Seeds     []Input    `json:"seeds,omitempty"`
 	Consumers []Consumer `json:"consumers,omitempty"`
+	// Middlewares wrap the step's fetcher: the chain's, then the step's own, outermost
+	// first. Workers build them by name (RegisterMiddleware).
+	Middlewares []MiddlewareRef `json:"middlewares,omitempty"`
 }
 
 // SiteQueue is the task queue of a step's site for workers polling base: the step's
@@ -149,6 +153,7 @@ func (c *Chain) Compile(reg *Registry) (*Plan, error) {
 			Shared:      s.Shared,
 			Affinity:    expandProbe(s.Affinity, params),
 			Store:       s.Store,
+			Middlewares: append(slices.Clip(c.Middlewares), s.Middlewares...),
 		}
 		if ps.Root && spec.Seeds != nil {
 			ps.Seeds = spec.Seeds(params)

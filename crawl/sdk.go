@@ -3,7 +3,6 @@ package crawl
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -32,8 +31,8 @@ import (
 //		return nil
 //	})
 //
-// A page that answers outside 2xx fails with the cause CheckStatus gives it (retried
-// when a retry can help) before fn runs, unless fn accepts it with AcceptStatus.
+// A page that answers outside 2xx fails with its status as the cause (retried when a
+// retry can help) before fn runs, unless the task accepts the status with AcceptStatus.
 func HTMLTask[T any](name string, fn func(p *Page, out *Out[T]) error, opts ...TaskOption) Task {
 	spec := TaskSpec{Name: name, Output: FieldsOf[T](), Timeout: 30 * time.Second, Retries: 3}
 	t := &htmlTask[T]{fn: fn}
@@ -87,7 +86,9 @@ func Prepare(fn func(Params) (any, error)) TaskOption {
 }
 
 // AcceptStatus hands pages whose status accept allows to the task instead of failing
-// them (a 404 that means "deleted", say); Page.Status tells which it was.
+// them (a 404 that means "deleted", say), body included; Page.Status tells which it
+// was. It widens the page request's Accept: 2xx and 304 stay accepted, and an accepted
+// status is not retried.
 func AcceptStatus(accept func(status int) bool) TaskOption {
 	return func(_ *TaskSpec, h *taskHooks) { h.accept = accept }
 }
@@ -142,19 +143,13 @@ func (t *htmlTask[T]) Run(ctx context.Context, env *Env, in Input) (Result, erro
 	if u == "" {
 		return Result{}, WithCause(Permanentf("%s: input %s has no URL; give the step a `from:` whose inputs carry URLs", t.spec.Name, in.Describe()), CauseConfig)
 	}
-	resp, err := env.Get(ctx, u)
-	var se interface{ HTTPStatus() int }
-	if err != nil && errors.As(err, &se) && t.hooks.accept != nil && t.hooks.accept(se.HTTPStatus()) {
-		// A status the task accepts is a page for it, even if the fetcher failed it.
-		resp, err = &Response{URL: u, Status: se.HTTPStatus(), Header: http.Header{}}, nil
+	req := &Request{Method: http.MethodGet, URL: u}
+	if accept := t.hooks.accept; accept != nil {
+		req.Accept = func(status int) bool { return DefaultAccept(status) || accept(status) }
 	}
+	resp, err := env.Fetch(ctx, req)
 	if err != nil {
 		return Result{}, err // the fetcher's errors name the method, URL and cause
-	}
-	if t.hooks.accept == nil || !t.hooks.accept(resp.Status) {
-		if err := CheckStatus(resp, http.MethodGet, u); err != nil {
-			return Result{}, err
-		}
 	}
 	doc, err := goquery.NewDocumentFromReader(bytes.NewReader(resp.Body))
 	if err != nil {

@@ -1,34 +1,46 @@
 package crawl
 
 import (
-	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
 	"time"
 )
 
-// CheckStatus turns a non-2xx response into the error a task returns: statuses a retry
-// may cure (408, 425, 429, 5xx) are plain errors — with the site's Retry-After honoured
-// through RetryAfter — and every other status is Permanent. The engine's fetcher already
-// fails non-2xx answers this way; tasks call CheckStatus so they behave the same behind
-// any Fetcher.
-func CheckStatus(resp *Response, method, url string) error {
-	code := resp.Status
-	if code >= 200 && code < 300 {
-		return nil
+// What a status means is decided in one place: the fetcher (fetch.StatusCheck, the
+// outermost layer of fetch.New's chain) compares every answer with the request's
+// Accept. An accepted answer is the task's response; any other fails the request with
+// the status as its cause — retried when RetryableStatus says a retry may cure it (with
+// the site's Retry-After handed to the engine), permanent otherwise. A task that wants
+// to read more statuses than DefaultAccept widens Accept (HTMLTask: AcceptStatus); it
+// never checks a response's status a second time.
+
+// DefaultAccept is what a request without Accept takes as an answer: a 2xx, or a 304
+// (a conditional request's "not modified").
+func DefaultAccept(status int) bool {
+	return (status >= 200 && status < 300) || status == http.StatusNotModified
+}
+
+// Accepts reports whether r takes an answer with this status: r.Accept, else
+// DefaultAccept.
+func (r *Request) Accepts(status int) bool {
+	if r != nil && r.Accept != nil {
+		return r.Accept(status)
 	}
-	err := fmt.Errorf("%s %s: status %d %s", method, url, code, http.StatusText(code))
-	switch {
-	case code == http.StatusTooManyRequests || code == http.StatusServiceUnavailable:
-		if d, ok := ParseRetryAfter(resp.Header.Get("Retry-After"), time.Now()); ok {
-			return RetryAfter(err, d)
-		}
-		return err
-	case code == http.StatusRequestTimeout || code == http.StatusTooEarly || code >= 500:
-		return err
+	return DefaultAccept(status)
+}
+
+// RetryableStatus reports whether another attempt may get a better answer: 408, 429
+// and 5xx other than 501 (Not Implemented) and 505 (HTTP Version Not Supported), which
+// no retry changes. Every other status fails permanently.
+func RetryableStatus(code int) bool {
+	switch code {
+	case http.StatusRequestTimeout, http.StatusTooManyRequests:
+		return true
+	case http.StatusNotImplemented, http.StatusHTTPVersionNotSupported:
+		return false
 	}
-	return Permanent(err)
+	return code >= 500 && code < 600
 }
 
 // maxRetryAfter caps absurd Retry-After values so they cannot overflow a Duration.

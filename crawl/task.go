@@ -200,7 +200,8 @@ type Env struct {
 }
 
 // Fetch performs an HTTP request through the engine's fetcher (politeness, robots.txt,
-// retries on 429/5xx, size limits).
+// retries on 429/5xx, size limits). An answer the request does not accept (see
+// Request.Accept) comes back as an error naming its status.
 func (e *Env) Fetch(ctx context.Context, req *Request) (*Response, error) {
 	if e.Fetcher == nil {
 		return nil, fmt.Errorf("no fetcher configured for step %s", e.Step)
@@ -213,7 +214,8 @@ func (e *Env) Get(ctx context.Context, url string) (*Response, error) {
 	return e.Fetch(ctx, &Request{Method: http.MethodGet, URL: url})
 }
 
-// Fetcher performs HTTP requests for tasks.
+// Fetcher performs HTTP requests for tasks. The engine's fetcher (fetch.New) is a chain
+// of Middlewares over one HTTP exchange; see Middleware.
 type Fetcher interface {
 	Fetch(ctx context.Context, req *Request) (*Response, error)
 }
@@ -229,14 +231,22 @@ type Request struct {
 	HostConcurrency int
 	// IgnoreRobots skips the robots.txt check (a chain's `robots: false`).
 	IgnoreRobots bool
+	// Accept says which statuses the task takes as an answer; nil takes DefaultAccept
+	// (2xx and 304). The fetcher fails every other answer with its status as the cause,
+	// after retrying those a retry may cure (see RetryableStatus); the task reads the
+	// ones it accepts from Response.Status.
+	Accept func(status int) bool
 }
 
-// Response is a fully read HTTP response.
+// Response is a fully read HTTP response. Inside the fetcher's chain it may carry any
+// status; a task only gets the ones its request accepts.
 type Response struct {
 	URL    string // after redirects
 	Status int
 	Header http.Header
 	Body   []byte
+	// Attempts counts the requests sent for this answer, in-process retries included.
+	Attempts int
 }
 
 // Registry maps task names to tasks.

@@ -23,6 +23,9 @@ type Error struct {
 	// Err is the cause when it is not just the status: a network error, a timeout, an
 	// oversized body, a robots.txt refusal. Nil for a plain HTTP status failure.
 	Err error
+	// retry: another attempt may get an answer (a network error, a timeout); read by
+	// the Retry middleware.
+	retry bool
 }
 
 // Error reads like `GET http://host/item/7: HTTP 500 Internal Server Error (3 attempts)`.

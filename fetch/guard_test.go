@@ -209,7 +209,7 @@ func TestGuardJudgesProxiedTargetsAndProxies(t *testing.T) {
 	f := New(Options{Retries: -1, AllowPrivate: true, Network: n.network()})
 	through := func(proxyURL, target string) error {
 		ctx := context.WithValue(context.Background(), proxyKey{}, proxyURL)
-		_, err := f.fetch(ctx, &crawl.Request{Method: "GET", URL: target, IgnoreRobots: true})
+		_, err := f.Fetch(ctx, &crawl.Request{Method: "GET", URL: target, IgnoreRobots: true})
 		return err
 	}
 	// The proxy would resolve the target itself: the worker judges it first.

@@ -8,13 +8,12 @@ import (
 	"sync"
 	"time"
 
-	"github.com/temoto/robotstxt"
 	"golang.org/x/time/rate"
 )
 
 const (
-	// A host nobody has used for this long is forgotten (its limiter, slots and
-	// robots.txt); the next request for it starts afresh.
+	// A host nobody has used for this long is forgotten (its limiter and slots); the
+	// next request for it starts afresh.
 	hostIdle   = time.Hour
 	sweepEvery = 5 * time.Minute
 )
@@ -50,16 +49,8 @@ type host struct {
 	wake     chan struct{} // closed and replaced whenever a slot frees or the limit changes
 	slotsSet bool          // slots came from a request (first non-zero wins)
 	rateSet  bool          // limiter rate came from a request (first non-zero wins)
-	robots   robotsEntry
 
 	lim *rate.Limiter // safe for concurrent use on its own
-}
-
-type robotsEntry struct {
-	data    *robotstxt.RobotsData
-	err     *robotsUnavailableError // set instead of data while robots.txt is unreadable
-	expires time.Time
-	loading chan struct{} // non-nil while one request reads robots.txt; closed when done
 }
 
 type hostTable struct {

@@ -6,19 +6,10 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
-	"sync"
 
 	"trawler/crawl"
 	"trawler/external"
 )
-
-// A task that declares Needs (proxy, user_agent, cookie, device_id, sign) gets them
-// injected here, per request: the items are checked out of their pools, put into the
-// request (Cookie, User-Agent and device-id headers, the proxy, the signature), and
-// returned with the outcome the site's answer implies — success, ban, throttle or a
-// strike. A ban or throttle is retried at once with other items, up to maxSwitches
-// times; an empty pool fails the request with an external.WaitError, which the engine
-// retries later without counting it against the input.
 
 // maxSwitches bounds how many leases one request tries when the site refuses them.
 const maxSwitches = 4
@@ -30,7 +21,8 @@ type lending struct {
 	scope  external.Scope
 }
 
-// WithResources makes requests under ctx borrow what scope needs from lender.
+// WithResources makes requests under ctx borrow what scope needs from lender (the
+// Resources middleware does the borrowing).
 func WithResources(ctx context.Context, lender external.Lender, scope external.Scope) context.Context {
 	if lender == nil || len(scope.Needs) == 0 {
 		return ctx
@@ -38,14 +30,39 @@ func WithResources(ctx context.Context, lender external.Lender, scope external.S
 	return context.WithValue(ctx, lendingKey{}, lending{lender, scope})
 }
 
-// Fetch performs r and returns the fully read response of a 2xx (or 304) answer, with
-// the resources its context asks for (WithResources). See the package documentation
-// for what it guarantees; every error but an external.WaitError is an *Error.
-func (f *Fetcher) Fetch(ctx context.Context, r *crawl.Request) (*crawl.Response, error) {
-	l, ok := ctx.Value(lendingKey{}).(lending)
-	if !ok || r == nil {
-		return f.fetch(ctx, r)
+// Resources lends a task what it declares in Needs (proxy, user_agent, cookie,
+// device_id, sign), per request, when the request's context carries a lender
+// (WithResources); other requests pass through untouched. It guarantees:
+//
+//   - the request goes out with an item of each kind checked out of its pool: the
+//     Cookie, User-Agent and device-id headers set and the signature applied
+//     (external.Lease.Prepare), through the leased proxy;
+//   - every item goes back with the verdict the answer means — the site's ban rule
+//     (external.RegisterBanRule) reads the Response's status and headers as they came
+//     back through the chain, whatever the status; no answer at all is a strike
+//     against the proxy;
+//   - a ban or throttle is retried at once with other items, up to 4 leases; when
+//     every one was refused the request fails with an *Error that the engine retries
+//     later, once the pools have moved on;
+//   - a rejected signature fails permanently with the ban rule's cause, and an empty
+//     pool fails with an external.WaitError wrapped in crawl.RetryAfter, which the
+//     engine waits out without counting it against the input.
+//
+// It sits outside robots.txt and Retry, so one lease covers its request's robots.txt
+// read and in-process retries, and the verdict is about the last answer.
+func Resources() crawl.Middleware {
+	return func(next crawl.Fetcher) crawl.Fetcher {
+		return crawl.FetcherFunc(func(ctx context.Context, r *crawl.Request) (*crawl.Response, error) {
+			l, ok := ctx.Value(lendingKey{}).(lending)
+			if !ok || r == nil {
+				return next.Fetch(ctx, r)
+			}
+			return l.fetch(ctx, next, r)
+		})
 	}
+}
+
+func (l lending) fetch(ctx context.Context, next crawl.Fetcher, r *crawl.Request) (*crawl.Response, error) {
 	var refused []string
 	for range maxSwitches {
 		lease, err := l.lender.Lend(ctx, l.scope)
@@ -61,13 +78,12 @@ func (f *Fetcher) Fetch(ctx context.Context, r *crawl.Request) (*crawl.Response,
 			lease.Return(context.WithoutCancel(ctx), external.Verdict{Outcome: external.Released})
 			return nil, crawl.Permanent(err)
 		}
-		ans := &answer{}
-		actx := context.WithValue(ctx, answerKey{}, ans)
+		lctx := ctx
 		if lease.Proxy != "" {
-			actx = context.WithValue(actx, proxyKey{}, lease.Proxy)
+			lctx = context.WithValue(ctx, proxyKey{}, lease.Proxy)
 		}
-		resp, err := f.fetch(actx, req)
-		status, header := ans.last()
+		resp, err := next.Fetch(lctx, req)
+		status, header := answerOf(resp, err)
 		v := lease.Judge(status, header, err)
 		what := lease.Return(context.WithoutCancel(ctx), v)
 		switch {
@@ -81,33 +97,21 @@ func (f *Fetcher) Fetch(ctx context.Context, r *crawl.Request) (*crawl.Response,
 	}
 	// Every lease was refused: the input is retried later, when bans and throttles have
 	// moved the pools on.
-	return nil, &Error{Method: r.Method, URL: r.URL, Attempts: len(refused),
+	return nil, &Error{Method: methodOf(r), URL: r.URL, Attempts: len(refused),
 		Err: fmt.Errorf("refused with %d different leases: %v", len(refused), refused)}
 }
 
-// answer records the status and headers of the last answer a request got, for the
-// site's ban rule (the fetcher turns non-2xx answers into errors without them).
-type answer struct {
-	mu     sync.Mutex
-	status int
-	header http.Header
-}
-
-type answerKey struct{}
-
-func (a *answer) last() (int, http.Header) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return a.status, a.header
-}
-
-// observe records an answer for the request's lease, if it has one.
-func observe(ctx context.Context, status int, header http.Header) {
-	if a, ok := ctx.Value(answerKey{}).(*answer); ok {
-		a.mu.Lock()
-		a.status, a.header = status, header.Clone()
-		a.mu.Unlock()
+// answerOf is the status and headers the site answered with: the response's, else the
+// status an *Error kept (a body too large, too many redirects), else none.
+func answerOf(resp *crawl.Response, err error) (int, http.Header) {
+	if resp != nil {
+		return resp.Status, resp.Header
 	}
+	var fe *Error
+	if errors.As(err, &fe) {
+		return fe.Status, nil
+	}
+	return 0, nil
 }
 
 type proxyKey struct{}

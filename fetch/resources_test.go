@@ -18,6 +18,24 @@ import (
 	"trawler/external"
 )
 
+// lruPool returns pools on a fresh miniredis holding items in tenant t's pool of kind k
+// for site s, rotated least recently used first.
+func lruPool(t *testing.T, k external.Kind, items ...external.Resource) *external.Pools {
+	t.Helper()
+	mr := miniredis.RunT(t)
+	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr()})
+	t.Cleanup(func() { rdb.Close() })
+	pools := external.NewPools(rdb, nil)
+	ctx := context.Background()
+	if err := pools.Configure(ctx, "t", "s", k, external.Config{Rotation: external.RotateLRU}); err != nil {
+		t.Fatal(err)
+	}
+	if err := pools.Add(ctx, "t", "s", k, items...); err != nil {
+		t.Fatal(err)
+	}
+	return pools
+}
+
 // A request that needs a proxy goes through the leased one; a proxy that cannot be
 // reached takes strikes until it is banned, and requests move on to the working one.
 func TestLeasedProxyIsUsedAndADeadOneBanned(t *testing.T) {
@@ -42,17 +60,8 @@ func TestLeasedProxyIsUsedAndADeadOneBanned(t *testing.T) {
 	dead := "http://" + ln.Addr().String()
 	ln.Close()
 
-	mr := miniredis.RunT(t)
-	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr()})
-	defer rdb.Close()
-	pools := external.NewPools(rdb, nil)
+	pools := lruPool(t, external.Proxy, external.Resource{Value: dead}, external.Resource{Value: proxy.URL})
 	ctx := context.Background()
-	if err := pools.Configure(ctx, "t", "s", external.Proxy, external.Config{Rotation: external.RotateLRU}); err != nil {
-		t.Fatal(err)
-	}
-	if err := pools.Add(ctx, "t", "s", external.Proxy, external.Resource{Value: dead}, external.Resource{Value: proxy.URL}); err != nil {
-		t.Fatal(err)
-	}
 	_ = pools.Add(ctx, "t", "s", external.UserAgent, external.Resource{Value: "PooledAgent/1"})
 	f := New(Options{Retries: -1, ConnectTimeout: time.Second, AllowPrivate: true})
 	scope := external.Scope{Tenant: "t", Site: "s", Needs: []external.Kind{external.Proxy, external.UserAgent}}

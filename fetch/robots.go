@@ -3,9 +3,9 @@ package fetch
 import (
 	"context"
 	"errors"
-	"io"
 	"net/http"
 	"net/url"
+	"sync"
 	"time"
 
 	"github.com/temoto/robotstxt"
@@ -13,23 +13,79 @@ import (
 	"trawler/crawl"
 )
 
+// Robots obeys each host's robots.txt unless the request sets IgnoreRobots. It
+// guarantees:
+//
+//   - robots.txt is read once per host (scheme, host and port) through the rest of the
+//     chain — so the read takes a politeness slot and token and passes the address
+//     guard — with the headers of the request that needed it, and cached for an hour;
+//     concurrent requests share one read;
+//   - a missing robots.txt (any 4xx but 429) or one that does not parse allows
+//     everything; one that cannot be read (429, 5xx, a network error) disallows the host
+//     for a minute, with a retryable error asking the engine (crawl.RetryAfter) to come
+//     back then;
+//   - a URL the rules disallow for the request's User-Agent (else Options.UserAgent)
+//     fails permanently with ErrDisallowed, and nothing is sent for it.
+//
+// It sits inside resource lending, so the leased proxy carries the robots.txt read and
+// the leased User-Agent picks the rules, and outside Retry, so a refusal is never
+// retried. Redirect hops are not re-checked.
+func Robots(o Options) crawl.Middleware {
+	o = o.withDefaults()
+	cache := &robotsCache{entries: map[string]*robotsEntry{}, lastSweep: time.Now()}
+	return func(next crawl.Fetcher) crawl.Fetcher {
+		return crawl.FetcherFunc(func(ctx context.Context, r *crawl.Request) (*crawl.Response, error) {
+			if r == nil || r.IgnoreRobots {
+				return next.Fetch(ctx, r)
+			}
+			u, err := requestURL(r)
+			if err != nil {
+				return nil, err
+			}
+			ua := o.UserAgent
+			if v := r.Header.Get("User-Agent"); v != "" {
+				ua = v
+			}
+			if err := cache.check(ctx, next, r, u, ua); err != nil {
+				return nil, err
+			}
+			return next.Fetch(ctx, r)
+		})
+	}
+}
+
 var allowAll, _ = robotstxt.FromStatusAndBytes(http.StatusNotFound, nil)
 
 func robotsURL(u *url.URL) string { return u.Scheme + "://" + u.Host + "/robots.txt" }
 
-// checkRobots returns nil when the host's robots.txt lets userAgent fetch u.
-func (f *Fetcher) checkRobots(ctx context.Context, h *host, u *url.URL, userAgent, method, rawURL string) error {
-	data, unavailable, expires, err := f.robots(ctx, h, u)
+// robotsCache holds the robots.txt of every host a Robots middleware has seen.
+type robotsCache struct {
+	mu        sync.Mutex
+	entries   map[string]*robotsEntry // by hostKey
+	lastSweep time.Time
+}
+
+type robotsEntry struct {
+	data    *robotstxt.RobotsData
+	err     *robotsUnavailableError // set instead of data while robots.txt is unreadable
+	expires time.Time
+	loading chan struct{} // non-nil while one request reads robots.txt; closed when done
+}
+
+// check returns nil when the host's robots.txt lets userAgent fetch u.
+func (c *robotsCache) check(ctx context.Context, next crawl.Fetcher, r *crawl.Request, u *url.URL, userAgent string) error {
+	method := methodOf(r)
+	data, unavailable, expires, err := c.rules(ctx, next, r, u)
 	var be *blockedError
 	if errors.As(err, &be) {
-		return crawl.Permanent(&Error{Method: method, URL: rawURL, Err: be})
+		return crawl.Permanent(&Error{Method: method, URL: r.URL, Err: be})
 	}
 	if err != nil {
-		return &Error{Method: method, URL: rawURL, Err: err}
+		return &Error{Method: method, URL: r.URL, Err: err}
 	}
 	if unavailable != nil {
 		wait := max(time.Until(expires), time.Second)
-		return crawl.RetryAfter(&Error{Method: method, URL: rawURL, Err: unavailable}, wait)
+		return crawl.RetryAfter(&Error{Method: method, URL: r.URL, Err: unavailable}, wait)
 	}
 	path := u.EscapedPath()
 	if path == "" {
@@ -39,74 +95,92 @@ func (f *Fetcher) checkRobots(ctx context.Context, h *host, u *url.URL, userAgen
 		path += "?" + u.RawQuery
 	}
 	if !data.TestAgent(path, userAgent) {
-		return crawl.Permanent(&Error{Method: method, URL: rawURL, Err: &disallowedError{robotsURL(u), userAgent}})
+		return crawl.Permanent(&Error{Method: method, URL: r.URL, Err: &disallowedError{robotsURL(u), userAgent}})
 	}
 	return nil
 }
 
-// robots returns the host's robots.txt from the cache, reading it when the cache has none
+// rules returns the host's robots.txt from the cache, reading it when the cache has none
 // or it expired. Concurrent callers share one read. Exactly one of data and unavailable is
 // set when err is nil; err is set only when ctx ended first or the guard refused the host.
-func (f *Fetcher) robots(ctx context.Context, h *host, u *url.URL) (data *robotstxt.RobotsData, unavailable *robotsUnavailableError, expires time.Time, err error) {
-	h.mu.Lock()
+func (c *robotsCache) rules(ctx context.Context, next crawl.Fetcher, r *crawl.Request, u *url.URL) (data *robotstxt.RobotsData, unavailable *robotsUnavailableError, expires time.Time, err error) {
+	key := hostKey(u)
+	c.mu.Lock()
+	c.sweep()
 	for {
-		e := &h.robots
+		e := c.entries[key]
+		if e == nil {
+			e = &robotsEntry{}
+			c.entries[key] = e
+		}
 		if e.loading == nil && time.Now().Before(e.expires) {
 			data, unavailable, expires = e.data, e.err, e.expires
-			h.mu.Unlock()
+			c.mu.Unlock()
 			return data, unavailable, expires, nil
 		}
 		if e.loading != nil {
 			loading := e.loading
-			h.mu.Unlock()
+			c.mu.Unlock()
 			select {
 			case <-loading:
 			case <-ctx.Done():
 				return nil, nil, time.Time{}, ctx.Err()
 			}
-			h.mu.Lock()
+			c.mu.Lock()
 			continue
 		}
 		loading := make(chan struct{})
 		e.loading = loading
-		h.mu.Unlock()
+		c.mu.Unlock()
 
-		data, unavailable, ttl, err := f.loadRobots(ctx, h, u)
+		data, unavailable, ttl, err := loadRobots(ctx, next, r, u)
 
-		h.mu.Lock()
+		c.mu.Lock()
 		e.loading = nil
 		close(loading)
 		if err != nil {
 			// This caller's ctx ended: nothing learnt, so nothing cached; a waiter
 			// takes over.
-			h.mu.Unlock()
+			c.mu.Unlock()
 			return nil, nil, time.Time{}, err
 		}
 		e.data, e.err, e.expires = data, unavailable, time.Now().Add(ttl)
 	}
 }
 
-// loadRobots reads robots.txt for u's host. A 2xx is parsed, any other 4xx but 429 allows
-// everything (as does a body that does not parse), and a 429, a 5xx or a network error
-// makes the host unavailable for robotsRetryTTL. err is set only when ctx ended, the
-// rate limiter cannot grant a token before ctx's deadline, or the guard refused the
-// host's address (a *blockedError).
-func (f *Fetcher) loadRobots(ctx context.Context, h *host, u *url.URL) (*robotstxt.RobotsData, *robotsUnavailableError, time.Duration, error) {
-	where := robotsURL(u)
-	if err := f.waitToken(ctx, h); err != nil {
-		return nil, nil, 0, err
+// sweep forgets expired entries now and then, so a long crawl over many hosts does not
+// keep every robots.txt it ever read; c.mu must be held.
+func (c *robotsCache) sweep() {
+	now := time.Now()
+	if now.Sub(c.lastSweep) < sweepEvery {
+		return
 	}
-	actx, cancel := context.WithTimeout(ctx, f.opt.Timeout)
-	defer cancel()
-	res, err := f.client.R().SetContext(actx).Execute(http.MethodGet, where)
-	var raw *http.Response
-	if res != nil {
-		raw = res.RawResponse
-	}
-	if err != nil {
-		if raw != nil && raw.Body != nil {
-			raw.Body.Close()
+	c.lastSweep = now
+	for k, e := range c.entries {
+		if e.loading == nil && now.After(e.expires) {
+			delete(c.entries, k)
 		}
+	}
+}
+
+// loadRobots reads robots.txt for u's host through next. A 2xx is parsed, any other 4xx
+// but 429 allows everything (as does a body that does not parse, or too many
+// redirects), and a 429, a 5xx or a network error makes the host unavailable for
+// robotsRetryTTL. err is set only when ctx ended, the rate limiter cannot grant a token
+// before ctx's deadline, or the guard refused the host's address (a *blockedError).
+func loadRobots(ctx context.Context, next crawl.Fetcher, page *crawl.Request, u *url.URL) (*robotstxt.RobotsData, *robotsUnavailableError, time.Duration, error) {
+	where := robotsURL(u)
+	resp, err := next.Fetch(ctx, &crawl.Request{
+		Method: http.MethodGet, URL: where,
+		// The page's headers: the site sees the same client (user agent, a leased
+		// cookie, a header a middleware added) ask for its rules as for its pages.
+		Header: page.Header.Clone(),
+		// The page's limits, so the read counts against the host like any request.
+		RateLimit: page.RateLimit, HostConcurrency: page.HostConcurrency,
+		// Every status means something for the rules: none is retried in-process.
+		Accept: func(int) bool { return true },
+	})
+	if err != nil {
 		if ctx.Err() != nil {
 			return nil, nil, 0, ctx.Err()
 		}
@@ -120,24 +194,22 @@ func (f *Fetcher) loadRobots(ctx context.Context, h *host, u *url.URL) (*robotst
 		if errors.As(err, &be) {
 			return nil, nil, 0, be
 		}
-		cause, _, _ := f.classify(ctx, actx, err)
-		return nil, &robotsUnavailableError{robotsURL: where, cause: cause.Error(), err: cause}, robotsRetryTTL, nil
+		var fe *Error
+		if !errors.As(err, &fe) || fe.Err == nil {
+			return nil, &robotsUnavailableError{robotsURL: where, cause: err.Error(), err: err}, robotsRetryTTL, nil
+		}
+		var rw *rateWaitError
+		if errors.As(fe.Err, &rw) {
+			return nil, nil, 0, rw
+		}
+		return nil, &robotsUnavailableError{robotsURL: where, cause: fe.Err.Error(), err: fe.Err}, robotsRetryTTL, nil
 	}
-	if raw == nil || raw.Body == nil {
-		return nil, &robotsUnavailableError{robotsURL: where, cause: "no response"}, robotsRetryTTL, nil
-	}
-	defer raw.Body.Close()
-
-	code := raw.StatusCode
+	code := resp.Status
 	switch {
 	case code >= 200 && code < 300:
-		body, err := io.ReadAll(io.LimitReader(raw.Body, robotsMaxBytes))
-		if err != nil {
-			if ctx.Err() != nil {
-				return nil, nil, 0, ctx.Err()
-			}
-			cause, _, _ := f.classify(ctx, actx, err)
-			return nil, &robotsUnavailableError{robotsURL: where, cause: cause.Error(), err: cause}, robotsRetryTTL, nil
+		body := resp.Body
+		if len(body) > robotsMaxBytes {
+			body = body[:robotsMaxBytes]
 		}
 		data, err := robotstxt.FromBytes(body)
 		if err != nil {
@@ -145,10 +217,8 @@ func (f *Fetcher) loadRobots(ctx context.Context, h *host, u *url.URL) (*robotst
 		}
 		return data, nil, robotsTTL, nil
 	case code == http.StatusTooManyRequests || code >= 500:
-		_, _ = io.Copy(io.Discard, io.LimitReader(raw.Body, errorBodyDrain))
 		return nil, &robotsUnavailableError{robotsURL: where, cause: statusLine(code)}, robotsRetryTTL, nil
 	default:
-		_, _ = io.Copy(io.Discard, io.LimitReader(raw.Body, errorBodyDrain))
 		return allowAll, nil, robotsTTL, nil
 	}
 }

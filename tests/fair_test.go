@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"reflect"
 	"testing"
 	"time"
 
@@ -54,7 +55,7 @@ func slotWorker(t *testing.T, slots int) string {
 func testWorker(t *testing.T, o engine.WorkerOptions) *engine.Worker {
 	t.Helper()
 	o.OutDir, o.Log = cmp.Or(o.OutDir, shared.dir+"/"+o.TaskQueue), quiet
-	if o.Fetch == (fetch.Options{}) {
+	if reflect.DeepEqual(o.Fetch, fetch.Options{}) { // Options holds a slice: not comparable with ==
 		o.Fetch = fastFetch
 	}
 	w, err := engine.NewWorker(shared.client, o)

@@ -34,9 +34,11 @@ func newEnv(base string, extra crawl.Params) *crawl.Env {
 	return &crawl.Env{Params: p, Fetcher: fetch.New(fetch.Options{Backoff: 10 * time.Millisecond, AllowPrivate: true})}
 }
 
-// rawEnv runs tasks through a fetcher that hands every status to the task unretried.
+// rawEnv runs tasks through a plain fetcher that retries nothing, with the fetcher's
+// one status check (fetch.StatusCheck) as its only layer: what a status means does not
+// depend on the rest of the engine's chain.
 func rawEnv(base string) *crawl.Env {
-	return &crawl.Env{Params: crawl.Params{"base_url": base}, Fetcher: newTestFetcher()}
+	return &crawl.Env{Params: crawl.Params{"base_url": base}, Fetcher: crawl.Wrap(newTestFetcher(), fetch.StatusCheck())}
 }
 
 // crawlAll runs the three tasks the way a demo chain would (feed consuming itself, story
@@ -384,7 +386,7 @@ func TestFaults(t *testing.T) {
 		}
 	})
 
-	// The task's own reading of statuses, for fetchers that hand them through.
+	// Statuses read by the status check alone, over a fetcher that hands them through.
 	raw := rawEnv(base)
 	t.Run("raw-status500", func(t *testing.T) {
 		_, err := Story.Run(ctx, raw, story(1))

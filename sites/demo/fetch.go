@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"net/http"
 	"net/url"
 	"regexp"
 	"strconv"
@@ -15,16 +14,12 @@ import (
 	"trawler/crawl"
 )
 
-// getHTML fetches u and parses it as HTML. Statuses a retry may cure (408, 425, 429, 5xx)
-// come back as plain errors, with the server's Retry-After honoured; other non-2xx
-// statuses are permanent.
+// getHTML fetches u and parses it as HTML. The fetcher fails statuses other than 2xx,
+// retryable when a retry may cure them, with the server's Retry-After honoured.
 func getHTML(ctx context.Context, env *crawl.Env, u string) (*goquery.Document, *crawl.Response, error) {
 	resp, err := env.Get(ctx, u)
 	if err != nil {
 		return nil, nil, fmt.Errorf("GET %s: %w", u, err)
-	}
-	if err := crawl.CheckStatus(resp, http.MethodGet, u); err != nil {
-		return nil, nil, err
 	}
 	doc, err := goquery.NewDocumentFromReader(bytes.NewReader(resp.Body))
 	if err != nil {

@@ -285,9 +285,6 @@ func fetchJSON(ctx context.Context, env *crawl.Env, req *crawl.Request, out any)
 	if err != nil {
 		return fmt.Errorf("%s %s: %w", req.Method, req.URL, err)
 	}
-	if err := crawl.CheckStatus(resp, req.Method, req.URL); err != nil {
-		return err
-	}
 	if err := json.Unmarshal(resp.Body, out); err != nil {
 		return crawl.Permanentf("%s %s: not the JSON expected: %v", req.Method, req.URL, err)
 	}

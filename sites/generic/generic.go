@@ -267,24 +267,18 @@ func (c common) seedURLs() ([]string, error) {
 	return c.urls, nil
 }
 
-// fetch GETs u with the task's headers. The fetcher's errors already name the method,
-// URL and status and say whether a retry may help.
+// fetch GETs u with the task's headers. Only a 2xx is a page: these tasks send no
+// conditional requests, so a 304 is refused with the rest, by the fetcher, whose errors
+// name the method, URL and status and say whether a retry may help.
 func (c common) fetch(ctx context.Context, env *crawl.Env, u string) (*crawl.Response, error) {
-	req := &crawl.Request{Method: http.MethodGet, URL: u}
+	req := &crawl.Request{Method: http.MethodGet, URL: u, Accept: is2xx}
 	if len(c.headers) > 0 {
 		req.Header = c.headers.Clone()
 	}
-	resp, err := env.Fetch(ctx, req)
-	if err != nil {
-		return nil, err
-	}
-	if resp.Status < 200 || resp.Status > 299 {
-		// The fetcher returns a 304 only for conditional requests, which these tasks do
-		// not send; anything else is not a page.
-		return nil, crawl.Permanentf("GET %s: status %d %s", u, resp.Status, http.StatusText(resp.Status))
-	}
-	return resp, nil
+	return env.Fetch(ctx, req)
 }
+
+func is2xx(status int) bool { return status >= 200 && status < 300 }
 
 // finalURL is the URL links on a response resolve against.
 func finalURL(resp *crawl.Response, requested string) *url.URL {

@@ -13,7 +13,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"net/http"
 	"net/url"
 	"slices"
 	"strconv"
@@ -262,15 +261,12 @@ func describe(v any) string {
 	return fmt.Sprintf("%v (%T)", v, v)
 }
 
-// getJSON fetches u. Statuses a retry may cure (408, 425, 429, 5xx) come back as plain
-// errors, with Retry-After honoured; other non-2xx statuses are permanent.
+// getJSON fetches u. The fetcher fails statuses other than 2xx, retryable when a retry
+// may cure them, with Retry-After honoured.
 func getJSON(ctx context.Context, env *crawl.Env, u string) ([]byte, error) {
 	resp, err := env.Get(ctx, u)
 	if err != nil {
 		return nil, fmt.Errorf("GET %s: %w", u, err)
-	}
-	if err := crawl.CheckStatus(resp, http.MethodGet, u); err != nil {
-		return nil, err
 	}
 	return resp.Body, nil
 }

@@ -302,7 +302,8 @@ func TestBadResponses(t *testing.T) {
 	}))
 	defer srv.Close()
 	env := &crawl.Env{Params: crawl.Params{"base_url": srv.URL + "/"}, Fetcher: fetch.New(fetch.Options{AllowPrivate: true})}
-	raw := &crawl.Env{Params: env.Params, Fetcher: &testFetcher{}}
+	// A plain fetcher with only the status check over it: statuses mean the same.
+	raw := &crawl.Env{Params: env.Params, Fetcher: crawl.Wrap(&testFetcher{}, fetch.StatusCheck())}
 	ctx := context.Background()
 
 	for id := 1; id <= 8; id++ {
