@@ -76,10 +76,12 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -266,13 +268,24 @@ func unsupported(r *http.Request) *esError {
 	return badRequest("illegal_argument_exception", "eslite does not support [%s %s]", r.Method, r.URL.Path)
 }
 
-func (s *server) route(r *http.Request) (int, any, error) {
+// pathParts splits the escaped path and unescapes each part, so an index name holding a
+// slash (date math such as <logs-{now/d}>) stays one part.
+func pathParts(r *http.Request) []string {
 	parts := []string{}
-	for _, p := range strings.Split(strings.Trim(r.URL.Path, "/"), "/") {
-		if p != "" {
-			parts = append(parts, p)
+	for _, p := range strings.Split(strings.Trim(r.URL.EscapedPath(), "/"), "/") {
+		if p == "" {
+			continue
 		}
+		if u, err := url.PathUnescape(p); err == nil {
+			p = u
+		}
+		parts = append(parts, p)
 	}
+	return parts
+}
+
+func (s *server) route(r *http.Request) (int, any, error) {
+	parts := pathParts(r)
 	m := r.Method
 	if len(parts) == 0 {
 		if m == http.MethodGet || m == http.MethodHead {
@@ -285,7 +298,10 @@ func (s *server) route(r *http.Request) (int, any, error) {
 	if strings.HasPrefix(first, "_") && first != "_all" {
 		switch {
 		case first == "_cluster" && len(parts) >= 2 && parts[1] == "health":
-			return 200, map[string]any{"cluster_name": "eslite", "status": "green", "timed_out": false, "number_of_nodes": 1, "number_of_data_nodes": 1}, nil
+			return 200, map[string]any{"cluster_name": "eslite", "status": "green", "timed_out": false, "number_of_nodes": 1, "number_of_data_nodes": 1,
+				"active_primary_shards": len(s.resolve("_all")), "active_shards": len(s.resolve("_all")), "relocating_shards": 0, "initializing_shards": 0,
+				"unassigned_shards": 0, "delayed_unassigned_shards": 0, "number_of_pending_tasks": 0, "number_of_in_flight_fetch": 0,
+				"task_max_waiting_in_queue_millis": 0, "active_shards_percent_as_number": 100.0}, nil
 		case first == "_bulk" && len(parts) == 1:
 			return s.bulk(r, "", body)
 		case first == "_search" && len(parts) == 1:
@@ -295,10 +311,14 @@ func (s *server) route(r *http.Request) (int, any, error) {
 		case first == "_refresh" && len(parts) == 1:
 			return 200, shards(), nil
 		case first == "_mapping" && len(parts) == 1 && m == http.MethodGet:
-			return s.getMapping("_all")
+			return s.getMapping(r, "_all")
+		case first == "_settings" && m == http.MethodGet:
+			return s.getSettings(r, "_all", strings.Join(parts[1:], ","))
+		case first == "_stats":
+			return s.stats("_all")
 		case first == "_aliases" && len(parts) == 1:
 			if m == http.MethodGet {
-				return s.getAliases("_all", "")
+				return s.getAliases(r, "_all", "")
 			}
 			return s.updateAliases(body)
 		case first == "_alias" && (m == http.MethodGet || m == http.MethodHead):
@@ -306,7 +326,7 @@ func (s *server) route(r *http.Request) (int, any, error) {
 			if len(parts) > 1 {
 				name = parts[1]
 			}
-			return s.getAliases("_all", name)
+			return s.getAliases(r, "", name)
 		}
 		return 0, nil, unsupported(r)
 	}
@@ -314,16 +334,17 @@ func (s *server) route(r *http.Request) (int, any, error) {
 	if len(parts) == 1 {
 		switch m {
 		case http.MethodHead:
-			if len(s.resolve(target)) == 0 {
+			ixs, err := s.resolveFor(r, target, expandOpen)
+			if err != nil || len(ixs) == 0 {
 				return 0, nil, notFoundIndex(target)
 			}
 			return 200, nil, nil
 		case http.MethodPut:
 			return s.createIndex(target, body)
 		case http.MethodGet:
-			return s.getIndex(target)
+			return s.getIndex(r, target)
 		case http.MethodDelete:
-			return s.deleteIndex(target)
+			return s.deleteIndex(r, target)
 		}
 		return 0, nil, unsupported(r)
 	}
@@ -336,15 +357,23 @@ func (s *server) route(r *http.Request) (int, any, error) {
 	case op == "_bulk" && len(parts) == 2:
 		return s.bulk(r, target, body)
 	case op == "_refresh" && len(parts) == 2:
-		if len(s.resolve(target)) == 0 {
-			return 0, nil, notFoundIndex(target)
+		if _, err := s.resolveFor(r, target, expandOpen); err != nil {
+			return 0, nil, err
 		}
 		return 200, shards(), nil
+	case (op == "_close" || op == "_open") && len(parts) == 2 && m == http.MethodPost:
+		return s.openClose(r, target, op == "_close")
+	case op == "_settings" && m == http.MethodGet:
+		return s.getSettings(r, target, strings.Join(parts[2:], ","))
+	case op == "_settings" && m == http.MethodPut && len(parts) == 2:
+		return s.putSettings(r, target, body)
+	case op == "_stats":
+		return s.stats(target)
 	case op == "_mapping" && len(parts) == 2:
 		if m == http.MethodGet {
-			return s.getMapping(target)
+			return s.getMapping(r, target)
 		}
-		return s.putMapping(target, body)
+		return s.putMapping(r, target, body)
 	case (op == "_alias" || op == "_aliases") && len(parts) <= 3:
 		name := ""
 		if len(parts) == 3 {
@@ -352,13 +381,13 @@ func (s *server) route(r *http.Request) (int, any, error) {
 		}
 		switch m {
 		case http.MethodGet, http.MethodHead:
-			return s.getAliases(target, name)
+			return s.getAliases(r, target, name)
 		case http.MethodPut, http.MethodPost:
-			return s.putAlias(target, name)
+			return s.putAlias(target, name, body)
 		case http.MethodDelete:
 			return s.deleteAlias(target, name)
 		}
-	case op == "_doc" || op == "_create":
+	case op == "_doc" || op == "_create" || op == "_update" || op == "_source":
 		id := ""
 		if len(parts) == 3 {
 			id = parts[2]
@@ -391,36 +420,112 @@ func (s *server) info() map[string]any {
 	}
 }
 
-var validIndexName = regexp.MustCompile(`^[a-z0-9][a-z0-9_.+-]*$`)
+// expand says which indexes a wildcard reaches (expand_wildcards).
+type expand int
 
-// resolve expands an index expression (names, aliases, patterns, _all, commas) into the
-// open indexes, sorted by name. Unknown exact names are left out; see resolveStrict.
+const (
+	expandOpen expand = 1 << iota
+	expandClosed
+	expandNone = 0
+	expandAll  = expandOpen | expandClosed
+)
+
+// resolveOpts are the index-resolution options of a request.
+type resolveOpts struct {
+	expand            expand
+	ignoreUnavailable bool
+	allowNoIndices    bool
+	strict            bool
+}
+
+func optsFor(r *http.Request, def expand) resolveOpts {
+	o := resolveOpts{expand: def, allowNoIndices: true, strict: true}
+	if r == nil {
+		return o
+	}
+	q := r.URL.Query()
+	if v, ok := q["expand_wildcards"]; ok {
+		o.expand = expandNone
+		for _, w := range strings.Split(v[0], ",") {
+			switch strings.TrimSpace(w) {
+			case "open":
+				o.expand |= expandOpen
+			case "closed":
+				o.expand |= expandClosed
+			case "all":
+				o.expand |= expandAll
+			}
+		}
+	}
+	o.ignoreUnavailable = q.Get("ignore_unavailable") == "true"
+	if q.Get("allow_no_indices") == "false" {
+		o.allowNoIndices = false
+	}
+	return o
+}
+
+// resolve expands an index expression leniently: open indexes, unknown names left out.
 func (s *server) resolve(expr string) []*esIndex {
-	out, _ := s.resolveExpr(expr, false)
+	out, _ := s.resolveExpr(expr, resolveOpts{expand: expandOpen, allowNoIndices: true})
 	return out
 }
 
 func (s *server) resolveStrict(expr string) ([]*esIndex, error) {
-	return s.resolveExpr(expr, true)
+	return s.resolveExpr(expr, resolveOpts{expand: expandOpen, allowNoIndices: true, strict: true})
 }
 
-func (s *server) resolveExpr(expr string, strict bool) ([]*esIndex, error) {
+func (s *server) resolveFor(r *http.Request, expr string, def expand) ([]*esIndex, error) {
+	return s.resolveExpr(expr, optsFor(r, def))
+}
+
+func (ix *esIndex) closed() bool {
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	return ix.meta.Closed
+}
+
+// resolveExpr expands names, aliases, date-math names, wildcard patterns, _all and
+// -exclusions (after a wildcard) into indexes sorted by name.
+func (s *server) resolveExpr(expr string, o resolveOpts) ([]*esIndex, error) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	seen := map[string]*esIndex{}
-	for _, part := range strings.Split(expr, ",") {
+	wild := func(ix *esIndex) bool {
+		if ix.closed() {
+			return o.expand&expandClosed != 0
+		}
+		return o.expand&expandOpen != 0
+	}
+	wildcardSeen := false
+	for i, part := range strings.Split(expr, ",") {
 		part = strings.TrimSpace(part)
 		if part == "" {
 			continue
 		}
-		if part == "_all" || part == "*" {
-			for n, ix := range s.indexes {
-				seen[n] = ix
+		if strings.HasPrefix(part, "-") && i > 0 && wildcardSeen {
+			pat := part[1:]
+			for n, ix := range seen {
+				if globMatch(pat, n) || ix.hasAlias(pat) {
+					delete(seen, n)
+				}
 			}
 			continue
 		}
-		if strings.ContainsAny(part, "*?") {
+		if part == "_all" || part == "*" {
+			wildcardSeen = true
 			for n, ix := range s.indexes {
+				if wild(ix) {
+					seen[n] = ix
+				}
+			}
+			continue
+		}
+		if strings.ContainsAny(part, "*?") && o.expand != expandNone {
+			wildcardSeen = true
+			for n, ix := range s.indexes {
+				if !wild(ix) {
+					continue
+				}
 				if globMatch(part, n) {
 					seen[n] = ix
 					continue
@@ -433,6 +538,9 @@ func (s *server) resolveExpr(expr string, strict bool) ([]*esIndex, error) {
 			}
 			continue
 		}
+		if name, err := dateMathName(part, time.Now()); err == nil {
+			part = name
+		}
 		found := false
 		if ix, ok := s.indexes[part]; ok {
 			seen[part] = ix
@@ -444,7 +552,7 @@ func (s *server) resolveExpr(expr string, strict bool) ([]*esIndex, error) {
 				found = true
 			}
 		}
-		if !found && strict {
+		if !found && o.strict && !o.ignoreUnavailable {
 			return nil, notFoundIndex(part)
 		}
 	}
@@ -453,6 +561,9 @@ func (s *server) resolveExpr(expr string, strict bool) ([]*esIndex, error) {
 		out = append(out, ix)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].name < out[j].name })
+	if len(out) == 0 && !o.allowNoIndices && o.strict {
+		return nil, notFoundIndex(expr)
+	}
 	return out, nil
 }
 
@@ -469,11 +580,81 @@ func globMatch(pattern, s string) bool {
 	return m
 }
 
+var dateMathPart = regexp.MustCompile(`\{([^{}]*)(?:\{([^{}]*)\})?\}`)
+
+// dateMathName resolves an index name such as <logs-{now/d}> or
+// <logs_{2022-12-31||/d{yyyy-MM-dd}}>; other names come back as an error.
+func dateMathName(name string, now time.Time) (string, error) {
+	if !strings.HasPrefix(name, "<") || !strings.HasSuffix(name, ">") {
+		return "", fmt.Errorf("not a date math name")
+	}
+	inner := name[1 : len(name)-1]
+	var ferr error
+	out := dateMathPart.ReplaceAllStringFunc(inner, func(m string) string {
+		sm := dateMathPart.FindStringSubmatch(m)
+		t, err := parseDateMath(sm[1], now, false)
+		if err != nil {
+			ferr = err
+			return m
+		}
+		format := sm[2]
+		if format == "" {
+			format = "yyyy.MM.dd"
+		}
+		return t.UTC().Format(javaDateLayout(format))
+	})
+	if ferr != nil {
+		return "", badRequest("illegal_argument_exception", "invalid date math in index name [%s]: %v", name, ferr)
+	}
+	return out, nil
+}
+
+// javaDateLayout converts the common Java date pattern letters into a Go layout.
+func javaDateLayout(f string) string {
+	return strings.NewReplacer("yyyy", "2006", "yy", "06", "MM", "01", "dd", "02", "HH", "15", "mm", "04", "ss", "05", "SSS", "000").Replace(f)
+}
+
+// validateIndexName applies Elasticsearch's rules for index (and alias) names.
+func validateIndexName(name, what string) *esError {
+	bad := func(why string) *esError {
+		return &esError{status: 400, typ: "invalid_" + what + "_name_exception", reason: "Invalid " + what + " name [" + name + "], " + why,
+			extra: map[string]any{"index": name}}
+	}
+	switch {
+	case name == "" || name == "." || name == "..":
+		return bad("must not be empty, '.' or '..'")
+	case strings.ToLower(name) != name:
+		return bad("must be lowercase")
+	case strings.ContainsAny(name, "\\/*?\"<>| ,#:"):
+		return bad("must not contain the following characters [ , \", *, \\, <, |, ,, >, /, ?]")
+	case strings.HasPrefix(name, "_") || strings.HasPrefix(name, "-") || strings.HasPrefix(name, "+"):
+		return bad("must not start with '_', '-', or '+'")
+	case len(name) > 255:
+		return bad("index name is too long, (" + fmt.Sprint(len(name)) + " > 255)")
+	}
+	return nil
+}
+
+func (s *server) isAlias(name string) bool {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	for _, ix := range s.indexes {
+		if ix.hasAlias(name) {
+			return true
+		}
+	}
+	return false
+}
+
 // writeTarget resolves a name or alias to the single index a write goes to, creating
-// the index (dynamic mappings) when nothing by that name exists.
+// the index (dynamic mappings) when nothing by that name exists. An alias over several
+// indexes writes to the one marked is_write_index.
 func (s *server) writeTarget(name string) (*esIndex, error) {
 	if strings.ContainsAny(name, "*?,") || name == "_all" {
 		return nil, badRequest("illegal_argument_exception", "cannot write to [%s]: not a single index or alias", name)
+	}
+	if dm, err := dateMathName(name, time.Now()); err == nil {
+		name = dm
 	}
 	ixs := s.resolve(name)
 	switch len(ixs) {
@@ -489,40 +670,166 @@ func (s *server) writeTarget(name string) (*esIndex, error) {
 		}
 		return s.writeTarget(name)
 	}
-	return nil, badRequest("illegal_argument_exception", "no write index is defined for alias [%s]; the alias points to %d indices", name, len(ixs))
+	for _, ix := range ixs {
+		if a, ok := ix.snapshotMeta().Aliases[name]; ok && fmt.Sprint(a["is_write_index"]) == "true" {
+			return ix, nil
+		}
+	}
+	return nil, badRequest("illegal_argument_exception", "no write index is defined for alias [%s]. The write index may be explicitly disabled using is_write_index=false or the alias points to multiple indices without one being designated as a write index", name)
+}
+
+// aliasAttrs normalises an alias definition as Elasticsearch stores it.
+func aliasAttrs(name string, v any) (map[string]any, error) {
+	if v == nil {
+		return map[string]any{}, nil
+	}
+	o, ok := v.(map[string]any)
+	if !ok {
+		return nil, parsingErr("Failed to parse alias [%s]: expected an object", name)
+	}
+	out := map[string]any{}
+	for k, x := range o {
+		switch k {
+		case "filter":
+			out["filter"] = x
+		case "routing":
+			if _, isStr := x.(string); !isStr {
+				return nil, badRequest("illegal_argument_exception", "Unsupported %T type value [%v] for field [routing] in alias [%s]", x, x, name)
+			}
+			out["index_routing"], out["search_routing"] = x, x
+		case "index_routing", "search_routing":
+			out[k] = scalarString(x)
+		case "is_write_index", "is_hidden":
+			b, isBool := x.(bool)
+			if !isBool {
+				return nil, badRequest("illegal_argument_exception", "Unsupported String type value [%v] for field [%s] in alias [%s]", x, k, name)
+			}
+			out[k] = b
+		case "index", "indices", "alias", "aliases", "must_exist":
+		default:
+			return nil, parsingErr("[aliases] unknown field [%s]", k)
+		}
+	}
+	return out, nil
+}
+
+// flattenSettings turns nested or dotted settings into "key" -> value without the
+// "index." prefix, the way Elasticsearch normalises them.
+func flattenSettings(st map[string]any) map[string]any {
+	out := map[string]any{}
+	var walk func(prefix string, v any)
+	walk = func(prefix string, v any) {
+		if m, ok := v.(map[string]any); ok {
+			for k, x := range m {
+				walk(prefix+k+".", x)
+			}
+			return
+		}
+		out[strings.TrimPrefix(strings.TrimSuffix(prefix, "."), "index.")] = v
+	}
+	walk("", st)
+	return out
+}
+
+// nestSettings renders flat settings under "index" as nested objects of strings, as
+// the settings APIs answer.
+func nestSettings(flat map[string]any) map[string]any {
+	root := map[string]any{}
+	keys := make([]string, 0, len(flat))
+	for k := range flat {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		cur := root
+		parts := strings.Split(k, ".")
+		for _, p := range parts[:len(parts)-1] {
+			next, ok := cur[p].(map[string]any)
+			if !ok {
+				next = map[string]any{}
+				cur[p] = next
+			}
+			cur = next
+		}
+		v := flat[k]
+		switch t := v.(type) {
+		case []any:
+			strs := make([]any, len(t))
+			for i, x := range t {
+				strs[i] = scalarString(x)
+			}
+			cur[parts[len(parts)-1]] = strs
+		default:
+			cur[parts[len(parts)-1]] = scalarString(v)
+		}
+	}
+	return root
+}
+
+func (ix *esIndex) settingsOut() map[string]any {
+	m := ix.snapshotMeta()
+	flat := map[string]any{"number_of_shards": "1", "number_of_replicas": "1", "provided_name": m.Name,
+		"uuid": "eslite-" + m.Name, "creation_date": strconv.FormatInt(m.Created.UnixMilli(), 10), "version.created": "8535000"}
+	for k, v := range flattenSettings(m.Settings) {
+		flat[k] = v
+	}
+	return map[string]any{"index": nestSettings(flat)}
+}
+
+// setting returns one index setting (without the "index." prefix) as a string.
+func (ix *esIndex) setting(key string) string {
+	m := ix.snapshotMeta()
+	v, ok := flattenSettings(m.Settings)[key]
+	if !ok {
+		return ""
+	}
+	return scalarString(v)
 }
 
 func (s *server) createIndex(name string, body []byte) (int, any, error) {
-	if !validIndexName.MatchString(name) || name == "." || name == ".." {
-		return 0, nil, badRequest("invalid_index_name_exception", "Invalid index name [%s], must be lowercase and must not contain spaces, commas, wildcards or the characters \\ / \" < > |", name)
+	if dm, err := dateMathName(name, time.Now()); err == nil {
+		name = dm
+	} else if strings.HasPrefix(name, "<") {
+		return 0, nil, err
+	}
+	if e := validateIndexName(name, "index"); e != nil {
+		return 0, nil, e
 	}
 	req, err := decodeObject(body)
 	if err != nil {
 		return 0, nil, err
 	}
-	for k := range req {
+	for k, v := range req {
 		if k != "settings" && k != "mappings" && k != "aliases" {
 			return 0, nil, parsingErr("unknown key [%s] for create index", k)
+		}
+		if _, ok := v.(map[string]any); !ok {
+			return 0, nil, parsingErr("Failed to parse [%s]: expected an object, found [%v]", k, v)
 		}
 	}
 	meta := &indexMeta{Name: name, Settings: map[string]any{}, Mappings: map[string]any{"properties": map[string]any{}}, Aliases: map[string]map[string]any{}, Created: time.Now().UTC()}
 	if st, ok := req["settings"].(map[string]any); ok {
+		if fmt.Sprint(flattenSettings(st)["soft_deletes.enabled"]) == "false" {
+			return 0, nil, badRequest("illegal_argument_exception", "Creating indices with soft-deletes disabled is no longer supported. Please do not specify a value for setting [index.soft_deletes.enabled].")
+		}
 		meta.Settings = st
 	}
 	if mp, ok := req["mappings"].(map[string]any); ok {
 		if err := validateMappings(mp); err != nil {
 			return 0, nil, err
 		}
-		if _, ok := mp["properties"]; !ok {
-			mp["properties"] = map[string]any{}
-		}
+		props, _ := mp["properties"].(map[string]any)
+		mp["properties"] = expandDotted(props)
 		meta.Mappings = mp
 	}
 	if al, ok := req["aliases"].(map[string]any); ok {
 		for a, v := range al {
-			o, _ := v.(map[string]any)
-			if o == nil {
-				o = map[string]any{}
+			if dm, err := dateMathName(a, time.Now()); err == nil {
+				a = dm
+			}
+			o, err := aliasAttrs(a, v)
+			if err != nil {
+				return 0, nil, err
 			}
 			meta.Aliases[a] = o
 		}
@@ -530,7 +837,7 @@ func (s *server) createIndex(name string, body []byte) (int, any, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if _, ok := s.indexes[name]; ok {
-		return 0, nil, &esError{status: 400, typ: "resource_already_exists_exception", reason: "index [" + name + "] already exists", extra: map[string]any{"index": name}}
+		return 0, nil, &esError{status: 400, typ: "resource_already_exists_exception", reason: "index [" + name + "/eslite] already exists", extra: map[string]any{"index": name}}
 	}
 	for _, ix := range s.indexes {
 		if ix.hasAlias(name) {
@@ -545,21 +852,21 @@ func (s *server) createIndex(name string, body []byte) (int, any, error) {
 	return 200, map[string]any{"acknowledged": true, "shards_acknowledged": true, "index": name}, nil
 }
 
-func (s *server) getIndex(expr string) (int, any, error) {
-	ixs, err := s.resolveStrict(expr)
+func (s *server) getIndex(r *http.Request, expr string) (int, any, error) {
+	ixs, err := s.resolveFor(r, expr, expandOpen)
 	if err != nil {
 		return 0, nil, err
 	}
 	out := map[string]any{}
 	for _, ix := range ixs {
 		m := ix.snapshotMeta()
-		out[ix.name] = map[string]any{"aliases": m.Aliases, "mappings": m.Mappings, "settings": map[string]any{"index": m.Settings}}
+		out[ix.name] = map[string]any{"aliases": m.Aliases, "mappings": outMappings(m.Mappings), "settings": ix.settingsOut()}
 	}
 	return 200, out, nil
 }
 
-func (s *server) deleteIndex(expr string) (int, any, error) {
-	ixs, err := s.resolveStrict(expr)
+func (s *server) deleteIndex(r *http.Request, expr string) (int, any, error) {
+	ixs, err := s.resolveFor(r, expr, expandAll)
 	if err != nil {
 		return 0, nil, err
 	}
@@ -575,20 +882,128 @@ func (s *server) deleteIndex(expr string) (int, any, error) {
 	return 200, map[string]any{"acknowledged": true}, nil
 }
 
-func (s *server) getMapping(expr string) (int, any, error) {
-	ixs, err := s.resolveStrict(expr)
+func (s *server) openClose(r *http.Request, expr string, close bool) (int, any, error) {
+	ixs, err := s.resolveFor(r, expr, expandAll)
+	if err != nil {
+		return 0, nil, err
+	}
+	res := map[string]any{}
+	for _, ix := range ixs {
+		ix.mu.Lock()
+		ix.meta.Closed = close
+		err := ix.saveMeta()
+		ix.mu.Unlock()
+		if err != nil {
+			return 0, nil, err
+		}
+		res[ix.name] = map[string]any{"closed": close}
+	}
+	out := map[string]any{"acknowledged": true, "shards_acknowledged": true}
+	if close {
+		out["indices"] = res
+	}
+	return 200, out, nil
+}
+
+func (s *server) getSettings(r *http.Request, expr, names string) (int, any, error) {
+	ixs, err := s.resolveFor(r, expr, expandAll)
 	if err != nil {
 		return 0, nil, err
 	}
 	out := map[string]any{}
 	for _, ix := range ixs {
-		out[ix.name] = map[string]any{"mappings": ix.snapshotMeta().Mappings}
+		st := ix.settingsOut()
+		if names != "" && names != "_all" {
+			flat := flattenSettings(st)
+			keep := map[string]any{}
+			for k, v := range flat {
+				for _, n := range strings.Split(names, ",") {
+					if globMatch(strings.TrimPrefix(n, "index."), k) {
+						keep[k] = v
+					}
+				}
+			}
+			st = map[string]any{}
+			if len(keep) > 0 {
+				st = map[string]any{"index": nestSettings(keep)}
+			}
+		}
+		out[ix.name] = map[string]any{"settings": st}
 	}
 	return 200, out, nil
 }
 
-func (s *server) putMapping(expr string, body []byte) (int, any, error) {
+func (s *server) putSettings(r *http.Request, expr string, body []byte) (int, any, error) {
+	ixs, err := s.resolveFor(r, expr, expandOpen)
+	if err != nil {
+		return 0, nil, err
+	}
+	req, err := decodeObject(body)
+	if err != nil {
+		return 0, nil, err
+	}
+	if st, ok := req["settings"].(map[string]any); ok && len(req) == 1 {
+		req = st
+	}
+	for _, ix := range ixs {
+		ix.mu.Lock()
+		flat := flattenSettings(ix.meta.Settings)
+		for k, v := range flattenSettings(req) {
+			if v == nil {
+				delete(flat, k)
+			} else {
+				flat[k] = v
+			}
+		}
+		st := map[string]any{}
+		for k, v := range flat {
+			st["index."+k] = v
+		}
+		ix.meta.Settings = st
+		err := ix.saveMeta()
+		ix.mu.Unlock()
+		if err != nil {
+			return 0, nil, err
+		}
+	}
+	return 200, map[string]any{"acknowledged": true}, nil
+}
+
+func (s *server) stats(expr string) (int, any, error) {
 	ixs, err := s.resolveStrict(expr)
+	if err != nil {
+		return 0, nil, err
+	}
+	indices := map[string]any{}
+	var docsAll, idxAll, noopAll int64
+	for _, ix := range ixs {
+		m := ix.snapshotMeta()
+		n, _ := ix.bi.DocCount()
+		docsAll, idxAll, noopAll = docsAll+int64(n), idxAll+m.IndexTotal, noopAll+m.NoopUpdates
+		part := map[string]any{"docs": map[string]any{"count": n, "deleted": 0},
+			"indexing": map[string]any{"index_total": m.IndexTotal, "noop_update_total": m.NoopUpdates}}
+		indices[ix.name] = map[string]any{"uuid": "eslite-" + ix.name, "health": "green", "status": "open", "primaries": part, "total": part}
+	}
+	all := map[string]any{"docs": map[string]any{"count": docsAll, "deleted": 0},
+		"indexing": map[string]any{"index_total": idxAll, "noop_update_total": noopAll}}
+	return 200, map[string]any{"_shards": map[string]any{"total": len(ixs), "successful": len(ixs), "failed": 0},
+		"_all": map[string]any{"primaries": all, "total": all}, "indices": indices}, nil
+}
+
+func (s *server) getMapping(r *http.Request, expr string) (int, any, error) {
+	ixs, err := s.resolveFor(r, expr, expandOpen)
+	if err != nil {
+		return 0, nil, err
+	}
+	out := map[string]any{}
+	for _, ix := range ixs {
+		out[ix.name] = map[string]any{"mappings": outMappings(ix.snapshotMeta().Mappings)}
+	}
+	return 200, out, nil
+}
+
+func (s *server) putMapping(r *http.Request, expr string, body []byte) (int, any, error) {
+	ixs, err := s.resolveFor(r, expr, expandOpen)
 	if err != nil {
 		return 0, nil, err
 	}
@@ -600,24 +1015,86 @@ func (s *server) putMapping(expr string, body []byte) (int, any, error) {
 		return 0, nil, err
 	}
 	for _, ix := range ixs {
-		if err := ix.mergeMappings(req); err != nil {
+		if err := ix.mergeMappings(deepCopy(req).(map[string]any)); err != nil {
 			return 0, nil, err
 		}
 	}
 	return 200, map[string]any{"acknowledged": true}, nil
 }
 
-func (s *server) getAliases(expr, name string) (int, any, error) {
-	ixs, err := s.resolveStrict(expr)
+// aliasSelector applies a comma-separated alias expression: names, wildcards, _all,
+// and -exclusions (a leading '-' excludes when it is not the first expression).
+type aliasSelector struct {
+	parts []string
+}
+
+func (a aliasSelector) match(alias string) bool {
+	if len(a.parts) == 0 {
+		return true
+	}
+	in := false
+	for i, p := range a.parts {
+		if strings.HasPrefix(p, "-") && i > 0 {
+			if globMatch(p[1:], alias) {
+				in = false
+			}
+			continue
+		}
+		if p == "_all" || globMatch(p, alias) {
+			in = true
+		}
+	}
+	return in
+}
+
+// missing lists the explicitly named aliases that exist nowhere, as Elasticsearch
+// reports them: wildcards, _all and exclusions after the first wildcard never count.
+func (a aliasSelector) missing(exists func(string) bool) []string {
+	firstWild := len(a.parts)
+	for i, p := range a.parts {
+		if p == "_all" || strings.ContainsAny(p, "*?") {
+			firstWild = i
+			break
+		}
+	}
+	var out []string
+	for i, p := range a.parts {
+		if p == "_all" || strings.ContainsAny(p, "*?") || (i > firstWild && strings.HasPrefix(p, "-")) {
+			continue
+		}
+		if !exists(p) {
+			out = append(out, p)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+func (s *server) getAliases(r *http.Request, expr, name string) (int, any, error) {
+	def := expandAll
+	if expr == "" {
+		expr = "_all"
+	}
+	ixs, err := s.resolveFor(r, expr, def)
 	if err != nil {
 		return 0, nil, err
 	}
+	sel := aliasSelector{}
+	if name != "" {
+		for _, p := range strings.Split(name, ",") {
+			if p = strings.TrimSpace(p); p != "" {
+				sel.parts = append(sel.parts, p)
+			}
+		}
+	}
 	out := map[string]any{}
+	all := map[string]bool{}
 	for _, ix := range ixs {
 		m := ix.snapshotMeta()
 		al := map[string]any{}
 		for a, v := range m.Aliases {
-			if name == "" || globMatch(name, a) {
+			all[a] = true
+			if sel.match(a) {
 				al[a] = v
 			}
 		}
@@ -625,17 +1102,43 @@ func (s *server) getAliases(expr, name string) (int, any, error) {
 			out[ix.name] = map[string]any{"aliases": al}
 		}
 	}
-	if name != "" && len(out) == 0 {
+	if name == "" {
+		return 200, out, nil
+	}
+	if miss := sel.missing(func(a string) bool { return all[a] }); len(miss) > 0 {
+		word := "alias"
+		if len(miss) > 1 {
+			word = "aliases"
+		}
+		out["error"] = word + " [" + strings.Join(miss, ",") + "] missing"
+		out["status"] = 404
+		if r.Method == http.MethodHead {
+			return 0, nil, &esError{status: 404, typ: "aliases_not_found_exception", reason: fmt.Sprint(out["error"])}
+		}
+		return 404, out, nil
+	}
+	if r.Method == http.MethodHead && len(out) == 0 {
 		return 0, nil, &esError{status: 404, typ: "aliases_not_found_exception", reason: "alias [" + name + "] missing"}
 	}
 	return 200, out, nil
 }
 
-func (s *server) putAlias(expr, name string) (int, any, error) {
-	if name == "" || !validIndexName.MatchString(name) {
-		return 0, nil, badRequest("invalid_alias_name_exception", "Invalid alias name [%s]", name)
+func (s *server) putAlias(expr, name string, body []byte) (int, any, error) {
+	if dm, err := dateMathName(name, time.Now()); err == nil {
+		name = dm
+	}
+	if e := validateIndexName(name, "alias"); e != nil {
+		return 0, nil, e
 	}
 	ixs, err := s.resolveStrict(expr)
+	if err != nil {
+		return 0, nil, err
+	}
+	req, err := decodeObject(body)
+	if err != nil {
+		return 0, nil, err
+	}
+	attrs, err := aliasAttrs(name, req)
 	if err != nil {
 		return 0, nil, err
 	}
@@ -643,10 +1146,10 @@ func (s *server) putAlias(expr, name string) (int, any, error) {
 	_, clash := s.indexes[name]
 	s.mu.RUnlock()
 	if clash {
-		return 0, nil, badRequest("invalid_alias_name_exception", "Invalid alias name [%s]: an index exists with the same name as the alias", name)
+		return 0, nil, badRequest("invalid_alias_name_exception", "Invalid alias name [%s]: an index or data stream exists with the same name as the alias", name)
 	}
 	for _, ix := range ixs {
-		if err := ix.setAlias(name, true); err != nil {
+		if err := ix.setAlias(name, attrs); err != nil {
 			return 0, nil, err
 		}
 	}
@@ -660,9 +1163,12 @@ func (s *server) deleteAlias(expr, name string) (int, any, error) {
 	}
 	removed := false
 	for _, ix := range ixs {
-		if _, ok := ix.snapshotMeta().Aliases[name]; ok {
+		for a := range ix.snapshotMeta().Aliases {
+			if !(aliasSelector{parts: strings.Split(name, ",")}).match(a) {
+				continue
+			}
 			removed = true
-			if err := ix.setAlias(name, false); err != nil {
+			if err := ix.setAlias(a, nil); err != nil {
 				return 0, nil, err
 			}
 		}
@@ -686,22 +1192,34 @@ func (s *server) updateAliases(body []byte) (int, any, error) {
 		am, _ := a.(map[string]any)
 		for kind, v := range am {
 			o, _ := v.(map[string]any)
-			idx, _ := o["index"].(string)
-			alias, _ := o["alias"].(string)
-			if idx == "" || alias == "" {
-				return 0, nil, parsingErr("[%s] action needs [index] and [alias]", kind)
+			var idxs, aliases []string
+			for _, k := range []string{"index", "indices"} {
+				for _, x := range clauses(o[k]) {
+					idxs = append(idxs, scalarString(x))
+				}
 			}
-			switch kind {
-			case "add":
-				if _, _, err := s.putAlias(idx, alias); err != nil {
-					return 0, nil, err
+			for _, k := range []string{"alias", "aliases"} {
+				for _, x := range clauses(o[k]) {
+					aliases = append(aliases, scalarString(x))
 				}
-			case "remove":
-				if _, _, err := s.deleteAlias(idx, alias); err != nil {
-					return 0, nil, err
+			}
+			if len(idxs) == 0 || (len(aliases) == 0 && kind != "remove_index") {
+				return 0, nil, badRequest("action_request_validation_exception", "Validation Failed: 1: [%s] action needs [index] and [alias];", kind)
+			}
+			for _, alias := range aliases {
+				switch kind {
+				case "add":
+					b, _ := json.Marshal(o)
+					if _, _, err := s.putAlias(strings.Join(idxs, ","), alias, b); err != nil {
+						return 0, nil, err
+					}
+				case "remove":
+					if _, _, err := s.deleteAlias(strings.Join(idxs, ","), alias); err != nil {
+						return 0, nil, err
+					}
+				default:
+					return 0, nil, parsingErr("unsupported alias action [%s] (eslite supports add and remove)", kind)
 				}
-			default:
-				return 0, nil, parsingErr("unsupported alias action [%s] (eslite supports add and remove)", kind)
 			}
 		}
 	}

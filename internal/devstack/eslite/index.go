@@ -8,13 +8,17 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
+	"reflect"
 	"sort"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/blevesearch/bleve/v2"
@@ -32,6 +36,9 @@ const (
 	fSource     = "_source"
 	fVersion    = "_version"
 	fFieldNames = "_field_names"
+	fSeqNo      = "_seq_no"
+	fRouting    = "_routing"
+	fIgnored    = "_ignored"
 )
 
 var (
@@ -55,12 +62,20 @@ type indexMeta struct {
 	Aliases  map[string]map[string]any `json:"aliases"`
 	Created  time.Time                 `json:"created"`
 	SeqNo    int64                     `json:"seq_no"`
+	Closed   bool                      `json:"closed,omitempty"`
+	// IndexTotal and NoopUpdates feed _stats' indexing section.
+	IndexTotal  int64 `json:"index_total,omitempty"`
+	NoopUpdates int64 `json:"noop_update_total,omitempty"`
 }
 
 // fieldInfo is one searchable field: its type and where its value is in _source.
 type fieldInfo struct {
-	Type string // text, keyword, long, double, date, boolean
-	Src  string
+	Type        string // text, keyword, long, double, date, boolean; "none" for stored-only types
+	Src         string
+	ESType      string // the mapping's own type name (ip, geo_point, integer, ...)
+	IgnoreAbove int    // keyword values longer than this are kept in _source only
+	Store       bool   // "store": true, so stored_fields returns it
+	Malformed   bool   // ignore_malformed: values that do not parse are kept in _source only
 }
 
 type esIndex struct {
@@ -72,6 +87,11 @@ type esIndex struct {
 	wmu    sync.Mutex   // serialises writes
 	meta   *indexMeta
 	fields map[string]fieldInfo
+
+	// gen counts writes, so cached BM25 statistics know when they are stale.
+	gen     atomic.Uint64
+	statsMu sync.Mutex
+	bm25    *indexStats
 }
 
 func createIndexOnDisk(dir string, meta *indexMeta) (*esIndex, error) {
@@ -172,11 +192,12 @@ func (ix *esIndex) hasAlias(name string) bool {
 	return ok
 }
 
-func (ix *esIndex) setAlias(name string, add bool) error {
+// setAlias adds (attrs non-nil) or removes an alias.
+func (ix *esIndex) setAlias(name string, attrs map[string]any) error {
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
-	if add {
-		ix.meta.Aliases[name] = map[string]any{}
+	if attrs != nil {
+		ix.meta.Aliases[name] = attrs
 	} else {
 		delete(ix.meta.Aliases, name)
 	}
@@ -187,6 +208,12 @@ func (ix *esIndex) mergeMappings(req map[string]any) error {
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
 	props, _ := req["properties"].(map[string]any)
+	props = expandDotted(props)
+	for k, v := range req {
+		if k != "properties" {
+			ix.meta.Mappings[k] = v
+		}
+	}
 	cur, _ := ix.meta.Mappings["properties"].(map[string]any)
 	if cur == nil {
 		cur = map[string]any{}
@@ -210,6 +237,24 @@ func mergeProps(cur, add map[string]any, prefix string) error {
 		ot, nt := typeOf(old), typeOf(nv)
 		if ot != nt {
 			return badRequest("illegal_argument_exception", "mapper [%s%s] cannot be changed from type [%s] to [%s]", prefix, name, ot, nt)
+		}
+		if ot != "object" {
+			// A leaf's new definition replaces the old one (meta, analyzer, ...); its
+			// multi-fields add up.
+			of, _ := old["fields"].(map[string]any)
+			nf, _ := nv["fields"].(map[string]any)
+			if of != nil {
+				merged := map[string]any{}
+				for k, x := range of {
+					merged[k] = x
+				}
+				for k, x := range nf {
+					merged[k] = x
+				}
+				nv["fields"] = merged
+			}
+			cur[name] = nv
+			continue
 		}
 		if ot == "object" {
 			op, _ := old["properties"].(map[string]any)
@@ -237,13 +282,15 @@ func typeOf(p map[string]any) string {
 }
 
 // canonicalType maps an Elasticsearch field type onto the few kinds eslite indexes.
+// Types eslite does not search (geo, ranges, vectors, binary, ...) are "none": the
+// mapping accepts and reports them and their values stay in _source.
 func canonicalType(t string) (string, bool) {
 	switch t {
-	case "text", "match_only_text":
+	case "text", "match_only_text", "search_as_you_type", "annotated_text", "semantic_text":
 		return "text", true
-	case "keyword", "wildcard", "constant_keyword":
+	case "keyword", "wildcard", "constant_keyword", "ip", "version", "counted_keyword":
 		return "keyword", true
-	case "long", "integer", "short", "byte", "unsigned_long":
+	case "long", "integer", "short", "byte", "unsigned_long", "token_count":
 		return "long", true
 	case "double", "float", "half_float", "scaled_float":
 		return "double", true
@@ -251,33 +298,67 @@ func canonicalType(t string) (string, bool) {
 		return "date", true
 	case "boolean":
 		return "boolean", true
-	case "object":
+	case "object", "nested", "passthrough":
 		return "object", true
+	case "geo_point", "geo_shape", "shape", "point", "binary", "integer_range", "float_range", "long_range",
+		"double_range", "date_range", "ip_range", "dense_vector", "sparse_vector", "rank_feature",
+		"rank_features", "percolator", "join", "alias", "histogram", "aggregate_metric_double",
+		"flattened", "murmur3", "completion", "exponential_histogram":
+		return "none", true
 	}
 	return "", false
 }
 
 func validateMappings(m map[string]any) error {
-	for k := range m {
+	for k, v := range m {
 		switch k {
-		case "properties", "dynamic", "_source", "_meta", "dynamic_templates", "date_detection", "numeric_detection":
+		case "properties", "dynamic", "_source", "_meta", "dynamic_templates", "date_detection", "numeric_detection",
+			"subobjects", "_routing", "enabled", "_field_names", "_data_stream_timestamp", "dynamic_date_formats":
+		case "runtime":
+			rt, _ := v.(map[string]any)
+			for name, def := range rt {
+				d, _ := def.(map[string]any)
+				if t := fmt.Sprint(d["type"]); !runtimeTypes[t] {
+					return badRequest("mapper_parsing_exception", "Failed to parse mapping: The mapper type [%s] declared on runtime field [%s] does not exist. It might have been created within a future version or requires a plugin to be installed. Check the documentation.", t, name)
+				}
+			}
+		case "_doc":
+			return badRequest("illegal_argument_exception", "Types cannot be provided in put mapping requests")
 		default:
-			return badRequest("mapper_parsing_exception", "Root mapping definition has unsupported parameters: [%s]", k)
+			return badRequest("mapper_parsing_exception", "Root mapping definition has unsupported parameters:  [%s : %v]", k, v)
+		}
+	}
+	if p, ok := m["properties"]; ok {
+		if _, isMap := p.(map[string]any); !isMap {
+			return badRequest("mapper_parsing_exception", "Failed to parse mapping: Expected map for property [properties] but got a %T", p)
 		}
 	}
 	props, _ := m["properties"].(map[string]any)
 	return validateProps(props, "")
 }
 
+var runtimeTypes = map[string]bool{"keyword": true, "long": true, "double": true, "date": true, "boolean": true,
+	"ip": true, "geo_point": true, "composite": true, "lookup": true}
+
+// emptyNameErr is Elasticsearch's refusal of a field named "".
+func emptyNameErr() *esError {
+	e := badRequest("mapper_parsing_exception", "Failed to parse mapping: name cannot be empty string")
+	e.extra = map[string]any{"caused_by": map[string]any{"type": "illegal_argument_exception", "reason": "name cannot be empty string"}}
+	return e
+}
+
 func validateProps(props map[string]any, prefix string) error {
 	for name, v := range props {
+		if strings.TrimSpace(name) == "" || strings.HasPrefix(name, ".") || strings.HasSuffix(name, ".") {
+			return emptyNameErr()
+		}
 		p, ok := v.(map[string]any)
 		if !ok {
 			return badRequest("mapper_parsing_exception", "Expected map for property [fields] on field [%s%s]", prefix, name)
 		}
 		t := typeOf(p)
 		if _, ok := canonicalType(t); !ok {
-			return badRequest("mapper_parsing_exception", "No handler for type [%s] declared on field [%s%s] (eslite supports text, keyword, long, integer, short, byte, double, float, date, boolean, object)", t, prefix, name)
+			return badRequest("mapper_parsing_exception", "Failed to parse mapping: The mapper type [%s] declared on field [%s] does not exist. It might have been created within a future version or requires a plugin to be installed. Check the documentation.", t, name)
 		}
 		if sub, ok := p["properties"].(map[string]any); ok {
 			if err := validateProps(sub, prefix+name+"."); err != nil {
@@ -291,6 +372,62 @@ func validateProps(props map[string]any, prefix string) error {
 		}
 	}
 	return nil
+}
+
+// expandDotted turns {"a.b": {...}} into {"a": {"properties": {"b": {...}}}}, as
+// Elasticsearch reads dotted names in mappings.
+func expandDotted(props map[string]any) map[string]any {
+	out := map[string]any{}
+	for name, v := range props {
+		p, _ := v.(map[string]any)
+		if sub, ok := p["properties"].(map[string]any); ok {
+			p["properties"] = expandDotted(sub)
+		}
+		if !strings.Contains(name, ".") || strings.HasPrefix(name, ".") || strings.HasSuffix(name, ".") {
+			mergeInto(out, name, v)
+			continue
+		}
+		parts := strings.Split(name, ".")
+		leaf := v
+		for i := len(parts) - 1; i >= 1; i-- {
+			leaf = map[string]any{"properties": map[string]any{parts[i]: leaf}}
+		}
+		mergeInto(out, parts[0], leaf)
+	}
+	return out
+}
+
+func mergeInto(out map[string]any, name string, v any) {
+	old, ok := out[name].(map[string]any)
+	nv, ok2 := v.(map[string]any)
+	if !ok || !ok2 {
+		out[name] = v
+		return
+	}
+	op, _ := old["properties"].(map[string]any)
+	np, _ := nv["properties"].(map[string]any)
+	if op != nil && np != nil {
+		for k, x := range np {
+			mergeInto(op, k, x)
+		}
+		return
+	}
+	out[name] = v
+}
+
+// outMappings is the mappings as Elasticsearch shows them: an index without fields has
+// an empty object, not empty properties.
+func outMappings(m map[string]any) map[string]any {
+	out := map[string]any{}
+	for k, v := range m {
+		if k == "properties" {
+			if p, ok := v.(map[string]any); ok && len(p) == 0 {
+				continue
+			}
+		}
+		out[k] = v
+	}
+	return out
 }
 
 func flattenMappings(m map[string]any) map[string]fieldInfo {
@@ -310,147 +447,276 @@ func flattenProps(props map[string]any, prefix string, out map[string]fieldInfo)
 			flattenProps(sub, path+".", out)
 			continue
 		}
-		out[path] = fieldInfo{Type: ct, Src: path}
+		out[path] = leafInfo(p, ct, path)
 		if fs, ok := p["fields"].(map[string]any); ok {
 			for sn, sv := range fs {
 				sp, _ := sv.(map[string]any)
 				st, _ := canonicalType(typeOf(sp))
-				out[path+"."+sn] = fieldInfo{Type: st, Src: path}
+				out[path+"."+sn] = leafInfo(sp, st, path)
 			}
 		}
 	}
 }
 
-// docVersion returns the stored version of a document, 0 when absent.
-func (ix *esIndex) getDoc(id string) (map[string]any, int64, bool, error) {
+func leafInfo(p map[string]any, ct, src string) fieldInfo {
+	fi := fieldInfo{Type: ct, Src: src, ESType: typeOf(p)}
+	if ia, ok := p["ignore_above"]; ok {
+		fi.IgnoreAbove, _ = strconv.Atoi(fmt.Sprint(ia))
+	}
+	fi.Store = fmt.Sprint(p["store"]) == "true"
+	fi.Malformed = fmt.Sprint(p["ignore_malformed"]) == "true"
+	return fi
+}
+
+// storedDoc is what eslite keeps of a document besides its indexed fields.
+type storedDoc struct {
+	src     map[string]any
+	version int64
+	seq     int64
+	routing string
+	ignored []string
+}
+
+// getDoc returns a stored document, nil when absent.
+func (ix *esIndex) getDoc(id string) (*storedDoc, error) {
 	d, err := ix.bi.Document(id)
 	if err != nil {
-		return nil, 0, false, err
+		return nil, err
 	}
 	if d == nil {
-		return nil, 0, false, nil
+		return nil, nil
 	}
-	var src map[string]any
-	var ver int64
+	sd := &storedDoc{seq: -1}
 	d.VisitFields(func(f bindex.Field) {
 		switch f.Name() {
 		case fSource:
 			dec := json.NewDecoder(bytes.NewReader(f.Value()))
 			dec.UseNumber()
-			_ = dec.Decode(&src)
+			_ = dec.Decode(&sd.src)
 		case fVersion:
-			ver, _ = strconv.ParseInt(string(f.Value()), 10, 64)
+			sd.version, _ = strconv.ParseInt(string(f.Value()), 10, 64)
+		case fSeqNo:
+			sd.seq, _ = strconv.ParseInt(string(f.Value()), 10, 64)
+		case fRouting:
+			sd.routing = string(f.Value())
+		case fIgnored:
+			_ = json.Unmarshal(f.Value(), &sd.ignored)
 		}
 	})
-	if src == nil {
-		return nil, 0, false, nil
+	if sd.src == nil {
+		return nil, nil
 	}
-	return src, ver, true, nil
+	return sd, nil
 }
 
 // writeOp is one document write in a batch.
 type writeOp struct {
-	action string // index, create, delete
+	action string // index, create, delete, update
 	id     string
 	source []byte
+	// conditions
+	version     int64  // with versionType external / external_gte; -1 when unset
+	versionType string // internal, external, external_gte
+	ifSeqNo     *int64
+	ifTerm      *int64
+	routing     string
+	// update only: the partial document, an upsert document, doc_as_upsert
+	update map[string]any
 	// results
 	status  int
 	result  string
-	version int64
+	version2 int64
 	seq     int64
 	err     *esError
+	stored  *storedDoc // the document after an update, for get in the response
 }
 
-// apply performs writes in one bleve batch; every op gets its own status.
+func conflict(id, format string, args ...any) *esError {
+	return &esError{status: 409, typ: "version_conflict_engine_exception", reason: "[" + id + "]: version conflict, " + fmt.Sprintf(format, args...),
+		extra: map[string]any{"index_uuid": "eslite", "shard": "0"}}
+}
+
+// apply performs writes in one bleve batch; every op gets its own status. Sequence
+// numbers count the index's operations from 0, as a shard's do.
 func (ix *esIndex) apply(ops []*writeOp) error {
 	ix.wmu.Lock()
 	defer ix.wmu.Unlock()
 	batch := ix.bi.NewBatch()
-	pending := map[string]int64{} // id -> version after this batch (-1 deleted)
+	pending := map[string]*storedDoc{} // id -> state after this batch (nil src: deleted)
+	inBatch := map[string]bool{}
 	metaChanged := false
+	ix.mu.Lock()
+	nextSeq := ix.meta.SeqNo
+	ix.mu.Unlock()
 	for _, op := range ops {
-		prev, inBatch := pending[op.id]
-		var cur int64
-		exists := false
-		if inBatch {
-			exists = prev > 0
-			cur = prev
-			if prev < 0 {
-				cur = -prev
-			}
+		var cur *storedDoc
+		if inBatch[op.id] {
+			cur = pending[op.id]
 		} else {
-			_, v, ok, err := ix.getDoc(op.id)
-			if err != nil {
+			var err error
+			if cur, err = ix.getDoc(op.id); err != nil {
 				return err
 			}
-			exists, cur = ok, v
+		}
+		exists := cur != nil && cur.src != nil
+		var curVer, curSeq int64 = 0, -1
+		if cur != nil {
+			curVer, curSeq = cur.version, cur.seq
+		}
+		fail := func(e *esError) {
+			op.err, op.status = e, e.status
+		}
+		if op.ifSeqNo != nil || op.ifTerm != nil {
+			term := int64(1)
+			if op.ifTerm != nil {
+				term = *op.ifTerm
+			}
+			if !exists {
+				fail(conflict(op.id, "required seqNo [%d], primary term [%d] but no document was found", derefOr(op.ifSeqNo, -2), term))
+				continue
+			}
+			if op.ifSeqNo == nil || *op.ifSeqNo != curSeq || term != 1 {
+				fail(conflict(op.id, "required seqNo [%d], primary term [%d]. current document has seqNo [%d] and primary term [1]", derefOr(op.ifSeqNo, -2), term, curSeq))
+				continue
+			}
+		}
+		newVer := curVer + 1
+		switch op.versionType {
+		case "external", "external_gte":
+			if exists && (op.version < curVer || op.version == curVer && op.versionType == "external") {
+				fail(conflict(op.id, "current version [%d] is higher or equal to the one provided [%d]", curVer, op.version))
+				continue
+			}
+			newVer = op.version
 		}
 		switch op.action {
 		case "delete":
 			if !exists {
-				op.status, op.result, op.version = 404, "not_found", cur+1
+				op.status, op.result, op.version2 = 404, "not_found", curVer+1
+				op.seq = nextSeq
+				nextSeq++
 				continue
 			}
 			batch.Delete(op.id)
-			op.status, op.result, op.version = 200, "deleted", cur+1
-			pending[op.id] = -(cur + 1)
-		case "index", "create":
+			op.status, op.result, op.version2 = 200, "deleted", newVer
+			pending[op.id], inBatch[op.id] = &storedDoc{version: newVer, seq: nextSeq}, true
+		case "index", "create", "update":
 			if op.action == "create" && exists {
-				op.err = &esError{status: 409, typ: "version_conflict_engine_exception", reason: fmt.Sprintf("[%s]: version conflict, document already exists (current version [%d])", op.id, cur)}
-				op.status = 409
+				fail(conflict(op.id, "document already exists (current version [%d])", curVer))
 				continue
 			}
-			doc, changed, err := ix.buildDoc(op.id, op.source, cur+1)
+			source := op.source
+			if op.action == "update" {
+				var merged map[string]any
+				switch {
+				case exists:
+					merged = deepCopy(cur.src).(map[string]any)
+					doc, _ := op.update["doc"].(map[string]any)
+					changed := mergeDoc(merged, doc)
+					if !changed && fmt.Sprint(op.update["detect_noop"]) != "false" {
+						op.status, op.result, op.version2, op.seq = 200, "noop", curVer, curSeq
+						op.stored = cur
+						ix.mu.Lock()
+						ix.meta.NoopUpdates++
+						ix.mu.Unlock()
+						metaChanged = true
+						continue
+					}
+				case op.update["upsert"] != nil:
+					merged, _ = op.update["upsert"].(map[string]any)
+				case fmt.Sprint(op.update["doc_as_upsert"]) == "true":
+					merged, _ = op.update["doc"].(map[string]any)
+				default:
+					fail(&esError{status: 404, typ: "document_missing_exception", reason: "[" + op.id + "]: document missing",
+						extra: map[string]any{"index_uuid": "eslite", "shard": "0", "index": ix.name}})
+					continue
+				}
+				source, _ = json.Marshal(merged)
+			}
+			doc, changed, err := ix.buildDoc(op.id, source, newVer, nextSeq, op.routing)
 			if err != nil {
-				op.err = asESError(err)
-				op.status = op.err.status
+				fail(asESError(err))
 				continue
 			}
 			metaChanged = metaChanged || changed
 			if err := batch.IndexAdvanced(doc); err != nil {
-				op.err = badRequest("mapper_parsing_exception", "failed to index document [%s]: %v", op.id, err)
-				op.status = 400
+				fail(badRequest("mapper_parsing_exception", "failed to index document [%s]: %v", op.id, err))
 				continue
 			}
-			op.version = cur + 1
+			op.version2 = newVer
 			if exists {
 				op.status, op.result = 200, "updated"
 			} else {
 				op.status, op.result = 201, "created"
 			}
-			pending[op.id] = cur + 1
+			src := map[string]any{}
+			dec := json.NewDecoder(bytes.NewReader(source))
+			dec.UseNumber()
+			_ = dec.Decode(&src)
+			sd := &storedDoc{src: src, version: newVer, seq: nextSeq, routing: op.routing}
+			pending[op.id], inBatch[op.id] = sd, true
+			op.stored = sd
+			ix.mu.Lock()
+			ix.meta.IndexTotal++
+			ix.mu.Unlock()
+			metaChanged = true
 		default:
-			op.err = badRequest("illegal_argument_exception", "eslite does not support the bulk action [%s] (supported: index, create, delete)", op.action)
-			op.status = 400
+			fail(badRequest("illegal_argument_exception", "eslite does not support the bulk action [%s] (supported: index, create, update, delete)", op.action))
+			continue
 		}
+		op.seq = nextSeq
+		nextSeq++
 	}
+	ix.mu.Lock()
+	ix.meta.SeqNo = nextSeq
+	metaChanged = true
 	if metaChanged {
-		ix.mu.Lock()
-		err := ix.saveMeta()
-		ix.mu.Unlock()
-		if err != nil {
+		if err := ix.saveMeta(); err != nil {
+			ix.mu.Unlock()
 			return err
 		}
 	}
+	ix.mu.Unlock()
 	if batch.Size() > 0 {
 		if err := ix.bi.Batch(batch); err != nil {
 			return err
 		}
+		ix.gen.Add(1)
 	}
-	ix.mu.Lock()
-	for _, op := range ops {
-		if op.err == nil && op.status != 404 {
-			ix.meta.SeqNo++
-			op.seq = ix.meta.SeqNo
-		}
-	}
-	ix.mu.Unlock()
 	return nil
+}
+
+func derefOr(p *int64, d int64) int64 {
+	if p == nil {
+		return d
+	}
+	return *p
+}
+
+// mergeDoc applies a partial document as the update API does (objects merge key by key)
+// and reports whether anything changed.
+func mergeDoc(dst, part map[string]any) bool {
+	changed := false
+	for k, v := range part {
+		if sub, ok := v.(map[string]any); ok {
+			if cur, ok := dst[k].(map[string]any); ok {
+				if mergeDoc(cur, sub) {
+					changed = true
+				}
+				continue
+			}
+		}
+		if old, ok := dst[k]; !ok || !reflect.DeepEqual(old, v) {
+			changed = true
+		}
+		dst[k] = v
+	}
+	return changed
 }
 
 // buildDoc turns a _source into a bleve document, mapping unmapped fields dynamically.
 // It reports whether the mappings changed.
-func (ix *esIndex) buildDoc(id string, source []byte, version int64) (*document.Document, bool, error) {
+func (ix *esIndex) buildDoc(id string, source []byte, version, seq int64, routing string) (*document.Document, bool, error) {
 	var src map[string]any
 	dec := json.NewDecoder(bytes.NewReader(source))
 	dec.UseNumber()
@@ -473,12 +739,26 @@ func (ix *esIndex) buildDoc(id string, source []byte, version int64) (*document.
 	if err := addObject(doc, work, src, "", nil, names, &changed, dynamic, id); err != nil {
 		return nil, false, err
 	}
+	var ignored []string
 	for n := range names {
+		if strings.HasPrefix(n, ignoredMark) {
+			ignored = append(ignored, strings.TrimPrefix(n, ignoredMark))
+			continue
+		}
 		doc.AddField(document.NewTextFieldCustom(fFieldNames, nil, []byte(n), bindex.IndexField, keywordAnalyzer))
+	}
+	if len(ignored) > 0 {
+		sort.Strings(ignored)
+		b, _ := json.Marshal(ignored)
+		doc.AddField(document.NewTextFieldWithIndexingOptions(fIgnored, nil, b, bindex.StoreField))
 	}
 	compact, _ := json.Marshal(src)
 	doc.AddField(document.NewTextFieldWithIndexingOptions(fSource, nil, compact, bindex.StoreField))
 	doc.AddField(document.NewTextFieldWithIndexingOptions(fVersion, nil, []byte(strconv.FormatInt(version, 10)), bindex.StoreField))
+	doc.AddField(document.NewTextFieldWithIndexingOptions(fSeqNo, nil, []byte(strconv.FormatInt(seq, 10)), bindex.StoreField))
+	if routing != "" {
+		doc.AddField(document.NewTextFieldWithIndexingOptions(fRouting, nil, []byte(routing), bindex.StoreField))
+	}
 	if changed {
 		ix.meta.Mappings["properties"] = work
 		ix.fields = flattenMappings(ix.meta.Mappings)
@@ -547,6 +827,10 @@ func addValue(doc *document.Document, props map[string]any, name string, v any, 
 		*changed = true
 	}
 	t, _ := canonicalType(typeOf(p))
+	if t == "none" {
+		markNames(names, path)
+		return nil
+	}
 	if t == "object" {
 		o, ok := v.(map[string]any)
 		if !ok {
@@ -560,21 +844,14 @@ func addValue(doc *document.Document, props map[string]any, name string, v any, 
 		names[path] = true
 		return addObject(doc, sub, o, path+".", ap, names, changed, dynamic, id)
 	}
-	if err := addLeaf(doc, path, typeOf(p), v, ap, id); err != nil {
+	if err := addLeaf(doc, path, p, v, ap, id, names); err != nil {
 		return err
 	}
 	markNames(names, path)
 	if fs, ok := p["fields"].(map[string]any); ok {
 		for sn, sv := range fs {
 			sp, _ := sv.(map[string]any)
-			if ia, ok := sp["ignore_above"]; ok {
-				if s, isStr := v.(string); isStr {
-					if n, err := strconv.Atoi(fmt.Sprint(ia)); err == nil && len(s) > n {
-						continue
-					}
-				}
-			}
-			if err := addLeaf(doc, path+"."+sn, typeOf(sp), v, ap, id); err != nil {
+			if err := addLeaf(doc, path+"."+sn, sp, v, ap, id, names); err != nil {
 				return err
 			}
 			names[path+"."+sn] = true
@@ -614,23 +891,72 @@ func dynamicMapping(v any) map[string]any {
 }
 
 func mapperErr(path, typ string, v any, id string, why string) *esError {
-	return badRequest("mapper_parsing_exception", "failed to parse field [%s] of type [%s] in document with id '%s'. Preview of field's value: '%v'%s", path, typ, id, v, why)
+	return badRequest("mapper_parsing_exception", "failed to parse field [%s] of type [%s] in document with id '%s'. Preview of field's value: '%s'%s", path, typ, id, javaPreview(v), why)
 }
 
-func addLeaf(doc *document.Document, path, esType string, v any, ap []uint64, id string) error {
+// ignoredMark prefixes, in the names a document collects, the fields whose values were
+// kept in _source only (ignore_above, ignore_malformed): they make its _ignored field.
+const ignoredMark = "\x00ignored:"
+
+// javaPreview renders a value the way Elasticsearch previews it in mapping errors.
+func javaPreview(v any) string {
+	switch t := v.(type) {
+	case map[string]any:
+		keys := make([]string, 0, len(t))
+		for k := range t {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		parts := make([]string, len(keys))
+		for i, k := range keys {
+			parts[i] = k + "=" + javaPreview(t[k])
+		}
+		return "{" + strings.Join(parts, ", ") + "}"
+	case []any:
+		parts := make([]string, len(t))
+		for i, x := range t {
+			parts[i] = javaPreview(x)
+		}
+		return "[" + strings.Join(parts, ", ") + "]"
+	}
+	return scalarString(v)
+}
+
+func addLeaf(doc *document.Document, path string, p map[string]any, v any, ap []uint64, id string, names map[string]bool) error {
+	esType := typeOf(p)
 	t, _ := canonicalType(esType)
+	fi := leafInfo(p, t, path)
+	if t == "none" {
+		// Stored in _source only: geo points and shapes, ranges, vectors, binary ...
+		return nil
+	}
 	if _, isObj := v.(map[string]any); isObj {
-		return mapperErr(path, esType, v, id, " (an object where a value was expected)")
+		return mapperErr(path, esType, v, id, "")
+	}
+	malformed := func() error {
+		if fi.Malformed {
+			names[ignoredMark+path] = true
+			return nil
+		}
+		return mapperErr(path, esType, v, id, "")
 	}
 	switch t {
 	case "text":
 		doc.AddField(document.NewTextFieldCustom(path, ap, []byte(scalarString(v)), bindex.IndexField|bindex.IncludeTermVectors, textAnalyzer))
 	case "keyword":
-		doc.AddField(document.NewTextFieldCustom(path, ap, []byte(scalarString(v)), bindex.IndexField|bindex.DocValues, keywordAnalyzer))
+		s := scalarString(v)
+		if esType == "ip" && net.ParseIP(s) == nil {
+			return malformed()
+		}
+		if fi.IgnoreAbove > 0 && len(s) > fi.IgnoreAbove {
+			names[ignoredMark+path] = true
+			return nil
+		}
+		doc.AddField(document.NewTextFieldCustom(path, ap, []byte(s), bindex.IndexField|bindex.DocValues, keywordAnalyzer))
 	case "long", "double":
 		f, ok := toFloat(v)
 		if !ok {
-			return mapperErr(path, esType, v, id, "")
+			return malformed()
 		}
 		if t == "long" {
 			if f != math.Trunc(f) {
@@ -641,7 +967,7 @@ func addLeaf(doc *document.Document, path, esType string, v any, ap []uint64, id
 	case "date":
 		tm, err := parseDateValue(v)
 		if err != nil {
-			return mapperErr(path, esType, v, id, "")
+			return malformed()
 		}
 		f, err := document.NewDateTimeFieldWithIndexingOptions(path, ap, tm, time.RFC3339Nano, bindex.IndexField|bindex.DocValues)
 		if err != nil {
@@ -653,7 +979,7 @@ func addLeaf(doc *document.Document, path, esType string, v any, ap []uint64, id
 	case "boolean":
 		b, ok := toBool(v)
 		if !ok {
-			return mapperErr(path, esType, v, id, "")
+			return malformed()
 		}
 		doc.AddField(document.NewBooleanFieldWithIndexingOptions(path, ap, b, bindex.IndexField|bindex.DocValues))
 	}
@@ -715,10 +1041,67 @@ func randomID() string {
 	return hex.EncodeToString(b)
 }
 
+// writeParams reads the conditions and options of a single-document write.
+func writeParams(q url.Values, op *writeOp) error {
+	op.versionType = "internal"
+	if v := q.Get("version_type"); v != "" {
+		op.versionType = v
+	}
+	if v := q.Get("version"); v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return badRequest("illegal_argument_exception", "failed to parse [version]: [%s]", v)
+		}
+		op.version = n
+		if op.versionType == "internal" {
+			return badRequest("action_request_validation_exception", "Validation Failed: 1: internal versioning can not be used for optimistic concurrency control. Please use `if_seq_no` and `if_primary_term` instead;")
+		}
+	}
+	for _, k := range []string{"if_seq_no", "if_primary_term"} {
+		if v := q.Get(k); v != "" {
+			n, err := strconv.ParseInt(v, 10, 64)
+			if err != nil {
+				return badRequest("illegal_argument_exception", "failed to parse [%s]: [%s]", k, v)
+			}
+			if k == "if_seq_no" {
+				op.ifSeqNo = &n
+			} else {
+				op.ifTerm = &n
+			}
+		}
+	}
+	op.routing = q.Get("routing")
+	return nil
+}
+
+func validateID(id string) *esError {
+	if len(id) > 512 {
+		return badRequest("action_request_validation_exception", "Validation Failed: 1: id [%s] is too long, must be no longer than 512 bytes but was: %d;", id, len(id))
+	}
+	return nil
+}
+
+func (ix *esIndex) shards() int {
+	m := ix.snapshotMeta()
+	st := flattenSettings(m.Settings)
+	n, _ := strconv.Atoi(fmt.Sprint(st["number_of_shards"]))
+	if n < 1 {
+		n = 1
+	}
+	return n
+}
+
+func forcedRefresh(q url.Values, out map[string]any) {
+	if v, ok := q["refresh"]; ok && (v[0] == "" || v[0] == "true") {
+		out["forced_refresh"] = true
+	}
+}
+
 func (s *server) doc(r *http.Request, target, op, id string, body []byte) (int, any, error) {
+	q := r.URL.Query()
 	switch r.Method {
 	case http.MethodGet, http.MethodHead:
-		if op != "_doc" || id == "" {
+		if (op != "_doc" && op != "_source") || id == "" {
 			return 0, nil, unsupported(r)
 		}
 		ixs, err := s.resolveStrict(target)
@@ -728,27 +1111,103 @@ func (s *server) doc(r *http.Request, target, op, id string, body []byte) (int, 
 		if len(ixs) != 1 {
 			return 0, nil, badRequest("illegal_argument_exception", "alias [%s] has more than one index associated with it, can't execute a single index op", target)
 		}
-		src, ver, ok, err := ixs[0].getDoc(id)
+		ix := ixs[0]
+		sd, err := ix.getDoc(id)
 		if err != nil {
 			return 0, nil, err
 		}
-		if !ok {
-			if r.Method == http.MethodHead {
-				return 0, nil, &esError{status: 404, typ: "not_found", reason: id}
-			}
-			return 404, map[string]any{"_index": ixs[0].name, "_id": id, "found": false}, nil
+		// With several shards a routed document lives where its routing sends it: a
+		// get with another routing looks in another shard and does not find it.
+		if sd != nil && ix.shards() > 1 && sd.routing != q.Get("routing") {
+			sd = nil
 		}
-		return 200, map[string]any{"_index": ixs[0].name, "_id": id, "_version": ver, "_seq_no": ver - 1, "_primary_term": 1, "found": true, "_source": src}, nil
+		if sd == nil {
+			if r.Method == http.MethodHead || op == "_source" {
+				return 0, nil, &esError{status: 404, typ: "resource_not_found_exception", reason: "Document not found [" + ix.name + "]/[" + id + "]"}
+			}
+			return 404, map[string]any{"_index": ix.name, "_id": id, "found": false}, nil
+		}
+		if v := q.Get("version"); v != "" {
+			want, _ := strconv.ParseInt(v, 10, 64)
+			vt := q.Get("version_type")
+			if vt == "external_gte" && want < sd.version || vt != "external_gte" && want != sd.version {
+				return 0, nil, conflict(id, "current version [%d] is different than the one provided [%d]", sd.version, want)
+			}
+		}
+		filter, err := sourceFilterFrom(q, nil)
+		if err != nil {
+			return 0, nil, err
+		}
+		if op == "_source" {
+			if filter == nil {
+				filter = &sourceFilter{}
+			}
+			return 200, filter.apply(sd.src), nil
+		}
+		out := map[string]any{"_index": ix.name, "_id": id, "_version": sd.version, "_seq_no": sd.seq, "_primary_term": 1, "found": true}
+		if sd.routing != "" {
+			out["_routing"] = sd.routing
+		}
+		stored, hasStored := q["stored_fields"]
+		withSource := !hasStored
+		if hasStored {
+			fields := map[string]any{}
+			fm := ix.fieldMap()
+			for _, name := range strings.Split(stored[0], ",") {
+				switch name = strings.TrimSpace(name); name {
+				case "_source":
+					withSource = true
+				case "_ignored":
+					if len(sd.ignored) > 0 {
+						vals := make([]any, len(sd.ignored))
+						for i, x := range sd.ignored {
+							vals[i] = x
+						}
+						out["_ignored"] = vals
+					}
+				case "_routing", "":
+				default:
+					if fi, ok := fm[name]; ok && fi.Store {
+						if vals := formatValues(fi, fieldValues(fi, sd.src)); len(vals) > 0 {
+							fields[name] = vals
+						}
+					}
+				}
+			}
+			if len(fields) > 0 {
+				out["fields"] = fields
+			}
+		}
+		if _, ok := q["_source"]; ok || q.Get("_source_includes") != "" || q.Get("_source_excludes") != "" {
+			withSource = filter != nil
+		}
+		if withSource {
+			if filter == nil {
+				filter = &sourceFilter{}
+			}
+			out["_source"] = filter.apply(sd.src)
+		}
+		return 200, out, nil
 	case http.MethodPut, http.MethodPost, http.MethodDelete:
 	default:
 		return 0, nil, unsupported(r)
 	}
 	action := "index"
-	if op == "_create" || r.URL.Query().Get("op_type") == "create" {
+	if op == "_create" || q.Get("op_type") == "create" {
 		action = "create"
 	}
+	if op == "_update" {
+		action = "update"
+	}
+	if e := validateID(id); e != nil {
+		return 0, nil, e
+	}
+	o := &writeOp{action: action, id: id, source: body}
+	if err := writeParams(q, o); err != nil {
+		return 0, nil, err
+	}
 	if r.Method == http.MethodDelete {
-		action = "delete"
+		o.action = "delete"
 		if id == "" {
 			return 0, nil, unsupported(r)
 		}
@@ -759,44 +1218,80 @@ func (s *server) doc(r *http.Request, target, op, id string, body []byte) (int, 
 		if len(ixs) != 1 {
 			return 0, nil, badRequest("illegal_argument_exception", "cannot delete through [%s]: not a single index", target)
 		}
-		o := &writeOp{action: action, id: id}
 		if err := ixs[0].apply([]*writeOp{o}); err != nil {
 			return 0, nil, err
 		}
-		return o.status, writeResult(ixs[0].name, o), nil
+		if o.err != nil {
+			return 0, nil, o.err
+		}
+		out := writeResult(ixs[0].name, o)
+		forcedRefresh(q, out)
+		return o.status, out, nil
 	}
 	if id == "" {
 		if r.Method != http.MethodPost || op != "_doc" {
 			return 0, nil, unsupported(r)
 		}
 		id = randomID()
+		o.id = id
+	}
+	if p := q.Get("pipeline"); p != "" && p != "_none" {
+		return 0, nil, badRequest("illegal_argument_exception", "pipeline with id [%s] does not exist", p)
+	}
+	if q.Get("require_alias") == "true" && !s.isAlias(target) {
+		return 0, nil, requireAliasErr(target)
+	}
+	if action == "update" {
+		req, err := decodeObject(body)
+		if err != nil {
+			return 0, nil, err
+		}
+		o.update = req
 	}
 	ix, err := s.writeTarget(target)
 	if err != nil {
 		return 0, nil, err
 	}
-	o := &writeOp{action: action, id: id, source: body}
 	if err := ix.apply([]*writeOp{o}); err != nil {
 		return 0, nil, err
 	}
 	if o.err != nil {
 		return 0, nil, o.err
 	}
-	return o.status, writeResult(ix.name, o), nil
+	out := writeResult(ix.name, o)
+	forcedRefresh(q, out)
+	return o.status, out, nil
+}
+
+func requireAliasErr(name string) *esError {
+	return &esError{status: 404, typ: "index_not_found_exception",
+		reason: "no such index [" + name + "] and [require_alias] request flag is [true] and [" + name + "] is not an alias",
+		extra:  map[string]any{"index": name, "resource.type": "index_expression", "resource.id": name}}
 }
 
 func writeResult(index string, o *writeOp) map[string]any {
-	m := map[string]any{"_index": index, "_id": o.id, "_version": o.version, "result": o.result,
-		"_shards": map[string]any{"total": 1, "successful": 1, "failed": 0}, "_seq_no": o.seq, "_primary_term": 1, "status": o.status}
+	m := map[string]any{"_index": index, "_id": o.id, "_version": o.version2, "result": o.result,
+		"_shards": map[string]any{"total": 1, "successful": 1, "failed": 0}, "_seq_no": o.seq, "_primary_term": 1}
+	if o.result == "noop" {
+		m["_shards"] = map[string]any{"total": 0, "successful": 0, "failed": 0}
+	}
 	return m
 }
 
+// bulkMeta are the parameters an action line may carry.
+var bulkMeta = map[string]bool{"_index": true, "_id": true, "routing": true, "version": true, "version_type": true,
+	"if_seq_no": true, "if_primary_term": true, "require_alias": true, "pipeline": true, "dynamic_templates": true,
+	"op_type": true, "_source": true, "retry_on_conflict": true, "list_executed_pipelines": true, "require_data_stream": true}
+
 func (s *server) bulk(r *http.Request, defaultIndex string, body []byte) (int, any, error) {
 	start := time.Now()
+	q := r.URL.Query()
 	type entry struct {
 		action string
 		index  string
 		op     *writeOp
+		source any // the _source option of an update, for its get
+		preErr *esError
 	}
 	var entries []*entry
 	sc := bufio.NewScanner(bytes.NewReader(body))
@@ -809,17 +1304,34 @@ func (s *server) bulk(r *http.Request, defaultIndex string, body []byte) (int, a
 			continue
 		}
 		var hdr map[string]map[string]any
-		if err := json.Unmarshal(raw, &hdr); err != nil || len(hdr) != 1 {
-			return 0, nil, badRequest("illegal_argument_exception", "Malformed action/metadata line [%d], expected a simple object with one action", line)
+		dec := json.NewDecoder(bytes.NewReader(raw))
+		dec.UseNumber()
+		if err := dec.Decode(&hdr); err != nil || len(hdr) > 1 {
+			return 0, nil, badRequest("illegal_argument_exception", "Malformed action/metadata line [%d], expected START_OBJECT or END_OBJECT but found [VALUE_STRING]", line)
+		}
+		if len(hdr) == 0 {
+			return 0, nil, badRequest("illegal_argument_exception", "Malformed action/metadata line [%d], expected FIELD_NAME but found [END_OBJECT]", line)
 		}
 		for action, meta := range hdr {
+			for k := range meta {
+				if !bulkMeta[k] {
+					return 0, nil, badRequest("illegal_argument_exception", "Action/metadata line [%d] contains an unknown parameter [%s]", line, k)
+				}
+			}
 			e := &entry{action: action, index: defaultIndex}
 			if v, ok := meta["_index"].(string); ok && v != "" {
 				e.index = v
 			}
-			id, _ := meta["_id"].(string)
+			id, hasID := meta["_id"]
+			idStr := ""
+			if hasID && id != nil {
+				idStr = scalarString(id)
+			}
 			if e.index == "" {
 				return 0, nil, badRequest("action_request_validation_exception", "Validation Failed: 1: index is missing;")
+			}
+			if action == "index" && fmt.Sprint(meta["op_type"]) == "create" {
+				e.action = "create"
 			}
 			switch action {
 			case "index", "create", "update":
@@ -828,14 +1340,61 @@ func (s *server) bulk(r *http.Request, defaultIndex string, body []byte) (int, a
 				}
 				line++
 				src := append([]byte(nil), bytes.TrimSpace(sc.Bytes())...)
-				if id == "" && action != "update" {
-					id = randomID()
+				if hasID && idStr == "" {
+					e.preErr = badRequest("illegal_argument_exception", "if _id is specified it must not be empty")
 				}
-				e.op = &writeOp{action: action, id: id, source: src}
+				if idStr == "" && action != "update" {
+					idStr = randomID()
+				}
+				e.op = &writeOp{action: e.action, id: idStr, source: src}
+				if action == "update" {
+					upd, err := decodeObject(src)
+					if err != nil {
+						return 0, nil, err
+					}
+					e.op.update = upd
+					e.source = upd["_source"]
+					if e.source == nil {
+						e.source = meta["_source"]
+					}
+				}
 			case "delete":
-				e.op = &writeOp{action: action, id: id}
+				e.op = &writeOp{action: action, id: idStr}
 			default:
 				return 0, nil, badRequest("illegal_argument_exception", "Malformed action/metadata line [%d], expected one of [create, delete, index, update] but found [%s]", line, action)
+			}
+			vals := url.Values{}
+			for _, k := range []string{"version", "version_type", "if_seq_no", "if_primary_term", "routing"} {
+				if v, ok := meta[k]; ok {
+					vals.Set(k, scalarString(v))
+				}
+			}
+			if err := writeParams(vals, e.op); err != nil && e.preErr == nil {
+				e.preErr = asESError(err)
+			}
+			if e.preErr == nil {
+				e.preErr = validateID(idStr)
+			}
+			pipeline := q.Get("pipeline")
+			if v, ok := meta["pipeline"]; ok {
+				pipeline = scalarString(v)
+			}
+			if e.preErr == nil && pipeline != "" && pipeline != "_none" {
+				e.preErr = badRequest("illegal_argument_exception", "pipeline with id [%s] does not exist", pipeline)
+			}
+			requireAlias := q.Get("require_alias") == "true"
+			if v, ok := meta["require_alias"]; ok {
+				requireAlias = fmt.Sprint(v) == "true"
+			}
+			if e.preErr == nil && requireAlias && e.action != "delete" && !s.isAlias(e.index) {
+				e.preErr = requireAliasErr(e.index)
+			}
+			if e.source == nil && e.action == "update" {
+				if v := q.Get("_source"); v != "" {
+					e.source = v
+				} else if v := q.Get("_source_includes"); v != "" {
+					e.source = map[string]any{"includes": strings.Split(v, ",")}
+				}
 			}
 			entries = append(entries, e)
 		}
@@ -844,17 +1403,21 @@ func (s *server) bulk(r *http.Request, defaultIndex string, body []byte) (int, a
 	groups := map[string][]*writeOp{}
 	targets := map[string]*esIndex{}
 	for _, e := range entries {
+		if e.preErr != nil {
+			e.op.err, e.op.status = e.preErr, e.preErr.status
+			continue
+		}
 		ix, ok := targets[e.index]
 		if !ok {
 			var err error
-			if e.action == "delete" {
+			if e.action == "delete" || e.action == "update" {
 				ixs := s.resolve(e.index)
 				if len(ixs) == 1 {
 					ix = ixs[0]
 				} else if len(ixs) == 0 {
 					err = notFoundIndex(e.index)
 				} else {
-					err = badRequest("illegal_argument_exception", "no write index is defined for alias [%s]", e.index)
+					ix, err = s.writeTarget(e.index)
 				}
 			} else {
 				ix, err = s.writeTarget(e.index)
@@ -891,6 +1454,12 @@ func (s *server) bulk(r *http.Request, defaultIndex string, body []byte) (int, a
 			res = map[string]any{"_index": e.index, "_id": e.op.id, "status": e.op.status, "error": eb}
 		} else {
 			res = writeResult(e.index, e.op)
+			res["status"] = e.op.status
+			if e.action == "update" && e.op.stored != nil {
+				if f, err := parseSourceFilter(e.source); err == nil && f != nil && e.source != nil && e.source != false {
+					res["get"] = map[string]any{"_seq_no": e.op.stored.seq, "_primary_term": 1, "found": true, "_source": f.apply(e.op.stored.src)}
+				}
+			}
 		}
 		items = append(items, map[string]any{e.action: res})
 	}

@@ -163,8 +163,11 @@ func roundDate(t time.Time, unit string, up bool) time.Time {
 type qctx struct {
 	fields map[string]fieldInfo
 	now    time.Time
-	// hl collects, per field, the terms a hit may be highlighted on.
-	hl map[string]map[string]bool
+	t      *target // the indexes searched, for their settings and terms lookups
+	// hl collects, per field, the terms a hit may be highlighted on, and hlPrefix the
+	// prefixes of prefix and wildcard queries.
+	hl       map[string]map[string]bool
+	hlPrefix map[string][]string
 }
 
 func (c *qctx) addHL(field string, terms ...string) {

@@ -3,385 +3,14 @@ package eslite
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"math"
-	"net/http"
 	"sort"
-	"strconv"
 	"strings"
 	"time"
-
-	"github.com/blevesearch/bleve/v2"
-	"github.com/blevesearch/bleve/v2/search"
-	"github.com/blevesearch/bleve/v2/search/query"
 )
 
 const maxResultWindow = 10000
-
-// target is the set of indexes a search reads, with their merged field mappings.
-type target struct {
-	ixs    []*esIndex
-	fields map[string]fieldInfo
-	alias  bleve.Index
-}
-
-func (s *server) searchTarget(expr string) (*target, error) {
-	ixs, err := s.resolveStrict(expr)
-	if err != nil {
-		// Patterns never fail; exact unknown names do.
-		return nil, err
-	}
-	t := &target{ixs: ixs, fields: map[string]fieldInfo{}}
-	for _, ix := range ixs {
-		for n, fi := range ix.fieldMap() {
-			if _, ok := t.fields[n]; !ok {
-				t.fields[n] = fi
-			}
-		}
-	}
-	if len(ixs) == 1 {
-		t.alias = ixs[0].bi
-	} else if len(ixs) > 1 {
-		bis := make([]bleve.Index, len(ixs))
-		for i, ix := range ixs {
-			bis[i] = ix.bi
-		}
-		t.alias = bleve.NewIndexAlias(bis...)
-	}
-	return t, nil
-}
-
-// searchBody merges URL parameters into the request body.
-func searchBody(r *http.Request, body []byte) (map[string]any, error) {
-	req, err := decodeObject(body)
-	if err != nil {
-		return nil, err
-	}
-	q := r.URL.Query()
-	if v := q.Get("q"); v != "" {
-		req["query"] = map[string]any{"query_string": map[string]any{"query": v}}
-	}
-	for _, k := range []string{"size", "from"} {
-		if v := q.Get(k); v != "" {
-			req[k] = json.Number(v)
-		}
-	}
-	if v := q.Get("sort"); v != "" {
-		var sorts []any
-		for _, part := range strings.Split(v, ",") {
-			f, dir, ok := strings.Cut(part, ":")
-			if ok {
-				sorts = append(sorts, map[string]any{f: dir})
-			} else {
-				sorts = append(sorts, f)
-			}
-		}
-		req["sort"] = sorts
-	}
-	if v := q.Get("track_total_hits"); v != "" {
-		req["track_total_hits"] = v
-	}
-	if v := q.Get("_source"); v != "" {
-		if b, err := strconv.ParseBool(v); err == nil {
-			req["_source"] = b
-		} else {
-			req["_source"] = strings.Split(v, ",")
-		}
-	}
-	return req, nil
-}
-
-func intParam(v any, name string, def int) (int, error) {
-	if v == nil {
-		return def, nil
-	}
-	f, ok := toFloat(v)
-	if !ok || f != math.Trunc(f) {
-		return 0, parsingErr("[%s] must be an integer, found [%v]", name, v)
-	}
-	return int(f), nil
-}
-
-func (s *server) count(r *http.Request, expr string, body []byte) (int, any, error) {
-	req, err := searchBody(r, body)
-	if err != nil {
-		return 0, nil, err
-	}
-	for k := range req {
-		if k != "query" {
-			return 0, nil, parsingErr("request does not support [%s] (count takes only [query])", k)
-		}
-	}
-	t, err := s.searchTarget(expr)
-	if err != nil {
-		return 0, nil, err
-	}
-	c := &qctx{fields: t.fields, now: time.Now()}
-	q, err := c.translate(req["query"])
-	if err != nil {
-		return 0, nil, err
-	}
-	n := uint64(0)
-	if t.alias != nil {
-		sr := bleve.NewSearchRequestOptions(q, 0, 0, false)
-		res, err := t.alias.Search(sr)
-		if err != nil {
-			return 0, nil, searchErr(err)
-		}
-		n = res.Total
-	}
-	return 200, map[string]any{"count": n, "_shards": map[string]any{"total": len(t.ixs), "successful": len(t.ixs), "skipped": 0, "failed": 0}}, nil
-}
-
-func searchErr(err error) error {
-	return badRequest("search_phase_execution_exception", "all shards failed: %v", err)
-}
-
-type sortSpec struct {
-	field string // "_score", "_doc" or a field
-	desc  bool
-	fi    fieldInfo
-}
-
-func (c *qctx) parseSort(v any) ([]sortSpec, error) {
-	var out []sortSpec
-	for _, x := range clauses(v) {
-		switch t := x.(type) {
-		case string:
-			out = append(out, sortSpec{field: t, desc: t == "_score"})
-		case map[string]any:
-			for f, o := range t {
-				sp := sortSpec{field: f, desc: f == "_score"}
-				switch ov := o.(type) {
-				case string:
-					sp.desc = strings.EqualFold(ov, "desc")
-					if !sp.desc && !strings.EqualFold(ov, "asc") {
-						return nil, parsingErr("[sort] order [%s] must be asc or desc", ov)
-					}
-				case map[string]any:
-					for k, val := range ov {
-						switch k {
-						case "order":
-							sp.desc = strings.EqualFold(scalarString(val), "desc")
-						case "unmapped_type", "missing", "mode", "format":
-						default:
-							return nil, parsingErr("[sort] option [%s] on [%s] is not supported by eslite", k, f)
-						}
-					}
-				default:
-					return nil, parsingErr("[sort] malformed for field [%s]", f)
-				}
-				out = append(out, sp)
-			}
-		default:
-			return nil, parsingErr("[sort] malformed: [%v]", x)
-		}
-	}
-	for i, sp := range out {
-		if sp.field == "_score" || sp.field == "_doc" || sp.field == "_id" {
-			continue
-		}
-		fi, ok := c.fields[sp.field]
-		if !ok {
-			return nil, badRequest("query_shard_exception", "No mapping found for [%s] in order to sort on", sp.field)
-		}
-		if fi.Type == "text" {
-			return nil, badRequest("illegal_argument_exception", "Text fields are not optimised for operations that require per-document field data like aggregations and sorting, so these operations are disabled by default. Please use a keyword field instead. Alternatively, set fielddata=true on [%s] in order to load field data by uninverting the inverted index.", sp.field)
-		}
-		out[i].fi = fi
-	}
-	return out, nil
-}
-
-func bleveSort(specs []sortSpec) search.SortOrder {
-	var order search.SortOrder
-	if len(specs) == 0 {
-		order = append(order, &search.SortScore{Desc: true})
-	}
-	for _, sp := range specs {
-		switch sp.field {
-		case "_score":
-			order = append(order, &search.SortScore{Desc: sp.desc})
-		case "_doc", "_id":
-			order = append(order, &search.SortDocID{Desc: sp.desc})
-		default:
-			mode := search.SortFieldMin
-			if sp.desc {
-				mode = search.SortFieldMax
-			}
-			order = append(order, &search.SortField{Field: sp.field, Desc: sp.desc, Mode: mode, Missing: search.SortFieldMissingLast})
-		}
-	}
-	// Ties break on the id so pages are stable.
-	order = append(order, &search.SortDocID{})
-	return order
-}
-
-var searchKeys = map[string]bool{"query": true, "from": true, "size": true, "sort": true, "_source": true, "track_total_hits": true,
-	"highlight": true, "aggs": true, "aggregations": true, "track_scores": true, "timeout": true, "explain": false}
-
-func (s *server) search(r *http.Request, expr string, body []byte) (int, any, error) {
-	start := time.Now()
-	req, err := searchBody(r, body)
-	if err != nil {
-		return 0, nil, err
-	}
-	for k := range req {
-		if !searchKeys[k] {
-			return 0, nil, parsingErr("Unknown key for a START_OBJECT in [%s] (eslite supports query, from, size, sort, _source, track_total_hits, highlight, aggs)", k)
-		}
-	}
-	t, err := s.searchTarget(expr)
-	if err != nil {
-		return 0, nil, err
-	}
-	c := &qctx{fields: t.fields, now: time.Now()}
-	q, err := c.translate(req["query"])
-	if err != nil {
-		return 0, nil, err
-	}
-	size, err := intParam(req["size"], "size", 10)
-	if err != nil {
-		return 0, nil, err
-	}
-	from, err := intParam(req["from"], "from", 0)
-	if err != nil {
-		return 0, nil, err
-	}
-	if size < 0 || from < 0 {
-		return 0, nil, badRequest("illegal_argument_exception", "[from] and [size] must be non-negative")
-	}
-	if from+size > maxResultWindow {
-		return 0, nil, badRequest("illegal_argument_exception", "Result window is too large, from + size must be less than or equal to: [%d] but was [%d].", maxResultWindow, from+size)
-	}
-	specs, err := c.parseSort(req["sort"])
-	if err != nil {
-		return 0, nil, err
-	}
-	srcFilter, err := parseSourceFilter(req["_source"])
-	if err != nil {
-		return 0, nil, err
-	}
-	hl, err := parseHighlight(req["highlight"], t.fields)
-	if err != nil {
-		return 0, nil, err
-	}
-	aggDefs := req["aggs"]
-	if aggDefs == nil {
-		aggDefs = req["aggregations"]
-	}
-	aggs, err := parseAggs(aggDefs, t.fields)
-	if err != nil {
-		return 0, nil, err
-	}
-	trackScores := false
-	if b, ok := toBool(req["track_scores"]); ok {
-		trackScores = b
-	}
-
-	var total uint64
-	hits := []any{}
-	var maxScore any
-	var aggOut map[string]any
-	if t.alias != nil {
-		sr := bleve.NewSearchRequestOptions(q, size, from, false)
-		sr.SortByCustom(bleveSort(specs))
-		sr.Fields = []string{fSource}
-		res, err := t.alias.Search(sr)
-		if err != nil {
-			return 0, nil, searchErr(err)
-		}
-		total = res.Total
-		scored := len(specs) == 0 || trackScores
-		for _, sp := range specs {
-			if sp.field == "_score" {
-				scored = true
-			}
-		}
-		if scored && len(res.Hits) > 0 {
-			maxScore = res.MaxScore
-		}
-		for _, h := range res.Hits {
-			src := decodeSource(h.Fields[fSource])
-			hit := map[string]any{"_index": h.Index, "_id": h.ID, "_score": nil}
-			if scored {
-				hit["_score"] = h.Score
-			}
-			if srcFilter != nil {
-				hit["_source"] = srcFilter.apply(src)
-			}
-			if len(specs) > 0 {
-				hit["sort"] = sortValues(specs, src, h)
-			}
-			if hl != nil {
-				if h := hl.apply(c, src); len(h) > 0 {
-					hit["highlight"] = h
-				}
-			}
-			hits = append(hits, hit)
-		}
-		if len(aggs) > 0 {
-			docs, err := allSources(t.alias, q, int(total))
-			if err != nil {
-				return 0, nil, err
-			}
-			aggOut, err = runAggs(aggs, docs)
-			if err != nil {
-				return 0, nil, err
-			}
-		}
-	} else if len(aggs) > 0 {
-		aggOut, err = runAggs(aggs, nil)
-		if err != nil {
-			return 0, nil, err
-		}
-	}
-	hitsOut := map[string]any{"max_score": maxScore, "hits": hits}
-	switch tt := req["track_total_hits"].(type) {
-	case nil:
-		hitsOut["total"] = totalObj(total, maxResultWindow)
-	case bool:
-		if tt {
-			hitsOut["total"] = totalObj(total, -1)
-		}
-	case string:
-		if b, err := strconv.ParseBool(tt); err == nil {
-			if b {
-				hitsOut["total"] = totalObj(total, -1)
-			}
-		} else if n, err := strconv.Atoi(tt); err == nil {
-			hitsOut["total"] = totalObj(total, n)
-		} else {
-			return 0, nil, parsingErr("[track_total_hits] must be a boolean or an integer, found [%s]", tt)
-		}
-	default:
-		n, err := intParam(tt, "track_total_hits", 0)
-		if err != nil {
-			return 0, nil, err
-		}
-		if n < 0 {
-			hitsOut["total"] = totalObj(total, -1)
-		} else {
-			hitsOut["total"] = totalObj(total, n)
-		}
-	}
-	out := map[string]any{
-		"took":      time.Since(start).Milliseconds(),
-		"timed_out": false,
-		"_shards":   map[string]any{"total": len(t.ixs), "successful": len(t.ixs), "skipped": 0, "failed": 0},
-		"hits":      hitsOut,
-	}
-	if aggOut != nil {
-		out["aggregations"] = aggOut
-	}
-	return 200, out, nil
-}
-
-func totalObj(total uint64, limit int) map[string]any {
-	if limit >= 0 && total > uint64(limit) {
-		return map[string]any{"value": limit, "relation": "gte"}
-	}
-	return map[string]any{"value": total, "relation": "eq"}
-}
 
 func decodeSource(v any) map[string]any {
 	s, _ := v.(string)
@@ -393,25 +22,6 @@ func decodeSource(v any) map[string]any {
 		m = map[string]any{}
 	}
 	return m
-}
-
-// allSources loads the _source of every document matching q (for aggregations).
-func allSources(idx bleve.Index, q query.Query, n int) ([]map[string]any, error) {
-	if n == 0 {
-		return nil, nil
-	}
-	sr := bleve.NewSearchRequestOptions(q, n, 0, false)
-	sr.SortByCustom(search.SortOrder{&search.SortDocID{}})
-	sr.Fields = []string{fSource}
-	res, err := idx.Search(sr)
-	if err != nil {
-		return nil, searchErr(err)
-	}
-	out := make([]map[string]any, len(res.Hits))
-	for i, h := range res.Hits {
-		out[i] = decodeSource(h.Fields[fSource])
-	}
-	return out, nil
 }
 
 // sourceValues returns the values at a dotted path of _source, arrays flattened.
@@ -496,15 +106,15 @@ func jsonNumber(f float64) any {
 	return f
 }
 
-func sortValues(specs []sortSpec, src map[string]any, h *search.DocumentMatch) []any {
+func sortValues(specs []sortSpec, src map[string]any, score float64, id string) []any {
 	out := make([]any, 0, len(specs))
 	for _, sp := range specs {
 		switch sp.field {
 		case "_score":
-			out = append(out, h.Score)
+			out = append(out, score)
 			continue
 		case "_doc", "_id":
-			out = append(out, h.ID)
+			out = append(out, id)
 			continue
 		}
 		vals := fieldValues(sp.fi, src)
@@ -574,6 +184,8 @@ type sourceFilter struct {
 
 func parseSourceFilter(v any) (*sourceFilter, error) {
 	switch t := v.(type) {
+	case *sourceFilter:
+		return t, nil
 	case nil:
 		return &sourceFilter{}, nil
 	case bool:
@@ -658,12 +270,35 @@ func (f *sourceFilter) apply(src map[string]any) map[string]any {
 
 // ---- highlighting ----
 
+// highlighter marks the query's terms in a hit's fields. Values are returned whole, one
+// fragment per value.
 type highlighter struct {
-	fields    []string
-	pre, post string
+	fields         []hlField
+	pre, post      string
+	requireMatch   bool
+	maxOffset      int // the request's max_analyzed_offset; 0 when unset
+	maxOffsetGiven bool
 }
 
-func parseHighlight(v any, fields map[string]fieldInfo) (*highlighter, error) {
+type hlField struct {
+	name      string
+	pre, post string
+	query     *qctx // a highlight_query's terms, when the field has one
+	unified   bool
+}
+
+func tagOpt(x any, def string) (string, error) {
+	tags := clauses(x)
+	if len(tags) == 0 {
+		return "", badRequest("illegal_argument_exception", "pre_tags or post_tags must not be empty")
+	}
+	if s := scalarString(tags[0]); s != "" {
+		return s, nil
+	}
+	return def, nil
+}
+
+func parseHighlight(v any, t *target) (*highlighter, error) {
 	if v == nil {
 		return nil, nil
 	}
@@ -671,95 +306,224 @@ func parseHighlight(v any, fields map[string]fieldInfo) (*highlighter, error) {
 	if !ok {
 		return nil, parsingErr("[highlight] malformed")
 	}
-	h := &highlighter{pre: "<em>", post: "</em>"}
+	h := &highlighter{pre: "<em>", post: "</em>", requireMatch: true}
+	typ := "unified"
+	var err error
 	for k, x := range o {
 		switch k {
-		case "fields":
-			var names []string
-			switch fs := x.(type) {
-			case map[string]any:
-				for n := range fs {
-					names = append(names, n)
-				}
-			case []any:
-				for _, e := range fs {
-					if m, ok := e.(map[string]any); ok {
-						for n := range m {
-							names = append(names, n)
-						}
-					}
-				}
-			default:
-				return nil, parsingErr("[highlight] [fields] malformed")
+		case "pre_tags":
+			if h.pre, err = tagOpt(x, "<em>"); err != nil {
+				return nil, err
 			}
-			for _, n := range names {
-				if strings.ContainsAny(n, "*?") {
-					for fn, fi := range fields {
-						if fi.Type == "text" && globMatch(n, fn) {
-							h.fields = append(h.fields, fn)
-						}
-					}
-				} else {
-					h.fields = append(h.fields, n)
-				}
+		case "post_tags":
+			if h.post, err = tagOpt(x, "</em>"); err != nil {
+				return nil, err
 			}
-		case "pre_tags", "post_tags":
-			tags := clauses(x)
-			if len(tags) == 0 {
-				continue
+		case "require_field_match":
+			h.requireMatch = boolOpt(x)
+		case "type":
+			typ = scalarString(x)
+		case "max_analyzed_offset":
+			n, ok := toFloat(x)
+			if !ok || n == 0 || n < -1 {
+				return nil, badRequest("illegal_argument_exception", "[max_analyzed_offset] must be a positive integer, or -1")
 			}
-			if k == "pre_tags" {
-				h.pre = scalarString(tags[0])
-			} else {
-				h.post = scalarString(tags[0])
-			}
-		case "require_field_match", "type", "fragment_size", "number_of_fragments", "encoder", "order":
+			h.maxOffset, h.maxOffsetGiven = int(n), n > 0
+		case "fields", "fragment_size", "number_of_fragments", "encoder", "order", "tags_schema", "no_match_size",
+			"boundary_scanner", "boundary_chars", "boundary_max_scan", "fragmenter", "phrase_limit", "highlight_query",
+			"boundary_scanner_locale", "fragment_offset", "force_source", "options", "matched_fields":
 		default:
 			return nil, parsingErr("[highlight] option [%s] is not supported by eslite", k)
 		}
 	}
-	sort.Strings(h.fields)
+	var entries []map[string]any
+	var names []string
+	switch fs := o["fields"].(type) {
+	case map[string]any:
+		for n, e := range fs {
+			names = append(names, n)
+			m, _ := e.(map[string]any)
+			entries = append(entries, m)
+		}
+	case []any:
+		for _, e := range fs {
+			if m, ok := e.(map[string]any); ok {
+				for n, x := range m {
+					names = append(names, n)
+					mm, _ := x.(map[string]any)
+					entries = append(entries, mm)
+				}
+			}
+		}
+	default:
+		return nil, parsingErr("[highlight] [fields] malformed")
+	}
+	for i, n := range names {
+		opts := entries[i]
+		ft := typ
+		if x, ok := opts["type"]; ok {
+			ft = scalarString(x)
+		}
+		mk := func(name string) (hlField, error) {
+			f := hlField{name: name, pre: h.pre, post: h.post, unified: ft == "unified"}
+			if x, ok := opts["pre_tags"]; ok {
+				if f.pre, err = tagOpt(x, h.pre); err != nil {
+					return f, err
+				}
+			}
+			if x, ok := opts["post_tags"]; ok {
+				if f.post, err = tagOpt(x, h.post); err != nil {
+					return f, err
+				}
+			}
+			if hq, ok := opts["highlight_query"]; ok {
+				qc := &qctx{fields: t.fields, now: time.Now(), t: t}
+				if _, err := qc.translate(hq); err != nil {
+					return f, err
+				}
+				f.query = qc
+			}
+			return f, nil
+		}
+		var matched []string
+		if strings.ContainsAny(n, "*?") {
+			for fn, fi := range t.fields {
+				if (fi.Type == "text" || fi.Type == "keyword") && globMatch(n, fn) {
+					matched = append(matched, fn)
+				}
+			}
+		} else {
+			matched = []string{n}
+		}
+		for _, name := range matched {
+			f, err := mk(name)
+			if err != nil {
+				return nil, err
+			}
+			h.fields = append(h.fields, f)
+		}
+	}
+	sort.Slice(h.fields, func(i, j int) bool { return h.fields[i].name < h.fields[j].name })
 	return h, nil
 }
 
-func (h *highlighter) apply(c *qctx, src map[string]any) map[string]any {
+// termsFor returns the terms and prefixes that highlight a field.
+func (h *highlighter) termsFor(c *qctx, f hlField) (map[string]bool, []string) {
+	src := c
+	if f.query != nil {
+		src = f.query
+	}
+	if h.requireMatch && f.query == nil {
+		return src.hl[f.name], src.hlPrefix[f.name]
+	}
+	terms := map[string]bool{}
+	var prefixes []string
+	for _, m := range src.hl {
+		for t := range m {
+			terms[t] = true
+		}
+	}
+	for _, p := range src.hlPrefix {
+		prefixes = append(prefixes, p...)
+	}
+	return terms, prefixes
+}
+
+func (h *highlighter) apply(c *qctx, src map[string]any) (map[string]any, error) {
 	out := map[string]any{}
 	for _, f := range h.fields {
-		fi, ok := c.fields[f]
-		if !ok || fi.Type != "text" {
+		fi, ok := c.fields[f.name]
+		if !ok || (fi.Type != "text" && fi.Type != "keyword") {
 			continue
 		}
-		terms := c.hl[f]
-		if len(terms) == 0 {
+		terms, prefixes := h.termsFor(c, f)
+		if len(terms) == 0 && len(prefixes) == 0 {
 			continue
 		}
+		match := func(tok string) bool {
+			if terms[tok] {
+				return true
+			}
+			for _, p := range prefixes {
+				if strings.HasPrefix(tok, p) {
+					return true
+				}
+			}
+			return false
+		}
+		limit := 0
+		if c.t != nil && len(c.t.ixs) > 0 {
+			limit = c.t.intSetting("highlight.max_analyzed_offset", 0)
+		}
+		withOffsets := f.unified && c.t != nil && fieldHasOffsets(c.t, fi.Src)
 		var frags []any
 		for _, v := range sourceValues(src, fi.Src) {
 			s := scalarString(v)
-			if frag, ok := h.mark(s, terms); ok {
+			if fi.Type == "keyword" {
+				if fi.IgnoreAbove > 0 && len(s) > fi.IgnoreAbove {
+					continue
+				}
+				if match(s) {
+					frags = append(frags, f.pre+s+f.post)
+				}
+				continue
+			}
+			upto := len(s)
+			switch {
+			case h.maxOffsetGiven:
+				upto = h.maxOffset
+			case limit > 0 && len(s) > limit && !withOffsets:
+				return nil, badRequest("illegal_argument_exception", "The length [%d] of field [%s] in doc[0]/index[%s] exceeds the [index.highlight.max_analyzed_offset] limit [%d]. To avoid this error, set the query parameter [max_analyzed_offset] to a value less than index setting [%d] and this will tolerate long field values by truncating them.", len(s), f.name, c.t.ixs[0].name, limit, limit)
+			}
+			if frag, ok := mark(s, upto, match, f.pre, f.post); ok {
 				frags = append(frags, frag)
 			}
 		}
 		if len(frags) > 0 {
-			out[f] = frags
+			out[f.name] = frags
 		}
 	}
-	return out
+	return out, nil
 }
 
-func (h *highlighter) mark(s string, terms map[string]bool) (string, bool) {
+// fieldHasOffsets reports whether a text field is indexed with offsets, which lets the
+// unified highlighter skip re-analysis (and its length limit).
+func fieldHasOffsets(t *target, path string) bool {
+	for _, ix := range t.ixs {
+		m := ix.snapshotMeta()
+		props, _ := m.Mappings["properties"].(map[string]any)
+		cur := props
+		parts := strings.Split(path, ".")
+		for i, p := range parts {
+			def, _ := cur[p].(map[string]any)
+			if def == nil {
+				break
+			}
+			if i == len(parts)-1 {
+				if def["index_options"] == "offsets" || strings.Contains(fmt.Sprint(def["term_vector"]), "offsets") {
+					return true
+				}
+			}
+			cur, _ = def["properties"].(map[string]any)
+		}
+	}
+	return false
+}
+
+// mark wraps the matching tokens that start before upto.
+func mark(s string, upto int, match func(string) bool, pre, post string) (string, bool) {
 	var b bytes.Buffer
 	last := 0
 	hit := false
 	for _, tok := range textAnalyzer.Analyze([]byte(s)) {
-		if !terms[string(tok.Term)] {
+		if tok.Start >= upto || !match(string(tok.Term)) {
 			continue
 		}
 		hit = true
 		b.WriteString(s[last:tok.Start])
-		b.WriteString(h.pre)
+		b.WriteString(pre)
 		b.WriteString(s[tok.Start:tok.End])
-		b.WriteString(h.post)
+		b.WriteString(post)
 		last = tok.End
 	}
 	b.WriteString(s[last:])

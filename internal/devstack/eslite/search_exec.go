@@ -1,0 +1,603 @@
+package eslite
+
+import (
+	"fmt"
+	"math"
+	"net/http"
+	"sort"
+	"time"
+
+	"github.com/blevesearch/bleve/v2/search/query"
+)
+
+// searchLimits refuses what Elasticsearch refuses before running a search, with its
+// messages.
+func searchLimits(r *http.Request, req map[string]any, t *target, from, size int) error {
+	q := r.URL.Query()
+	switch st := q.Get("search_type"); st {
+	case "", "query_then_fetch", "dfs_query_then_fetch":
+	default:
+		return badRequest("illegal_argument_exception", "No search type for [%s]", st)
+	}
+	window := t.intSetting("max_result_window", maxResultWindow)
+	if from < 0 {
+		return badRequest("illegal_argument_exception", "[from] parameter cannot be negative, found [%d]", from)
+	}
+	if size < 0 {
+		return badRequest("illegal_argument_exception", "[size] parameter cannot be negative, found [%d]", size)
+	}
+	if q.Get("scroll") != "" {
+		if size > window {
+			return badRequest("illegal_argument_exception", "Batch size is too large, size must be less than or equal to: [%d] but was [%d]. Scroll batch sizes cost as much memory as result windows so they are controlled by the [index.max_result_window] index level setting.", window, size)
+		}
+		if req["collapse"] != nil {
+			return badRequest("illegal_argument_exception", "cannot use `collapse` in a scroll context")
+		}
+		return badRequest("illegal_argument_exception", "eslite does not support scroll; use from/size or search_after")
+	}
+	if from+size > window {
+		return badRequest("illegal_argument_exception", "Result window is too large, from + size must be less than or equal to: [%d] but was [%d]. See the scroll api for a more efficient way to request large data sets. This limit can be set by changing the [index.max_result_window] index level setting.", window, from+size)
+	}
+	if rs := req["rescore"]; rs != nil {
+		for _, x := range clauses(rs) {
+			o, _ := x.(map[string]any)
+			if w, ok := toFloat(o["window_size"]); ok && int(w) > window {
+				return badRequest("illegal_argument_exception", "Rescore window [%d] is too large. It must be less than [%d]. This prevents allocating massive heaps for storing the results to be rescored. This limit can be set by changing the [index.max_result_window] index level setting.", int(w), window)
+			}
+		}
+		if req["collapse"] != nil {
+			return badRequest("illegal_argument_exception", "cannot use `collapse` in conjunction with `rescore`")
+		}
+		return badRequest("illegal_argument_exception", "eslite does not support [rescore]")
+	}
+	if dv := clauses(req["docvalue_fields"]); len(dv) > t.intSetting("max_docvalue_fields_search", 100) {
+		return badRequest("illegal_argument_exception", "Trying to retrieve too many docvalue_fields. Must be less than or equal to: [%d] but was [%d]. This limit can be set by changing the [index.max_docvalue_fields_search] index level setting.", t.intSetting("max_docvalue_fields_search", 100), len(dv))
+	}
+	if sf, ok := req["script_fields"].(map[string]any); ok {
+		if max := t.intSetting("max_script_fields", 32); len(sf) > max {
+			return badRequest("illegal_argument_exception", "Trying to retrieve too many script_fields. Must be less than or equal to: [%d] but was [%d]. This limit can be set by changing the [index.max_script_fields] index level setting.", max, len(sf))
+		}
+		return badRequest("illegal_argument_exception", "eslite does not run scripts ([script_fields])")
+	}
+	if c, ok := req["collapse"].(map[string]any); ok && req["search_after"] != nil {
+		specs := clauses(req["sort"])
+		f := fmt.Sprint(c["field"])
+		ok := len(specs) == 1
+		if ok {
+			m, isMap := specs[0].(map[string]any)
+			_, named := m[f]
+			ok = (isMap && named && len(m) == 1) || specs[0] == f
+		}
+		if !ok {
+			return badRequest("illegal_argument_exception", "Cannot use [collapse] in conjunction with [search_after] unless the search is sorted on the same field. Multiple sort fields are not allowed.")
+		}
+	}
+	return nil
+}
+
+func (s *server) search(r *http.Request, expr string, body []byte) (int, any, error) {
+	start := time.Now()
+	req, err := searchBody(r, body)
+	if err != nil {
+		return 0, nil, err
+	}
+	for k, v := range req {
+		if !searchKeys[k] {
+			kind := "START_OBJECT"
+			if _, isObj := v.(map[string]any); !isObj {
+				kind = "VALUE_STRING"
+			}
+			return 0, nil, parsingErr("Unknown key for a %s in [%s].", kind, k)
+		}
+	}
+	q := r.URL.Query()
+	asInt := q.Get("rest_total_hits_as_int") == "true"
+	size, err := intParam(req["size"], "size", 10)
+	if err != nil {
+		return 0, nil, err
+	}
+	from, err := intParam(req["from"], "from", 0)
+	if err != nil {
+		return 0, nil, err
+	}
+	trackLimit := maxResultWindow // accurate up to this many
+	trackOff := false
+	switch tt := req["track_total_hits"].(type) {
+	case nil:
+	case bool:
+		trackOff, trackLimit = !tt, -1
+	case string:
+		if b, err := boolString(tt); err == nil {
+			trackOff, trackLimit = !b, -1
+		} else if n, err := intParam(tt, "track_total_hits", 0); err == nil {
+			trackLimit = n
+		} else {
+			return 0, nil, parsingErr("[track_total_hits] must be a boolean or an integer, found [%s]", tt)
+		}
+	default:
+		n, err := intParam(tt, "track_total_hits", 0)
+		if err != nil {
+			return 0, nil, err
+		}
+		trackLimit = n
+	}
+	if trackLimit < -1 {
+		return 0, nil, badRequest("illegal_argument_exception", "[track_total_hits] parameter must be positive or equals to -1, got %d", trackLimit)
+	}
+	if asInt && !trackOff && trackLimit != -1 && req["track_total_hits"] != nil {
+		return 0, nil, badRequest("illegal_argument_exception", "[rest_total_hits_as_int] cannot be used if the tracking of total hits is not accurate, got %d", trackLimit)
+	}
+	t, err := s.searchTarget(r, expr)
+	if err != nil {
+		return 0, nil, err
+	}
+	if err := searchLimits(r, req, t, from, size); err != nil {
+		return 0, nil, err
+	}
+	c := &qctx{fields: t.fields, now: time.Now(), t: t}
+	bq, err := c.translate(req["query"])
+	if err != nil {
+		return 0, nil, err
+	}
+	specs, err := c.parseSort(req["sort"])
+	if err != nil {
+		return 0, nil, err
+	}
+	srcFilter, err := parseSourceFilter(req["_source"])
+	if err != nil {
+		return 0, nil, err
+	}
+	hl, err := parseHighlight(req["highlight"], t)
+	if err != nil {
+		return 0, nil, err
+	}
+	aggDefs := req["aggs"]
+	if aggDefs == nil {
+		aggDefs = req["aggregations"]
+	}
+	aggs, err := parseAggs(aggDefs, t.fields)
+	if err != nil {
+		return 0, nil, err
+	}
+	dvFields, err := parseFieldRequests(req["docvalue_fields"], "docvalue_fields")
+	if err != nil {
+		return 0, nil, err
+	}
+	fetch, err := parseFieldRequests(req["fields"], "fields")
+	if err != nil {
+		return 0, nil, err
+	}
+	boostOfIndex, err := s.indexBoosts(req["indices_boost"], q.Get("ignore_unavailable") == "true")
+	if err != nil {
+		return 0, nil, err
+	}
+	col, err := parseCollapse(req["collapse"], c)
+	if err != nil {
+		return 0, nil, err
+	}
+	// stored_fields: "_none_" drops _id and _source, a list drops _source unless it
+	// names it; listed fields mapped with store: true come back in fields.
+	storedNone, storedList, withSource := false, []string(nil), true
+	if sf, ok := req["stored_fields"]; ok {
+		withSource = false
+		for _, x := range clauses(sf) {
+			switch n := scalarString(x); n {
+			case "_none_":
+				storedNone = true
+			case "_source":
+				withSource = true
+			default:
+				storedList = append(storedList, n)
+			}
+		}
+	}
+	if srcFilter == nil {
+		withSource = false
+	}
+	minScore, hasMin := toFloat(req["min_score"])
+	trackScores := boolOpt(req["track_scores"])
+	scored := len(specs) == 0 || trackScores || hasMin || req["indices_boost"] != nil
+	for _, sp := range specs {
+		if sp.field == "_score" {
+			scored = true
+		}
+	}
+	docs, err := matchDocs(t, bq, scored)
+	if err != nil {
+		return 0, nil, err
+	}
+	if req["indices_boost"] != nil {
+		for _, d := range docs {
+			d.score *= boostOfIndex(d.ix)
+		}
+	}
+	if hasMin {
+		kept := docs[:0]
+		for _, d := range docs {
+			if d.score >= minScore {
+				kept = append(kept, d)
+			}
+		}
+		docs = kept
+	}
+	if ta, err := intParam(req["terminate_after"], "terminate_after", 0); err == nil && ta > 0 && len(docs) > ta {
+		docs = docs[:ta]
+	}
+	var aggOut map[string]any
+	if len(aggs) > 0 {
+		srcs := make([]map[string]any, len(docs))
+		for i, d := range docs {
+			srcs[i] = d.src
+		}
+		if aggOut, err = runAggs(aggs, srcs); err != nil {
+			return 0, nil, err
+		}
+	}
+	if pf := req["post_filter"]; pf != nil {
+		fq, err := c.translate(pf)
+		if err != nil {
+			return 0, nil, err
+		}
+		docs = filterDocs(t, fq, docs)
+	}
+	total := len(docs)
+	order(docs, specs)
+	if sa := req["search_after"]; sa != nil {
+		if len(specs) == 0 {
+			return 0, nil, badRequest("illegal_argument_exception", "Sort must contain at least one field.")
+		}
+		after, err := afterKeys(specs, sa)
+		if err != nil {
+			return 0, nil, err
+		}
+		kept := docs[:0]
+		for _, d := range docs {
+			if compareKeys(specs, docSortKeys(specs, d), after) > 0 {
+				kept = append(kept, d)
+			}
+		}
+		docs = kept
+	}
+	if col != nil {
+		col.groupSource = append([]*scoredDoc(nil), docs...)
+		docs = col.apply(docs)
+	}
+	page := docs
+	if from >= len(page) {
+		page = nil
+	} else {
+		page = page[from:]
+	}
+	if len(page) > size {
+		page = page[:size]
+	}
+	hits := []any{}
+	var maxScore any
+	if scored && len(docs) > 0 && (len(specs) == 0 || trackScores || specs[0].field == "_score") {
+		m := math.Inf(-1)
+		for _, d := range docs {
+			m = math.Max(m, d.score)
+		}
+		maxScore = m
+	}
+	for _, d := range page {
+		hit, err := s.renderHit(d, hitOptions{specs: specs, scored: scored && (len(specs) == 0 || trackScores || hasScoreSort(specs)),
+			src: srcFilter, withSource: withSource, storedNone: storedNone, stored: storedList, dv: dvFields, fetch: fetch,
+			hl: hl, c: c, fields: t.fields, version: boolOpt(req["version"]), seqNo: boolOpt(req["seq_no_primary_term"]), asInt: asInt})
+		if err != nil {
+			return 0, nil, err
+		}
+		if col != nil {
+			col.decorate(s, hit, d, hitOptions{src: srcFilter, withSource: true, fields: t.fields, c: c, asInt: asInt, version: boolOpt(req["version"])})
+		}
+		hits = append(hits, hit)
+	}
+	hitsOut := map[string]any{"max_score": maxScore, "hits": hits}
+	switch {
+	case asInt && trackOff:
+		hitsOut["total"] = -1
+	case asInt:
+		hitsOut["total"] = total
+	case trackOff:
+	default:
+		hitsOut["total"] = totalObj(total, trackLimit)
+	}
+	out := map[string]any{
+		"took":      time.Since(start).Milliseconds(),
+		"timed_out": false,
+		"_shards":   map[string]any{"total": len(t.ixs), "successful": len(t.ixs), "skipped": 0, "failed": 0},
+		"hits":      hitsOut,
+	}
+	if aggOut != nil {
+		out["aggregations"] = aggOut
+	}
+	if boolOpt(req["profile"]) {
+		out["profile"] = profileOut(t, req["query"], time.Since(start))
+	}
+	return 200, out, nil
+}
+
+func boolString(s string) (bool, error) {
+	switch s {
+	case "true":
+		return true, nil
+	case "false":
+		return false, nil
+	}
+	return false, fmt.Errorf("not a boolean")
+}
+
+func hasScoreSort(specs []sortSpec) bool {
+	for _, sp := range specs {
+		if sp.field == "_score" {
+			return true
+		}
+	}
+	return false
+}
+
+// order sorts documents by relevance or by the sort clauses, ties in index order.
+func order(docs []*scoredDoc, specs []sortSpec) {
+	if len(specs) == 0 {
+		byScore(docs)
+		return
+	}
+	keys := make(map[*scoredDoc][]sortKey, len(docs))
+	for _, d := range docs {
+		keys[d] = docSortKeys(specs, d)
+	}
+	sort.SliceStable(docs, func(i, j int) bool {
+		if c := compareKeys(specs, keys[docs[i]], keys[docs[j]]); c != 0 {
+			return c < 0
+		}
+		if docs[i].ix.name != docs[j].ix.name {
+			return docs[i].ix.name < docs[j].ix.name
+		}
+		return docs[i].seq < docs[j].seq
+	})
+}
+
+// filterDocs keeps the documents a query matches (post_filter).
+func filterDocs(t *target, q query.Query, docs []*scoredDoc) []*scoredDoc {
+	byIndex := map[*esIndex][]*scoredDoc{}
+	for _, d := range docs {
+		byIndex[d.ix] = append(byIndex[d.ix], d)
+	}
+	keep := map[*scoredDoc]bool{}
+	for ix, ds := range byIndex {
+		sc := &scorer{ix: ix, fields: t.fields, docs: ds}
+		m := sc.leafMatches(q)
+		for _, d := range ds {
+			if m[d.id] {
+				keep[d] = true
+			}
+		}
+	}
+	out := docs[:0]
+	for _, d := range docs {
+		if keep[d] {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+type hitOptions struct {
+	specs       []sortSpec
+	scored      bool
+	src         *sourceFilter
+	withSource  bool
+	storedNone  bool
+	stored      []string
+	dv, fetch   []fieldRequest
+	hl          *highlighter
+	c           *qctx
+	fields      map[string]fieldInfo
+	version     bool
+	seqNo       bool
+	asInt       bool
+}
+
+func (s *server) renderHit(d *scoredDoc, o hitOptions) (map[string]any, error) {
+	hit := map[string]any{"_index": d.ix.name, "_score": nil}
+	if !o.storedNone {
+		hit["_id"] = d.id
+	}
+	if o.scored {
+		hit["_score"] = d.score
+	}
+	if o.version {
+		if sd, err := d.ix.getDoc(d.id); err == nil && sd != nil {
+			hit["_version"] = sd.version
+		}
+	}
+	if o.seqNo {
+		hit["_seq_no"], hit["_primary_term"] = d.seq, 1
+	}
+	if o.withSource && !o.storedNone && o.src != nil {
+		hit["_source"] = o.src.apply(d.src)
+	}
+	if len(o.specs) > 0 {
+		hit["sort"] = sortValues(o.specs, d.src, d.score, d.id)
+	}
+	fields := map[string]any{}
+	for _, n := range o.stored {
+		if fi, ok := o.fields[n]; ok && fi.Store {
+			if vals := formatValues(fi, fieldValues(fi, d.src)); len(vals) > 0 {
+				fields[n] = vals
+			}
+		}
+	}
+	if err := fetchFields(o.dv, o.fields, d.src, fields, true); err != nil {
+		return nil, err
+	}
+	if err := fetchFields(o.fetch, o.fields, d.src, fields, false); err != nil {
+		return nil, err
+	}
+	if len(fields) > 0 {
+		hit["fields"] = fields
+	}
+	if o.hl != nil {
+		if h, err := o.hl.apply(o.c, d.src); err != nil {
+			return nil, err
+		} else if len(h) > 0 {
+			hit["highlight"] = h
+		}
+	}
+	return hit, nil
+}
+
+// profileOut is a profile section in Elasticsearch's shape; eslite times the whole
+// request, not each Lucene query.
+func profileOut(t *target, q any, took time.Duration) map[string]any {
+	var shards []any
+	desc := "*:*"
+	if q != nil {
+		desc = fmt.Sprint(q)
+	}
+	for _, ix := range t.ixs {
+		shards = append(shards, map[string]any{
+			"id":         "[eslite][" + ix.name + "][0]",
+			"node_id":    "eslite",
+			"shard_id":   0,
+			"index":      ix.name,
+			"cluster":    "(local)",
+			"searches":   []any{map[string]any{"query": []any{map[string]any{"type": "BooleanQuery", "description": desc, "time_in_nanos": took.Nanoseconds(), "breakdown": map[string]any{}}}, "rewrite_time": 0, "collector": []any{map[string]any{"name": "QueryPhaseCollector", "reason": "search_query_phase", "time_in_nanos": took.Nanoseconds()}}}},
+			"aggregations": []any{},
+			"fetch":        map[string]any{"type": "fetch", "description": "", "time_in_nanos": 0, "breakdown": map[string]any{}},
+		})
+	}
+	return map[string]any{"shards": shards}
+}
+
+// collapse keeps the best hit per value of a field, with optional inner hits.
+type collapse struct {
+	field string
+	fi    fieldInfo
+	inner []innerHits
+	// groupSource holds every matching document, in order, for the inner hits.
+	groupSource []*scoredDoc
+}
+
+type innerHits struct {
+	name     string
+	from     int
+	size     int
+	specs    []sortSpec
+	version  bool
+	fields   []fieldRequest
+	seqNo    bool
+}
+
+func parseCollapse(v any, c *qctx) (*collapse, error) {
+	if v == nil {
+		return nil, nil
+	}
+	o, ok := v.(map[string]any)
+	if !ok {
+		return nil, parsingErr("[collapse] malformed")
+	}
+	f, _ := o["field"].(string)
+	fi, ok := c.fields[f]
+	if !ok {
+		return nil, badRequest("illegal_argument_exception", "no mapping found for `%s` in order to collapse on", f)
+	}
+	if fi.Type != "keyword" && fi.Type != "long" && fi.Type != "double" && fi.Type != "date" {
+		return nil, badRequest("illegal_argument_exception", "collapse is not supported for the field [%s] of the type [%s]", f, fi.ESType)
+	}
+	col := &collapse{field: f, fi: fi}
+	for _, x := range clauses(o["inner_hits"]) {
+		ih, _ := x.(map[string]any)
+		in := innerHits{name: scalarString(orDefault(ih["name"], f)), size: 3}
+		if n, err := intParam(ih["size"], "size", 3); err == nil {
+			in.size = n
+		}
+		if n, err := intParam(ih["from"], "from", 0); err == nil {
+			in.from = n
+		}
+		specs, err := c.parseSort(ih["sort"])
+		if err != nil {
+			return nil, err
+		}
+		in.specs = specs
+		in.version = boolOpt(ih["version"])
+		in.seqNo = boolOpt(ih["seq_no_primary_term"])
+		if in.fields, err = parseFieldRequests(ih["fields"], "fields"); err != nil {
+			return nil, err
+		}
+		col.inner = append(col.inner, in)
+	}
+	return col, nil
+}
+
+func (col *collapse) key(d *scoredDoc) string {
+	vals := fieldValues(col.fi, d.src)
+	if len(vals) == 0 {
+		return "\x00null"
+	}
+	return fmt.Sprint(vals[0])
+}
+
+func (col *collapse) apply(docs []*scoredDoc) []*scoredDoc {
+	seen := map[string]bool{}
+	var out []*scoredDoc
+	for _, d := range docs {
+		k := col.key(d)
+		if !seen[k] {
+			seen[k] = true
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+// decorate adds the collapse field and the inner hits of a collapsed hit.
+func (col *collapse) decorate(s *server, hit map[string]any, d *scoredDoc, o hitOptions) {
+	fields, _ := hit["fields"].(map[string]any)
+	if fields == nil {
+		fields = map[string]any{}
+		hit["fields"] = fields
+	}
+	if vals := formatValues(col.fi, fieldValues(col.fi, d.src)); len(vals) > 0 {
+		fields[col.field] = vals[:1]
+	} else {
+		fields[col.field] = []any{nil}
+	}
+	if len(col.inner) == 0 {
+		return
+	}
+	k := col.key(d)
+	inner := map[string]any{}
+	for _, ih := range col.inner {
+		var group []*scoredDoc
+		for _, x := range col.groupSource {
+			if col.key(x) == k {
+				group = append(group, x)
+			}
+		}
+		order(group, ih.specs)
+		total := len(group)
+		if ih.from < len(group) {
+			group = group[ih.from:]
+		} else {
+			group = nil
+		}
+		if len(group) > ih.size {
+			group = group[:ih.size]
+		}
+		hits := []any{}
+		for _, x := range group {
+			h, err := s.renderHit(x, hitOptions{specs: ih.specs, scored: len(ih.specs) == 0, src: o.src, withSource: true,
+				fields: o.fields, c: o.c, fetch: ih.fields, version: ih.version, seqNo: ih.seqNo})
+			if err == nil {
+				hits = append(hits, h)
+			}
+		}
+		var tot any = totalObj(total, -1)
+		if o.asInt {
+			tot = total
+		}
+		inner[ih.name] = map[string]any{"hits": map[string]any{"total": tot, "max_score": nil, "hits": hits}}
+	}
+	hit["inner_hits"] = inner
+}
