@@ -17,6 +17,9 @@ type aggDef struct {
 	fi    fieldInfo
 	opts  map[string]any
 	subs  []*aggDef
+	meta  any // returned as is with the result
+	// missing is the value documents without the field count with, when set.
+	missing any
 
 	// terms
 	size        int
@@ -63,6 +66,7 @@ func parseAggs(v any, fields map[string]fieldInfo) ([]*aggDef, error) {
 			case k == "aggs" || k == "aggregations":
 				subs = x
 			case k == "meta":
+				a.meta = x
 			case metricKinds[k] || bucketKinds[k]:
 				if a.kind != "" {
 					return nil, parsingErr("Found two aggregation type definitions in [%s]: [%s] and [%s]", name, a.kind, k)
@@ -113,7 +117,11 @@ func (a *aggDef) configure(fields map[string]fieldInfo) error {
 	if fi.Type == "text" {
 		return badRequest("illegal_argument_exception", "Text fields are not optimised for operations that require per-document field data like aggregations and sorting, so these operations are disabled by default. Please use a keyword field instead. Alternatively, set fielddata=true on [%s] in order to load field data by uninverting the inverted index.", f)
 	}
-	allowed := map[string]bool{"field": true, "missing": false, "format": true}
+	allowed := map[string]bool{"field": true, "missing": true, "format": true}
+	a.missing = a.opts["missing"]
+	if (a.kind == "avg" || a.kind == "sum" || a.kind == "min" || a.kind == "max") && (fi.Type == "keyword" || fi.Type == "none") {
+		return badRequest("illegal_argument_exception", "Field [%s] of type [%s] is not supported for aggregation [%s]", f, fi.ESType, a.kind)
+	}
 	var err error
 	switch a.kind {
 	case "terms":
@@ -260,16 +268,34 @@ func runAggs(defs []*aggDef, docs []map[string]any) (map[string]any, error) {
 		if err != nil {
 			return nil, err
 		}
+		if a.meta != nil {
+			r["meta"] = a.meta
+		}
 		out[a.name] = r
 	}
 	return out, nil
 }
 
 func (a *aggDef) values(doc map[string]any) []any {
-	if a.fi.Type == "unmapped" {
-		return nil
+	var vals []any
+	if a.fi.Type != "unmapped" {
+		vals = fieldValues(a.fi, doc)
 	}
-	return fieldValues(a.fi, doc)
+	if len(vals) == 0 && a.missing != nil {
+		fi := a.fi
+		if fi.Type == "unmapped" {
+			// An unmapped field with a missing value aggregates that value as a number
+			// when it is one, as Elasticsearch does.
+			fi.Type = "double"
+			if _, ok := toFloat(a.missing); !ok {
+				fi.Type = "keyword"
+			}
+		}
+		if v, ok := typedValue(fi, a.missing); ok {
+			vals = []any{v}
+		}
+	}
+	return vals
 }
 
 func (a *aggDef) bucket(key any, docs []map[string]any, extra map[string]any) (map[string]any, error) {

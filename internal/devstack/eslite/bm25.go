@@ -13,9 +13,10 @@ import (
 	bindex "github.com/blevesearch/bleve_index_api"
 )
 
-// Relevance follows Elasticsearch's BM25 similarity (Lucene 9): for a term t of field f
+// Relevance follows Elasticsearch's BM25 similarity (LegacyBM25Similarity, which keeps
+// the (k1 + 1) factor Lucene 8 dropped): for a term t of field f
 //
-//	score = boost · idf · tf / (tf + k1 · (1 − b + b · dl / avgdl))
+//	score = boost · (k1 + 1) · idf · tf / (tf + k1 · (1 − b + b · dl / avgdl))
 //	idf   = ln(1 + (N − n + 0.5) / (n + 0.5))
 //
 // with k1 = 1.2, b = 0.75, N the documents that have f, n those that have t in f, dl the
@@ -50,12 +51,12 @@ func bm25IDF(docCount, docFreq int) float64 {
 	return math.Log(1 + (float64(docCount)-float64(docFreq)+0.5)/(float64(docFreq)+0.5))
 }
 
-// bm25TF is Lucene's BM25 term-frequency part.
+// bm25TF is the term-frequency part, with Elasticsearch's (k1 + 1) numerator.
 func bm25TF(tf, dl, avgdl float64) float64 {
 	if avgdl <= 0 {
 		avgdl = 1
 	}
-	return tf / (tf + bm25K1*(1-bm25B+bm25B*dl/avgdl))
+	return tf * (bm25K1 + 1) / (tf + bm25K1*(1-bm25B+bm25B*dl/avgdl))
 }
 
 // fieldTokens returns the tokens a document holds in a text or keyword field, as indexed.

@@ -209,7 +209,10 @@ func asESError(err error) *esError {
 func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(v)
+	// Elasticsearch writes <, > and & as they are; Go would escape them for HTML.
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(v)
 }
 
 func writeErr(w http.ResponseWriter, err error) {

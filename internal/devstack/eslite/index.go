@@ -523,12 +523,12 @@ type writeOp struct {
 	// update only: the partial document, an upsert document, doc_as_upsert
 	update map[string]any
 	// results
-	status  int
-	result  string
+	status   int
+	result   string
 	version2 int64
-	seq     int64
-	err     *esError
-	stored  *storedDoc // the document after an update, for get in the response
+	seq      int64
+	err      *esError
+	stored   *storedDoc // the document after an update, for get in the response
 }
 
 func conflict(id, format string, args ...any) *esError {
@@ -1129,8 +1129,7 @@ func (s *server) doc(r *http.Request, target, op, id string, body []byte) (int, 
 		}
 		if v := q.Get("version"); v != "" {
 			want, _ := strconv.ParseInt(v, 10, 64)
-			vt := q.Get("version_type")
-			if vt == "external_gte" && want < sd.version || vt != "external_gte" && want != sd.version {
+			if want != sd.version {
 				return 0, nil, conflict(id, "current version [%d] is different than the one provided [%d]", sd.version, want)
 			}
 		}
@@ -1393,7 +1392,11 @@ func (s *server) bulk(r *http.Request, defaultIndex string, body []byte) (int, a
 				if v := q.Get("_source"); v != "" {
 					e.source = v
 				} else if v := q.Get("_source_includes"); v != "" {
-					e.source = map[string]any{"includes": strings.Split(v, ",")}
+					var inc []any
+					for _, x := range strings.Split(v, ",") {
+						inc = append(inc, x)
+					}
+					e.source = map[string]any{"includes": inc}
 				}
 			}
 			entries = append(entries, e)

@@ -182,6 +182,13 @@ func (c *qctx) addHL(field string, terms ...string) {
 	}
 }
 
+func (c *qctx) addHLPrefix(field, p string) {
+	if c.hlPrefix == nil {
+		c.hlPrefix = map[string][]string{}
+	}
+	c.hlPrefix[field] = append(c.hlPrefix[field], strings.ToLower(p))
+}
+
 func singleField(v any, what string) (string, any, error) {
 	m, ok := v.(map[string]any)
 	if !ok || len(m) != 1 {
@@ -213,9 +220,55 @@ func (c *qctx) translate(v any) (query.Query, error) {
 		return nil, parsingErr("[query] malformed, one query type expected but found [%s]", strings.Join(keys, ", "))
 	}
 	for kind, body := range m {
+		body = stripName(body)
 		switch kind {
 		case "match_all":
-			return bleve.NewMatchAllQuery(), nil
+			q := bleve.NewMatchAllQuery()
+			if o, ok := body.(map[string]any); ok {
+				return boosted(q, o["boost"]), nil
+			}
+			return q, nil
+		case "constant_score":
+			o, _ := body.(map[string]any)
+			f, ok := o["filter"]
+			if !ok {
+				return nil, parsingErr("[constant_score] requires a 'filter' element")
+			}
+			inner, err := c.translate(f)
+			if err != nil {
+				return nil, err
+			}
+			b := 1.0
+			if x, ok := toFloat(o["boost"]); ok {
+				b = x
+			}
+			return &constScoreQuery{inner: inner, boost: b}, nil
+		case "dis_max":
+			o, _ := body.(map[string]any)
+			var qs []query.Query
+			for _, x := range clauses(o["queries"]) {
+				q, err := c.translate(x)
+				if err != nil {
+					return nil, err
+				}
+				qs = append(qs, q)
+			}
+			if len(qs) == 0 {
+				return bleve.NewMatchNoneQuery(), nil
+			}
+			tie, _ := toFloat(o["tie_breaker"])
+			return boosted(&disMaxQuery{DisjunctionQuery: bleve.NewDisjunctionQuery(qs...), tie: tie}, o["boost"]), nil
+		case "combined_fields":
+			o, _ := body.(map[string]any)
+			mm := map[string]any{"type": "most_fields"}
+			for k, v := range o {
+				if k != "auto_generate_synonyms_phrase_query" && k != "zero_terms_query" {
+					mm[k] = v
+				}
+			}
+			return c.multiMatch(mm)
+		case "regexp":
+			return c.regexpQ(body)
 		case "match_none":
 			return bleve.NewMatchNoneQuery(), nil
 		case "match":
@@ -247,6 +300,11 @@ func (c *qctx) translate(v any) (query.Query, error) {
 			if !ok {
 				return nil, parsingErr("[ids] query requires a [values] array")
 			}
+			if c.t != nil {
+				if max := c.t.intSetting("max_result_window", maxResultWindow); len(vals) > max {
+					return nil, badRequest("query_shard_exception", "failed to create query: Too many ids specified, allowed max result window is [%d]", max)
+				}
+			}
 			ids := make([]string, len(vals))
 			for i, x := range vals {
 				ids[i] = scalarString(x)
@@ -257,7 +315,7 @@ func (c *qctx) translate(v any) (query.Query, error) {
 		case "query_string":
 			return c.queryString(body)
 		default:
-			return nil, parsingErr("unknown query [%s] (eslite supports match, match_phrase, multi_match, term, terms, range, exists, prefix, wildcard, ids, bool, query_string, match_all, match_none)", kind)
+			return nil, parsingErr("unknown query [%s] (eslite supports match, match_phrase, multi_match, combined_fields, term, terms, range, exists, prefix, wildcard, regexp, ids, bool, dis_max, constant_score, query_string, match_all, match_none)", kind)
 		}
 	}
 	return nil, nil
@@ -440,13 +498,29 @@ func (c *qctx) termQ(body any) (query.Query, error) {
 		return nil, err
 	}
 	for k := range opts {
-		if k != "value" && k != "boost" {
+		if k != "value" && k != "boost" && k != "case_insensitive" {
 			return nil, parsingErr("[term] query does not support [%s]", k)
 		}
 	}
 	fi, ok := c.fields[f]
 	if !ok {
 		return bleve.NewMatchNoneQuery(), nil
+	}
+	if boolOpt(opts["case_insensitive"]) && (fi.Type == "keyword" || fi.Type == "text") {
+		// A regexp where every letter accepts both cases, constant-scoring like
+		// Elasticsearch's automaton query.
+		var b strings.Builder
+		for _, r := range scalarString(v) {
+			lo, up := strings.ToLower(string(r)), strings.ToUpper(string(r))
+			if lo != up {
+				b.WriteString("[" + regexp.QuoteMeta(lo) + regexp.QuoteMeta(up) + "]")
+			} else {
+				b.WriteString(regexp.QuoteMeta(string(r)))
+			}
+		}
+		rq := bleve.NewRegexpQuery(b.String())
+		rq.SetField(f)
+		return &constScoreQuery{inner: rq, boost: boostValue(opts["boost"])}, nil
 	}
 	q, err := c.exactValue(f, fi, v)
 	if err != nil {
@@ -463,7 +537,15 @@ func (c *qctx) termsQ(body any) (query.Query, error) {
 	var f string
 	var vals []any
 	for k, v := range o {
-		if k == "boost" {
+		if k == "boost" || k == "_name" {
+			continue
+		}
+		if lk, isObj := v.(map[string]any); isObj && f == "" {
+			looked, err := c.termsLookup(lk)
+			if err != nil {
+				return nil, err
+			}
+			f, vals = k, looked
 			continue
 		}
 		arr, ok := v.([]any)
@@ -471,6 +553,11 @@ func (c *qctx) termsQ(body any) (query.Query, error) {
 			return nil, parsingErr("[terms] query requires one field with an array of values")
 		}
 		f, vals = k, arr
+	}
+	if c.t != nil {
+		if max := c.t.intSetting("max_terms_count", 65536); len(vals) > max {
+			return nil, badRequest("illegal_argument_exception", "The number of terms [%d] used in the Terms Query request has exceeded the allowed maximum of [%d]. This maximum can be set by changing the [index.max_terms_count] index level setting.", len(vals), max)
+		}
 	}
 	if f == "" {
 		return nil, parsingErr("[terms] query requires one field with an array of values")
@@ -487,7 +574,101 @@ func (c *qctx) termsQ(body any) (query.Query, error) {
 		}
 		qs = append(qs, q)
 	}
-	return bleve.NewDisjunctionQuery(qs...), nil
+	return &constScoreQuery{inner: bleve.NewDisjunctionQuery(qs...), boost: boostValue(o["boost"])}, nil
+}
+
+func boostValue(v any) float64 {
+	if f, ok := toFloat(v); ok {
+		return f
+	}
+	return 1
+}
+
+// stripName drops the _name of a query's options: eslite matches named queries but does
+// not report matched_queries.
+func stripName(body any) any {
+	o, ok := body.(map[string]any)
+	if !ok {
+		return body
+	}
+	if _, has := o["_name"]; has {
+		cp := map[string]any{}
+		for k, v := range o {
+			if k != "_name" {
+				cp[k] = v
+			}
+		}
+		o = cp
+	}
+	for k, v := range o {
+		if inner, ok := v.(map[string]any); ok {
+			if _, has := inner["_name"]; has {
+				cp := map[string]any{}
+				for ik, iv := range inner {
+					if ik != "_name" {
+						cp[ik] = iv
+					}
+				}
+				o[k] = cp
+			}
+		}
+	}
+	return o
+}
+
+// termsLookup reads a terms query's values from a field of another document.
+func (c *qctx) termsLookup(lk map[string]any) ([]any, error) {
+	idx, _ := lk["index"].(string)
+	id := scalarString(lk["id"])
+	path, _ := lk["path"].(string)
+	if idx == "" || id == "" || path == "" {
+		return nil, parsingErr("[terms] query lookup element requires specifying [index], [id] and [path]")
+	}
+	if c.t == nil || c.t.server == nil {
+		return nil, nil
+	}
+	ixs := c.t.server.resolve(idx)
+	if len(ixs) != 1 {
+		return nil, notFoundIndex(idx)
+	}
+	sd, err := ixs[0].getDoc(id)
+	if err != nil || sd == nil {
+		return nil, err
+	}
+	return sourceValues(sd.src, path), nil
+}
+
+// regexpQ is a regexp query on a keyword or text field, limited like Elasticsearch's.
+func (c *qctx) regexpQ(body any) (query.Query, error) {
+	f, v, opts, err := fieldAndValue("regexp", body, "value")
+	if err != nil {
+		return nil, err
+	}
+	s := scalarString(v)
+	if err := c.checkRegexLength(s); err != nil {
+		return nil, err
+	}
+	fi, ok := c.fields[f]
+	if !ok {
+		return bleve.NewMatchNoneQuery(), nil
+	}
+	if fi.Type != "text" && fi.Type != "keyword" {
+		return nil, badRequest("query_shard_exception", "Can only use regexp queries on keyword and text fields - not on [%s] which is of type [%s]", f, fi.ESType)
+	}
+	q := bleve.NewRegexpQuery(s)
+	q.SetField(f)
+	return &constScoreQuery{inner: q, boost: boostValue(opts["boost"])}, nil
+}
+
+func (c *qctx) checkRegexLength(s string) error {
+	max := 1000
+	if c.t != nil {
+		max = c.t.intSetting("max_regex_length", 1000)
+	}
+	if n := len([]rune(s)); n > max {
+		return badRequest("illegal_argument_exception", "The length of regex [%d] used in the Regexp Query request has exceeded the allowed maximum of [%d]. This maximum can be set by changing the [index.max_regex_length] index level setting.", n, max)
+	}
+	return nil
 }
 
 func (c *qctx) rangeQ(body any) (query.Query, error) {
@@ -610,13 +791,17 @@ func (c *qctx) patternQ(kind string, body any) (query.Query, error) {
 	}
 	s := scalarString(v)
 	if kind == "prefix" {
+		c.addHLPrefix(f, s)
 		q := bleve.NewPrefixQuery(s)
 		q.SetField(f)
-		return boosted(q, opts["boost"]), nil
+		return &constScoreQuery{inner: q, boost: boostValue(opts["boost"])}, nil
+	}
+	if i := strings.IndexAny(s, "*?"); i > 0 {
+		c.addHLPrefix(f, s[:i])
 	}
 	q := bleve.NewWildcardQuery(s)
 	q.SetField(f)
-	return boosted(q, opts["boost"]), nil
+	return &constScoreQuery{inner: q, boost: boostValue(opts["boost"])}, nil
 }
 
 func clauses(v any) []any {
@@ -647,7 +832,7 @@ func (c *qctx) boolQ(body any) (query.Query, error) {
 	}
 	for k := range o {
 		switch k {
-		case "must", "should", "filter", "must_not", "minimum_should_match", "boost", "adjust_pure_negative":
+		case "must", "should", "filter", "must_not", "minimum_should_match", "boost", "adjust_pure_negative", "_name":
 		default:
 			return nil, parsingErr("[bool] query does not support [%s]", k)
 		}
@@ -707,8 +892,9 @@ func (c *qctx) boolQ(body any) (query.Query, error) {
 		}
 	}
 	if len(must) == 0 && minShould == 0 {
-		// Only optional clauses, filters or exclusions: every document is a candidate.
-		bq.AddMust(bleve.NewMatchAllQuery())
+		// Only optional clauses, filters or exclusions: every document is a candidate,
+		// and only the optional clauses score, as in Elasticsearch.
+		bq.AddMust(&constScoreQuery{inner: bleve.NewMatchAllQuery(), boost: 0})
 	}
 	return boosted(bq, o["boost"]), nil
 }
@@ -767,7 +953,7 @@ func (c *qctx) multiMatch(body any) (query.Query, error) {
 	var pats []string
 	for k, v := range o {
 		switch k {
-		case "query", "operator", "minimum_should_match", "boost", "lenient", "tie_breaker":
+		case "query", "operator", "minimum_should_match", "boost", "lenient", "tie_breaker", "_name", "analyzer":
 		case "fields":
 			for _, x := range clauses(v) {
 				pats = append(pats, scalarString(x))
@@ -805,7 +991,11 @@ func (c *qctx) multiMatch(body any) (query.Query, error) {
 	if len(qs) == 0 {
 		return bleve.NewMatchNoneQuery(), nil
 	}
-	return boosted(bleve.NewDisjunctionQuery(qs...), o["boost"]), nil
+	if o["type"] == "most_fields" {
+		return boosted(bleve.NewDisjunctionQuery(qs...), o["boost"]), nil
+	}
+	tie, _ := toFloat(o["tie_breaker"])
+	return boosted(&disMaxQuery{DisjunctionQuery: bleve.NewDisjunctionQuery(qs...), tie: tie}, o["boost"]), nil
 }
 
 // ---- query_string ----
@@ -823,7 +1013,7 @@ func (c *qctx) queryString(body any) (query.Query, error) {
 	defOp := "or"
 	for k, v := range o {
 		switch k {
-		case "query", "boost", "lenient", "analyze_wildcard":
+		case "query", "boost", "lenient", "analyze_wildcard", "_name", "analyzer", "auto_generate_synonyms_phrase_query":
 		case "fields":
 			for _, x := range clauses(v) {
 				fields = append(fields, scalarString(x))
@@ -839,7 +1029,25 @@ func (c *qctx) queryString(body any) (query.Query, error) {
 			return nil, parsingErr("[query_string] query does not support [%s]", k)
 		}
 	}
-	p := &qsParser{c: c, fields: fields, defOp: defOp, src: qs}
+	if t := strings.TrimSpace(qs); len(t) > 1 && strings.HasPrefix(t, "/") && strings.HasSuffix(t, "/") {
+		re := t[1 : len(t)-1]
+		if err := c.checkRegexLength(re); err != nil {
+			return nil, err
+		}
+		var rqs []query.Query
+		for _, fb := range c.expandFields(fields) {
+			if fi, ok := c.fields[fb.name]; ok && (fi.Type == "text" || fi.Type == "keyword") {
+				rq := bleve.NewRegexpQuery(re)
+				rq.SetField(fb.name)
+				rqs = append(rqs, &constScoreQuery{inner: rq, boost: fb.boost})
+			}
+		}
+		if len(rqs) == 0 {
+			return bleve.NewMatchNoneQuery(), nil
+		}
+		return &disMaxQuery{DisjunctionQuery: bleve.NewDisjunctionQuery(rqs...)}, nil
+	}
+	p := &qsParser{c: c, fields: fields, defOp: defOp, src: qs, lenient: boolOpt(o["lenient"])}
 	if err := p.lex(); err != nil {
 		return nil, err
 	}
@@ -862,12 +1070,13 @@ type qsTok struct {
 }
 
 type qsParser struct {
-	c      *qctx
-	fields []string
-	defOp  string
-	src    string
-	toks   []qsTok
-	pos    int
+	lenient bool // values that do not fit a field's type match nothing instead of failing
+	c       *qctx
+	fields  []string
+	defOp   string
+	src     string
+	toks    []qsTok
+	pos     int
 }
 
 func (p *qsParser) fail(format string, args ...any) error {
@@ -1199,6 +1408,9 @@ func (p *qsParser) onFields(patterns []string, t qsTok) (query.Query, error) {
 				continue // lenient on expanded fields
 			}
 			q, err = p.c.exactValue(fb.name, fi, t.text)
+		}
+		if err != nil && p.lenient {
+			continue
 		}
 		if err != nil {
 			return nil, err

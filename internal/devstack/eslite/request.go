@@ -19,6 +19,7 @@ type target struct {
 	ixs    []*esIndex
 	fields map[string]fieldInfo
 	alias  bleve.Index
+	server *server
 }
 
 func (s *server) searchTarget(r *http.Request, expr string) (*target, error) {
@@ -31,7 +32,7 @@ func (s *server) searchTarget(r *http.Request, expr string) (*target, error) {
 			return nil, &esError{status: 400, typ: "index_closed_exception", reason: "closed", extra: map[string]any{"index": ix.name}}
 		}
 	}
-	t := &target{ixs: ixs, fields: map[string]fieldInfo{}}
+	t := &target{ixs: ixs, fields: map[string]fieldInfo{}, server: s}
 	for _, ix := range ixs {
 		for n, fi := range ix.fieldMap() {
 			if _, ok := t.fields[n]; !ok {

@@ -383,19 +383,19 @@ func filterDocs(t *target, q query.Query, docs []*scoredDoc) []*scoredDoc {
 }
 
 type hitOptions struct {
-	specs       []sortSpec
-	scored      bool
-	src         *sourceFilter
-	withSource  bool
-	storedNone  bool
-	stored      []string
-	dv, fetch   []fieldRequest
-	hl          *highlighter
-	c           *qctx
-	fields      map[string]fieldInfo
-	version     bool
-	seqNo       bool
-	asInt       bool
+	specs      []sortSpec
+	scored     bool
+	src        *sourceFilter
+	withSource bool
+	storedNone bool
+	stored     []string
+	dv, fetch  []fieldRequest
+	hl         *highlighter
+	c          *qctx
+	fields     map[string]fieldInfo
+	version    bool
+	seqNo      bool
+	asInt      bool
 }
 
 func (s *server) renderHit(d *scoredDoc, o hitOptions) (map[string]any, error) {
@@ -457,12 +457,12 @@ func profileOut(t *target, q any, took time.Duration) map[string]any {
 	}
 	for _, ix := range t.ixs {
 		shards = append(shards, map[string]any{
-			"id":         "[eslite][" + ix.name + "][0]",
-			"node_id":    "eslite",
-			"shard_id":   0,
-			"index":      ix.name,
-			"cluster":    "(local)",
-			"searches":   []any{map[string]any{"query": []any{map[string]any{"type": "BooleanQuery", "description": desc, "time_in_nanos": took.Nanoseconds(), "breakdown": map[string]any{}}}, "rewrite_time": 0, "collector": []any{map[string]any{"name": "QueryPhaseCollector", "reason": "search_query_phase", "time_in_nanos": took.Nanoseconds()}}}},
+			"id":           "[eslite][" + ix.name + "][0]",
+			"node_id":      "eslite",
+			"shard_id":     0,
+			"index":        ix.name,
+			"cluster":      "(local)",
+			"searches":     []any{map[string]any{"query": []any{map[string]any{"type": "BooleanQuery", "description": desc, "time_in_nanos": took.Nanoseconds(), "breakdown": map[string]any{}}}, "rewrite_time": 0, "collector": []any{map[string]any{"name": "QueryPhaseCollector", "reason": "search_query_phase", "time_in_nanos": took.Nanoseconds()}}}},
 			"aggregations": []any{},
 			"fetch":        map[string]any{"type": "fetch", "description": "", "time_in_nanos": 0, "breakdown": map[string]any{}},
 		})
@@ -480,13 +480,13 @@ type collapse struct {
 }
 
 type innerHits struct {
-	name     string
-	from     int
-	size     int
-	specs    []sortSpec
-	version  bool
-	fields   []fieldRequest
-	seqNo    bool
+	name    string
+	from    int
+	size    int
+	specs   []sortSpec
+	version bool
+	fields  []fieldRequest
+	seqNo   bool
 }
 
 func parseCollapse(v any, c *qctx) (*collapse, error) {

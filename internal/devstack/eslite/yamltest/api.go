@@ -306,7 +306,8 @@ func (x *exec) do(m map[string]any) error {
 		if resp.StatusCode < 400 {
 			return fmt.Errorf("expected an error matching %s, got status %d: %s", catch, resp.StatusCode, clip(raw))
 		}
-		re, err := javaRegexp(catch)
+		// Unlike match, catch regexes are plain Java patterns (no COMMENTS flag).
+		re, err := regexp.Compile("(?s)" + strings.TrimSuffix(strings.TrimPrefix(catch, "/"), "/"))
 		if err != nil {
 			return err
 		}
