@@ -4,6 +4,7 @@ package main
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -14,11 +15,13 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/PuerkitoBio/goquery"
@@ -56,7 +59,7 @@ func benchCrawlCmd(s *settings) *cobra.Command {
 
   colly    github.com/gocolly/colly/v2, async, LimitRule{DomainGlob: "*", Parallelism: C},
            no URL revisits, its HTTP transport keeping as many idle connections per host
-           as Trawler's fetcher does. It follows the feed pages (More link) up to --pages,
+           as Trawler's fetcher does. It follows the list pages (More link) up to --list-pages,
            visits every story, extracts the fields demo.story stores (title, url, author,
            score, time, comments, text), follows every comments page and extracts every
            comment (id, author, text), writing each item as a JSON line through a buffered
@@ -94,14 +97,24 @@ Colly's: it waits on many short round trips); --runs N times each side N times a
 reports the medians. With --data DIR the Temporal database and both outputs stay in DIR;
 otherwise they go to a temp dir that is removed.`,
 		Example: `  trawler bench crawl
-  trawler bench crawl --pages 50 --concurrency 32
+  trawler bench crawl --list-pages 200 --per-page 20 --depth 3
+  trawler bench crawl --list-pages 50 --concurrency 32
   trawler bench crawl --runs 5                      # medians of 5 timed runs
   trawler bench crawl --batch 100 --parallel 8     # try other batch settings
   trawler bench crawl --json | tail -1`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if cmd.Flags().Changed("pages") && !cmd.Flags().Changed("list-pages") {
+				o.pages = o.legacyPages
+			}
 			if o.pages < 1 {
-				return fmt.Errorf("--pages %d: use 1 or more feed pages", o.pages)
+				return fmt.Errorf("--list-pages %d: use 1 or more list pages", o.pages)
+			}
+			if o.perPage < 1 {
+				return fmt.Errorf("--per-page %d: use 1 or more detail links per list page", o.perPage)
+			}
+			if o.depth < 2 || o.depth > 3 {
+				return fmt.Errorf("--depth %d: use 2 (list → detail) or 3 (list → detail → comments)", o.depth)
 			}
 			if o.concurrency < 1 {
 				return fmt.Errorf("--concurrency %d: use 1 or more parallel requests", o.concurrency)
@@ -129,7 +142,11 @@ otherwise they go to a temp dir that is removed.`,
 		},
 	}
 	f := cmd.Flags()
-	f.IntVar(&o.pages, "pages", 20, "feed pages to crawl (30 stories each, with their comments; 20 = 1579 pages, 13,770 items)")
+	f.IntVar(&o.pages, "list-pages", 20, "list pages to crawl, each linking to the next (with the defaults, 20 = 1579 pages, 13,770 items)")
+	f.IntVar(&o.legacyPages, "pages", 20, "the same as --list-pages")
+	_ = f.MarkHidden("pages")
+	f.IntVar(&o.perPage, "per-page", demosite.DefaultPerPage, "detail pages each list page links to")
+	f.IntVar(&o.depth, "depth", 3, "chain depth: 2 is list → detail, 3 is list → detail → comments (every comments page of a detail page, each linking to the next)")
 	f.IntVar(&o.concurrency, "concurrency", 16, "requests in flight to the site at once, on both sides")
 	f.IntVar(&o.runs, "runs", 1, "timed runs per side; each side reports its median run (the machine's noise shows in the spread)")
 	f.IntVar(&o.batch, "batch", 0, "Trawler: inputs per batch activity for every step (0: the chain's own, 50)")
@@ -138,7 +155,10 @@ otherwise they go to a temp dir that is removed.`,
 }
 
 type benchOptions struct {
-	pages       int
+	pages       int // list pages
+	legacyPages int // --pages, the former name of --list-pages
+	perPage     int // detail links per list page; 0 is the demo site's default
+	depth       int // 2: list → detail; 3: … → comments; 0 is 3
 	concurrency int
 	runs        int // timed runs per side; the median counts
 	batch       int
@@ -152,15 +172,32 @@ type benchSide struct {
 	Items     int     `json:"items"`
 	Seconds   float64 `json:"seconds"`
 	PagesPerS float64 `json:"pages_per_s"`
+	// CPUPerPageMS is the process's CPU time (user + system) over the run per page: for
+	// Trawler it includes the embedded Temporal server, the worker and the sinks, as
+	// all run in this process.
+	CPUPerPageMS float64 `json:"cpu_per_page_ms"`
 }
 
-func newBenchSide(pages, items int, d time.Duration) benchSide {
+func newBenchSide(pages, items int, d, cpu time.Duration) benchSide {
 	sec := d.Seconds()
 	rate := 0.0
 	if sec > 0 {
 		rate = float64(pages) / sec
 	}
-	return benchSide{Pages: pages, Items: items, Seconds: roundTo(sec, 3), PagesPerS: roundTo(rate, 1)}
+	perPage := 0.0
+	if pages > 0 {
+		perPage = float64(cpu.Microseconds()) / 1000 / float64(pages)
+	}
+	return benchSide{Pages: pages, Items: items, Seconds: roundTo(sec, 3), PagesPerS: roundTo(rate, 1), CPUPerPageMS: roundTo(perPage, 3)}
+}
+
+// processCPU is the CPU time (user + system) this process has used so far.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // benchResult is what `trawler bench crawl --json` prints.
@@ -171,7 +208,10 @@ type benchResult struct {
 	Pages            int       `json:"pages"`
 	Items            int       `json:"items"`
 	Concurrency      int       `json:"concurrency"`
-	FeedPages        int       `json:"feed_pages"`
+	FeedPages        int       `json:"feed_pages"` // list pages
+	PerPage          int       `json:"per_page"`
+	Depth            int       `json:"depth"`
+	CPURatio         float64   `json:"cpu_per_page_ratio"` // Trawler's CPU per page over Colly's
 	Batch            int       `json:"batch"`
 	Parallel         int       `json:"parallel"`
 	Goal             float64   `json:"goal"`
@@ -186,11 +226,15 @@ type benchResult struct {
 }
 
 func (r *benchResult) print() {
-	fmt.Printf("\ncrawl of the demo site: %d feed pages, at most %d requests in flight (Trawler: batch %d, parallel %d)\n",
-		r.FeedPages, r.Concurrency, r.Batch, r.Parallel)
-	fmt.Printf("  %-22s %8s %8s %9s %9s\n", "", "pages", "items", "seconds", "pages/s")
+	shape := "list → detail"
+	if r.Depth >= 3 {
+		shape += " → comments"
+	}
+	fmt.Printf("\ncrawl of the demo site: %s, %d list pages × %d detail links, at most %d requests in flight (Trawler: batch %d, parallel %d)\n",
+		shape, r.FeedPages, r.PerPage, r.Concurrency, r.Batch, r.Parallel)
+	fmt.Printf("  %-22s %8s %8s %9s %9s %13s\n", "", "pages", "items", "seconds", "pages/s", "CPU ms/page")
 	row := func(name string, b benchSide) {
-		fmt.Printf("  %-22s %8d %8d %9.2f %9.1f\n", name, b.Pages, b.Items, b.Seconds, b.PagesPerS)
+		fmt.Printf("  %-22s %8d %8d %9.2f %9.1f %13.3f\n", name, b.Pages, b.Items, b.Seconds, b.PagesPerS, b.CPUPerPageMS)
 	}
 	row("colly (in memory)", r.Colly)
 	row("trawler (durable)", r.Trawler)
@@ -202,6 +246,7 @@ func (r *benchResult) print() {
 		verdict = "NOT met"
 	}
 	fmt.Printf("  ratio trawler/colly: %.2f×   goal ≥ %.1f× Colly: %s\n", r.Ratio, r.Goal, verdict)
+	fmt.Printf("  CPU per page trawler/colly: %.2f× (Trawler's includes the embedded Temporal server)\n", r.CPURatio)
 	fmt.Printf("  Trawler ran %d batch activities (%.1f pages each) for run %s\n",
 		r.TrawlerBatches, float64(r.Trawler.Pages)/float64(max(r.TrawlerBatches, 1)), r.TrawlerRunID)
 }
@@ -214,13 +259,14 @@ func benchCrawl(ctx context.Context, s *settings, o benchOptions) (*benchResult,
 	if note == nil {
 		note = func(string, ...any) {}
 	}
-	siteOpts := demosite.Options{Pages: o.pages}
+	o.depth = cmp.Or(o.depth, 3)
+	siteOpts := demosite.Options{Pages: o.pages, PerPage: o.perPage}.WithDefaults()
 	base, stopSite, err := demosite.Start("127.0.0.1:0", siteOpts)
 	if err != nil {
 		return nil, fmt.Errorf("start the demo site: %w", err)
 	}
 	defer func() { _ = stopSite() }()
-	wantPages, wantItems := demoCrawlSize(siteOpts, o.pages)
+	wantPages, wantItems := demoCrawlSize(siteOpts, o.pages, o.depth)
 
 	data := s.data
 	if data == "" {
@@ -238,12 +284,12 @@ func benchCrawl(ctx context.Context, s *settings, o benchOptions) (*benchResult,
 	// Colly: once untimed, then timed, before Temporal starts.
 	note("colly: crawling %s (%d feed pages, %d pages expected): warm-up, then %d timed run(s)…", base, o.pages, wantPages, o.runs)
 	cOut := filepath.Join(data, "colly.jsonl")
-	if _, err := collyCrawl(ctx, base, o.pages, o.concurrency, cOut); err != nil {
+	if _, err := collyCrawl(ctx, base, o.pages, o.depth, o.concurrency, cOut); err != nil {
 		return nil, fmt.Errorf("colly warm-up: %w", err)
 	}
 	var collyRuns []benchSide
 	for range o.runs {
-		cs, err := collyCrawl(ctx, base, o.pages, o.concurrency, cOut)
+		cs, err := collyCrawl(ctx, base, o.pages, o.depth, o.concurrency, cOut)
 		if err != nil {
 			return nil, fmt.Errorf("colly: %w", err)
 		}
@@ -288,6 +334,11 @@ func benchCrawl(ctx context.Context, s *settings, o benchOptions) (*benchResult,
 		if err != nil {
 			return nil, err
 		}
+		if o.depth < 3 {
+			if err := dropLastStep(p, "comments"); err != nil {
+				return nil, err
+			}
+		}
 		for i := range p.Steps {
 			if o.batch > 0 {
 				p.Steps[i].Batch = o.batch
@@ -327,11 +378,12 @@ func benchCrawl(ctx context.Context, s *settings, o benchOptions) (*benchResult,
 		runIDs      []string
 	)
 	for range o.runs {
+		cpu := processCPU()
 		res, err := trawl(o.pages)
 		if err != nil {
 			return nil, fmt.Errorf("trawler: %w", err)
 		}
-		ts := newBenchSide(res.Pages, res.Items, time.Duration(res.DurationS*float64(time.Second)))
+		ts := newBenchSide(res.Pages, res.Items, time.Duration(res.DurationS*float64(time.Second)), processCPU()-cpu)
 		// The comparison is only fair when both did the same, complete work.
 		if ts.Pages != wantPages || ts.Items != wantItems {
 			return nil, fmt.Errorf("the crawls differ: colly fetched %d pages and stored %d items (as the demo site holds), trawler %d pages and %d items (run %s); the comparison would not be fair",
@@ -353,7 +405,7 @@ func benchCrawl(ctx context.Context, s *settings, o benchOptions) (*benchResult,
 	}
 	out := &benchResult{
 		CollyPagesPerS: cs.PagesPerS, TrawlerPagesPerS: ts.PagesPerS,
-		Pages: cs.Pages, Items: cs.Items, Concurrency: o.concurrency, FeedPages: o.pages,
+		Pages: cs.Pages, Items: cs.Items, Concurrency: o.concurrency, FeedPages: o.pages, PerPage: siteOpts.PerPage, Depth: o.depth,
 		Batch: full.Steps[0].Batch, Parallel: full.Steps[0].Parallel, Goal: benchGoal, Runs: o.runs,
 		Colly: cs, Trawler: ts, TrawlerBatches: batches, TrawlerRunID: runIDs[ti],
 	}
@@ -363,6 +415,9 @@ func benchCrawl(ctx context.Context, s *settings, o benchOptions) (*benchResult,
 	}
 	if cs.PagesPerS > 0 {
 		out.Ratio = roundTo(ts.PagesPerS/cs.PagesPerS, 3)
+	}
+	if cs.CPUPerPageMS > 0 {
+		out.CPURatio = roundTo(ts.CPUPerPageMS/cs.CPUPerPageMS, 2)
 	}
 	out.GoalMet = out.Ratio >= benchGoal
 	return out, nil
@@ -389,12 +444,15 @@ func firstFailure(r *result) string {
 }
 
 // demoCrawlSize is what a complete crawl of the first `feed` feed pages fetches and
-// stores: every feed page, every story page, every comments page of stories with
-// comments; every story and every comment.
-func demoCrawlSize(o demosite.Options, feed int) (pages, items int) {
+// stores: every feed page, every story page and, at depth 3, every comments page of
+// stories with comments; every story and, at depth 3, every comment.
+func demoCrawlSize(o demosite.Options, feed, depth int) (pages, items int) {
 	o = o.WithDefaults()
 	feed = min(feed, o.Pages)
 	stories, comments := demosite.Expected(o, feed)
+	if depth < 3 {
+		return feed + stories, stories
+	}
 	pages = feed
 	for id := 1; id <= feed*o.PerPage; id++ {
 		pages++
@@ -403,6 +461,20 @@ func demoCrawlSize(o demosite.Options, feed int) (pages, items int) {
 		}
 	}
 	return pages, stories + comments
+}
+
+// dropLastStep removes a plan's last step, id, and every route to it: what its producers
+// hand it is then dropped, so the chain ends one level earlier.
+func dropLastStep(p *crawl.Plan, id string) error {
+	last := len(p.Steps) - 1
+	if last < 0 || p.Steps[last].ID != id {
+		return fmt.Errorf("examples/demo.yaml: its last step is not %q, so --depth 2 cannot leave it out", id)
+	}
+	p.Steps = p.Steps[:last]
+	for i := range p.Steps {
+		p.Steps[i].Consumers = slices.DeleteFunc(p.Steps[i].Consumers, func(c crawl.Consumer) bool { return c.Step == last })
+	}
+	return nil
 }
 
 // jsonLines is a minimal item exporter: one JSON object per line through a buffered
@@ -457,7 +529,7 @@ var (
 )
 
 // collyCrawl crawls the demo site the way the demo chain does, with Colly.
-func collyCrawl(ctx context.Context, base string, feedPages, parallelism int, outPath string) (benchSide, error) {
+func collyCrawl(ctx context.Context, base string, feedPages, depth, parallelism int, outPath string) (benchSide, error) {
 	out, err := createJSONLines(outPath)
 	if err != nil {
 		return benchSide{}, err
@@ -520,7 +592,7 @@ func collyCrawl(ctx context.Context, base string, feedPages, parallelism int, ou
 				return
 			}
 			out.write(it)
-			if comments > 0 {
+			if comments > 0 && depth >= 3 {
 				if href, ok := doc.Find("article.story a.comments-link").First().Attr("href"); ok {
 					visit(e, href)
 				}
@@ -547,7 +619,7 @@ func collyCrawl(ctx context.Context, base string, feedPages, parallelism int, ou
 		}
 	})
 
-	start := time.Now()
+	start, cpu := time.Now(), processCPU()
 	if err := c.Visit(base + "/news?p=1"); err != nil {
 		_ = out.close()
 		return benchSide{}, err
@@ -558,7 +630,7 @@ func collyCrawl(ctx context.Context, base string, feedPages, parallelism int, ou
 	if err := errors.Join(crawlErr, cerr, ctx.Err()); err != nil {
 		return benchSide{}, err
 	}
-	return newBenchSide(int(pages.Load()), out.n, elapsed), nil
+	return newBenchSide(int(pages.Load()), out.n, elapsed, processCPU()-cpu), nil
 }
 
 // collyStory extracts a story's fields with the same parser demo.story uses, so both

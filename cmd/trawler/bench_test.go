@@ -23,7 +23,7 @@ func TestBenchCrawlSameWork(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantPages, wantItems := demoCrawlSize(demosite.Options{Pages: 2}, 2)
+	wantPages, wantItems := demoCrawlSize(demosite.Options{Pages: 2}, 2, 3)
 	if res.Colly.Pages != wantPages || res.Trawler.Pages != wantPages {
 		t.Errorf("pages: colly %d, trawler %d, want %d", res.Colly.Pages, res.Trawler.Pages, wantPages)
 	}
@@ -36,11 +36,24 @@ func TestBenchCrawlSameWork(t *testing.T) {
 	if res.Pages != wantPages || res.Items != wantItems || res.Concurrency != 4 {
 		t.Errorf("result %+v", res)
 	}
+	if res.Colly.CPUPerPageMS <= 0 || res.Trawler.CPUPerPageMS <= 0 {
+		t.Errorf("CPU per page: colly %v ms, trawler %v ms; both crawls used the CPU", res.Colly.CPUPerPageMS, res.Trawler.CPUPerPageMS)
+	}
+
+	// The list → detail shape: no comments pages on either side.
+	res, err = benchCrawl(ctx, &settings{data: t.TempDir()}, benchOptions{pages: 3, perPage: 7, depth: 2, concurrency: 4, runs: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Colly.Pages != 3+21 || res.Trawler.Pages != 3+21 || res.Colly.Items != 21 || res.Trawler.Items != 21 {
+		t.Errorf("3 list pages × 7 details at depth 2: colly %d pages %d items, trawler %d pages %d items; want 24 pages, 21 items",
+			res.Colly.Pages, res.Colly.Items, res.Trawler.Pages, res.Trawler.Items)
+	}
 }
 
 // The page and item counts the bench checks against are the documented ones.
 func TestDemoCrawlSize(t *testing.T) {
-	pages, items := demoCrawlSize(demosite.Options{Pages: 20}, 20)
+	pages, items := demoCrawlSize(demosite.Options{Pages: 20}, 20, 3)
 	if pages != 1579 || items != 13770 {
 		t.Fatalf("20 feed pages: %d pages, %d items; want 1579 and 13770", pages, items)
 	}
