@@ -70,6 +70,7 @@ type outcome struct {
 	Permanent    bool           `json:"perm,omitempty"`
 	RetryAfter   time.Duration  `json:"ra,omitempty"`
 	waiting      error          // the input waits for a dependency (a pool item, Redis)
+	back         bool           // a followed input handed back to the workflow unrun
 	quota        string         // the input was not run: a budget ran out (why)
 	input        crawl.Input
 	result       crawl.Result // until stored
@@ -108,8 +109,12 @@ func (a *Activities) runBatch(ctx context.Context, b crawl.Batch) (crawl.BatchRe
 		// input fails with the reason instead of the batch failing forever.
 		return a.failAll(ctx, b, fmt.Sprintf("task %s is not registered on this worker (it has: %v); deploy a worker that includes the site package", b.Step.Task, a.Registry.Names()))
 	}
-	// Resume: what an earlier attempt checkpointed is already stored.
+	// Resume: what an earlier attempt checkpointed is already stored, and the inputs it
+	// took over from its own outputs are the batch's too.
+	began := time.Now()
 	cp := newCheckpointer(ctx, len(b.Work))
+	own := len(b.Work)
+	b.Work = append(slices.Clip(b.Work), cp.sum.Followed...)
 	sinks := make([]storage.Sink, 0, len(b.Step.Store))
 	for _, name := range b.Step.Store {
 		s, err := a.Sinks.Get(name)
@@ -153,14 +158,39 @@ func (a *Activities) runBatch(ctx context.Context, b crawl.Batch) (crawl.BatchRe
 	// batch gives up on an outage and hands the rest back.
 	runCtx, stopRun := context.WithCancel(ctx)
 	defer stopRun()
+	// The queue holds the inputs to run: the batch's own, then those it follows. It
+	// never blocks a send, so the collector below can feed it while it drains results.
+	type queued struct {
+		i int
+		w crawl.Work
+	}
+	queue := make(chan queued, len(todo)+max(b.Follow-len(cp.sum.Followed), 0))
+	for _, i := range todo {
+		queue <- queued{i, b.Work[i]}
+	}
+	outstanding := len(todo) // queued or running, not yet collected
+	queueOpen := true
+	closeQueue := func() {
+		if queueOpen {
+			queueOpen = false
+			close(queue)
+		}
+	}
+	if outstanding == 0 {
+		closeQueue()
+	}
 	results := make(chan outcome)
+	run := b // the producer's view; the collector appends followed inputs to b.Work
 	go func() {
 		var wg sync.WaitGroup
-		sem := make(chan struct{}, max(b.Step.Concurrency, 1))
-		for _, i := range todo {
-			w := b.Work[i]
+		sem := make(chan struct{}, max(run.Step.Concurrency, 1))
+		for q := range queue {
+			if runCtx.Err() != nil {
+				break
+			}
+			i, w := q.i, q.w
 			if o, stop := budget.admit(runCtx, i); stop {
-				if o.quota == "" && b.Outages {
+				if o.quota == "" && run.Outages {
 					// Redis failed, not the input: it waits instead of spending a retry.
 					o = outcome{Index: i, waiting: crawl.Dependency("redis (quota)", errors.New(o.Err))}
 				}
@@ -174,11 +204,18 @@ func (a *Activities) runBatch(ctx context.Context, b crawl.Batch) (crawl.BatchRe
 			if runCtx.Err() != nil {
 				break
 			}
+			if i >= own && time.Since(began) >= run.FollowFor {
+				// A followed input that could not start within the follow window goes
+				// back to the workflow, so the batch ends within its time limit.
+				<-sem
+				results <- outcome{Index: i, back: true, input: w.Input}
+				continue
+			}
 			wg.Add(1)
 			go func(i int, w crawl.Work) {
 				defer func() { <-sem; wg.Done() }()
 				began := time.Now()
-				o := a.runOne(runCtx, task, env, b, i, w)
+				o := a.runOne(runCtx, task, env, run, i, w)
 				cost.wall.Add(int64(time.Since(began)))
 				results <- o
 			}(i, w)
@@ -187,8 +224,13 @@ func (a *Activities) runBatch(ctx context.Context, b crawl.Batch) (crawl.BatchRe
 		close(results)
 	}()
 
-	// Store finished inputs in groups, then checkpoint them as done.
+	// Store finished inputs in groups, then checkpoint them as done, with the outputs
+	// for this very step that the batch follows itself moved into its work.
 	var pending []outcome
+	followed := len(cp.sum.Followed)
+	following := func() bool {
+		return followed < b.Follow && time.Since(began) < b.FollowFor && runCtx.Err() == nil
+	}
 	flush := func() error {
 		if len(pending) == 0 {
 			return nil
@@ -197,6 +239,19 @@ func (a *Activities) runBatch(ctx context.Context, b crawl.Batch) (crawl.BatchRe
 			return err
 		}
 		for _, o := range pending {
+			if following() {
+				o.Out = slices.DeleteFunc(o.Out, func(r crawl.Routed) bool {
+					if r.Step != b.StepIdx || !following() {
+						return false
+					}
+					w := crawl.Work{Input: r.Input}
+					b.Work = append(b.Work, w)
+					queue <- queued{cp.follow(w), w}
+					followed++
+					outstanding++
+					return true
+				})
+			}
 			cp.finish(o)
 		}
 		pending = pending[:0]
@@ -220,23 +275,30 @@ loop:
 			if !ok {
 				break loop
 			}
-			if o.waiting != nil {
+			outstanding--
+			switch {
+			case o.waiting != nil:
 				waiting = append(waiting, o)
-				continue
-			}
-			if o.quota != "" {
-				cp.unrun[o.Index] = true
-				continue // left unrun; the result says how many and why
-			}
-			if flushErr != nil {
-				continue // not stored: it goes back with the rest
-			}
-			pending = append(pending, o)
-			if len(pending) >= a.FlushEvery {
-				if flushErr = flushHeld(); flushErr != nil {
-					stopRun()
+			case o.quota != "":
+				cp.unrun[o.Index] = true // left unrun; the result says how many and why
+			case o.back:
+				cp.handBack(o.Index, crawl.Routed{Step: b.StepIdx, Input: o.input})
+			case flushErr != nil:
+				// not stored: it goes back with the rest
+			default:
+				pending = append(pending, o)
+				// An input with outputs the batch may follow is stored at once: its next
+				// page is the critical path.
+				hop := following() && len(o.result.Next) > 0
+				if hop || len(pending) >= a.FlushEvery || outstanding == 0 {
+					if flushErr = flushHeld(); flushErr != nil {
+						stopRun()
+					}
+					cp.heartbeat(false)
 				}
-				cp.heartbeat(false)
+			}
+			if outstanding == 0 || flushErr != nil {
+				closeQueue() // nothing more will be followed
 			}
 		case <-tick.C:
 			if flushErr == nil {
@@ -247,6 +309,7 @@ loop:
 			cp.heartbeat(false)
 		}
 	}
+	closeQueue()
 	if flushErr == nil {
 		flushErr = flushHeld()
 	}
@@ -260,6 +323,7 @@ loop:
 		return a.waitOut(ctx, b, cp, budget, waiting, waiting[0].waiting)
 	}
 	res, err := a.summarize(ctx, b, cp)
+	res.Followed = followed
 	budget.report(&res)
 	if err == nil {
 		a.observe(ctx, b, res)

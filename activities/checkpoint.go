@@ -25,6 +25,9 @@ type checkpoint struct {
 	DepthLimited int            `json:"dl,omitempty"`
 	Out          []crawl.Routed `json:"out,omitempty"`
 	Failed       []outcome      `json:"failed,omitempty"`
+	// Followed are the inputs the batch took over from its own outputs (Batch.Follow),
+	// numbered after the batch's own: a retried attempt runs those not yet done.
+	Followed []crawl.Work `json:"followed,omitempty"`
 	// Hold is the outage the batch is riding out right now, for status to show.
 	Hold *crawl.Outage `json:"hold,omitempty"`
 }
@@ -60,6 +63,7 @@ func newCheckpointer(ctx context.Context, n int) *checkpointer {
 
 // resume takes over what an earlier attempt checkpointed.
 func (c *checkpointer) resume(prev checkpoint) {
+	c.n += len(prev.Followed)
 	for _, r := range prev.Done {
 		for i := max(r[0], 0); i <= r[1] && i < c.n; i++ {
 			c.done[i] = true
@@ -78,6 +82,22 @@ func (c *checkpointer) todo() []int {
 		}
 	}
 	return out
+}
+
+// follow adds an input the batch took over from its own outputs and returns its index.
+func (c *checkpointer) follow(w crawl.Work) int {
+	c.sum.Followed = append(c.sum.Followed, w)
+	c.dirty = true
+	c.n++
+	return c.n - 1
+}
+
+// handBack records a followed input the batch did not run: it returns to the workflow
+// among the outputs, as if it had not been followed.
+func (c *checkpointer) handBack(i int, r crawl.Routed) {
+	c.done[i] = true
+	c.dirty = true
+	c.sum.Out = append(c.sum.Out, r)
 }
 
 // finish records a stored (or failed) input.

@@ -205,6 +205,17 @@ func onlyFromItself(s Step) bool {
 	return true
 }
 
+// ConsumesItself reports whether the step takes its own outputs (a paged list, a
+// comments page and the next one).
+func (s PlanStep) ConsumesItself() bool {
+	for _, c := range s.Consumers {
+		if c.Self {
+			return true
+		}
+	}
+	return false
+}
+
 // Routed is an input addressed to a step.
 type Routed struct {
 	Step  int   `json:"step"`
@@ -322,6 +333,11 @@ type Batch struct {
 	Step       PlanStep      `json:"step"`
 	Work       []Work        `json:"work"`
 	Sequence   int64         `json:"seq"` // unique per batch within a run, for logs
+	// Follow lets the batch run up to Follow inputs it produced for its own step itself,
+	// admitting them for FollowFor after it started, instead of returning them in Out:
+	// a paged list then costs no round trip through the server per page. 0: off.
+	Follow    int           `json:"follow,omitempty"`
+	FollowFor time.Duration `json:"follow_for,omitempty"`
 }
 
 // BatchResult is what one batch produced.
@@ -345,6 +361,9 @@ type BatchResult struct {
 	// Outage): they go back to the queue with their attempts unchanged.
 	Waiting []Work  `json:"waiting,omitempty"`
 	Outage  *Outage `json:"outage,omitempty"`
+	// Followed counts the inputs the batch took over from its own outputs (Batch.Follow);
+	// their pages, items and failures are in the counts above.
+	Followed int `json:"followed,omitempty"`
 }
 
 // Outage is a dependency a batch could not reach, and the error it got. A batch that

@@ -71,6 +71,12 @@ type Tuning struct {
 	OutageBase    time.Duration `json:"outage_base,omitempty"`
 	OutageMax     time.Duration `json:"outage_max,omitempty"`
 	BatchAttempts int           `json:"batch_attempts,omitempty"`
+	// A batch of a step that consumes its own outputs (a paged list, a comments page and
+	// the next) runs those outputs itself, on the same worker, for up to FollowInputs
+	// inputs or FollowFor (defaults 500 and 20s) instead of a round trip through the
+	// server per hop; what is left comes back to the workflow as usual.
+	FollowInputs int           `json:"follow_inputs,omitempty"`
+	FollowFor    time.Duration `json:"follow_for,omitempty"`
 }
 
 func (t Tuning) withDefaults() Tuning {
@@ -97,6 +103,8 @@ func (t Tuning) withDefaults() Tuning {
 	defd(&t.OutageBase, 5*time.Second)
 	defd(&t.OutageMax, 10*time.Minute)
 	def(&t.BatchAttempts, 10)
+	def(&t.FollowInputs, 500)
+	defd(&t.FollowFor, 20*time.Second)
 	return t
 }
 
@@ -281,10 +289,14 @@ const (
 	// (demo.story) instead of the generic RunBatch, so the Temporal UI and its metrics
 	// show the tasks the chain names.
 	ChangeTaskActivities = "task-activities"
+	// ChangeFollowOwnStep: a batch of a self-consuming step follows its own outputs on
+	// its worker (Batch.Follow), so a paged list costs one activity per FollowInputs
+	// pages instead of one per page; its time limit grows by the follow window.
+	ChangeFollowOwnStep = "follow-own-step"
 )
 
 // changes lists the guarded changes in the order they were made.
-var changes = []string{ChangeDownstreamFirst, ChangeStepActivityIDs, ChangeFairPriority, ChangeSeedPerURL, ChangeOutlastOutages, ChangeTaskActivities}
+var changes = []string{ChangeDownstreamFirst, ChangeStepActivityIDs, ChangeFairPriority, ChangeSeedPerURL, ChangeOutlastOutages, ChangeTaskActivities, ChangeFollowOwnStep}
 
 // IsBatchActivity reports whether an activity type runs a batch (RunBatch, or a task's
 // name: every name but the site registration's).
@@ -338,6 +350,9 @@ func chainWorkflow(ctx workflow.Context, in ChainInput, known int) (*Summary, er
 	if known > 5 {
 		r.taskActivities = workflow.GetVersion(ctx, ChangeTaskActivities, workflow.DefaultVersion, 1) == 1
 	}
+	if known > 6 {
+		r.follow = workflow.GetVersion(ctx, ChangeFollowOwnStep, workflow.DefaultVersion, 1) == 1
+	}
 	r.seed(ctx, seedPerURL)
 	return r.run(ctx)
 }
@@ -349,6 +364,7 @@ type runner struct {
 	fairPriority    bool // ChangeFairPriority is on for this run
 	outages         bool // ChangeOutlastOutages is on for this run
 	taskActivities  bool // ChangeTaskActivities is on for this run
+	follow          bool // ChangeFollowOwnStep is on for this run
 	tune            Tuning
 	plan            crawl.Plan
 	queues          [][]Pending // per step, FIFO
@@ -672,6 +688,12 @@ func (r *runner) startBatch(ctx workflow.Context, i int, pending []Pending, now 
 		// A batch whose items some store already holds rides the outage out itself
 		// (see activities' hold); its heartbeat still catches a dead worker.
 		opts.StartToCloseTimeout += r.tune.OutageHold + cmp.Or(r.plan.MaxOutage, 24*time.Hour)
+	}
+	if r.follow && step.ConsumesItself() {
+		b.Follow, b.FollowFor = r.tune.FollowInputs, r.tune.FollowFor
+		// The batch admits followed inputs for FollowFor; each of those still running
+		// then gets its step timeout.
+		opts.StartToCloseTimeout += r.tune.FollowFor + step.Timeout
 	}
 	if r.stepActivityIDs {
 		opts.ActivityID = fmt.Sprintf("%s/%d", step.ID, r.seq)
