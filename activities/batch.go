@@ -229,7 +229,8 @@ func (a *Activities) runBatch(ctx context.Context, b crawl.Batch) (crawl.BatchRe
 	var pending []outcome
 	followed := len(cp.sum.Followed)
 	following := func() bool {
-		return followed < b.Follow && time.Since(began) < b.FollowFor && runCtx.Err() == nil
+		return followed < b.Follow && time.Since(began) < b.FollowFor && runCtx.Err() == nil &&
+			(b.FollowHold <= 0 || len(cp.sum.Out) < b.FollowHold)
 	}
 	flush := func() error {
 		if len(pending) == 0 {
@@ -241,7 +242,9 @@ func (a *Activities) runBatch(ctx context.Context, b crawl.Batch) (crawl.BatchRe
 		for _, o := range pending {
 			if following() {
 				o.Out = slices.DeleteFunc(o.Out, func(r crawl.Routed) bool {
-					if r.Step != b.StepIdx || !following() {
+					// Only as many as keep this batch's slots busy: a wider fan-out goes
+					// back to the workflow, so the step's other batches share it.
+					if r.Step != b.StepIdx || !following() || outstanding >= max(b.Step.Concurrency, 1) {
 						return false
 					}
 					w := crawl.Work{Input: r.Input}

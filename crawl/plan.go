@@ -338,6 +338,9 @@ type Batch struct {
 	// a paged list then costs no round trip through the server per page. 0: off.
 	Follow    int           `json:"follow,omitempty"`
 	FollowFor time.Duration `json:"follow_for,omitempty"`
+	// FollowHold stops following once the batch holds that many outputs for other
+	// steps, so they are not kept waiting; 0: no such limit.
+	FollowHold int `json:"follow_hold,omitempty"`
 }
 
 // BatchResult is what one batch produced.

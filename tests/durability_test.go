@@ -100,7 +100,7 @@ func TestKilledWorkerLosesNothing(t *testing.T) {
 	id := start(t, storeHot(plan(t, "demo.yaml", "", "base_url="+site, "feed.pages=6")), queue)
 	at := waitPages(t, id, 40)
 
-	victim, batch := runningBatch(t, id, workers)
+	victim, batch := runningBatch(t, id, workers, "")
 	if err := workers[victim].Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
@@ -123,9 +123,10 @@ func TestKilledWorkerLosesNothing(t *testing.T) {
 	assertHotStored(t, id, o, 6, js, k, m)
 }
 
-// runningBatch waits for a batch of the run that one of the workers has started, and
-// returns that worker's pid and the batch's activity id.
-func runningBatch(t *testing.T, runID string, workers map[int]*exec.Cmd) (int, string) {
+// runningBatch waits for a batch of the run that one of the workers has started (of the
+// step named by prefix, "feed/", or any), and returns that worker's pid and the batch's
+// activity id.
+func runningBatch(t *testing.T, runID string, workers map[int]*exec.Cmd, prefix string) (int, string) {
 	t.Helper()
 	deadline := time.Now().Add(time.Minute)
 	for time.Now().Before(deadline) {
@@ -137,7 +138,8 @@ func runningBatch(t *testing.T, runID string, workers map[int]*exec.Cmd) (int, s
 		// after the batch finished.
 		var newest *workflowpb.PendingActivityInfo
 		for _, pa := range d.GetPendingActivities() {
-			if pa.GetState() != enumspb.PENDING_ACTIVITY_STATE_STARTED || !workflows.IsBatchActivity(pa.GetActivityType().GetName()) {
+			if pa.GetState() != enumspb.PENDING_ACTIVITY_STATE_STARTED || !workflows.IsBatchActivity(pa.GetActivityType().GetName()) ||
+				!strings.HasPrefix(pa.GetActivityId(), prefix) {
 				continue
 			}
 			// The SDK's default worker identity is "pid@host@".

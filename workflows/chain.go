@@ -74,7 +74,8 @@ type Tuning struct {
 	// A batch of a step that consumes its own outputs (a paged list, a comments page and
 	// the next) runs those outputs itself, on the same worker, for up to FollowInputs
 	// inputs or FollowFor (defaults 500 and 20s) instead of a round trip through the
-	// server per hop; what is left comes back to the workflow as usual.
+	// server per hop; what is left comes back to the workflow as usual. A negative
+	// FollowInputs switches following off.
 	FollowInputs int           `json:"follow_inputs,omitempty"`
 	FollowFor    time.Duration `json:"follow_for,omitempty"`
 }
@@ -103,7 +104,9 @@ func (t Tuning) withDefaults() Tuning {
 	defd(&t.OutageBase, 5*time.Second)
 	defd(&t.OutageMax, 10*time.Minute)
 	def(&t.BatchAttempts, 10)
-	def(&t.FollowInputs, 500)
+	if t.FollowInputs == 0 {
+		t.FollowInputs = 500
+	}
 	defd(&t.FollowFor, 20*time.Second)
 	return t
 }
@@ -689,8 +692,16 @@ func (r *runner) startBatch(ctx workflow.Context, i int, pending []Pending, now 
 		// (see activities' hold); its heartbeat still catches a dead worker.
 		opts.StartToCloseTimeout += r.tune.OutageHold + cmp.Or(r.plan.MaxOutage, 24*time.Hour)
 	}
-	if r.follow && step.ConsumesItself() {
+	if r.follow && r.tune.FollowInputs > 0 && step.ConsumesItself() {
 		b.Follow, b.FollowFor = r.tune.FollowInputs, r.tune.FollowFor
+		// Following stops once the batch holds a full load for the steps it feeds (every
+		// batch slot of theirs), so they never idle while it pages on.
+		for _, c := range step.Consumers {
+			if !c.Self {
+				cs := r.plan.Steps[c.Step]
+				b.FollowHold += max(cs.Batch, 1) * max(cs.Parallel, 1)
+			}
+		}
 		// The batch admits followed inputs for FollowFor; each of those still running
 		// then gets its step timeout.
 		opts.StartToCloseTimeout += r.tune.FollowFor + step.Timeout

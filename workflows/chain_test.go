@@ -115,7 +115,8 @@ steps:
 
 func TestFanOutStoresEveryNodeOnce(t *testing.T) {
 	h := newHarness(t, nil)
-	s := h.run(t, workflows.ChainInput{RunID: "fan", Plan: *plan(t, tree)})
+	// Batching itself is under test: no batch follows its own outputs.
+	s := h.run(t, workflows.ChainInput{RunID: "fan", Plan: *plan(t, tree), Tuning: workflows.Tuning{FollowInputs: -1}})
 	want := synth.Count(3, 4, 5) // 1 + 3 + 12 + 60
 	keys := h.stored(t, "fan")
 	if len(keys) != want {
@@ -132,6 +133,47 @@ func TestFanOutStoresEveryNodeOnce(t *testing.T) {
 	}
 	if s.Batches < want/7 {
 		t.Fatalf("only %d batches for %d inputs at batch 7", s.Batches, want)
+	}
+}
+
+// A step that consumes its own outputs one at a time (a paged list) follows them inside
+// its batch: one activity for the whole chain of pages instead of one per page, with
+// the same pages and items as without following. A wide fan-out is still shared out.
+func TestBatchFollowsItsOwnPages(t *testing.T) {
+	const pagedList = `
+name: paged
+defaults: {batch: 7, concurrency: 3, parallel: 2}
+steps:
+  - id: node
+    task: synth.node
+    from: node
+    max_depth: 30
+    params: {widths: [1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1]}
+`
+	for _, c := range []struct {
+		name    string
+		yaml    string
+		follow  int
+		pages   int
+		batches func(int) bool
+		want    string
+	}{
+		{"followed", pagedList, 0, 31, func(n int) bool { return n == 1 }, "1 batch"},
+		{"not followed", pagedList, -1, 31, func(n int) bool { return n == 31 }, "31 batches"},
+		{"fan-out", tree, 0, synth.Count(3, 4, 5), func(n int) bool { return n > 1 }, "more than one batch"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			h := newHarness(t, nil)
+			run := "follow-" + strings.ReplaceAll(c.name, " ", "-")
+			s := h.run(t, workflows.ChainInput{RunID: run, Plan: *plan(t, c.yaml), Tuning: workflows.Tuning{FollowInputs: c.follow}})
+			pages, items, _, failed := s.Totals()
+			if pages != c.pages || items != c.pages || failed != 0 || len(h.stored(t, run)) != c.pages {
+				t.Fatalf("pages=%d items=%d failed=%d stored=%d; want %d pages and items, each stored once", pages, items, failed, len(h.stored(t, run)), c.pages)
+			}
+			if !c.batches(s.Batches) {
+				t.Errorf("%d batches; want %s", s.Batches, c.want)
+			}
+		})
 	}
 }
 
@@ -269,7 +311,8 @@ func TestFailedWriteIsRetriedInsideTheBatch(t *testing.T) {
 	h := newHarness(t, func(s storage.Sink) storage.Sink { f.Sink = s; return f })
 	p := plan(t, flatChain("held"))
 	run := "held"
-	s := h.run(t, workflows.ChainInput{RunID: run, Plan: *p})
+	// The write count below assumes groups of two (see TestDedupOutageAndStoreFailureLoseNothing).
+	s := h.run(t, workflows.ChainInput{RunID: run, Plan: *p, Tuning: workflows.Tuning{FollowInputs: -1}})
 	keys := h.stored(t, run)
 	if len(keys) != 13 {
 		t.Fatalf("stored %d, want 13", len(keys))
@@ -335,7 +378,7 @@ steps:
     params: {widths: [30, 4]}
 `)
 	run := "wide"
-	s := h.run(t, workflows.ChainInput{RunID: run, Plan: *p, Tuning: workflows.Tuning{SplitAt: 20, PartitionSize: 10}})
+	s := h.run(t, workflows.ChainInput{RunID: run, Plan: *p, Tuning: workflows.Tuning{SplitAt: 20, PartitionSize: 10, FollowInputs: -1}})
 	if got, want := len(h.stored(t, run)), synth.Count(30, 4); got != want {
 		t.Fatalf("stored %d, want %d", got, want)
 	}
@@ -456,7 +499,9 @@ func TestDedupOutageAndStoreFailureLoseNothing(t *testing.T) {
 			h := newDedupHarness(t, wrap, dd)
 			p := plan(t, flatChain("dd"))
 			run := "dd-" + strings.ReplaceAll(tc.name, " ", "-")
-			s := h.run(t, workflows.ChainInput{RunID: run, Plan: *p})
+			// The write counts below assume groups of two; a batch following its own
+			// outputs stores the one that emits them at once.
+			s := h.run(t, workflows.ChainInput{RunID: run, Plan: *p, Tuning: workflows.Tuning{FollowInputs: -1}})
 			keys := h.stored(t, run)
 			if len(keys) != 13 {
 				t.Fatalf("stored %d, want 13", len(keys))
