@@ -29,6 +29,9 @@ type aggDef struct {
 	// histograms
 	interval float64 // histogram interval, or fixed date interval in ms
 	calUnit  string  // calendar unit for date_histogram
+	offset   float64 // histogram buckets start at offset + n·interval
+	bounds   *[2]float64
+	keyed    bool // buckets as an object keyed by their key instead of a list
 	ranges   []aggRange
 }
 
@@ -146,7 +149,7 @@ func (a *aggDef) configure(fields map[string]fieldInfo) error {
 			return parsingErr("[terms] aggregation [%s]: [order] must be an object", a.name)
 		}
 	case "histogram":
-		for _, k := range []string{"interval", "min_doc_count"} {
+		for _, k := range []string{"interval", "min_doc_count", "offset", "extended_bounds", "keyed", "hard_bounds"} {
 			allowed[k] = true
 		}
 		iv, ok := toFloat(a.opts["interval"])
@@ -158,7 +161,7 @@ func (a *aggDef) configure(fields map[string]fieldInfo) error {
 			return err
 		}
 	case "date_histogram":
-		for _, k := range []string{"calendar_interval", "fixed_interval", "min_doc_count", "time_zone"} {
+		for _, k := range []string{"calendar_interval", "fixed_interval", "min_doc_count", "time_zone", "offset", "extended_bounds", "keyed"} {
 			allowed[k] = true
 		}
 		if tz, ok := a.opts["time_zone"]; ok && tz != "UTC" && tz != "Z" && tz != "+00:00" {
@@ -201,7 +204,7 @@ func (a *aggDef) configure(fields map[string]fieldInfo) error {
 		}
 	case "range":
 		allowed["ranges"] = true
-		allowed["keyed"] = false
+		allowed["keyed"] = true
 		rs, ok := a.opts["ranges"].([]any)
 		if !ok || len(rs) == 0 {
 			return badRequest("illegal_argument_exception", "No [ranges] specified for the [%s] aggregation", a.name)
@@ -234,10 +237,43 @@ func (a *aggDef) configure(fields map[string]fieldInfo) error {
 			a.ranges = append(a.ranges, ar)
 		}
 	}
+	if a.kind == "cardinality" {
+		allowed["precision_threshold"] = true
+		if pt, ok := toFloat(a.opts["precision_threshold"]); ok && pt < 0 {
+			return badRequest("illegal_argument_exception", "[precisionThreshold] must be greater than or equal to 0. Found [%v] in [%s]", jsonNumber(pt), a.name)
+		}
+	}
 	for k := range a.opts {
 		if !allowed[k] {
 			return parsingErr("[%s] aggregation [%s] does not support [%s] in eslite", a.kind, a.name, k)
 		}
+	}
+	a.keyed = boolOpt(a.opts["keyed"])
+	if off, ok := a.opts["offset"]; ok {
+		if f, isNum := toFloat(off); isNum {
+			a.offset = f
+		} else if d, err := parseDuration(scalarString(off)); err == nil {
+			a.offset = d
+		} else {
+			return parsingErr("[%s] aggregation [%s]: cannot parse [offset] [%v]", a.kind, a.name, off)
+		}
+	}
+	if eb, ok := a.opts["extended_bounds"].(map[string]any); ok {
+		var b [2]float64
+		for i, k := range []string{"min", "max"} {
+			v := eb[k]
+			if f, ok := toFloat(v); ok {
+				b[i] = f
+			} else if t, err := parseDateMath(v, time.Now(), i == 1); err == nil {
+				b[i] = float64(t.UnixMilli())
+			} else {
+				return parsingErr("[%s] aggregation [%s]: cannot parse [extended_bounds.%s] [%v]", a.kind, a.name, k, v)
+			}
+		}
+		if b[0] > b[1] {
+			return badRequest("illegal_argument_exception", "[extended_bounds.min][%v] cannot be greater than [extended_bounds.max][%v] for histogram aggregation [%s]", jsonNumber(b[0]), jsonNumber(b[1]), a.name)
+		}
+		a.bounds = &b
 	}
 	if (a.kind == "histogram" || a.kind == "range" || a.kind == "avg" || a.kind == "sum") && fi.Type != "long" && fi.Type != "double" && fi.Type != "date" && fi.Type != "unmapped" {
 		return badRequest("illegal_argument_exception", "Field [%s] of type [%s] is not supported for aggregation [%s]", f, fi.Type, a.kind)
@@ -353,7 +389,7 @@ func (a *aggDef) run(docs []map[string]any) (map[string]any, error) {
 			}
 			buckets = append(buckets, b)
 		}
-		return map[string]any{"buckets": buckets}, nil
+		return a.bucketsOut(buckets), nil
 	}
 	return nil, fmt.Errorf("eslite: aggregation kind %s", a.kind)
 }
@@ -497,9 +533,9 @@ func (a *aggDef) terms(docs []map[string]any) (map[string]any, error) {
 func (a *aggDef) histogram(docs []map[string]any) (map[string]any, error) {
 	keyOf := func(v float64) float64 {
 		if a.calUnit != "" {
-			return float64(floorUnit(time.UnixMilli(int64(v)), a.calUnit).UnixMilli())
+			return float64(floorUnit(time.UnixMilli(int64(v-a.offset)), a.calUnit).UnixMilli()) + a.offset
 		}
-		return math.Floor(v/a.interval) * a.interval
+		return math.Floor((v-a.offset)/a.interval)*a.interval + a.offset
 	}
 	next := func(k float64) float64 {
 		if a.calUnit != "" {
@@ -531,6 +567,15 @@ func (a *aggDef) histogram(docs []map[string]any) (map[string]any, error) {
 		keys = append(keys, k)
 	}
 	sort.Float64s(keys)
+	if a.bounds != nil && a.minDocCount == 0 {
+		lo, hi := keyOf(a.bounds[0]), keyOf(a.bounds[1])
+		if len(keys) == 0 || lo < keys[0] {
+			keys = append([]float64{lo}, keys...)
+		}
+		if hi > keys[len(keys)-1] {
+			keys = append(keys, hi)
+		}
+	}
 	if a.minDocCount == 0 && len(keys) > 1 {
 		var filled []float64
 		for k := keys[0]; k <= keys[len(keys)-1] && len(filled) < 100000; k = next(k) {
@@ -555,5 +600,42 @@ func (a *aggDef) histogram(docs []map[string]any) (map[string]any, error) {
 		}
 		buckets = append(buckets, b)
 	}
-	return map[string]any{"buckets": buckets}, nil
+	return a.bucketsOut(buckets), nil
+}
+
+// bucketsOut returns buckets as a list, or keyed by their key_as_string or key.
+func (a *aggDef) bucketsOut(buckets []any) map[string]any {
+	if !a.keyed {
+		return map[string]any{"buckets": buckets}
+	}
+	keyed := map[string]any{}
+	for _, b := range buckets {
+		bm := b.(map[string]any)
+		k := bm["key_as_string"]
+		if k == nil {
+			switch kv := bm["key"].(type) {
+			case float64:
+				k = esDouble(kv)
+			default:
+				k = scalarString(kv)
+			}
+		}
+		keyed[fmt.Sprint(k)] = bm
+	}
+	return map[string]any{"buckets": keyed}
+}
+
+// parseDuration reads a time value such as 30m, 1h or 2d as milliseconds.
+func parseDuration(s string) (float64, error) {
+	m := fixedInterval.FindStringSubmatch(strings.TrimPrefix(s, "+"))
+	if m == nil {
+		return 0, fmt.Errorf("not a duration")
+	}
+	n, _ := strconv.Atoi(m[1])
+	mult := map[string]float64{"ms": 1, "s": 1e3, "m": 6e4, "h": 3.6e6, "d": 8.64e7}[m[2]]
+	f := float64(n) * mult
+	if strings.HasPrefix(s, "-") {
+		f = -f
+	}
+	return f, nil
 }

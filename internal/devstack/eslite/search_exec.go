@@ -312,7 +312,7 @@ func (s *server) search(r *http.Request, expr string, body []byte) (int, any, er
 		out["aggregations"] = aggOut
 	}
 	if boolOpt(req["profile"]) {
-		out["profile"] = profileOut(t, req["query"], time.Since(start))
+		out["profile"] = profileOut(t, req["query"], aggs, time.Since(start))
 	}
 	return 200, out, nil
 }
@@ -449,7 +449,34 @@ func (s *server) renderHit(d *scoredDoc, o hitOptions) (map[string]any, error) {
 
 // profileOut is a profile section in Elasticsearch's shape; eslite times the whole
 // request, not each Lucene query.
-func profileOut(t *target, q any, took time.Duration) map[string]any {
+func profileOut(t *target, q any, aggs []*aggDef, took time.Duration) map[string]any {
+	// Each aggregation reports its phases; eslite does them in one pass, so each phase
+	// is charged one nanosecond at least and the collect phase the rest.
+	var aggProfiles []any
+	for _, a := range aggs {
+		typ := map[string]string{"cardinality": "CardinalityAggregator", "terms": "StringTermsAggregatorFromFilters",
+			"avg": "AvgAggregator", "sum": "SumAggregator", "min": "MinAggregator", "max": "MaxAggregator",
+			"value_count": "ValueCountAggregator", "histogram": "NumericHistogramAggregator",
+			"date_histogram": "DateHistogramAggregator", "range": "RangeAggregator"}[a.kind]
+		if a.kind == "cardinality" && a.fi.Type == "keyword" {
+			typ = "GlobalOrdCardinalityAggregator"
+		}
+		debug := map[string]any{}
+		if a.kind == "cardinality" {
+			numeric := 0
+			if a.fi.Type == "long" || a.fi.Type == "double" || a.fi.Type == "date" {
+				numeric = 1
+			}
+			debug = map[string]any{"empty_collectors_used": 0, "numeric_collectors_used": numeric, "ordinals_collectors_used": 0,
+				"ordinals_collectors_overhead_too_high": 0, "string_hashing_collectors_used": 0}
+		}
+		aggProfiles = append(aggProfiles, map[string]any{"type": typ, "description": a.name, "time_in_nanos": took.Nanoseconds(),
+			"breakdown": map[string]any{"initialize": 1, "build_leaf_collector": 1, "collect": max(took.Nanoseconds(), 1),
+				"build_aggregation": 1, "post_collection": 1, "reduce": 0}, "debug": debug})
+	}
+	if aggProfiles == nil {
+		aggProfiles = []any{}
+	}
 	var shards []any
 	desc := "*:*"
 	if q != nil {
@@ -463,7 +490,7 @@ func profileOut(t *target, q any, took time.Duration) map[string]any {
 			"index":        ix.name,
 			"cluster":      "(local)",
 			"searches":     []any{map[string]any{"query": []any{map[string]any{"type": "BooleanQuery", "description": desc, "time_in_nanos": took.Nanoseconds(), "breakdown": map[string]any{}}}, "rewrite_time": 0, "collector": []any{map[string]any{"name": "QueryPhaseCollector", "reason": "search_query_phase", "time_in_nanos": took.Nanoseconds()}}}},
-			"aggregations": []any{},
+			"aggregations": aggProfiles,
 			"fetch":        map[string]any{"type": "fetch", "description": "", "time_in_nanos": 0, "breakdown": map[string]any{}},
 		})
 	}
