@@ -141,7 +141,9 @@ type scoredDoc struct {
 	seq   int64
 	score float64
 	toks  map[string][]string // field -> tokens, computed on demand
-	hit   *bsearch.DocumentMatch
+	// matched holds the named queries the document matches, with their scores.
+	matched map[string]float64
+	hit     *bsearch.DocumentMatch
 }
 
 func (d *scoredDoc) tokens(field string, fi fieldInfo) []string {
@@ -178,6 +180,51 @@ func (q *disMaxQuery) Searcher(ctx context.Context, i bindex.IndexReader, m mapp
 	return q.DisjunctionQuery.Searcher(ctx, i, m, o)
 }
 
+// namedQuery is a query with a _name: hits report which named queries they match.
+type namedQuery struct {
+	inner query.Query
+	name  string
+}
+
+func (q *namedQuery) Searcher(ctx context.Context, i bindex.IndexReader, m mapping.IndexMapping, o bsearch.SearcherOptions) (bsearch.Searcher, error) {
+	return q.inner.Searcher(ctx, i, m, o)
+}
+
+// namedQueries lists the named queries inside q.
+func namedQueries(q query.Query) []*namedQuery {
+	var out []*namedQuery
+	var walk func(q query.Query)
+	walk = func(q query.Query) {
+		switch t := q.(type) {
+		case *namedQuery:
+			out = append(out, t)
+			walk(t.inner)
+		case *constScoreQuery:
+			walk(t.inner)
+		case *disMaxQuery:
+			for _, c := range t.Disjuncts {
+				walk(c)
+			}
+		case *query.ConjunctionQuery:
+			for _, c := range t.Conjuncts {
+				walk(c)
+			}
+		case *query.DisjunctionQuery:
+			for _, c := range t.Disjuncts {
+				walk(c)
+			}
+		case *query.BooleanQuery:
+			for _, c := range []query.Query{t.Must, t.Should, t.MustNot, t.Filter} {
+				if c != nil {
+					walk(c)
+				}
+			}
+		}
+	}
+	walk(q)
+	return out
+}
+
 // scorer scores the documents one query matched in one index.
 type scorer struct {
 	ix     *esIndex
@@ -204,6 +251,8 @@ func (s *scorer) score(q query.Query, d *scoredDoc) (float64, bool) {
 		return t.Boost(), true
 	case *query.MatchNoneQuery:
 		return 0, false
+	case *namedQuery:
+		return s.score(t.inner, d)
 	case *constScoreQuery:
 		if _, ok := s.score(t.inner, d); !ok {
 			return 0, false
@@ -365,9 +414,18 @@ func scoreAll(ix *esIndex, q query.Query, fields map[string]fieldInfo, docs []*s
 		return err
 	}
 	s := &scorer{ix: ix, st: st, fields: fields, docs: docs}
+	named := namedQueries(q)
 	for _, d := range docs {
 		sc, _ := s.score(q, d)
 		d.score = sc
+		for _, nq := range named {
+			if nsc, ok := s.score(nq.inner, d); ok {
+				if d.matched == nil {
+					d.matched = map[string]float64{}
+				}
+				d.matched[nq.name] = nsc
+			}
+		}
 	}
 	return nil
 }

@@ -1390,7 +1390,11 @@ func (s *server) bulk(r *http.Request, defaultIndex string, body []byte) (int, a
 			}
 			if e.source == nil && e.action == "update" {
 				if v := q.Get("_source"); v != "" {
-					e.source = v
+					if b, err := strconv.ParseBool(v); err == nil {
+						e.source = b
+					} else {
+						e.source = v
+					}
 				} else if v := q.Get("_source_includes"); v != "" {
 					var inc []any
 					for _, x := range strings.Split(v, ",") {

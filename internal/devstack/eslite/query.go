@@ -220,7 +220,15 @@ func (c *qctx) translate(v any) (query.Query, error) {
 		return nil, parsingErr("[query] malformed, one query type expected but found [%s]", strings.Join(keys, ", "))
 	}
 	for kind, body := range m {
-		body = stripName(body)
+		var name string
+		body, name = stripName(body)
+		if name != "" {
+			q, err := c.translate(map[string]any{kind: body})
+			if err != nil {
+				return nil, err
+			}
+			return &namedQuery{inner: q, name: name}, nil
+		}
 		switch kind {
 		case "match_all":
 			q := bleve.NewMatchAllQuery()
@@ -584,36 +592,35 @@ func boostValue(v any) float64 {
 	return 1
 }
 
-// stripName drops the _name of a query's options: eslite matches named queries but does
-// not report matched_queries.
-func stripName(body any) any {
+// stripName takes the _name off a query's options (at the top or under its field) and
+// returns it, so the query can be wrapped in a namedQuery.
+func stripName(body any) (any, string) {
 	o, ok := body.(map[string]any)
 	if !ok {
-		return body
+		return body, ""
 	}
-	if _, has := o["_name"]; has {
-		cp := map[string]any{}
-		for k, v := range o {
-			if k != "_name" {
-				cp[k] = v
-			}
-		}
-		o = cp
-	}
+	name := ""
+	cp := map[string]any{}
 	for k, v := range o {
+		if k == "_name" {
+			name = scalarString(v)
+			continue
+		}
 		if inner, ok := v.(map[string]any); ok {
-			if _, has := inner["_name"]; has {
-				cp := map[string]any{}
+			if n, has := inner["_name"]; has {
+				name = scalarString(n)
+				ic := map[string]any{}
 				for ik, iv := range inner {
 					if ik != "_name" {
-						cp[ik] = iv
+						ic[ik] = iv
 					}
 				}
-				o[k] = cp
+				v = ic
 			}
 		}
+		cp[k] = v
 	}
-	return o
+	return cp, name
 }
 
 // termsLookup reads a terms query's values from a field of another document.

@@ -301,12 +301,7 @@ func (c *qctx) parseSort(v any) ([]sortSpec, error) {
 		case string:
 			out = append(out, sortSpec{field: t, desc: t == "_score"})
 		case map[string]any:
-			keys := make([]string, 0, len(t))
-			for f := range t {
-				keys = append(keys, f)
-			}
-			sort.Strings(keys)
-			for _, f := range keys {
+			for _, f := range sortedKeys(t) {
 				o := t[f]
 				sp := sortSpec{field: f, desc: f == "_score"}
 				switch ov := o.(type) {
@@ -578,12 +573,7 @@ func (s *server) indexBoosts(v any, ignoreUnavailable bool) (func(ix *esIndex) f
 			}
 		}
 	case map[string]any:
-		keys := make([]string, 0, len(t))
-		for k := range t {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		for _, k := range keys {
+		for _, k := range sortedKeys(t) {
 			if err := add(map[string]any{k: t[k]}); err != nil {
 				return nil, err
 			}
@@ -621,4 +611,15 @@ var searchKeys = map[string]bool{"query": true, "from": true, "size": true, "sor
 func boolOpt(v any) bool {
 	b, _ := toBool(v)
 	return b
+}
+
+// sortedKeys returns a map's keys in order, for output and evaluation that do not
+// depend on map iteration.
+func sortedKeys(m map[string]any) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
 }

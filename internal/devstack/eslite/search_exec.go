@@ -196,7 +196,7 @@ func (s *server) search(r *http.Request, expr string, body []byte) (int, any, er
 	}
 	minScore, hasMin := toFloat(req["min_score"])
 	trackScores := boolOpt(req["track_scores"])
-	scored := len(specs) == 0 || trackScores || hasMin || req["indices_boost"] != nil
+	scored := len(specs) == 0 || trackScores || hasMin || req["indices_boost"] != nil || len(namedQueries(bq)) > 0
 	for _, sp := range specs {
 		if sp.field == "_score" {
 			scored = true
@@ -283,7 +283,8 @@ func (s *server) search(r *http.Request, expr string, body []byte) (int, any, er
 	for _, d := range page {
 		hit, err := s.renderHit(d, hitOptions{specs: specs, scored: scored && (len(specs) == 0 || trackScores || hasScoreSort(specs)),
 			src: srcFilter, withSource: withSource, storedNone: storedNone, stored: storedList, dv: dvFields, fetch: fetch,
-			hl: hl, c: c, fields: t.fields, version: boolOpt(req["version"]), seqNo: boolOpt(req["seq_no_primary_term"]), asInt: asInt})
+			hl: hl, c: c, fields: t.fields, version: boolOpt(req["version"]), seqNo: boolOpt(req["seq_no_primary_term"]), asInt: asInt,
+			namedScores: q.Get("include_named_queries_score") == "true"})
 		if err != nil {
 			return 0, nil, err
 		}
@@ -396,6 +397,8 @@ type hitOptions struct {
 	version    bool
 	seqNo      bool
 	asInt      bool
+	// namedScores reports matched_queries with their scores (include_named_queries_score).
+	namedScores bool
 }
 
 func (s *server) renderHit(d *scoredDoc, o hitOptions) (map[string]any, error) {
@@ -436,6 +439,18 @@ func (s *server) renderHit(d *scoredDoc, o hitOptions) (map[string]any, error) {
 	}
 	if len(fields) > 0 {
 		hit["fields"] = fields
+	}
+	if len(d.matched) > 0 {
+		names := make([]string, 0, len(d.matched))
+		for n := range d.matched {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		if o.namedScores {
+			hit["matched_queries"] = d.matched
+		} else {
+			hit["matched_queries"] = names
+		}
 	}
 	if o.hl != nil {
 		if h, err := o.hl.apply(o.c, d.src); err != nil {
