@@ -15,14 +15,14 @@ import (
 // whose key another worker has taken since must not delete that worker's lock, or a
 // third one would take it too and the work would run twice.
 type redisLock struct {
-	rdb   *redis.Client
+	rdb   redis.UniversalClient
 	key   string
 	token string
 }
 
 // takeLock sets key to a fresh token for ttl unless it is already set; it returns nil
 // (and no error) when another holder has it.
-func takeLock(ctx context.Context, rdb *redis.Client, key string, ttl time.Duration) (*redisLock, error) {
+func takeLock(ctx context.Context, rdb redis.UniversalClient, key string, ttl time.Duration) (*redisLock, error) {
 	b := make([]byte, 16)
 	if _, err := rand.Read(b); err != nil {
 		return nil, fmt.Errorf("lock %s: %w", key, err)

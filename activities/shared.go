@@ -19,12 +19,12 @@ import (
 // need an input in an interval runs the task and leaves its result in Redis; the others
 // take that result. Each chain then applies its own dedup, quota and sinks to the items.
 type SharedSources struct {
-	rdb  *redis.Client
+	rdb  redis.UniversalClient
 	poll time.Duration // how often a waiting batch looks for the result
 }
 
 // NewSharedSources returns shared sources kept in rdb.
-func NewSharedSources(rdb *redis.Client) *SharedSources {
+func NewSharedSources(rdb redis.UniversalClient) *SharedSources {
 	return &SharedSources{rdb: rdb, poll: 50 * time.Millisecond}
 }
 

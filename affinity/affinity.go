@@ -30,10 +30,10 @@ type Site struct {
 const key = "trawler:sites"
 
 // Registry is the set of site queues runs have asked for.
-type Registry struct{ rdb *redis.Client }
+type Registry struct{ rdb redis.UniversalClient }
 
 // NewRegistry returns the registry kept in rdb.
-func NewRegistry(rdb *redis.Client) *Registry { return &Registry{rdb: rdb} }
+func NewRegistry(rdb redis.UniversalClient) *Registry { return &Registry{rdb: rdb} }
 
 // Register records sites for a day (runs renew it each time they start or continue).
 func (r *Registry) Register(ctx context.Context, sites []Site) error {

@@ -25,7 +25,10 @@ import (
 	"github.com/redis/go-redis/v9"
 	"go.temporal.io/sdk/client"
 
+	"trawler/internal/redisurl"
+	"trawler/storage/es"
 	"trawler/storage/hbase"
+	kafkasink "trawler/storage/kafka"
 	"trawler/storage/mongo"
 	"trawler/workflows"
 )
@@ -42,6 +45,11 @@ type Config struct {
 	Mongo      string        // URI of the hot store
 	ES         string        // URL of Elasticsearch
 	HBase      string        // ZooKeeper quorum of HBase, for record history
+	// RedisAuth, KafkaAuth and ESAuth are the stores' credentials and TLS settings
+	// (the same the worker uses; see internal/redisurl for the Redis address forms).
+	RedisAuth redisurl.Options
+	KafkaAuth kafkasink.Auth
+	ESAuth    es.Auth
 	// Token is the full-access bearer token, ReadToken the read-only one; with neither,
 	// the API is open (Listen then binds loopback only).
 	Token, ReadToken string
@@ -65,7 +73,7 @@ type Server struct {
 	routes []Route
 	mongo  *mongo.Reader
 	es     *elasticsearch.Client
-	redis  *redis.Client
+	redis  redis.UniversalClient
 	hbase  *hbase.Sink
 }
 
@@ -109,7 +117,7 @@ func New(cfg Config) (*Server, error) {
 		if !strings.Contains(addr, "://") {
 			addr = "http://" + addr
 		}
-		if s.es, err = elasticsearch.NewClient(elasticsearch.Config{Addresses: []string{addr}, DisableRetry: true}); err != nil {
+		if s.es, err = elasticsearch.NewClient(cfg.ESAuth.Config([]string{addr})); err != nil {
 			s.Close()
 			return nil, fmt.Errorf("elasticsearch client for %s: %w", addr, err)
 		}
@@ -121,7 +129,12 @@ func New(cfg Config) (*Server, error) {
 		}
 	}
 	if cfg.Redis != "" {
-		s.redis = redis.NewClient(&redis.Options{Addr: cfg.Redis, DialTimeout: 3 * time.Second})
+		o := cfg.RedisAuth
+		o.DialTimeout = 3 * time.Second
+		if s.redis, err = redisurl.Open(cfg.Redis, o); err != nil {
+			s.Close()
+			return nil, err
+		}
 	}
 	s.register()
 	return s, nil

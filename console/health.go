@@ -33,7 +33,7 @@ func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
 		probes["redis"] = func(ctx context.Context) error { return s.redis.Ping(ctx).Err() }
 	}
 	if len(s.cfg.Kafka) > 0 {
-		probes["kafka"] = func(ctx context.Context) error { return anyBroker(ctx, s.cfg.Kafka) }
+		probes["kafka"] = func(ctx context.Context) error { return anyBroker(ctx, s.cfg.Kafka, s.cfg.KafkaAuth.Dialer()) }
 	}
 	if s.mongo != nil {
 		probes["mongo"] = s.mongo.Ping
@@ -85,10 +85,10 @@ func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
 }
 
 // anyBroker is nil when one Kafka broker accepts a connection.
-func anyBroker(ctx context.Context, brokers []string) error {
+func anyBroker(ctx context.Context, brokers []string, d *kafka.Dialer) error {
 	var last error
 	for _, b := range brokers {
-		conn, err := kafka.DialContext(ctx, "tcp", b)
+		conn, err := d.DialContext(ctx, "tcp", b)
 		if err == nil {
 			_, err = conn.Brokers()
 			conn.Close()

@@ -18,7 +18,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/redis/go-redis/v9"
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
 	workflowpb "go.temporal.io/api/workflow/v1"
@@ -34,6 +33,7 @@ import (
 	"trawler/dedup"
 	"trawler/external"
 	"trawler/fetch"
+	"trawler/internal/redisurl"
 	"trawler/monitor"
 	"trawler/quota"
 	"trawler/storage"
@@ -62,15 +62,20 @@ type WorkerOptions struct {
 	// Workflow replaces the chain workflow this worker runs (default
 	// workflows.ChainWorkflow); upgrade tests run workflows.WorkflowBefore(change).
 	Workflow func(workflow.Context, workflows.ChainInput) (*workflows.Summary, error)
-	// Redis is the host:port dedup keeps its buckets in; empty turns dedup off for
-	// this worker (every item is stored), which it says when it starts.
-	Redis string
+	// Redis is the address dedup keeps its buckets in (host:port or any form
+	// internal/redisurl reads: redis://, rediss://, Sentinel, Cluster); empty turns
+	// dedup off for this worker (every item is stored), which it says when it starts.
+	// RedisAuth carries the password and CA file that stay out of the address.
+	Redis     string
+	RedisAuth redisurl.Options
 	// Kafka are the brokers of the kafka sink and Mongo the URI of the mongo sink;
 	// empty leaves the sink off this worker (a step storing to it fails its batches
 	// with the reason). Hot tunes both.
 	Kafka []string
 	Mongo string
 	ES    string // URL of the es sink's Elasticsearch
+	// Auth are the stores' credentials and TLS settings.
+	Auth StoreAuth
 	// HBase is the ZooKeeper quorum of the hbase sink (every item version); empty: no
 	// hbase sink.
 	HBase string
@@ -127,7 +132,7 @@ func NewWorker(c client.Client, o WorkerOptions) (*Worker, error) {
 		return nil, err
 	}
 	sinks := storage.Set{"jsonl": js}
-	if err := addHotSinks(sinks, SinkOptions{Kafka: o.Kafka, Mongo: o.Mongo, ES: o.ES, HBase: o.HBase, Registry: o.Registry, Hot: o.Hot, Log: o.Log}); err != nil {
+	if err := addHotSinks(sinks, SinkOptions{Kafka: o.Kafka, Mongo: o.Mongo, ES: o.ES, HBase: o.HBase, Auth: o.Auth, Registry: o.Registry, Hot: o.Hot, Log: o.Log}); err != nil {
 		_ = sinks.Close()
 		return nil, err
 	}
@@ -152,9 +157,18 @@ func NewWorker(c client.Client, o WorkerOptions) (*Worker, error) {
 	w := worker.New(c, o.TaskQueue, wo)
 	acts := &activities.Activities{Registry: o.Registry, Fetcher: fetch.New(o.Fetch), Sinks: sinks, Failures: js, Log: o.Log}
 	if o.Redis != "" {
-		rdb := redis.NewClient(&redis.Options{Addr: o.Redis})
+		rdb, err := redisurl.Open(o.Redis, o.RedisAuth)
+		if err != nil {
+			_ = sinks.Close()
+			return nil, err
+		}
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		d, err := dedup.Open(ctx, rdb, dedup.Config{Log: o.Log})
+		// Ping first: a refused password gets an error that says where it comes from.
+		err = redisurl.Ping(ctx, rdb, o.Redis)
+		var d *dedup.Deduper
+		if err == nil {
+			d, err = dedup.Open(ctx, rdb, dedup.Config{Log: o.Log})
+		}
 		cancel()
 		if err != nil {
 			rdb.Close()

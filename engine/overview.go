@@ -141,7 +141,7 @@ func sampleRunning(ctx context.Context, c client.Client) ([]runLoad, error) {
 
 // GetOverview samples the running chains twice, `sample` apart (the 1 s rate; 0 skips
 // it), and reads rates, budgets and worker heartbeats from Redis when rdb is set.
-func GetOverview(ctx context.Context, c client.Client, rdb *redis.Client, sample time.Duration) (*Overview, error) {
+func GetOverview(ctx context.Context, c client.Client, rdb redis.UniversalClient, sample time.Duration) (*Overview, error) {
 	first, err := sampleRunning(ctx, c)
 	if err != nil {
 		return nil, err
@@ -229,7 +229,7 @@ func GetOverview(ctx context.Context, c client.Client, rdb *redis.Client, sample
 }
 
 // fromRedis adds the 1 min rates, today's spending and budgets, and the workers.
-func (ov *Overview) fromRedis(ctx context.Context, rdb *redis.Client, loads map[loadKey]*ChainLoad) error {
+func (ov *Overview) fromRedis(ctx context.Context, rdb redis.UniversalClient, loads map[loadKey]*ChainLoad) error {
 	rec := monitor.NewRecorder(rdb)
 	q := quota.New(rdb, 0)
 	tenants := map[string]bool{}
@@ -320,7 +320,7 @@ type Alert struct {
 }
 
 // Watch keeps the backlog gauge current and fires alerts until ctx ends.
-func Watch(ctx context.Context, c client.Client, rdb *redis.Client, o WatchOptions) {
+func Watch(ctx context.Context, c client.Client, rdb redis.UniversalClient, o WatchOptions) {
 	if o.Every <= 0 {
 		o.Every = 15 * time.Second
 	}

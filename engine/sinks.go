@@ -23,6 +23,13 @@ type HotOptions struct {
 	SweepEvery       time.Duration // sweep interval on servers without TTL indexes (1 minute)
 }
 
+// StoreAuth are the stores' credentials and TLS settings, read from the files the
+// settings name. MongoDB's travel in its URI (the driver's own place for them).
+type StoreAuth struct {
+	Kafka kafka.Auth
+	ES    es.Auth
+}
+
 // SinkOptions say which sinks a process opens.
 type SinkOptions struct {
 	OutDir string   // the jsonl sink's directory; empty: no jsonl sink
@@ -30,6 +37,7 @@ type SinkOptions struct {
 	Mongo  string   // URI of the mongo sink; empty: no mongo sink
 	ES     string   // URL of the es sink's Elasticsearch; empty: no es sink
 	HBase  string   // ZooKeeper quorum of the hbase sink; empty: no hbase sink
+	Auth   StoreAuth
 	// Registry gives the es sink each task's output schema for its index mapping.
 	Registry *crawl.Registry
 	Hot      HotOptions
@@ -60,7 +68,7 @@ func addHotSinks(set storage.Set, o SinkOptions) error {
 		o.Log = slog.Default()
 	}
 	if len(o.Kafka) > 0 {
-		k, err := kafka.Open(kafka.Config{Brokers: o.Kafka, Partitions: o.Hot.KafkaPartitions, Replication: o.Hot.KafkaReplication})
+		k, err := kafka.Open(kafka.Config{Brokers: o.Kafka, Partitions: o.Hot.KafkaPartitions, Replication: o.Hot.KafkaReplication, Auth: o.Auth.Kafka})
 		if err != nil {
 			return err
 		}
@@ -79,7 +87,7 @@ func addHotSinks(set storage.Set, o SinkOptions) error {
 			reg = crawl.Default
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		e, err := es.Open(ctx, es.Options{Addresses: []string{o.ES}, Specs: es.SpecsFrom(reg)})
+		e, err := es.Open(ctx, es.Options{Addresses: []string{o.ES}, Auth: o.Auth.ES, Specs: es.SpecsFrom(reg)})
 		cancel()
 		if err != nil {
 			return err

@@ -76,12 +76,12 @@ func Batch(b crawl.Batch, res crawl.BatchResult) {
 
 // Recorder writes the fleet-wide records of one worker into Redis.
 type Recorder struct {
-	rdb *redis.Client
+	rdb redis.UniversalClient
 	now func() time.Time
 }
 
 // NewRecorder returns a recorder over rdb.
-func NewRecorder(rdb *redis.Client) *Recorder { return &Recorder{rdb: rdb, now: time.Now} }
+func NewRecorder(rdb redis.UniversalClient) *Recorder { return &Recorder{rdb: rdb, now: time.Now} }
 
 // rateKey counts pages of a tenant's chain in one minute.
 func rateKey(tenant, chain string, minute int64) string {

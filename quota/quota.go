@@ -187,7 +187,7 @@ func quotaOf(v map[string]string) crawl.Quota {
 
 // Manager leases quota for a worker's batches.
 type Manager struct {
-	rdb   *redis.Client
+	rdb   redis.UniversalClient
 	block int
 	now   func() time.Time
 
@@ -206,7 +206,7 @@ type spentMark struct {
 }
 
 // New returns a manager over rdb. block is the lease size (DefaultBlock when 0).
-func New(rdb *redis.Client, block int) *Manager {
+func New(rdb redis.UniversalClient, block int) *Manager {
 	if block <= 0 {
 		block = DefaultBlock
 	}

@@ -39,12 +39,12 @@ type Status struct {
 
 // recorder writes subscription records to Redis off the hub's lock.
 type recorder struct {
-	rdb *redis.Client
+	rdb redis.UniversalClient
 	ch  chan func(context.Context)
 }
 
 // Record makes the hub keep its subscriptions in rdb for `trawler status`.
-func (h *Hub) Record(rdb *redis.Client) {
+func (h *Hub) Record(rdb redis.UniversalClient) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.rec != nil || rdb == nil {
@@ -90,7 +90,7 @@ func (h *Hub) recordLocked(s *Sub) {
 }
 
 // Subscriptions reads every worker's current subscriptions, by tenant, chain and step.
-func Subscriptions(ctx context.Context, rdb *redis.Client) ([]Status, error) {
+func Subscriptions(ctx context.Context, rdb redis.UniversalClient) ([]Status, error) {
 	all, err := rdb.HGetAll(ctx, statusKey).Result()
 	if err != nil {
 		return nil, fmt.Errorf("read stream subscriptions from Redis: %w", err)

@@ -70,6 +70,14 @@ Request bodies are capped at --max-body bytes (1 MiB).`,
 				}
 			}
 			cfg := s.consoleConfig(c, ui)
+			if cfg.RedisAuth, err = s.redisOptions(); err != nil {
+				return err
+			}
+			auth, err := s.storeAuth()
+			if err != nil {
+				return err
+			}
+			cfg.KafkaAuth, cfg.ESAuth = auth.Kafka, auth.ES
 			cfg.Token, cfg.ReadToken, cfg.MaxBody = token, readToken, maxBody
 			srv, err := console.New(cfg)
 			if err != nil {

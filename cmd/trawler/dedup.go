@@ -96,7 +96,7 @@ first. Use a real redis-server: miniredis does not measure memory.`,
 				return err
 			}
 			if s.redis == "" {
-				return fmt.Errorf("--redis HOST:PORT is required (a real redis-server)")
+				return fmt.Errorf("--redis HOST:PORT or redis://… is required (a real redis-server)")
 			}
 			if n < 1 {
 				return fmt.Errorf("--n %d: use 1 or more keys", n)
@@ -132,7 +132,10 @@ type dedupBenchResult struct {
 }
 
 func runDedupBench(ctx context.Context, s *settings, n, batch, workers int) (*dedupBenchResult, error) {
-	rdb := redis.NewClient(&redis.Options{Addr: s.redis, PoolSize: workers * 2})
+	rdb, err := s.openRedis(workers*2, true)
+	if err != nil {
+		return nil, err
+	}
 	defer rdb.Close()
 	const ns, setKey = "bench", "bench:sha1set"
 	say := func(stage string, done, total int) {

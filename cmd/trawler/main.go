@@ -21,6 +21,7 @@ import (
 	"trawler/crawl"
 	"trawler/engine"
 	"trawler/internal/endpoints"
+	"trawler/internal/redisurl"
 	"trawler/workflows"
 
 	_ "trawler/sites/demo"
@@ -62,6 +63,7 @@ type settings struct {
 	es        string // URL of the es sink's Elasticsearch
 	hbase     string // ZooKeeper quorum of the hbase sink
 	mongo     string // URI of the mongo sink
+	auth      authSettings
 	json      bool
 	verbose   bool
 }
@@ -84,8 +86,11 @@ Start here:
 
 Settings come from flags, then TRAWLER_* environment variables (TRAWLER_TEMPORAL,
 TRAWLER_NAMESPACE, TRAWLER_TASK_QUEUE, TRAWLER_DATA, TRAWLER_OUT, TRAWLER_REDIS,
-TRAWLER_KAFKA, TRAWLER_MONGO), then the endpoints.json that a running
-'trawler dev --data DIR' writes into DIR.`,
+TRAWLER_KAFKA, TRAWLER_MONGO, and one per credential flag: TRAWLER_REDIS_PASSWORD_FILE
+…), then the endpoints.json that a running 'trawler dev --data DIR' writes into DIR.
+Secrets are read from files (--redis-password-file, --kafka-password-file,
+--es-password-file, --es-api-key-file, --mongo-password-file,
+--temporal-api-key-file), never from flag values.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
@@ -95,11 +100,12 @@ TRAWLER_KAFKA, TRAWLER_MONGO), then the endpoints.json that a running
 	pf.StringVar(&s.namespace, "namespace", "", "Temporal namespace (default \"default\") [TRAWLER_NAMESPACE]")
 	pf.StringVar(&s.taskQueue, "task-queue", "", "Temporal task queue of the workers (default \"trawler\") [TRAWLER_TASK_QUEUE]")
 	pf.StringVar(&s.out, "out", "", "directory of the jsonl sink (default <data>/out) [TRAWLER_OUT]")
-	pf.StringVar(&s.redis, "redis", "", "Redis host:port for dedup (default from --data; none: dedup off) [TRAWLER_REDIS]")
+	pf.StringVar(&s.redis, "redis", "", "Redis of dedup, pools and quotas: host:port, redis://[user:password@]host:port[/db], rediss://…, redis-sentinel://[user:password@]h1:26379,h2:26379/MASTER or redis-cluster://[user:password@]h1:6379,h2:6379 (default from --data; none: dedup off) [TRAWLER_REDIS]")
 	pf.StringVar(&s.hbase, "hbase", "", "ZooKeeper quorum of the hbase sink and of trawler history, HOST:PORT[,HOST:PORT…] (default from --data; none: no hbase sink) [TRAWLER_HBASE]")
 	pf.StringVar(&s.es, "es", "", "Elasticsearch URL of the es sink and of trawler search (default from --data; none: no es sink) [TRAWLER_ES]")
 	pf.StringVar(&s.kafka, "kafka", "", "Kafka brokers of the kafka sink, HOST:PORT[,HOST:PORT…] (default from --data; none: no kafka sink) [TRAWLER_KAFKA]")
 	pf.StringVar(&s.mongo, "mongo", "", "MongoDB URI of the mongo sink, mongodb://… (default from --data; none: no mongo sink) [TRAWLER_MONGO]")
+	s.auth.register(pf)
 	pf.BoolVar(&s.json, "json", false, "machine-readable output: JSON lines, the last one the result")
 	pf.BoolVarP(&s.verbose, "verbose", "v", false, "log worker and client details to stderr")
 	root.AddCommand(demoCmd(s), devCmd(s), workerCmd(s), runCmd(s), statusCmd(s), validateCmd(s), scheduleCmd(s), benchCmd(s), dedupCmd(s), quotaCmd(s), tryCmd(s), itemsCmd(s), searchCmd(s), consoleCmd(s), historyCmd(s), poolCmd(s))
@@ -117,11 +123,13 @@ func (s *settings) resolve() error {
 		}
 	}
 	env(&s.data, "TRAWLER_DATA", "")
+	var fromFile *endpoints.Endpoints
 	if s.data != "" && (s.temporal == "" && os.Getenv("TRAWLER_TEMPORAL") == "") {
 		ep, err := endpoints.Read(s.data)
 		if err != nil {
 			return err
 		}
+		fromFile = &ep
 		s.temporal = ep.Temporal
 		if s.namespace == "" {
 			s.namespace = ep.Namespace
@@ -155,6 +163,17 @@ func (s *settings) resolve() error {
 		outDefault = filepath.Join(s.data, "out")
 	}
 	env(&s.out, "TRAWLER_OUT", outDefault)
+	if err := s.auth.resolve(fromFile); err != nil {
+		return err
+	}
+	if s.auth.mongoPasswordFile != "" {
+		// Idempotent: resolve may run more than once.
+		uri, err := withMongoPassword(s.mongo, s.auth.mongoPasswordFile)
+		if err != nil {
+			return err
+		}
+		s.mongo = uri
+	}
 	return nil
 }
 
@@ -176,14 +195,15 @@ func (s *settings) connect(ctx context.Context) (client.Client, error) {
 
 // dial connects to Temporal, failing fast with a hint when nothing answers.
 func (s *settings) dial(ctx context.Context) (client.Client, error) {
+	auth, err := s.temporalAuth()
+	if err != nil {
+		return nil, err
+	}
 	dctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	c, err := client.DialContext(dctx, client.Options{
-		HostPort:          s.temporal,
-		Namespace:         s.namespace,
-		Logger:            sdklog.NewStructuredLogger(s.logger()),
-		ConnectionOptions: engine.ConnectionOptions(s.temporal),
-	})
+	opts := engine.ClientOptions(s.temporal, s.namespace, auth)
+	opts.Logger = sdklog.NewStructuredLogger(s.logger())
+	c, err := client.DialContext(dctx, opts)
 	if err != nil {
 		return nil, fmt.Errorf("cannot reach Temporal at %s (namespace %s): %v\n  start a local stack with `trawler dev --data .data/dev` and pass --data .data/dev, or point --temporal / TRAWLER_TEMPORAL at your cluster", s.temporal, s.namespace, err)
 	}
@@ -192,12 +212,38 @@ func (s *settings) dial(ctx context.Context) (client.Client, error) {
 
 // redisClient resolves the settings and opens the Redis that holds dedup state, pools
 // and quotas; what names what the command needs it for, in the error when none is set.
-func (s *settings) redisClient(what string) (*redis.Client, error) {
+// It pings, so a server that is down or refuses the password says so here, with the
+// setting to fix.
+func (s *settings) redisClient(what string) (redis.UniversalClient, error) {
 	if err := s.resolve(); err != nil {
 		return nil, err
 	}
 	if s.redis == "" {
-		return nil, fmt.Errorf("no Redis %s: pass --redis HOST:PORT (or --data of a running `trawler dev`)", what)
+		return nil, fmt.Errorf("no Redis %s: pass --redis HOST:PORT or redis://… (or --data of a running `trawler dev`)", what)
 	}
-	return redis.NewClient(&redis.Options{Addr: s.redis}), nil
+	return s.openRedis(0, true)
+}
+
+// openRedis opens the resolved --redis with its password file and CA; poolSize 0 keeps
+// go-redis's default. With ping it checks the server answers and takes the password.
+func (s *settings) openRedis(poolSize int, ping bool) (redis.UniversalClient, error) {
+	o, err := s.redisOptions()
+	if err != nil {
+		return nil, err
+	}
+	o.PoolSize = poolSize
+	rdb, err := redisurl.Open(s.redis, o)
+	if err != nil {
+		return nil, err
+	}
+	if !ping {
+		return rdb, nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := redisurl.Ping(ctx, rdb, s.redis); err != nil {
+		rdb.Close()
+		return nil, err
+	}
+	return rdb, nil
 }

@@ -53,9 +53,12 @@ func (w *watchFlags) start(ctx context.Context, s *settings, c client.Client) er
 	if w.metrics == "" && w.Webhook == "" {
 		return nil
 	}
-	var rdb *redis.Client
+	var rdb redis.UniversalClient
 	if s.redis != "" {
-		rdb = redis.NewClient(&redis.Options{Addr: s.redis})
+		var err error
+		if rdb, err = s.openRedis(0, false); err != nil {
+			return err
+		}
 		go func() { <-ctx.Done(); rdb.Close() }()
 	}
 	w.Log = s.logger()

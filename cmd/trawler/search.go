@@ -82,9 +82,17 @@ aggregation; --json prints Elasticsearch's answer as one JSON line.`,
 					return err
 				}
 			}
-			c, err := elasticsearch.NewClient(elasticsearch.Config{Addresses: []string{addr}, DisableRetry: true})
+			// search needs no Temporal, so it resolves the credentials on their own.
+			if err := s.resolveAuth(); err != nil {
+				return err
+			}
+			auth, err := s.esAuth()
 			if err != nil {
 				return err
+			}
+			c, err := elasticsearch.NewClient(auth.Config([]string{addr}))
+			if err != nil {
+				return fmt.Errorf("Elasticsearch at %s: %s", crawl.RedactURL(addr), crawl.RedactText(err.Error()))
 			}
 			res, err := c.Search(c.Search.WithContext(cmd.Context()), c.Search.WithIndex(index), c.Search.WithBody(bytes.NewReader(body)))
 			if err != nil {

@@ -57,9 +57,12 @@ runs, newest first. Rates, budgets and workers need the Redis the workers share
 				printStatus(st)
 				return nil
 			}
-			var rdb *redis.Client
+			var rdb redis.UniversalClient
 			if s.redis != "" {
-				rdb = redis.NewClient(&redis.Options{Addr: s.redis})
+				// No ping: the overview shows what it can read when Redis is down.
+				if rdb, err = s.openRedis(0, false); err != nil {
+					return err
+				}
 				defer rdb.Close()
 			}
 			ov, err := engine.GetOverview(cmd.Context(), c, rdb, time.Second)

@@ -18,7 +18,11 @@ import (
 // openSinks opens every sink the settings configure (jsonl with --out, kafka with
 // --kafka, mongo with --mongo), e.g. to read a run's records back.
 func openSinks(s *settings) (storage.Set, error) {
-	return engine.OpenSinks(engine.SinkOptions{OutDir: s.out, Kafka: s.kafkaBrokers(), Mongo: s.mongo, ES: s.es, HBase: s.hbase, Log: s.logger()})
+	auth, err := s.storeAuth()
+	if err != nil {
+		return nil, err
+	}
+	return engine.OpenSinks(engine.SinkOptions{OutDir: s.out, Kafka: s.kafkaBrokers(), Mongo: s.mongo, ES: s.es, HBase: s.hbase, Auth: auth, Log: s.logger()})
 }
 
 // kafkaBrokers splits --kafka.
@@ -83,14 +87,25 @@ heartbeat timeout and which resume from their last stored input.`,
 			if s.out == "" {
 				return fmt.Errorf("the worker needs --out DIR (or TRAWLER_OUT, or --data of a dev stack) for the jsonl sink")
 			}
+			// Credentials first: a missing secret file is a setting to fix, not a
+			// server to wait for.
+			redisAuth, err := s.redisOptions()
+			if err != nil {
+				return err
+			}
+			storeAuth, err := s.storeAuth()
+			if err != nil {
+				return err
+			}
 			c, err := s.dial(cmd.Context())
 			if err != nil {
 				return err
 			}
 			defer c.Close()
-			w, err := engine.NewWorker(c, engine.WorkerOptions{TaskQueue: s.taskQueue, OutDir: s.out, MaxBatches: maxBatches, Redis: s.redis,
+			w, err := engine.NewWorker(c, engine.WorkerOptions{TaskQueue: s.taskQueue, OutDir: s.out, MaxBatches: maxBatches,
+				Redis: s.redis, RedisAuth: redisAuth,
 				ResourceTuned: tuned, TargetCPU: targetCPU, TargetMem: targetMem,
-				Kafka: s.kafkaBrokers(), Mongo: s.mongo, ES: s.es, HBase: s.hbase, Hot: hot, Log: s.logger(),
+				Kafka: s.kafkaBrokers(), Mongo: s.mongo, ES: s.es, HBase: s.hbase, Auth: storeAuth, Hot: hot, Log: s.logger(),
 				Fetch: fetch.Options{AllowPrivate: allowPrivate}})
 			if err != nil {
 				return err

@@ -30,6 +30,28 @@ type Endpoints struct {
 	Mongo      string   `json:"mongo,omitempty"`       // mongodb:// URI of the mongo sink
 	ES         string   `json:"es,omitempty"`          // http:// URL of the es sink's Elasticsearch
 	HBaseZK    string   `json:"hbase_zk,omitempty"`    // ZooKeeper quorum (host:port) of the hbase sink's HBase
+
+	// Credentials of the stores, for a data directory that points at secured
+	// servers: names and file paths only. The secrets stay in their own files (mode
+	// 0600), never in this file, which is written 0644.
+	RedisPasswordFile  string `json:"redis_password_file,omitempty"`
+	RedisCAFile        string `json:"redis_ca_file,omitempty"`
+	KafkaSASL          string `json:"kafka_sasl,omitempty"` // plain, scram-sha-256, scram-sha-512
+	KafkaUser          string `json:"kafka_user,omitempty"`
+	KafkaPasswordFile  string `json:"kafka_password_file,omitempty"`
+	KafkaTLS           bool   `json:"kafka_tls,omitempty"`
+	KafkaCAFile        string `json:"kafka_ca_file,omitempty"`
+	ESUser             string `json:"es_user,omitempty"`
+	ESPasswordFile     string `json:"es_password_file,omitempty"`
+	ESAPIKeyFile       string `json:"es_api_key_file,omitempty"`
+	ESCAFile           string `json:"es_ca_file,omitempty"`
+	MongoPasswordFile  string `json:"mongo_password_file,omitempty"`
+	TemporalTLS        bool   `json:"temporal_tls,omitempty"`
+	TemporalTLSCert    string `json:"temporal_tls_cert,omitempty"`
+	TemporalTLSKey     string `json:"temporal_tls_key,omitempty"`
+	TemporalCAFile     string `json:"temporal_ca_file,omitempty"`
+	TemporalServerName string `json:"temporal_server_name,omitempty"`
+	TemporalAPIKeyFile string `json:"temporal_api_key_file,omitempty"`
 }
 
 // Path returns the path of the endpoints file in dataDir.

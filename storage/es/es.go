@@ -53,8 +53,7 @@ const Alias = "trawler-items"
 type Options struct {
 	// Addresses are the Elasticsearch URLs, such as http://127.0.0.1:9200.
 	Addresses []string
-	// Username/Password or APIKey authenticate, when the cluster needs it.
-	Username, Password, APIKey string
+	Auth
 	// Specs returns the task spec of a biz ("site.task") so its index gets a mapping from
 	// the declared output schema; the worker passes its registry here.
 	Specs func(biz string) (crawl.TaskSpec, bool)
@@ -65,6 +64,29 @@ type Options struct {
 	Backoff time.Duration
 	// Transport replaces the HTTP transport (tests, proxies).
 	Transport http.RoundTripper
+}
+
+// Auth authenticates to a cluster that needs it: basic auth (Username/Password; a
+// user:password@ in the address works too) or an API key (APIKey, the base64 "id:key"
+// Elasticsearch hands out, sent as "Authorization: ApiKey …"), and CACert (PEM) to
+// trust a cluster whose certificate a private CA signed.
+type Auth struct {
+	Username, Password, APIKey string
+	CACert                     []byte
+}
+
+// Config is the go-elasticsearch configuration for addresses with the auth: what the
+// sink, `trawler search` and the console use, so all three authenticate the same way.
+// The client's own retries are off: callers retry with their own backoff.
+func (a Auth) Config(addresses []string) elasticsearch.Config {
+	return elasticsearch.Config{
+		Addresses:    addresses,
+		Username:     a.Username,
+		Password:     a.Password,
+		APIKey:       a.APIKey,
+		CACert:       a.CACert,
+		DisableRetry: true,
+	}
 }
 
 // SpecsFrom adapts a task registry to Options.Specs.
@@ -98,25 +120,24 @@ func Open(ctx context.Context, o Options) (*Sink, error) {
 	if o.Backoff <= 0 {
 		o.Backoff = 200 * time.Millisecond
 	}
-	c, err := elasticsearch.NewClient(elasticsearch.Config{
-		Addresses:    o.Addresses,
-		Username:     o.Username,
-		Password:     o.Password,
-		APIKey:       o.APIKey,
-		Transport:    o.Transport,
-		DisableRetry: true, // the sink retries with its own backoff
-	})
+	cfg := o.Auth.Config(o.Addresses)
+	cfg.Transport = o.Transport
+	c, err := elasticsearch.NewClient(cfg)
 	if err != nil {
-		return nil, fmt.Errorf("es sink: %w", err)
+		return nil, fmt.Errorf("es sink: %s", crawl.RedactText(err.Error()))
 	}
 	s := &Sink{c: c, opts: o, ready: map[string]bool{}}
+	shown := crawl.RedactText(strings.Join(o.Addresses, ","))
 	res, err := c.Info(c.Info.WithContext(ctx))
 	if err != nil {
-		return nil, fmt.Errorf("es sink: cannot reach Elasticsearch at %s: %w", strings.Join(o.Addresses, ","), err)
+		return nil, fmt.Errorf("es sink: cannot reach Elasticsearch at %s: %s", shown, crawl.RedactText(err.Error()))
 	}
 	defer res.Body.Close()
 	if res.IsError() {
-		return nil, fmt.Errorf("es sink: Elasticsearch at %s answered %s", strings.Join(o.Addresses, ","), res.Status())
+		if res.StatusCode == http.StatusUnauthorized || res.StatusCode == http.StatusForbidden {
+			return nil, fmt.Errorf("es sink: Elasticsearch at %s answered %s: check the credentials (--es-user with --es-password-file, --es-api-key-file, or user:password@ in --es)", shown, res.Status())
+		}
+		return nil, fmt.Errorf("es sink: Elasticsearch at %s answered %s", shown, res.Status())
 	}
 	return s, nil
 }

@@ -17,6 +17,7 @@ package kafka
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -28,6 +29,9 @@ import (
 	"time"
 
 	kafkago "github.com/segmentio/kafka-go"
+	"github.com/segmentio/kafka-go/sasl"
+	"github.com/segmentio/kafka-go/sasl/plain"
+	"github.com/segmentio/kafka-go/sasl/scram"
 
 	"trawler/crawl"
 )
@@ -46,6 +50,52 @@ type Config struct {
 	// WriteTimeout bounds one Write, retries included (default 15s, within the batch
 	// activity's default heartbeat timeout of 30s).
 	WriteTimeout time.Duration
+	Auth         Auth
+}
+
+// Auth is how the sink authenticates to the brokers: SASL (Mechanism) and TLS, each
+// optional. Every connection the sink opens (writes, topic creation, reading back)
+// uses both.
+type Auth struct {
+	SASL sasl.Mechanism // nil: no SASL
+	TLS  *tls.Config    // nil: plaintext
+}
+
+// SASL mechanism names, as --kafka-sasl takes them.
+const (
+	SASLPlain       = "plain"
+	SASLScramSHA256 = "scram-sha-256"
+	SASLScramSHA512 = "scram-sha-512"
+)
+
+// Mechanism returns kafka-go's SASL mechanism called name (plain, scram-sha-256,
+// scram-sha-512; "" for none) for user and password.
+func Mechanism(name, user, password string) (sasl.Mechanism, error) {
+	name = strings.ToLower(strings.TrimSpace(name))
+	if name == "" {
+		if user != "" || password != "" {
+			return nil, errors.New("kafka: a user or password without --kafka-sasl: pass --kafka-sasl plain, scram-sha-256 or scram-sha-512")
+		}
+		return nil, nil
+	}
+	if user == "" || password == "" {
+		return nil, fmt.Errorf("kafka: --kafka-sasl %s needs --kafka-user and --kafka-password-file", name)
+	}
+	switch name {
+	case SASLPlain:
+		return plain.Mechanism{Username: user, Password: password}, nil
+	case SASLScramSHA256:
+		return scram.Mechanism(scram.SHA256, user, password)
+	case SASLScramSHA512:
+		return scram.Mechanism(scram.SHA512, user, password)
+	}
+	return nil, fmt.Errorf("kafka: --kafka-sasl %q: want plain, scram-sha-256 or scram-sha-512", name)
+}
+
+// Dialer is a kafka-go dialer with the auth's SASL and TLS, for the connections a
+// client opens itself (listing partitions, finding a leader, reading).
+func (a Auth) Dialer() *kafkago.Dialer {
+	return &kafkago.Dialer{Timeout: 5 * time.Second, DualStack: true, ClientID: "trawler", SASLMechanism: a.SASL, TLS: a.TLS}
 }
 
 // Sink writes items to Kafka topics.
@@ -86,6 +136,8 @@ func Open(cfg Config) (*Sink, error) {
 		ClientID:    "trawler",
 		DialTimeout: 5 * time.Second,
 		MetadataTTL: 2 * time.Second,
+		SASL:        cfg.Auth.SASL,
+		TLS:         cfg.Auth.TLS,
 	}
 	addr := kafkago.TCP(cfg.Brokers...)
 	s := &Sink{
@@ -300,7 +352,7 @@ func (s *Sink) scan(ctx context.Context, since time.Time, fn func(crawl.Item) er
 func (s *Sink) partitions(ctx context.Context) ([]kafkago.Partition, error) {
 	var lastErr error
 	for _, b := range s.cfg.Brokers {
-		conn, err := (&kafkago.Dialer{Timeout: 5 * time.Second, ClientID: "trawler"}).DialContext(ctx, "tcp", b)
+		conn, err := s.cfg.Auth.Dialer().DialContext(ctx, "tcp", b)
 		if err != nil {
 			lastErr = err
 			continue
@@ -329,7 +381,7 @@ func (s *Sink) partitions(ctx context.Context) ([]kafkago.Partition, error) {
 }
 
 func (s *Sink) readPartition(ctx context.Context, p kafkago.Partition, since time.Time, fn func(crawl.Item) error) error {
-	leader, err := kafkago.DialLeader(ctx, "tcp", s.cfg.Brokers[0], p.Topic, p.ID)
+	leader, err := s.cfg.Auth.Dialer().DialLeader(ctx, "tcp", s.cfg.Brokers[0], p.Topic, p.ID)
 	if err != nil {
 		return fmt.Errorf("kafka sink: connect to the leader of %s/%d: %w", p.Topic, p.ID, err)
 	}
@@ -354,6 +406,7 @@ func (s *Sink) readPartition(ctx context.Context, p kafkago.Partition, since tim
 	}
 	r := kafkago.NewReader(kafkago.ReaderConfig{
 		Brokers:   s.cfg.Brokers,
+		Dialer:    s.cfg.Auth.Dialer(),
 		Topic:     p.Topic,
 		Partition: p.ID,
 		MinBytes:  1,

@@ -6,6 +6,7 @@ package redisproc
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"fmt"
 	"net"
 	"os"
@@ -24,8 +25,22 @@ type Server struct {
 	dir  string
 }
 
+// Config secures a server, for tests of clients that authenticate.
+type Config struct {
+	// Password is the default user's password (--requirepass).
+	Password string
+	// Users are extra ACL users, name to password, allowed every command and key.
+	Users map[string]string
+	// TLSCert, TLSKey and TLSCA (PEM files) serve TLS only, on Addr; clients need no
+	// certificate of their own.
+	TLSCert, TLSKey, TLSCA string
+}
+
 // Start launches redis-server without persistence in a temporary directory.
-func Start() (*Server, error) {
+func Start() (*Server, error) { return StartConfig(Config{}) }
+
+// StartConfig is Start with a password, ACL users or TLS.
+func StartConfig(conf Config) (*Server, error) {
 	bin, err := exec.LookPath("redis-server")
 	if err != nil {
 		return nil, fmt.Errorf("redis-server is not installed: apt-get install -y redis-server (bash .ci/run does this)")
@@ -40,8 +55,22 @@ func Start() (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(bin, "--port", fmt.Sprint(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-		"--dir", dir, "--daemonize", "no", "--protected-mode", "no")
+	args := []string{"--port", fmt.Sprint(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+		"--dir", dir, "--daemonize", "no", "--protected-mode", "no"}
+	if conf.Password != "" {
+		args = append(args, "--requirepass", conf.Password)
+	}
+	for user, pw := range conf.Users {
+		args = append(args, "--user", user, "on", ">"+pw, "~*", "&*", "+@all")
+	}
+	var tlsc *tls.Config
+	if conf.TLSCert != "" {
+		args[1] = "0"
+		args = append(args, "--tls-port", fmt.Sprint(port), "--tls-cert-file", conf.TLSCert, "--tls-key-file", conf.TLSKey,
+			"--tls-ca-cert-file", conf.TLSCA, "--tls-auth-clients", "no")
+		tlsc = &tls.Config{InsecureSkipVerify: true} // only to see that it is up
+	}
+	cmd := exec.Command(bin, args...)
 	stdout, _ := cmd.StdoutPipe()
 	cmd.Stderr = cmd.Stdout
 	if err := cmd.Start(); err != nil {
@@ -58,7 +87,7 @@ func Start() (*Server, error) {
 		}
 	}()
 	s := &Server{Addr: fmt.Sprintf("127.0.0.1:%d", port), cmd: cmd, dir: dir}
-	c := redis.NewClient(&redis.Options{Addr: s.Addr})
+	c := redis.NewClient(&redis.Options{Addr: s.Addr, Password: conf.Password, TLSConfig: tlsc})
 	defer c.Close()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
