@@ -50,33 +50,11 @@ type PlanStep struct {
 	Middlewares []MiddlewareRef `json:"middlewares,omitempty"`
 }
 
-// SiteQueue is the task queue of a step's site for workers polling base: the step's
-// batches go there when it has an affinity, else to base.
-func (s PlanStep) SiteQueue(base string) string {
-	if s.Affinity == nil {
-		return base
-	}
-	site, _, _ := strings.Cut(s.Task, ".")
-	return base + "@" + site
-}
-
-// SiteQueue is a site's task queue and the affinity that guards it.
+// SiteQueue is a site's task queue and the affinity that guards it. The workflow names
+// the queue (workflows.SiteQueueOf); workers poll it while the affinity's probe passes.
 type SiteQueue struct {
 	Queue string `json:"queue"`
 	Affinity
-}
-
-// SiteQueues lists the site queues a plan's steps send batches to, for workers of base.
-func (p *Plan) SiteQueues(base string) []SiteQueue {
-	seen := map[string]bool{}
-	var out []SiteQueue
-	for _, st := range p.Steps {
-		if q := st.SiteQueue(base); st.Affinity != nil && !seen[q] {
-			seen[q] = true
-			out = append(out, SiteQueue{Queue: q, Affinity: *st.Affinity})
-		}
-	}
-	return out
 }
 
 // expandProbe fills {param} placeholders of a probe URL from the step's params.

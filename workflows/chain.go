@@ -517,7 +517,7 @@ func (r *runner) run(ctx workflow.Context) (*Summary, error) {
 // per workflow run (each continue-as-new renews the registration). Plans without such
 // steps, and so every run recorded before affinities existed, issue nothing here.
 func (r *runner) registerSites(ctx workflow.Context) {
-	sites := r.plan.SiteQueues(r.in.TaskQueue)
+	sites := siteQueues(&r.plan, r.in.TaskQueue)
 	if len(sites) == 0 || workflow.GetInfo(ctx).ParentWorkflowExecution != nil {
 		return
 	}
@@ -671,7 +671,7 @@ func (r *runner) startBatch(ctx workflow.Context, i int, pending []Pending, now 
 	// the activity's own limit leaves room for that plus storing the items.
 	rounds := (len(work) + step.Concurrency - 1) / max(step.Concurrency, 1)
 	opts := workflow.ActivityOptions{
-		TaskQueue:           step.SiteQueue(r.in.TaskQueue),
+		TaskQueue:           SiteQueueOf(step, r.in.TaskQueue),
 		StartToCloseTimeout: time.Duration(rounds+1)*step.Timeout + time.Minute,
 		HeartbeatTimeout:    r.tune.HeartbeatTimeout,
 		RetryPolicy: &temporal.RetryPolicy{
