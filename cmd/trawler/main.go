@@ -32,6 +32,9 @@ import (
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	// go-redis logs every failed dial to stderr on its own; the command's error already
+	// says what is wrong, once, with the address masked.
+	redis.SetLogger(quietRedis{})
 	root := newRoot()
 	if err := root.ExecuteContext(ctx); err != nil {
 		var exit exitError
@@ -43,6 +46,10 @@ func main() {
 		os.Exit(1)
 	}
 }
+
+type quietRedis struct{}
+
+func (quietRedis) Printf(context.Context, string, ...any) {}
 
 // exitError ends the process with a code after the command printed its own message.
 type exitError int
