@@ -20,12 +20,12 @@ import (
 
 	"go.temporal.io/sdk/temporal"
 
-	"trawler/affinity"
 	"trawler/crawl"
 	"trawler/dedup"
 	"trawler/external"
-	"trawler/monitor"
-	"trawler/quota"
+	"trawler/internal/affinity"
+	"trawler/internal/monitor"
+	"trawler/internal/quota"
 	"trawler/storage"
 )
 

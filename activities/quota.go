@@ -7,7 +7,7 @@ import (
 	"sync/atomic"
 
 	"trawler/crawl"
-	"trawler/quota"
+	"trawler/internal/quota"
 )
 
 // batchQuota is one batch's hold on its run's, chain's and tenant's budgets. A nil

@@ -4,8 +4,8 @@ import (
 	"context"
 	"errors"
 
-	"trawler/affinity"
 	"trawler/crawl"
+	"trawler/internal/affinity"
 )
 
 // RegisterSites tells the workers which site queues a run sends batches to, so they

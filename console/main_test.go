@@ -19,13 +19,13 @@ import (
 	"go.temporal.io/sdk/client"
 	sdklog "go.temporal.io/sdk/log"
 
-	"trawler/engine"
 	"trawler/examples"
 	"trawler/fetch"
 	"trawler/internal/devstack"
 	"trawler/internal/devstack/demosite"
 	"trawler/internal/devstack/eslite"
 	"trawler/internal/devstack/hbaselite"
+	"trawler/internal/engine"
 	"trawler/workflows"
 
 	"trawler/sites/demo"

@@ -19,8 +19,8 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"trawler/crawl"
-	"trawler/engine"
 	"trawler/examples"
+	"trawler/internal/engine"
 	"trawler/workflows"
 )
 

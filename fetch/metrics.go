@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"trawler/crawl"
-	"trawler/monitor"
+	"trawler/internal/monitor"
 )
 
 // Metrics records how long each fetch took, per host, in the trawler_fetch_seconds

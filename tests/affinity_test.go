@@ -12,8 +12,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"trawler/engine"
-	"trawler/monitor"
+	"trawler/internal/engine"
+	"trawler/internal/monitor"
 	"trawler/workflows"
 )
 

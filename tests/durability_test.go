@@ -20,9 +20,9 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	workflowpb "go.temporal.io/api/workflow/v1"
 
-	"trawler/engine"
 	"trawler/internal/devstack"
 	"trawler/internal/devstack/demosite"
+	"trawler/internal/engine"
 	"trawler/storage/jsonl"
 	"trawler/storage/kafka"
 	"trawler/storage/mongo"

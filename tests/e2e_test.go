@@ -17,11 +17,11 @@ import (
 	sdklog "go.temporal.io/sdk/log"
 
 	"trawler/crawl"
-	"trawler/engine"
 	"trawler/examples"
 	"trawler/fetch"
 	"trawler/internal/devstack"
 	"trawler/internal/devstack/demosite"
+	"trawler/internal/engine"
 	"trawler/storage/jsonl"
 	"trawler/tests/fixture/hn"
 	"trawler/tests/fixture/synth"

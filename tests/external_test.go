@@ -15,9 +15,9 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"trawler/crawl"
-	"trawler/engine"
 	"trawler/external"
 	"trawler/internal/devstack/demosite"
+	"trawler/internal/engine"
 	"trawler/sites/demo"
 	"trawler/workflows"
 )

@@ -11,9 +11,9 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 
 	"trawler/crawl"
-	"trawler/engine"
 	"trawler/fetch"
 	"trawler/internal/devstack/demosite"
+	"trawler/internal/engine"
 	"trawler/workflows"
 )
 

@@ -10,9 +10,9 @@ import (
 	"time"
 
 	"trawler/crawl"
-	"trawler/engine"
 	"trawler/internal/devstack/demosite"
 	"trawler/internal/devstack/hbaselite"
+	"trawler/internal/engine"
 	"trawler/storage/hbase"
 )
 

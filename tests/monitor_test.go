@@ -16,10 +16,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/redis/go-redis/v9"
 
-	"trawler/engine"
 	"trawler/internal/devstack/demosite"
-	"trawler/monitor"
-	"trawler/quota"
+	"trawler/internal/engine"
+	"trawler/internal/monitor"
+	"trawler/internal/quota"
 )
 
 // scrape reads /metrics as Prometheus would and sums each metric's samples that carry

@@ -11,8 +11,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"trawler/crawl"
-	"trawler/engine"
-	"trawler/quota"
+	"trawler/internal/engine"
+	"trawler/internal/quota"
 	"trawler/storage/jsonl"
 	"trawler/workflows"
 )

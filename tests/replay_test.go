@@ -17,8 +17,8 @@ import (
 	"go.temporal.io/sdk/workflow"
 	"google.golang.org/protobuf/encoding/protojson"
 
-	"trawler/engine"
 	"trawler/internal/devstack/demosite"
+	"trawler/internal/engine"
 	"trawler/tests/fixture/hn"
 	"trawler/workflows"
 )

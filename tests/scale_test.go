@@ -10,7 +10,7 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/workflowservice/v1"
 
-	"trawler/engine"
+	"trawler/internal/engine"
 	"trawler/tests/fixture/synth"
 	"trawler/workflows"
 )

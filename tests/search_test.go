@@ -10,10 +10,10 @@ import (
 
 	"github.com/elastic/go-elasticsearch/v8"
 
-	"trawler/engine"
 	"trawler/fetch"
 	"trawler/internal/devstack/demosite"
 	"trawler/internal/devstack/eslite"
+	"trawler/internal/engine"
 )
 
 // esSearch posts a search body to the alias and decodes the answer.

@@ -19,9 +19,9 @@ import (
 
 	"trawler/console"
 	"trawler/crawl"
-	"trawler/engine"
 	"trawler/fetch"
 	"trawler/internal/devstack/demosite"
+	"trawler/internal/engine"
 )
 
 // loopbackOnly is a test network for a worker's fetcher: names resolve from a table

@@ -14,9 +14,9 @@ import (
 	"go.mongodb.org/mongo-driver/bson"
 
 	"trawler/crawl"
-	"trawler/engine"
 	"trawler/internal/devstack"
 	"trawler/internal/devstack/demosite"
+	"trawler/internal/engine"
 	"trawler/storage/jsonl"
 	"trawler/storage/kafka"
 	"trawler/storage/mongo"

@@ -12,8 +12,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"trawler/internal/devstack/demosite"
+	"trawler/internal/stream"
 	"trawler/storage/jsonl"
-	"trawler/stream"
 )
 
 const streamChain = `

@@ -8,9 +8,9 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/workflow"
 
-	"trawler/engine"
 	"trawler/fetch"
 	"trawler/internal/devstack/demosite"
+	"trawler/internal/engine"
 	"trawler/workflows"
 )
 

@@ -8,9 +8,9 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"trawler/engine"
 	"trawler/internal/credentials"
 	"trawler/internal/endpoints"
+	"trawler/internal/engine"
 	"trawler/internal/redisurl"
 	"trawler/storage/es"
 	"trawler/storage/kafka"

@@ -10,7 +10,7 @@ import (
 	"trawler/internal/credentials/credtest"
 	"trawler/internal/devstack/redisproc"
 	"trawler/internal/endpoints"
-	"trawler/quota"
+	"trawler/internal/quota"
 )
 
 func secretFile(t *testing.T, content string) string {

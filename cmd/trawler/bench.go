@@ -29,10 +29,10 @@ import (
 	"github.com/spf13/cobra"
 
 	"trawler/crawl"
-	"trawler/engine"
 	"trawler/examples"
 	"trawler/fetch"
 	"trawler/internal/devstack/demosite"
+	"trawler/internal/engine"
 	"trawler/sites/demo"
 )
 

@@ -14,9 +14,9 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"trawler/engine"
 	"trawler/examples"
 	"trawler/internal/devstack/demosite"
+	"trawler/internal/engine"
 )
 
 func benchScaleCmd(s *settings) *cobra.Command {

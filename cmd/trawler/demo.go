@@ -17,13 +17,13 @@ import (
 
 	"trawler/console"
 	"trawler/crawl"
-	"trawler/engine"
 	"trawler/examples"
 	"trawler/fetch"
 	"trawler/internal/devstack"
 	"trawler/internal/devstack/demosite"
 	"trawler/internal/devstack/eslite"
 	"trawler/internal/devstack/hbaselite"
+	"trawler/internal/engine"
 )
 
 // stack is the embedded world of `trawler demo` and `trawler dev`: Temporal on a SQLite

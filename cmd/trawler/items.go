@@ -9,7 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"trawler/engine"
+	"trawler/internal/engine"
 	"trawler/storage/mongo"
 )
 

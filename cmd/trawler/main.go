@@ -19,8 +19,8 @@ import (
 	sdklog "go.temporal.io/sdk/log"
 
 	"trawler/crawl"
-	"trawler/engine"
 	"trawler/internal/endpoints"
+	"trawler/internal/engine"
 	"trawler/internal/redisurl"
 	"trawler/workflows"
 

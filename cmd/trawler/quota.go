@@ -6,7 +6,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"trawler/crawl"
-	"trawler/quota"
+	"trawler/internal/quota"
 )
 
 func quotaCmd(s *settings) *cobra.Command {

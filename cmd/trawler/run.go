@@ -14,7 +14,7 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"trawler/crawl"
-	"trawler/engine"
+	"trawler/internal/engine"
 	"trawler/storage"
 	"trawler/workflows"
 )

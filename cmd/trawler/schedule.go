@@ -7,7 +7,7 @@ import (
 	"github.com/spf13/cobra"
 	"go.temporal.io/sdk/client"
 
-	"trawler/engine"
+	"trawler/internal/engine"
 )
 
 func scheduleCmd(s *settings) *cobra.Command {

@@ -12,8 +12,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"trawler/crawl"
-	"trawler/engine"
-	"trawler/stream"
+	"trawler/internal/engine"
+	"trawler/internal/stream"
 	"trawler/workflows"
 )
 

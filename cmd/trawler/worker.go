@@ -10,8 +10,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"trawler/crawl"
-	"trawler/engine"
 	"trawler/fetch"
+	"trawler/internal/engine"
 	"trawler/storage"
 )
 

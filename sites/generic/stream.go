@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"trawler/crawl"
-	"trawler/stream"
+	"trawler/internal/stream"
 )
 
 // StreamTask reads server-sent events or NDJSON through the process's stream hub.

@@ -11,7 +11,7 @@ import (
 
 	"trawler/crawl"
 	"trawler/internal/devstack/demosite"
-	"trawler/stream"
+	"trawler/internal/stream"
 )
 
 func streamSite(t *testing.T) string {

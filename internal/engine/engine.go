@@ -28,17 +28,17 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"trawler/activities"
-	"trawler/affinity"
 	"trawler/crawl"
 	"trawler/dedup"
 	"trawler/external"
 	"trawler/fetch"
+	"trawler/internal/affinity"
+	"trawler/internal/monitor"
+	"trawler/internal/quota"
 	"trawler/internal/redisurl"
-	"trawler/monitor"
-	"trawler/quota"
+	"trawler/internal/stream"
 	"trawler/storage"
 	"trawler/storage/jsonl"
-	"trawler/stream"
 	"trawler/workflows"
 )
 

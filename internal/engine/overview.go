@@ -21,9 +21,9 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"trawler/crawl"
-	"trawler/monitor"
-	"trawler/quota"
-	"trawler/stream"
+	"trawler/internal/monitor"
+	"trawler/internal/quota"
+	"trawler/internal/stream"
 	"trawler/workflows"
 )
 

@@ -12,7 +12,7 @@ import (
 	"go.temporal.io/sdk/worker"
 
 	"trawler/activities"
-	"trawler/affinity"
+	"trawler/internal/affinity"
 )
 
 // siteWorkers polls the site queues of a worker's task queue whose sites the worker's
