@@ -2,7 +2,9 @@ package crawl
 
 import (
 	"fmt"
+	"maps"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -354,7 +356,7 @@ func (l *loader) fields(n *yaml.Node, where string, known []string, set func(key
 			continue
 		}
 		seen[k.Value] = true
-		if !contains(known, k.Value) {
+		if !slices.Contains(known, k.Value) {
 			l.add(k.Line, "%s: unknown field `%s`%s; valid fields: %s", where, k.Value, Suggest(k.Value, known), strings.Join(known, ", "))
 			continue
 		}
@@ -574,7 +576,7 @@ func (l *loader) validateStep(c *Chain, s Step, ids map[string]int) {
 		for i, p := range spec.Params {
 			names[i] = p.Name
 		}
-		for _, k := range sortedKeys(s.Params) {
+		for _, k := range slices.Sorted(maps.Keys(s.Params)) {
 			line := s.Line
 			if pl, ok := s.ParamLines[k]; ok {
 				line = pl
@@ -677,7 +679,7 @@ func (l *loader) checkLimits(line int, where string, batch, conc, par int) {
 }
 
 func (l *loader) checkDedup(line int, where, mode string) {
-	if mode != "" && !contains(dedupModes, mode) {
+	if mode != "" && !slices.Contains(dedupModes, mode) {
 		l.add(line, "%s: dedup %q%s: use changed (store new and changed items), new (new items only) or off", where, mode, Suggest(mode, dedupModes))
 	}
 }
@@ -689,12 +691,12 @@ var PoolSinks = []string{"pool:cookie", "pool:device_id", "pool:proxy", "pool:us
 func (l *loader) checkSinks(line int, where string, sinks []string) {
 	for _, s := range sinks {
 		if strings.HasPrefix(s, "pool:") {
-			if !contains(PoolSinks, s) {
+			if !slices.Contains(PoolSinks, s) {
 				l.add(line, "%s: unknown pool %q%s; pools: %s", where, s, Suggest(s, PoolSinks), strings.Join(PoolSinks, ", "))
 			}
 			continue
 		}
-		if !contains(l.opts.Sinks, s) {
+		if !slices.Contains(l.opts.Sinks, s) {
 			l.add(line, "%s: unknown sink %q%s; available: %s", where, s, Suggest(s, l.opts.Sinks), strings.Join(l.opts.Sinks, ", "))
 		}
 	}
@@ -797,24 +799,6 @@ func fieldNames(s TaskSpec) []string {
 		out[i] = f.Name
 	}
 	return out
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
-}
-
-func sortedKeys(m map[string]any) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
 
 // Suggest returns ` (did you mean "x"?)` for the closest candidate within a small edit

@@ -2,10 +2,11 @@ package eslite
 
 import (
 	"encoding/json"
+	"maps"
 	"math"
 	"net/http"
 	"net/url"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -301,7 +302,7 @@ func (c *qctx) parseSort(v any) ([]sortSpec, error) {
 		case string:
 			out = append(out, sortSpec{field: t, desc: t == "_score"})
 		case map[string]any:
-			for _, f := range sortedKeys(t) {
+			for _, f := range slices.Sorted(maps.Keys(t)) {
 				o := t[f]
 				sp := sortSpec{field: f, desc: f == "_score"}
 				switch ov := o.(type) {
@@ -573,7 +574,7 @@ func (s *server) indexBoosts(v any, ignoreUnavailable bool) (func(ix *esIndex) f
 			}
 		}
 	case map[string]any:
-		for _, k := range sortedKeys(t) {
+		for _, k := range slices.Sorted(maps.Keys(t)) {
 			if err := add(map[string]any{k: t[k]}); err != nil {
 				return nil, err
 			}
@@ -611,15 +612,4 @@ var searchKeys = map[string]bool{"query": true, "from": true, "size": true, "sor
 func boolOpt(v any) bool {
 	b, _ := toBool(v)
 	return b
-}
-
-// sortedKeys returns a map's keys in order, for output and evaluation that do not
-// depend on map iteration.
-func sortedKeys(m map[string]any) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
