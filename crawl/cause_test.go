@@ -52,7 +52,9 @@ func TestCauseOfRealFailures(t *testing.T) {
 	closedAddr := closed.Addr().String()
 	closed.Close()
 
-	f := fetch.New(fetch.Options{Timeout: 300 * time.Millisecond, Retries: -1, MaxRetryWait: -1, MaxBody: 1024, AllowPrivate: true})
+	// The timeout must outlast a TLS handshake on a loaded machine (under -race): the
+	// untrusted certificate has to fail as tls, not time out first.
+	f := fetch.New(fetch.Options{Timeout: 2 * time.Second, Retries: -1, MaxRetryWait: -1, MaxBody: 1024, AllowPrivate: true})
 	get := func(u string) error {
 		_, err := f.Fetch(context.Background(), &crawl.Request{Method: http.MethodGet, URL: u})
 		return err

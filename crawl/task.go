@@ -28,6 +28,20 @@ func TaskFunc(spec TaskSpec, run func(ctx context.Context, env *Env, in Input) (
 	return funcTask{spec: spec, run: run}
 }
 
+// PreparedTaskFunc is TaskFunc with a Prepare step: prepare compiles a step's params once
+// per batch (selectors, patterns, templates) into Env.Prepared; its error fails the batch's
+// inputs as permanent (see Preparer).
+func PreparedTaskFunc(spec TaskSpec, prepare func(Params) (any, error), run func(ctx context.Context, env *Env, in Input) (Result, error)) Task {
+	return preparedFuncTask{funcTask{spec: spec, run: run}, prepare}
+}
+
+type preparedFuncTask struct {
+	funcTask
+	prepare func(Params) (any, error)
+}
+
+func (t preparedFuncTask) Prepare(p Params) (any, error) { return t.prepare(p) }
+
 type funcTask struct {
 	spec TaskSpec
 	run  func(ctx context.Context, env *Env, in Input) (Result, error)

@@ -41,7 +41,7 @@ var csvSpec = crawl.TaskSpec{
 }
 
 // CSV is the generic.csv task.
-var CSV = crawl.TaskFunc(csvSpec, runCSV)
+var CSV = configTask(csvSpec, buildCSV, runCSV)
 
 type csvConfig struct {
 	common

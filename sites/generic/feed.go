@@ -57,7 +57,7 @@ var feedSpec = crawl.TaskSpec{
 }
 
 // Feed is the generic.feed task.
-var Feed = crawl.TaskFunc(feedSpec, runFeed)
+var Feed = configTask(feedSpec, buildFeed, runFeed)
 
 type feedConfig struct {
 	common

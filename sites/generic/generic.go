@@ -25,8 +25,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"trawler/crawl"
@@ -213,7 +211,7 @@ func runPages[C pager](env *crawl.Env, in crawl.Input, task string, build func(c
 	if notMine(env, in) {
 		return crawl.Result{}, nil
 	}
-	c, err := cachedConfig(task, env.Params, build)
+	c, err := configOf(env, task, build)
 	if err != nil {
 		return crawl.Result{}, err
 	}
@@ -410,50 +408,45 @@ func pageNumber(in crawl.Input, start int) int {
 	return start
 }
 
-// ---- the config cache ----
+// ---- configs, built once per batch ----
 
-// Parsed params are cached by their content, so a batch of inputs parses its field
-// specs, selectors and patterns once.
-var (
-	cfgCache sync.Map // string → cacheEntry
-	cfgCount atomic.Int64
-)
-
-type cacheEntry struct {
-	cfg any
-	err error
+// configTask is a generic task whose params build into a config of type C: the engine
+// builds it once per batch (crawl.Preparer) and hands it to every input in
+// Env.Prepared, and `trawler validate` reports the same build's errors.
+func configTask[C any](spec crawl.TaskSpec, build func(crawl.Params) (C, []error), run func(context.Context, *crawl.Env, crawl.Input) (crawl.Result, error)) crawl.Task {
+	if spec.Check == nil {
+		spec.Check = checker(build)
+	}
+	return crawl.PreparedTaskFunc(spec, func(p crawl.Params) (any, error) { return buildConfig(spec.Name, p, build) }, run)
 }
 
-const maxCached = 256
-
-func cachedConfig[T any](task string, p crawl.Params, build func(crawl.Params) (T, []error)) (T, error) {
-	key := task + "\x00" + fingerprint(p)
-	if e, ok := cfgCache.Load(key); ok {
-		ce := e.(cacheEntry)
-		cfg, _ := ce.cfg.(T)
-		return cfg, ce.err
+// configOf is the input's config: the batch's prepared one, or, outside a batch (a
+// test, `trawler try`), one built for this input alone.
+func configOf[C any](env *crawl.Env, task string, build func(crawl.Params) (C, []error)) (C, error) {
+	if c, ok := env.Prepared.(C); ok {
+		return c, nil
 	}
+	return buildConfig(task, env.Params, build)
+}
+
+// buildConfig builds a config, turning its problems into one permanent config error.
+func buildConfig[C any](task string, p crawl.Params, build func(crawl.Params) (C, []error)) (C, error) {
 	cfg, errs := build(p)
-	var err error
-	if len(errs) > 0 {
-		msgs := make([]string, len(errs))
-		for i, e := range errs {
-			msgs[i] = e.Error()
-		}
-		err = crawl.WithCause(crawl.Permanentf("%s: bad params (run `trawler validate` on the chain file): %s", task, strings.Join(msgs, "; ")), crawl.CauseConfig)
+	if len(errs) == 0 {
+		return cfg, nil
 	}
-	if cfgCount.Add(1) > maxCached {
-		cfgCache.Range(func(k, _ any) bool { cfgCache.Delete(k); return true })
-		cfgCount.Store(1)
+	msgs := make([]string, len(errs))
+	for i, e := range errs {
+		msgs[i] = e.Error()
 	}
-	cfgCache.Store(key, cacheEntry{cfg: cfg, err: err})
-	return cfg, err
+	return cfg, crawl.WithCause(crawl.Permanentf("%s: bad params (run `trawler validate` on the chain file): %s", task, strings.Join(msgs, "; ")), crawl.CauseConfig)
 }
 
-func fingerprint(p crawl.Params) string {
-	b, err := json.Marshal(p)
+// fingerprint is a stable text of a JSON-like value (encoding/json sorts map keys).
+func fingerprint(v any) string {
+	b, err := json.Marshal(v)
 	if err != nil {
-		return fmt.Sprintf("%#v", p)
+		return fmt.Sprintf("%#v", v)
 	}
 	return string(b)
 }

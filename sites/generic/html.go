@@ -63,14 +63,9 @@ var htmlDetailSpec = crawl.TaskSpec{
 
 // The HTML tasks.
 var (
-	HTMLList   = crawl.TaskFunc(withCheck(htmlListSpec, checker(buildHTMLList)), runHTMLList)
-	HTMLDetail = crawl.TaskFunc(withCheck(htmlDetailSpec, checker(buildHTMLDetail)), runHTMLDetail)
+	HTMLList   = configTask(htmlListSpec, buildHTMLList, runHTMLList)
+	HTMLDetail = configTask(htmlDetailSpec, buildHTMLDetail, runHTMLDetail)
 )
-
-func withCheck(s crawl.TaskSpec, check func(crawl.Params) []error) crawl.TaskSpec {
-	s.Check = check
-	return s
-}
 
 type htmlListConfig struct {
 	common

@@ -44,7 +44,7 @@ var jsonSpec = crawl.TaskSpec{
 }
 
 // JSON is the generic.json task.
-var JSON = crawl.TaskFunc(jsonSpec, runJSON)
+var JSON = configTask(jsonSpec, buildJSON, runJSON)
 
 type pagingMode int
 

@@ -39,7 +39,7 @@ var sitemapSpec = crawl.TaskSpec{
 }
 
 // Sitemap is the generic.sitemap task.
-var Sitemap = crawl.TaskFunc(sitemapSpec, runSitemap)
+var Sitemap = configTask(sitemapSpec, buildSitemap, runSitemap)
 
 type sitemapConfig struct {
 	common

@@ -60,7 +60,7 @@ var streamSpec = crawl.TaskSpec{
 }
 
 // Stream is the generic.stream task.
-var Stream = crawl.TaskFunc(streamSpec, runStream)
+var Stream = configTask(streamSpec, buildStream, runStream)
 
 func init() { crawl.Register(Stream) }
 
@@ -139,7 +139,7 @@ func runStream(ctx context.Context, env *crawl.Env, in crawl.Input) (crawl.Resul
 	if cause := in.Var(VarBad); cause != "" {
 		return crawl.Result{}, crawl.Permanentf("%s", cause)
 	}
-	c, err := cachedConfig(StreamTask, env.Params, buildStream)
+	c, err := configOf(env, StreamTask, buildStream)
 	if err != nil {
 		return crawl.Result{}, err
 	}

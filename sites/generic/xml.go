@@ -38,7 +38,7 @@ var xmlSpec = crawl.TaskSpec{
 }
 
 // XML is the generic.xml task.
-var XML = crawl.TaskFunc(xmlSpec, runXML)
+var XML = configTask(xmlSpec, buildXML, runXML)
 
 type xmlConfig struct {
 	common
