@@ -29,7 +29,10 @@ func guarded(t *testing.T, want string) (addr string, ca []byte) {
 	u, _ := url.Parse(target)
 	proxy := httputil.NewSingleHostReverseProxy(u)
 	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Header.Get("Authorization") != want {
+		// Elasticsearch reads the scheme in any case (the client sends "APIKey").
+		gotScheme, gotToken, _ := strings.Cut(r.Header.Get("Authorization"), " ")
+		wantScheme, wantToken, _ := strings.Cut(want, " ")
+		if !strings.EqualFold(gotScheme, wantScheme) || gotToken != wantToken {
 			w.Header().Set("WWW-Authenticate", `Basic realm="security"`)
 			http.Error(w, `{"error":"security_exception"}`, http.StatusUnauthorized)
 			return

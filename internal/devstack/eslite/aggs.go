@@ -394,6 +394,23 @@ func (a *aggDef) run(docs []map[string]any) (map[string]any, error) {
 	return nil, fmt.Errorf("eslite: aggregation kind %s", a.kind)
 }
 
+// compensatedSum adds with Kahan–Neumaier compensation, as Elasticsearch's sum and avg
+// do: the result does not depend on the order the documents come in (4.12, not
+// 4.119999999999999).
+func compensatedSum(nums []float64) float64 {
+	var sum, c float64
+	for _, n := range nums {
+		t := sum + n
+		if math.Abs(sum) >= math.Abs(n) {
+			c += (sum - t) + n
+		} else {
+			c += (n - t) + sum
+		}
+		sum = t
+	}
+	return sum + c
+}
+
 func (a *aggDef) metric(docs []map[string]any) map[string]any {
 	var nums []float64
 	distinct := map[string]bool{}
@@ -420,11 +437,7 @@ func (a *aggDef) metric(docs []map[string]any) map[string]any {
 	case "cardinality":
 		return map[string]any{"value": len(distinct)}
 	case "sum":
-		s := 0.0
-		for _, n := range nums {
-			s += n
-		}
-		return map[string]any{"value": s}
+		return map[string]any{"value": compensatedSum(nums)}
 	}
 	if len(nums) == 0 {
 		return map[string]any{"value": nil}
@@ -432,10 +445,7 @@ func (a *aggDef) metric(docs []map[string]any) map[string]any {
 	var v float64
 	switch a.kind {
 	case "avg":
-		for _, n := range nums {
-			v += n
-		}
-		v /= float64(len(nums))
+		v = compensatedSum(nums) / float64(len(nums))
 	case "min":
 		v = nums[0]
 		for _, n := range nums {
