@@ -12,8 +12,11 @@ import (
 
 	enumspb "go.temporal.io/api/enums/v1"
 
+	"trawler/crawl"
 	"trawler/internal/devstack/demosite"
+	"trawler/internal/engine"
 	"trawler/storage/jsonl"
+	"trawler/workflows"
 )
 
 // A worker SIGKILLed while its batch follows the feed page after page: the batch is
@@ -81,4 +84,59 @@ func batchesOf(t *testing.T, runID, prefix string) int {
 		}
 	}
 	return n
+}
+
+// Following changes how many hops go through the server, nothing else: the demo chain
+// under a page budget that is not a multiple of the lease block, behind a per-host rate
+// limit, then in full (dedup stores only what the budget left), then again (everything
+// unchanged) gives the same counts with and without following.
+func TestFollowingChangesNothingButHops(t *testing.T) {
+	const feedPages, budget = 8, 47
+	o := demosite.Options{Pages: feedPages, PerPage: 5}
+	site := startSite(t, o)
+	stories, comments := demosite.Expected(o, feedPages)
+	queue := "follow-same"
+	polite := fastFetch
+	polite.RateLimit = 400 // requests per second to the site, the whole worker
+	testWorker(t, engine.WorkerOptions{TaskQueue: queue, MaxBatches: 4, Redis: shared.redis.Addr(), Fetch: polite, Identity: "follow-same"})
+
+	type counts struct {
+		Status                  string
+		Pages, Items, Unchanged int
+	}
+	crawlThrice := func(tenant string, follow int) (out [3]counts) {
+		tune := fast
+		tune.FollowInputs = follow
+		for i := range out {
+			p := plan(t, "demo.yaml", "", "base_url="+site, fmt.Sprintf("feed.pages=%d", feedPages))
+			p.Tenant = tenant
+			if i == 0 {
+				p.Quota = crawl.Quota{Pages: budget}
+			}
+			s := wait(t, startTuned(t, p, queue, tune), 2*time.Minute)
+			pages, items, _, failed := s.Totals()
+			if failed != 0 {
+				t.Fatalf("%s run %d: %d failed: %+v", tenant, i+1, failed, s.Failures)
+			}
+			out[i] = counts{Status: s.Status, Pages: pages, Items: items, Unchanged: s.Unchanged()}
+		}
+		return out
+	}
+	on := crawlThrice("follow-on", 0)
+	off := crawlThrice("follow-off", -1)
+	t.Logf("followed %+v, not followed %+v", on, off)
+	for i, name := range []string{"under the budget", "in full", "again"} {
+		if on[i].Status != off[i].Status || on[i].Pages != off[i].Pages {
+			t.Errorf("%s: followed %+v, not followed %+v", name, on[i], off[i])
+		}
+	}
+	if on[0].Status != workflows.StatusQuotaReached || on[0].Pages != budget {
+		t.Errorf("under a budget of %d pages: %+v", budget, on[0])
+	}
+	for _, c := range [][3]counts{on, off} {
+		if c[0].Items+c[1].Items != stories+comments || c[2].Items != 0 || c[2].Unchanged != stories+comments {
+			t.Errorf("items %d + %d then %d (%d unchanged); want %d in all, then 0 with every one unchanged",
+				c[0].Items, c[1].Items, c[2].Items, c[2].Unchanged, stories+comments)
+		}
+	}
 }
