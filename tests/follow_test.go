@@ -27,8 +27,8 @@ func TestKilledWorkerMidFollowLosesNothing(t *testing.T) {
 	bin := buildTrawler(t)
 	k, m := hotReaders(t)
 	const feedPages = 30
-	// 30 ms a page: the feed batch follows its pages for about a second.
-	o := demosite.Options{Pages: feedPages, PerPage: 3, Latency: 30 * time.Millisecond}
+	// 80 ms a page: the feed batch follows its pages for over two seconds.
+	o := demosite.Options{Pages: feedPages, PerPage: 3, Latency: 80 * time.Millisecond}
 	site := startSite(t, o)
 	const queue = "follow-kill-test"
 	out := filepath.Join(shared.dir, "follow-kill-out")
@@ -51,6 +51,9 @@ func TestKilledWorkerMidFollowLosesNothing(t *testing.T) {
 	s := wait(t, id, 3*time.Minute)
 	if _, _, _, failed := s.Totals(); failed != 0 {
 		t.Errorf("%d inputs failed: %+v", failed, s.Failures)
+	}
+	if attempt, by := finalAttempt(t, id, batch); attempt < 2 || strings.HasPrefix(by, fmt.Sprintf("%d@", victim)) {
+		t.Errorf("batch %s finished in attempt %d by %q; want a retry on another worker", batch, attempt, by)
 	}
 	if feed := s.Steps[0]; feed.Pages != feedPages {
 		t.Errorf("feed step ran %d pages, want %d", feed.Pages, feedPages)
