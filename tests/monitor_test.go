@@ -119,7 +119,11 @@ func TestStatusAndAlertsFollowARun(t *testing.T) {
 	defer rdb.Close()
 	received := watchAlerts(t, rdb, p.Tenant, 20)
 
-	id := start(t, p, taskQueue)
+	// Monitoring is under test: every feed page goes through the server, so the stories
+	// it finds queue up as a backlog at once.
+	noFollow := fast
+	noFollow.FollowInputs = -1
+	id := startTuned(t, p, taskQueue, noFollow)
 	waitPages(t, id, 10)
 	var seen *engine.ChainLoad
 	for deadline := time.Now().Add(time.Minute); seen == nil && time.Now().Before(deadline); {
