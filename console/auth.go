@@ -8,8 +8,9 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"os"
 	"strings"
+
+	"trawler/internal/credentials"
 )
 
 // role is what a request's token allows.
@@ -145,11 +146,11 @@ func Token(value, file, valueName, fileName string) (string, error) {
 	if value != "" {
 		return "", fmt.Errorf("%s and %s both give the token: keep one", valueName, fileName)
 	}
-	b, err := os.ReadFile(file)
+	tok, err := credentials.Secret(fileName, file)
 	if err != nil {
-		return "", fmt.Errorf("%s %s: cannot read the token: %w; give the path of a readable file that holds the token", fileName, file, err)
+		return "", err
 	}
-	tok := strings.TrimRight(string(b), "\r\n")
+	tok = strings.TrimRight(tok, "\r\n")
 	switch {
 	case strings.TrimSpace(tok) == "":
 		return "", fmt.Errorf("%s %s is empty: write the token into it, on one line", fileName, file)

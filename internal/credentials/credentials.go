@@ -23,11 +23,11 @@ func Secret(flag, path string) (string, error) {
 	}
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return "", fmt.Errorf("%s %s: %v: write the secret into that file, or drop %s", flag, path, unwrapPath(err), flag)
+		return "", fmt.Errorf("%s %s: cannot read it: %v; write the secret into that file, or drop %s", flag, path, unwrapPath(err), flag)
 	}
 	s := strings.TrimSuffix(strings.TrimSuffix(string(b), "\n"), "\r")
 	if s == "" {
-		return "", fmt.Errorf("%s %s: the file is empty: write the secret into it, or drop %s", flag, path, flag)
+		return "", fmt.Errorf("%s %s is empty: write the secret into it, or drop %s", flag, path, flag)
 	}
 	return s, nil
 }
