@@ -232,6 +232,20 @@ func (a *Activities) runBatch(ctx context.Context, b crawl.Batch) (crawl.BatchRe
 		return followed < b.Follow && time.Since(began) < b.FollowFor && runCtx.Err() == nil &&
 			(b.FollowHold <= 0 || len(cp.sum.Out) < b.FollowHold)
 	}
+	// follow takes an output for this step into the batch's own work, if the batch still
+	// follows and has a free slot for it: a wider fan-out goes back to the workflow, so
+	// the step's other batches share it.
+	follow := func(in crawl.Input) bool {
+		if !following() || outstanding >= max(b.Step.Concurrency, 1) {
+			return false
+		}
+		w := crawl.Work{Input: in}
+		b.Work = append(b.Work, w)
+		queue <- queued{cp.follow(w), w}
+		followed++
+		outstanding++
+		return true
+	}
 	flush := func() error {
 		if len(pending) == 0 {
 			return nil
@@ -240,21 +254,7 @@ func (a *Activities) runBatch(ctx context.Context, b crawl.Batch) (crawl.BatchRe
 			return err
 		}
 		for _, o := range pending {
-			if following() {
-				o.Out = slices.DeleteFunc(o.Out, func(r crawl.Routed) bool {
-					// Only as many as keep this batch's slots busy: a wider fan-out goes
-					// back to the workflow, so the step's other batches share it.
-					if r.Step != b.StepIdx || !following() || outstanding >= max(b.Step.Concurrency, 1) {
-						return false
-					}
-					w := crawl.Work{Input: r.Input}
-					b.Work = append(b.Work, w)
-					queue <- queued{cp.follow(w), w}
-					followed++
-					outstanding++
-					return true
-				})
-			}
+			o.Out = slices.DeleteFunc(o.Out, func(r crawl.Routed) bool { return r.Step == b.StepIdx && follow(r.Input) })
 			cp.finish(o)
 		}
 		pending = pending[:0]
