@@ -6,9 +6,6 @@ package activities
 
 import (
 	"context"
-	"crypto/sha1"
-	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -48,7 +45,9 @@ type Activities struct {
 	Sources *SharedSources
 	// Monitor records pages per minute for fleet-wide rates; nil: metrics only.
 	Monitor *monitor.Recorder
-	Log     *slog.Logger
+	// Services are what the worker shares with its tasks (see crawl.Services).
+	Services crawl.Services
+	Log      *slog.Logger
 	// FlushEvery is how many finished inputs are stored (and heartbeated) together
 	// (default 10): smaller means less redone work after a crash, larger fewer writes.
 	FlushEvery int
@@ -103,235 +102,310 @@ func (a *Activities) runBatch(ctx context.Context, b crawl.Batch) (crawl.BatchRe
 			a.FlushEvery = 10
 		}
 	})
+	r, res, err := a.begin(ctx, b)
+	if r == nil {
+		return res, err
+	}
+	defer r.end()
+	r.run()
+	r.collect()
+	return r.finish()
+}
+
+// batchRun is one attempt at one batch, in three parts: run executes the inputs of its
+// queue (bounded by the step's concurrency, admitted by the budgets); collect stores
+// what they yield through the item pipeline in groups, checkpoints it through the
+// heartbeat and follows outputs for this very step back into the queue; finish turns
+// the checkpoint into the batch's result.
+type batchRun struct {
+	a      *Activities
+	ctx    context.Context
+	b      crawl.Batch // b.Work grows as the batch follows its own outputs
+	own    int         // inputs the workflow handed over; the rest were followed
+	task   crawl.Task
+	env    *crawl.Env
+	sinks  []storage.Sink
+	budget *batchQuota
+	cp     *checkpointer
+	cost   *batchCost
+	began  time.Time
+
+	// Stopping runCtx stops admitting inputs and cancels those running: the batch gives
+	// up on an outage and hands the rest back.
+	runCtx  context.Context
+	stopRun context.CancelFunc
+	// The queue holds the inputs to run: the batch's own, then those it follows. It never
+	// blocks a send, so collect can feed it while it drains results.
+	queue       chan queued
+	queueOpen   bool
+	outstanding int // queued or running, not yet collected
+	results     chan outcome
+	followed    int
+
+	pending  []outcome // finished, not yet stored
+	waiting  []outcome // waiting for a dependency (a pool item, Redis)
+	flushErr error     // the store failed for longer than the batch holds on
+}
+
+type queued struct {
+	i int
+	w crawl.Work
+}
+
+// begin resolves what the batch needs (its task, sinks, fetcher, prepared params and
+// budget) and resumes from an earlier attempt's checkpoint. When the batch cannot start,
+// it returns no batchRun and the batch's result.
+func (a *Activities) begin(ctx context.Context, b crawl.Batch) (*batchRun, crawl.BatchResult, error) {
+	fail := func(res crawl.BatchResult, err error) (*batchRun, crawl.BatchResult, error) { return nil, res, err }
 	task, ok := a.Registry.Get(b.Step.Task)
 	if !ok {
 		// A chain was validated against a registry this worker does not share: every
 		// input fails with the reason instead of the batch failing forever.
-		return a.failAll(ctx, b, fmt.Sprintf("task %s is not registered on this worker (it has: %v); deploy a worker that includes the site package", b.Step.Task, a.Registry.Names()))
+		return fail(a.failAll(ctx, b, fmt.Sprintf("task %s is not registered on this worker (it has: %v); deploy a worker that includes the site package", b.Step.Task, a.Registry.Names())))
 	}
 	// Resume: what an earlier attempt checkpointed is already stored, and the inputs it
 	// took over from its own outputs are the batch's too.
-	began := time.Now()
-	cp := newCheckpointer(ctx, len(b.Work))
-	own := len(b.Work)
-	b.Work = append(slices.Clip(b.Work), cp.sum.Followed...)
-	sinks := make([]storage.Sink, 0, len(b.Step.Store))
+	r := &batchRun{a: a, ctx: ctx, task: task, began: time.Now(), own: len(b.Work)}
+	r.cp = newCheckpointer(ctx, len(b.Work))
+	b.Work = append(slices.Clip(b.Work), r.cp.sum.Followed...)
+	r.b = b
 	for _, name := range b.Step.Store {
 		s, err := a.Sinks.Get(name)
 		if err != nil {
-			return a.waitOut(ctx, b, cp, nil, nil, crawl.Dependency("store "+name, err))
+			return fail(a.waitOut(ctx, b, r.cp, nil, nil, crawl.Dependency("store "+name, err)))
 		}
-		sinks = append(sinks, s)
+		r.sinks = append(r.sinks, s)
 	}
-
-	cost := startCost()
-	defer running.Add(-1)
 	fetcher, err := a.stepFetcher(task.Spec(), b)
 	if err != nil {
-		return a.failAll(ctx, b, err.Error())
+		return fail(a.failAll(ctx, b, err.Error()))
 	}
-	fetcher.cost = cost
-	env := &crawl.Env{
+	r.cost = startCost()
+	fetcher.cost = r.cost
+	r.env = &crawl.Env{
 		Fetcher: fetcher, Log: a.Log.With("chain", b.Chain, "step", b.Step.ID, "run", b.RunID),
 		Params: b.Step.Params, Chain: b.Chain, Step: b.Step.ID, RunID: b.RunID, Tenant: b.Tenant,
+		Services: a.Services,
 	}
 	if p, ok := task.(crawl.Preparer); ok {
 		// The task compiles its params once for the whole batch.
 		prepared, err := p.Prepare(b.Step.Params)
 		if err != nil {
-			return a.failAll(ctx, b, err.Error())
+			running.Add(-1)
+			return fail(a.failAll(ctx, b, err.Error()))
 		}
-		env.Prepared = prepared
+		r.env.Prepared = prepared
 	}
-	var budget *batchQuota
-	if err := a.hold(ctx, b, cp, nil, func() (err error) {
-		budget, err = a.quotaFor(ctx, b)
+	if err := a.hold(ctx, b, r.cp, nil, func() (err error) {
+		r.budget, err = a.quotaFor(ctx, b)
 		return crawl.Dependency("redis (quota)", err)
 	}); err != nil {
-		return a.waitOut(ctx, b, cp, nil, nil, err)
+		running.Add(-1)
+		return fail(a.waitOut(ctx, b, r.cp, nil, nil, err))
 	}
-	defer budget.release(ctx, a.Log)
-	// The inputs still to run are listed before anything starts: the checkpoint belongs
-	// to the collecting loop below from here on.
-	todo := cp.todo()
-	// Stopping the run context stops admitting inputs and cancels those running: the
-	// batch gives up on an outage and hands the rest back.
-	runCtx, stopRun := context.WithCancel(ctx)
-	defer stopRun()
-	// The queue holds the inputs to run: the batch's own, then those it follows. It
-	// never blocks a send, so the collector below can feed it while it drains results.
-	type queued struct {
-		i int
-		w crawl.Work
-	}
-	queue := make(chan queued, len(todo)+max(b.Follow-len(cp.sum.Followed), 0))
-	for _, i := range todo {
-		queue <- queued{i, b.Work[i]}
-	}
-	outstanding := len(todo) // queued or running, not yet collected
-	queueOpen := true
-	closeQueue := func() {
-		if queueOpen {
-			queueOpen = false
-			close(queue)
-		}
-	}
-	if outstanding == 0 {
-		closeQueue()
-	}
-	results := make(chan outcome)
-	run := b // the producer's view; the collector appends followed inputs to b.Work
-	go func() {
-		var wg sync.WaitGroup
-		sem := make(chan struct{}, max(run.Step.Concurrency, 1))
-		for q := range queue {
-			if runCtx.Err() != nil {
-				break
-			}
-			i, w := q.i, q.w
-			if o, stop := budget.admit(runCtx, i); stop {
-				if o.quota == "" && run.Outages {
-					// Redis failed, not the input: it waits instead of spending a retry.
-					o = outcome{Index: i, waiting: crawl.Dependency("redis (quota)", errors.New(o.Err))}
-				}
-				results <- o
-				continue
-			}
-			select {
-			case sem <- struct{}{}:
-			case <-runCtx.Done():
-			}
-			if runCtx.Err() != nil {
-				break
-			}
-			if i >= own && time.Since(began) >= run.FollowFor {
-				// A followed input that could not start within the follow window goes
-				// back to the workflow, so the batch ends within its time limit.
-				<-sem
-				results <- outcome{Index: i, back: true, input: w.Input}
-				continue
-			}
-			wg.Add(1)
-			go func(i int, w crawl.Work) {
-				defer func() { <-sem; wg.Done() }()
-				began := time.Now()
-				o := a.runOne(runCtx, task, env, run, i, w)
-				cost.wall.Add(int64(time.Since(began)))
-				results <- o
-			}(i, w)
-		}
-		wg.Wait()
-		close(results)
-	}()
+	r.runCtx, r.stopRun = context.WithCancel(ctx)
+	return r, crawl.BatchResult{}, nil
+}
 
-	// Store finished inputs in groups, then checkpoint them as done, with the outputs
-	// for this very step that the batch follows itself moved into its work.
-	var pending []outcome
-	followed := len(cp.sum.Followed)
-	following := func() bool {
-		return followed < b.Follow && time.Since(began) < b.FollowFor && runCtx.Err() == nil &&
-			(b.FollowHold <= 0 || len(cp.sum.Out) < b.FollowHold)
+// end gives back what the batch holds: unspent budget, its share of the CPU.
+func (r *batchRun) end() {
+	r.stopRun()
+	r.budget.release(r.ctx, r.a.Log)
+	running.Add(-1)
+}
+
+// run queues the inputs still to run and starts executing them. The inputs are listed
+// before anything starts: the checkpoint belongs to collect from here on.
+func (r *batchRun) run() {
+	todo := r.cp.todo()
+	r.queue = make(chan queued, len(todo)+max(r.b.Follow-len(r.cp.sum.Followed), 0))
+	r.queueOpen = true
+	for _, i := range todo {
+		r.queue <- queued{i, r.b.Work[i]}
 	}
-	// follow takes an output for this step into the batch's own work, if the batch still
-	// follows and has a free slot for it: a wider fan-out goes back to the workflow, so
-	// the step's other batches share it.
-	follow := func(in crawl.Input) bool {
-		if !following() || outstanding >= max(b.Step.Concurrency, 1) {
-			return false
-		}
-		w := crawl.Work{Input: in}
-		b.Work = append(b.Work, w)
-		queue <- queued{cp.follow(w), w}
-		followed++
-		outstanding++
-		return true
+	r.outstanding = len(todo)
+	r.followed = len(r.cp.sum.Followed)
+	if r.outstanding == 0 {
+		r.closeQueue()
 	}
-	flush := func() error {
-		if len(pending) == 0 {
-			return nil
+	r.results = make(chan outcome)
+	go r.execute(r.b) // a copy: collect appends followed inputs to r.b.Work
+}
+
+// execute runs queued inputs, at most the step's concurrency at once, until the queue
+// closes or the run stops, and sends every outcome to results.
+func (r *batchRun) execute(b crawl.Batch) {
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, max(b.Step.Concurrency, 1))
+	for q := range r.queue {
+		if r.runCtx.Err() != nil {
+			break
 		}
-		if err := a.store(ctx, b, sinks, pending, budget); err != nil {
-			return err
+		i, w := q.i, q.w
+		if o, stop := r.budget.admit(r.runCtx, i); stop {
+			if o.quota == "" && b.Outages {
+				// Redis failed, not the input: it waits instead of spending a retry.
+				o = outcome{Index: i, waiting: crawl.Dependency("redis (quota)", errors.New(o.Err))}
+			}
+			r.results <- o
+			continue
 		}
-		for _, o := range pending {
-			o.Out = slices.DeleteFunc(o.Out, func(r crawl.Routed) bool { return r.Step == b.StepIdx && follow(r.Input) })
-			cp.finish(o)
+		select {
+		case sem <- struct{}{}:
+		case <-r.runCtx.Done():
 		}
-		pending = pending[:0]
-		return nil
+		if r.runCtx.Err() != nil {
+			break
+		}
+		if i >= r.own && time.Since(r.began) >= b.FollowFor {
+			// A followed input that could not start within the follow window goes back
+			// to the workflow, so the batch ends within its time limit.
+			<-sem
+			r.results <- outcome{Index: i, back: true, input: w.Input}
+			continue
+		}
+		wg.Add(1)
+		go func(i int, w crawl.Work) {
+			defer func() { <-sem; wg.Done() }()
+			began := time.Now()
+			o := r.a.runOne(r.runCtx, r.task, r.env, b, i, w)
+			r.cost.wall.Add(int64(time.Since(began)))
+			r.results <- o
+		}(i, w)
 	}
-	// flushHeld rides out a short outage of a store or Redis inside the batch; a long
-	// one stops the batch so the run can wait it out (Batch.Outages) — unless some sink
-	// already holds the group's items: giving up then would write them twice (an
-	// appending sink keeps both copies), so the batch holds on until the group is
-	// stored and recorded.
-	committed := func() bool { return len(pending) > 0 && len(pending[0].stages) > 0 }
-	flushHeld := func() error { return a.hold(ctx, b, cp, committed, flush) }
+	wg.Wait()
+	close(r.results)
+}
+
+func (r *batchRun) closeQueue() {
+	if r.queueOpen {
+		r.queueOpen = false
+		close(r.queue)
+	}
+}
+
+// collect takes every outcome as it comes: it stores finished inputs in groups (at once
+// when the batch follows their outputs: the next page is the critical path),
+// checkpoints them, and sets aside what waits for a dependency.
+func (r *batchRun) collect() {
 	tick := time.NewTicker(2 * time.Second)
 	defer tick.Stop()
-	var flushErr error
-	var waiting []outcome
-loop:
 	for {
 		select {
-		case o, ok := <-results:
+		case o, ok := <-r.results:
 			if !ok {
-				break loop
+				r.closeQueue()
+				if r.flushErr == nil {
+					r.flushErr = r.flushHeld()
+				}
+				return
 			}
-			outstanding--
+			r.outstanding--
 			switch {
 			case o.waiting != nil:
-				waiting = append(waiting, o)
+				r.waiting = append(r.waiting, o)
 			case o.quota != "":
-				cp.unrun[o.Index] = true // left unrun; the result says how many and why
+				r.cp.unrun[o.Index] = true // left unrun; the result says how many and why
 			case o.back:
-				cp.handBack(o.Index, crawl.Routed{Step: b.StepIdx, Input: o.input})
-			case flushErr != nil:
+				r.cp.handBack(o.Index, crawl.Routed{Step: r.b.StepIdx, Input: o.input})
+			case r.flushErr != nil:
 				// not stored: it goes back with the rest
 			default:
-				pending = append(pending, o)
-				// An input with outputs the batch may follow is stored at once: its next
-				// page is the critical path.
-				hop := following() && len(o.result.Next) > 0
-				if hop || len(pending) >= a.FlushEvery || outstanding == 0 {
-					if flushErr = flushHeld(); flushErr != nil {
-						stopRun()
-					}
-					cp.heartbeat(false)
+				r.pending = append(r.pending, o)
+				hop := r.following() && len(o.result.Next) > 0
+				if hop || len(r.pending) >= r.a.FlushEvery || r.outstanding == 0 {
+					r.flushOrStop()
+					r.cp.heartbeat(false)
 				}
 			}
-			if outstanding == 0 || flushErr != nil {
-				closeQueue() // nothing more will be followed
+			if r.outstanding == 0 || r.flushErr != nil {
+				r.closeQueue() // nothing more will be followed
 			}
 		case <-tick.C:
-			if flushErr == nil {
-				if flushErr = flushHeld(); flushErr != nil {
-					stopRun()
-				}
+			if r.flushErr == nil {
+				r.flushOrStop()
 			}
-			cp.heartbeat(false)
+			r.cp.heartbeat(false)
 		}
 	}
-	closeQueue()
-	if flushErr == nil {
-		flushErr = flushHeld()
+}
+
+// flushOrStop stores the pending group; when that fails for good, the run stops.
+func (r *batchRun) flushOrStop() {
+	if r.flushErr = r.flushHeld(); r.flushErr != nil {
+		r.stopRun()
 	}
+}
+
+// flushHeld rides out a short outage of a store or Redis inside the batch; a long one
+// stops the batch so the run can wait it out (Batch.Outages) — unless some sink already
+// holds the group's items: giving up then would write them twice (an appending sink
+// keeps both copies), so the batch holds on until the group is stored and recorded.
+func (r *batchRun) flushHeld() error {
+	committed := func() bool { return len(r.pending) > 0 && len(r.pending[0].stages) > 0 }
+	return r.a.hold(r.ctx, r.b, r.cp, committed, r.flush)
+}
+
+// flush stores the pending group, then checkpoints each input as done, with the
+// outputs for this very step that the batch follows itself moved into its work.
+func (r *batchRun) flush() error {
+	if len(r.pending) == 0 {
+		return nil
+	}
+	if err := r.a.store(r.ctx, r.b, r.sinks, r.pending, r.budget); err != nil {
+		return err
+	}
+	for _, o := range r.pending {
+		o.Out = slices.DeleteFunc(o.Out, func(rt crawl.Routed) bool { return rt.Step == r.b.StepIdx && r.follow(rt.Input) })
+		r.cp.finish(o)
+	}
+	r.pending = r.pending[:0]
+	return nil
+}
+
+// following reports whether the batch still takes outputs into its own work: within its
+// input and time bounds, and until it holds a full load for the steps it feeds.
+func (r *batchRun) following() bool {
+	b := r.b
+	return r.followed < b.Follow && time.Since(r.began) < b.FollowFor && r.runCtx.Err() == nil &&
+		(b.FollowHold <= 0 || len(r.cp.sum.Out) < b.FollowHold)
+}
+
+// follow takes an output for this step into the batch's own work, if the batch still
+// follows and has a free slot for it: a wider fan-out goes back to the workflow, so the
+// step's other batches share it.
+func (r *batchRun) follow(in crawl.Input) bool {
+	if !r.following() || r.outstanding >= max(r.b.Step.Concurrency, 1) {
+		return false
+	}
+	w := crawl.Work{Input: in}
+	r.b.Work = append(r.b.Work, w)
+	r.queue <- queued{r.cp.follow(w), w}
+	r.followed++
+	r.outstanding++
+	return true
+}
+
+// finish is the batch's result: what it finished, what it hands back waiting for a
+// dependency, and its failures decided between retry and give up.
+func (r *batchRun) finish() (crawl.BatchResult, error) {
+	a, ctx, b := r.a, r.ctx, r.b
 	if err := ctx.Err(); err != nil {
 		return crawl.BatchResult{}, err
 	}
-	if flushErr != nil {
-		return a.waitOut(ctx, b, cp, budget, waiting, flushErr)
+	if r.flushErr != nil {
+		return a.waitOut(ctx, b, r.cp, r.budget, r.waiting, r.flushErr)
 	}
-	if len(waiting) > 0 {
-		return a.waitOut(ctx, b, cp, budget, waiting, waiting[0].waiting)
+	if len(r.waiting) > 0 {
+		return a.waitOut(ctx, b, r.cp, r.budget, r.waiting, r.waiting[0].waiting)
 	}
-	res, err := a.summarize(ctx, b, cp)
-	res.Followed = followed
-	budget.report(&res)
+	res, err := a.summarize(ctx, b, r.cp)
+	res.Followed = r.followed
+	r.budget.report(&res)
 	if err == nil {
 		a.observe(ctx, b, res)
 	}
-	a.recordCost(ctx, b.Step.Task, res.Pages, cost)
+	a.recordCost(ctx, b.Step.Task, res.Pages, r.cost)
 	return res, err
 }
 
@@ -450,149 +524,11 @@ func (a *Activities) runOne(ctx context.Context, task crawl.Task, env *crawl.Env
 		}
 		return outcome{Index: i, Err: fmt.Sprintf("%s: %v", w.Input.Describe(), err), Class: crawl.CauseOf(err), Permanent: crawl.IsPermanent(err), RetryAfter: crawl.RetryDelay(err)}
 	}
-	now := time.Now().UTC()
-	biz := b.Step.Task
-	for k := range res.Items {
-		it := &res.Items[k]
-		if it.Key == "" {
-			return outcome{Index: i, Err: fmt.Sprintf("%s: task %s returned an item without a key; set Item.Key to a stable natural id", w.Input.Describe(), b.Step.Task), Class: crawl.CauseParse, Permanent: true}
-		}
-		// The id is a hash of run and key: every attempt of the input gives its items
-		// the same ids, so a copy a failed write left in a store is the same record.
-		it.ID = itemID(b.RunID, it.Key)
-		it.Biz = biz
-		it.TS = now
-		it.Hash = contentHash(it.Data)
-		it.Chain, it.RunID, it.Tenant = b.Chain, b.RunID, b.Tenant
+	if err := stamp(b, res.Items, time.Now().UTC()); err != nil {
+		return outcome{Index: i, Err: fmt.Sprintf("%s: %v", w.Input.Describe(), err), Class: crawl.CauseParse, Permanent: true}
 	}
 	return outcome{Index: i, OK: true, Skipped: res.Skipped, input: w.Input, result: res}
 }
-
-// store runs the item pipeline over a group of finished inputs: judge (dedup verdicts,
-// the item budget, routing the outputs), write each sink, record the dedup entries.
-// Dedup entries are recorded only after the items are stored, so a crash in between
-// makes them new again rather than lost. When a step fails part-way, calling store again
-// with the same group resumes where it stopped: judged inputs keep their verdicts and
-// budget, sinks already written are not written twice.
-func (a *Activities) store(ctx context.Context, b crawl.Batch, sinks []storage.Sink, group []outcome, budget *batchQuota) error {
-	dd := a.Dedup != nil && b.Step.Dedup != crawl.DedupOff
-	ns := b.Tenant + ":" + b.Step.Task
-	if err := a.judge(ctx, b, dd, ns, sinks, group, budget); err != nil {
-		return err
-	}
-	var items []crawl.Item
-	for _, o := range group {
-		items = append(items, o.kept...)
-	}
-	if len(items) > 0 {
-		for _, s := range sinks {
-			if group[0].wrote(s.Name()) {
-				continue
-			}
-			if err := s.Write(ctx, items); err != nil {
-				return crawl.Dependency("store "+s.Name(), fmt.Errorf("store %d items of step %s in %s: %w", len(items), b.Step.ID, s.Name(), err))
-			}
-			group[0].markWritten(s.Name())
-		}
-	}
-	if !dd || group[0].wrote(recordedMark) {
-		return nil
-	}
-	// Every item judged is recorded as seen (unchanged ones move their last-seen time),
-	// except those over budget: they were not stored.
-	var entries []dedup.Entry
-	for _, o := range group {
-		for _, it := range o.result.Items {
-			if !slices.Contains(o.dropped, it.Key) {
-				entries = append(entries, dedup.Entry{Key: it.Key, Content: it.Hash})
-			}
-		}
-	}
-	if len(entries) > 0 {
-		if err := a.Dedup.Record(ctx, ns, entries); err != nil {
-			return crawl.Dependency("redis (dedup)", err)
-		}
-	}
-	group[0].markWritten(recordedMark)
-	return nil
-}
-
-// recordedMark is the stage name of the dedup record in a group's written set.
-const recordedMark = "\x00dedup"
-
-// judge decides, once per input, which of its items are stored: dedup drops unchanged
-// ones (and changed ones when the step stores only new items), a key twice in one group
-// is stored once, and the item budget keeps what it can pay for. Then it routes the
-// input's outputs to the consuming steps.
-func (a *Activities) judge(ctx context.Context, b crawl.Batch, dd bool, ns string, sinks []storage.Sink, group []outcome, budget *batchQuota) error {
-	var entries []dedup.Entry
-	if dd {
-		for _, o := range group {
-			for _, it := range o.result.Items {
-				entries = append(entries, dedup.Entry{Key: it.Key, Content: it.Hash})
-			}
-		}
-	}
-	var verdicts []dedup.Verdict
-	if len(entries) > 0 && !group[len(group)-1].judged {
-		var err error
-		if verdicts, err = a.Dedup.Lookup(ctx, ns, entries); err != nil {
-			return crawl.Dependency("redis (dedup)", err)
-		}
-	}
-	seen := map[string]bool{} // a key twice in one group is stored once
-	k := 0
-	for p := range group {
-		o := &group[p]
-		if o.judged {
-			k += len(o.result.Items)
-			for _, it := range o.result.Items {
-				seen[it.Key] = true
-			}
-			continue
-		}
-		var kept []crawl.Item
-		unchanged := 0
-		for _, it := range o.result.Items {
-			keep := !seen[it.Key]
-			if dd {
-				switch verdicts[k].State {
-				case dedup.Unchanged:
-					keep = false
-				case dedup.Changed:
-					keep = keep && b.Step.Dedup == crawl.DedupChanged
-				}
-				k++
-			}
-			seen[it.Key] = true
-			if keep {
-				kept = append(kept, it)
-			} else {
-				unchanged++
-			}
-		}
-		if len(sinks) > 0 {
-			allowed, err := budget.keep(ctx, kept)
-			if err != nil {
-				return crawl.Dependency("redis (quota)", err)
-			}
-			// Items over budget are not stored, so they are not recorded as seen either.
-			for _, it := range kept[len(allowed):] {
-				o.dropped = append(o.dropped, it.Key)
-			}
-			kept = allowed
-		}
-		o.kept, o.Unchanged, o.Items = kept, unchanged, len(kept)
-		o.Out, o.DepthLimited = b.Step.Route(o.input, crawl.Result{Items: kept, Next: o.result.Next})
-		o.judged = true
-	}
-	return nil
-}
-
-// wrote and markWritten keep, on a group's first outcome, the pipeline stages (sinks,
-// the dedup record) the group has passed, so a retried write skips them.
-func (o *outcome) wrote(stage string) bool  { return slices.Contains(o.stages, stage) }
-func (o *outcome) markWritten(stage string) { o.stages = append(o.stages, stage) }
 
 // summarize turns a batch's finished inputs into its result, deciding for each failure
 // whether it is retried or given up on (and recorded).
@@ -625,13 +561,6 @@ func (a *Activities) failAll(ctx context.Context, b crawl.Batch, cause string) (
 		cp.finish(outcome{Index: i, Err: cause, Class: crawl.CauseConfig, Permanent: true})
 	}
 	return a.summarize(ctx, b, cp)
-}
-
-// contentHash is a short, stable hash of an item's fields (encoding/json sorts map keys).
-func contentHash(data map[string]any) string {
-	b, _ := json.Marshal(data)
-	sum := sha1.Sum(b)
-	return hex.EncodeToString(sum[:8])
 }
 
 // stepFetcher applies what the chain and the task declared to every request a task

@@ -4,13 +4,17 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
 
 	"trawler/crawl"
 	"trawler/dedup"
+	"trawler/internal/quota"
 	"trawler/storage"
 	"trawler/storage/jsonl"
 )
@@ -140,5 +144,104 @@ func TestWriteStageResumesAtTheFailedSink(t *testing.T) {
 	vs, err = a.Dedup.Lookup(ctx, "t:x.y", []dedup.Entry{{Key: "a", Content: "v1a"}, {Key: "b", Content: "v1b"}})
 	if err != nil || vs[0].State != dedup.Unchanged || vs[1].State != dedup.Unchanged {
 		t.Fatalf("after the group is stored: %+v, %v; want both unchanged", vs, err)
+	}
+}
+
+// The stamp stage: every item carries the record's fields, with an id that is the same
+// on every attempt of the run; an item without a key fails the input.
+func TestStampStage(t *testing.T) {
+	b := crawl.Batch{RunID: "r1", Chain: "c", Tenant: "t", Step: crawl.PlanStep{Task: "x.y"}}
+	now := time.Date(2026, 11, 24, 10, 0, 0, 0, time.UTC)
+	items := []crawl.Item{{Key: "k1", Data: map[string]any{"a": 1}}, {Key: "k2", Data: map[string]any{"a": 1}}}
+	if err := stamp(b, items, now); err != nil {
+		t.Fatal(err)
+	}
+	again := []crawl.Item{{Key: "k1", Data: map[string]any{"a": 2}}}
+	_ = stamp(b, again, now.Add(time.Hour))
+	it := items[0]
+	if it.Biz != "x.y" || !it.TS.Equal(now) || it.Chain != "c" || it.RunID != "r1" || it.Tenant != "t" || it.ID == 0 {
+		t.Fatalf("stamped %+v", it)
+	}
+	if again[0].ID != it.ID || items[1].ID == it.ID {
+		t.Fatalf("ids %d, %d (again %d): want one id per run and key", it.ID, items[1].ID, again[0].ID)
+	}
+	if it.Hash != items[1].Hash || again[0].Hash == it.Hash {
+		t.Fatalf("hashes %s %s %s: want equal data equal, other data other", it.Hash, items[1].Hash, again[0].Hash)
+	}
+	err := stamp(b, []crawl.Item{{Data: map[string]any{}}}, now)
+	if err == nil || !strings.Contains(err.Error(), "task x.y returned an item without a key") {
+		t.Fatalf("keyless item: %v", err)
+	}
+}
+
+// The dedup stage alone, on verdicts given to it: what each mode keeps, a key twice in
+// one group once, and judged inputs counted as seen but not judged again.
+func TestDedupStage(t *testing.T) {
+	g := group("v", []string{"new", "same", "moved"}, []string{"new", "fresh"})
+	verdicts := []dedup.Verdict{{State: dedup.New}, {State: dedup.Unchanged}, {State: dedup.Changed}, {State: dedup.New}, {State: dedup.New}}
+	for _, tc := range []struct {
+		mode string
+		want string
+	}{
+		{crawl.DedupChanged, "[new moved] 1 [fresh] 1"},
+		{crawl.DedupNew, "[new] 2 [fresh] 1"},
+	} {
+		kept, stopped := dedupStage(tc.mode, g, verdicts)
+		if got := fmt.Sprint(keysOf(kept[0]), " ", stopped[0], " ", keysOf(kept[1]), " ", stopped[1]); got != tc.want {
+			t.Errorf("mode %s: %s, want %s", tc.mode, got, tc.want)
+		}
+	}
+	// Dedup off: only the repeat stops.
+	kept, stopped := dedupStage(crawl.DedupOff, g, nil)
+	if got := fmt.Sprint(keysOf(kept[0]), stopped[0], keysOf(kept[1]), stopped[1]); got != "[new same moved] 0 [fresh] 1" {
+		t.Errorf("off: %s", got)
+	}
+	g[0].judged = true
+	kept, _ = dedupStage(crawl.DedupOff, g, nil)
+	if len(kept[0]) != 0 || fmt.Sprint(keysOf(kept[1])) != "[fresh]" {
+		t.Errorf("after the first input was judged: %v %v", keysOf(kept[0]), keysOf(kept[1]))
+	}
+}
+
+// The quota stage alone: an item budget of 3 over inputs of 2 items each keeps 2, then
+// 1, then none, and names the keys it dropped.
+func TestQuotaStage(t *testing.T) {
+	ctx := context.Background()
+	rdb := redis.NewClient(&redis.Options{Addr: miniredis.RunT(t).Addr()})
+	defer rdb.Close()
+	lease, err := quota.New(rdb, 0).For(ctx, "t", "c", "r", crawl.Quota{Items: 3}, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	budget := &batchQuota{lease: lease}
+	defer budget.release(ctx, slog.Default())
+	var got []string
+	for _, keys := range [][]string{{"a", "b"}, {"c", "d"}, {"e", "f"}} {
+		items := group("v", keys)[0].result.Items
+		allowed, dropped, err := quotaStage(ctx, budget, items)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, fmt.Sprint(keysOf(allowed), dropped))
+	}
+	if fmt.Sprint(got) != "[[a b] [] [c] [d] [] [e f]]" {
+		t.Fatalf("kept and dropped %v", got)
+	}
+	if allowed, dropped, _ := quotaStage(ctx, nil, []crawl.Item{{Key: "z"}}); len(allowed) != 1 || dropped != nil {
+		t.Fatalf("no budget: kept %v, dropped %v", allowed, dropped)
+	}
+}
+
+// The route stage: stored items fan out by `each:`, next inputs go to their step.
+func TestRouteStage(t *testing.T) {
+	step := crawl.PlanStep{ID: "story", Consumers: []crawl.Consumer{{Step: 2, ID: "comments", Each: "kids"}}}
+	items := []crawl.Item{{Key: "s1", Data: map[string]any{"kids": []int{7, 8}}}}
+	out, _ := route(step, crawl.Input{URL: "http://x/1"}, items, nil)
+	var got []string
+	for _, r := range out {
+		got = append(got, fmt.Sprint(r.Step, ":", r.Input.Value, ":", r.Input.Parent))
+	}
+	if fmt.Sprint(got) != "[2:7:s1 2:8:s1]" {
+		t.Fatalf("routed %v", got)
 	}
 }

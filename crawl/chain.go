@@ -112,7 +112,7 @@ const (
 // LoadOptions say what a chain file is checked against.
 type LoadOptions struct {
 	Registry *Registry // default: Default
-	Sinks    []string  // sink names `store` may use; default: jsonl
+	Sinks    []string  // sink names `store` may use (the worker's stores and pools); default: jsonl
 	// Sets are `step.param=value` or `param=value` overrides (the CLI's --set).
 	Sets []string
 }
@@ -684,18 +684,8 @@ func (l *loader) checkDedup(line int, where, mode string) {
 	}
 }
 
-// PoolSinks are the `store:` names that add items to a resource pool of the item's
-// tenant and site (package external); every worker with Redis has them.
-var PoolSinks = []string{"pool:cookie", "pool:device_id", "pool:proxy", "pool:user_agent"}
-
 func (l *loader) checkSinks(line int, where string, sinks []string) {
 	for _, s := range sinks {
-		if strings.HasPrefix(s, "pool:") {
-			if !slices.Contains(PoolSinks, s) {
-				l.add(line, "%s: unknown pool %q%s; pools: %s", where, s, Suggest(s, PoolSinks), strings.Join(PoolSinks, ", "))
-			}
-			continue
-		}
 		if !slices.Contains(l.opts.Sinks, s) {
 			l.add(line, "%s: unknown sink %q%s; available: %s", where, s, Suggest(s, l.opts.Sinks), strings.Join(l.opts.Sinks, ", "))
 		}

@@ -23,7 +23,9 @@ import (
 //	type:"url"        a link, made absolute against the page (and declared a url)
 //	layout:"2006-01-02"  how a time.Time field is written (default RFC 3339)
 //	required:"true"   an empty value fails the input, naming the field
-//	json:"name"       the field's name in the stored item (default: lower case)
+//	json:"name"       the field's name in the stored item (default: lower case);
+//	                  json:"name,omitempty" leaves a zero value (a nil pointer) out
+//	                  of the item instead of storing it
 //	doc:"…"           the field's line in the task's output schema
 //
 // A value that is there but does not convert to the field's type (an int field that
@@ -39,6 +41,7 @@ type scanField struct {
 	url      bool
 	layout   string
 	required bool
+	omitzero bool
 	doc      string
 }
 
@@ -57,12 +60,13 @@ func fieldsOfType(t reflect.Type) []scanField {
 			continue
 		}
 		name := strings.ToLower(f.Name)
-		if j, _, _ := strings.Cut(f.Tag.Get("json"), ","); j == "-" {
+		j, opts, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if j == "-" {
 			continue
 		} else if j != "" {
 			name = j
 		}
-		sf := scanField{index: i, name: name, css: f.Tag.Get("css"), attr: f.Tag.Get("attr"),
+		sf := scanField{index: i, name: name, css: f.Tag.Get("css"), attr: f.Tag.Get("attr"), omitzero: strings.Contains(","+opts+",", ",omitempty,"),
 			url: f.Tag.Get("type") == "url", layout: f.Tag.Get("layout"), required: f.Tag.Get("required") == "true", doc: f.Tag.Get("doc")}
 		if r := f.Tag.Get("regex"); r != "" {
 			sf.re = regexp.MustCompile(r)
@@ -82,6 +86,9 @@ func FieldsOf[T any]() []Field {
 	var out []Field
 	for _, sf := range fieldsOfType(t) {
 		ft := t.Field(sf.index).Type
+		if ft.Kind() == reflect.Pointer {
+			ft = ft.Elem() // an optional value of the pointed-to type
+		}
 		typ := Object
 		switch {
 		case sf.url:
@@ -109,7 +116,8 @@ func FieldsOf[T any]() []Field {
 }
 
 // DataOf is an item's Data from a struct: every exported field under its name, times as
-// RFC 3339 in UTC (nil when zero).
+// RFC 3339 in UTC (nil when zero), pointers as what they point to (nil when nil), and
+// fields tagged omitempty left out when zero.
 func DataOf(v any) map[string]any {
 	rv := reflect.ValueOf(v)
 	for rv.Kind() == reflect.Pointer {
@@ -125,7 +133,18 @@ func DataOf(v any) map[string]any {
 		return data
 	}
 	for _, sf := range fieldsOfType(rv.Type()) {
-		fv := rv.Field(sf.index).Interface()
+		f := rv.Field(sf.index)
+		if sf.omitzero && f.IsZero() {
+			continue
+		}
+		if f.Kind() == reflect.Pointer {
+			if f.IsNil() {
+				data[sf.name] = nil
+				continue
+			}
+			f = f.Elem()
+		}
+		fv := f.Interface()
 		if t, ok := fv.(time.Time); ok {
 			if t.IsZero() {
 				fv = nil
@@ -210,6 +229,14 @@ func (sf scanField) value(e *goquery.Selection, base *url.URL) string {
 
 // setField converts s to the field's type.
 func setField(fv reflect.Value, s, layout string) error {
+	if fv.Kind() == reflect.Pointer {
+		v := reflect.New(fv.Type().Elem())
+		if err := setField(v.Elem(), s, layout); err != nil {
+			return err
+		}
+		fv.Set(v)
+		return nil
+	}
 	if fv.Type() == reflect.TypeFor[time.Time]() {
 		t, err := time.Parse(cmp.Or(layout, time.RFC3339), s)
 		if err != nil {

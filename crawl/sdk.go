@@ -3,7 +3,10 @@ package crawl
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -11,6 +14,7 @@ import (
 	"time"
 
 	"github.com/PuerkitoBio/goquery"
+	"golang.org/x/net/html"
 )
 
 // HTMLTask defines a task over HTML pages in one function: the engine fetches the
@@ -34,8 +38,37 @@ import (
 // A page that answers outside 2xx fails with its status as the cause (retried when a
 // retry can help) before fn runs, unless the task accepts the status with AcceptStatus.
 func HTMLTask[T any](name string, fn func(p *Page, out *Out[T]) error, opts ...TaskOption) Task {
+	return newPageTask(name, true, fn, opts)
+}
+
+// JSONTask defines a task over a JSON API in one function, as HTMLTask does over HTML:
+// the engine fetches the input's URL and fn reads the body with Page.Decode into the
+// types it chooses, then stores items of type T with Out and hands on inputs with
+// Page.Emit or Page.FollowURL. T's exported fields are the output schema; a field tagged
+// `json:",omitempty"` is left out of the stored item when it is zero, and a pointer field
+// when it is nil, so "absent" and "zero" can differ:
+//
+//	type Post struct {
+//		ID    int    `json:"id"`
+//		Title string `json:"title,omitempty"`
+//		Score *int   `json:"score,omitempty"`
+//	}
+//
+//	var PostTask = crawl.JSONTask("api.post", func(p *crawl.Page, out *crawl.Out[Post]) error {
+//		var v Post
+//		if err := p.Decode(&v); err != nil {
+//			return err
+//		}
+//		out.Item(fmt.Sprint("api:post:", v.ID), &v)
+//		return nil
+//	}, crawl.URLOf(postURL))
+func JSONTask[T any](name string, fn func(p *Page, out *Out[T]) error, opts ...TaskOption) Task {
+	return newPageTask(name, false, fn, opts)
+}
+
+func newPageTask[T any](name string, html bool, fn func(p *Page, out *Out[T]) error, opts []TaskOption) Task {
 	spec := TaskSpec{Name: name, Output: FieldsOf[T](), Timeout: 30 * time.Second, Retries: 3}
-	t := &htmlTask[T]{fn: fn}
+	t := &htmlTask[T]{fn: fn, html: html}
 	for _, o := range opts {
 		o(&spec, &t.hooks)
 	}
@@ -100,9 +133,12 @@ func URLOf(fn func(Params, Input) (string, error)) TaskOption {
 	return func(_ *TaskSpec, h *taskHooks) { h.urlOf = fn }
 }
 
+// htmlTask runs an HTMLTask or, with html false, a JSONTask: the page is fetched the
+// same way, and only an HTML page is parsed.
 type htmlTask[T any] struct {
 	spec  TaskSpec
 	hooks taskHooks
+	html  bool
 	fn    func(*Page, *Out[T]) error
 }
 
@@ -151,9 +187,12 @@ func (t *htmlTask[T]) Run(ctx context.Context, env *Env, in Input) (Result, erro
 	if err != nil {
 		return Result{}, err // the fetcher's errors name the method, URL and cause
 	}
-	doc, err := goquery.NewDocumentFromReader(bytes.NewReader(resp.Body))
-	if err != nil {
-		return Result{}, Permanentf("GET %s: parse HTML: %v", u, err)
+	// A JSON page gets an empty document, so links still resolve against its URL.
+	doc := goquery.NewDocumentFromNode(&html.Node{Type: html.DocumentNode})
+	if t.html {
+		if doc, err = goquery.NewDocumentFromReader(bytes.NewReader(resp.Body)); err != nil {
+			return Result{}, Permanentf("GET %s: parse HTML: %v", u, err)
+		}
 	}
 	final := resp.URL
 	if final == "" {
@@ -208,7 +247,8 @@ type Preparer interface {
 	Prepare(Params) (any, error)
 }
 
-// Page is one fetched and parsed HTML page, as an HTMLTask sees it.
+// Page is one fetched page, as an HTMLTask (parsed into Doc) or a JSONTask (read with
+// Decode; Doc is empty) sees it.
 type Page struct {
 	URL      string // after redirects; links resolve against it (or the page's <base>)
 	Status   int
@@ -255,6 +295,32 @@ func (p *Page) Match(pattern string) string {
 	}
 	return m[0]
 }
+
+// Decode reads the body as exactly one JSON value into v; numbers decoded into an `any`
+// stay exact (json.Number). A body that is empty, not JSON, followed by more data or not
+// of v's shape fails the page as a parse failure naming the task, the URL and what was
+// wrong: return the error.
+func (p *Page) Decode(v any) error {
+	dec := json.NewDecoder(bytes.NewReader(p.Body))
+	dec.UseNumber()
+	err := dec.Decode(v)
+	switch {
+	case errors.Is(err, io.EOF):
+		err = errors.New("empty body, want a JSON value")
+	case err == nil:
+		if _, more := dec.Token(); !errors.Is(more, io.EOF) {
+			err = errors.New("trailing data after the JSON value")
+		}
+	}
+	if err != nil {
+		p.Fail("%v", err)
+		return p.err
+	}
+	return nil
+}
+
+// Null reports whether the body is the JSON null (an API's "no such record").
+func (p *Page) Null() bool { return string(bytes.TrimSpace(p.Body)) == "null" }
 
 // Text is the trimmed text of the first element matching sel.
 func (p *Page) Text(sel string) string { return strings.TrimSpace(p.Doc.Find(sel).First().Text()) }

@@ -2,6 +2,7 @@ package crawl_test
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"reflect"
@@ -227,5 +228,91 @@ func TestReadmeQuotesTask(t *testing.T) {
 	}
 	if len(res.Next) != 1 || res.Next[0].URL != srv.URL+"/page/2/" || res.Next[0].Task != "quotes.page" {
 		t.Errorf("next %+v", res.Next)
+	}
+}
+
+type post struct {
+	ID    int      `json:"id"`
+	Title string   `json:"title,omitempty"`
+	Score *int     `json:"score,omitempty"`
+	Tags  []string `json:"tags,omitempty"`
+}
+
+var postTask = crawl.JSONTask("api.post", func(p *crawl.Page, out *crawl.Out[post]) error {
+	if p.Null() {
+		out.Skip(1)
+		return nil
+	}
+	var v post
+	if err := p.Decode(&v); err != nil {
+		return err
+	}
+	out.Item(fmt.Sprint("api:post:", v.ID), &v)
+	p.FollowURL(fmt.Sprintf("/posts/%d.json", v.ID+1), "api.post")
+	return nil
+})
+
+func TestJSONTaskDecodesOmitsAndFollows(t *testing.T) {
+	bodies := map[string]string{
+		"/posts/1.json": `{"id": 1, "title": "first", "score": 0, "tags": ["a"]}`,
+		"/posts/2.json": `{"id": 2}`,
+		"/posts/3.json": " null\n",
+		"/posts/4.json": `{"id": 4, "score": "lots"}`,
+		"/posts/5.json": `{"id": 5} {"id": 6}`,
+		"/posts/6.json": ``,
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, ok := bodies[r.URL.Path]
+		if !ok {
+			http.NotFound(w, r)
+			return
+		}
+		w.Write([]byte(b))
+	}))
+	defer srv.Close()
+	for _, tc := range []struct {
+		path    string
+		want    map[string]any // nil: skipped
+		failure string         // the parse failure's text
+	}{
+		{"/posts/1.json", map[string]any{"id": 1, "title": "first", "score": 0, "tags": []string{"a"}}, ""},
+		// Absent and zero differ only for pointers; omitempty leaves zero values out.
+		{"/posts/2.json", map[string]any{"id": 2}, ""},
+		{"/posts/3.json", nil, ""},
+		{"/posts/4.json", nil, "cannot unmarshal string"},
+		{"/posts/5.json", nil, "trailing data after the JSON value"},
+		{"/posts/6.json", nil, "empty body"},
+	} {
+		res, err := runTask(t, postTask, srv.URL+tc.path)
+		if tc.failure != "" {
+			if !crawl.IsPermanent(err) || crawl.CauseOf(err) != crawl.CauseParse || !strings.Contains(err.Error(), tc.failure) ||
+				!strings.Contains(err.Error(), "api.post: "+srv.URL+tc.path) {
+				t.Errorf("%s: error %v (cause %s), want a parse failure naming the task and URL with %q", tc.path, err, crawl.CauseOf(err), tc.failure)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("%s: %v", tc.path, err)
+		}
+		if tc.want == nil {
+			if res.Skipped != 1 || len(res.Items) != 0 {
+				t.Errorf("%s: %+v, want skipped", tc.path, res)
+			}
+			continue
+		}
+		if len(res.Items) != 1 || !reflect.DeepEqual(res.Items[0].Data, tc.want) {
+			t.Errorf("%s: items %+v, want data %#v", tc.path, res.Items, tc.want)
+		}
+		// Links resolve against the JSON page's URL, as on an HTML page.
+		if len(res.Next) != 1 || !strings.HasPrefix(res.Next[0].URL, srv.URL+"/posts/") {
+			t.Errorf("%s: next %+v", tc.path, res.Next)
+		}
+	}
+	schema := map[string]crawl.Type{}
+	for _, f := range postTask.Spec().Output {
+		schema[f.Name] = f.Type
+	}
+	if want := (map[string]crawl.Type{"id": crawl.Int, "title": crawl.String, "score": crawl.Int, "tags": crawl.List}); !reflect.DeepEqual(schema, want) {
+		t.Errorf("schema %v, want %v", schema, want)
 	}
 }

@@ -211,6 +211,34 @@ type Env struct {
 	Tenant  string
 	// Prepared is what the task's Prepare made of Params, once per batch (Preparer).
 	Prepared any
+	// Services are the worker's shared facilities beyond fetching (a stream hub …);
+	// a task reads one with its ServiceKey.
+	Services Services
+}
+
+// Services are the facilities a worker shares with the tasks it runs, each under its
+// ServiceKey. The worker fills them once; every batch's Env carries them.
+type Services struct{ m map[any]any }
+
+// ServiceKey names one service and its type; the package that defines a service
+// declares its key, so a task gets the service typed, with no assertion of its own.
+type ServiceKey[T any] struct{ Name string }
+
+// Provide adds v under k to s.
+func Provide[T any](s *Services, k ServiceKey[T], v T) {
+	if s.m == nil {
+		s.m = map[any]any{}
+	}
+	s.m[k] = v
+}
+
+// Of is the service k names on env's worker, or an error saying the worker lacks it.
+func (k ServiceKey[T]) Of(env *Env) (T, error) {
+	if v, ok := env.Services.m[k].(T); ok {
+		return v, nil
+	}
+	var zero T
+	return zero, WithCause(Permanentf("step %s needs the worker's %s, and this worker has none; run it on a worker started by `trawler worker`, `dev` or `demo`", env.Step, k.Name), CauseConfig)
 }
 
 // Fetch performs an HTTP request through the engine's fetcher (politeness, robots.txt,

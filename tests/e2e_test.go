@@ -131,7 +131,7 @@ func plan(t *testing.T, name, yaml string, sets ...string) *crawl.Plan {
 			t.Fatal(err)
 		}
 	}
-	c, err := crawl.Load(name, data, crawl.LoadOptions{Sets: sets})
+	c, err := crawl.Load(name, data, crawl.LoadOptions{Sinks: engine.KnownSinks, Sets: sets})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,6 +16,7 @@ import (
 
 	"trawler/crawl"
 	"trawler/fetch"
+	"trawler/internal/stream"
 )
 
 func tryCmd(s *settings) *cobra.Command {
@@ -108,6 +109,7 @@ cloud metadata addresses always and loopback and private ones unless --allow-pri
 				Log:     s.logger(),
 				Chain:   "try",
 			}
+			crawl.Provide(&env.Services, stream.HubService, stream.NewHub())
 			res, err := task.Run(ctx, env, in)
 			if err == nil && ctx.Err() != nil {
 				err = fmt.Errorf("timed out after %s", timeout)

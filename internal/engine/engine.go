@@ -156,6 +156,9 @@ func NewWorker(c client.Client, o WorkerOptions) (*Worker, error) {
 	}
 	w := worker.New(c, o.TaskQueue, wo)
 	acts := &activities.Activities{Registry: o.Registry, Fetcher: fetch.New(o.Fetch), Sinks: sinks, Failures: js, Log: o.Log}
+	// One stream hub per worker: subscriptions of one source share its connection.
+	hub := stream.NewHub()
+	crawl.Provide(&acts.Services, stream.HubService, hub)
 	if o.Redis != "" {
 		rdb, err := redisurl.Open(o.Redis, o.RedisAuth)
 		if err != nil {
@@ -180,7 +183,7 @@ func NewWorker(c client.Client, o WorkerOptions) (*Worker, error) {
 		// keeps the fleet's rates and heartbeats.
 		acts.Quotas = quota.New(rdb, 0)
 		acts.Monitor = monitor.NewRecorder(rdb)
-		stream.Default.Record(rdb) // stream subscriptions, for `trawler status`
+		hub.Record(rdb) // stream subscriptions, for `trawler status`
 		acts.Sources = activities.NewSharedSources(rdb)
 		acts.Sites = affinity.NewRegistry(rdb)
 		// The same Redis keeps the resource pools tasks borrow from and farming fills.

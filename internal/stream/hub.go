@@ -23,6 +23,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"trawler/crawl"
 )
 
 // Source is one upstream stream and how to talk to it.
@@ -90,8 +92,9 @@ func NewHub() *Hub {
 		conns: map[string][]*conn{}, subs: map[string]*Sub{}}
 }
 
-// Default is the hub of this process, which the generic.stream task uses.
-var Default = NewHub()
+// HubService is how a worker hands its hub to the generic.stream task (crawl.Env.Services):
+// one hub per worker process, so subscriptions of one source share its connection.
+var HubService = crawl.ServiceKey[*Hub]{Name: "stream hub"}
 
 // ErrGone is returned by Next when the subscription was dropped while a window read it
 // (its queue overflowed, or it was attached again elsewhere).

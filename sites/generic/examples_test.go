@@ -7,6 +7,7 @@ import (
 
 	"trawler/crawl"
 	"trawler/examples"
+	"trawler/external"
 )
 
 // Every generic example chain validates (as `trawler validate` checks it) and compiles.
@@ -20,7 +21,7 @@ func TestExamplesValidate(t *testing.T) {
 	}
 	for _, name := range names {
 		data, _ := examples.Files.ReadFile(name)
-		c, err := crawl.Load("examples/"+name, data, crawl.LoadOptions{Sets: []string{"base_url=http://127.0.0.1:1"}})
+		c, err := crawl.Load("examples/"+name, data, crawl.LoadOptions{Sinks: append([]string{"jsonl"}, external.SinkNames()...), Sets: []string{"base_url=http://127.0.0.1:1"}})
 		if err != nil {
 			t.Errorf("%v", err)
 			continue

@@ -152,7 +152,10 @@ func runStream(ctx context.Context, env *crawl.Env, in crawl.Input) (crawl.Resul
 	if c.limit > 0 && received >= c.limit {
 		return crawl.Result{}, nil
 	}
-	hub := stream.Default
+	hub, err := stream.HubService.Of(env)
+	if err != nil {
+		return crawl.Result{}, err
+	}
 	info := stream.Info{Chain: env.Chain, Run: env.RunID, Tenant: env.Tenant, Step: env.Step, Limit: c.limit}
 	sub, err := hub.Attach(c.src, env.Tenant+"/"+env.RunID+"/"+env.Step, c.filter, pos, skip, info, received)
 	if err != nil {

@@ -24,6 +24,9 @@ func streamSite(t *testing.T) string {
 	return u
 }
 
+// testHub is the one hub of this test process, as a worker has one.
+var testHub = stream.NewHub()
+
 // subscriber runs a stream step's windows one after the other, as the chain engine does.
 type subscriber struct {
 	env    *crawl.Env
@@ -39,7 +42,9 @@ func newSubscriber(run, step string, params crawl.Params) *subscriber {
 	for k, v := range params {
 		p[k] = v
 	}
-	return &subscriber{env: &crawl.Env{Params: p, RunID: run, Step: step, Tenant: "t"}, keys: map[string]int{}}
+	env := &crawl.Env{Params: p, RunID: run, Step: step, Tenant: "t"}
+	crawl.Provide(&env.Services, stream.HubService, testHub)
+	return &subscriber{env: env, keys: map[string]int{}}
 }
 
 // step runs one window; a failed window is not retried here (its input is run again).
@@ -163,7 +168,7 @@ func TestStreamSubscriptionsShareOneConnection(t *testing.T) {
 	cfg, _ := buildStream(a.env.Params)
 	for !a.ended || !b.ended {
 		if !a.ended && !b.ended && a.window > 0 {
-			if n := stream.Default.Connections(cfg.src); n != 1 {
+			if n := testHub.Connections(cfg.src); n != 1 {
 				t.Fatalf("%d upstream connections for two subscriptions of one source; they share one", n)
 			}
 		}

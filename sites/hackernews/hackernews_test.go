@@ -105,7 +105,7 @@ func crawlTree(t *testing.T, env *crawl.Env, maxDepth int) (items map[string]cra
 			if maxDepth >= 0 && in.Depth >= maxDepth {
 				continue
 			}
-			kids, _ := it.Data["kids"].([]any)
+			kids, _ := it.Data["kids"].([]int)
 			for _, k := range kids {
 				queue = append(queue, roundTrip(t, crawl.Input{Value: k, Parent: it.Key, Depth: in.Depth + 1}))
 			}
@@ -214,13 +214,13 @@ func TestItemFields(t *testing.T) {
 		{int64(1001), map[string]any{
 			"id": 1001, "type": "story", "by": "alice", "time": int(hn.Items[1001].Time),
 			"title": "Fixture: a story with a deep thread", "url": "https://example.com/deep-thread",
-			"score": 120, "descendants": 6, "kids": []any{2001, 2002, 2003},
+			"score": 120, "descendants": 6, "kids": []int{2001, 2002, 2003},
 		}},
 		// An Ask story has text and no url; a story without comments has descendants 0, no kids.
 		{float64(1002), map[string]any{
 			"id": 1002, "type": "story", "by": "heidi", "time": int(hn.Items[1002].Time),
 			"title": "Ask HN: What fixture data do you use?", "text": "We keep writing the same trees by hand.<p>What do you do?",
-			"score": 45, "descendants": 2, "kids": []any{2004},
+			"score": 45, "descendants": 2, "kids": []int{2004},
 		}},
 		{"1005", map[string]any{
 			"id": 1005, "type": "story", "by": "niaj", "time": int(hn.Items[1005].Time),
@@ -228,7 +228,7 @@ func TestItemFields(t *testing.T) {
 		}},
 		{json.Number("3001"), map[string]any{
 			"id": 3001, "type": "comment", "by": "carol", "time": int(hn.Items[3001].Time),
-			"parent": 2001, "text": "A reply &amp; a <i>question</i>.", "kids": []any{4001},
+			"parent": 2001, "text": "A reply &amp; a <i>question</i>.", "kids": []int{4001},
 		}},
 		{4001, map[string]any{
 			"id": 4001, "type": "comment", "by": "dave", "time": int(hn.Items[4001].Time),
