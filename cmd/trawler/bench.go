@@ -27,6 +27,7 @@ import (
 	"github.com/PuerkitoBio/goquery"
 	"github.com/gocolly/colly/v2"
 	"github.com/spf13/cobra"
+	"go.temporal.io/sdk/client"
 
 	"trawler/crawl"
 	"trawler/examples"
@@ -46,7 +47,7 @@ func benchCmd(s *settings) *cobra.Command {
 		Long: `Benchmarks that put a number on what durability costs. ` + "`trawler bench crawl`" + ` crawls the
 bundled demo site with Colly and with Trawler on embedded Temporal and compares pages/s.`,
 	}
-	cmd.AddCommand(benchCrawlCmd(s), benchScaleCmd(s))
+	cmd.AddCommand(benchCrawlCmd(s), benchScaleCmd(s), benchHopsCmd(s))
 	return cmd
 }
 
@@ -302,28 +303,11 @@ func benchCrawl(ctx context.Context, s *settings, o benchOptions) (*benchResult,
 
 	// Trawler: embedded Temporal on SQLite, one worker capped at C requests per host.
 	note("trawler: starting embedded Temporal (SQLite in %s) and a worker…", data)
-	st, err := startStack(ctx, s, stackOptions{data: data, sitePages: 1})
+	c, w, stop, err := startBenchTrawler(ctx, s, data, o.concurrency)
 	if err != nil {
 		return nil, err
 	}
-	defer st.stop()
-	c, err := s.dial(ctx)
-	if err != nil {
-		return nil, err
-	}
-	defer c.Close()
-	w, err := engine.NewWorker(c, engine.WorkerOptions{
-		TaskQueue: s.taskQueue, OutDir: s.out, Log: s.logger(),
-		// The benchmark site listens on loopback.
-		Fetch: fetch.Options{HostConcurrency: o.concurrency, AllowPrivate: true},
-	})
-	if err != nil {
-		return nil, err
-	}
-	if err := w.Start(); err != nil {
-		return nil, err
-	}
-	defer w.Stop() // before the client closes and the server stops
+	defer stop()
 
 	src, err := examples.Files.ReadFile("demo.yaml")
 	if err != nil {
@@ -421,6 +405,35 @@ func benchCrawl(ctx context.Context, s *settings, o benchOptions) (*benchResult,
 	}
 	out.GoalMet = out.Ratio >= benchGoal
 	return out, nil
+}
+
+// startBenchTrawler starts an embedded Temporal server on SQLite in data and one worker
+// whose fetcher lets at most concurrency requests hit a host at once; stop ends both.
+func startBenchTrawler(ctx context.Context, s *settings, data string, concurrency int) (client.Client, *engine.Worker, func(), error) {
+	st, err := startStack(ctx, s, stackOptions{data: data, sitePages: 1})
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	c, err := s.dial(ctx)
+	if err != nil {
+		st.stop()
+		return nil, nil, nil, err
+	}
+	w, err := engine.NewWorker(c, engine.WorkerOptions{
+		TaskQueue: s.taskQueue, OutDir: s.out, Log: s.logger(),
+		// The benchmark site listens on loopback.
+		Fetch: fetch.Options{HostConcurrency: concurrency, AllowPrivate: true},
+	})
+	if err == nil {
+		err = w.Start()
+	}
+	if err != nil {
+		c.Close()
+		st.stop()
+		return nil, nil, nil, err
+	}
+	// The worker stops before the client closes and the server stops.
+	return c, w, func() { w.Stop(); c.Close(); st.stop() }, nil
 }
 
 // medianSide returns the run with the median pages/s (the lower middle one for an even

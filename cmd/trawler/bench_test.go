@@ -58,3 +58,29 @@ func TestDemoCrawlSize(t *testing.T) {
 		t.Fatalf("20 feed pages: %d pages, %d items; want 1579 and 13770", pages, items)
 	}
 }
+
+// `trawler bench hops` crawls the same pages both ways: one batch per page through the
+// server, one batch in all when the batch follows its pages; and it accounts for every
+// phase of a hop. How long a hop takes is not asserted.
+func TestBenchHopsCountsEveryHop(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts an embedded Temporal server")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	res, err := benchHops(ctx, &settings{data: t.TempDir()}, 6, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.ServerBatches != 6 || res.WorkerBatches != 1 {
+		t.Errorf("batches: %d through the server, %d on the worker; want 6 and 1", res.ServerBatches, res.WorkerBatches)
+	}
+	for _, ph := range hopPhaseNames {
+		if v, ok := res.Phases[ph]; !ok || v < 0 {
+			t.Errorf("phase %q: %v", ph, v)
+		}
+	}
+	if res.Phases[hopPhaseNames[1]] <= 0 {
+		t.Errorf("phases %v: a batch that fetched a page took no time", res.Phases)
+	}
+}
