@@ -307,11 +307,33 @@ func TestSizingKeepsBucketsListpacksAndStatsMeasureThem(t *testing.T) {
 	if st.Encodings["listpack"] != st.Sampled || st.Sampled == 0 {
 		t.Fatalf("encodings %v of %d sampled, want all listpack", st.Encodings, st.Sampled)
 	}
-	if st.BytesPerEntry <= 0 || st.BytesPerEntry > 12 {
+	if !st.MemoryReported || st.BytesPerEntry <= 0 || st.BytesPerEntry > 12 {
 		t.Fatalf("%.2f bytes per entry, the design bound is 12", st.BytesPerEntry)
 	}
 	if st.FalseDupRate <= 0 || st.FalseDupRate > 1e-5 {
 		t.Fatalf("false dup rate %g", st.FalseDupRate)
 	}
 	t.Logf("%.2f bytes/entry, %.1f per bucket, false-dup rate %.2g", st.BytesPerEntry, st.PerBucket, st.FalseDupRate)
+}
+
+// A Redis that keeps no memory accounting (the dev stack's embedded one) reports no
+// encodings and no bytes per entry, rather than "unknown" and 0.
+func TestStatsWithoutMemoryAccounting(t *testing.T) {
+	ctx := context.Background()
+	rdb := redis.NewClient(&redis.Options{Addr: miniredis.RunT(t).Addr()})
+	defer rdb.Close()
+	d, err := Open(ctx, rdb, Config{Expected: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.Check(ctx, "m", []Entry{{Key: "a", Content: "x"}, {Key: "b", Content: "y"}}); err != nil {
+		t.Fatal(err)
+	}
+	st, err := d.Stats(ctx, "m", 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Items != 2 || st.MemoryReported || len(st.Encodings) != 0 || st.BytesPerEntry != 0 {
+		t.Fatalf("stats %+v: want 2 items and no memory figures", st)
+	}
 }

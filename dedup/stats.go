@@ -20,8 +20,9 @@ type Stats struct {
 	Encodings   map[string]int `json:"encodings"` // sampled buckets by Redis encoding
 	Sampled     int            `json:"sampled_buckets"`
 	// BytesPerEntry is MEMORY USAGE of the sampled buckets over their entries; 0 when
-	// the server does not answer MEMORY USAGE.
-	BytesPerEntry float64 `json:"bytes_per_entry"`
+	// the server does not answer MEMORY USAGE (MemoryReported false).
+	BytesPerEntry  float64 `json:"bytes_per_entry"`
+	MemoryReported bool    `json:"memory_reported"`
 	// FalseDupRate is the probability that a new key is taken for a seen one (mode
 	// "new"); FalseDropRate that a new item is dropped in mode "changed".
 	FalseDupRate  float64 `json:"false_dup_rate"`
@@ -90,10 +91,9 @@ func (d *Deduper) Stats(ctx context.Context, ns string, sample int) (Stats, erro
 			continue
 		}
 		st.Sampled++
+		// A server without OBJECT ENCODING (an embedded dev Redis) reports none.
 		if enc, err := d.rdb.ObjectEncoding(ctx, key).Result(); err == nil {
 			st.Encodings[enc]++
-		} else {
-			st.Encodings["unknown"]++
 		}
 		if memOK {
 			m, err := d.rdb.MemoryUsage(ctx, key, 0).Result()
@@ -107,6 +107,7 @@ func (d *Deduper) Stats(ctx context.Context, ns string, sample int) (Stats, erro
 	}
 	if memOK && entries > 0 {
 		st.BytesPerEntry = float64(bytes) / float64(entries)
+		st.MemoryReported = true
 	}
 	return st, nil
 }

@@ -36,6 +36,26 @@ type Config struct {
 	Signer string `json:"signer,omitempty"`
 }
 
+// Settings reads the config as a person would: limits that are off say so instead of
+// showing -1.
+func (c Config) Settings() string {
+	count := func(n int, off string) string {
+		if n < 0 {
+			return off
+		}
+		return fmt.Sprint(n)
+	}
+	dur := func(d time.Duration, off string) string {
+		if d < 0 {
+			return off
+		}
+		return d.String()
+	}
+	return fmt.Sprintf("max_uses %s, min_interval %s, ban_after %s, cooldown %s, drop_after %s, ttl %s, rotation %s",
+		count(c.MaxUses, "unlimited"), dur(c.MinInterval, "none"), count(c.BanAfter, "never"), c.Cooldown,
+		count(c.DropAfter, "never"), dur(c.TTL, "forever"), c.Rotation)
+}
+
 // Rotation policies.
 const (
 	RotateLRU    = "lru"

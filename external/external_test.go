@@ -338,3 +338,15 @@ func TestPoolSinkAndFarmingTarget(t *testing.T) {
 		t.Errorf("list %+v", pools)
 	}
 }
+
+// Pool settings read as words where a limit is off, never as -1.
+func TestConfigSettingsNameLimitsThatAreOff(t *testing.T) {
+	got := DefaultConfig(Proxy).Settings()
+	want := "max_uses unlimited, min_interval none, ban_after 3, cooldown 5m0s, drop_after never, ttl forever, rotation health"
+	if got != want {
+		t.Fatalf("proxy settings %q, want %q", got, want)
+	}
+	if got := (Config{MaxUses: 2, MinInterval: 300 * time.Millisecond, BanAfter: 1, Cooldown: time.Minute, DropAfter: 2, TTL: time.Hour, Rotation: RotateLRU}).Settings(); !strings.Contains(got, "max_uses 2, min_interval 300ms") || !strings.Contains(got, "ttl 1h0m0s") {
+		t.Fatalf("settings %q", got)
+	}
+}

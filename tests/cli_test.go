@@ -3,6 +3,7 @@ package tests
 import (
 	"bytes"
 	"encoding/json"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -158,5 +159,28 @@ func TestCLIDedupBenchAndStats(t *testing.T) {
 	}
 	if len(st) != 1 || st[0].Items < 49990 || st[0].Items > 50000 || st[0].Encodings["listpack"] == 0 {
 		t.Fatalf("stats %+v", st)
+	}
+}
+
+// Commands that read a store that is down name the store and the fix at once, rather
+// than "context deadline exceeded" after their timeout.
+func TestCLIUnreachableStoresAreNamed(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := l.Addr().String()
+	l.Close()
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"history", "demo:story:1", "--hbase", closed}, "HBase's ZooKeeper quorum " + closed + " does not answer"},
+		{[]string{"dedup", "stats", "--redis", closed}, "Redis at " + closed},
+	} {
+		_, stderr, code := trawler(t, tc.args...)
+		if code == 0 || !strings.Contains(stderr, tc.want) {
+			t.Errorf("trawler %s: exit %d, stderr %q; want it to say %q", strings.Join(tc.args, " "), code, stderr, tc.want)
+		}
 	}
 }

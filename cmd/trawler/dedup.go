@@ -5,8 +5,11 @@ import (
 	"crypto/sha1"
 	"encoding/hex"
 	"fmt"
+	"maps"
 	"os"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -64,8 +67,15 @@ A namespace is <tenant>:<site.task>.`,
 				fmt.Println("no dedup namespaces yet: they appear when a chain stores items")
 			}
 			for _, st := range all {
-				fmt.Printf("%s\n  items %d in %d buckets (%d used, %.1f per bucket; listpack limit %d)\n  encodings of %d sampled buckets: %v\n  bytes per entry %.2f (sampled MEMORY USAGE)\n  false-duplicate rate %.2g (mode new), false-drop rate %.2g (mode changed), missed-change rate %.2g\n",
-					st.Namespace, st.Items, st.Buckets, st.UsedBuckets, st.PerBucket, st.MaxListpack, st.Sampled, st.Encodings, st.BytesPerEntry, st.FalseDupRate, st.FalseDropRate, st.MissedChangeRate)
+				fmt.Printf("%s\n  items %d in %d buckets (%d used, %.1f per bucket; listpack limit %d)\n",
+					st.Namespace, st.Items, st.Buckets, st.UsedBuckets, st.PerBucket, st.MaxListpack)
+				if st.MemoryReported {
+					fmt.Printf("  encodings of %d sampled buckets: %s\n  bytes per entry %.2f (sampled MEMORY USAGE)\n", st.Sampled, encodings(st.Encodings), st.BytesPerEntry)
+				} else {
+					fmt.Println("  encodings and bytes per entry: not reported by this Redis (it answers no OBJECT ENCODING or MEMORY USAGE, as the dev stack's embedded Redis); a redis-server does, and `trawler dedup bench` measures one")
+				}
+				fmt.Printf("  false-duplicate rate %.2g (mode new), false-drop rate %.2g (mode changed), missed-change rate %.2g\n",
+					st.FalseDupRate, st.FalseDropRate, st.MissedChangeRate)
 			}
 			return nil
 		},
@@ -272,4 +282,15 @@ func runDedupBench(ctx context.Context, s *settings, n, batch, workers int) (*de
 	}
 	res.Ratio = roundTo(res.SetBytesPerEntry/res.BytesPerEntry, 2)
 	return res, nil
+}
+
+// encodings lists bucket counts by encoding, most common first: "listpack 61, hashtable 3".
+func encodings(m map[string]int) string {
+	names := slices.Sorted(maps.Keys(m))
+	slices.SortStableFunc(names, func(a, b string) int { return m[b] - m[a] })
+	parts := make([]string, len(names))
+	for i, n := range names {
+		parts[i] = fmt.Sprintf("%s %d", n, m[n])
+	}
+	return strings.Join(parts, ", ")
 }

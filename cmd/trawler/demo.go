@@ -350,7 +350,7 @@ Stopping and restarting ` + "`trawler dev`" + ` on the same --data resumes unfin
 			return nil
 		},
 	}
-	cmd.Flags().BoolVar(&noWorker, "no-worker", false, "run the stack only; start workers with `trawler worker --data DIR`")
+	cmd.Flags().BoolVar(&noWorker, "no-worker", false, "run the stack only; start workers with: trawler worker --data DIR")
 	cmd.Flags().IntVar(&sitePort, "site-port", 8089, "port of the demo site (any free port if taken)")
 	cmd.Flags().IntVar(&temporalPort, "temporal-port", 7233, "port of the Temporal frontend (any free port if taken)")
 	cmd.Flags().IntVar(&uiPort, "ui-port", 8233, "port of the Temporal web UI (any free port if taken)")

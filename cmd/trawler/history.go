@@ -53,6 +53,9 @@ record as one JSON object: {"biz","key","versions":[{"ts","run_id","hash","url",
 			defer sink.Close()
 			ctx, cancel := context.WithTimeout(cmd.Context(), 30*time.Second)
 			defer cancel()
+			if err := sink.Reachable(ctx); err != nil {
+				return err
+			}
 			key := args[0]
 			if biz == "" {
 				if biz, err = findBiz(ctx, sink, key); err != nil {

@@ -102,7 +102,7 @@ Secrets are read from files (--redis-password-file, --kafka-password-file,
 		SilenceErrors: true,
 	}
 	pf := root.PersistentFlags()
-	pf.StringVar(&s.data, "data", "", "data directory of a `trawler dev` stack (its endpoints.json names the servers) [TRAWLER_DATA]")
+	pf.StringVar(&s.data, "data", "", "data directory `DIR` of a trawler dev stack (its endpoints.json names the servers) [TRAWLER_DATA]")
 	pf.StringVar(&s.temporal, "temporal", "", "Temporal frontend host:port (default from --data, else 127.0.0.1:7233) [TRAWLER_TEMPORAL]")
 	pf.StringVar(&s.namespace, "namespace", "", "Temporal namespace (default \"default\") [TRAWLER_NAMESPACE]")
 	pf.StringVar(&s.taskQueue, "task-queue", "", "Temporal task queue of the workers (default \"trawler\") [TRAWLER_TASK_QUEUE]")

@@ -140,7 +140,7 @@ dropped and expired, check-outs that found nothing free) and, per item, its uses
 			}
 			c := st.Config
 			fmt.Fprintf(w, "pool %s (tenant %s, site %s): %d items, %d usable, %d free, %d in use, %d banned; target %d\n", k, tenant, site, st.Size, st.Usable, st.Free, st.InUse, st.Banned, st.Target)
-			fmt.Fprintf(w, "  settings: max_uses %d, min_interval %s, ban_after %d, cooldown %s, drop_after %d, rotation %s\n", c.MaxUses, c.MinInterval, c.BanAfter, c.Cooldown, c.DropAfter, c.Rotation)
+			fmt.Fprintf(w, "  settings: %s\n", c.Settings())
 			if c.Signer != "" {
 				fmt.Fprintf(w, "  signer: %s\n", c.Signer)
 			}

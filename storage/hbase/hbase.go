@@ -21,6 +21,7 @@ import (
 	"hash/crc32"
 	"log/slog"
 	"math"
+	"net"
 	"slices"
 	"strings"
 	"sync"
@@ -93,6 +94,23 @@ func Open(c Config) (*Sink, error) {
 	opts := []gohbase.Option{gohbase.ZookeeperTimeout(10 * time.Second), gohbase.RegionLookupTimeout(10 * time.Second),
 		gohbase.RegionReadTimeout(c.Timeout), gohbase.Logger(quietLogger(c.Log))}
 	return &Sink{cfg: c, client: gohbase.NewClient(c.ZK, opts...), admin: gohbase.NewAdminClient(c.ZK, opts...)}, nil
+}
+
+// Reachable checks that some server of the ZooKeeper quorum accepts a connection, so a
+// command reading HBase says at once that the store is down instead of waiting out its
+// timeout while gohbase retries.
+func (s *Sink) Reachable(ctx context.Context) error {
+	var errs []error
+	for _, addr := range strings.Split(s.cfg.ZK, ",") {
+		d := net.Dialer{Timeout: 3 * time.Second}
+		conn, err := d.DialContext(ctx, "tcp", strings.TrimSpace(addr))
+		if err == nil {
+			conn.Close()
+			return nil
+		}
+		errs = append(errs, err)
+	}
+	return fmt.Errorf("HBase's ZooKeeper quorum %s does not answer (%w); check --hbase (TRAWLER_HBASE) or start `trawler dev`", s.cfg.ZK, errors.Join(errs...))
 }
 
 // quietLogger keeps gohbase's retry chatter (it logs every failed lookup as an error)
