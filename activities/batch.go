@@ -524,6 +524,9 @@ func (a *Activities) runOne(ctx context.Context, task crawl.Task, env *crawl.Env
 		}
 		return outcome{Index: i, Err: fmt.Sprintf("%s: %v", w.Input.Describe(), err), Class: crawl.CauseOf(err), Permanent: crawl.IsPermanent(err), RetryAfter: crawl.RetryDelay(err)}
 	}
+	if len(res.Notes) > 0 {
+		a.Log.Warn("stored with notes", "chain", b.Chain, "step", b.Step.ID, "input", w.Input.Describe(), "notes", res.Notes)
+	}
 	if err := stamp(b, res.Items, time.Now().UTC()); err != nil {
 		return outcome{Index: i, Err: fmt.Sprintf("%s: %v", w.Input.Describe(), err), Class: crawl.CauseParse, Permanent: true}
 	}

@@ -161,7 +161,7 @@ func Load(file string, data []byte, opts LoadOptions) (*Chain, error) {
 	if opts.Sinks == nil {
 		opts.Sinks = []string{"jsonl"}
 	}
-	l := &loader{file: file, opts: opts}
+	l := &loader{file: file, opts: opts, lines: map[string]int{}}
 	c := l.parse(data)
 	if c != nil {
 		l.applySets(c)
@@ -177,6 +177,19 @@ type loader struct {
 	file     string
 	opts     LoadOptions
 	problems Problems
+	// lines are where the chain-level keys are ("priority", "defaults") and those
+	// under defaults ("defaults.batch" …), so their problems point at them.
+	lines map[string]int
+}
+
+// lineOf is the line of a chain-level or defaults key, else of its parent, else 1.
+func (l *loader) lineOf(keys ...string) int {
+	for _, k := range keys {
+		if n := l.lines[k]; n > 0 {
+			return n
+		}
+	}
+	return 1
 }
 
 func (l *loader) add(line int, format string, args ...any) {
@@ -202,6 +215,9 @@ func (l *loader) parse(data []byte) *Chain {
 		return nil
 	}
 	root := doc.Content[0]
+	for k, n := range keyLines(root) {
+		l.lines[k] = n
+	}
 	if root.Kind != yaml.MappingNode {
 		l.add(root.Line, "a chain file is a mapping with `name:` and `steps:`, not a %s", kindName(root))
 		return nil
@@ -240,6 +256,9 @@ func (l *loader) parse(data []byte) *Chain {
 		case "middlewares":
 			c.Middlewares = l.middlewares(v, "middlewares")
 		case "defaults":
+			for k, n := range keyLines(v) {
+				l.lines["defaults."+k] = n
+			}
 			l.fields(v, "defaults", defaultsKeys, func(key string, v *yaml.Node) {
 				switch key {
 				case "timeout":
@@ -293,7 +312,10 @@ func (l *loader) parse(data []byte) *Chain {
 			case "each":
 				s.Each = l.str(v, "each")
 			case "max_depth":
-				s.MaxDepth = l.integer(v, "max_depth")
+				if s.MaxDepth = l.integer(v, "max_depth"); s.MaxDepth < 1 && v.Kind == yaml.ScalarNode {
+					l.add(v.Line, "`max_depth: %s`: use 1 or more, the number of times the step may follow its own outputs", v.Value)
+					s.MaxDepth = -1 // said; the checks below stay quiet
+				}
 			case "store":
 				s.Store = l.strList(v, "store")
 			case "dedup":
@@ -519,12 +541,14 @@ func (l *loader) validate(c *Chain) {
 		l.add(1, "tenant %q: use lowercase letters, digits, - and _", c.Tenant)
 	}
 	if c.Priority < 0 || c.Priority > 5 {
-		l.add(1, "priority %d: use 1 (highest) to 5 (lowest), or leave it out", c.Priority)
+		l.add(l.lineOf("priority"), "priority %d: use 1 (highest) to 5 (lowest), or leave it out", c.Priority)
 	}
 	l.checkMiddlewares("middlewares", c.Middlewares)
-	l.checkSinks(1, "defaults.store", c.Defaults.Store)
-	l.checkDedup(1, "defaults", c.Defaults.Dedup)
-	l.checkLimits(1, "defaults", c.Defaults.Batch, c.Defaults.Concurrency, c.Defaults.Parallel)
+	l.checkSinks(l.lineOf("defaults.store", "defaults"), "defaults.store", c.Defaults.Store)
+	l.checkDedup(l.lineOf("defaults.dedup", "defaults"), "defaults", c.Defaults.Dedup)
+	l.checkLimits(l.lineOf("defaults.batch", "defaults"), "defaults", c.Defaults.Batch, 0, 0)
+	l.checkLimits(l.lineOf("defaults.concurrency", "defaults"), "defaults", 0, c.Defaults.Concurrency, 0)
+	l.checkLimits(l.lineOf("defaults.parallel", "defaults"), "defaults", 0, 0, c.Defaults.Parallel)
 	ids := map[string]int{}
 	for i, s := range c.Steps {
 		if s.ID == "" {
@@ -550,7 +574,7 @@ func (l *loader) validate(c *Chain) {
 			}
 		}
 		if !used {
-			l.add(1, "defaults.params: no step's task has a param `%s`; remove it or check the spelling", name)
+			l.add(l.lineOf("defaults.params", "defaults"), "defaults.params: no step's task has a param `%s`; remove it or check the spelling", name)
 		}
 	}
 }
@@ -623,10 +647,10 @@ func (l *loader) validateStep(c *Chain, s Step, ids map[string]int) {
 			l.add(s.Line, "%s: `from: %s` names no step%s; steps: %s", where, from, Suggest(from, stepIDs(c)), strings.Join(stepIDs(c), ", "))
 		}
 	}
-	if self && s.MaxDepth <= 0 {
+	if self && s.MaxDepth == 0 {
 		l.add(s.Line, "%s consumes its own outputs but has no `max_depth`; add `max_depth: N` to bound the recursion", where)
 	}
-	if !self && s.MaxDepth != 0 {
+	if !self && s.MaxDepth > 0 {
 		l.add(s.Line, "%s: `max_depth` only applies to a step that lists itself in `from`", where)
 	}
 	if len(s.From) == 0 && s.Each != "" {

@@ -183,6 +183,9 @@ type Result struct {
 	// Skipped counts records the source offered that are deliberately not stored
 	// (deleted, dead, filtered); they are reported, not failed.
 	Skipped int
+	// Notes say what the task noticed but stored anyway (a value that did not read as
+	// its field's type, stored as null); the worker logs them and `trawler try` shows them.
+	Notes []string `json:",omitempty"`
 }
 
 // Item is one stored record. A task fills Key, URL and Data; the engine fills the rest.

@@ -290,11 +290,21 @@ func tryJSON(res crawl.Result) map[string]any {
 	if next == nil {
 		next = []crawl.Input{}
 	}
-	return map[string]any{"items": items, "next": next, "skipped": res.Skipped}
+	notes := res.Notes
+	if notes == nil {
+		notes = []string{}
+	}
+	return map[string]any{"items": items, "next": next, "skipped": res.Skipped, "notes": notes}
 }
 
 func printTry(w io.Writer, task string, in crawl.Input, res crawl.Result, limit int) {
 	fmt.Fprintf(w, "%s %s: %s, %s, %d skipped\n", task, in.Describe(), tryPlural(len(res.Items), "item"), tryPlural(len(res.Next), "next input"), res.Skipped)
+	if len(res.Notes) > 0 {
+		fmt.Fprintln(w, "\nnotes (stored anyway)")
+		for _, n := range res.Notes {
+			fmt.Fprintf(w, "  %s\n", n)
+		}
+	}
 	for i, it := range res.Items {
 		if limit > 0 && i == limit {
 			fmt.Fprintf(w, "\n… %d more items (--limit 0 prints all, --json prints them as JSON)\n", len(res.Items)-limit)

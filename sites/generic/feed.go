@@ -5,10 +5,12 @@ import (
 	"context"
 	"encoding/json"
 	"net/url"
+	"strings"
 	"time"
 
 	"github.com/mmcdole/gofeed"
 	"github.com/tidwall/gjson"
+	"golang.org/x/net/html"
 
 	"trawler/crawl"
 )
@@ -143,6 +145,16 @@ func normalizeEntry(feed *gofeed.Feed, it *gofeed.Item, base *url.URL) map[strin
 		}
 		return s
 	}
+	// Titles are plain text, but feeds write them as HTML too (Atom type="html", RSS
+	// titles with escaped markup): keep the text, without tags or entities.
+	plain := func(s string) any {
+		if strings.ContainsAny(s, "<&") {
+			if n, err := html.Parse(strings.NewReader(s)); err == nil {
+				s = strings.Join(strings.Fields(nodeText(n)), " ")
+			}
+		}
+		return text(s)
+	}
 	link := func(s string) any {
 		if s == "" {
 			return nil
@@ -205,7 +217,7 @@ func normalizeEntry(feed *gofeed.Feed, it *gofeed.Item, base *url.URL) map[strin
 		mainLink = links[0]
 	}
 	return map[string]any{
-		"title":       text(it.Title),
+		"title":       plain(it.Title),
 		"link":        mainLink,
 		"links":       links,
 		"guid":        text(it.GUID),
@@ -218,7 +230,7 @@ func normalizeEntry(feed *gofeed.Feed, it *gofeed.Item, base *url.URL) map[strin
 		"categories":  categories,
 		"image":       image,
 		"enclosures":  enclosures,
-		"feed_title":  text(feed.Title),
+		"feed_title":  plain(feed.Title),
 		"feed_link":   link(feed.Link),
 	}
 }

@@ -2,6 +2,7 @@ package generic
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"math"
 	"net/url"
@@ -11,6 +12,7 @@ import (
 	"sync"
 	"time"
 	_ "time/tzdata" // time zones work on hosts without a zoneinfo database
+	"unicode"
 
 	"github.com/andybalholm/cascadia"
 	"github.com/antchfx/htmlquery"
@@ -801,11 +803,14 @@ func (f *fieldSpec) value(raws []raw, why string, base *url.URL) (any, error) {
 	if f.typ == typeList {
 		out := []any{}
 		for _, r := range f.elements(raws) {
-			v, reason := f.one(r, f.of, base)
-			if reason == "" {
+			// An element that does not read (a javascript: link among images) is left
+			// out of the list.
+			v, m := f.one(r, f.of, base)
+			switch {
+			case m.why == "":
 				out = append(out, v)
-			} else if why == "" {
-				why = reason
+			case why == "":
+				why = m.why
 			}
 		}
 		if len(out) > 0 {
@@ -819,12 +824,38 @@ func (f *fieldSpec) value(raws []raw, why string, base *url.URL) (any, error) {
 	if len(raws) == 0 {
 		return f.missing(why, nil)
 	}
-	v, reason := f.one(raws[0], f.typ, base)
-	if reason != "" {
-		return f.missing(reason, nil)
+	v, m := f.one(raws[0], f.typ, base)
+	if m.unreadable && !f.hasDef {
+		return f.unreadable(m)
+	}
+	if m.why != "" {
+		return f.missing(m.why, nil)
 	}
 	return v, nil
 }
+
+// miss says why a value is not there; unreadable when it is there but does not read as
+// the field's type (text in a number field).
+type miss struct {
+	why        string
+	unreadable bool
+}
+
+// unreadable is a value that is there but does not read as the field's type: a
+// required field fails the item; any other is stored as null with a note (an
+// unreadableNote error, which extract collects), so a page that changed its format is
+// not hidden behind quiet nulls.
+func (f *fieldSpec) unreadable(m miss) (any, error) {
+	if f.required {
+		return nil, fmt.Errorf("required field %s: %s", f.name, m.why)
+	}
+	return nil, unreadableNote{fmt.Sprintf("field %s: %s, stored as null; clean it with regex: or replace:, or give the field a default:", f.name, m.why)}
+}
+
+// unreadableNote is not a failure: the item is stored, and the note says what was off.
+type unreadableNote struct{ note string }
+
+func (n unreadableNote) Error() string { return n.note }
 
 func (f *fieldSpec) missing(why string, zero any) (any, error) {
 	if f.hasDef {
@@ -864,10 +895,10 @@ func (f *fieldSpec) elements(raws []raw) []raw {
 func (f *fieldSpec) textOps() bool { return f.re != nil || f.replFrom != nil }
 
 // one converts a single value to typ; a non-empty reason means it is missing.
-func (f *fieldSpec) one(r raw, typ string, base *url.URL) (any, string) {
+func (f *fieldSpec) one(r raw, typ string, base *url.URL) (any, miss) {
 	if r.json {
 		if r.j.Type == gjson.Null {
-			return nil, "the value is null"
+			return nil, miss{why: "the value is null"}
 		}
 		if r.j.Type != gjson.String && !f.textOps() {
 			return f.native(r.j, typ, base)
@@ -881,7 +912,7 @@ func (f *fieldSpec) one(r raw, typ string, base *url.URL) (any, string) {
 	if f.re != nil {
 		m := f.re.FindStringSubmatch(s)
 		if m == nil {
-			return nil, fmt.Sprintf("regex %q does not match %q", f.re.String(), clip(s))
+			return nil, miss{why: fmt.Sprintf("regex %q does not match %q", f.re.String(), clip(s))}
 		}
 		if len(m) > 1 {
 			s = m[1]
@@ -899,55 +930,55 @@ func (f *fieldSpec) one(r raw, typ string, base *url.URL) (any, string) {
 		}
 	}
 	if s == "" {
-		return nil, "the value is empty"
+		return nil, miss{why: "the value is empty"}
 	}
 	return f.convert(s, typ, base)
 }
 
 // native converts a JSON number, bool, object or array.
-func (f *fieldSpec) native(j gjson.Result, typ string, base *url.URL) (any, string) {
+func (f *fieldSpec) native(j gjson.Result, typ string, base *url.URL) (any, miss) {
 	switch typ {
 	case typeAuto:
-		return jsonValue(j), ""
+		return jsonValue(j), miss{}
 	case typeString:
 		if j.IsObject() || j.IsArray() {
-			return j.Raw, ""
+			return j.Raw, miss{}
 		}
-		return j.String(), ""
+		return j.String(), miss{}
 	case typeInt:
 		switch j.Type {
 		case gjson.Number:
 			if n, ok := integral(j); ok {
-				return n, ""
+				return n, miss{}
 			}
-			return nil, fmt.Sprintf("%s is not a whole number", j.Raw)
+			return nil, miss{why: fmt.Sprintf("%s is not a whole number", j.Raw), unreadable: true}
 		case gjson.True:
-			return int64(1), ""
+			return int64(1), miss{}
 		case gjson.False:
-			return int64(0), ""
+			return int64(0), miss{}
 		}
 	case typeFloat:
 		switch j.Type {
 		case gjson.Number:
-			return j.Float(), ""
+			return j.Float(), miss{}
 		case gjson.True:
-			return 1.0, ""
+			return 1.0, miss{}
 		case gjson.False:
-			return 0.0, ""
+			return 0.0, miss{}
 		}
 	case typeBool:
 		switch j.Type {
 		case gjson.True, gjson.False:
-			return j.Bool(), ""
+			return j.Bool(), miss{}
 		case gjson.Number:
-			return j.Float() != 0, ""
+			return j.Float() != 0, miss{}
 		}
 	case typeDate, typeURL:
 		if j.Type == gjson.Number {
 			return f.convert(j.Raw, typ, base)
 		}
 	}
-	return nil, fmt.Sprintf("cannot read %s as %s", clip(j.Raw), typeName(typ))
+	return nil, miss{why: fmt.Sprintf("cannot read %s as %s", clip(j.Raw), typeName(typ)), unreadable: true}
 }
 
 func typeName(t string) string {
@@ -1003,35 +1034,35 @@ func integral(j gjson.Result) (int64, bool) {
 }
 
 // convert turns text into typ.
-func (f *fieldSpec) convert(s, typ string, base *url.URL) (any, string) {
+func (f *fieldSpec) convert(s, typ string, base *url.URL) (any, miss) {
 	switch typ {
 	case typeAuto, typeString:
-		return s, ""
+		return s, miss{}
 	case typeInt:
 		if n, ok := parseInt(s); ok {
-			return n, ""
+			return n, miss{}
 		}
 	case typeFloat:
 		if x, ok := parseFloat(s); ok {
-			return x, ""
+			return x, miss{}
 		}
 	case typeBool:
 		switch strings.ToLower(s) {
 		case "true", "yes", "y", "on", "1":
-			return true, ""
+			return true, miss{}
 		case "false", "no", "n", "off", "0":
-			return false, ""
+			return false, miss{}
 		}
 	case typeDate:
 		if t, ok := parseDate(s, f.layout, f.loc); ok {
-			return t.UTC().Format(time.RFC3339Nano), ""
+			return t.Format(time.RFC3339Nano), miss{}
 		}
 	case typeURL:
 		if u, ok := resolveLink(base, s); ok {
-			return u, ""
+			return u, miss{}
 		}
 	}
-	return nil, fmt.Sprintf("cannot read %q as %s", clip(s), typ)
+	return nil, miss{why: fmt.Sprintf("cannot read %q as %s", clip(s), typ), unreadable: true}
 }
 
 func clip(s string) string {
@@ -1043,8 +1074,13 @@ func clip(s string) string {
 
 var numberNoise = strings.NewReplacer(",", "", "_", "", " ", "", "\u00a0", "", "\u202f", "", "'", "")
 
+// currency trims currency signs around a number: ￥2,859.34, $12, 12 €.
+func currency(s string) string {
+	return strings.TrimFunc(s, func(r rune) bool { return unicode.Is(unicode.Sc, r) || unicode.IsSpace(r) })
+}
+
 func parseInt(s string) (int64, bool) {
-	s = numberNoise.Replace(s)
+	s = numberNoise.Replace(currency(s))
 	s = strings.TrimPrefix(s, "+")
 	if n, err := strconv.ParseInt(s, 10, 64); err == nil {
 		return n, true
@@ -1056,7 +1092,7 @@ func parseInt(s string) (int64, bool) {
 }
 
 func parseFloat(s string) (float64, bool) {
-	s = strings.TrimPrefix(numberNoise.Replace(s), "+")
+	s = strings.TrimPrefix(numberNoise.Replace(currency(s)), "+")
 	x, err := strconv.ParseFloat(s, 64)
 	return x, err == nil && !math.IsNaN(x) && !math.IsInf(x, 0)
 }
@@ -1095,7 +1131,10 @@ var dateLayouts = []string{
 	"2006年1月2日",
 }
 
-// parseDate reads s with layout (or the common layouts) in loc (default UTC).
+// parseDate reads s with layout (or the common layouts) in loc (default UTC) and gives
+// the instant in UTC. A value with no time of day (2026-12-24, 2026年12月24日) is a
+// calendar date, not an instant: it is that date at 00:00 UTC whatever loc says, so a
+// zone east of UTC does not move it to the day before.
 func parseDate(s, layout string, loc *time.Location) (time.Time, bool) {
 	if loc == nil {
 		loc = time.UTC
@@ -1107,20 +1146,35 @@ func parseDate(s, layout string, loc *time.Location) (time.Time, bool) {
 			return time.Time{}, false
 		}
 		if strings.ToLower(layout) == "unix_ms" {
-			return time.UnixMilli(int64(x)), true
+			return time.UnixMilli(int64(x)).UTC(), true
 		}
 		sec, frac := math.Modf(x)
-		return time.Unix(int64(sec), int64(frac*1e9)), true
+		return time.Unix(int64(sec), int64(frac*1e9)).UTC(), true
 	case "":
 		for _, l := range dateLayouts {
-			if t, err := time.ParseInLocation(l, s, loc); err == nil {
+			if t, ok := parseIn(l, s, loc); ok {
 				return t, true
 			}
 		}
 		return time.Time{}, false
 	}
+	return parseIn(layout, s, loc)
+}
+
+func parseIn(layout, s string, loc *time.Location) (time.Time, bool) {
 	t, err := time.ParseInLocation(layout, s, loc)
-	return t, err == nil
+	if err != nil {
+		return time.Time{}, false
+	}
+	if !hasClock(layout) {
+		return time.Date(t.Year(), t.Month(), t.Day(), 0, 0, 0, 0, time.UTC), true
+	}
+	return t.UTC(), true
+}
+
+// hasClock reports whether a Go time layout reads a time of day (an hour: 15, 3, 03).
+func hasClock(layout string) bool {
+	return strings.Contains(layout, "15") || strings.Contains(layout, "3") || layout == time.Kitchen
 }
 
 // resolveLink makes a link absolute against base; script and data links are not links.
@@ -1154,7 +1208,7 @@ func containsStr(list []string, s string) bool {
 // extract computes every field of one item; get selects a spec's raw values.
 // allMissing is true when no field selected anything (a separator row, an ad slot); with
 // skipEmpty such an item comes back without data or error, even with required fields.
-func extract(fs fieldSet, base *url.URL, skipEmpty bool, get func(*fieldSpec) ([]raw, string)) (data map[string]any, allMissing bool, err error) {
+func extract(fs fieldSet, base *url.URL, skipEmpty bool, get func(*fieldSpec) ([]raw, string)) (data map[string]any, allMissing bool, notes []string, err error) {
 	type sel struct {
 		raws []raw
 		why  string
@@ -1168,17 +1222,21 @@ func extract(fs fieldSet, base *url.URL, skipEmpty bool, get func(*fieldSpec) ([
 		}
 	}
 	if allMissing && skipEmpty {
-		return nil, true, nil
+		return nil, true, nil, nil
 	}
 	data = make(map[string]any, len(fs))
 	for i, f := range fs {
 		v, err := f.value(sels[i].raws, sels[i].why, base)
-		if err != nil {
-			return nil, false, err
+		var note unreadableNote
+		switch {
+		case errors.As(err, &note):
+			notes = append(notes, note.note)
+		case err != nil:
+			return nil, false, nil, err
 		}
 		data[f.name] = v
 	}
-	return data, allMissing, nil
+	return data, allMissing, notes, nil
 }
 
 // keyOf evaluates a key spec; "" when it has no value.

@@ -337,3 +337,23 @@ func TestSitemap(t *testing.T) {
 		t.Errorf("own page input: %+v %v", again, err)
 	}
 }
+
+// Titles are text: an Atom title of type="html" (or an RSS title with escaped markup)
+// is stored without its tags and entities.
+func TestFeedTitlesAreText(t *testing.T) {
+	atom := `<?xml version="1.0" encoding="utf-8"?>
+<feed xmlns="http://www.w3.org/2005/Atom"><title type="html">News &amp;amp; views</title><id>urn:f</id><updated>2024-05-01T00:00:00Z</updated>
+<entry><title type="html">Tom &amp;amp; Jerry &lt;b&gt;live&lt;/b&gt;</title><id>urn:e:1</id><link href="https://a.example/1"/><updated>2024-05-01T00:00:00Z</updated></entry>
+<entry><title type="text">AT&amp;T &lt; 5</title><id>urn:e:2</id><link href="https://a.example/2"/><updated>2024-05-01T00:00:00Z</updated></entry>
+</feed>`
+	base := site(t, map[string]any{"/atom": typed("application/atom+xml", []byte(atom))}).URL
+	res := mustRun(t, Feed, params(t, FeedTask, "urls: ["+base+"/atom]"), crawl.Input{})
+	if len(res.Items) != 2 {
+		t.Fatalf("items %+v", res.Items)
+	}
+	for i, want := range []string{"Tom & Jerry live", "AT&T < 5"} {
+		if got := res.Items[i].Data["title"]; got != want {
+			t.Errorf("entry %d title %q, want %q", i+1, got, want)
+		}
+	}
+}

@@ -2,6 +2,7 @@ package generic
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"fmt"
 	"net/url"
@@ -261,7 +262,7 @@ func (c *htmlDetailConfig) page(ctx context.Context, env *crawl.Env, u string, i
 		return crawl.Result{}, err
 	}
 	get := func(f *fieldSpec) ([]raw, string) { return f.fromHTML(root) }
-	data, _, err := extract(c.fields, base, false, get)
+	data, _, notes, err := extract(c.fields, base, false, get)
 	if err != nil {
 		return crawl.Result{}, crawl.Permanentf("%s: %s: %v", HTMLDetailTask, u, err)
 	}
@@ -270,8 +271,15 @@ func (c *htmlDetailConfig) page(ctx context.Context, env *crawl.Env, u string, i
 	if err != nil {
 		return crawl.Result{}, crawl.Permanentf("%s: %s: key: %v", HTMLDetailTask, u, err)
 	}
+	if key == "" && c.key != nil {
+		return crawl.Result{}, crawl.WithCause(crawl.Permanentf("%s: %s: `key: %s` finds nothing on this page; fix its %s, or leave `key:` out to key the record by its URL",
+			HTMLDetailTask, u, c.key.expr, cmp.Or(c.key.kind, "selector")), crawl.CauseParse)
+	}
 	if key == "" {
 		key = u
 	}
-	return crawl.Result{Items: []crawl.Item{{Key: key, URL: u, Data: data}}}, nil
+	for i := range notes {
+		notes[i] = u + ": " + notes[i]
+	}
+	return crawl.Result{Items: []crawl.Item{{Key: key, URL: u, Data: data}}, Notes: notes}, nil
 }

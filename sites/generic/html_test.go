@@ -344,3 +344,44 @@ func TestHTMLEncodings(t *testing.T) {
 		}
 	}
 }
+
+// What a messy page does to single fields: a price with a currency sign reads as a
+// number; a value that does not read is stored as null with a note naming the item and
+// the field; a date without a time of day stays on its calendar day whatever tz says;
+// and a key that finds nothing fails the page instead of quietly keying by URL.
+func TestHTMLListNotesValuesThatDoNotRead(t *testing.T) {
+	srv := site(t, map[string]any{
+		"/p": `<div class="row" id="a"><b>One</b><span class="price">￥2,859.34</span><i>2026年12月24日</i></div>
+<div class="row" id="b"><b>Two</b><span class="price">call us</span><i>2026年1月2日</i></div>`,
+		"/nokey": `<div class="row"><b>One</b></div>`,
+	})
+	p := params(t, HTMLListTask, `
+urls: ['/p']
+items: div.row
+fields:
+  name: {css: b}
+  price: {css: .price, type: float}
+  day: {css: i, type: date, tz: Asia/Shanghai}
+key: {attr: id}
+base_url: `+srv.URL)
+	res := mustRun(t, HTMLList, p, crawl.Input{URL: srv.URL + "/p"})
+	if len(res.Items) != 2 {
+		t.Fatalf("items %+v", res.Items)
+	}
+	if got := res.Items[0].Data; got["price"] != 2859.34 || got["day"] != "2026-12-24T00:00:00Z" {
+		t.Errorf("first item %v: want price 2859.34 and day 2026-12-24T00:00:00Z", got)
+	}
+	if got := res.Items[1].Data; got["price"] != nil || got["day"] != "2026-01-02T00:00:00Z" {
+		t.Errorf("second item %v: want price null and day 2026-01-02T00:00:00Z", got)
+	}
+	want := srv.URL + `/p: item 2: field price: cannot read "call us" as float, stored as null; clean it with regex: or replace:, or give the field a default:`
+	if len(res.Notes) != 1 || res.Notes[0] != want {
+		t.Errorf("notes %q, want [%q]", res.Notes, want)
+	}
+
+	p = params(t, HTMLListTask, "urls: ['/nokey']\nitems: div.row\nfields:\n  name: {css: b}\nkey: {css: a.id}\nbase_url: "+srv.URL)
+	_, err := runTask(t, HTMLList, p, crawl.Input{URL: srv.URL + "/nokey"})
+	if !crawl.IsPermanent(err) || crawl.CauseOf(err) != crawl.CauseParse || !strings.Contains(err.Error(), "item 1: `key: a.id` finds nothing on this item; fix its css, or leave `key:` out to key items by URL") {
+		t.Errorf("a key that finds nothing: %v", err)
+	}
+}

@@ -1,6 +1,7 @@
 package generic
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"net/url"
@@ -70,9 +71,12 @@ func newCollector(r itemRules, env *crawl.Env, page string, base *url.URL) *coll
 // the page URL#position.
 func (c *collector) add(get func(*fieldSpec) ([]raw, string), fallbackKey string) error {
 	c.n++
-	data, empty, err := extract(c.rules.fields, c.base, true, get)
+	data, empty, notes, err := extract(c.rules.fields, c.base, true, get)
 	if err != nil {
 		return crawl.Permanentf("%s: %s: item %d: %v", c.rules.task, c.page, c.n, err)
+	}
+	for _, n := range notes {
+		c.res.Notes = append(c.res.Notes, fmt.Sprintf("%s: item %d: %s", c.page, c.n, n))
 	}
 	if empty {
 		c.res.Skipped++
@@ -106,6 +110,12 @@ func (c *collector) addData(data map[string]any, get func(*fieldSpec) ([]raw, st
 	key, err := keyOf(c.rules.key, c.base, get)
 	if err != nil {
 		return crawl.Permanentf("%s: %s: item %d: key: %v", c.rules.task, c.page, c.n, err)
+	}
+	if key == "" && c.rules.key != nil {
+		// A key that finds nothing must not quietly become the URL: dedup would then
+		// take every item of the page for one record, or each visit for a new one.
+		return crawl.WithCause(crawl.Permanentf("%s: %s: item %d: `key: %s` finds nothing on this item; fix its %s, or leave `key:` out to key items by URL",
+			c.rules.task, c.page, c.n, c.rules.key.expr, cmp.Or(c.rules.key.kind, "selector")), crawl.CauseParse)
 	}
 	if key == "" {
 		key = fallbackKey
