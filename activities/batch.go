@@ -169,6 +169,7 @@ func (a *Activities) begin(ctx context.Context, b crawl.Batch) (*batchRun, crawl
 	r.cp = newCheckpointer(ctx, len(b.Work))
 	b.Work = append(slices.Clip(b.Work), r.cp.sum.Followed...)
 	r.b = b
+	b.Step.Store = a.storesOf(b.Step)
 	for _, name := range b.Step.Store {
 		s, err := a.Sinks.Get(name)
 		if err != nil {
@@ -205,6 +206,15 @@ func (a *Activities) begin(ctx context.Context, b crawl.Batch) (*batchRun, crawl
 	}
 	r.runCtx, r.stopRun = context.WithCancel(ctx)
 	return r, crawl.BatchResult{}, nil
+}
+
+// storesOf is the sinks a step writes to: those it names, or for `store: [all]` every
+// store of this worker (not its resource pools).
+func (a *Activities) storesOf(step crawl.PlanStep) []string {
+	if !slices.Equal(step.Store, []string{crawl.StoreAll}) {
+		return step.Store
+	}
+	return slices.DeleteFunc(a.Sinks.Names(), func(name string) bool { return slices.Contains(external.SinkNames(), name) })
 }
 
 // end gives back what the batch holds: unspent budget, its share of the CPU.

@@ -115,6 +115,10 @@ type LoadOptions struct {
 	Sinks    []string  // sink names `store` may use (the worker's stores and pools); default: jsonl
 	// Sets are `step.param=value` or `param=value` overrides (the CLI's --set).
 	Sets []string
+	// Vars fill `${name}` and `${name:-default}` in the file's values: the addresses
+	// of the running stack (`demo_site`, `redis` … from its endpoints.json), so an
+	// example chain follows the stack wherever its ports are.
+	Vars map[string]string
 }
 
 // Problem is one thing wrong with a chain file, with the place and the fix.
@@ -162,7 +166,7 @@ func Load(file string, data []byte, opts LoadOptions) (*Chain, error) {
 		opts.Sinks = []string{"jsonl"}
 	}
 	l := &loader{file: file, opts: opts, lines: map[string]int{}}
-	c := l.parse(data)
+	c := l.parse(l.expand(data))
 	if c != nil {
 		l.applySets(c)
 		l.validate(c)
@@ -197,6 +201,37 @@ func (l *loader) add(line int, format string, args ...any) {
 }
 
 var yamlLine = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
+
+// varRef is `${name}` or `${name:-default}` in a chain file.
+var varRef = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)(:-([^}]*))?\}`)
+
+// expand fills the variables of every line but comment lines; a variable that is not
+// set and has no default is a problem on its line.
+func (l *loader) expand(data []byte) []byte {
+	lines := strings.Split(string(data), "\n")
+	for i, line := range lines {
+		if strings.HasPrefix(strings.TrimSpace(line), "#") || !strings.Contains(line, "${") {
+			continue
+		}
+		lines[i] = varRef.ReplaceAllStringFunc(line, func(ref string) string {
+			m := varRef.FindStringSubmatch(ref)
+			if v, ok := l.opts.Vars[m[1]]; ok && v != "" {
+				return v
+			}
+			if m[2] != "" {
+				return m[3]
+			}
+			known := slices.Sorted(maps.Keys(l.opts.Vars))
+			if len(known) == 0 {
+				l.add(i+1, "`${%s}` is not set: run with --data DIR of a running `trawler dev` (its endpoints.json sets the stack's addresses), or write `${%s:-value}` with a default", m[1], m[1])
+			} else {
+				l.add(i+1, "`${%s}` is not set%s; set: %s", m[1], Suggest(m[1], known), strings.Join(known, ", "))
+			}
+			return ref
+		})
+	}
+	return []byte(strings.Join(lines, "\n"))
+}
 
 func (l *loader) parse(data []byte) *Chain {
 	var doc yaml.Node
@@ -708,8 +743,19 @@ func (l *loader) checkDedup(line int, where, mode string) {
 	}
 }
 
+// StoreAll, alone in a step's `store:`, stores in every store the worker has (its
+// pools aside): the chain then runs as it is on a dev stack with all of them and on a
+// worker with jsonl alone.
+const StoreAll = "all"
+
 func (l *loader) checkSinks(line int, where string, sinks []string) {
 	for _, s := range sinks {
+		if s == StoreAll {
+			if len(sinks) > 1 {
+				l.add(line, "%s: `all` already means every store of the worker; list no other store with it", where)
+			}
+			continue
+		}
 		if !slices.Contains(l.opts.Sinks, s) {
 			l.add(line, "%s: unknown sink %q%s; available: %s", where, s, Suggest(s, l.opts.Sinks), strings.Join(l.opts.Sinks, ", "))
 		}

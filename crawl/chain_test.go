@@ -177,3 +177,33 @@ func TestRouteHonoursTaskHintsAndDepth(t *testing.T) {
 		t.Fatalf("each route = %+v", out)
 	}
 }
+
+// `${name}` in a chain file takes the running stack's value, `${name:-default}` its
+// default without one, and an unset variable is a problem on its line.
+func TestLoadFillsStackVariables(t *testing.T) {
+	src := "name: x\n# the demo site: ${demo_site}\nsteps:\n  - id: a\n    task: news.feed\n    params: {base_url: '${demo_site:-http://127.0.0.1:8089}'}\n"
+	for _, tc := range []struct {
+		vars map[string]string
+		want string
+	}{
+		{nil, "http://127.0.0.1:8089"},
+		{map[string]string{"demo_site": "http://127.0.0.1:40001"}, "http://127.0.0.1:40001"},
+	} {
+		c, err := crawl.Load("f.yaml", []byte(src), crawl.LoadOptions{Registry: testRegistry(), Vars: tc.vars})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := c.Steps[0].Params["base_url"]; got != tc.want {
+			t.Errorf("vars %v: base_url %v, want %s", tc.vars, got, tc.want)
+		}
+	}
+	bad := "name: x\nsteps:\n  - id: a\n    task: news.feed\n    params: {base_url: '${demo_sit}'}\n"
+	_, err := crawl.Load("f.yaml", []byte(bad), crawl.LoadOptions{Registry: testRegistry()})
+	if err == nil || !strings.Contains(err.Error(), "f.yaml:5: `${demo_sit}` is not set: run with --data DIR of a running `trawler dev`") {
+		t.Errorf("unset variable: %v", err)
+	}
+	_, err = crawl.Load("f.yaml", []byte(bad), crawl.LoadOptions{Registry: testRegistry(), Vars: map[string]string{"demo_site": "http://x", "redis": "r"}})
+	if err == nil || !strings.Contains(err.Error(), "f.yaml:5: `${demo_sit}` is not set (did you mean \"demo_site\"?); set: demo_site, redis") {
+		t.Errorf("misspelt variable: %v", err)
+	}
+}

@@ -3,15 +3,19 @@ package tests
 import (
 	"bytes"
 	"encoding/json"
+	"maps"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
+	"trawler/examples"
 	"trawler/internal/devstack/demosite"
 	"trawler/internal/devstack/redisproc"
+	"trawler/internal/endpoints"
 )
 
 // trawler runs the real binary and returns stdout, stderr and the exit code.
@@ -182,5 +186,90 @@ func TestCLIUnreachableStoresAreNamed(t *testing.T) {
 		if code == 0 || !strings.Contains(stderr, tc.want) {
 			t.Errorf("trawler %s: exit %d, stderr %q; want it to say %q", strings.Join(tc.args, " "), code, stderr, tc.want)
 		}
+	}
+}
+
+// The README's dev sequence runs an example verbatim: `trawler run examples/demo.yaml
+// --data DIR` crawls the stack's own demo site (its endpoints.json's demo_site), wherever
+// its port is, not whatever holds 8089.
+func TestCLIExamplesFollowTheStack(t *testing.T) {
+	site := startSite(t, demosite.Options{Pages: 1})
+	ep, err := endpoints.Read(shared.dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ep.DemoSite = site
+	dir := t.TempDir()
+	if err := endpoints.Write(dir, ep); err != nil {
+		t.Fatal(err)
+	}
+	stdout, stderr, code := trawler(t, "run", "examples/demo.yaml", "--set", "feed.pages=1", "--wait", "--json",
+		"--data", dir, "--task-queue", taskQueue, "--out", shared.sink.Dir())
+	if code != 0 {
+		t.Fatalf("run exit %d: %s", code, stderr)
+	}
+	var res struct {
+		Items     int `json:"items"`
+		Unchanged int `json:"unchanged"` // another test may have stored the same site already
+		Failed    int `json:"failed"`
+	}
+	if err := json.Unmarshal([]byte(lastLine(stdout)), &res); err != nil {
+		t.Fatal(err)
+	}
+	stories, comments := demosite.Expected(demosite.Options{Pages: 1}, 1)
+	if res.Items+res.Unchanged != stories+comments || res.Failed != 0 {
+		t.Fatalf("run summary %+v, want %d items from the stack's demo site:\n%s", res, stories+comments, stdout)
+	}
+}
+
+// The README says what the files and commands are: its complete chain example is
+// examples/demo.yaml as it is, its command table names every command, and its sample
+// `trawler demo --json` line has the keys the command prints.
+func TestReadmeEqualsFilesAndCommands(t *testing.T) {
+	readme, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	demo, err := examples.Files.ReadFile("demo.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(readme), "`examples/demo.yaml` as it is:\n\n```yaml\n"+string(demo)+"```\n") {
+		t.Error("README's complete example is not examples/demo.yaml as it is")
+	}
+	help, _, _ := trawler(t, "--help")
+	_, cmds, _ := strings.Cut(help, "Available Commands:")
+	cmds, _, _ = strings.Cut(cmds, "\n\n")
+	for _, line := range strings.Split(strings.TrimSpace(cmds), "\n") {
+		name := strings.Fields(line)[0]
+		if name == "help" || name == "completion" {
+			continue
+		}
+		if !strings.Contains(string(readme), "| `trawler "+name) {
+			t.Errorf("README's command table lacks trawler %s", name)
+		}
+	}
+	var sample map[string]any
+	for _, line := range strings.Split(string(readme), "\n") {
+		if strings.HasPrefix(line, `{"chain":"demo"`) {
+			if err := json.Unmarshal([]byte(strings.ReplaceAll(line, "[…]", "[]")), &sample); err != nil {
+				t.Fatalf("README's sample summary is not JSON: %v", err)
+			}
+		}
+	}
+	stdout, stderr, code := trawler(t, "demo", "--pages", "1", "--json", "--data", t.TempDir())
+	if code != 0 {
+		t.Fatalf("demo exit %d: %s", code, stderr)
+	}
+	var real map[string]any
+	if err := json.Unmarshal([]byte(lastLine(stdout)), &real); err != nil {
+		t.Fatal(err)
+	}
+	keys := func(m map[string]any) string { return strings.Join(slices.Sorted(maps.Keys(m)), ",") }
+	if keys(sample) != keys(real) {
+		t.Errorf("README's sample summary has keys %s; trawler demo --json prints %s", keys(sample), keys(real))
+	}
+	if s, r := sample["sinks"].(map[string]any), real["sinks"].(map[string]any); keys(s) != keys(r) {
+		t.Errorf("README's sample sinks %s; trawler demo stores in %s", keys(s), keys(r))
 	}
 }

@@ -8,7 +8,6 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 
@@ -16,7 +15,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"trawler/console"
-	"trawler/crawl"
 	"trawler/examples"
 	"trawler/fetch"
 	"trawler/internal/devstack"
@@ -127,23 +125,6 @@ func startStack(ctx context.Context, s *settings, o stackOptions) (*stack, error
 		return nil, err
 	}
 	return st, nil
-}
-
-// alsoStoreIn adds sinks to every step of a plan that stores items. The demo chain
-// file names only jsonl, so it runs on any worker; the demo's own worker also has the
-// hot-storage sinks, and the demo shows them.
-func alsoStoreIn(p *crawl.Plan, sinks ...string) {
-	for i := range p.Steps {
-		st := &p.Steps[i]
-		if len(st.Store) == 0 {
-			continue
-		}
-		for _, name := range sinks {
-			if !slices.Contains(st.Store, name) {
-				st.Store = append(st.Store, name)
-			}
-		}
-	}
 }
 
 // portOf is the port of host:port, or 0.
@@ -265,11 +246,12 @@ run, until Ctrl-C, to search and browse what was crawled.`,
 			if err != nil {
 				return err
 			}
-			plan, err := loadChain("examples/demo.yaml", src, []string{"base_url=" + st.ep.DemoSite, "feed.pages=" + strconv.Itoa(pages)})
+			// The chain file takes the demo site's address from the stack (${demo_site}).
+			stackVars = st.ep.Vars()
+			plan, err := loadChain("examples/demo.yaml", src, []string{"feed.pages=" + strconv.Itoa(pages)})
 			if err != nil {
 				return err
 			}
-			alsoStoreIn(plan, "kafka", "mongo", "es", "hbase") // the embedded stores
 
 			c, err := s.dial(cmd.Context())
 			if err != nil {

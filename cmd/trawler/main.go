@@ -131,6 +131,13 @@ func (s *settings) resolve() error {
 	}
 	env(&s.data, "TRAWLER_DATA", "")
 	var fromFile *endpoints.Endpoints
+	if s.data != "" {
+		// The stack's addresses fill chain files' ${demo_site} … even when --temporal
+		// points elsewhere.
+		if ep, err := endpoints.Read(s.data); err == nil {
+			stackVars = ep.Vars()
+		}
+	}
 	if s.data != "" && (s.temporal == "" && os.Getenv("TRAWLER_TEMPORAL") == "") {
 		ep, err := endpoints.Read(s.data)
 		if err != nil {

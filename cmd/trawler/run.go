@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -14,6 +15,7 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"trawler/crawl"
+	"trawler/external"
 	"trawler/internal/engine"
 	"trawler/storage"
 	"trawler/workflows"
@@ -23,11 +25,20 @@ import (
 var knownSinks = engine.KnownSinks
 
 func loadChain(file string, data []byte, sets []string) (*crawl.Plan, error) {
-	return engine.LoadChain(file, data, sets)
+	return engine.LoadChainVars(file, data, sets, stackVars)
 }
 
-// loadChainFile reads, validates and compiles a chain file.
-func loadChainFile(path string, sets []string) (*crawl.Plan, error) {
+// stackVars are the running stack's addresses that chain files name as ${demo_site},
+// ${redis} …: --data's endpoints.json, read by settings.resolve before any chain loads,
+// or the stack `trawler demo` and the benchmarks start themselves.
+var stackVars map[string]string
+
+// loadChainFile reads, validates and compiles a chain file, with the stack's addresses
+// of --data for its variables.
+func (s *settings) loadChainFile(path string, sets []string) (*crawl.Plan, error) {
+	if err := s.resolve(); err != nil {
+		return nil, err
+	}
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
@@ -52,7 +63,7 @@ step whose task declares it. Values are YAML: numbers and booleans keep their ty
   trawler run examples/hackernews.yaml --set feed.list=newstories --set feed.limit=5`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			plan, err := loadChainFile(args[0], sets)
+			plan, err := s.loadChainFile(args[0], sets)
 			if err != nil {
 				return err
 			}
@@ -133,6 +144,13 @@ func runAndWait(ctx context.Context, s *settings, c client.Client, plan *crawl.P
 	for _, st := range plan.Steps {
 		for _, name := range st.Store {
 			used[name] = true
+			if name == crawl.StoreAll { // every store: read back each one this command has
+				for _, n := range sinks.Names() {
+					if !slices.Contains(external.SinkNames(), n) {
+						used[n] = true
+					}
+				}
+			}
 		}
 	}
 	for _, name := range sinks.Names() {

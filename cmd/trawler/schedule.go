@@ -30,7 +30,7 @@ with ` + "`trawler status`" + `. Overlapping firings are skipped while the previ
 			if cron == "" {
 				return fmt.Errorf("--cron is required, e.g. --cron \"0 * * * *\" for hourly")
 			}
-			plan, err := loadChainFile(args[1], sets)
+			plan, err := s.loadChainFile(args[1], sets)
 			if err != nil {
 				return err
 			}

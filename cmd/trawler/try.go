@@ -62,6 +62,7 @@ cloud metadata addresses always and loopback and private ones unless --allow-pri
 			if err != nil {
 				return err
 			}
+			_ = s.resolve() // with --data, the stack's addresses fill a params file's ${…}
 			task, ok := crawl.Default.Get(args[0])
 			if !ok {
 				return fmt.Errorf("unknown task %q; registered tasks: %s", args[0], strings.Join(crawl.Default.Names(), ", "))
@@ -256,7 +257,7 @@ func checkTryParams(task string, params map[string]any, robots bool) (crawl.Para
 	if err != nil {
 		return nil, []string{err.Error()}
 	}
-	c, err := crawl.Load("params", data, crawl.LoadOptions{Sinks: knownSinks})
+	c, err := crawl.Load("params", data, crawl.LoadOptions{Sinks: knownSinks, Vars: stackVars})
 	if err != nil {
 		var ps crawl.Problems
 		if !errors.As(err, &ps) {

@@ -8,8 +8,10 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
+	"strings"
 )
 
 // File is the name of the file, inside the data directory, that
@@ -130,4 +132,15 @@ func Remove(dataDir string) error {
 		return fmt.Errorf("devstack: removing %s: %w", Path(dataDir), err)
 	}
 	return nil
+}
+
+// Vars are the stack's addresses under their endpoints.json names, as chain files use
+// them: `base_url: ${demo_site:-http://127.0.0.1:8089}`.
+func (e Endpoints) Vars() map[string]string {
+	vars := map[string]string{
+		"temporal": e.Temporal, "namespace": e.Namespace, "temporal_ui": e.TemporalUI, "demo_site": e.DemoSite,
+		"redis": e.Redis, "kafka": strings.Join(e.Kafka, ","), "mongo": e.Mongo, "es": e.ES, "hbase_zk": e.HBaseZK,
+	}
+	maps.DeleteFunc(vars, func(_, v string) bool { return v == "" })
+	return vars
 }

@@ -24,7 +24,13 @@ var KnownSinks = append([]string{"jsonl", "kafka", "mongo", "es", "hbase"}, exte
 // LoadChain validates and compiles a chain file's content; file names it in errors.
 // sets are `--set` overrides (step.param=value or param=value).
 func LoadChain(file string, data []byte, sets []string) (*crawl.Plan, error) {
-	c, err := crawl.Load(file, data, crawl.LoadOptions{Sinks: KnownSinks, Sets: sets})
+	return LoadChainVars(file, data, sets, nil)
+}
+
+// LoadChainVars is LoadChain with the running stack's addresses for the file's
+// `${name}` variables (endpoints.Endpoints.Vars).
+func LoadChainVars(file string, data []byte, sets []string, vars map[string]string) (*crawl.Plan, error) {
+	c, err := crawl.Load(file, data, crawl.LoadOptions{Sinks: KnownSinks, Sets: sets, Vars: vars})
 	if err != nil {
 		return nil, err
 	}
