@@ -316,7 +316,7 @@ pages.schedules = () => {
       const settings = [s.catchup_window ? "catch-up " + s.catchup_window : "", s.jitter ? "jitter " + s.jitter : "",
         s.pause_on_failure ? "pauses on failure" : ""].filter(Boolean).join(", ");
       return el("tr", { "data-schedule": s.id },
-        el("td", {}, s.id), el("td", { class: "cron" }, el("code", {}, s.cron)), el("td", { class: "chain" }, ...chain),
+        el("td", {}, s.id), el("td", { class: "cron" }, el("code", { style: "white-space: nowrap" }, s.cron)), el("td", { class: "chain" }, ...chain),
         el("td", { class: "paused" }, s.paused ? ["paused", s.note ? el("div", { class: "muted" }, s.note) : ""] : "active"),
         el("td", { class: "next" }, s.paused || !s.next ? "—" : when(s.next)),
         el("td", { class: "last" }, s.last ? [state(s.last.state), " ", when(s.last.at), el("div", {}, runLink(s.last.run_id))] : "never"),
