@@ -16,6 +16,7 @@ import (
 
 	"trawler/external"
 	"trawler/internal/devstack/demosite"
+	"trawler/internal/engine"
 	"trawler/sites/demo"
 )
 
@@ -220,57 +221,141 @@ func TestValidateChain(t *testing.T) {
 }
 
 func TestSchedules(t *testing.T) {
-	find := func() map[string]any {
+	find := func(id string) map[string]any {
 		status, out := api(t, "GET", "/api/schedules", nil)
 		if status != http.StatusOK {
 			t.Fatalf("list: %d %v", status, out)
 		}
 		for _, s := range list(out["schedules"]) {
-			if obj(s)["id"] == "console-yearly" {
+			if obj(s)["id"] == id {
 				return obj(s)
 			}
 		}
 		return nil
 	}
 	req := map[string]any{"id": "console-yearly", "cron": "0 0 1 1 *", "chain": "demo", "sets": []string{"base_url=" + stack.site}}
-	if status, out := api(t, "POST", "/api/schedules", req); status != http.StatusCreated || out["chain"] != "demo" {
+	if status, out := api(t, "POST", "/api/schedules", req); status != http.StatusCreated || out["chain"] != "demo" || out["overlap"] != "skip" {
 		t.Fatalf("create: %d %v", status, out)
 	}
-	waitFor(t, "the new schedule in the listing", func() bool { return find() != nil })
-	if s := find(); s["paused"] != false || toJSON(s["cron"]) != `["0 0 1 1 *"]` {
+	waitFor(t, "the new schedule in the listing", func() bool { return find("console-yearly") != nil })
+	if s := find("console-yearly"); s["paused"] != false || s["cron"] != "0 0 1 1 *" || s["chain"] != "demo" || s["file"] != "examples/demo.yaml" ||
+		s["overlap"] != "skip" || s["next"] == nil || s["last"] != nil {
 		t.Fatalf("listed %v", s)
 	}
 	if status, out := api(t, "POST", "/api/schedules", req); status != http.StatusConflict || out["field"] != "id" {
 		t.Errorf("duplicate: %d %v", status, out)
 	}
-	if status, out := api(t, "POST", "/api/schedules/console-yearly/pause", nil); status != http.StatusOK || out["done"] != "paused" {
+	if status, out := api(t, "POST", "/api/schedules/console-yearly/pause", map[string]any{"note": "site maintenance"}); status != http.StatusOK || out["done"] != "paused" {
 		t.Fatalf("pause: %d %v", status, out)
 	}
-	waitFor(t, "schedule paused in the listing", func() bool { s := find(); return s != nil && s["paused"] == true })
+	waitFor(t, "schedule paused in the listing", func() bool {
+		s := find("console-yearly")
+		return s != nil && s["paused"] == true && s["note"] == "site maintenance" && s["next"] == nil
+	})
 	if status, out := api(t, "POST", "/api/schedules/console-yearly/unpause", nil); status != http.StatusOK {
 		t.Fatalf("unpause: %d %v", status, out)
 	}
-	waitFor(t, "schedule active in the listing", func() bool { s := find(); return s != nil && s["paused"] == false })
+	waitFor(t, "schedule active in the listing", func() bool { s := find("console-yearly"); return s != nil && s["paused"] == false })
 	if status, out := api(t, "DELETE", "/api/schedules/console-yearly", nil); status != http.StatusOK {
 		t.Fatalf("delete: %d %v", status, out)
 	}
-	waitFor(t, "schedule gone from the listing", func() bool { return find() == nil })
-	if status, out := api(t, "DELETE", "/api/schedules/console-yearly", nil); status != http.StatusNotFound || out["field"] != "id" {
+	waitFor(t, "schedule gone from the listing", func() bool { return find("console-yearly") == nil })
+	const missing = `no schedule named "console-yearly"; GET /api/schedules lists them`
+	if status, out := api(t, "DELETE", "/api/schedules/console-yearly", nil); status != http.StatusNotFound || out["field"] != "id" || out["error"] != missing {
 		t.Errorf("delete again: %d %v", status, out)
 	}
-	if status, out := api(t, "POST", "/api/schedules/nosuch/pause", nil); status != http.StatusNotFound {
-		t.Errorf("pause unknown: %d %v", status, out)
+	for _, path := range []string{"pause", "unpause", "trigger"} {
+		if status, out := api(t, "POST", "/api/schedules/console-yearly/"+path, nil); status != http.StatusNotFound || out["error"] != missing {
+			t.Errorf("%s unknown: %d %v", path, status, out)
+		}
 	}
-	bad := map[string]any{"id": "console-bad", "cron": "every day", "chain": "demo"}
-	if status, out := api(t, "POST", "/api/schedules", bad); status != http.StatusBadRequest || out["field"] != "cron" {
-		t.Errorf("bad cron: %d %v", status, out)
+	backfill := map[string]any{"from": time.Now().Add(-48 * time.Hour).UTC().Format(time.RFC3339), "to": time.Now().Add(-time.Hour).UTC().Format(time.RFC3339)}
+	if status, out := api(t, "POST", "/api/schedules/console-yearly/backfill", backfill); status != http.StatusNotFound || out["error"] != missing {
+		t.Errorf("backfill unknown: %d %v", status, out)
 	}
-	if status, out := api(t, "POST", "/api/schedules", map[string]any{"id": "no spaces", "cron": "0 * * * *", "chain": "demo"}); status != http.StatusBadRequest || out["field"] != "id" {
-		t.Errorf("bad id: %d %v", status, out)
+
+	// Refused with the field named, before anything reaches Temporal.
+	for _, c := range []struct {
+		body        map[string]any
+		field, want string
+	}{
+		{map[string]any{"cron": "every day"}, "cron", `cron "every day": has 2 fields; give five fields`},
+		{map[string]any{"cron": "0 0 31 2 *"}, "cron", `cron "0 0 31 2 *": never fires: day-of-month 31 does not exist in February (29 days at most)`},
+		{map[string]any{"cron": "0 0 30 2 *"}, "cron", `never fires`},
+		{map[string]any{"cron": "@every 1s"}, "cron", `@every 1s is shorter than the 1m minimum`},
+		{map[string]any{"cron": "0 0 0 1 1 * 2030"}, "cron", `has 7 fields`},
+		{map[string]any{"cron": "70 * * * *"}, "cron", `minute 70 is out of range: minute takes 0-59`},
+		{map[string]any{"cron": "@daily", "overlap": "queue"}, "overlap", `overlap "queue": must be one of skip, buffer-one, buffer-all, cancel-other, terminate-other, allow-all`},
+		{map[string]any{"cron": "@daily", "catchup_window": "5"}, "catchup_window", `catchup_window "5": give a duration with a unit`},
+		{map[string]any{"cron": "@daily", "catchup_window": "1s"}, "catchup_window", `must be 10s or more`},
+		{map[string]any{"cron": "@daily", "jitter": "-5m"}, "jitter", `jitter "-5m0s": must be 0 or more`},
+		{map[string]any{"id": "no spaces", "cron": "0 * * * *"}, "id", `name the schedule with letters`},
+		{map[string]any{}, "cron", `cron is required`},
+	} {
+		body := map[string]any{"id": "console-bad", "chain": "demo"}
+		for k, v := range c.body {
+			body[k] = v
+		}
+		if status, out := api(t, "POST", "/api/schedules", body); status != http.StatusBadRequest || out["field"] != c.field || !strings.Contains(out["error"].(string), c.want) {
+			t.Errorf("create %v: %d %v, want 400 %s: %s", c.body, status, out, c.field, c.want)
+		}
 	}
-	if status, out := api(t, "POST", "/api/schedules", map[string]any{"id": "x", "chain": "demo"}); status != http.StatusBadRequest || out["field"] != "cron" {
-		t.Errorf("no cron: %d %v", status, out)
+
+	// Every option, read back; a trigger starts a run that the listing shows to its end.
+	src := strings.Replace(demoSource(t, "schedules"), "store: [jsonl, mongo, es]", "store: [jsonl]", 1)
+	opts := map[string]any{"id": "console-opts", "cron": "30 6 * * MON-FRI", "source": src, "file": "chains/demo.yaml",
+		"sets": []string{"base_url=" + stack.site, "feed.pages=1"}, "overlap": "buffer-one", "catchup_window": "1h", "pause_on_failure": true, "jitter": "5m"}
+	if status, out := api(t, "POST", "/api/schedules", opts); status != http.StatusCreated || out["overlap"] != "buffer-one" || out["file"] != "chains/demo.yaml" {
+		t.Fatalf("create with options: %d %v", status, out)
 	}
+	defer api(t, "DELETE", "/api/schedules/console-opts", nil)
+	waitFor(t, "console-opts in the listing", func() bool { return find("console-opts") != nil })
+	if s := find("console-opts"); s["cron"] != "30 6 * * MON-FRI" || s["chain"] != "demo" || s["file"] != "chains/demo.yaml" || s["overlap"] != "buffer-one" ||
+		s["catchup_window"] != "1h" || s["pause_on_failure"] != true || s["jitter"] != "5m" || s["tenant"] != "schedules" {
+		t.Errorf("console-opts listed as %v", s)
+	}
+	status, out := api(t, "POST", "/api/schedules/console-opts/trigger", nil)
+	runID, _ := out["run_id"].(string)
+	if status != http.StatusOK || out["outcome"] != "started" || !strings.HasPrefix(runID, "console-opts-") {
+		t.Fatalf("trigger: %d %v", status, out)
+	}
+	waitFor(t, "the triggered run in the listing", func() bool {
+		last, _ := find("console-opts")["last"].(map[string]any)
+		return last != nil && last["run_id"] == runID
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if _, err := engine.Wait(ctx, stack.client, runID, nil); err != nil {
+		t.Fatalf("the triggered run %s: %v", runID, err)
+	}
+	waitFor(t, "the triggered run completed in the listing", func() bool {
+		s := find("console-opts")
+		last, _ := s["last"].(map[string]any)
+		return last != nil && last["run_id"] == runID && last["state"] == "completed" && s["runs"] == 1.0
+	})
+
+	// Backfill: validated with the field named, then the range's firings start.
+	day := func(d int) string { return time.Now().UTC().AddDate(0, 0, d).Format(time.RFC3339) }
+	for _, c := range []struct {
+		body        map[string]any
+		field, want string
+	}{
+		{map[string]any{"from": "last week", "to": day(-1)}, "from", `from "last week": give an RFC 3339 time`},
+		{map[string]any{"from": day(-1)}, "to", `to "": is required: give an RFC 3339 time`},
+		{map[string]any{"from": day(-1), "to": day(-2)}, "to", `must be after from`},
+		{map[string]any{"from": day(-1), "to": day(1)}, "to", `is in the future`},
+		{map[string]any{"from": day(-3), "to": day(-1), "overlap": "later"}, "overlap", `overlap "later": must be one of`},
+		{map[string]any{"from": "2026-03-07T00:00:00Z", "to": "2026-03-08T23:00:00Z"}, "from", `does not fire between from and to`}, // a weekend
+	} {
+		if status, out := api(t, "POST", "/api/schedules/console-opts/backfill", c.body); status != http.StatusBadRequest || out["field"] != c.field || !strings.Contains(out["error"].(string), c.want) {
+			t.Errorf("backfill %v: %d %v, want 400 %s: %s", c.body, status, out, c.field, c.want)
+		}
+	}
+	status, out = api(t, "POST", "/api/schedules/console-opts/backfill", map[string]any{"from": "2026-03-02T00:00:00Z", "to": "2026-03-03T23:59:00Z", "overlap": "buffer-all"})
+	if status != http.StatusOK || out["firings"] != 2.0 || out["overlap"] != "buffer-all" {
+		t.Fatalf("backfill: %d %v", status, out)
+	}
+	waitFor(t, "the backfilled runs", func() bool { return find("console-opts")["runs"].(float64) >= 2 })
 }
 
 // waitFor polls cond (Temporal's schedule listing is eventually consistent).
@@ -480,6 +565,7 @@ func TestAccess(t *testing.T) {
 	for _, c := range []struct{ method, path string }{
 		{"POST", "/api/runs"}, {"POST", "/api/runs/some-run/cancel"}, {"POST", "/api/schedules"},
 		{"POST", "/api/schedules/x/pause"}, {"DELETE", "/api/schedules/x"},
+		{"POST", "/api/schedules/x/unpause"}, {"POST", "/api/schedules/x/trigger"}, {"POST", "/api/schedules/x/backfill"},
 	} {
 		status, out = call(t, ts.URL, c.method, c.path, "read-secret", map[string]any{"chain": "demo"})
 		if status != http.StatusForbidden || !strings.Contains(out["error"].(string), "read-only") {

@@ -298,3 +298,45 @@ func TestBrowserCatchesPageErrors(t *testing.T) {
 	b.errs = nil // expected here
 	b.mu.Unlock()
 }
+
+// The schedules page creates a schedule with its settings, lists what the API lists, and
+// runs, pauses and deletes it.
+func TestBrowserSchedules(t *testing.T) {
+	b := newBrowser(t)
+	defer api(t, "DELETE", "/api/schedules/browser-sched", nil)
+	row := `tr[data-schedule="browser-sched"]`
+	b.run("open the schedules page", chromedp.Navigate(stack.console.URL+"/schedules"),
+		chromedp.WaitReady("#s-chain option", chromedp.ByQuery), chromedp.WaitReady("#s-overlap option", chromedp.ByQuery))
+	b.run("create a schedule that never fires",
+		chromedp.SetValue("#s-id", "browser-sched", chromedp.ByQuery), chromedp.SetValue("#s-cron", "0 0 31 2 *", chromedp.ByQuery),
+		chromedp.Click(`#new-schedule button[type="submit"]`, chromedp.ByQuery))
+	b.waitText("#flash", "the cron refused", 10*time.Second, func(s string) bool {
+		return strings.Contains(s, "never fires: day-of-month 31 does not exist in February")
+	})
+	b.run("create the schedule",
+		chromedp.SetValue("#s-cron", "15 3 * * *", chromedp.ByQuery), chromedp.SetValue("#s-overlap", "buffer-all", chromedp.ByQuery),
+		chromedp.SetValue("#s-catchup", "30m", chromedp.ByQuery), chromedp.SetValue("#s-jitter", "1m", chromedp.ByQuery),
+		chromedp.Click("#s-pause-on-failure", chromedp.ByQuery),
+		chromedp.SetValue("#s-sets", "base_url="+stack.site+", feed.pages=1", chromedp.ByQuery),
+		chromedp.Click(`#new-schedule button[type="submit"]`, chromedp.ByQuery))
+	listed := b.waitText(row, "the new schedule listed", 30*time.Second, func(s string) bool { return strings.Contains(s, "15 3 * * *") })
+	for _, want := range []string{"demo", "examples/demo.yaml", "active", "never", "buffer-all", "catch-up 30m", "jitter 1m", "pauses on failure"} {
+		if !strings.Contains(listed, want) {
+			t.Errorf("row %q lacks %q", listed, want)
+		}
+	}
+	b.run("run it now", chromedp.Click(row+` button[data-action="run-now"]`, chromedp.ByQuery))
+	b.waitText("#flash", "the run started", 30*time.Second, func(s string) bool { return strings.Contains(s, "started run browser-sched-") })
+	last := b.waitText(row+" td.last", "the run as the last", 30*time.Second, func(s string) bool { return strings.Contains(s, "browser-sched-") })
+	if !strings.Contains(last, "running") && !strings.Contains(last, "completed") {
+		t.Errorf("last run %q, want its state", last)
+	}
+	b.shot("schedules-run")
+	b.run("pause it", chromedp.Click(row+` button[data-action="pause"]`, chromedp.ByQuery))
+	b.waitText(row+" td.paused", "the schedule paused", 30*time.Second, func(s string) bool { return strings.HasPrefix(s, "paused") })
+	if next := b.text(row + " td.next"); next != "—" {
+		t.Errorf("a paused schedule's next run reads %q", next)
+	}
+	b.run("delete it", chromedp.Click(row+` button[data-action="delete"]`, chromedp.ByQuery))
+	b.waitText("#flash", "the schedule deleted", 30*time.Second, func(s string) bool { return strings.Contains(s, "browser-sched deleted") })
+}

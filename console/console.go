@@ -191,6 +191,8 @@ func (s *Server) register() {
 	api("POST /api/schedules", s.createSchedule)
 	api("POST /api/schedules/{id}/pause", s.pauseSchedule)
 	api("POST /api/schedules/{id}/unpause", s.unpauseSchedule)
+	api("POST /api/schedules/{id}/trigger", s.triggerSchedule)
+	api("POST /api/schedules/{id}/backfill", s.backfillSchedule)
 	api("DELETE /api/schedules/{id}", s.deleteSchedule)
 	api("GET /api/items", s.listItems)
 	api("GET /api/items/{biz}/{key...}", s.getItem)

@@ -1,14 +1,34 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"strings"
+	"text/tabwriter"
+	"time"
 
 	"github.com/spf13/cobra"
-	"go.temporal.io/sdk/client"
 
 	"trawler/internal/engine"
 )
+
+const cronHelp = `A spec is five fields, in UTC: minute hour day-of-month month day-of-week. Each field
+takes *, a value, a list (1,15), a range (9-17), a step (*/15, 0-30/10, 5/20 = from 5 to
+the end by 20); month takes JAN-DEC, day-of-week SUN-SAT (0 and 7 are Sunday). When both
+day-of-month and day-of-week are given a day must match both (Temporal's rule: "0 0 13 *
+FRI" is Friday the 13th), unlike classic cron. Or a descriptor: @hourly, @daily (also
+@midnight), @weekly, @monthly, @yearly (also @annually); or @every DURATION[/OFFSET], at
+least 1m, counted from the Unix epoch (@every 6h fires at 00:00, 06:00 … UTC; @every
+6h/30m at 00:30, 06:30 …). Seconds, years, time zone prefixes and '#' are refused, and so
+is a spec that never fires ("0 0 31 2 *").`
+
+const overlapHelp = `What a firing does while the previous run still goes (--overlap):
+  skip             do not start it (default)
+  buffer-one       start it when the previous run ends; at most one waits
+  buffer-all       start every one, one after the other
+  cancel-other     cancel the previous run, then start
+  terminate-other  terminate the previous run, then start
+  allow-all        start it alongside`
 
 func scheduleCmd(s *settings) *cobra.Command {
 	cmd := &cobra.Command{
@@ -16,21 +36,69 @@ func scheduleCmd(s *settings) *cobra.Command {
 		Short: "Run chains on cron schedules (Temporal Schedules)",
 		Long: `Schedules start a chain run on a cron spec, durably: Temporal keeps them, not the CLI,
 so they fire whether or not this command runs. Each firing is a normal run; list them
-with ` + "`trawler status`" + `. Overlapping firings are skipped while the previous run is still going.`,
+with ` + "`trawler status`" + `. A schedule's overlap policy says what a firing does while the
+previous run still goes (skip by default).
+
+` + cronHelp,
+		Example: `  trawler schedule create hn-hourly examples/hackernews.yaml --cron "0 * * * *" --data .data/dev
+  trawler schedule list --data .data/dev
+  trawler schedule trigger hn-hourly --data .data/dev
+  trawler schedule pause hn-hourly --note "site maintenance" --data .data/dev
+  trawler schedule backfill hn-hourly --from 2026-03-01T00:00:00Z --to 2026-03-01T06:00:00Z --data .data/dev
+  trawler schedule delete hn-hourly --data .data/dev`,
 	}
+	cmd.AddCommand(scheduleCreateCmd(s), scheduleListCmd(s), schedulePauseCmd(s, true), schedulePauseCmd(s, false),
+		scheduleTriggerCmd(s), scheduleBackfillCmd(s), scheduleDeleteCmd(s))
+	return cmd
+}
+
+// scheduleErr prints a refused setting with its flag's name.
+func scheduleErr(err error) error {
+	var se *engine.ScheduleError
+	if errors.As(err, &se) {
+		return errors.New(se.FlagError())
+	}
+	return err
+}
+
+func scheduleCreateCmd(s *settings) *cobra.Command {
 	var sets []string
-	var cron string
+	var cfg engine.ScheduleConfig
+	var catchup, jitter string
 	create := &cobra.Command{
 		Use:   "create NAME FILE --cron SPEC",
 		Short: "Create a schedule that runs FILE on a cron spec",
+		Long: `Create a schedule that starts a run of the chain in FILE on a cron spec. Every setting is
+checked before anything is sent to Temporal.
+
+` + cronHelp + `
+
+` + overlapHelp + `
+
+--catchup-window: how late a firing missed while Temporal was down still starts (default
+1 year; at least 10s). --pause-on-failure: pause the schedule when a run it started fails.
+--jitter: start each firing up to this much later, at random (spreads many schedules).`,
 		Example: `  trawler schedule create hn-hourly examples/hackernews.yaml --cron "0 * * * *" --data .data/dev
-  trawler schedule create demo-5m examples/demo.yaml --cron "*/5 * * * *" --set feed.pages=2`,
+  trawler schedule create demo-5m examples/demo.yaml --cron "*/5 * * * *" --set feed.pages=2
+  trawler schedule create demo-weekdays examples/demo.yaml --cron "30 6 * * MON-FRI" --overlap buffer-one --catchup-window 1h
+  trawler schedule create demo-nightly examples/demo.yaml --cron @daily --jitter 10m --pause-on-failure --json`,
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if cron == "" {
-				return fmt.Errorf("--cron is required, e.g. --cron \"0 * * * *\" for hourly")
+			name, file := args[0], args[1]
+			if strings.TrimSpace(cfg.Cron) == "" {
+				return fmt.Errorf("--cron is required, e.g. --cron \"0 * * * *\" for hourly; see trawler schedule create --help")
 			}
-			plan, err := s.loadChainFile(args[1], sets)
+			var err error
+			if cfg.CatchupWindow, err = engine.ParseScheduleDuration("catchup_window", catchup); err != nil {
+				return scheduleErr(err)
+			}
+			if cfg.Jitter, err = engine.ParseScheduleDuration("jitter", jitter); err != nil {
+				return scheduleErr(err)
+			}
+			if err := cfg.Validate(); err != nil {
+				return scheduleErr(err)
+			}
+			plan, err := s.loadChainFile(file, sets)
 			if err != nil {
 				return err
 			}
@@ -39,86 +107,241 @@ with ` + "`trawler status`" + `. Overlapping firings are skipped while the previ
 				return err
 			}
 			defer c.Close()
-			if err := engine.CreateSchedule(cmd.Context(), c, args[0], cron, plan, engine.RunOptions{TaskQueue: s.taskQueue}); err != nil {
-				return err
+			if err := engine.CreateScheduleWith(cmd.Context(), c, name, file, cfg, plan, engine.RunOptions{TaskQueue: s.taskQueue}); err != nil {
+				if strings.Contains(err.Error(), "already") {
+					return fmt.Errorf("a schedule named %q exists already: delete it first (trawler schedule delete %s) or pick another name", name, name)
+				}
+				return scheduleErr(err)
 			}
+			overlap := cfg.Overlap
+			if overlap == "" {
+				overlap = "skip"
+			}
+			out := cmd.OutOrStdout()
 			if s.json {
-				return printJSON(map[string]string{"schedule": args[0], "cron": cron, "chain": plan.Chain})
+				return writeJSONTo(out, map[string]any{"schedule": name, "cron": strings.TrimSpace(cfg.Cron), "chain": plan.Chain, "file": file, "overlap": overlap})
 			}
-			fmt.Printf("schedule %s runs chain %s on %q\n", args[0], plan.Chain, cron)
+			fmt.Fprintf(out, "schedule %s runs chain %s (%s) on %q (UTC), overlap %s\n", name, plan.Chain, file, strings.TrimSpace(cfg.Cron), overlap)
 			return nil
 		},
 	}
-	create.Flags().StringVar(&cron, "cron", "", "cron spec: minute hour day-of-month month day-of-week")
-	create.Flags().StringArrayVar(&sets, "set", nil, "override a param: step.param=value or param=value (repeatable)")
+	f := create.Flags()
+	f.StringVar(&cfg.Cron, "cron", "", "cron spec: minute hour day-of-month month day-of-week (UTC), or @hourly, @daily …, or @every DURATION")
+	f.StringArrayVar(&sets, "set", nil, "override a param: step.param=value or param=value (repeatable)")
+	f.StringVar(&cfg.Overlap, "overlap", "skip", "while the previous run still goes: "+strings.Join(engine.OverlapPolicies, "|"))
+	f.StringVar(&catchup, "catchup-window", "", "how late a missed firing still starts, e.g. 1h (default 1 year, at least 10s)")
+	f.BoolVar(&cfg.PauseOnFailure, "pause-on-failure", false, "pause the schedule when a run it started fails")
+	f.StringVar(&jitter, "jitter", "", "start each firing up to this much later, at random, e.g. 5m")
+	f.StringVar(&cfg.Note, "note", "", "a note shown in the listing")
+	return create
+}
 
-	list := &cobra.Command{
+func scheduleListCmd(s *settings) *cobra.Command {
+	return &cobra.Command{
 		Use:   "list",
-		Short: "List schedules",
-		Args:  cobra.NoArgs,
+		Short: "List schedules: cron, chain, state, next and last run, overlap",
+		Long: `List every schedule: its cron spec, the chain it runs (name and file), whether it is
+paused, when it fires next (UTC), its last run with that run's state (running, completed,
+failed, canceled, terminated), and its overlap policy. --json prints one array with every
+setting (catchup_window, pause_on_failure, jitter, note, runs, skipped, running,
+recent_runs too).`,
+		Example: `  trawler schedule list --data .data/dev
+  trawler schedule list --json | jq '.[] | select(.last.state == "failed") | .id'`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, err := s.connect(cmd.Context())
 			if err != nil {
 				return err
 			}
 			defer c.Close()
-			it, err := c.ScheduleClient().List(cmd.Context(), client.ScheduleListOptions{})
+			rows, err := engine.ListSchedules(cmd.Context(), c)
 			if err != nil {
 				return err
 			}
-			type row struct {
-				ID     string   `json:"id"`
-				Cron   []string `json:"cron,omitempty"`
-				Paused bool     `json:"paused"`
-				Next   string   `json:"next,omitempty"`
-			}
-			var rows []row
-			for it.HasNext() {
-				e, err := it.Next()
-				if err != nil {
-					return err
-				}
-				r := row{ID: e.ID, Paused: e.Paused}
-				if e.Spec != nil {
-					r.Cron = e.Spec.CronExpressions
-				}
-				if len(e.NextActionTimes) > 0 {
-					r.Next = e.NextActionTimes[0].Local().Format("2006-01-02 15:04:05")
-				}
-				rows = append(rows, r)
-			}
+			out := cmd.OutOrStdout()
 			if s.json {
-				return printJSON(rows)
+				return writeJSONTo(out, rows)
 			}
 			if len(rows) == 0 {
-				fmt.Println("no schedules; create one with `trawler schedule create NAME FILE --cron SPEC`")
+				fmt.Fprintln(out, "no schedules; create one with `trawler schedule create NAME FILE --cron SPEC`")
+				return nil
 			}
+			tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+			fmt.Fprintln(tw, "NAME\tCRON\tCHAIN\tSTATE\tNEXT (UTC)\tLAST RUN (UTC)\tOVERLAP")
 			for _, r := range rows {
-				fmt.Printf("%-24s next %-20s paused=%v %s\n", r.ID, r.Next, r.Paused, strings.Join(r.Cron, " | "))
+				chain := r.Chain
+				if r.File != "" {
+					chain += " (" + r.File + ")"
+				}
+				state := "active"
+				if r.Paused {
+					state = "paused"
+					if r.Note != "" && r.Note != "paused" {
+						state += ": " + r.Note
+					}
+				}
+				next, last := "-", "never"
+				if r.Next != nil {
+					next = r.Next.UTC().Format("2006-01-02 15:04")
+				}
+				if r.Last != nil {
+					last = r.Last.At.UTC().Format("2006-01-02 15:04") + " " + r.Last.State + " " + r.Last.RunID
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.ID, r.Cron, chain, state, next, last, r.Overlap)
+			}
+			return tw.Flush()
+		},
+	}
+}
+
+func schedulePauseCmd(s *settings, pause bool) *cobra.Command {
+	var note string
+	done := "paused"
+	c := &cobra.Command{
+		Use:   "pause NAME [--note TEXT]",
+		Short: "Stop a schedule firing until it is unpaused (runs already going keep going)",
+		Example: `  trawler schedule pause hn-hourly --note "site maintenance until Monday" --data .data/dev
+  trawler schedule pause hn-hourly --json`,
+	}
+	if !pause {
+		done = "unpaused"
+		c.Use = "unpause NAME"
+		c.Short = "Let a paused schedule fire again (missed firings are not made up; backfill does that)"
+		c.Example = `  trawler schedule unpause hn-hourly --data .data/dev`
+	}
+	c.Args = cobra.ExactArgs(1)
+	c.RunE = func(cmd *cobra.Command, args []string) error {
+		cl, err := s.connect(cmd.Context())
+		if err != nil {
+			return err
+		}
+		defer cl.Close()
+		if pause {
+			err = engine.PauseSchedule(cmd.Context(), cl, args[0], note)
+		} else {
+			err = engine.UnpauseSchedule(cmd.Context(), cl, args[0], note)
+		}
+		if err != nil {
+			return err
+		}
+		if s.json {
+			return writeJSONTo(cmd.OutOrStdout(), map[string]string{"schedule": args[0], "done": done})
+		}
+		fmt.Fprintf(cmd.OutOrStdout(), "schedule %s %s\n", args[0], done)
+		return nil
+	}
+	c.Flags().StringVar(&note, "note", "", "why, shown in the listing")
+	return c
+}
+
+func scheduleTriggerCmd(s *settings) *cobra.Command {
+	var wait time.Duration
+	c := &cobra.Command{
+		Use:   "trigger NAME",
+		Short: "Fire a schedule now, under its overlap policy",
+		Long: `Fire a schedule now, as if its spec had come due: its overlap policy applies, so with
+skip (the default) nothing starts while its previous run still goes. Prints the run it
+started, or that the firing was skipped, or pending (a buffering policy holds it until
+the previous run ends).`,
+		Example: `  trawler schedule trigger hn-hourly --data .data/dev
+  trawler schedule trigger hn-hourly --json`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cl, err := s.connect(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer cl.Close()
+			res, err := engine.TriggerSchedule(cmd.Context(), cl, args[0], wait)
+			if err != nil {
+				return err
+			}
+			out := cmd.OutOrStdout()
+			if s.json {
+				return writeJSONTo(out, res)
+			}
+			switch res.Outcome {
+			case "started":
+				fmt.Fprintf(out, "schedule %s started run %s; follow it with trawler status %s\n", res.ID, res.RunID, res.RunID)
+			case "skipped":
+				fmt.Fprintf(out, "schedule %s: firing skipped, its previous run still goes (overlap %s)\n", res.ID, res.Overlap)
+			default:
+				fmt.Fprintf(out, "schedule %s triggered; no run seen starting yet (overlap %s may hold it until the previous run ends); trawler schedule list shows its last run\n", res.ID, res.Overlap)
 			}
 			return nil
 		},
 	}
-	del := &cobra.Command{
+	c.Flags().DurationVar(&wait, "wait", 10*time.Second, "how long to wait to see the run start or be skipped")
+	return c
+}
+
+func scheduleBackfillCmd(s *settings) *cobra.Command {
+	var from, to, overlap string
+	c := &cobra.Command{
+		Use:   "backfill NAME --from TIME --to TIME",
+		Short: "Start the runs a schedule would have started between two past times",
+		Long: `Start, now, the runs a schedule would have started between --from and --to (RFC 3339
+times, both in the past, --to after --from), e.g. after it was paused or created late.
+The range must hold at least one firing of the spec and at most 1000. The schedule's
+overlap policy applies unless --overlap says otherwise: with skip, firings that come
+while the first backfilled run still goes are skipped; buffer-all runs them one after
+another.`,
+		Example: `  trawler schedule backfill hn-hourly --from 2026-03-01T00:00:00Z --to 2026-03-01T06:00:00Z --data .data/dev
+  trawler schedule backfill hn-hourly --from 2026-03-01T00:00:00+01:00 --to 2026-03-02T00:00:00+01:00 --overlap buffer-all --json`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			f, err := engine.ParseBackfillTime("from", from)
+			if err != nil {
+				return scheduleErr(err)
+			}
+			t, err := engine.ParseBackfillTime("to", to)
+			if err != nil {
+				return scheduleErr(err)
+			}
+			cl, err := s.connect(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer cl.Close()
+			res, err := engine.BackfillSchedule(cmd.Context(), cl, args[0], f, t, overlap)
+			if err != nil {
+				return scheduleErr(err)
+			}
+			if s.json {
+				return writeJSONTo(cmd.OutOrStdout(), res)
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "schedule %s backfills %d firings of %q from %s to %s (overlap %s)\n",
+				res.ID, res.Firings, res.Schedule, res.From.Format(time.RFC3339), res.To.Format(time.RFC3339), res.Overlap)
+			return nil
+		},
+	}
+	c.Flags().StringVar(&from, "from", "", "start of the range, RFC 3339, e.g. 2026-03-01T00:00:00Z")
+	c.Flags().StringVar(&to, "to", "", "end of the range (inclusive), RFC 3339")
+	c.Flags().StringVar(&overlap, "overlap", "", "overlap policy of the backfilled firings (default the schedule's): "+strings.Join(engine.OverlapPolicies, "|"))
+	return c
+}
+
+func scheduleDeleteCmd(s *settings) *cobra.Command {
+	return &cobra.Command{
 		Use:   "delete NAME",
 		Short: "Delete a schedule (runs it already started keep going)",
-		Args:  cobra.ExactArgs(1),
+		Example: `  trawler schedule delete hn-hourly --data .data/dev
+  trawler schedule delete hn-hourly --json`,
+		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, err := s.connect(cmd.Context())
 			if err != nil {
 				return err
 			}
 			defer c.Close()
-			if err := c.ScheduleClient().GetHandle(cmd.Context(), args[0]).Delete(cmd.Context()); err != nil {
-				return fmt.Errorf("delete schedule %s: %w", args[0], err)
+			if err := engine.DeleteSchedule(cmd.Context(), c, args[0]); err != nil {
+				return err
 			}
 			if s.json {
-				return printJSON(map[string]string{"deleted": args[0]})
+				return writeJSONTo(cmd.OutOrStdout(), map[string]string{"deleted": args[0]})
 			}
-			fmt.Printf("deleted schedule %s\n", args[0])
+			fmt.Fprintf(cmd.OutOrStdout(), "deleted schedule %s\n", args[0])
 			return nil
 		},
 	}
-	cmd.AddCommand(create, list, del)
-	return cmd
 }

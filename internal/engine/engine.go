@@ -452,30 +452,3 @@ func stateName(s enumspb.WorkflowExecutionStatus) string {
 	}
 	return "unknown"
 }
-
-// CreateSchedule makes a Temporal Schedule that starts a run of plan on a cron spec.
-// Each firing is a normal run whose run id is its workflow id (schedule id + time);
-// a firing is skipped while the previous run is still going.
-func CreateSchedule(ctx context.Context, c client.Client, id, cron string, plan *crawl.Plan, o RunOptions) error {
-	if o.TaskQueue == "" {
-		o.TaskQueue = workflows.DefaultTaskQueue
-	}
-	_, err := c.ScheduleClient().Create(ctx, client.ScheduleOptions{
-		ID:      id,
-		Spec:    client.ScheduleSpec{CronExpressions: []string{cron}},
-		Overlap: enumspb.SCHEDULE_OVERLAP_POLICY_SKIP,
-		// The server keeps the spec as calendars; the memo keeps the cron as written.
-		Memo: map[string]any{"cron": cron, "chain": plan.Chain, "tenant": plan.Tenant},
-		Action: &client.ScheduleWorkflowAction{
-			ID:        id,
-			Workflow:  workflows.ChainWorkflowName,
-			TaskQueue: o.TaskQueue,
-			Memo:      runMemo(plan),
-			Args:      []any{workflows.ChainInput{Plan: *plan, TaskQueue: o.TaskQueue, Tuning: o.Tuning}},
-		},
-	})
-	if err != nil {
-		return fmt.Errorf("create schedule %s: %w", id, err)
-	}
-	return nil
-}

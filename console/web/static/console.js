@@ -296,22 +296,33 @@ pages.schedules = () => {
     const { status, data } = await api("GET", "/api/schedules");
     if (status !== 200) { if (status !== 401) flash(data.error); return; }
     const rows = data.schedules || [];
+    const overlap = $("#s-overlap");
+    if (!overlap.options.length) for (const p of data.overlap_policies || []) overlap.append(el("option", { value: p }, p));
     $("#schedules-empty").hidden = rows.length > 0;
     fill($("#schedules tbody"), rows.map((s) => {
-      const act = (verb, method, path) => el("button", {
-        type: "button", class: "plain", onclick: async () => {
+      const act = (verb, method, path, done) => el("button", {
+        type: "button", class: "plain", "data-action": verb.toLowerCase().replace(" ", "-"), onclick: async () => {
           const r = await api(method, path);
-          flash(r.status === 200 ? "schedule " + s.id + " " + r.data.done : r.data.error, r.status === 200);
+          flash(r.status === 200 ? done(r.data) : r.data.error, r.status === 200);
           load();
         },
       }, verb);
       const base = "/api/schedules/" + encodeURIComponent(s.id);
+      const said = (d) => "schedule " + s.id + " " + d.done;
+      const fired = (d) => d.outcome === "started" ? "schedule " + s.id + " started run " + d.run_id
+        : d.outcome === "skipped" ? "schedule " + s.id + ": firing skipped, its previous run still goes (overlap " + d.overlap + ")"
+          : "schedule " + s.id + " triggered; no run seen starting yet (overlap " + d.overlap + ")";
+      const chain = s.file ? [s.chain, el("div", { class: "muted" }, s.file)] : [s.chain];
+      const settings = [s.catchup_window ? "catch-up " + s.catchup_window : "", s.jitter ? "jitter " + s.jitter : "",
+        s.pause_on_failure ? "pauses on failure" : ""].filter(Boolean).join(", ");
       return el("tr", { "data-schedule": s.id },
-        el("td", {}, s.id), el("td", {}, el("code", {}, (s.cron || []).join(" | "))),
-        el("td", {}, s.paused ? "—" : when(s.next)), el("td", {}, s.paused ? "paused" : "active"),
-        el("td", {}, (s.recent_runs || []).slice(-3).map((id) => el("div", {}, runLink(id)))),
-        el("td", {}, s.paused ? act("Resume", "POST", base + "/unpause") : act("Pause", "POST", base + "/pause"), " ",
-          act("Delete", "DELETE", base)));
+        el("td", {}, s.id), el("td", { class: "cron" }, el("code", { style: "white-space: nowrap" }, s.cron)), el("td", { class: "chain" }, ...chain),
+        el("td", { class: "paused" }, s.paused ? ["paused", s.note ? el("div", { class: "muted" }, s.note) : ""] : "active"),
+        el("td", { class: "next" }, s.paused || !s.next ? "—" : when(s.next)),
+        el("td", { class: "last" }, s.last ? [state(s.last.state), " ", when(s.last.at), el("div", {}, runLink(s.last.run_id))] : "never"),
+        el("td", { class: "overlap" }, s.overlap, settings ? el("div", { class: "muted" }, settings) : ""),
+        el("td", {}, s.paused ? act("Resume", "POST", base + "/unpause", said) : act("Pause", "POST", base + "/pause", said), " ",
+          act("Run now", "POST", base + "/trigger", fired), " ", act("Delete", "DELETE", base, said)));
     }));
   };
   api("GET", "/api/chains").then(({ status, data }) => {
@@ -323,6 +334,8 @@ pages.schedules = () => {
     e.preventDefault();
     const { status, data } = await api("POST", "/api/schedules", {
       id: $("#s-id").value.trim(), cron: $("#s-cron").value.trim(), chain: $("#s-chain").value, sets: setsOf($("#s-sets").value),
+      overlap: $("#s-overlap").value || undefined, catchup_window: $("#s-catchup").value.trim() || undefined,
+      jitter: $("#s-jitter").value.trim() || undefined, pause_on_failure: $("#s-pause-on-failure").checked || undefined,
     });
     flash(status === 201 ? "schedule " + data.id + " created" : data.error, status === 201);
     load();

@@ -1,0 +1,716 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/sdk/client"
+
+	"trawler/crawl"
+	"trawler/workflows"
+)
+
+// OverlapPolicies name what a schedule does when a firing comes while its previous run
+// still goes, as the CLI and the API spell them.
+var OverlapPolicies = []string{"skip", "buffer-one", "buffer-all", "cancel-other", "terminate-other", "allow-all"}
+
+var overlapEnums = map[string]enumspb.ScheduleOverlapPolicy{
+	"skip":            enumspb.SCHEDULE_OVERLAP_POLICY_SKIP,
+	"buffer-one":      enumspb.SCHEDULE_OVERLAP_POLICY_BUFFER_ONE,
+	"buffer-all":      enumspb.SCHEDULE_OVERLAP_POLICY_BUFFER_ALL,
+	"cancel-other":    enumspb.SCHEDULE_OVERLAP_POLICY_CANCEL_OTHER,
+	"terminate-other": enumspb.SCHEDULE_OVERLAP_POLICY_TERMINATE_OTHER,
+	"allow-all":       enumspb.SCHEDULE_OVERLAP_POLICY_ALLOW_ALL,
+}
+
+// overlapName is the CLI's name of a policy; Temporal's default (unspecified) is skip.
+func overlapName(p enumspb.ScheduleOverlapPolicy) string {
+	for name, e := range overlapEnums {
+		if e == p {
+			return name
+		}
+	}
+	return "skip"
+}
+
+// MinCatchupWindow is the shortest catch-up window Temporal keeps (it raises shorter
+// ones to this without a word, so they are refused here).
+const MinCatchupWindow = 10 * time.Second
+
+// MaxBackfill is the most firings one backfill may start.
+const MaxBackfill = 1000
+
+// ScheduleError is a setting of a schedule or of an action on it that is refused before
+// anything is sent to Temporal. Field is the API's name of the setting (cron, overlap,
+// catchup_window, jitter, from, to); Flag is the CLI's.
+type ScheduleError struct {
+	Field, Value, Why string
+}
+
+func (e *ScheduleError) Error() string { return fmt.Sprintf("%s %q: %s", e.Field, e.Value, e.Why) }
+
+// Flag is the CLI's name of the setting: --catchup-window for catchup_window.
+func (e *ScheduleError) Flag() string { return "--" + strings.ReplaceAll(e.Field, "_", "-") }
+
+// FlagError is the message with the flag's name, as the CLI prints it.
+func (e *ScheduleError) FlagError() string {
+	return fmt.Sprintf("%s %q: %s", e.Flag(), e.Value, e.Why)
+}
+
+// NoScheduleError is an action on a schedule that does not exist.
+type NoScheduleError struct{ ID string }
+
+func (e *NoScheduleError) Error() string {
+	return fmt.Sprintf("no schedule named %q; trawler schedule list shows them", e.ID)
+}
+
+// scheduleErr turns Temporal's not-found of a schedule into a NoScheduleError.
+func scheduleErr(id, verb string, err error) error {
+	if err == nil {
+		return nil
+	}
+	var nf *serviceerror.NotFound
+	if errors.As(err, &nf) || strings.Contains(err.Error(), "not found") {
+		return &NoScheduleError{ID: id}
+	}
+	return fmt.Errorf("%s schedule %s: %w", verb, id, err)
+}
+
+// ScheduleConfig is when a schedule fires and what it does when firings overlap.
+type ScheduleConfig struct {
+	Cron           string        // five fields, a descriptor or @every DURATION (ParseCron)
+	Overlap        string        // one of OverlapPolicies; "" is skip
+	CatchupWindow  time.Duration // how late a missed firing (server down) still starts; 0: Temporal's 1 year
+	PauseOnFailure bool          // pause the schedule when a run it started fails
+	Jitter         time.Duration // start each firing up to this much later, at random
+	Note           string        // shown in the listing
+}
+
+// Validate checks every setting; the error is a *ScheduleError naming the first one
+// at fault.
+func (c ScheduleConfig) Validate() error {
+	if _, err := ParseCron(c.Cron); err != nil {
+		return &ScheduleError{Field: "cron", Value: c.Cron, Why: err.Error()}
+	}
+	if _, ok := overlapEnums[c.Overlap]; !ok && c.Overlap != "" {
+		return &ScheduleError{Field: "overlap", Value: c.Overlap, Why: "must be one of " + strings.Join(OverlapPolicies, ", ")}
+	}
+	if c.CatchupWindow < 0 || (c.CatchupWindow > 0 && c.CatchupWindow < MinCatchupWindow) {
+		return &ScheduleError{Field: "catchup_window", Value: c.CatchupWindow.String(), Why: fmt.Sprintf("must be %s or more (Temporal keeps no shorter window), e.g. 10m or 24h", MinCatchupWindow)}
+	}
+	if c.Jitter < 0 {
+		return &ScheduleError{Field: "jitter", Value: c.Jitter.String(), Why: "must be 0 or more, e.g. 30s or 5m"}
+	}
+	return nil
+}
+
+// ParseScheduleDuration reads a duration setting (catchup_window, jitter); "" is 0.
+func ParseScheduleDuration(field, s string) (time.Duration, error) {
+	if strings.TrimSpace(s) == "" {
+		return 0, nil
+	}
+	d, err := time.ParseDuration(strings.TrimSpace(s))
+	if err != nil {
+		return 0, &ScheduleError{Field: field, Value: s, Why: "give a duration with a unit, e.g. 30s, 10m or 24h"}
+	}
+	return d, nil
+}
+
+// cronSpec turns a checked spec into Temporal's: five fields as a cron string (which
+// the server reads as calendars, in UTC), @every as an interval.
+func cronSpec(cron string, jitter time.Duration) client.ScheduleSpec {
+	c, _ := ParseCron(cron)
+	if c != nil && c.Every > 0 {
+		return client.ScheduleSpec{Intervals: []client.ScheduleIntervalSpec{{Every: c.Every, Offset: c.Offset}}, Jitter: jitter}
+	}
+	return client.ScheduleSpec{CronExpressions: []string{strings.TrimSpace(cron)}, Jitter: jitter}
+}
+
+// CreateSchedule makes a Temporal Schedule that starts a run of plan on a cron spec,
+// skipping a firing while the previous run still goes.
+func CreateSchedule(ctx context.Context, c client.Client, id, cron string, plan *crawl.Plan, o RunOptions) error {
+	return CreateScheduleWith(ctx, c, id, "", ScheduleConfig{Cron: cron}, plan, o)
+}
+
+// CreateScheduleWith makes a Temporal Schedule of plan (read from file) with cfg, once
+// cfg is valid. Each firing is a normal run whose run id is its workflow id (schedule
+// id + time).
+func CreateScheduleWith(ctx context.Context, c client.Client, id, file string, cfg ScheduleConfig, plan *crawl.Plan, o RunOptions) error {
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	if o.TaskQueue == "" {
+		o.TaskQueue = workflows.DefaultTaskQueue
+	}
+	if cfg.Overlap == "" {
+		cfg.Overlap = "skip"
+	}
+	cron := strings.TrimSpace(cfg.Cron)
+	_, err := c.ScheduleClient().Create(ctx, client.ScheduleOptions{
+		ID:             id,
+		Spec:           cronSpec(cron, cfg.Jitter),
+		Overlap:        overlapEnums[cfg.Overlap],
+		CatchupWindow:  cfg.CatchupWindow,
+		PauseOnFailure: cfg.PauseOnFailure,
+		Note:           cfg.Note,
+		// The server keeps the spec as calendars; the memo keeps the cron as written.
+		Memo: map[string]any{"cron": cron, "chain": plan.Chain, "tenant": plan.Tenant, "file": file},
+		Action: &client.ScheduleWorkflowAction{
+			ID:        id,
+			Workflow:  workflows.ChainWorkflowName,
+			TaskQueue: o.TaskQueue,
+			Memo:      runMemo(plan),
+			Args:      []any{workflows.ChainInput{Plan: *plan, TaskQueue: o.TaskQueue, Tuning: o.Tuning}},
+		},
+	})
+	if err != nil {
+		return fmt.Errorf("create schedule %s: %w", id, err)
+	}
+	return nil
+}
+
+// ScheduleRun is a run a schedule started, with its state now.
+type ScheduleRun struct {
+	RunID string    `json:"run_id"`
+	At    time.Time `json:"at"`    // when it started
+	State string    `json:"state"` // running, completed, failed, canceled, terminated, timed_out; unknown when gone
+}
+
+// ScheduleInfo is a schedule as the listing shows it.
+type ScheduleInfo struct {
+	ID             string       `json:"id"`
+	Cron           string       `json:"cron"`
+	Chain          string       `json:"chain,omitempty"`
+	File           string       `json:"file,omitempty"`
+	Tenant         string       `json:"tenant,omitempty"`
+	Paused         bool         `json:"paused"`
+	Note           string       `json:"note,omitempty"`
+	Overlap        string       `json:"overlap"`
+	CatchupWindow  string       `json:"catchup_window,omitempty"`
+	PauseOnFailure bool         `json:"pause_on_failure"`
+	Jitter         string       `json:"jitter,omitempty"`
+	Next           *time.Time   `json:"next,omitempty"`
+	Last           *ScheduleRun `json:"last,omitempty"`
+	Runs           int          `json:"runs"`        // runs started so far
+	Skipped        int          `json:"skipped"`     // firings skipped by the overlap policy
+	Running        []string     `json:"running"`     // its runs still going
+	RecentRuns     []string     `json:"recent_runs"` // its latest runs, oldest first
+}
+
+// shortDuration prints 8760h0m0s as 8760h and 1m30s as is.
+func shortDuration(d time.Duration) string {
+	if d == 0 {
+		return ""
+	}
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
+}
+
+// DescribeSchedule reads one schedule, and the state of the last run it started.
+func DescribeSchedule(ctx context.Context, c client.Client, id string) (ScheduleInfo, error) {
+	d, err := c.ScheduleClient().GetHandle(ctx, id).Describe(ctx)
+	if err != nil {
+		return ScheduleInfo{}, scheduleErr(id, "describe", err)
+	}
+	info := ScheduleInfo{
+		ID: id, Cron: MemoString(d.Memo, "cron"), Chain: MemoString(d.Memo, "chain"),
+		File: MemoString(d.Memo, "file"), Tenant: MemoString(d.Memo, "tenant"),
+		Runs: d.Info.NumActions, Skipped: d.Info.NumActionsSkippedOverlap,
+		Running: []string{}, RecentRuns: []string{},
+	}
+	if sp := d.Schedule.Spec; info.Cron == "" && sp != nil {
+		info.Cron = strings.Join(sp.CronExpressions, " | ")
+	}
+	if sp := d.Schedule.Spec; sp != nil {
+		info.Jitter = shortDuration(sp.Jitter)
+	}
+	if st := d.Schedule.State; st != nil {
+		info.Paused, info.Note = st.Paused, st.Note
+	}
+	info.Overlap = "skip"
+	if p := d.Schedule.Policy; p != nil {
+		info.Overlap = overlapName(p.Overlap)
+		info.CatchupWindow = shortDuration(p.CatchupWindow)
+		info.PauseOnFailure = p.PauseOnFailure
+	}
+	if len(d.Info.NextActionTimes) > 0 && !info.Paused {
+		next := d.Info.NextActionTimes[0]
+		info.Next = &next
+	}
+	for _, w := range d.Info.RunningWorkflows {
+		info.Running = append(info.Running, w.WorkflowID)
+	}
+	actions := slices.Clone(d.Info.RecentActions)
+	sort.SliceStable(actions, func(i, j int) bool { return actions[i].ActualTime.Before(actions[j].ActualTime) })
+	for _, a := range actions {
+		if a.StartWorkflowResult != nil {
+			info.RecentRuns = append(info.RecentRuns, a.StartWorkflowResult.WorkflowID)
+		}
+	}
+	if n := len(actions); n > 0 && actions[n-1].StartWorkflowResult != nil {
+		last := actions[n-1]
+		run := &ScheduleRun{RunID: last.StartWorkflowResult.WorkflowID, At: last.ActualTime, State: "unknown"}
+		if wd, err := c.DescribeWorkflowExecution(ctx, run.RunID, ""); err == nil {
+			run.State = stateName(wd.GetWorkflowExecutionInfo().GetStatus())
+		}
+		info.Last = run
+	}
+	return info, nil
+}
+
+// ListSchedules reads every schedule of the namespace, sorted by id. The listing is
+// Temporal's visibility, which lags a create or delete by a moment; each schedule's
+// details are read from the schedule itself.
+func ListSchedules(ctx context.Context, c client.Client) ([]ScheduleInfo, error) {
+	it, err := c.ScheduleClient().List(ctx, client.ScheduleListOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("list schedules: %w", err)
+	}
+	out := []ScheduleInfo{}
+	for it.HasNext() {
+		e, err := it.Next()
+		if err != nil {
+			return nil, fmt.Errorf("list schedules: %w", err)
+		}
+		info, err := DescribeSchedule(ctx, c, e.ID)
+		var gone *NoScheduleError
+		if errors.As(err, &gone) {
+			continue // deleted since the listing
+		}
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, info)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out, nil
+}
+
+// PauseSchedule stops a schedule firing until it is unpaused; note shows in the listing.
+func PauseSchedule(ctx context.Context, c client.Client, id, note string) error {
+	if note == "" {
+		note = "paused"
+	}
+	return scheduleErr(id, "pause", c.ScheduleClient().GetHandle(ctx, id).Pause(ctx, client.SchedulePauseOptions{Note: note}))
+}
+
+// UnpauseSchedule lets a paused schedule fire again.
+func UnpauseSchedule(ctx context.Context, c client.Client, id, note string) error {
+	if note == "" {
+		note = "unpaused"
+	}
+	return scheduleErr(id, "unpause", c.ScheduleClient().GetHandle(ctx, id).Unpause(ctx, client.ScheduleUnpauseOptions{Note: note}))
+}
+
+// DeleteSchedule removes a schedule; runs it started keep going.
+func DeleteSchedule(ctx context.Context, c client.Client, id string) error {
+	return scheduleErr(id, "delete", c.ScheduleClient().GetHandle(ctx, id).Delete(ctx))
+}
+
+// TriggerResult is what a trigger did: started a run, or had the overlap policy skip
+// or hold the firing.
+type TriggerResult struct {
+	ID      string `json:"schedule"`
+	Overlap string `json:"overlap"`
+	Outcome string `json:"outcome"`          // started, skipped or pending (buffered, or not seen yet)
+	RunID   string `json:"run_id,omitempty"` // the run it started
+}
+
+// TriggerSchedule fires a schedule now under its overlap policy, and waits up to wait
+// for the firing to start a run or be skipped.
+func TriggerSchedule(ctx context.Context, c client.Client, id string, wait time.Duration) (TriggerResult, error) {
+	h := c.ScheduleClient().GetHandle(ctx, id)
+	before, err := h.Describe(ctx)
+	if err != nil {
+		return TriggerResult{}, scheduleErr(id, "trigger", err)
+	}
+	res := TriggerResult{ID: id, Overlap: "skip", Outcome: "pending"}
+	if p := before.Schedule.Policy; p != nil {
+		res.Overlap = overlapName(p.Overlap)
+	}
+	if err := h.Trigger(ctx, client.ScheduleTriggerOptions{}); err != nil {
+		return res, scheduleErr(id, "trigger", err)
+	}
+	for deadline := time.Now().Add(wait); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+		d, err := h.Describe(ctx)
+		if err != nil {
+			return res, scheduleErr(id, "trigger", err)
+		}
+		if d.Info.NumActions > before.Info.NumActions {
+			res.Outcome = "started"
+			latest := time.Time{}
+			for _, a := range d.Info.RecentActions {
+				if a.StartWorkflowResult != nil && !a.ActualTime.Before(latest) {
+					latest, res.RunID = a.ActualTime, a.StartWorkflowResult.WorkflowID
+				}
+			}
+			return res, nil
+		}
+		if d.Info.NumActionsSkippedOverlap > before.Info.NumActionsSkippedOverlap {
+			res.Outcome = "skipped"
+			return res, nil
+		}
+	}
+	return res, nil
+}
+
+// ParseBackfillTime reads --from or --to: an RFC 3339 time.
+func ParseBackfillTime(field, s string) (time.Time, error) {
+	t, err := time.Parse(time.RFC3339, strings.TrimSpace(s))
+	if err != nil {
+		why := "give an RFC 3339 time, e.g. 2026-01-02T15:04:05Z or 2026-01-02T16:04:05+01:00"
+		if strings.TrimSpace(s) == "" {
+			why = "is required: " + why
+		}
+		return time.Time{}, &ScheduleError{Field: field, Value: s, Why: why}
+	}
+	return t, nil
+}
+
+// BackfillResult is what a backfill asked Temporal to start.
+type BackfillResult struct {
+	ID       string    `json:"schedule"`
+	From     time.Time `json:"from"`
+	To       time.Time `json:"to"`
+	Firings  int       `json:"firings"` // firings of the spec in [from, to]
+	Overlap  string    `json:"overlap"`
+	Schedule string    `json:"cron"`
+}
+
+// BackfillSchedule starts the runs the schedule would have started between from and
+// to (both in the past), under overlap ("" is the schedule's own policy). It refuses a
+// range in which the spec never fires, or fires more than MaxBackfill times.
+func BackfillSchedule(ctx context.Context, c client.Client, id string, from, to time.Time, overlap string) (BackfillResult, error) {
+	if !to.After(from) {
+		return BackfillResult{}, &ScheduleError{Field: "to", Value: to.Format(time.RFC3339), Why: "must be after from (" + from.Format(time.RFC3339) + ")"}
+	}
+	if to.After(time.Now()) {
+		return BackfillResult{}, &ScheduleError{Field: "to", Value: to.Format(time.RFC3339), Why: "is in the future: a backfill replays past firings; trigger starts a run now"}
+	}
+	if _, ok := overlapEnums[overlap]; !ok && overlap != "" {
+		return BackfillResult{}, &ScheduleError{Field: "overlap", Value: overlap, Why: "must be one of " + strings.Join(OverlapPolicies, ", ")}
+	}
+	info, err := DescribeSchedule(ctx, c, id)
+	if err != nil {
+		return BackfillResult{}, err
+	}
+	res := BackfillResult{ID: id, From: from, To: to, Overlap: info.Overlap, Schedule: info.Cron}
+	if overlap != "" {
+		res.Overlap = overlap
+	}
+	if spec, err := ParseCron(info.Cron); err == nil {
+		res.Firings = spec.Count(from, to, MaxBackfill)
+		if res.Firings == 0 {
+			return res, &ScheduleError{Field: "from", Value: from.Format(time.RFC3339), Why: fmt.Sprintf("the schedule (%s) does not fire between from and to (%s): nothing to backfill", info.Cron, to.Format(time.RFC3339))}
+		}
+		if res.Firings > MaxBackfill {
+			return res, &ScheduleError{Field: "to", Value: to.Format(time.RFC3339), Why: fmt.Sprintf("the schedule (%s) fires more than %d times between from and to: backfill a shorter range", info.Cron, MaxBackfill)}
+		}
+	}
+	err = c.ScheduleClient().GetHandle(ctx, id).Backfill(ctx, client.ScheduleBackfillOptions{
+		Backfill: []client.ScheduleBackfill{{Start: from, End: to, Overlap: overlapEnums[res.Overlap]}},
+	})
+	return res, scheduleErr(id, "backfill", err)
+}
+
+// A cron spec as schedules take it: exactly five fields (minute hour day-of-month month
+// day-of-week) in Temporal's syntax, a descriptor (@hourly …), or @every DURATION.
+// ParseCron refuses, before anything reaches Temporal, what Temporal would refuse, what
+// it would read differently from what was meant (seconds, years, '#' comments, time
+// zone prefixes) and specs that never fire.
+
+// CronDescriptors are the descriptors a spec may be, with the five fields each stands for.
+var CronDescriptors = []struct{ Name, Fields string }{
+	{"@yearly", "0 0 1 1 *"}, {"@annually", "0 0 1 1 *"}, {"@monthly", "0 0 1 * *"},
+	{"@weekly", "0 0 * * 0"}, {"@daily", "0 0 * * *"}, {"@midnight", "0 0 * * *"}, {"@hourly", "0 * * * *"},
+}
+
+// MinEvery is the shortest interval @every takes: a chain run is a crawl, not a poll.
+const MinEvery = time.Minute
+
+// cronHorizon is how far ahead a spec must fire at least once.
+const cronHorizon = 30
+
+type cronField struct {
+	name      string
+	min, max  int
+	names     []string // accepted names, index i stands for value min+i (prefixes of at least prefix letters)
+	prefix    int
+	takes     string // what the field takes, for messages
+	valueName string // what one value is called: "a month"
+}
+
+var (
+	monthNames = []string{"january", "february", "march", "april", "may", "june", "july", "august", "september", "october", "november", "december"}
+	dowNames   = []string{"sunday", "monday", "tuesday", "wednesday", "thursday", "friday", "saturday"}
+	cronFields = [5]cronField{
+		{name: "minute", min: 0, max: 59, takes: "0-59"},
+		{name: "hour", min: 0, max: 23, takes: "0-23"},
+		{name: "day-of-month", min: 1, max: 31, takes: "1-31"},
+		{name: "month", min: 1, max: 12, names: monthNames, prefix: 3, takes: "1-12 or JAN-DEC", valueName: "a month"},
+		{name: "day-of-week", min: 0, max: 7, names: dowNames, prefix: 2, takes: "0-7 (0 and 7 are Sunday) or SUN-SAT", valueName: "a day of the week"},
+	}
+)
+
+// CronSpec is a parsed spec: the set of each field's values, or an interval.
+type CronSpec struct {
+	Spec   string
+	fields [5]uint64 // bit v set: value v matches (day-of-week 7 folded onto 0)
+	Every  time.Duration
+	Offset time.Duration
+}
+
+const cronUsage = `give five fields: minute hour day-of-month month day-of-week, e.g. "0 * * * *" for hourly, or one of @hourly @daily @midnight @weekly @monthly @yearly @annually, or @every DURATION (e.g. @every 30m)`
+
+// ParseCron parses and checks a spec; its error says what is wrong in the user's terms
+// (the caller names the flag or field and quotes the spec).
+func ParseCron(spec string) (*CronSpec, error) {
+	s := strings.TrimSpace(spec)
+	switch {
+	case s == "":
+		return nil, fmt.Errorf("is empty; %s", cronUsage)
+	case strings.HasPrefix(s, "TZ=") || strings.HasPrefix(s, "CRON_TZ="):
+		return nil, fmt.Errorf("time zone prefixes are not accepted: schedules fire in UTC; write the UTC hour")
+	case strings.Contains(s, "#"):
+		return nil, fmt.Errorf("'#' is not accepted: Temporal reads the rest as a comment, so nth-weekday forms like MON#2 would silently mean every Monday")
+	case strings.HasPrefix(s, "@every"):
+		return parseEvery(spec, s)
+	case strings.HasPrefix(s, "@"):
+		for _, d := range CronDescriptors {
+			if s == d.Name {
+				c, err := ParseCron(d.Fields)
+				if c != nil {
+					c.Spec = spec
+				}
+				return c, err
+			}
+		}
+		names := make([]string, len(CronDescriptors))
+		for i, d := range CronDescriptors {
+			names[i] = d.Name
+		}
+		return nil, fmt.Errorf("unknown descriptor %s; the descriptors are %s, and @every DURATION", strings.Fields(s)[0], strings.Join(names, " "))
+	}
+	toks := strings.Fields(s)
+	if len(toks) != 5 {
+		extra := ""
+		if len(toks) == 6 || len(toks) == 7 {
+			extra = " (seconds and year fields are not accepted)"
+		}
+		return nil, fmt.Errorf("has %d fields%s; %s", len(toks), extra, cronUsage)
+	}
+	c := &CronSpec{Spec: spec}
+	for i, tok := range toks {
+		bits, err := cronFields[i].parse(tok)
+		if err != nil {
+			return nil, err
+		}
+		c.fields[i] = bits
+	}
+	if why := c.neverFires(toks[2]); why != "" {
+		return nil, fmt.Errorf("never fires: %s", why)
+	}
+	if c.Next(time.Now()).IsZero() {
+		return nil, fmt.Errorf("never fires in the next %d years", cronHorizon)
+	}
+	return c, nil
+}
+
+func parseEvery(spec, s string) (*CronSpec, error) {
+	arg := strings.TrimSpace(strings.TrimPrefix(s, "@every"))
+	if arg == "" || !strings.HasPrefix(s, "@every ") {
+		return nil, fmt.Errorf("@every needs a duration, e.g. @every 30m or @every 6h")
+	}
+	every, offset, hasOffset := strings.Cut(arg, "/")
+	d, err := time.ParseDuration(every)
+	if err != nil || d <= 0 {
+		return nil, fmt.Errorf("@every %s: give a duration like 30m, 6h or 36h", every)
+	}
+	if d < MinEvery {
+		return nil, fmt.Errorf("@every %s is shorter than the %s minimum", every, shortDuration(MinEvery))
+	}
+	c := &CronSpec{Spec: spec, Every: d}
+	if hasOffset {
+		o, err := time.ParseDuration(offset)
+		if err != nil || o < 0 {
+			return nil, fmt.Errorf("@every %s: offset %q: give a duration like 15m", arg, offset)
+		}
+		if o >= d {
+			return nil, fmt.Errorf("@every %s: offset %s is not shorter than the interval %s", arg, offset, every)
+		}
+		c.Offset = o
+	}
+	return c, nil
+}
+
+// parse reads one field: comma-separated items, each *, a value, a range a-b, with an
+// optional step /n (a value with a step runs to the field's end, as Temporal reads it).
+func (f cronField) parse(tok string) (uint64, error) {
+	var bits uint64
+	for _, item := range strings.Split(tok, ",") {
+		if item == "" {
+			return 0, fmt.Errorf("%s %q has an empty list item", f.name, tok)
+		}
+		part, stepText, hasStep := strings.Cut(item, "/")
+		step := 1
+		if hasStep {
+			n, err := strconv.Atoi(stepText)
+			if err != nil || n < 1 || strings.ContainsAny(stepText, "+-") {
+				return 0, fmt.Errorf("%s step %q: give a whole number of 1 or more", f.name, stepText)
+			}
+			if n > f.max-f.min {
+				return 0, fmt.Errorf("%s step %d is larger than the field's range %s", f.name, n, f.takes)
+			}
+			step = n
+		}
+		lo, hi := f.min, f.max
+		switch {
+		case part == "*":
+		case strings.Contains(part, "-"):
+			a, b, _ := strings.Cut(part, "-")
+			var err error
+			if lo, err = f.value(a); err != nil {
+				return 0, err
+			}
+			if hi, err = f.value(b); err != nil {
+				return 0, err
+			}
+			if hi < lo {
+				return 0, fmt.Errorf("%s range %s ends before it starts (ranges do not wrap around)", f.name, part)
+			}
+		default:
+			v, err := f.value(part)
+			if err != nil {
+				return 0, err
+			}
+			lo = v
+			if !hasStep {
+				hi = v
+			}
+		}
+		for v := lo; v <= hi; v += step {
+			if f.name == "day-of-week" && v == 7 {
+				bits |= 1
+				continue
+			}
+			bits |= 1 << v
+		}
+	}
+	return bits, nil
+}
+
+// value reads one number or name of the field.
+func (f cronField) value(s string) (int, error) {
+	if s == "" {
+		return 0, fmt.Errorf("%s has a range with an end missing", f.name)
+	}
+	if n, err := strconv.Atoi(s); err == nil && !strings.ContainsAny(s, "+-") {
+		if n < f.min || n > f.max {
+			return 0, fmt.Errorf("%s %d is out of range: %s takes %s", f.name, n, f.name, f.takes)
+		}
+		return n, nil
+	}
+	if f.names != nil && len(s) >= f.prefix {
+		low := strings.ToLower(s)
+		for i, name := range f.names {
+			if strings.HasPrefix(name, low) {
+				return f.min + i, nil
+			}
+		}
+	}
+	if f.names != nil {
+		return 0, fmt.Errorf("%s %q is not %s: %s takes %s", f.name, s, f.valueName, f.name, f.takes)
+	}
+	return 0, fmt.Errorf("%s %q is not a number: %s takes %s", f.name, s, f.name, f.takes)
+}
+
+// daysIn is the most days month m (1-12) has.
+func daysIn(m int) int {
+	switch m {
+	case 2:
+		return 29
+	case 4, 6, 9, 11:
+		return 30
+	}
+	return 31
+}
+
+// neverFires says why no day matches month and day-of-month together, or "".
+func (c *CronSpec) neverFires(dom string) string {
+	least := 0 // the smallest day-of-month the spec names
+	for d := 1; d <= 31 && least == 0; d++ {
+		if c.fields[2]&(1<<d) != 0 {
+			least = d
+		}
+	}
+	var months []string
+	for m := 1; m <= 12; m++ {
+		if c.fields[3]&(1<<m) == 0 {
+			continue
+		}
+		if least <= daysIn(m) {
+			return ""
+		}
+		name := monthNames[m-1]
+		months = append(months, fmt.Sprintf("%s (%d days at most)", strings.ToUpper(name[:1])+name[1:], daysIn(m)))
+	}
+	return fmt.Sprintf("day-of-month %s does not exist in %s", dom, strings.Join(months, " or "))
+}
+
+// Next is the first firing after t (UTC, on the minute), or the zero time when none
+// comes within the horizon. Like Temporal, a day must match both day-of-month and
+// day-of-week when both are given.
+func (c *CronSpec) Next(after time.Time) time.Time {
+	after = after.UTC()
+	if c.Every > 0 {
+		n := after.UnixNano() - int64(c.Offset)
+		k := n/int64(c.Every) + 1
+		if n < 0 && n%int64(c.Every) != 0 {
+			k--
+		}
+		return time.Unix(0, k*int64(c.Every)+int64(c.Offset)).UTC()
+	}
+	t := after.Truncate(time.Minute).Add(time.Minute)
+	limit := t.AddDate(cronHorizon, 0, 0)
+	has := func(i, v int) bool { return c.fields[i]&(1<<v) != 0 }
+	for !t.After(limit) {
+		if !has(3, int(t.Month())) || !has(2, t.Day()) || !has(4, int(t.Weekday())) {
+			y, m, d := t.Date()
+			t = time.Date(y, m, d+1, 0, 0, 0, 0, time.UTC)
+			continue
+		}
+		if !has(1, t.Hour()) {
+			t = t.Truncate(time.Hour).Add(time.Hour)
+			continue
+		}
+		if !has(0, t.Minute()) {
+			t = t.Add(time.Minute)
+			continue
+		}
+		return t
+	}
+	return time.Time{}
+}
+
+// Count is the number of firings in [from, to], counting no further than max+1.
+func (c *CronSpec) Count(from, to time.Time, max int) int {
+	n := 0
+	for t := c.Next(from.Add(-time.Nanosecond)); !t.IsZero() && !t.After(to) && n <= max; t = c.Next(t) {
+		n++
+	}
+	return n
+}
