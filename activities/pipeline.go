@@ -9,8 +9,13 @@ import (
 	"slices"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+
 	"trawler/crawl"
 	"trawler/dedup"
+	"trawler/internal/tracing"
 	"trawler/storage"
 )
 
@@ -192,12 +197,23 @@ func write(ctx context.Context, b crawl.Batch, sinks []storage.Sink, group []out
 		if group[0].passed(s.Name()) {
 			continue
 		}
-		if err := s.Write(ctx, items); err != nil {
+		if err := writeSink(ctx, s, items); err != nil {
 			return crawl.Dependency("store "+s.Name(), fmt.Errorf("store %d items of step %s in %s: %w", len(items), b.Step.ID, s.Name(), err))
 		}
 		group[0].pass(s.Name())
 	}
 	return nil
+}
+
+// writeSink writes one sink, in a span of its own when tracing is on.
+func writeSink(ctx context.Context, s storage.Sink, items []crawl.Item) error {
+	ctx, span := tracing.Tracer().Start(ctx, "store "+s.Name(), trace.WithAttributes(attribute.Int("trawler.items", len(items))))
+	defer span.End()
+	err := s.Write(ctx, items)
+	if err != nil {
+		span.SetStatus(codes.Error, crawl.RedactText(err.Error()))
+	}
+	return err
 }
 
 // record notes every judged item as seen (unchanged ones move their last-seen time),

@@ -158,7 +158,7 @@ func New(o Options) *Fetcher {
 }
 
 func newFetcher(inner crawl.Fetcher, user []crawl.Middleware) *Fetcher {
-	outer := append([]crawl.Middleware{StatusCheck(), Metrics()}, user...)
+	outer := append([]crawl.Middleware{StatusCheck(), Tracing(), Metrics()}, user...)
 	return &Fetcher{inner: inner, user: user, chain: crawl.Wrap(inner, outer...)}
 }
 

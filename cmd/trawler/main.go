@@ -22,6 +22,7 @@ import (
 	"trawler/internal/endpoints"
 	"trawler/internal/engine"
 	"trawler/internal/redisurl"
+	"trawler/internal/tracing"
 	"trawler/workflows"
 
 	_ "trawler/sites/demo"
@@ -73,6 +74,8 @@ type settings struct {
 	auth      authSettings
 	json      bool
 	verbose   bool
+	otlp      string // where traces go: an OTLP/gRPC collector's HOST:PORT, or stderr
+	stopTrace func(context.Context) error
 }
 
 func newRoot() *cobra.Command {
@@ -115,6 +118,26 @@ Secrets are read from files (--redis-password-file, --kafka-password-file,
 	s.auth.register(pf)
 	pf.BoolVar(&s.json, "json", false, "machine-readable output: JSON lines, the last one the result")
 	pf.BoolVarP(&s.verbose, "verbose", "v", false, "log worker and client details to stderr")
+	pf.StringVar(&s.otlp, "otlp", "", "send OpenTelemetry traces (workflow → batch activity → each fetch and store write) to this OTLP/gRPC collector `HOST:PORT` (https://HOST:PORT for TLS), or print each span to stderr with --otlp stderr [TRAWLER_OTLP]")
+	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error {
+		if s.otlp == "" {
+			s.otlp = os.Getenv("TRAWLER_OTLP")
+		}
+		if s.otlp == "" {
+			return nil
+		}
+		var err error
+		s.stopTrace, err = tracing.Start(cmd.Context(), s.otlp, "trawler-"+cmd.Name(), os.Stderr)
+		return err
+	}
+	root.PersistentPostRunE = func(cmd *cobra.Command, _ []string) error {
+		if s.stopTrace == nil {
+			return nil
+		}
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(cmd.Context()), 5*time.Second)
+		defer cancel()
+		return s.stopTrace(ctx) // sends what is still buffered
+	}
 	root.AddCommand(demoCmd(s), devCmd(s), workerCmd(s), runCmd(s), statusCmd(s), validateCmd(s), scheduleCmd(s), benchCmd(s), dedupCmd(s), quotaCmd(s), tryCmd(s), itemsCmd(s), searchCmd(s), consoleCmd(s), historyCmd(s), poolCmd(s))
 	return root
 }

@@ -4,6 +4,8 @@ import (
 	"crypto/tls"
 
 	"go.temporal.io/sdk/client"
+
+	"trawler/internal/tracing"
 )
 
 // TemporalAuth secures the connection to a Temporal cluster: TLS (a CA to trust, a
@@ -17,7 +19,10 @@ type TemporalAuth struct {
 
 // ClientOptions are the options every Trawler process dials Temporal with.
 func ClientOptions(hostPort, namespace string, auth TemporalAuth) client.Options {
-	o := client.Options{HostPort: hostPort, Namespace: namespace, ConnectionOptions: ConnectionOptions(hostPort)}
+	o := client.Options{HostPort: hostPort, Namespace: namespace, ConnectionOptions: ConnectionOptions(hostPort),
+		// With tracing on, workflows and activities carry the trace (workers built on this
+		// client inherit it).
+		Interceptors: tracing.Interceptors()}
 	o.ConnectionOptions.TLS = auth.TLS
 	if auth.APIKey != "" {
 		o.Credentials = client.NewAPIKeyStaticCredentials(auth.APIKey)
