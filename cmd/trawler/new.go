@@ -1,0 +1,308 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/PuerkitoBio/goquery"
+	"github.com/spf13/cobra"
+
+	"trawler/crawl"
+	"trawler/fetch"
+	"trawler/internal/scaffold"
+)
+
+func newCmd(s *settings) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "new",
+		Short: "Start a site: a task package on the SDK (new site) or a config-driven chain inferred from a page (new chain)",
+		Long: `Write the starting point of a new site.
+
+  trawler new site NAME    a Go package sites/NAME with a feed and a detail task on the task
+                           SDK, recorded pages and a test, and examples/NAME.yaml
+  trawler new chain URL    fetch a list page, find its items, title, links and next page,
+                           and write a chain of generic.html_list (+ generic.html_detail)`,
+		Args: cobra.NoArgs,
+	}
+	cmd.AddCommand(newSiteCmd(s), newChainCmd(s))
+	return cmd
+}
+
+func newSiteCmd(s *settings) *cobra.Command {
+	var o scaffold.SiteOptions
+	cmd := &cobra.Command{
+		Use:   "site NAME",
+		Short: "Write a site package (feed and detail tasks on the task SDK, recorded pages, a test) and its chain file",
+		Long: `Write sites/NAME/: NAME.go with two tasks on the task SDK (crawl.HTMLTask): NAME.feed
+walks the list pages (crawl.URLOf gives the first, p.FollowAll hands every entry's link to
+NAME.detail, p.Follow the next page back to itself) and NAME.detail stores one item per
+page from a struct whose tags say what to extract; NAME_test.go runs both tasks against
+the recorded pages in testdata/ served by httptest, asserting the exact items and
+follows; and examples/NAME.yaml, the chain feed → detail.
+
+The selectors match the bundled demo site, so the test passes and the chain runs on a
+` + "`trawler dev`" + ` stack as written; then change them for your site, record its pages into
+testdata/ and keep the test exact. NAME is a lowercase Go identifier; an existing
+package directory or chain file is refused unless --force.
+
+The tasks register themselves when the package is imported: the command prints the
+blank import to add to cmd/trawler/main.go next to the other sites.`,
+		Example: `  trawler new site acme
+  trawler new site acme --base-url https://news.acme.example
+  go test ./sites/acme && trawler validate examples/acme.yaml
+  trawler new site acme --dir sites --examples examples --force --json`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			o.Name = args[0]
+			if o.BaseURL != "" {
+				u, err := url.Parse(o.BaseURL)
+				if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+					return fmt.Errorf("--base-url %q: want an absolute http(s) URL such as https://news.example.com", o.BaseURL)
+				}
+			}
+			res, err := scaffold.WriteSite(o)
+			if err != nil {
+				return err
+			}
+			if s.json {
+				return printJSON(res)
+			}
+			fmt.Printf("wrote package %s (tasks %s):\n", res.Package, strings.Join(res.Tasks, ", "))
+			for _, f := range res.Files {
+				fmt.Println("  " + f)
+			}
+			fmt.Println()
+			if res.ImportLine != "" {
+				fmt.Printf("Register its tasks: add this line to the import block of %s,\nnext to _ \"trawler/sites/demo\":\n\n\t%s\n\n", res.ImportInto, res.ImportLine)
+			} else {
+				fmt.Println("Register its tasks: import the package (blank import) in the binary's main package.")
+			}
+			fmt.Printf("Then:\n  go test %s\n  trawler validate %s\n  trawler run %s --data .data/dev --wait\n", relOrAbs(res.Package), relOrAbs(res.Chain), relOrAbs(res.Chain))
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.Dir, "dir", "sites", "parent `DIR` of the new package")
+	f.StringVar(&o.ExamplesDir, "examples", "examples", "`DIR` of the chain file NAME.yaml")
+	f.StringVar(&o.BaseURL, "base-url", "", "the site's root `URL` (default: the demo site, ${demo_site:-http://127.0.0.1:8089} in the chain)")
+	f.BoolVar(&o.Force, "force", false, "overwrite an existing package directory and chain file")
+	return cmd
+}
+
+func relOrAbs(p string) string {
+	if wd, err := os.Getwd(); err == nil {
+		if r, err := filepath.Rel(wd, p); err == nil && !strings.HasPrefix(r, "..") {
+			if !strings.HasPrefix(r, ".") && strings.Contains(r, string(filepath.Separator)) && !strings.HasSuffix(r, ".yaml") {
+				return "./" + filepath.ToSlash(r)
+			}
+			return filepath.ToSlash(r)
+		}
+	}
+	return p
+}
+
+// newChainResult is what `trawler new chain --json` prints.
+type newChainResult struct {
+	File     string                   `json:"file"`
+	Name     string                   `json:"name"`
+	List     scaffold.ListFindings    `json:"list"`
+	Detail   *scaffold.DetailFindings `json:"detail,omitempty"`
+	Valid    bool                     `json:"valid"`
+	Problems []string                 `json:"problems,omitempty"`
+}
+
+var chainNameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]*$`)
+
+func newChainCmd(s *settings) *cobra.Command {
+	var (
+		out      string
+		name     string
+		maxPages int
+		force    bool
+		timeout  time.Duration
+		private  privateFlag
+	)
+	cmd := &cobra.Command{
+		Use:   "chain URL",
+		Short: "Fetch a list page, find its items, links and next page, and write a generic chain",
+		Long: `Fetch a list page with the real fetcher and write a config-driven chain for it:
+
+  items   the list: groups of 3 or more sibling elements with the same tag and class that
+          contain links, ranked by how many there are and how much text their main link has
+  fields  title (a heading in every item, else the main link's text) and link (its href)
+  next    a link with rel=next, else one whose text is Next, More, Older, 下一页, » …
+  detail  when the items link to distinct pages of the same site: a generic.html_detail
+          step reading title (the first h1) and text (article, main, or the element with
+          the most paragraph text) from the first item's page
+
+It prints what it found and why, the runner-up lists, and checks the written file as
+` + "`trawler validate`" + ` does. Like a worker, it refuses loopback and private addresses unless
+--allow-private (or TRAWLER_ALLOW_PRIVATE=1). robots.txt is obeyed. --json prints one
+object: the file, the findings and the validation.`,
+		Example: `  trawler new chain 'https://news.example.com/latest'
+  trawler new chain 'http://127.0.0.1:8089/news?p=1' --allow-private --name demo-news --out chains/demo-news.yaml
+  trawler new chain 'https://shop.example.com/c/shoes' --max-pages 10 --json
+  trawler try generic.html_list --params chains/demo-news.yaml --allow-private`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			allowPrivate, err := private.resolve(cmd)
+			if err != nil {
+				return err
+			}
+			u, err := url.Parse(args[0])
+			if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+				return fmt.Errorf("%q: want an absolute http(s) URL of a list page", args[0])
+			}
+			if name == "" {
+				name = strings.Trim(regexp.MustCompile(`[^a-z0-9]+`).ReplaceAllString(strings.ToLower(strings.TrimPrefix(u.Hostname(), "www.")), "-"), "-")
+			}
+			if !chainNameRE.MatchString(name) {
+				return fmt.Errorf("--name %q: lowercase letters, digits, - and _", name)
+			}
+			if out == "" {
+				out = name + ".yaml"
+			}
+			if _, err := os.Stat(out); err == nil && !force {
+				return fmt.Errorf("%s already exists; --out another file, or --force to overwrite it", out)
+			}
+			ctx, cancel := context.WithTimeout(cmd.Context(), timeout)
+			defer cancel()
+			fetcher := fetch.New(fetch.Options{AllowPrivate: allowPrivate, Timeout: timeout})
+			doc, final, err := fetchDoc(ctx, fetcher, u.String())
+			if err != nil {
+				return err
+			}
+			list, err := scaffold.AnalyzeList(doc, final)
+			if err != nil {
+				return fmt.Errorf("%s: %v", u, err)
+			}
+			var detail *scaffold.DetailFindings
+			if list.Detail {
+				ddoc, dfinal, err := fetchDoc(ctx, fetcher, list.Links[0])
+				if err != nil {
+					list.Detail = false
+					list.DetailWhy += fmt.Sprintf("; but its first page did not load (%v): the items are stored from the list", err)
+				} else {
+					d := scaffold.AnalyzeDetail(ddoc, dfinal.String())
+					detail = &d
+				}
+			}
+			data, err := scaffold.ChainYAML(scaffold.ChainOptions{Name: name, URL: u, MaxPages: maxPages}, list, detail)
+			if err != nil {
+				return err
+			}
+			res := newChainResult{File: out, Name: name, List: list, Detail: detail, Valid: true}
+			if _, err := crawl.Load(out, data, crawl.LoadOptions{Sinks: knownSinks}); err != nil {
+				res.Valid = false
+				var ps crawl.Problems
+				if errors.As(err, &ps) {
+					for _, p := range ps {
+						res.Problems = append(res.Problems, p.String())
+					}
+				} else {
+					res.Problems = []string{err.Error()}
+				}
+			}
+			if dir := filepath.Dir(out); dir != "." {
+				if err := os.MkdirAll(dir, 0o755); err != nil {
+					return err
+				}
+			}
+			if err := os.WriteFile(out, data, 0o644); err != nil {
+				return err
+			}
+			if s.json {
+				if err := printJSON(res); err != nil {
+					return err
+				}
+			} else {
+				printNewChain(res)
+			}
+			if !res.Valid {
+				return exitError(1)
+			}
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&out, "out", "", "chain `FILE` to write (default NAME.yaml)")
+	f.StringVar(&name, "name", "", "chain `NAME` (default from the host: news-example-com)")
+	f.IntVar(&maxPages, "max-pages", 3, "max_pages of the list step: list pages to follow per start URL")
+	f.BoolVar(&force, "force", false, "overwrite --out when it exists")
+	f.DurationVar(&timeout, "timeout", 30*time.Second, "give up fetching after this long")
+	private.add(cmd, "fetch loopback and private addresses (a local site); link-local and cloud metadata stay refused")
+	return cmd
+}
+
+// fetchDoc fetches and parses one HTML page with the project's fetcher: robots.txt, the
+// fetch guard and statuses as a worker sees them.
+func fetchDoc(ctx context.Context, f crawl.Fetcher, u string) (*goquery.Document, *url.URL, error) {
+	resp, err := f.Fetch(ctx, &crawl.Request{Method: "GET", URL: u})
+	if err != nil {
+		return nil, nil, err
+	}
+	doc, err := goquery.NewDocumentFromReader(bytes.NewReader(resp.Body))
+	if err != nil {
+		return nil, nil, fmt.Errorf("GET %s: parse HTML: %v", u, err)
+	}
+	final := resp.URL
+	if final == "" {
+		final = u
+	}
+	fu, err := url.Parse(final)
+	if err != nil {
+		return nil, nil, err
+	}
+	doc.Url = fu
+	return doc, fu, nil
+}
+
+func printNewChain(r newChainResult) {
+	l := r.List
+	fmt.Printf("items   %s: %s\n", l.Items.Selector, l.Items.Why)
+	for _, c := range l.Candidates[1:] {
+		fmt.Printf("        runner-up %s (%d, score %.0f)\n", c.Selector, c.Count, c.Score)
+	}
+	fmt.Printf("title   %s: %s\n", orItem(l.Title), l.TitleWhy)
+	fmt.Printf("link    %s: %d links, e.g. %s\n", orItem(l.Items.Link), len(l.Links), first(l.Links))
+	if l.Next != "" {
+		fmt.Printf("next    %s: %s\n", l.Next, l.NextWhy)
+	} else {
+		fmt.Printf("next    none: %s\n", l.NextWhy)
+	}
+	fmt.Printf("detail  %v: %s\n", l.Detail, l.DetailWhy)
+	if d := r.Detail; d != nil {
+		fmt.Printf("        title %s: %s\n        text  %s: %s\n", d.Title, d.TitleWhy, d.Text, d.TextWhy)
+	}
+	if r.Valid {
+		fmt.Printf("wrote %s: ok (checked as trawler validate does)\n", r.File)
+		fmt.Printf("next: trawler try generic.html_list --params %s; trawler run %s --wait\n", r.File, r.File)
+		return
+	}
+	fmt.Printf("wrote %s, with problems:\n", r.File)
+	for _, p := range r.Problems {
+		fmt.Fprintln(os.Stderr, "  "+p)
+	}
+}
+
+func orItem(sel string) string {
+	if sel == "" {
+		return "(the item)"
+	}
+	return sel
+}
+
+func first(s []string) string {
+	if len(s) == 0 {
+		return "-"
+	}
+	return s[0]
+}
