@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -201,8 +202,10 @@ func demoSource(t *testing.T, tenant string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := strings.Replace(string(src), "store: [jsonl]", "store: [jsonl, mongo, es]", 1)
-	return strings.Replace(s, "name: demo\n", "name: demo\ntenant: "+tenant+"\n", 1)
+	// The story step stores in jsonl, mongo and es, the comments in jsonl alone.
+	s := strings.Replace(string(src), "store: [all]", "store: [jsonl, mongo, es]", 1)
+	s = strings.Replace(s, "store: [all]", "store: [jsonl]", 1)
+	return regexp.MustCompile(`(?m)^#? ?tenant: .*$`).ReplaceAllString(s, "tenant: "+tenant)
 }
 
 // storedRun is one demo run (one feed page, tenant "console") that stored to every
