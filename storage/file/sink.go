@@ -74,9 +74,11 @@ func Open(o Options) (*Sink, error) {
 	if o.Format == "" {
 		o.Format = JSONL
 	}
-	if _, err := ParseFormat(string(o.Format)); err != nil {
+	f, err := ParseFormat(string(o.Format))
+	if err != nil {
 		return nil, fmt.Errorf("file sink: --file-format: %w", err)
 	}
+	o.Format = f
 	if o.RotateSize < 0 || o.RotateEvery < 0 {
 		return nil, errors.New("file sink: --file-rotate-size and --file-rotate-every take 0 (no limit) or more")
 	}
