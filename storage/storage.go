@@ -1,8 +1,8 @@
 // Package storage defines the sinks a chain step stores its items in. Each sink writes
 // idempotently: storing the same item of the same run twice (a retried batch) leaves one
 // record — or, for a log that keeps every copy (Kafka, see AtLeastOnce), repeats that
-// carry the same item id. Sink packages live below this one (jsonl, kafka, mongo; hbase
-// and es plug in the same way).
+// carry the same item id. Sink packages live below this one (jsonl, file, kafka, mongo;
+// hbase and es plug in the same way).
 package storage
 
 import (

@@ -22,7 +22,9 @@ func openSinks(s *settings) (storage.Set, error) {
 	if err != nil {
 		return nil, err
 	}
-	return engine.OpenSinks(engine.SinkOptions{OutDir: s.out, Kafka: s.kafkaBrokers(), Mongo: s.mongo, ES: s.es, HBase: s.hbase, Auth: auth, Log: s.logger()})
+	// The file sink's finished files are read back when TRAWLER_FILE_DIR names them.
+	files := engine.FileOptions{Dir: strings.TrimSpace(os.Getenv("TRAWLER_FILE_DIR"))}
+	return engine.OpenSinks(engine.SinkOptions{OutDir: s.out, Kafka: s.kafkaBrokers(), Mongo: s.mongo, ES: s.es, HBase: s.hbase, File: files, Auth: auth, Log: s.logger()})
 }
 
 // kafkaBrokers splits --kafka.
@@ -61,6 +63,7 @@ func workerCmd(s *settings) *cobra.Command {
 	var watch watchFlags
 	var hot engine.HotOptions
 	var private privateFlag
+	var files fileSinkFlags
 	cmd := &cobra.Command{
 		Use:   "worker",
 		Short: "Run a worker: executes chain workflows and batch activities until interrupted",
@@ -97,6 +100,10 @@ heartbeat timeout and which resume from their last stored input.`,
 			if err != nil {
 				return err
 			}
+			fileOpts, err := files.options()
+			if err != nil {
+				return err
+			}
 			c, err := s.dial(cmd.Context())
 			if err != nil {
 				return err
@@ -105,7 +112,7 @@ heartbeat timeout and which resume from their last stored input.`,
 			w, err := engine.NewWorker(c, engine.WorkerOptions{TaskQueue: s.taskQueue, OutDir: s.out, MaxBatches: maxBatches,
 				Redis: s.redis, RedisAuth: redisAuth,
 				ResourceTuned: tuned, TargetCPU: targetCPU, TargetMem: targetMem,
-				Kafka: s.kafkaBrokers(), Mongo: s.mongo, ES: s.es, HBase: s.hbase, Auth: storeAuth, Hot: hot, Log: s.logger(),
+				Kafka: s.kafkaBrokers(), Mongo: s.mongo, ES: s.es, HBase: s.hbase, File: fileOpts, Auth: storeAuth, Hot: hot, Log: s.logger(),
 				Fetch: fetch.Options{AllowPrivate: allowPrivate}})
 			if err != nil {
 				return err
@@ -117,7 +124,7 @@ heartbeat timeout and which resume from their last stored input.`,
 				w.Stop()
 				return err
 			}
-			fmt.Fprintf(os.Stderr, "worker polling task queue %q on %s (namespace %s); items → %s\n", s.taskQueue, s.temporal, s.namespace, s.sinksLine())
+			fmt.Fprintf(os.Stderr, "worker polling task queue %q on %s (namespace %s); items → %s\n", s.taskQueue, s.temporal, s.namespace, s.sinksLine()+fileLine(fileOpts))
 			<-cmd.Context().Done()
 			w.Stop()
 			return nil
@@ -131,6 +138,7 @@ heartbeat timeout and which resume from their last stored input.`,
 	private.add(cmd, "chains on this worker may fetch loopback and private addresses (10/8, 172.16/12, 192.168/16, fc00::/7 …); link-local and cloud metadata stay refused")
 	cmd.Flags().IntVar(&hot.KafkaPartitions, "kafka-partitions", 3, "partitions of a topic the kafka sink creates")
 	cmd.Flags().IntVar(&hot.KafkaReplication, "kafka-replication", 1, "replication factor of a topic the kafka sink creates")
+	files.add(cmd)
 	cmd.Flags().DurationVar(&hot.Retention, "hot-retention", 30*24*time.Hour, "how long MongoDB keeps a record after its last fetch (TTL index on ts)")
 	return cmd
 }

@@ -79,8 +79,10 @@ type WorkerOptions struct {
 	// HBase is the ZooKeeper quorum of the hbase sink (every item version); empty: no
 	// hbase sink.
 	HBase string
-	Hot   HotOptions
-	Log   *slog.Logger
+	// File configures the file sink; an empty Dir leaves it off.
+	File FileOptions
+	Hot  HotOptions
+	Log  *slog.Logger
 }
 
 // Worker is a running Temporal worker with Trawler's workflow and activities.
@@ -132,7 +134,7 @@ func NewWorker(c client.Client, o WorkerOptions) (*Worker, error) {
 		return nil, err
 	}
 	sinks := storage.Set{"jsonl": js}
-	if err := addHotSinks(sinks, SinkOptions{Kafka: o.Kafka, Mongo: o.Mongo, ES: o.ES, HBase: o.HBase, Auth: o.Auth, Registry: o.Registry, Hot: o.Hot, Log: o.Log}); err != nil {
+	if err := addHotSinks(sinks, SinkOptions{Kafka: o.Kafka, Mongo: o.Mongo, ES: o.ES, HBase: o.HBase, File: o.File, Auth: o.Auth, Registry: o.Registry, Hot: o.Hot, Log: o.Log}); err != nil {
 		_ = sinks.Close()
 		return nil, err
 	}

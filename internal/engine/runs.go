@@ -19,7 +19,7 @@ import (
 
 // KnownSinks are the sink names chain files may use: the stores, and the resource pools
 // a farming chain fills (pool:cookie …).
-var KnownSinks = append([]string{"jsonl", "kafka", "mongo", "es", "hbase"}, external.SinkNames()...)
+var KnownSinks = append([]string{"jsonl", "file", "kafka", "mongo", "es", "hbase"}, external.SinkNames()...)
 
 // LoadChain validates and compiles a chain file's content; file names it in errors.
 // sets are `--set` overrides (step.param=value or param=value).

@@ -8,6 +8,7 @@ import (
 	"trawler/crawl"
 	"trawler/storage"
 	"trawler/storage/es"
+	"trawler/storage/file"
 	"trawler/storage/hbase"
 	"trawler/storage/jsonl"
 	"trawler/storage/kafka"
@@ -37,7 +38,10 @@ type SinkOptions struct {
 	Mongo  string   // URI of the mongo sink; empty: no mongo sink
 	ES     string   // URL of the es sink's Elasticsearch; empty: no es sink
 	HBase  string   // ZooKeeper quorum of the hbase sink; empty: no hbase sink
-	Auth   StoreAuth
+	// File configures the file sink (rotated JSON Lines, CSV or Parquet files per
+	// task); an empty Dir: no file sink.
+	File FileOptions
+	Auth StoreAuth
 	// Registry gives the es sink each task's output schema for its index mapping.
 	Registry *crawl.Registry
 	Hot      HotOptions
@@ -63,9 +67,29 @@ func OpenSinks(o SinkOptions) (storage.Set, error) {
 	return set, nil
 }
 
+// FileOptions configure the file sink.
+type FileOptions struct {
+	Dir         string        // where the files go; empty: no file sink
+	Format      string        // jsonl (default), csv or parquet
+	RotateSize  int64         // finish a file at this many bytes (0: no limit)
+	RotateEvery time.Duration // finish a file this long after it started (0: no limit)
+}
+
 func addHotSinks(set storage.Set, o SinkOptions) error {
 	if o.Log == nil {
 		o.Log = slog.Default()
+	}
+	if o.File.Dir != "" {
+		reg := o.Registry
+		if reg == nil {
+			reg = crawl.Default
+		}
+		f, err := file.Open(file.Options{Dir: o.File.Dir, Format: file.Format(o.File.Format), RotateSize: o.File.RotateSize,
+			RotateEvery: o.File.RotateEvery, Specs: es.SpecsFrom(reg), Log: o.Log})
+		if err != nil {
+			return err
+		}
+		set[f.Name()] = f
 	}
 	if len(o.Kafka) > 0 {
 		k, err := kafka.Open(kafka.Config{Brokers: o.Kafka, Partitions: o.Hot.KafkaPartitions, Replication: o.Hot.KafkaReplication, Auth: o.Auth.Kafka})

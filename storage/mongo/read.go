@@ -121,3 +121,55 @@ func (r *Reader) Get(ctx context.Context, biz, key string) (crawl.Item, error) {
 	}
 	return rec.item(), nil
 }
+
+// Filter selects records of a biz for Each and CountMatching: of one run (RunID, when
+// set) and fetched at or after Since (when set).
+type Filter struct {
+	RunID string
+	Since time.Time
+}
+
+func (f Filter) bson() bson.D {
+	q := bson.D{}
+	if f.RunID != "" {
+		q = append(q, bson.E{Key: "run_id", Value: f.RunID})
+	}
+	if !f.Since.IsZero() {
+		q = append(q, bson.E{Key: "ts", Value: bson.D{{Key: "$gte", Value: f.Since}}})
+	}
+	return q
+}
+
+// CountMatching is how many records of a biz the filter selects.
+func (r *Reader) CountMatching(ctx context.Context, biz string, f Filter) (int64, error) {
+	coll := r.db.Collection(Collection(biz))
+	n, err := coll.CountDocuments(ctx, f.bson())
+	if err != nil {
+		return 0, fmt.Errorf("mongo: count %s.%s: %w", r.db.Name(), coll.Name(), err)
+	}
+	return n, nil
+}
+
+// Each streams the records of a biz the filter selects to fn, in key order, through a
+// cursor (batches of 500), so memory stays bounded however many there are.
+func (r *Reader) Each(ctx context.Context, biz string, f Filter, fn func(crawl.Item) error) error {
+	coll := r.db.Collection(Collection(biz))
+	cur, err := coll.Find(ctx, f.bson(), options.Find().SetSort(bson.D{{Key: "_id", Value: 1}}).SetBatchSize(500))
+	if err != nil {
+		return fmt.Errorf("mongo: read %s.%s: %w", r.db.Name(), coll.Name(), err)
+	}
+	defer cur.Close(context.Background())
+	for cur.Next(ctx) {
+		var rec record
+		if err := cur.Decode(&rec); err != nil {
+			return fmt.Errorf("mongo: decode a record of %s.%s: %w", r.db.Name(), coll.Name(), err)
+		}
+		if err := fn(rec.item()); err != nil {
+			return err
+		}
+	}
+	if err := cur.Err(); err != nil {
+		return fmt.Errorf("mongo: read %s.%s: %w", r.db.Name(), coll.Name(), err)
+	}
+	return nil
+}

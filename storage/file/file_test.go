@@ -1,0 +1,274 @@
+package file_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/csv"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/parquet-go/parquet-go"
+
+	"trawler/crawl"
+	"trawler/storage"
+	"trawler/storage/file"
+)
+
+var storyFields = []crawl.Field{
+	{Name: "title", Type: crawl.String}, {Name: "points", Type: crawl.Int}, {Name: "ratio", Type: crawl.Float},
+	{Name: "dead", Type: crawl.Bool}, {Name: "posted", Type: crawl.Time}, {Name: "tags", Type: crawl.List},
+	{Name: "by", Type: crawl.Object},
+}
+
+var t0 = time.Date(2026, 11, 1, 10, 0, 0, 123456000, time.UTC)
+
+func stories(run string, n int) []crawl.Item {
+	out := make([]crawl.Item, n)
+	for i := range out {
+		data := map[string]any{"title": fmt.Sprintf("Story, \"%d\"", i), "points": float64(i * 10), "ratio": 0.5 + float64(i),
+			"dead": i%2 == 1, "posted": "2026-10-31T08:00:00Z", "tags": []any{"a", "b"}, "by": map[string]any{"name": "ann"}}
+		if i == 1 {
+			delete(data, "ratio") // a missing field is null
+		}
+		out[i] = crawl.Item{ID: int64(1000 + i), Biz: "demo.story", Key: fmt.Sprintf("demo:story:%d", i), URL: fmt.Sprintf("http://x/%d", i),
+			TS: t0.Add(time.Duration(i) * time.Second), Hash: "h", Chain: "demo", RunID: run, Tenant: "t", Data: data}
+	}
+	return out
+}
+
+func each(items []crawl.Item) file.Each {
+	return func(ctx context.Context, fn func(crawl.Item) error) error {
+		for _, it := range items {
+			if err := fn(it); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+}
+
+func readAll(t *testing.T, path string) []crawl.Item {
+	t.Helper()
+	var out []crawl.Item
+	if err := file.ReadFile(path, func(it crawl.Item) error { out = append(out, it); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func TestExportCSVColumnsAndValues(t *testing.T) {
+	var buf bytes.Buffer
+	res, err := file.Export(context.Background(), &buf, each(stories("r1", 3)), file.ExportOptions{Format: file.CSV, Fields: storyFields})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Records != 3 || res.Bytes != int64(buf.Len()) {
+		t.Fatalf("result %+v, %d bytes", res, buf.Len())
+	}
+	rows, err := csv.NewReader(&buf).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "id,biz,key,url,ts,hash,chain,run_id,tenant,data.title,data.points,data.ratio,data.dead,data.posted,data.tags,data.by"
+	if got := strings.Join(rows[0], ","); got != want {
+		t.Fatalf("header %s\nwant   %s", got, want)
+	}
+	if len(rows) != 4 {
+		t.Fatalf("%d rows", len(rows))
+	}
+	r1 := strings.Join(rows[2], "|")
+	if r1 != `1001|demo.story|demo:story:1|http://x/1|2026-11-01T10:00:01.123456Z|h|demo|r1|t|Story, "1"|10||true|2026-10-31T08:00:00Z|["a","b"]|{"name":"ann"}` {
+		t.Errorf("row 1: %s", r1)
+	}
+}
+
+func TestExportParquetTypes(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "out.parquet")
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := file.Export(context.Background(), f, each(stories("r1", 25)), file.ExportOptions{Format: file.Parquet, Fields: storyFields, Every: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	st, _ := os.Stat(path)
+	if res.Records != 25 || res.Bytes != st.Size() {
+		t.Fatalf("result %+v, file %d bytes", res, st.Size())
+	}
+	fh, _ := os.Open(path)
+	defer fh.Close()
+	pf, err := parquet.OpenFile(fh, st.Size())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pf.NumRows() != 25 {
+		t.Fatalf("%d rows", pf.NumRows())
+	}
+	var got []string
+	for _, fl := range pf.Schema().Fields() {
+		lt := ""
+		if l := fl.Type().LogicalType(); l != nil {
+			lt = "/" + l.String()
+		}
+		opt := ""
+		if fl.Optional() {
+			opt = "?"
+		}
+		got = append(got, fl.Name()+":"+fl.Type().Kind().String()+lt+opt)
+	}
+	want := "id:INT64/INT(64,true), biz:BYTE_ARRAY/STRING, key:BYTE_ARRAY/STRING, url:BYTE_ARRAY/STRING, ts:INT64/TIMESTAMP(isAdjustedToUTC=true,unit=MICROS), hash:BYTE_ARRAY/STRING, chain:BYTE_ARRAY/STRING, run_id:BYTE_ARRAY/STRING, tenant:BYTE_ARRAY/STRING, " +
+		"data.title:BYTE_ARRAY/STRING?, data.points:INT64/INT(64,true)?, data.ratio:DOUBLE?, data.dead:BOOLEAN?, data.posted:INT64/TIMESTAMP(isAdjustedToUTC=true,unit=MICROS)?, data.tags:BYTE_ARRAY/STRING?, data.by:BYTE_ARRAY/STRING?"
+	if strings.Join(got, ", ") != want {
+		t.Errorf("schema\n%s\nwant\n%s", strings.Join(got, ", "), want)
+	}
+	items := readAll(t, path)
+	if len(items) != 25 {
+		t.Fatalf("read back %d", len(items))
+	}
+	it := items[1]
+	if it.ID != 1001 || it.Key != "demo:story:1" || !it.TS.Equal(t0.Add(time.Second)) || it.RunID != "r1" || it.Tenant != "t" ||
+		it.Data["title"] != `Story, "1"` || it.Data["points"] != int64(10) || it.Data["dead"] != true || it.Data["ratio"] != nil ||
+		it.Data["tags"] != `["a","b"]` || it.Data["by"] != `{"name":"ann"}` || !it.Data["posted"].(time.Time).Equal(time.Date(2026, 10, 31, 8, 0, 0, 0, time.UTC)) {
+		t.Errorf("record 1: %+v", it)
+	}
+	if items[2].Data["ratio"] != 2.5 {
+		t.Errorf("record 2 ratio %v", items[2].Data["ratio"])
+	}
+}
+
+func TestExportInfersColumnsAndRefusesMismatch(t *testing.T) {
+	items := stories("r1", 3)
+	var buf bytes.Buffer
+	if _, err := file.Export(context.Background(), &buf, each(items), file.ExportOptions{Format: file.CSV}); err != nil {
+		t.Fatal(err)
+	}
+	head, _, _ := strings.Cut(buf.String(), "\n")
+	if head != "id,biz,key,url,ts,hash,chain,run_id,tenant,data.by,data.dead,data.points,data.posted,data.ratio,data.tags,data.title" {
+		t.Errorf("inferred header %s", head)
+	}
+	// the sample says points is an int; a later record with text fails Parquet with the column named
+	more := append(stories("r1", 2), stories("r1", 1)...)
+	more[2].Data["points"] = "many"
+	_, err := file.Export(context.Background(), &bytes.Buffer{}, each(more), file.ExportOptions{Format: file.Parquet, Sample: 2})
+	if err == nil || !strings.Contains(err.Error(), `column data.points is int`) || !strings.Contains(err.Error(), `"many"`) {
+		t.Errorf("mismatch error: %v", err)
+	}
+}
+
+type clock struct{ t time.Time }
+
+func (c *clock) now() time.Time { return c.t }
+
+func partials(t *testing.T, dir string) []string {
+	t.Helper()
+	var out []string
+	_ = filepath.Walk(dir, func(p string, info os.FileInfo, err error) error {
+		if strings.HasSuffix(p, file.PartialExt) {
+			out = append(out, p)
+		}
+		return nil
+	})
+	return out
+}
+
+func TestSinkRotatesBySizeAndTime(t *testing.T) {
+	for _, f := range file.Formats {
+		t.Run(string(f), func(t *testing.T) {
+			dir := t.TempDir()
+			clk := &clock{t: time.Date(2026, 11, 2, 9, 30, 0, 0, time.UTC)}
+			specs := func(biz string) (crawl.TaskSpec, bool) {
+				return crawl.TaskSpec{Name: biz, Output: storyFields}, biz == "demo.story"
+			}
+			s, err := file.Open(file.Options{Dir: dir, Format: f, RotateSize: 1500, RotateEvery: time.Hour, Now: clk.now, Specs: specs})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var _ storage.Sink = s
+			ctx := context.Background()
+			all := stories("r1", 40)
+			for i := 0; i < 40; i += 4 { // batches of 4: the size limit rotates every few batches
+				if err := s.Write(ctx, all[i:i+4]); err != nil {
+					t.Fatal(err)
+				}
+				if f != file.Parquet && len(partials(t, dir)) != 1 {
+					t.Fatalf("partial files: %v", partials(t, dir))
+				}
+			}
+			if err := s.Write(ctx, all[36:]); err != nil { // a retried batch: written once
+				t.Fatal(err)
+			}
+			bySize, _ := s.Files("demo.story")
+			if len(bySize) < 2 {
+				t.Fatalf("no size rotation: %v", bySize)
+			}
+			// time: an hour later the open file is finished before the next item
+			clk.t = clk.t.Add(time.Hour)
+			if err := s.Write(ctx, stories("r2", 1)); err != nil {
+				t.Fatal(err)
+			}
+			afterTime, _ := s.Files("demo.story")
+			if len(afterTime) != len(bySize)+1 {
+				t.Fatalf("no time rotation: %v then %v", bySize, afterTime)
+			}
+			if err := s.Write(ctx, []crawl.Item{{Biz: "other.task", Key: "k", RunID: "r2", TS: clk.t, Data: map[string]any{"n": 1.0}}}); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.Close(); err != nil {
+				t.Fatal(err)
+			}
+			if p := partials(t, dir); len(p) != 0 {
+				t.Fatalf("partial files after Close: %v", p)
+			}
+			files, _ := s.Files("demo.story")
+			if len(files) != len(afterTime)+1 {
+				t.Fatalf("files after close: %v", files)
+			}
+			last := filepath.Base(files[len(files)-1])
+			if last != "20261102-103000-1."+f.Ext() {
+				t.Errorf("last file %s", last)
+			}
+			if filepath.Base(files[0]) != "20261102-093000-1."+f.Ext() || filepath.Base(files[1]) != "20261102-093000-2."+f.Ext() {
+				t.Errorf("file names %v", files)
+			}
+			// every record once in order across the files, each file complete
+			var keys []string
+			for _, p := range files[:len(files)-1] {
+				for _, it := range readAll(t, p) {
+					keys = append(keys, it.Key)
+				}
+			}
+			if len(keys) != 40 || keys[0] != "demo:story:0" || keys[39] != "demo:story:39" {
+				t.Errorf("%d records: %v", len(keys), keys)
+			}
+			for _, run := range []struct {
+				id   string
+				want int
+			}{{"r1", 40}, {"r2", 2}} {
+				if n, err := s.Count(ctx, run.id); err != nil || n != run.want {
+					t.Errorf("Count(%s) = %d, %v; want %d", run.id, n, err, run.want)
+				}
+			}
+			if f == file.CSV {
+				b, _ := os.ReadFile(files[0])
+				if !strings.HasPrefix(string(b), "id,biz,key,url,ts,hash,chain,run_id,tenant,data.title,data.points") {
+					t.Errorf("csv head %.100s", b)
+				}
+			}
+		})
+	}
+}
+
+func TestSinkSettingsErrors(t *testing.T) {
+	if _, err := file.Open(file.Options{}); err == nil || !strings.Contains(err.Error(), "--file-dir") {
+		t.Errorf("no dir: %v", err)
+	}
+	if _, err := file.Open(file.Options{Dir: t.TempDir(), Format: "xlsx"}); err == nil || !strings.Contains(err.Error(), "--file-format") {
+		t.Errorf("bad format: %v", err)
+	}
+}
