@@ -31,7 +31,7 @@ func TestHistory(t *testing.T) {
 		t.Fatalf("%d versions, want 2: %v", len(versions), out)
 	}
 	newer, older := obj(versions[0]), obj(versions[1])
-	story, _ := stack.siteOpt.Story(1)
+	story, _ := stack.siteOpt.Story(historyStory)
 	if obj(older["fields"])["score"].(float64) != float64(story.Score) || obj(newer["fields"])["score"].(float64) != float64(story.Score+1) {
 		t.Errorf("scores %v then %v, want %d then %d", obj(older["fields"])["score"], obj(newer["fields"])["score"], story.Score, story.Score+1)
 	}
