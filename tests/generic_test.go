@@ -3,6 +3,10 @@ package tests
 import (
 	"encoding/json"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"reflect"
 	"sort"
 	"strconv"
@@ -271,5 +275,20 @@ func TestGenericTryCLI(t *testing.T) {
 		"examples/generic-xml.yaml", "examples/generic-feed.yaml", "examples/generic-sitemap.yaml", "examples/generic-gbk.yaml")
 	if code != 0 || strings.Count(stdout, ": ok") != 7 {
 		t.Fatalf("validate examples: exit %d\n%s%s", code, stdout, stderr)
+	}
+}
+
+// `trawler try --params CHAIN` applies the chain's middlewares as a worker does: the
+// built-in header middleware's header reaches the site.
+func TestTryAppliesTheChainsMiddlewares(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintf(w, "<html><body><h1>team %s</h1></body></html>", r.Header.Get("X-Team"))
+	}))
+	defer srv.Close()
+	chain := filepath.Join(t.TempDir(), "chain.yaml")
+	os.WriteFile(chain, []byte("name: mw\nrobots: false\nmiddlewares: [header: {X-Team: news}]\nsteps:\n  - id: page\n    task: generic.html_detail\n    params: {fields: {title: h1}}\n"), 0o644)
+	stdout, stderr, code := trawler(t, "try", "generic.html_detail", "--params", chain, srv.URL+"/", "--json", "--allow-private")
+	if code != 0 || !strings.Contains(stdout, `"title":"team news"`) {
+		t.Fatalf("exit %d, stdout %s, stderr %s; want the title read with the chain's header", code, stdout, stderr)
 	}
 }

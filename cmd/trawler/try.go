@@ -104,9 +104,18 @@ cloud metadata addresses always and loopback and private ones unless --allow-pri
 			}
 			ctx, cancel := context.WithTimeout(cmd.Context(), timeout)
 			defer cancel()
+			f := fetch.New(fetch.Options{AllowPrivate: allowPrivate})
+			if paramsFile != "" {
+				// A chain file's `middlewares:` (the chain's, then the step's) apply as on a worker.
+				mws, err := tryMiddlewares(s, paramsFile, spec.Name, stepID)
+				if err != nil {
+					return err
+				}
+				f = f.With(mws...)
+			}
 			env := &crawl.Env{
 				Params:  typed,
-				Fetcher: tryFetcher{f: fetch.New(fetch.Options{AllowPrivate: allowPrivate}), ignoreRobots: noRobots},
+				Fetcher: tryFetcher{f: f, ignoreRobots: noRobots},
 				Log:     s.logger(),
 				Chain:   "try",
 			}
@@ -143,6 +152,29 @@ cloud metadata addresses always and loopback and private ones unless --allow-pri
 	f.IntVar(&limit, "limit", 10, "items to print in full (0: all); --json prints all")
 	private.add(cmd, "fetch loopback and private addresses (a local site); link-local and cloud metadata stay refused")
 	return cmd
+}
+
+// tryMiddlewares are the middlewares a chain file in --params names for the step that
+// runs task (or stepID); none when the file is a plain mapping of params.
+func tryMiddlewares(s *settings, file, task, stepID string) ([]crawl.Middleware, error) {
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return nil, err
+	}
+	var doc map[string]any
+	if yaml.Unmarshal(data, &doc) != nil || doc["steps"] == nil {
+		return nil, nil
+	}
+	plan, err := s.loadChainFile(file, nil)
+	if err != nil {
+		return nil, err
+	}
+	for _, st := range plan.Steps {
+		if (stepID != "" && st.ID == stepID) || (stepID == "" && st.Task == task) {
+			return crawl.BuildMiddlewares(st.Middlewares)
+		}
+	}
+	return nil, nil
 }
 
 // tryFetcher applies --no-robots to every request.
