@@ -1,6 +1,7 @@
 package console
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/sdk/client"
 
 	"trawler/internal/engine"
 )
@@ -150,28 +152,25 @@ func scheduleAction(w http.ResponseWriter, id, verb string, err error) {
 
 // pauseSchedule: POST /api/schedules/{id}/pause [{"note"}]
 func (s *Server) pauseSchedule(w http.ResponseWriter, r *http.Request) {
-	req := noteRequest{}
-	if !decodeOptional(w, r, &req) {
-		return
-	}
-	if req.Note == "" {
-		req.Note = "paused from the console"
-	}
-	id := r.PathValue("id")
-	scheduleAction(w, id, "paused", engine.PauseSchedule(r.Context(), s.cfg.Temporal, id, req.Note))
+	s.noteAction(w, r, "paused", "paused from the console", engine.PauseSchedule)
 }
 
 // unpauseSchedule: POST /api/schedules/{id}/unpause [{"note"}]
 func (s *Server) unpauseSchedule(w http.ResponseWriter, r *http.Request) {
+	s.noteAction(w, r, "unpaused", "resumed from the console", engine.UnpauseSchedule)
+}
+
+// noteAction runs a schedule action that records a note (the request's, or def).
+func (s *Server) noteAction(w http.ResponseWriter, r *http.Request, verb, def string, act func(context.Context, client.Client, string, string) error) {
 	req := noteRequest{}
 	if !decodeOptional(w, r, &req) {
 		return
 	}
 	if req.Note == "" {
-		req.Note = "resumed from the console"
+		req.Note = def
 	}
 	id := r.PathValue("id")
-	scheduleAction(w, id, "unpaused", engine.UnpauseSchedule(r.Context(), s.cfg.Temporal, id, req.Note))
+	scheduleAction(w, id, verb, act(r.Context(), s.cfg.Temporal, id, req.Note))
 }
 
 // deleteSchedule: DELETE /api/schedules/{id}

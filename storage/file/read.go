@@ -3,7 +3,6 @@ package file
 import (
 	"bufio"
 	"encoding/csv"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -16,6 +15,7 @@ import (
 	"github.com/parquet-go/parquet-go/format"
 
 	"trawler/crawl"
+	"trawler/storage/jsonl"
 )
 
 // ReadFile reads back the items of a file the sink or Export wrote, in the format its
@@ -34,7 +34,7 @@ func ReadFile(path string, fn func(crawl.Item) error) error {
 	defer fh.Close()
 	switch f {
 	case JSONL:
-		return readJSONL(fh, path, fn)
+		return jsonl.ReadFile(path, fn)
 	case CSV:
 		return readCSV(fh, path, fn)
 	}
@@ -43,26 +43,6 @@ func ReadFile(path string, fn func(crawl.Item) error) error {
 		return err
 	}
 	return readParquet(fh, st.Size(), path, fn)
-}
-
-func readJSONL(r io.Reader, path string, fn func(crawl.Item) error) error {
-	br := bufio.NewReaderSize(r, 1<<20)
-	for line := 1; ; line++ {
-		b, err := br.ReadBytes('\n')
-		if err == io.EOF {
-			return nil // a torn fragment, if any, is no record
-		}
-		if err != nil {
-			return err
-		}
-		var it crawl.Item
-		if err := json.Unmarshal(b, &it); err != nil {
-			return fmt.Errorf("%s:%d: %w", path, line, err)
-		}
-		if err := fn(it); err != nil {
-			return err
-		}
-	}
 }
 
 // setRecordField sets an item field from its text; it reports whether name is one.
