@@ -705,6 +705,14 @@ function markerAt(shape, x, y, look) {
   }
 }
 
+// niceCeil is the smallest of 1, 2, 2.5, 5 × 10^n at or above v/4, times 4: an axis
+// top whose quarters are round numbers.
+function niceCeil(v) {
+  const q = v / 4, p = Math.pow(10, Math.floor(Math.log10(q)));
+  for (const m of [1, 2, 2.5, 5, 10]) if (m * p >= q) return m * p * 4;
+  return v;
+}
+
 function shortNum(v) {
   if (v >= 1e6) return (v / 1e6).toFixed(1) + "M";
   if (v >= 1e4) return Math.round(v / 1e3) + "k";
@@ -715,19 +723,19 @@ function shortNum(v) {
 // chart draws series of [t seconds, value] points over a shared time axis as lines, or
 // stacked areas (each series on top of the ones before it), with labelled axes and a
 // legend giving each series' dash and marker.
-function chart({ id, title, ylabel, series, stacked, empty }) {
+function chart({ id, title, ylabel, times, series, stacked, empty }) {
   const width = 400, height = 210, ml = 50, mr = 12, mt = 12, mb = 40;
   const box = el("figure", { class: "chart", id, "data-series": series.length });
   box.append(el("figcaption", {}, title));
   const root = svgEl("svg", { width, height, viewBox: `0 0 ${width} ${height}`, role: "img", "aria-label": title });
-  const ts = series.length ? series[0].points.map((p) => p[0]) : [];
+  const ts = times;
   const tops = series.map(() => []);
   ts.forEach((_, i) => {
     let acc = 0;
     series.forEach((s, k) => { acc = (stacked ? acc : 0) + (s.points[i] ? s.points[i][1] : 0); tops[k][i] = acc; });
   });
   const tmax = Math.max(1, ...ts);
-  const vmax = Math.max(1, ...tops.flat()) * 1.1;
+  const vmax = niceCeil(Math.max(1, ...tops.flat()));
   const x = (t) => ml + t / tmax * (width - ml - mr);
   const y = (v) => height - mb - v / vmax * (height - mt - mb);
   root.setAttribute("data-samples", ts.length);
@@ -735,7 +743,7 @@ function chart({ id, title, ylabel, series, stacked, empty }) {
     const v = vmax * i / 4, t = tmax * i / 4;
     root.append(svgEl("line", { class: "grid", x1: ml, x2: width - mr, y1: y(v), y2: y(v) }));
     root.append(svgEl("text", { class: "tick", x: ml - 5, y: y(v) + 4, "text-anchor": "end" }, shortNum(v)));
-    root.append(svgEl("text", { class: "tick", x: x(t), y: height - mb + 15, "text-anchor": "middle" }, Math.round(t) + "s"));
+    root.append(svgEl("text", { class: "tick", x: x(t), y: height - mb + 15, "text-anchor": "middle" }, (tmax < 8 ? t.toFixed(1) : shortNum(Math.round(t))) + "s"));
   }
   root.append(svgEl("line", { class: "axis", x1: ml, x2: ml, y1: mt, y2: height - mb }));
   root.append(svgEl("line", { class: "axis", x1: ml, x2: width - mr, y1: height - mb, y2: height - mb }));
@@ -766,19 +774,21 @@ function chart({ id, title, ylabel, series, stacked, empty }) {
 // runCharts draws a run's samples: pages/s and items/s, the backlog of each step
 // (queued + in flight, stacked) and failures by cause (stacked).
 function runCharts(samples, stepIDs) {
+  const times = samples.map((s) => s.t);
+  // The rate at a sample is over the interval that ends there; the first sample takes
+  // the rate of the interval after it.
   const rate = (k) => samples.map((s, i) => {
-    if (i === 0) return [s.t, 0];
-    const p = samples[i - 1], dt = s.t - p.t;
-    return [s.t, dt > 0 ? Math.max(0, s[k] - p[k]) / dt : 0];
+    const a = samples[Math.max(0, i - 1)], b = samples[Math.max(i, Math.min(1, samples.length - 1))], dt = b.t - a.t;
+    return [s.t, dt > 0 ? Math.max(0, b[k] - a[k]) / dt : 0];
   });
   const causes = [];
   for (const s of samples) for (const c of Object.keys(s.causes)) if (!causes.includes(c)) causes.push(c);
   return [
-    chart({ id: "chart-rates", title: "Pages/s and items/s", ylabel: "per second",
+    chart({ id: "chart-rates", title: "Pages/s and items/s", times, ylabel: "per second",
       series: [{ name: "pages/s", points: rate("pages") }, { name: "items/s", points: rate("items") }] }),
-    chart({ id: "chart-backlog", title: "Backlog per step (queued + in flight)", ylabel: "inputs", stacked: true,
+    chart({ id: "chart-backlog", title: "Backlog per step (queued + in flight)", times, ylabel: "inputs", stacked: true,
       series: stepIDs.map((id) => ({ name: id, points: samples.map((s) => [s.t, s.backlog[id] || 0]) })) }),
-    chart({ id: "chart-failures", title: "Failures by cause", ylabel: "failed inputs", stacked: true, empty: "no failures",
+    chart({ id: "chart-failures", title: "Failures by cause", times, ylabel: "failed inputs", stacked: true, empty: "no failures",
       series: causes.map((c) => ({ name: c, points: samples.map((s) => [s.t, s.causes[c] || 0]) })) }),
   ];
 }
