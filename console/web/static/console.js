@@ -620,7 +620,8 @@ function chainGraph(steps, counts) {
   }));
   const rows = Math.max(1, ...layers.map((ids) => (ids || []).length));
   const width = left * 2 + layers.length * W + Math.max(0, layers.length - 1) * gapX;
-  const height = top + rows * (H + gapY) + 10;
+  const back = steps.some((s) => (s.from || []).some((f) => f !== s.id && byID[f] && byID[f].layer >= byID[s.id].layer));
+  const height = top + rows * (H + gapY) - gapY + (back ? 60 : 16); // room under the boxes for arrows that go back
   const svg = svgEl;
   const root = svg("svg", { class: "chain-graph", width, height, viewBox: "0 0 " + width + " " + height, role: "img",
     "aria-label": "chain graph: " + steps.map((s) => s.id + (s.from ? " from " + s.from.join(", ") : "")).join("; ") });
@@ -717,7 +718,7 @@ function shortNum(v) {
   if (v >= 1e6) return (v / 1e6).toFixed(1) + "M";
   if (v >= 1e4) return Math.round(v / 1e3) + "k";
   if (v >= 1e3) return (v / 1e3).toFixed(1) + "k";
-  return Number.isInteger(v) ? String(v) : v.toFixed(1);
+  return Number.isInteger(v) ? String(v) : String(Number(v.toFixed(v < 10 ? 2 : 1)));
 }
 
 // chart draws series of [t seconds, value] points over a shared time axis as lines, or
