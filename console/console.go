@@ -75,6 +75,7 @@ type Server struct {
 	es     *elasticsearch.Client
 	redis  redis.UniversalClient
 	hbase  *hbase.Sink
+	beats  beats // worker heartbeats seen, for the fleet picture
 }
 
 // New opens clients for the configured stores (none is contacted yet) and builds the
@@ -184,6 +185,8 @@ func (s *Server) register() {
 	api("POST /api/runs", s.startRun)
 	api("GET /api/runs/{id}", s.runDetail)
 	api("POST /api/runs/{id}/cancel", s.cancelRun)
+	api("GET /api/runs/{id}/chain", s.runChain)
+	api("GET /api/fleet", s.fleet)
 	api("GET /api/chains", s.listChains)
 	api("GET /api/chains/registered/{name}", s.registeredChain)
 	api("POST /api/chains/validate", s.validateChain)

@@ -333,7 +333,7 @@ func (s *Server) registeredChain(w http.ResponseWriter, r *http.Request) {
 }
 
 // validateChain: POST /api/chains/validate {"source"|"chain", "file", "sets"} — 200 with
-// the compiled steps, or 422 with every problem and its line.
+// the compiled steps (id, task, from, store, each, max_depth), or 422 with every problem and its line.
 func (s *Server) validateChain(w http.ResponseWriter, r *http.Request) {
 	var req chainRequest
 	if !decode(w, r, &req) {
@@ -343,21 +343,5 @@ func (s *Server) validateChain(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	type step struct {
-		ID    string   `json:"id"`
-		Task  string   `json:"task"`
-		From  []string `json:"from,omitempty"`
-		Store []string `json:"store,omitempty"`
-	}
-	from := map[string][]string{}
-	for _, st := range p.Steps {
-		for _, c := range st.Consumers {
-			from[p.Steps[c.Step].ID] = append(from[p.Steps[c.Step].ID], st.ID)
-		}
-	}
-	steps := make([]step, len(p.Steps))
-	for i, st := range p.Steps {
-		steps[i] = step{ID: st.ID, Task: st.Task, From: from[st.ID], Store: st.Store}
-	}
-	writeJSON(w, http.StatusOK, map[string]any{"ok": true, "chain": p.Chain, "tenant": p.Tenant, "steps": steps})
+	writeJSON(w, http.StatusOK, map[string]any{"ok": true, "chain": p.Chain, "tenant": p.Tenant, "steps": chainGraph(p)})
 }

@@ -23,6 +23,15 @@ function el(tag, attrs, ...children) {
 
 function fill(tbody, rows) { tbody.replaceChildren(...rows); }
 
+// svgEl builds an SVG element: svgEl("circle", {cx: 1}, "title text"). Like el, text
+// is never parsed as markup.
+function svgEl(tag, attrs, text) {
+  const e = document.createElementNS("http://www.w3.org/2000/svg", tag);
+  for (const [k, v] of Object.entries(attrs || {})) if (v !== undefined && v !== null) e.setAttribute(k, v);
+  if (text !== undefined) e.textContent = text;
+  return e;
+}
+
 function flash(msg, good) {
   const f = $("#flash");
   f.textContent = msg;
@@ -142,6 +151,15 @@ pages.dashboard = () => {
         el("td", {}, progressBar(sum("pages"), sum("failed"), queued(steps), r.state !== "running")));
     }));
   });
+  every(3000, async () => {
+    const { status, data } = await api("GET", "/api/fleet");
+    if (status !== 200) { $("#fleet-note").textContent = data.error || ""; return status !== 503 && status !== 401; }
+    const ws = data.workers || [];
+    const stale = ws.filter((w) => w.stale).length;
+    $("#fleet-note").textContent = ws.length ? ws.length + " worker(s)" + (stale ? ", " + stale + " stale (no beat for " + data.stale_after_s + " s)" : "") +
+      ": a dot per heartbeat seen in the last 5 minutes; workers beat every 5 s." : "No worker has beaten yet.";
+    $("#fleet").replaceChildren(...(ws.length ? [fleetPicture(data)] : []));
+  });
   api("GET", "/api/chains").then(({ status, data }) => {
     if (status !== 200) return;
     fill($("#chains-ran"), (data.ran || []).map((c) => el("li", {},
@@ -153,6 +171,8 @@ pages.dashboard = () => {
 pages.run = () => {
   const id = $("#run").dataset.run;
   let running = true;
+  let graph = null; // the run's chain steps, read once
+  const samples = []; // {t, pages, items, backlog: {step: n}, causes: {cause: n}}, one per poll
   $("#cancel").addEventListener("click", async () => {
     if (!confirm("Cancel run " + id + "?")) return;
     const { status, data } = await api("POST", "/api/runs/" + encodeURIComponent(id) + "/cancel");
@@ -183,6 +203,26 @@ pages.run = () => {
       el("td", {}, s.id), el("td", {}, s.task),
       ...["pages", "items", "unchanged", "skipped", "retried", "failed"].map((k) => el("td", { class: "n" }, num(s[k]))),
       el("td", { class: "n" }, num((s.queued || 0) + (s.in_flight || 0))), el("td", { class: "n" }, s.pages_per_s))));
+    if (!graph) {
+      const g = await api("GET", "/api/runs/" + encodeURIComponent(id) + "/chain");
+      if (g.status === 200) graph = g.data.steps || [];
+      else $("#graph-note").textContent = g.data.error || "";
+    }
+    const counts = Object.fromEntries(steps.map((s) => [s.id, s]));
+    if (graph) {
+      $("#run-graph").replaceChildren(chainGraph(graph, counts));
+      $("#graph-note").textContent = "Each box is a step with its counts so far; arrows show where its inputs come from.";
+    }
+    const sample = { t: data.elapsed_s, pages: sum("pages"), items: sum("items"), backlog: {}, causes: {} };
+    for (const s of steps) sample.backlog[s.id] = (s.queued || 0) + (s.in_flight || 0);
+    for (const c of data.causes || []) sample.causes[c.class || "other"] = (sample.causes[c.class || "other"] || 0) + c.count;
+    if (!samples.length && sample.t > 0) samples.push({ t: 0, pages: 0, items: 0, backlog: {}, causes: {} }); // the run's start
+    if (samples.length && samples[samples.length - 1].t >= sample.t) samples.pop();
+    samples.push(sample);
+    const stepIDs = graph ? graph.map((s) => s.id) : steps.map((s) => s.id);
+    $("#charts").replaceChildren(...runCharts(samples, stepIDs));
+    $("#charts-note").textContent = samples.length + " samples, one per second while this page is open" +
+      (samples[0].t === 0 && samples.length === 2 && !running ? " (the run had ended: its start and its end)" : "") + ".";
     const outages = (data.progress && data.progress.outages) || [];
     $("#outages-box").hidden = !outages.length;
     fill($("#outages tbody"), outages.map((o) => el("tr", {},
@@ -225,6 +265,8 @@ pages.chains = () => {
       $("#verdict").textContent = "Type or load a chain; it is checked as you type.";
       $("#verdict").className = "muted";
       fill($("#problems"), []);
+      $("#graph").replaceChildren();
+      $("#graph-note").textContent = "";
       update();
       return;
     }
@@ -232,6 +274,16 @@ pages.chains = () => {
     if (mine !== seq) return; // a newer check is on its way
     valid = status === 200;
     $("#verdict").className = valid ? "ok" : "error";
+    if (valid) {
+      $("#graph").replaceChildren(chainGraph(data.steps || []));
+      $("#graph").classList.remove("stale");
+      $("#graph-note").textContent = "Each box is a step; arrows show where its inputs come from.";
+      $("#graph-note").className = "muted";
+    } else if ($("#graph").firstChild) {
+      $("#graph").classList.add("stale");
+      $("#graph-note").textContent = "Stale: the chain has problems; this is the last version that was valid.";
+      $("#graph-note").className = "error";
+    }
     if (valid) {
       $("#verdict").textContent = "valid: chain " + data.chain + ", steps " +
         data.steps.map((s) => s.id + " (" + s.task + (s.from ? " ← " + s.from.join(", ") : "") + ")").join(" · ");
@@ -466,13 +518,7 @@ pages.record = async () => {
 // timeline draws a record's versions as an SVG: one row per field, one dot per version
 // at its fetch time, filled where the field's value changed.
 function timeline(versions) {
-  const NS = "http://www.w3.org/2000/svg";
-  const svg = (tag, attrs, text) => {
-    const e = document.createElementNS(NS, tag);
-    for (const [k, v] of Object.entries(attrs || {})) e.setAttribute(k, v);
-    if (text !== undefined) e.textContent = text;
-    return e;
-  };
+  const svg = svgEl;
   const fields = [];
   for (const v of versions) for (const f of Object.keys(v.fields || {})) if (!fields.includes(f)) fields.push(f);
   const left = 150, right = 120, top = 30, rowH = 26;
@@ -542,3 +588,243 @@ document.addEventListener("DOMContentLoaded", () => {
   if (token.get()) $("#who").textContent = "token set";
   if (pages[name]) pages[name]();
 });
+
+// ---- Pictures: the chain as a graph, a run's charts over time, the fleet's heartbeats.
+
+// chainGraph draws a chain's steps as boxes in layers, left to right: a step sits one
+// layer right of the furthest step it takes inputs from (longest path). An arrow runs
+// from every step in `from` (labelled "each: field" for a step that takes one input per
+// element of a list field); a step that consumes itself has a loop with its max_depth.
+// counts, when given, maps a step id to its live stats, written in its box.
+function chainGraph(steps, counts) {
+  const W = 210, gapX = 120, gapY = 56, top = 46, left = 16;
+  const H = counts ? 104 : 62;
+  const byID = {};
+  steps.forEach((s, i) => { byID[s.id] = { step: s, index: i, layer: 0 }; });
+  for (let round = 0; round < steps.length; round++) { // longest path; cycles stop at the cap
+    let moved = false;
+    for (const s of steps) {
+      for (const f of s.from || []) {
+        if (f === s.id || !byID[f]) continue;
+        const want = Math.min(byID[f].layer + 1, steps.length - 1);
+        if (want > byID[s.id].layer) { byID[s.id].layer = want; moved = true; }
+      }
+    }
+    if (!moved) break;
+  }
+  const layers = [];
+  for (const s of steps) (layers[byID[s.id].layer] ||= []).push(s.id);
+  layers.forEach((ids, l) => ids.forEach((id, r) => {
+    byID[id].x = left + l * (W + gapX);
+    byID[id].y = top + r * (H + gapY);
+  }));
+  const rows = Math.max(1, ...layers.map((ids) => (ids || []).length));
+  const width = left * 2 + layers.length * W + Math.max(0, layers.length - 1) * gapX;
+  const back = steps.some((s) => (s.from || []).some((f) => f !== s.id && byID[f] && byID[f].layer >= byID[s.id].layer));
+  const height = top + rows * (H + gapY) - gapY + (back ? 60 : 16); // room under the boxes for arrows that go back
+  const svg = svgEl;
+  const root = svg("svg", { class: "chain-graph", width, height, viewBox: "0 0 " + width + " " + height, role: "img",
+    "aria-label": "chain graph: " + steps.map((s) => s.id + (s.from ? " from " + s.from.join(", ") : "")).join("; ") });
+  const defs = svg("defs");
+  const marker = svg("marker", { id: "graph-arrow", viewBox: "0 0 10 10", refX: 9, refY: 5, markerWidth: 7, markerHeight: 7, orient: "auto-start-reverse" });
+  marker.append(svg("path", { d: "M0,0 L10,5 L0,10 z", class: "arrowhead" }));
+  defs.append(marker);
+  root.append(defs);
+  const edges = svg("g", { class: "edges" });
+  root.append(edges);
+  for (const s of steps) {
+    const to = byID[s.id];
+    for (const f of s.from || []) {
+      const from = byID[f];
+      if (!from) continue;
+      const attrs = { "data-from": f, "data-to": s.id, "marker-end": "url(#graph-arrow)" };
+      let d, lx, ly;
+      if (f === s.id) {
+        const a = to.x + W * 0.68, b = to.x + W * 0.32;
+        d = `M${a},${to.y} C${a},${to.y - 42} ${b},${to.y - 42} ${b},${to.y}`;
+        lx = to.x + W / 2; ly = to.y - 36;
+        edges.append(svg("path", Object.assign(attrs, { class: "edge self", d })));
+        edges.append(svg("text", { class: "edge-label", x: lx, y: ly, "text-anchor": "middle", "data-loop": s.id },
+          "↻ itself" + (s.max_depth ? ", max_depth " + s.max_depth : "") + (s.each ? ", each: " + s.each : "")));
+        continue;
+      }
+      const x1 = from.x + W, y1 = from.y + H / 2, x2 = to.x, y2 = to.y + H / 2;
+      if (to.layer > from.layer) {
+        const mx = (x1 + x2) / 2;
+        d = `M${x1},${y1} C${mx},${y1} ${mx},${y2} ${x2 - 2},${y2}`;
+        lx = mx; ly = (y1 + y2) / 2 - 6;
+      } else { // back or sideways: under the boxes
+        const bx1 = from.x + W / 2, bx2 = to.x + W / 2, by = Math.max(from.y, to.y) + H;
+        d = `M${bx1},${from.y + H} C${bx1},${by + 40} ${bx2},${by + 40} ${bx2},${to.y + H + 2}`;
+        lx = (bx1 + bx2) / 2; ly = by + 34;
+      }
+      edges.append(svg("path", Object.assign(attrs, { class: "edge", d })));
+      if (s.each) edges.append(svg("text", { class: "edge-label", x: lx, y: ly, "text-anchor": "middle" }, "each: " + s.each));
+    }
+  }
+  for (const s of steps) {
+    const { x, y } = byID[s.id];
+    const c = counts && counts[s.id];
+    const busy = c && (c.queued || 0) + (c.in_flight || 0) > 0;
+    const g = svg("g", { class: "step" + (busy ? " busy" : "") + (c && c.failed ? " failing" : ""), "data-step": s.id, transform: `translate(${x},${y})` });
+    g.append(svg("rect", { width: W, height: H, rx: 6 }));
+    g.append(svg("text", { class: "step-id", x: 10, y: 20 }, s.id));
+    g.append(svg("text", { class: "step-task", x: 10, y: 37 }, s.task));
+    g.append(svg("text", { class: "step-store", x: 10, y: 53 }, "stores: " + ((s.store || []).join(", ") || "none")));
+    if (counts) {
+      const k = c || {};
+      const line = (y, key, label) => svg("text", { class: "count", x: 10, y, "data-k": key }, label);
+      g.append(line(73, "pages", "pages " + num(k.pages) + " · items " + num(k.items)));
+      g.append(line(89, "backlog", (busy ? "⧗ " : "") + "queued " + num(k.queued) + " · in flight " + num(k.in_flight)));
+      if (k.failed) g.append(svg("text", { class: "count failed", x: W - 10, y: 20, "text-anchor": "end", "data-k": "failed" }, "✕ " + num(k.failed) + " failed"));
+      for (const key of ["pages", "items", "queued", "in_flight", "failed"]) g.setAttribute("data-" + key.replace("_", "-"), k[key] || 0);
+    }
+    g.append(svg("title", {}, s.id + ": " + s.task + (s.from ? ", from " + s.from.join(", ") : ", a root step")));
+    root.append(g);
+  }
+  return root;
+}
+
+// A series' look: color, dash and marker, so that lines read without color too.
+const seriesLook = [
+  { color: "#2456c7", dash: "", marker: "circle" },
+  { color: "#b3261e", dash: "7 4", marker: "square" },
+  { color: "#1d7f45", dash: "2 3", marker: "triangle" },
+  { color: "#a15c00", dash: "9 3 2 3", marker: "diamond" },
+  { color: "#6b3fa0", dash: "4 2", marker: "cross" },
+  { color: "#00838f", dash: "12 4", marker: "circle" },
+];
+
+function markerAt(shape, x, y, look) {
+  const a = { class: "marker", stroke: look.color, fill: look.color };
+  switch (shape) {
+    case "square": return svgEl("rect", Object.assign(a, { x: x - 3.5, y: y - 3.5, width: 7, height: 7 }));
+    case "triangle": return svgEl("path", Object.assign(a, { d: `M${x},${y - 4.5} L${x + 4.5},${y + 3.5} L${x - 4.5},${y + 3.5} z` }));
+    case "diamond": return svgEl("path", Object.assign(a, { d: `M${x},${y - 5} L${x + 5},${y} L${x},${y + 5} L${x - 5},${y} z` }));
+    case "cross": return svgEl("path", Object.assign(a, { d: `M${x - 4},${y - 4} L${x + 4},${y + 4} M${x - 4},${y + 4} L${x + 4},${y - 4}`, "stroke-width": 2 }));
+    default: return svgEl("circle", Object.assign(a, { cx: x, cy: y, r: 3.5 }));
+  }
+}
+
+// niceCeil is the smallest of 1, 2, 2.5, 5 × 10^n at or above v/4, times 4: an axis
+// top whose quarters are round numbers.
+function niceCeil(v) {
+  const q = v / 4, p = Math.pow(10, Math.floor(Math.log10(q)));
+  for (const m of [1, 2, 2.5, 5, 10]) if (m * p >= q) return m * p * 4;
+  return v;
+}
+
+function shortNum(v) {
+  if (v >= 1e6) return (v / 1e6).toFixed(1) + "M";
+  if (v >= 1e4) return Math.round(v / 1e3) + "k";
+  if (v >= 1e3) return (v / 1e3).toFixed(1) + "k";
+  return Number.isInteger(v) ? String(v) : String(Number(v.toFixed(v < 10 ? 2 : 1)));
+}
+
+// chart draws series of [t seconds, value] points over a shared time axis as lines, or
+// stacked areas (each series on top of the ones before it), with labelled axes and a
+// legend giving each series' dash and marker.
+function chart({ id, title, ylabel, times, series, stacked, empty }) {
+  const width = 400, height = 210, ml = 50, mr = 12, mt = 12, mb = 40;
+  const box = el("figure", { class: "chart", id, "data-series": series.length });
+  box.append(el("figcaption", {}, title));
+  const root = svgEl("svg", { width, height, viewBox: `0 0 ${width} ${height}`, role: "img", "aria-label": title });
+  const ts = times;
+  const tops = series.map(() => []);
+  ts.forEach((_, i) => {
+    let acc = 0;
+    series.forEach((s, k) => { acc = (stacked ? acc : 0) + (s.points[i] ? s.points[i][1] : 0); tops[k][i] = acc; });
+  });
+  const tmax = Math.max(1, ...ts);
+  const vmax = niceCeil(Math.max(1, ...tops.flat()));
+  const x = (t) => ml + t / tmax * (width - ml - mr);
+  const y = (v) => height - mb - v / vmax * (height - mt - mb);
+  root.setAttribute("data-samples", ts.length);
+  for (let i = 0; i <= 4; i++) {
+    const v = vmax * i / 4, t = tmax * i / 4;
+    root.append(svgEl("line", { class: "grid", x1: ml, x2: width - mr, y1: y(v), y2: y(v) }));
+    root.append(svgEl("text", { class: "tick", x: ml - 5, y: y(v) + 4, "text-anchor": "end" }, shortNum(v)));
+    root.append(svgEl("text", { class: "tick", x: x(t), y: height - mb + 15, "text-anchor": "middle" }, (tmax < 8 ? t.toFixed(1) : shortNum(Math.round(t))) + "s"));
+  }
+  root.append(svgEl("line", { class: "axis", x1: ml, x2: ml, y1: mt, y2: height - mb }));
+  root.append(svgEl("line", { class: "axis", x1: ml, x2: width - mr, y1: height - mb, y2: height - mb }));
+  root.append(svgEl("text", { class: "axis-label", x: (ml + width - mr) / 2, y: height - 5, "text-anchor": "middle" }, "seconds since the run started"));
+  root.append(svgEl("text", { class: "axis-label", x: 12, y: (mt + height - mb) / 2, "text-anchor": "middle",
+    transform: `rotate(-90 12 ${(mt + height - mb) / 2})` }, ylabel));
+  const legend = el("ul", { class: "legend" });
+  series.forEach((s, k) => {
+    const look = seriesLook[k % seriesLook.length];
+    const line = ts.map((t, i) => `${x(t)},${y(tops[k][i])}`);
+    if (stacked) {
+      const below = ts.map((t, i) => `${x(t)},${y(k ? tops[k - 1][i] : 0)}`).reverse();
+      root.append(svgEl("polygon", { class: "area", points: line.concat(below).join(" "), fill: look.color }));
+    }
+    root.append(svgEl("polyline", { class: "line", points: line.join(" "), stroke: look.color, "stroke-dasharray": look.dash || null, "data-series": s.name }));
+    const every = Math.max(1, Math.ceil(ts.length / 40));
+    ts.forEach((t, i) => { if (i % every === 0 || i === ts.length - 1) root.append(markerAt(look.marker, x(t), y(tops[k][i]), look)); });
+    const sw = svgEl("svg", { width: 34, height: 12, "aria-hidden": "true" });
+    sw.append(svgEl("line", { x1: 1, x2: 33, y1: 6, y2: 6, stroke: look.color, "stroke-width": 2, "stroke-dasharray": look.dash || null }));
+    sw.append(markerAt(look.marker, 17, 6, look));
+    legend.append(el("li", { "data-series": s.name }, sw, " " + s.name));
+  });
+  if (!series.length) root.append(svgEl("text", { class: "tick", x: (ml + width - mr) / 2, y: (mt + height - mb) / 2, "text-anchor": "middle" }, empty || "nothing yet"));
+  box.append(root, legend);
+  return box;
+}
+
+// runCharts draws a run's samples: pages/s and items/s, the backlog of each step
+// (queued + in flight, stacked) and failures by cause (stacked).
+function runCharts(samples, stepIDs) {
+  const times = samples.map((s) => s.t);
+  // The rate at a sample is over the interval that ends there; the first sample takes
+  // the rate of the interval after it.
+  const rate = (k) => samples.map((s, i) => {
+    const a = samples[Math.max(0, i - 1)], b = samples[Math.max(i, Math.min(1, samples.length - 1))], dt = b.t - a.t;
+    return [s.t, dt > 0 ? Math.max(0, b[k] - a[k]) / dt : 0];
+  });
+  const causes = [];
+  for (const s of samples) for (const c of Object.keys(s.causes)) if (!causes.includes(c)) causes.push(c);
+  return [
+    chart({ id: "chart-rates", title: "Pages/s and items/s", times, ylabel: "per second",
+      series: [{ name: "pages/s", points: rate("pages") }, { name: "items/s", points: rate("items") }] }),
+    chart({ id: "chart-backlog", title: "Backlog per step (queued + in flight)", times, ylabel: "inputs", stacked: true,
+      series: stepIDs.map((id) => ({ name: id, points: samples.map((s) => [s.t, s.backlog[id] || 0]) })) }),
+    chart({ id: "chart-failures", title: "Failures by cause", times, ylabel: "failed inputs", stacked: true, empty: "no failures",
+      series: causes.map((c) => ({ name: c, points: samples.map((s) => [s.t, s.causes[c] || 0]) })) }),
+  ];
+}
+
+// fleetPicture draws one row per worker: a dot per heartbeat the console saw in the
+// last minutes, and the age of the last one; a stale worker's row says "stale" and its
+// last beat is a hollow ring with a cross.
+function fleetPicture(data) {
+  const workers = data.workers || [];
+  const span = 300, now = new Date(data.now).getTime();
+  const width = 920, rowH = 26, left = 300, right = 150, top = 22;
+  const height = top + workers.length * rowH + 24;
+  const x = (t) => left + (1 - (now - t) / 1000 / span) * (width - left - right);
+  const root = svgEl("svg", { class: "fleet", width, height, viewBox: `0 0 ${width} ${height}`, role: "img", "aria-label": "worker heartbeats" });
+  for (let m = 0; m <= span / 60; m++) {
+    const tx = x(now - m * 60000);
+    root.append(svgEl("line", { class: "grid", x1: tx, x2: tx, y1: top - 6, y2: height - 22 }));
+    root.append(svgEl("text", { class: "tick", x: tx, y: height - 8, "text-anchor": "middle" }, m ? "−" + m + " min" : "now"));
+  }
+  workers.forEach((w, r) => {
+    const y = top + r * rowH + rowH / 2;
+    const g = svgEl("g", { class: "worker" + (w.stale ? " stale" : ""), "data-worker": w.identity, "data-queue": w.task_queue, "data-stale": w.stale });
+    g.append(svgEl("text", { class: "label", x: 8, y: y + 4 }, w.identity + " · " + w.task_queue));
+    g.append(svgEl("line", { class: "track", x1: left, x2: width - right, y1: y, y2: y }));
+    const beats = (w.beats || []).map((b) => new Date(b).getTime()).filter((t) => now - t <= span * 1000);
+    beats.forEach((t, i) => {
+      const last = i === beats.length - 1;
+      const dot = svgEl("circle", { class: "beat" + (last && w.stale ? " last-stale" : ""), cx: x(t), cy: y, r: last ? 5 : 3.5 });
+      dot.append(svgEl("title", {}, w.identity + " beat at " + new Date(t).toLocaleTimeString()));
+      g.append(dot);
+      if (last && w.stale) g.append(svgEl("path", { class: "stale-cross", d: `M${x(t) - 3},${y - 3} L${x(t) + 3},${y + 3} M${x(t) - 3},${y + 3} L${x(t) + 3},${y - 3}` }));
+    });
+    g.append(svgEl("text", { class: "age", x: width - right + 10, y: y + 4 },
+      (w.stale ? "✕ stale, " : "● ") + "last beat " + shortNum(w.age_s) + " s ago"));
+    root.append(g);
+  });
+  return root;
+}
