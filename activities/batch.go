@@ -168,8 +168,9 @@ func (a *Activities) begin(ctx context.Context, b crawl.Batch) (*batchRun, crawl
 	r := &batchRun{a: a, ctx: ctx, task: task, began: time.Now(), own: len(b.Work)}
 	r.cp = newCheckpointer(ctx, len(b.Work))
 	b.Work = append(slices.Clip(b.Work), r.cp.sum.Followed...)
-	r.b = b
+	// The stores `all` stands for, resolved once: sinks, metrics and checkpoints name them.
 	b.Step.Store = a.storesOf(b.Step)
+	r.b = b
 	for _, name := range b.Step.Store {
 		s, err := a.Sinks.Get(name)
 		if err != nil {
@@ -211,10 +212,16 @@ func (a *Activities) begin(ctx context.Context, b crawl.Batch) (*batchRun, crawl
 // storesOf is the sinks a step writes to: those it names, or for `store: [all]` every
 // store of this worker (not its resource pools).
 func (a *Activities) storesOf(step crawl.PlanStep) []string {
-	if !slices.Equal(step.Store, []string{crawl.StoreAll}) {
+	if !slices.Contains(step.Store, crawl.StoreAll) {
 		return step.Store
 	}
-	return slices.DeleteFunc(a.Sinks.Names(), func(name string) bool { return slices.Contains(external.SinkNames(), name) })
+	stores := slices.DeleteFunc(a.Sinks.Names(), func(name string) bool { return slices.Contains(external.SinkNames(), name) })
+	for _, name := range step.Store { // a plan changed in code may name others beside all
+		if name != crawl.StoreAll && !slices.Contains(stores, name) {
+			stores = append(stores, name)
+		}
+	}
+	return stores
 }
 
 // end gives back what the batch holds: unspent budget, its share of the CPU.

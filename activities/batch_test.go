@@ -10,6 +10,7 @@ import (
 
 	"trawler/crawl"
 	"trawler/fetch"
+	"trawler/storage"
 )
 
 func TestStepFetcherAppliesChainRobotsSwitch(t *testing.T) {
@@ -49,6 +50,25 @@ func TestItemIDsAreStablePerRunAndKey(t *testing.T) {
 		seen[id] = key
 		if itemID("run-2", key) == id {
 			t.Fatalf("%s has the same id in two runs", key)
+		}
+	}
+}
+
+// `store: [all]` is every store of the worker but its pools; a plan changed in code may
+// name more beside it.
+func TestStoresOfAll(t *testing.T) {
+	a := &Activities{Sinks: storage.Set{"jsonl": nil, "kafka": nil, "pool:cookie": nil}}
+	for _, tc := range []struct {
+		store []string
+		want  string
+	}{
+		{[]string{"all"}, "[jsonl kafka]"},
+		{[]string{"all", "hbase"}, "[jsonl kafka hbase]"},
+		{[]string{"kafka"}, "[kafka]"},
+		{nil, "[]"},
+	} {
+		if got := fmt.Sprint(a.storesOf(crawl.PlanStep{Store: tc.store})); got != tc.want {
+			t.Errorf("store %v: %s, want %s", tc.store, got, tc.want)
 		}
 	}
 }
