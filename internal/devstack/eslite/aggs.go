@@ -33,6 +33,20 @@ type aggDef struct {
 	bounds   *[2]float64
 	keyed    bool // buckets as an object keyed by their key instead of a list
 	ranges   []aggRange
+	// stats, extended_stats, percentiles
+	sigma    float64
+	percents []float64
+	// filters: the named (or, anonymous, numbered) filter queries, and once the search
+	// ran them, the documents each matches.
+	filters     []aggFilter
+	filterNamed bool
+	docKey      func(map[string]any) string
+}
+
+type aggFilter struct {
+	key     string
+	query   any
+	matched map[string]bool
 }
 
 type aggRange struct {
@@ -40,8 +54,9 @@ type aggRange struct {
 	from, to *float64
 }
 
-var metricKinds = map[string]bool{"avg": true, "sum": true, "min": true, "max": true, "value_count": true, "cardinality": true}
-var bucketKinds = map[string]bool{"terms": true, "date_histogram": true, "histogram": true, "range": true}
+var metricKinds = map[string]bool{"avg": true, "sum": true, "min": true, "max": true, "value_count": true, "cardinality": true,
+	"stats": true, "extended_stats": true, "percentiles": true}
+var bucketKinds = map[string]bool{"terms": true, "date_histogram": true, "histogram": true, "range": true, "filters": true}
 
 func parseAggs(v any, fields map[string]fieldInfo) ([]*aggDef, error) {
 	if v == nil {
@@ -80,7 +95,7 @@ func parseAggs(v any, fields map[string]fieldInfo) ([]*aggDef, error) {
 					return nil, parsingErr("[%s] aggregation [%s] malformed", k, name)
 				}
 			default:
-				return nil, parsingErr("Unknown aggregation type [%s] in [%s] (eslite supports terms, date_histogram, histogram, range, avg, sum, min, max, value_count, cardinality)", k, name)
+				return nil, parsingErr("Unknown aggregation type [%s] in [%s] (eslite supports terms, date_histogram, histogram, range, filters, avg, sum, min, max, value_count, cardinality, stats, extended_stats, percentiles)", k, name)
 			}
 		}
 		if a.kind == "" {
@@ -106,6 +121,9 @@ func parseAggs(v any, fields map[string]fieldInfo) ([]*aggDef, error) {
 var fixedInterval = regexp.MustCompile(`^(\d+)(ms|s|m|h|d)$`)
 
 func (a *aggDef) configure(fields map[string]fieldInfo) error {
+	if a.kind == "filters" {
+		return a.configureFilters()
+	}
 	f, _ := a.opts["field"].(string)
 	if f == "" {
 		return parsingErr("Required one of fields [field, script], but none were specified in [%s] aggregation [%s]", a.kind, a.name)
@@ -122,7 +140,8 @@ func (a *aggDef) configure(fields map[string]fieldInfo) error {
 	}
 	allowed := map[string]bool{"field": true, "missing": true, "format": true}
 	a.missing = a.opts["missing"]
-	if (a.kind == "avg" || a.kind == "sum" || a.kind == "min" || a.kind == "max") && (fi.Type == "keyword" || fi.Type == "none") {
+	if (a.kind == "avg" || a.kind == "sum" || a.kind == "min" || a.kind == "max" || a.kind == "stats" ||
+		a.kind == "extended_stats" || a.kind == "percentiles") && (fi.Type == "keyword" || fi.Type == "none") {
 		return badRequest("illegal_argument_exception", "Field [%s] of type [%s] is not supported for aggregation [%s]", f, fi.ESType, a.kind)
 	}
 	var err error
@@ -236,6 +255,9 @@ func (a *aggDef) configure(fields map[string]fieldInfo) error {
 			}
 			a.ranges = append(a.ranges, ar)
 		}
+	}
+	if err := a.configureStats(allowed); err != nil {
+		return err
 	}
 	if a.kind == "cardinality" {
 		allowed["precision_threshold"] = true
@@ -359,6 +381,10 @@ func (a *aggDef) run(docs []map[string]any) (map[string]any, error) {
 	switch a.kind {
 	case "avg", "sum", "min", "max", "value_count", "cardinality":
 		return a.metric(docs), nil
+	case "stats", "extended_stats", "percentiles":
+		return a.statsOf(docs), nil
+	case "filters":
+		return a.filtersRun(docs)
 	case "terms":
 		return a.terms(docs)
 	case "histogram", "date_histogram":
@@ -648,4 +674,273 @@ func parseDuration(s string) (float64, error) {
 		f = -f
 	}
 	return f, nil
+}
+
+// configureStats checks the options of stats, extended_stats and percentiles.
+func (a *aggDef) configureStats(allowed map[string]bool) error {
+	switch a.kind {
+	case "extended_stats":
+		allowed["sigma"] = true
+		a.sigma = 2
+		if v, ok := a.opts["sigma"]; ok {
+			f, isNum := toFloat(v)
+			if !isNum {
+				return badRequest("x_content_parse_exception", "[1:1] [extended_stats] failed to parse field [sigma]")
+			}
+			if f < 0 {
+				return badRequest("illegal_argument_exception", "[sigma] must be greater than or equal to 0. Found [%s] in [%s]", esDouble(f), a.name)
+			}
+			a.sigma = f
+		}
+	case "percentiles":
+		for _, k := range []string{"percents", "keyed", "tdigest", "hdr"} {
+			allowed[k] = true
+		}
+		if td, ok := a.opts["tdigest"].(map[string]any); ok {
+			if c, ok := toFloat(td["compression"]); ok && c < 0 {
+				return badRequest("illegal_argument_exception", "[compression] must be greater than or equal to 0. Found [%s] in [%s]", esDouble(c), a.name)
+			}
+		}
+		if hdr, ok := a.opts["hdr"].(map[string]any); ok {
+			if v, present := hdr["number_of_significant_value_digits"]; present {
+				n, ok := toFloat(v)
+				if !ok {
+					return badRequest("x_content_parse_exception", "[hdr] failed to parse field [number_of_significant_value_digits]")
+				}
+				if n < 0 || n > 5 {
+					return badRequest("illegal_argument_exception", "[numberOfSignificantValueDigits] must be between 0 and 5")
+				}
+			}
+		}
+		a.percents = []float64{1, 5, 25, 50, 75, 95, 99}
+		if v, ok := a.opts["percents"]; ok {
+			arr, isArr := v.([]any)
+			if !isArr || len(arr) == 0 {
+				return badRequest("illegal_argument_exception", "[percents] must not be empty")
+			}
+			a.percents = a.percents[:0]
+			for _, x := range arr {
+				f, ok := toFloat(x)
+				if !ok {
+					return badRequest("x_content_parse_exception", "[percents] must be numbers")
+				}
+				a.percents = append(a.percents, f)
+			}
+		}
+	}
+	return nil
+}
+
+// statsOf computes stats, extended_stats and percentiles over the numeric values of the
+// documents. Percentiles are exact, interpolated between the sorted values as a t-digest
+// that keeps every value does.
+func (a *aggDef) statsOf(docs []map[string]any) map[string]any {
+	var nums []float64
+	for _, d := range docs {
+		for _, v := range a.values(d) {
+			switch x := v.(type) {
+			case float64:
+				nums = append(nums, x)
+			case bool:
+				if x {
+					nums = append(nums, 1)
+				} else {
+					nums = append(nums, 0)
+				}
+			}
+		}
+	}
+	if a.kind == "percentiles" {
+		sort.Float64s(nums)
+		if k, ok := a.opts["keyed"]; ok && !boolOpt(k) {
+			var vals []any
+			for _, p := range a.percents {
+				vals = append(vals, map[string]any{"key": p, "value": percentile(nums, p)})
+			}
+			return map[string]any{"values": vals}
+		}
+		vals := map[string]any{}
+		for _, p := range a.percents {
+			vals[esDouble(p)] = percentile(nums, p)
+		}
+		return map[string]any{"values": vals}
+	}
+	n := float64(len(nums))
+	out := map[string]any{"count": len(nums), "min": nil, "max": nil, "avg": nil, "sum": 0.0}
+	if len(nums) > 0 {
+		mn, mx := nums[0], nums[0]
+		for _, x := range nums {
+			mn, mx = math.Min(mn, x), math.Max(mx, x)
+		}
+		sum := compensatedSum(nums)
+		out["min"], out["max"], out["avg"], out["sum"] = mn, mx, sum/n, sum
+	}
+	if a.kind == "extended_stats" {
+		sq := make([]float64, len(nums))
+		for i, x := range nums {
+			sq[i] = x * x
+		}
+		sumSq := compensatedSum(sq)
+		out["sum_of_squares"] = sumSq
+		if len(nums) == 0 {
+			out["sum_of_squares"] = nil
+			for _, k := range []string{"variance", "variance_population", "variance_sampling", "std_deviation",
+				"std_deviation_population", "std_deviation_sampling"} {
+				out[k] = nil
+			}
+			out["std_deviation_bounds"] = map[string]any{"upper": nil, "lower": nil, "upper_population": nil,
+				"lower_population": nil, "upper_sampling": nil, "lower_sampling": nil}
+			return out
+		}
+		sum := compensatedSum(nums)
+		avg := sum / n
+		variance := math.Max(0, (sumSq-sum*sum/n)/n)
+		sampling := math.NaN()
+		if n > 1 {
+			sampling = math.Max(0, (sumSq-sum*sum/n)/(n-1))
+		}
+		std := math.Sqrt(variance)
+		out["variance"], out["variance_population"] = variance, variance
+		out["std_deviation"], out["std_deviation_population"] = std, std
+		bounds := map[string]any{
+			"upper": avg + a.sigma*std, "lower": avg - a.sigma*std,
+			"upper_population": avg + a.sigma*std, "lower_population": avg - a.sigma*std,
+		}
+		if !math.IsNaN(sampling) {
+			ss := math.Sqrt(sampling)
+			out["variance_sampling"], out["std_deviation_sampling"] = sampling, ss
+			bounds["upper_sampling"], bounds["lower_sampling"] = avg+a.sigma*ss, avg-a.sigma*ss
+		}
+		out["std_deviation_bounds"] = bounds
+	}
+	return out
+}
+
+// percentile interpolates the p-th percentile of sorted values, each value standing at
+// the middle of its rank as in a t-digest of single-value centroids.
+func percentile(sorted []float64, p float64) any {
+	n := len(sorted)
+	if n == 0 {
+		return nil
+	}
+	pos := p / 100 * float64(n)
+	if pos <= 0.5 {
+		return sorted[0]
+	}
+	if pos >= float64(n)-0.5 {
+		return sorted[n-1]
+	}
+	i := int(math.Floor(pos - 0.5))
+	frac := pos - 0.5 - float64(i)
+	return sorted[i] + frac*(sorted[i+1]-sorted[i])
+}
+
+func (a *aggDef) configureFilters() error {
+	for k := range a.opts {
+		switch k {
+		case "filters", "other_bucket", "other_bucket_key", "keyed":
+		default:
+			return parsingErr("[filters] aggregation [%s] does not support [%s] in eslite", a.name, k)
+		}
+	}
+	switch fs := a.opts["filters"].(type) {
+	case map[string]any:
+		if len(fs) == 0 {
+			return parsingErr("[filters] cannot be empty.")
+		}
+		keys := make([]string, 0, len(fs))
+		for k := range fs {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			a.filters = append(a.filters, aggFilter{key: k, query: fs[k]})
+		}
+		a.filterNamed = true
+	case []any:
+		if len(fs) == 0 {
+			return parsingErr("[filters] cannot be empty.")
+		}
+		for i, q := range fs {
+			a.filters = append(a.filters, aggFilter{key: strconv.Itoa(i), query: q})
+		}
+	default:
+		return parsingErr("[filters] cannot be empty.")
+	}
+	if boolOpt(a.opts["other_bucket"]) || a.opts["other_bucket_key"] != nil {
+		key := "_other_"
+		if k, ok := a.opts["other_bucket_key"].(string); ok {
+			key = k
+		}
+		a.filters = append(a.filters, aggFilter{key: key})
+	}
+	a.keyed = a.filterNamed
+	if k, ok := a.opts["keyed"]; ok {
+		a.keyed = boolOpt(k)
+	}
+	return nil
+}
+
+// prepareFilters runs the queries of every filters aggregation (at any depth) with
+// match, which returns the keys of the documents a query matches, and has each
+// aggregation find a document's key with docKey.
+func prepareFilters(defs []*aggDef, match func(q any) (map[string]bool, error), docKey func(map[string]any) string) error {
+	for _, a := range defs {
+		if a.kind == "filters" {
+			a.docKey = docKey
+			for i := range a.filters {
+				if a.filters[i].query == nil {
+					continue
+				}
+				m, err := match(a.filters[i].query)
+				if err != nil {
+					return err
+				}
+				a.filters[i].matched = m
+			}
+		}
+		if err := prepareFilters(a.subs, match, docKey); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (a *aggDef) filtersRun(docs []map[string]any) (map[string]any, error) {
+	inAny := map[int]bool{}
+	var list []any
+	keyed := map[string]any{}
+	for fi, f := range a.filters {
+		var in []map[string]any
+		for di, d := range docs {
+			if f.query == nil {
+				if !inAny[di] {
+					in = append(in, d)
+				}
+				continue
+			}
+			if a.docKey != nil && f.matched[a.docKey(d)] {
+				in = append(in, d)
+				inAny[di] = true
+			}
+		}
+		_ = fi
+		b, err := a.bucket(f.key, in, nil)
+		if err != nil {
+			return nil, err
+		}
+		if a.keyed {
+			delete(b, "key")
+			keyed[f.key] = b
+		} else {
+			if !a.filterNamed {
+				delete(b, "key")
+			}
+			list = append(list, b)
+		}
+	}
+	if a.keyed {
+		return map[string]any{"buckets": keyed}, nil
+	}
+	return map[string]any{"buckets": list}, nil
 }

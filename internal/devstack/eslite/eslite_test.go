@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"reflect"
 	"sort"
 	"strings"
@@ -386,6 +387,58 @@ func TestAggregations(t *testing.T) {
 	check("metrics", a, `{"avg":{"value":100},"sum":{"value":600},"min":{"value":5},"max":{"value":200},"vc":{"value":8},"card":{"value":5},"last":{"value":1772323200000,"value_as_string":"2026-03-01T00:00:00.000Z"},"none":{"value":4.12}}`)
 	a = agg(`{"term":{"tags":"nothing"}}`, `{"avg":{"avg":{"field":"points"}},"t":{"terms":{"field":"tags"}}}`)
 	check("empty", a, `{"avg":{"value":null},"t":{"doc_count_error_upper_bound":0,"sum_other_doc_count":0,"buckets":[]}}`)
+	// points are 120, 80, 200, 45, 150, 5.
+	a = agg(`{"terms":{"author":["alice","bob"]}}`, `{"s":{"stats":{"field":"points"}},"e":{"extended_stats":{"field":"points","sigma":1}}}`)
+	check("stats", a["s"], `{"count":4,"min":5,"max":200,"avg":101.25,"sum":405}`)
+	e2 := a["e"].(map[string]any)
+	// variance is (sum of squares - sum²/count) / count = (60825 - 405²/4) / 4.
+	if e2["sum_of_squares"] != 60825.0 || e2["variance"] != 4954.6875 || e2["std_deviation_bounds"].(map[string]any)["upper"] != 101.25+math.Sqrt(4954.6875) {
+		t.Errorf("extended_stats: %s", j(e2))
+	}
+	a = agg("", `{"p":{"percentiles":{"field":"points","percents":[25,50,99]}},"k":{"percentiles":{"field":"points","percents":[50],"keyed":false}}}`)
+	check("percentiles", a, `{"p":{"values":{"25.0":45,"50.0":100,"99.0":200}},"k":{"values":[{"key":50,"value":100}]}}`)
+	a = agg("", `{"f":{"filters":{"filters":{"go":{"term":{"tags":"go"}},"hot":{"term":{"hot":true}}}},"aggs":{"p":{"sum":{"field":"points"}}}},"a":{"filters":{"filters":[{"term":{"author":"bob"}}],"other_bucket":true}}}`)
+	check("filters", a, `{"f":{"buckets":{"go":{"doc_count":3,"p":{"value":470}},"hot":{"doc_count":3,"p":{"value":470}}}},"a":{"buckets":[{"doc_count":2},{"doc_count":4}]}}`)
+}
+
+func TestNestedBoolPrefixAndMetaQueries(t *testing.T) {
+	e := start(t, t.TempDir())
+	defer e.stop()
+	e.ok(e.es.Indices.Create("n", e.es.Indices.Create.WithBody(strings.NewReader(
+		`{"mappings":{"properties":{"users":{"type":"nested","properties":{"first":{"type":"keyword"}}},"text":{"type":"text"},"k":{"type":"keyword","ignore_above":3}}}}`))))
+	docs := `{"index":{"_id":"1","routing":"r"}}
+{"users":[{"first":"john"},{"first":"mark"}],"text":"brown fox jump","k":"toolong"}
+{"index":{"_id":"2"}}
+{"users":[{"first":"alice"}],"text":"jumparound dog","k":"ok"}
+`
+	e.ok(e.es.Bulk(strings.NewReader(docs), e.es.Bulk.WithIndex("n"), e.es.Bulk.WithRefresh("true")))
+	ids := func(q string) []string {
+		t.Helper()
+		return sorted(hitIDs(e.search("n", `{"query":`+q+`}`)))
+	}
+	for _, c := range []struct{ q, want string }{
+		{`{"nested":{"path":"users","query":{"term":{"users.first":"mark"}}}}`, "[1]"},
+		{`{"nested":{"path":"users","query":{"exists":{"field":"users.first"}}}}`, "[1 2]"},
+		{`{"match_bool_prefix":{"text":"brown ju"}}`, "[1 2]"},
+		{`{"match_bool_prefix":{"text":{"query":"brown ju","operator":"and"}}}`, "[1]"},
+		{`{"multi_match":{"query":"dog","type":"bool_prefix","fields":["text"]}}`, "[2]"},
+		{`{"exists":{"field":"_id"}}`, "[1 2]"},
+		{`{"exists":{"field":"_routing"}}`, "[1]"},
+		{`{"exists":{"field":"_ignored"}}`, "[1]"},
+		{`{"term":{"_ignored":"k"}}`, "[1]"},
+	} {
+		if got := fmt.Sprint(ids(c.q)); got != c.want {
+			t.Errorf("%s: got %s, want %s", c.q, got, c.want)
+		}
+	}
+	st, _ := e.raw(e.es.Search(e.es.Search.WithIndex("n"), e.es.Search.WithBody(strings.NewReader(`{"query":{"nested":{"path":"nope","query":{"match_all":{}}}}}`))))
+	if st != 400 {
+		t.Errorf("nested on an unmapped path: status %d, want 400", st)
+	}
+	h := e.search("n", `{"query":{"ids":{"values":["1"]}}}`)["hits"].(map[string]any)["hits"].([]any)[0].(map[string]any)
+	if fmt.Sprint(h["_ignored"]) != "[k]" {
+		t.Errorf("hit _ignored = %v, want [k]", h["_ignored"])
+	}
 }
 
 func TestErrors(t *testing.T) {
@@ -403,7 +456,7 @@ func TestErrors(t *testing.T) {
 		{"bad option", "news", `{"query":{"match":{"title":{"query":"go","fuzziness":2}}}}`, 400, "parsing_exception", "fuzziness"},
 		{"bool key", "news", `{"query":{"bool":{"mustnt":[]}}}`, 400, "parsing_exception", "mustnt"},
 		{"terms agg on text", "news", `{"aggs":{"x":{"terms":{"field":"title"}}}}`, 400, "illegal_argument_exception", "[title]"},
-		{"unknown agg", "news", `{"aggs":{"x":{"percentiles":{"field":"points"}}}}`, 400, "parsing_exception", "percentiles"},
+		{"unknown agg", "news", `{"aggs":{"x":{"significant_terms":{"field":"tags"}}}}`, 400, "parsing_exception", "significant_terms"},
 		{"bad interval", "news", `{"aggs":{"x":{"date_histogram":{"field":"published","calendar_interval":"fortnight"}}}}`, 400, "illegal_argument_exception", "fortnight"},
 		{"sort text", "news", `{"sort":["title"]}`, 400, "illegal_argument_exception", "[title]"},
 		{"sort unmapped", "news", `{"sort":["nope"]}`, 400, "query_shard_exception", "[nope]"},

@@ -39,6 +39,9 @@ const (
 	fSeqNo      = "_seq_no"
 	fRouting    = "_routing"
 	fIgnored    = "_ignored"
+	// fIgnoredTerms indexes the names of a document's ignored fields, for term and terms
+	// queries on _ignored.
+	fIgnoredTerms = "\x00ignored_terms"
 )
 
 var (
@@ -751,6 +754,10 @@ func (ix *esIndex) buildDoc(id string, source []byte, version, seq int64, routin
 		sort.Strings(ignored)
 		b, _ := json.Marshal(ignored)
 		doc.AddField(document.NewTextFieldWithIndexingOptions(fIgnored, nil, b, bindex.StoreField))
+		doc.AddField(document.NewTextFieldCustom(fFieldNames, nil, []byte(fIgnored), bindex.IndexField, keywordAnalyzer))
+		for _, n := range ignored {
+			doc.AddField(document.NewTextFieldCustom(fIgnoredTerms, nil, []byte(n), bindex.IndexField, keywordAnalyzer))
+		}
 	}
 	compact, _ := json.Marshal(src)
 	doc.AddField(document.NewTextFieldWithIndexingOptions(fSource, nil, compact, bindex.StoreField))
@@ -758,6 +765,7 @@ func (ix *esIndex) buildDoc(id string, source []byte, version, seq int64, routin
 	doc.AddField(document.NewTextFieldWithIndexingOptions(fSeqNo, nil, []byte(strconv.FormatInt(seq, 10)), bindex.StoreField))
 	if routing != "" {
 		doc.AddField(document.NewTextFieldWithIndexingOptions(fRouting, nil, []byte(routing), bindex.StoreField))
+		doc.AddField(document.NewTextFieldCustom(fFieldNames, nil, []byte(fRouting), bindex.IndexField, keywordAnalyzer))
 	}
 	if changed {
 		ix.meta.Mappings["properties"] = work

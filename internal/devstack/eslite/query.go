@@ -297,9 +297,20 @@ func (c *qctx) translate(v any) (query.Query, error) {
 			if f == "" {
 				return nil, parsingErr("[exists] query requires a [field]")
 			}
+			switch f {
+			case "_id", "_index", "_seq_no", "_version", "_primary_term":
+				// Every document has these metadata fields.
+				return bleve.NewMatchAllQuery(), nil
+			case "_source":
+				return nil, badRequest("query_shard_exception", "failed to create query: the _source field is not searchable")
+			}
 			tq := bleve.NewTermQuery(f)
 			tq.SetField(fFieldNames)
 			return tq, nil
+		case "nested":
+			return c.nestedQ(body)
+		case "match_bool_prefix":
+			return c.matchBoolPrefixQ(body)
 		case "prefix", "wildcard":
 			return c.patternQ(kind, body)
 		case "ids":
@@ -323,7 +334,7 @@ func (c *qctx) translate(v any) (query.Query, error) {
 		case "query_string":
 			return c.queryString(body)
 		default:
-			return nil, parsingErr("unknown query [%s] (eslite supports match, match_phrase, multi_match, combined_fields, term, terms, range, exists, prefix, wildcard, regexp, ids, bool, dis_max, constant_score, query_string, match_all, match_none)", kind)
+			return nil, parsingErr("unknown query [%s] (eslite supports match, match_phrase, match_bool_prefix, multi_match, combined_fields, term, terms, range, exists, prefix, wildcard, regexp, ids, bool, nested, dis_max, constant_score, query_string, match_all, match_none)", kind)
 		}
 	}
 	return nil, nil
@@ -510,6 +521,11 @@ func (c *qctx) termQ(body any) (query.Query, error) {
 			return nil, parsingErr("[term] query does not support [%s]", k)
 		}
 	}
+	if f == fIgnored {
+		tq := bleve.NewTermQuery(scalarString(v))
+		tq.SetField(fIgnoredTerms)
+		return &constScoreQuery{inner: tq, boost: boostValue(opts["boost"])}, nil
+	}
 	fi, ok := c.fields[f]
 	if !ok {
 		return bleve.NewMatchNoneQuery(), nil
@@ -569,6 +585,15 @@ func (c *qctx) termsQ(body any) (query.Query, error) {
 	}
 	if f == "" {
 		return nil, parsingErr("[terms] query requires one field with an array of values")
+	}
+	if f == fIgnored && len(vals) > 0 {
+		qs := make([]query.Query, 0, len(vals))
+		for _, v := range vals {
+			tq := bleve.NewTermQuery(scalarString(v))
+			tq.SetField(fIgnoredTerms)
+			qs = append(qs, tq)
+		}
+		return &constScoreQuery{inner: bleve.NewDisjunctionQuery(qs...), boost: boostValue(o["boost"])}, nil
 	}
 	fi, ok := c.fields[f]
 	if !ok || len(vals) == 0 {
@@ -967,10 +992,16 @@ func (c *qctx) multiMatch(body any) (query.Query, error) {
 			}
 		case "type":
 			switch v {
-			case "best_fields", "most_fields", "phrase":
+			case "best_fields", "most_fields", "phrase", "bool_prefix":
 			default:
-				return nil, parsingErr("[multi_match] type [%v] is not supported by eslite (best_fields, most_fields, phrase)", v)
+				return nil, parsingErr("[multi_match] type [%v] is not supported by eslite (best_fields, most_fields, phrase, bool_prefix)", v)
 			}
+		case "fuzziness", "prefix_length", "max_expansions", "fuzzy_transpositions", "fuzzy_rewrite":
+		case "slop", "cutoff_frequency":
+			if o["type"] == "bool_prefix" {
+				return nil, parsingErr("[%s] not allowed for type [bool_prefix]", k)
+			}
+			return nil, parsingErr("[multi_match] query does not support [%s]", k)
 		default:
 			return nil, parsingErr("[multi_match] query does not support [%s]", k)
 		}
@@ -986,7 +1017,13 @@ func (c *qctx) multiMatch(body any) (query.Query, error) {
 		if fi.Type != "text" && fi.Type != "keyword" && len(pats) == 0 {
 			continue
 		}
-		q, err := c.matchField(fb.name, scalarString(text), op, o["minimum_should_match"], phrase)
+		var q query.Query
+		var err error
+		if o["type"] == "bool_prefix" {
+			q, err = c.boolPrefixField(fb.name, scalarString(text), op, o)
+		} else {
+			q, err = c.matchField(fb.name, scalarString(text), op, o["minimum_should_match"], phrase)
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -1431,4 +1468,156 @@ func (p *qsParser) onFields(patterns []string, t qsTok) (query.Query, error) {
 		return qs[0], nil
 	}
 	return bleve.NewDisjunctionQuery(qs...), nil
+}
+
+// nestedQ answers a nested query. Nested objects are indexed as plain objects, so the
+// inner query runs against the whole document: a document matches when any of its
+// nested objects' values match (conditions across several fields of one nested object
+// may also match values from different objects, where Elasticsearch would not).
+func (c *qctx) nestedQ(body any) (query.Query, error) {
+	o, ok := body.(map[string]any)
+	if !ok {
+		return nil, parsingErr("[nested] query malformed")
+	}
+	path, _ := o["path"].(string)
+	if path == "" {
+		return nil, parsingErr("[nested] requires 'path' field")
+	}
+	inner, ok := o["query"]
+	if !ok {
+		return nil, parsingErr("[nested] requires 'query' field")
+	}
+	mapped := false
+	for f := range c.fields {
+		if strings.HasPrefix(f, path+".") {
+			mapped = true
+			break
+		}
+	}
+	if !mapped && c.fields != nil {
+		if boolOpt(o["ignore_unmapped"]) {
+			return bleve.NewMatchNoneQuery(), nil
+		}
+		return nil, badRequest("query_shard_exception", "failed to create query: [nested] failed to find nested object under path [%s]", path)
+	}
+	q, err := c.translate(inner)
+	if err != nil {
+		return nil, err
+	}
+	return boosted(q, o["boost"]), nil
+}
+
+// matchBoolPrefixQ answers match_bool_prefix: the analysed terms as a bool query of term
+// queries, the last one a prefix query.
+func (c *qctx) matchBoolPrefixQ(body any) (query.Query, error) {
+	f, v, opts, err := fieldAndValue("match_bool_prefix", body, "query")
+	if err != nil {
+		return nil, err
+	}
+	for k := range opts {
+		switch k {
+		case "query", "operator", "minimum_should_match", "boost", "analyzer", "fuzziness", "prefix_length",
+			"max_expansions", "fuzzy_transpositions", "fuzzy_rewrite", "_name":
+		default:
+			return nil, parsingErr("[match_bool_prefix] query does not support [%s]", k)
+		}
+	}
+	op := strings.ToLower(fmt.Sprint(orDefault(opts["operator"], "or")))
+	if op != "or" && op != "and" {
+		return nil, parsingErr("[match_bool_prefix] query: unknown operator [%v], expected and or or", opts["operator"])
+	}
+	q, err := c.boolPrefixField(f, scalarString(v), op, opts)
+	if err != nil {
+		return nil, err
+	}
+	return boosted(q, opts["boost"]), nil
+}
+
+// analyzeWith analyses text with a named search analyzer: whitespace and keyword keep
+// case, anything else is the standard-like analysis text fields are indexed with.
+func analyzeWith(analyzer any, text string) []string {
+	switch analyzer {
+	case "whitespace":
+		return strings.Fields(text)
+	case "keyword":
+		return []string{text}
+	}
+	return analyze(text)
+}
+
+// fuzzDistance reads a fuzziness (0, 1, 2 or AUTO) for a term.
+func fuzzDistance(v any, term string) int {
+	if v == nil {
+		return 0
+	}
+	s := strings.ToUpper(scalarString(v))
+	if strings.HasPrefix(s, "AUTO") {
+		switch n := len([]rune(term)); {
+		case n <= 2:
+			return 0
+		case n <= 5:
+			return 1
+		}
+		return 2
+	}
+	n, _ := strconv.Atoi(s)
+	if n > 2 {
+		n = 2
+	}
+	return n
+}
+
+func (c *qctx) boolPrefixField(f, text, op string, opts map[string]any) (query.Query, error) {
+	fi, ok := c.fields[f]
+	if !ok {
+		return bleve.NewMatchNoneQuery(), nil
+	}
+	if fi.Type != "text" {
+		return c.exactValue(f, fi, text)
+	}
+	terms := analyzeWith(opts["analyzer"], text)
+	if len(terms) == 0 {
+		return bleve.NewMatchNoneQuery(), nil
+	}
+	c.addHL(f, terms[:len(terms)-1]...)
+	c.addHLPrefix(f, terms[len(terms)-1])
+	prefixLen := 0
+	if n, ok := toFloat(opts["prefix_length"]); ok {
+		prefixLen = int(n)
+	}
+	qs := make([]query.Query, len(terms))
+	for i, t := range terms {
+		if i == len(terms)-1 {
+			pq := bleve.NewPrefixQuery(t)
+			pq.SetField(f)
+			qs[i] = &constScoreQuery{inner: pq, boost: 1}
+			continue
+		}
+		if d := fuzzDistance(opts["fuzziness"], t); d > 0 {
+			fq := bleve.NewFuzzyQuery(t)
+			fq.SetField(f)
+			fq.SetFuzziness(d)
+			fq.SetPrefix(prefixLen)
+			qs[i] = fq
+			continue
+		}
+		tq := bleve.NewTermQuery(t)
+		tq.SetField(f)
+		qs[i] = tq
+	}
+	if len(qs) == 1 {
+		return qs[0], nil
+	}
+	if op == "and" {
+		return bleve.NewConjunctionQuery(qs...), nil
+	}
+	dq := bleve.NewDisjunctionQuery(qs...)
+	if msm := opts["minimum_should_match"]; msm != nil {
+		n, err := minimumShouldMatch(msm, len(qs))
+		if err != nil {
+			return nil, err
+		}
+		dq.SetMin(float64(n))
+	}
+	return dq, nil
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"net/http"
+	"reflect"
 	"sort"
 	"time"
 
@@ -226,8 +227,29 @@ func (s *server) search(r *http.Request, expr string, body []byte) (int, any, er
 	var aggOut map[string]any
 	if len(aggs) > 0 {
 		srcs := make([]map[string]any, len(docs))
+		keyOf := make(map[uintptr]string, len(docs))
 		for i, d := range docs {
 			srcs[i] = d.src
+			keyOf[reflect.ValueOf(d.src).Pointer()] = d.ix.name + "\x00" + d.id
+		}
+		match := func(fq any) (map[string]bool, error) {
+			q, err := c.translate(fq)
+			if err != nil {
+				return nil, err
+			}
+			found, err := matchDocs(t, q, false)
+			if err != nil {
+				return nil, err
+			}
+			out := make(map[string]bool, len(found))
+			for _, d := range found {
+				out[d.ix.name+"\x00"+d.id] = true
+			}
+			return out, nil
+		}
+		docKey := func(src map[string]any) string { return keyOf[reflect.ValueOf(src).Pointer()] }
+		if err := prepareFilters(aggs, match, docKey); err != nil {
+			return 0, nil, err
 		}
 		if aggOut, err = runAggs(aggs, srcs); err != nil {
 			return 0, nil, err
@@ -409,9 +431,14 @@ func (s *server) renderHit(d *scoredDoc, o hitOptions) (map[string]any, error) {
 	if o.scored {
 		hit["_score"] = d.score
 	}
-	if o.version {
-		if sd, err := d.ix.getDoc(d.id); err == nil && sd != nil {
+	// _ignored lists the fields of the document whose values were not indexed
+	// (ignore_above, ignore_malformed), as Elasticsearch returns it with every hit.
+	if sd, err := d.ix.getDoc(d.id); err == nil && sd != nil {
+		if o.version {
 			hit["_version"] = sd.version
+		}
+		if len(sd.ignored) > 0 && !o.storedNone {
+			hit["_ignored"] = sd.ignored
 		}
 	}
 	if o.seqNo {

@@ -9,9 +9,11 @@
 // unavailable, param, request and /regex/), `headers` and `ignore`, the assertions
 // match, length, is_true, is_false, gt, gte, lt, lte, contains, exists, not_exists and
 // close_to, `set` and `transform_and_set` with $stash substitution in values, keys and
-// paths, and `skip`/`requires` gates on versions, runner features and cluster features.
-// A test gated on a runner feature or cluster feature this runner does not declare is
-// skipped, as Elasticsearch's own runner does; everything else runs. Between tests every
+// paths, and `skip`/`requires` gates on versions, runner features, cluster features,
+// awaits_fix and known_issues. A test gated on a runner feature or cluster feature this
+// runner does not declare is skipped, as Elasticsearch's own runner does; so is a test
+// whose setup or body calls an X-Pack API (security.*, xpack.*, ...), which only
+// Elasticsearch's X-Pack suites run. Everything else runs. Between tests every
 // index is deleted, as the real runner wipes the cluster.
 package yamltest
 
@@ -146,6 +148,9 @@ func (r *Runner) RunFile(path string) ([]Result, error) {
 	setupSkip := ""
 	if setup != nil {
 		setupSkip = skipReason(setup.steps)
+		if setupSkip == "" {
+			setupSkip = xpackReason(setup.steps)
+		}
 	}
 	for _, t := range tests {
 		res := Result{Dir: dir, File: file, Name: t.name}
@@ -154,7 +159,11 @@ func (r *Runner) RunFile(path string) ([]Result, error) {
 			out = append(out, res)
 			continue
 		}
-		if why := skipReason(t.steps); why != "" {
+		why := skipReason(t.steps)
+		if why == "" {
+			why = xpackReason(t.steps)
+		}
+		if why != "" {
 			res.Status, res.Reason = "skip", why
 			out = append(out, res)
 			continue
@@ -261,8 +270,43 @@ func skipFor(body map[string]any) string {
 	if _, ok := body["awaits_fix"]; ok {
 		return "awaits fix: " + fmt.Sprint(body["awaits_fix"])
 	}
-	if _, ok := body["known_issues"]; ok {
-		return "known issues"
+	// known_issues lists cluster features that bring a bug and the ones that fix it: the
+	// test is skipped on a cluster that has a bug's feature but not its fix.
+	if issues, ok := body["known_issues"].([]any); ok {
+		for _, x := range issues {
+			issue, _ := x.(map[string]any)
+			has := fmt.Sprint(issue["cluster_feature"])
+			fixed := fmt.Sprint(issue["fixed_by"])
+			if hasClusterFeature(has) && !hasClusterFeature(fixed) {
+				return "known issue [" + has + "] not fixed by [" + fixed + "]: " + reason
+			}
+		}
+	}
+	return ""
+}
+
+// xpackAPIs are the API namespaces that belong to X-Pack (security and the like), which
+// eslite, like the OSS distribution, does not have. Elasticsearch runs the tests that call
+// them only in its X-Pack suites, so a test (or its setup) that calls one is skipped.
+var xpackAPIs = []string{"security.", "xpack.", "ml.", "license.", "transform.", "rollup."}
+
+func xpackReason(steps []any) string {
+	for _, st := range steps {
+		m, ok := st.(map[string]any)
+		if !ok {
+			continue
+		}
+		do, ok := m["do"].(map[string]any)
+		if !ok {
+			continue
+		}
+		for api := range do {
+			for _, p := range xpackAPIs {
+				if strings.HasPrefix(api, p) {
+					return "requires X-Pack API [" + api + "]"
+				}
+			}
+		}
 	}
 	return ""
 }

@@ -1,0 +1,23 @@
+package yamltest
+
+import "testing"
+
+func TestSkipGates(t *testing.T) {
+	step := func(k string, v map[string]any) []any { return []any{map[string]any{k: v}} }
+	issue := func(has, fixed string) map[string]any {
+		return map[string]any{"known_issues": []any{map[string]any{"cluster_feature": has, "fixed_by": fixed}}}
+	}
+	// A known issue the server's version has a fix for does not skip the test.
+	if why := skipReason(step("skip", issue("gte_v8.4.0", "gte_v8.5.1"))); why != "" {
+		t.Errorf("fixed known issue skipped: %s", why)
+	}
+	if why := skipReason(step("skip", issue("gte_v8.4.0", "gte_v99.0.0"))); why == "" {
+		t.Error("unfixed known issue not skipped")
+	}
+	if why := xpackReason(step("do", map[string]any{"security.put_role": map[string]any{}})); why == "" {
+		t.Error("a test calling a security API is not skipped")
+	}
+	if why := xpackReason(step("do", map[string]any{"indices.create": map[string]any{}})); why != "" {
+		t.Errorf("indices.create skipped: %s", why)
+	}
+}
