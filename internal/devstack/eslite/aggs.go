@@ -41,6 +41,12 @@ type aggDef struct {
 	filters     []aggFilter
 	filterNamed bool
 	docKey      func(map[string]any) string
+	// rare_terms include and exclude clauses
+	termFilter []termFilter
+	// weighted_avg: the value and weight sources
+	weighted []*aggDef
+	// global: every document of the searched indices
+	allDocs []map[string]any
 }
 
 type aggFilter struct {
@@ -55,8 +61,9 @@ type aggRange struct {
 }
 
 var metricKinds = map[string]bool{"avg": true, "sum": true, "min": true, "max": true, "value_count": true, "cardinality": true,
-	"stats": true, "extended_stats": true, "percentiles": true}
-var bucketKinds = map[string]bool{"terms": true, "date_histogram": true, "histogram": true, "range": true, "filters": true}
+	"stats": true, "extended_stats": true, "percentiles": true, "weighted_avg": true}
+var bucketKinds = map[string]bool{"terms": true, "date_histogram": true, "histogram": true, "range": true, "filters": true,
+	"rare_terms": true, "filter": true, "global": true}
 
 func parseAggs(v any, fields map[string]fieldInfo) ([]*aggDef, error) {
 	if v == nil {
@@ -85,7 +92,7 @@ func parseAggs(v any, fields map[string]fieldInfo) ([]*aggDef, error) {
 				subs = x
 			case k == "meta":
 				a.meta = x
-			case metricKinds[k] || bucketKinds[k]:
+			case metricKinds[k] || bucketKinds[k] || pipelineKinds[k]:
 				if a.kind != "" {
 					return nil, parsingErr("Found two aggregation type definitions in [%s]: [%s] and [%s]", name, a.kind, k)
 				}
@@ -95,7 +102,7 @@ func parseAggs(v any, fields map[string]fieldInfo) ([]*aggDef, error) {
 					return nil, parsingErr("[%s] aggregation [%s] malformed", k, name)
 				}
 			default:
-				return nil, parsingErr("Unknown aggregation type [%s] in [%s] (eslite supports terms, date_histogram, histogram, range, filters, avg, sum, min, max, value_count, cardinality, stats, extended_stats, percentiles)", k, name)
+				return nil, parsingErr("Unknown aggregation type [%s] in [%s] (eslite supports terms, rare_terms, date_histogram, histogram, range, filter, filters, global, avg, weighted_avg, sum, min, max, value_count, cardinality, stats, extended_stats, percentiles, avg_bucket, max_bucket, min_bucket, sum_bucket, stats_bucket)", k, name)
 			}
 		}
 		if a.kind == "" {
@@ -121,6 +128,9 @@ func parseAggs(v any, fields map[string]fieldInfo) ([]*aggDef, error) {
 var fixedInterval = regexp.MustCompile(`^(\d+)(ms|s|m|h|d)$`)
 
 func (a *aggDef) configure(fields map[string]fieldInfo) error {
+	if handled, err := a.configureMore(fields); handled {
+		return err
+	}
 	if a.kind == "filters" {
 		return a.configureFilters()
 	}
@@ -322,7 +332,23 @@ func esDouble(f float64) string {
 func runAggs(defs []*aggDef, docs []map[string]any) (map[string]any, error) {
 	out := map[string]any{}
 	for _, a := range defs {
+		if pipelineKinds[a.kind] {
+			continue
+		}
 		r, err := a.run(docs)
+		if err != nil {
+			return nil, err
+		}
+		if a.meta != nil {
+			r["meta"] = a.meta
+		}
+		out[a.name] = r
+	}
+	for _, a := range defs {
+		if !pipelineKinds[a.kind] {
+			continue
+		}
+		r, err := a.runPipeline(out)
 		if err != nil {
 			return nil, err
 		}
@@ -378,6 +404,9 @@ func millisString(ms float64) string {
 }
 
 func (a *aggDef) run(docs []map[string]any) (map[string]any, error) {
+	if out, ok, err := a.runMore(docs); ok {
+		return out, err
+	}
 	switch a.kind {
 	case "avg", "sum", "min", "max", "value_count", "cardinality":
 		return a.metric(docs), nil
@@ -884,9 +913,16 @@ func (a *aggDef) configureFilters() error {
 // prepareFilters runs the queries of every filters aggregation (at any depth) with
 // match, which returns the keys of the documents a query matches, and has each
 // aggregation find a document's key with docKey.
-func prepareFilters(defs []*aggDef, match func(q any) (map[string]bool, error), docKey func(map[string]any) string) error {
+func prepareFilters(defs []*aggDef, match func(q any) (map[string]bool, error), docKey func(map[string]any) string, all func() ([]map[string]any, error)) error {
 	for _, a := range defs {
-		if a.kind == "filters" {
+		if a.kind == "global" {
+			docs, err := all()
+			if err != nil {
+				return err
+			}
+			a.allDocs = docs
+		}
+		if a.kind == "filters" || a.kind == "filter" {
 			a.docKey = docKey
 			for i := range a.filters {
 				if a.filters[i].query == nil {
@@ -899,7 +935,7 @@ func prepareFilters(defs []*aggDef, match func(q any) (map[string]bool, error), 
 				a.filters[i].matched = m
 			}
 		}
-		if err := prepareFilters(a.subs, match, docKey); err != nil {
+		if err := prepareFilters(a.subs, match, docKey, all); err != nil {
 			return err
 		}
 	}

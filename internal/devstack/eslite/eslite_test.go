@@ -399,6 +399,14 @@ func TestAggregations(t *testing.T) {
 	check("percentiles", a, `{"p":{"values":{"25.0":45,"50.0":100,"99.0":200}},"k":{"values":[{"key":50,"value":100}]}}`)
 	a = agg("", `{"f":{"filters":{"filters":{"go":{"term":{"tags":"go"}},"hot":{"term":{"hot":true}}}},"aggs":{"p":{"sum":{"field":"points"}}}},"a":{"filters":{"filters":[{"term":{"author":"bob"}}],"other_bucket":true}}}`)
 	check("filters", a, `{"f":{"buckets":{"go":{"doc_count":3,"p":{"value":470}},"hot":{"doc_count":3,"p":{"value":470}}}},"a":{"buckets":[{"doc_count":2},{"doc_count":4}]}}`)
+	a = agg("", `{"a":{"terms":{"field":"author"},"aggs":{"s":{"sum":{"field":"points"}}}},"mx":{"max_bucket":{"buckets_path":"a>s"}},"st":{"stats_bucket":{"buckets_path":"a>_count","format":"0.0"}}}`)
+	check("max_bucket", a["mx"], `{"value":320,"keys":["alice"]}`)
+	check("stats_bucket", a["st"], `{"count":4,"min":1,"max":2,"avg":1.5,"sum":6,"min_as_string":"1.0","max_as_string":"2.0","avg_as_string":"1.5","sum_as_string":"6.0"}`)
+	a = agg(`{"term":{"author":"alice"}}`, `{"r":{"rare_terms":{"field":"author"}},"g":{"global":{},"aggs":{"r":{"rare_terms":{"field":"author","exclude":["dave"]}}}},"f":{"filter":{"term":{"author":"alice"}}}}`)
+	check("rare_terms, global and filter", a, `{"r":{"buckets":[]},"g":{"doc_count":6,"r":{"buckets":[{"key":"carol","doc_count":1}]}},"f":{"doc_count":2}}`)
+	// Σp²/Σp over points 120, 80, 200, 45, 150, 5.
+	a = agg("", `{"w":{"weighted_avg":{"value":{"field":"points"},"weight":{"field":"points"}}}}`)
+	check("weighted_avg", a["w"], `{"value":142.25}`)
 }
 
 func TestNestedBoolPrefixAndMetaQueries(t *testing.T) {

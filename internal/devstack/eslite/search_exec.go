@@ -248,7 +248,19 @@ func (s *server) search(r *http.Request, expr string, body []byte) (int, any, er
 			return out, nil
 		}
 		docKey := func(src map[string]any) string { return keyOf[reflect.ValueOf(src).Pointer()] }
-		if err := prepareFilters(aggs, match, docKey); err != nil {
+		all := func() ([]map[string]any, error) {
+			found, err := matchDocs(t, query.NewMatchAllQuery(), false)
+			if err != nil {
+				return nil, err
+			}
+			out := make([]map[string]any, len(found))
+			for i, d := range found {
+				out[i] = d.src
+				keyOf[reflect.ValueOf(d.src).Pointer()] = d.ix.name + "\x00" + d.id
+			}
+			return out, nil
+		}
+		if err := prepareFilters(aggs, match, docKey, all); err != nil {
 			return 0, nil, err
 		}
 		if aggOut, err = runAggs(aggs, srcs); err != nil {

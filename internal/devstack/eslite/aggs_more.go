@@ -1,0 +1,473 @@
+package eslite
+
+import (
+	"fmt"
+	"math"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// Sibling pipeline aggregations: they read the buckets of another aggregation at the
+// same level through buckets_path instead of documents.
+var pipelineKinds = map[string]bool{"avg_bucket": true, "max_bucket": true, "min_bucket": true, "sum_bucket": true, "stats_bucket": true}
+
+// configureMore checks the options of the aggregations that configure does not know:
+// pipelines, weighted_avg, rare_terms, filter and global. It reports whether a.kind is
+// one of them.
+func (a *aggDef) configureMore(fields map[string]fieldInfo) (bool, error) {
+	switch {
+	case pipelineKinds[a.kind]:
+		for k, v := range a.opts {
+			switch k {
+			case "buckets_path", "gap_policy", "format":
+				if _, ok := v.(string); !ok {
+					return true, parsingErr("[%s] aggregation [%s]: [%s] must be a string", a.kind, a.name, k)
+				}
+			default:
+				return true, parsingErr("[%s] aggregation [%s] does not support [%s]", a.kind, a.name, k)
+			}
+		}
+		if _, ok := a.opts["buckets_path"]; !ok {
+			return true, parsingErr("Required parameter [buckets_path] not specified in [%s]", a.name)
+		}
+		switch gp, _ := a.opts["gap_policy"].(string); gp {
+		case "", "skip", "insert_zeros", "keep_values":
+		default:
+			return true, parsingErr("[%s] aggregation [%s]: unknown gap_policy [%s]", a.kind, a.name, gp)
+		}
+		return true, nil
+	case a.kind == "weighted_avg":
+		for k := range a.opts {
+			if k != "value" && k != "weight" && k != "format" && k != "value_type" {
+				return true, parsingErr("[weighted_avg] aggregation [%s] does not support [%s]", a.name, k)
+			}
+		}
+		for _, side := range []string{"value", "weight"} {
+			m, ok := a.opts[side].(map[string]any)
+			if !ok {
+				return true, parsingErr("[weighted_avg] aggregation [%s]: [%s] must be an object with a field", a.name, side)
+			}
+			f, _ := m["field"].(string)
+			if f == "" {
+				return true, parsingErr("[weighted_avg] aggregation [%s]: [%s.field] is required", a.name, side)
+			}
+			fi, ok := fields[f]
+			if !ok {
+				fi = fieldInfo{Type: "unmapped", Src: f}
+			}
+			if fi.Type == "keyword" || fi.Type == "text" {
+				return true, badRequest("illegal_argument_exception", "Field [%s] of type [%s] is not supported for aggregation [weighted_avg]", f, fi.ESType)
+			}
+			a.weighted = append(a.weighted, &aggDef{name: side, kind: "avg", field: f, fi: fi, missing: m["missing"]})
+		}
+		return true, nil
+	case a.kind == "rare_terms":
+		f, _ := a.opts["field"].(string)
+		if f == "" {
+			return true, parsingErr("Required one of fields [field, script], but none were specified in [rare_terms] aggregation [%s]", a.name)
+		}
+		a.field = f
+		fi, ok := fields[f]
+		if !ok {
+			fi = fieldInfo{Type: "unmapped", Src: f}
+		}
+		a.fi = fi
+		if fi.Type == "text" {
+			return true, badRequest("illegal_argument_exception", "Text fields are not optimised for operations that require per-document field data like aggregations and sorting, so these operations are disabled by default. Please use a keyword field instead. Alternatively, set fielddata=true on [%s] in order to load field data by uninverting the inverted index.", f)
+		}
+		a.missing = a.opts["missing"]
+		a.size = 1
+		for k, v := range a.opts {
+			switch k {
+			case "field", "missing", "format", "precision", "threshold", "value_type":
+			case "max_doc_count":
+				n, ok := toFloat(v)
+				if !ok || n < 1 || n != math.Trunc(n) {
+					return true, badRequest("illegal_argument_exception", "[maxDocCount] must be greater than 0. Found [%v] in [%s]", v, a.name)
+				}
+				if n > 100 {
+					return true, badRequest("illegal_argument_exception", "[maxDocCount] must be smaller than or equal to 100. Found [%v] in [%s]", v, a.name)
+				}
+				a.size = int(n)
+			case "include", "exclude":
+				switch t := v.(type) {
+				case string:
+					if (fi.Type != "keyword" && fi.Type != "unmapped") || fi.ESType == "ip" {
+						return true, badRequest("aggregation_execution_exception", "Aggregation [%s] cannot support regular expression style include/exclude settings as they can only be applied to string fields. Use an array of values for include/exclude clauses", a.name)
+					}
+					re, err := regexp.Compile("^(?:" + t + ")$")
+					if err != nil {
+						return true, badRequest("illegal_argument_exception", "invalid regular expression [%s] in [%s]", t, a.name)
+					}
+					a.termFilter = append(a.termFilter, termFilter{exclude: k == "exclude", re: re})
+				case []any:
+					set := map[string]bool{}
+					for _, x := range t {
+						if tv, ok := typedValue(fi, x); ok && fi.Type != "unmapped" {
+							set[fmt.Sprint(tv)] = true
+						} else {
+							set[scalarString(x)] = true
+						}
+					}
+					a.termFilter = append(a.termFilter, termFilter{exclude: k == "exclude", set: set})
+				default:
+					return true, parsingErr("[rare_terms] aggregation [%s]: [%s] must be a string or an array", a.name, k)
+				}
+			default:
+				return true, parsingErr("[rare_terms] aggregation [%s] does not support [%s] in eslite", a.name, k)
+			}
+		}
+		return true, nil
+	case a.kind == "filter":
+		// The options are the query itself.
+		a.filters = []aggFilter{{query: a.opts}}
+		return true, nil
+	case a.kind == "global":
+		if len(a.opts) > 0 {
+			return true, parsingErr("[global] aggregation [%s] takes no options", a.name)
+		}
+		return true, nil
+	}
+	return false, nil
+}
+
+// termFilter is one include or exclude clause of rare_terms.
+type termFilter struct {
+	exclude bool
+	set     map[string]bool
+	re      *regexp.Regexp
+}
+
+func (a *aggDef) keepTerm(v any) bool {
+	for _, tf := range a.termFilter {
+		hit := tf.set[fmt.Sprint(v)]
+		if tf.re != nil {
+			hit = tf.re.MatchString(scalarString(v))
+		}
+		if hit == tf.exclude {
+			return false
+		}
+	}
+	return true
+}
+
+// runMore runs the aggregations configureMore configured, except pipelines, which
+// runPipeline runs once their siblings ran.
+func (a *aggDef) runMore(docs []map[string]any) (map[string]any, bool, error) {
+	switch a.kind {
+	case "weighted_avg":
+		val, wt := a.weighted[0], a.weighted[1]
+		var sum, weights float64
+		n := 0
+		for _, d := range docs {
+			ws := wt.values(d)
+			if len(ws) > 1 {
+				return nil, true, badRequest("aggregation_execution_exception", "Encountered more than one weight for a single document. Use a script to combine multiple weights-per-doc into a single value.")
+			}
+			vs := val.values(d)
+			if len(ws) == 0 || len(vs) == 0 {
+				continue
+			}
+			w, _ := toFloat(ws[0])
+			for _, v := range vs {
+				f, _ := toFloat(v)
+				sum += f * w
+				weights += w
+				n++
+			}
+		}
+		out := map[string]any{"value": nil}
+		if n > 0 && weights != 0 {
+			out["value"] = sum / weights
+			if fm, ok := a.opts["format"].(string); ok {
+				out["value_as_string"] = decimalFormat(sum/weights, fm)
+			}
+		}
+		return out, true, nil
+	case "rare_terms":
+		type group struct {
+			key  any
+			docs []map[string]any
+		}
+		groups := map[string]*group{}
+		for _, d := range docs {
+			seen := map[string]bool{}
+			for _, v := range a.values(d) {
+				k := fmt.Sprint(v)
+				if seen[k] || !a.keepTerm(v) {
+					continue
+				}
+				seen[k] = true
+				g, ok := groups[k]
+				if !ok {
+					g = &group{key: v}
+					groups[k] = g
+				}
+				g.docs = append(g.docs, d)
+			}
+		}
+		var list []*group
+		for _, g := range groups {
+			if len(g.docs) <= a.size {
+				list = append(list, g)
+			}
+		}
+		sort.Slice(list, func(i, j int) bool {
+			if len(list[i].docs) != len(list[j].docs) {
+				return len(list[i].docs) < len(list[j].docs)
+			}
+			return compareValues(list[i].key, list[j].key) < 0
+		})
+		buckets := []any{}
+		for _, g := range list {
+			var key any = g.key
+			extra := map[string]any{}
+			switch k := g.key.(type) {
+			case float64:
+				key = jsonNumber(k)
+				if a.fi.Type == "date" {
+					extra["key_as_string"] = millisString(k)
+				}
+			case bool:
+				key = 0
+				if k {
+					key = 1
+				}
+				extra["key_as_string"] = strconv.FormatBool(k)
+			}
+			b, err := a.bucket(key, g.docs, extra)
+			if err != nil {
+				return nil, true, err
+			}
+			buckets = append(buckets, b)
+		}
+		return map[string]any{"buckets": buckets}, true, nil
+	case "filter":
+		var in []map[string]any
+		for _, d := range docs {
+			if a.docKey != nil && a.filters[0].matched[a.docKey(d)] {
+				in = append(in, d)
+			}
+		}
+		b, err := a.bucket(nil, in, nil)
+		if err != nil {
+			return nil, true, err
+		}
+		delete(b, "key")
+		return b, true, nil
+	case "global":
+		b, err := a.bucket(nil, a.allDocs, nil)
+		if err != nil {
+			return nil, true, err
+		}
+		delete(b, "key")
+		return b, true, nil
+	}
+	return nil, false, nil
+}
+
+// bucketValue is one value a buckets_path reads, with the key of its bucket.
+type bucketValue struct {
+	key   string
+	value *float64
+}
+
+// resolveBucketsPath reads path ("agg>metric", "agg>metric.stat", "agg>_count",
+// "agg.metric") over the sibling results.
+func resolveBucketsPath(siblings map[string]any, path, name string) ([]bucketValue, error) {
+	first, rest, hasRest := strings.Cut(path, ">")
+	if !hasRest {
+		// "agg.metric" names the metric of each bucket of agg with a dot.
+		first, rest, hasRest = strings.Cut(path, ".")
+	}
+	r, ok := siblings[first].(map[string]any)
+	if !ok {
+		return nil, badRequest("action_request_validation_exception", "Validation Failed: 1: No aggregation found for path [%s];", path)
+	}
+	raw, ok := r["buckets"]
+	if !ok || !hasRest {
+		return nil, badRequest("illegal_argument_exception", "buckets_path must reference either a number value or a single value numeric metric aggregation, got: [%s] at aggregation [%s]", path, first)
+	}
+	var buckets []map[string]any
+	switch t := raw.(type) {
+	case []any:
+		for _, b := range t {
+			buckets = append(buckets, b.(map[string]any))
+		}
+	case map[string]any:
+		keys := make([]string, 0, len(t))
+		for k := range t {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			b := t[k].(map[string]any)
+			if _, ok := b["key"]; !ok {
+				b = mapWith(b, "key", k)
+			}
+			buckets = append(buckets, b)
+		}
+	}
+	var out []bucketValue
+	for _, b := range buckets {
+		key := scalarString(b["key_as_string"])
+		if b["key_as_string"] == nil {
+			key = scalarString(b["key"])
+			if f, ok := b["key"].(float64); ok {
+				key = esDouble(f)
+			}
+		}
+		v, err := bucketMetric(b, rest, path, name)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, bucketValue{key: key, value: v})
+	}
+	return out, nil
+}
+
+func mapWith(m map[string]any, k string, v any) map[string]any {
+	out := make(map[string]any, len(m)+1)
+	for kk, vv := range m {
+		out[kk] = vv
+	}
+	out[k] = v
+	return out
+}
+
+// bucketMetric reads one path element chain such as "v", "v.avg", "f>v" or "_count"
+// from a bucket.
+func bucketMetric(b map[string]any, path, full, name string) (*float64, error) {
+	if path == "_count" {
+		f, _ := toFloat(b["doc_count"])
+		return &f, nil
+	}
+	head, rest, deeper := strings.Cut(path, ">")
+	if deeper {
+		sub, ok := b[head].(map[string]any)
+		if !ok {
+			return nil, badRequest("illegal_argument_exception", "No aggregation found for path [%s]", full)
+		}
+		return bucketMetric(sub, rest, full, name)
+	}
+	agg, stat := head, "value"
+	if i := strings.IndexByte(head, '['); i > 0 && strings.HasSuffix(head, "]") {
+		agg, stat = head[:i], head[i+1:len(head)-1]
+	} else if i := strings.IndexByte(head, '.'); i > 0 {
+		agg, stat = head[:i], head[i+1:]
+	}
+	m, ok := b[agg].(map[string]any)
+	if !ok {
+		return nil, badRequest("illegal_argument_exception", "No aggregation found for path [%s]", full)
+	}
+	var v any
+	if vals, ok := m["values"].(map[string]any); ok && stat != "value" {
+		v = vals[stat]
+		if v == nil {
+			if f, err := strconv.ParseFloat(stat, 64); err == nil {
+				v = vals[esDouble(f)]
+			}
+		}
+	} else if _, isBuckets := m["buckets"]; isBuckets {
+		return nil, badRequest("illegal_argument_exception", "buckets_path must reference either a number value or a single value numeric metric aggregation, got: [%s] at aggregation [%s]", full, agg)
+	} else {
+		var present bool
+		v, present = m[stat]
+		if !present {
+			if stat == "value" {
+				return nil, badRequest("illegal_argument_exception", "buckets_path must reference either a number value or a single value numeric metric aggregation, but [%s] contains multiple values. Please specify which to use.", agg)
+			}
+			return nil, badRequest("illegal_argument_exception", "No aggregation found for path [%s]", full)
+		}
+	}
+	if v == nil {
+		return nil, nil
+	}
+	f, ok := toFloat(v)
+	if !ok || math.IsNaN(f) {
+		return nil, nil
+	}
+	return &f, nil
+}
+
+// runPipeline computes a sibling pipeline aggregation over the results of its siblings.
+func (a *aggDef) runPipeline(siblings map[string]any) (map[string]any, error) {
+	path, _ := a.opts["buckets_path"].(string)
+	vals, err := resolveBucketsPath(siblings, path, a.name)
+	if err != nil {
+		return nil, err
+	}
+	gap, _ := a.opts["gap_policy"].(string)
+	var nums []float64
+	var keys []string
+	for _, bv := range vals {
+		switch {
+		case bv.value != nil:
+			nums = append(nums, *bv.value)
+		case gap == "insert_zeros":
+			nums = append(nums, 0)
+		default:
+			continue
+		}
+		keys = append(keys, bv.key)
+	}
+	format, _ := a.opts["format"].(string)
+	withString := func(out map[string]any, k string, v float64) {
+		out[k] = v
+		if format != "" {
+			s := k + "_as_string"
+			if k == "value" {
+				s = "value_as_string"
+			}
+			out[s] = decimalFormat(v, format)
+		}
+	}
+	out := map[string]any{}
+	switch a.kind {
+	case "sum_bucket":
+		withString(out, "value", compensatedSum(nums))
+	case "avg_bucket":
+		out["value"] = nil
+		if len(nums) > 0 {
+			withString(out, "value", compensatedSum(nums)/float64(len(nums)))
+		}
+	case "max_bucket", "min_bucket":
+		out["value"] = nil
+		best := []string{}
+		if len(nums) > 0 {
+			v := nums[0]
+			for _, n := range nums {
+				if (a.kind == "max_bucket" && n > v) || (a.kind == "min_bucket" && n < v) {
+					v = n
+				}
+			}
+			for i, n := range nums {
+				if n == v {
+					best = append(best, keys[i])
+				}
+			}
+			withString(out, "value", v)
+		}
+		out["keys"] = best
+	case "stats_bucket":
+		out["count"] = len(nums)
+		for _, k := range []string{"min", "max", "avg"} {
+			out[k] = nil
+		}
+		out["sum"] = 0.0
+		if len(nums) > 0 {
+			mn, mx := nums[0], nums[0]
+			for _, n := range nums {
+				mn, mx = math.Min(mn, n), math.Max(mx, n)
+			}
+			sum := compensatedSum(nums)
+			withString(out, "min", mn)
+			withString(out, "max", mx)
+			withString(out, "avg", sum/float64(len(nums)))
+			withString(out, "sum", sum)
+		}
+	}
+	return out, nil
+}
