@@ -434,6 +434,12 @@ func TestNestedBoolPrefixAndMetaQueries(t *testing.T) {
 		{`{"exists":{"field":"_routing"}}`, "[1]"},
 		{`{"exists":{"field":"_ignored"}}`, "[1]"},
 		{`{"term":{"_ignored":"k"}}`, "[1]"},
+		// "brown fox jump": ordered with no gap, unordered, containing and before.
+		{`{"intervals":{"text":{"match":{"query":"brown jump","ordered":true,"max_gaps":0}}}}`, "[]"},
+		{`{"intervals":{"text":{"match":{"query":"jump brown","max_gaps":1}}}}`, "[1]"},
+		{`{"intervals":{"text":{"all_of":{"intervals":[{"match":{"query":"brown"}},{"prefix":{"prefix":"ju"}}],"ordered":true,"filter":{"containing":{"match":{"query":"fox"}}}}}}}`, "[1]"},
+		{`{"intervals":{"text":{"any_of":{"intervals":[{"fuzzy":{"term":"dig"}},{"wildcard":{"pattern":"fo?"}}],"filter":{"after":{"match":{"query":"brown"}}}}}}}`, "[1]"},
+		{`{"intervals":{"text":{"match":{"query":"dog","filter":{"after":{"wildcard":{"pattern":"jump*"}}}}}}}`, "[2]"},
 	} {
 		if got := fmt.Sprint(ids(c.q)); got != c.want {
 			t.Errorf("%s: got %s, want %s", c.q, got, c.want)
