@@ -787,9 +787,14 @@ func aliasAttrs(name string, v any) (map[string]any, error) {
 		case "index_routing", "search_routing":
 			out[k] = scalarString(x)
 		case "is_write_index", "is_hidden":
+			// Booleans may come as the strings "true" and "false", as everywhere in
+			// Elasticsearch's request bodies.
 			b, isBool := x.(bool)
+			if str, isStr := x.(string); isStr && (str == "true" || str == "false") {
+				b, isBool = str == "true", true
+			}
 			if !isBool {
-				return nil, badRequest("illegal_argument_exception", "Unsupported String type value [%v] for field [%s] in alias [%s]", x, k, name)
+				return nil, badRequest("illegal_argument_exception", "Unsupported %T type value [%v] for field [%s] in alias [%s]", x, x, k, name)
 			}
 			out[k] = b
 		case "index", "indices", "alias", "aliases", "must_exist":
@@ -909,6 +914,9 @@ func (s *server) createIndex(name string, body []byte) (int, any, error) {
 		mp["properties"] = expandDotted(props)
 		meta.Mappings = mp
 	}
+	if err := applySourceMode(meta); err != nil {
+		return 0, nil, err
+	}
 	if al, ok := req["aliases"].(map[string]any); ok {
 		for a, v := range al {
 			if dm, err := dateMathName(a, time.Now()); err == nil {
@@ -937,6 +945,41 @@ func (s *server) createIndex(name string, body []byte) (int, any, error) {
 	}
 	s.indexes[name] = ix
 	return 200, map[string]any{"acknowledged": true, "shards_acknowledged": true, "index": name}, nil
+}
+
+// applySourceMode settles mappings._source.mode: logsdb and time_series indices only
+// keep synthetic source, and the index.mapping.source.mode setting overrides a mode the
+// mappings set.
+func applySourceMode(meta *indexMeta) error {
+	fs := flattenSettings(meta.Settings)
+	src, _ := meta.Mappings["_source"].(map[string]any)
+	mode := fmt.Sprint(fs["mode"])
+	want := ""
+	switch mode {
+	case "logsdb", "time_series":
+		if m, ok := src["mode"]; ok && m != "synthetic" {
+			if mode == "logsdb" {
+				return badRequest("mapper_parsing_exception", "Failed to parse mapping: Indices with with index mode [logsdb] only support synthetic source")
+			}
+			return badRequest("mapper_parsing_exception", "Failed to parse mapping: time series indices only support synthetic source")
+		}
+		want = "synthetic"
+	default:
+		// Without a mapped mode the mappings stay as they are (and empty).
+		if m, ok := fs["mapping.source.mode"]; ok && src["mode"] != nil {
+			want = scalarString(m)
+		}
+	}
+	if want == "" {
+		return nil
+	}
+	out := map[string]any{}
+	for k, v := range src {
+		out[k] = v
+	}
+	out["mode"] = want
+	meta.Mappings["_source"] = out
+	return nil
 }
 
 func (s *server) getIndex(r *http.Request, expr string) (int, any, error) {

@@ -667,4 +667,21 @@ func TestIndexAPI(t *testing.T) {
 	if st != 400 || m["error"].(map[string]any)["type"] != "invalid_index_name_exception" {
 		t.Fatalf("bad name: %d %v", st, m)
 	}
+	// source modes: logsdb keeps synthetic source only; the setting overrides a mapped mode
+	st, m = e.raw(e.es.Indices.Create("logs", e.es.Indices.Create.WithBody(strings.NewReader(`{"settings":{"index":{"mode":"logsdb"}},"mappings":{"_source":{"mode":"stored"}}}`))))
+	if st != 400 || m["error"].(map[string]any)["type"] != "mapper_parsing_exception" {
+		t.Fatalf("logsdb with stored source: %d %v", st, m)
+	}
+	e.ok(e.es.Indices.Create("logs", e.es.Indices.Create.WithBody(strings.NewReader(`{"settings":{"index.mode":"logsdb"},"aliases":{"w":{"is_write_index":"true"}}}`))))
+	e.ok(e.es.Indices.Create("over", e.es.Indices.Create.WithBody(strings.NewReader(`{"settings":{"index.mapping.source.mode":"disabled"},"mappings":{"_source":{"mode":"stored"}}}`))))
+	m = e.ok(e.es.Indices.GetMapping(e.es.Indices.GetMapping.WithIndex("logs", "over")))
+	for ix, want := range map[string]string{"logs": "synthetic", "over": "disabled"} {
+		if got := m[ix].(map[string]any)["mappings"].(map[string]any)["_source"].(map[string]any)["mode"]; got != want {
+			t.Errorf("%s _source.mode = %v, want %s", ix, got, want)
+		}
+	}
+	m = e.ok(e.es.Indices.GetAlias(e.es.Indices.GetAlias.WithIndex("logs")))
+	if m["logs"].(map[string]any)["aliases"].(map[string]any)["w"].(map[string]any)["is_write_index"] != true {
+		t.Errorf("is_write_index given as a string: %v", m)
+	}
 }
