@@ -47,6 +47,8 @@ type aggDef struct {
 	weighted []*aggDef
 	// global: every document of the searched indices
 	allDocs []map[string]any
+	// top_hits: renders documents as a search's hits
+	hits func(docs []map[string]any, opts map[string]any) (map[string]any, error)
 }
 
 type aggFilter struct {
@@ -61,7 +63,7 @@ type aggRange struct {
 }
 
 var metricKinds = map[string]bool{"avg": true, "sum": true, "min": true, "max": true, "value_count": true, "cardinality": true,
-	"stats": true, "extended_stats": true, "percentiles": true, "weighted_avg": true}
+	"stats": true, "extended_stats": true, "percentiles": true, "weighted_avg": true, "top_hits": true}
 var bucketKinds = map[string]bool{"terms": true, "date_histogram": true, "histogram": true, "range": true, "filters": true,
 	"rare_terms": true, "filter": true, "global": true}
 
@@ -102,7 +104,7 @@ func parseAggs(v any, fields map[string]fieldInfo) ([]*aggDef, error) {
 					return nil, parsingErr("[%s] aggregation [%s] malformed", k, name)
 				}
 			default:
-				return nil, parsingErr("Unknown aggregation type [%s] in [%s] (eslite supports terms, rare_terms, date_histogram, histogram, range, filter, filters, global, avg, weighted_avg, sum, min, max, value_count, cardinality, stats, extended_stats, percentiles, avg_bucket, max_bucket, min_bucket, sum_bucket, stats_bucket)", k, name)
+				return nil, parsingErr("Unknown aggregation type [%s] in [%s] (eslite supports terms, rare_terms, date_histogram, histogram, range, filter, filters, global, top_hits, avg, weighted_avg, sum, min, max, value_count, cardinality, stats, extended_stats, percentiles, avg_bucket, max_bucket, min_bucket, sum_bucket, stats_bucket)", k, name)
 			}
 		}
 		if a.kind == "" {
@@ -914,7 +916,23 @@ func (a *aggDef) configureFilters() error {
 // match, which returns the keys of the documents a query matches, and has each
 // aggregation find a document's key with docKey.
 func prepareFilters(defs []*aggDef, match func(q any) (map[string]bool, error), docKey func(map[string]any) string, all func() ([]map[string]any, error)) error {
+	return prepareAggs(defs, aggPrep{match: match, docKey: docKey, all: all})
+}
+
+// aggPrep is what the search gives the aggregations that need more than _source:
+// query matching (filter, filters), every document (global) and hit rendering
+// (top_hits).
+type aggPrep struct {
+	match  func(q any) (map[string]bool, error)
+	docKey func(map[string]any) string
+	all    func() ([]map[string]any, error)
+	hits   func(docs []map[string]any, opts map[string]any) (map[string]any, error)
+}
+
+func prepareAggs(defs []*aggDef, p aggPrep) error {
+	match, docKey, all := p.match, p.docKey, p.all
 	for _, a := range defs {
+		a.hits = p.hits
 		if a.kind == "global" {
 			docs, err := all()
 			if err != nil {
@@ -935,7 +953,7 @@ func prepareFilters(defs []*aggDef, match func(q any) (map[string]bool, error), 
 				a.filters[i].matched = m
 			}
 		}
-		if err := prepareFilters(a.subs, match, docKey, all); err != nil {
+		if err := prepareAggs(a.subs, p); err != nil {
 			return err
 		}
 	}

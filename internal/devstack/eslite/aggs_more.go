@@ -124,6 +124,20 @@ func (a *aggDef) configureMore(fields map[string]fieldInfo) (bool, error) {
 		// The options are the query itself.
 		a.filters = []aggFilter{{query: a.opts}}
 		return true, nil
+	case a.kind == "top_hits":
+		for k, v := range a.opts {
+			switch k {
+			case "from", "size":
+				if n, ok := toFloat(v); !ok || n < 0 {
+					return true, badRequest("illegal_argument_exception", "[%s] must be a non-negative number in [%s]", k, a.name)
+				}
+			case "sort", "_source", "highlight", "explain", "stored_fields", "docvalue_fields", "fields", "version",
+				"seq_no_primary_term", "track_scores", "script_fields":
+			default:
+				return true, parsingErr("[top_hits] aggregation [%s] does not support [%s]", a.name, k)
+			}
+		}
+		return true, nil
 	case a.kind == "global":
 		if len(a.opts) > 0 {
 			return true, parsingErr("[global] aggregation [%s] takes no options", a.name)
@@ -257,6 +271,12 @@ func (a *aggDef) runMore(docs []map[string]any) (map[string]any, bool, error) {
 		}
 		delete(b, "key")
 		return b, true, nil
+	case "top_hits":
+		if a.hits == nil {
+			return nil, true, fmt.Errorf("eslite: top_hits [%s] not prepared", a.name)
+		}
+		out, err := a.hits(docs, a.opts)
+		return out, true, err
 	case "global":
 		b, err := a.bucket(nil, a.allDocs, nil)
 		if err != nil {

@@ -407,6 +407,11 @@ func TestAggregations(t *testing.T) {
 	// Σp²/Σp over points 120, 80, 200, 45, 150, 5.
 	a = agg("", `{"w":{"weighted_avg":{"value":{"field":"points"},"weight":{"field":"points"}}}}`)
 	check("weighted_avg", a["w"], `{"value":142.25}`)
+	a = agg(`{"term":{"author":"alice"}}`, `{"a":{"terms":{"field":"author"},"aggs":{"t":{"top_hits":{"size":1,"sort":[{"points":"desc"}],"_source":["points"]}}}}}`)
+	th := a["a"].(map[string]any)["buckets"].([]any)[0].(map[string]any)["t"].(map[string]any)["hits"].(map[string]any)
+	if j(th["total"]) != `{"relation":"eq","value":2}` || len(th["hits"].([]any)) != 1 || j(th["hits"].([]any)[0].(map[string]any)["_source"]) != `{"points":200}` {
+		t.Errorf("top_hits: %s", j(th))
+	}
 }
 
 func TestNestedBoolPrefixAndMetaQueries(t *testing.T) {

@@ -248,6 +248,10 @@ func (s *server) search(r *http.Request, expr string, body []byte) (int, any, er
 			return out, nil
 		}
 		docKey := func(src map[string]any) string { return keyOf[reflect.ValueOf(src).Pointer()] }
+		byKey := make(map[string]*scoredDoc, len(docs))
+		for _, d := range docs {
+			byKey[d.ix.name+"\x00"+d.id] = d
+		}
 		all := func() ([]map[string]any, error) {
 			found, err := matchDocs(t, query.NewMatchAllQuery(), false)
 			if err != nil {
@@ -256,11 +260,17 @@ func (s *server) search(r *http.Request, expr string, body []byte) (int, any, er
 			out := make([]map[string]any, len(found))
 			for i, d := range found {
 				out[i] = d.src
+				if _, ok := byKey[d.ix.name+"\x00"+d.id]; !ok {
+					byKey[d.ix.name+"\x00"+d.id] = d
+				}
 				keyOf[reflect.ValueOf(d.src).Pointer()] = d.ix.name + "\x00" + d.id
 			}
 			return out, nil
 		}
-		if err := prepareFilters(aggs, match, docKey, all); err != nil {
+		hits := func(srcs []map[string]any, o map[string]any) (map[string]any, error) {
+			return s.topHits(srcs, o, docKey, byKey, c, t, asInt, fetch)
+		}
+		if err := prepareAggs(aggs, aggPrep{match: match, docKey: docKey, all: all, hits: hits}); err != nil {
 			return 0, nil, err
 		}
 		if aggOut, err = runAggs(aggs, srcs); err != nil {
@@ -681,4 +691,99 @@ func (col *collapse) decorate(s *server, hit map[string]any, d *scoredDoc, o hit
 		inner[ih.name] = map[string]any{"hits": map[string]any{"total": tot, "max_score": nil, "hits": hits}}
 	}
 	hit["inner_hits"] = inner
+}
+
+// topHits renders the documents of a bucket as a top_hits aggregation: sorted, paged
+// and fetched with the aggregation's own options, as a search's hits are.
+func (s *server) topHits(srcs []map[string]any, o map[string]any, docKey func(map[string]any) string, byKey map[string]*scoredDoc, c *qctx, t *target, asInt bool, searchFetch []fieldRequest) (map[string]any, error) {
+	docs := make([]*scoredDoc, 0, len(srcs))
+	for _, src := range srcs {
+		if d := byKey[docKey(src)]; d != nil {
+			docs = append(docs, d)
+		}
+	}
+	specs, err := c.parseSort(o["sort"])
+	if err != nil {
+		return nil, err
+	}
+	srcFilter, err := parseSourceFilter(o["_source"])
+	if err != nil {
+		return nil, err
+	}
+	hl, err := parseHighlight(o["highlight"], t)
+	if err != nil {
+		return nil, err
+	}
+	dv, err := parseFieldRequests(o["docvalue_fields"], "docvalue_fields")
+	if err != nil {
+		return nil, err
+	}
+	fetch, err := parseFieldRequests(o["fields"], "fields")
+	if err != nil {
+		return nil, err
+	}
+	if o["fields"] == nil {
+		// The search's own fields apply to the top hits too.
+		fetch = searchFetch
+	}
+	storedNone, storedList, withSource := false, []string(nil), true
+	if sf, ok := o["stored_fields"]; ok {
+		withSource = false
+		for _, x := range clauses(sf) {
+			switch n := scalarString(x); n {
+			case "_none_":
+				storedNone = true
+			case "_source":
+				withSource = true
+			default:
+				storedList = append(storedList, n)
+			}
+		}
+	}
+	if srcFilter == nil {
+		withSource = false
+	}
+	from, err := intParam(o["from"], "from", 0)
+	if err != nil {
+		return nil, err
+	}
+	size, err := intParam(o["size"], "size", 3)
+	if err != nil {
+		return nil, err
+	}
+	sorted := append([]*scoredDoc(nil), docs...)
+	order(sorted, specs)
+	scored := len(specs) == 0 || boolOpt(o["track_scores"]) || hasScoreSort(specs)
+	var maxScore any
+	if scored && len(sorted) > 0 {
+		m := math.Inf(-1)
+		for _, d := range sorted {
+			m = math.Max(m, d.score)
+		}
+		maxScore = m
+	}
+	page := sorted
+	if from >= len(page) {
+		page = nil
+	} else {
+		page = page[from:]
+	}
+	if len(page) > size {
+		page = page[:size]
+	}
+	hits := []any{}
+	for _, d := range page {
+		hit, err := s.renderHit(d, hitOptions{specs: specs, scored: scored, src: srcFilter, withSource: withSource,
+			storedNone: storedNone, stored: storedList, dv: dv, fetch: fetch, hl: hl, c: c, fields: t.fields,
+			version: boolOpt(o["version"]), seqNo: boolOpt(o["seq_no_primary_term"]), asInt: asInt})
+		if err != nil {
+			return nil, err
+		}
+		hits = append(hits, hit)
+	}
+	var total any = map[string]any{"value": len(docs), "relation": "eq"}
+	if asInt {
+		total = len(docs)
+	}
+	return map[string]any{"hits": map[string]any{"total": total, "max_score": maxScore, "hits": hits}}, nil
 }
