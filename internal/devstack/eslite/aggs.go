@@ -63,7 +63,7 @@ type aggRange struct {
 }
 
 var metricKinds = map[string]bool{"avg": true, "sum": true, "min": true, "max": true, "value_count": true, "cardinality": true,
-	"stats": true, "extended_stats": true, "percentiles": true, "weighted_avg": true, "top_hits": true}
+	"stats": true, "extended_stats": true, "percentiles": true, "percentile_ranks": true, "weighted_avg": true, "top_hits": true}
 var bucketKinds = map[string]bool{"terms": true, "date_histogram": true, "histogram": true, "range": true, "filters": true,
 	"rare_terms": true, "filter": true, "global": true}
 
@@ -104,7 +104,7 @@ func parseAggs(v any, fields map[string]fieldInfo) ([]*aggDef, error) {
 					return nil, parsingErr("[%s] aggregation [%s] malformed", k, name)
 				}
 			default:
-				return nil, parsingErr("Unknown aggregation type [%s] in [%s] (eslite supports terms, rare_terms, date_histogram, histogram, range, filter, filters, global, top_hits, avg, weighted_avg, sum, min, max, value_count, cardinality, stats, extended_stats, percentiles, avg_bucket, max_bucket, min_bucket, sum_bucket, stats_bucket)", k, name)
+				return nil, parsingErr("Unknown aggregation type [%s] in [%s] (eslite supports terms, rare_terms, date_histogram, histogram, range, filter, filters, global, top_hits, avg, weighted_avg, sum, min, max, value_count, cardinality, stats, extended_stats, percentiles, percentile_ranks, avg_bucket, max_bucket, min_bucket, sum_bucket, stats_bucket)", k, name)
 			}
 		}
 		if a.kind == "" {
@@ -153,7 +153,7 @@ func (a *aggDef) configure(fields map[string]fieldInfo) error {
 	allowed := map[string]bool{"field": true, "missing": true, "format": true}
 	a.missing = a.opts["missing"]
 	if (a.kind == "avg" || a.kind == "sum" || a.kind == "min" || a.kind == "max" || a.kind == "stats" ||
-		a.kind == "extended_stats" || a.kind == "percentiles") && (fi.Type == "keyword" || fi.Type == "none") {
+		a.kind == "extended_stats" || a.kind == "percentiles" || a.kind == "percentile_ranks") && (fi.Type == "keyword" || fi.Type == "none") {
 		return badRequest("illegal_argument_exception", "Field [%s] of type [%s] is not supported for aggregation [%s]", f, fi.ESType, a.kind)
 	}
 	var err error
@@ -412,7 +412,7 @@ func (a *aggDef) run(docs []map[string]any) (map[string]any, error) {
 	switch a.kind {
 	case "avg", "sum", "min", "max", "value_count", "cardinality":
 		return a.metric(docs), nil
-	case "stats", "extended_stats", "percentiles":
+	case "stats", "extended_stats", "percentiles", "percentile_ranks":
 		return a.statsOf(docs), nil
 	case "filters":
 		return a.filtersRun(docs)
@@ -723,9 +723,22 @@ func (a *aggDef) configureStats(allowed map[string]bool) error {
 			}
 			a.sigma = f
 		}
-	case "percentiles":
-		for _, k := range []string{"percents", "keyed", "tdigest", "hdr"} {
+	case "percentiles", "percentile_ranks":
+		for _, k := range []string{"percents", "values", "keyed", "tdigest", "hdr"} {
 			allowed[k] = true
+		}
+		if a.kind == "percentile_ranks" {
+			arr, ok := a.opts["values"].([]any)
+			if !ok || len(arr) == 0 {
+				return badRequest("illegal_argument_exception", "[values] must not be null or empty: [%s]", a.name)
+			}
+			for _, x := range arr {
+				f, ok := toFloat(x)
+				if _, isStr := x.(string); !ok || isStr {
+					return badRequest("x_content_parse_exception", "[percentile_ranks] failed to parse field [values]")
+				}
+				a.percents = append(a.percents, f)
+			}
 		}
 		if td, ok := a.opts["tdigest"].(map[string]any); ok {
 			if c, ok := toFloat(td["compression"]); ok && c < 0 {
@@ -742,6 +755,12 @@ func (a *aggDef) configureStats(allowed map[string]bool) error {
 					return badRequest("illegal_argument_exception", "[numberOfSignificantValueDigits] must be between 0 and 5")
 				}
 			}
+		}
+		if a.kind == "percentile_ranks" {
+			if _, ok := a.opts["percents"]; ok {
+				return parsingErr("[percentile_ranks] aggregation [%s] does not support [percents]", a.name)
+			}
+			break
 		}
 		a.percents = []float64{1, 5, 25, 50, 75, 95, 99}
 		if v, ok := a.opts["percents"]; ok {
@@ -781,18 +800,36 @@ func (a *aggDef) statsOf(docs []map[string]any) map[string]any {
 			}
 		}
 	}
-	if a.kind == "percentiles" {
+	if a.kind == "percentiles" || a.kind == "percentile_ranks" {
 		sort.Float64s(nums)
+		_, hdr := a.opts["hdr"].(map[string]any)
+		digits := 3
+		if h, ok := a.opts["hdr"].(map[string]any); ok {
+			if d, ok := toFloat(h["number_of_significant_value_digits"]); ok {
+				digits = int(d)
+			}
+		}
+		value := func(p float64) any {
+			switch {
+			case a.kind == "percentile_ranks" && hdr:
+				return hdrRank(nums, p)
+			case a.kind == "percentile_ranks":
+				return percentileRank(nums, p)
+			case hdr:
+				return hdrPercentile(nums, p, digits)
+			}
+			return percentile(nums, p)
+		}
 		if k, ok := a.opts["keyed"]; ok && !boolOpt(k) {
 			var vals []any
 			for _, p := range a.percents {
-				vals = append(vals, map[string]any{"key": p, "value": percentile(nums, p)})
+				vals = append(vals, map[string]any{"key": p, "value": value(p)})
 			}
 			return map[string]any{"values": vals}
 		}
 		vals := map[string]any{}
 		for _, p := range a.percents {
-			vals[esDouble(p)] = percentile(nums, p)
+			vals[esDouble(p)] = value(p)
 		}
 		return map[string]any{"values": vals}
 	}
@@ -864,6 +901,90 @@ func percentile(sorted []float64, p float64) any {
 	i := int(math.Floor(pos - 0.5))
 	frac := pos - 0.5 - float64(i)
 	return sorted[i] + frac*(sorted[i+1]-sorted[i])
+}
+
+// percentileRank is the percentage of the sorted values below x, interpolated between
+// the values' centroids as a t-digest that keeps every value does: equal values form one
+// centroid whose weight is centred on it, and the first and last segments extend past
+// the ends.
+func percentileRank(sorted []float64, x float64) any {
+	n := len(sorted)
+	if n == 0 {
+		return nil
+	}
+	if x >= sorted[n-1] {
+		return 100.0
+	}
+	type centroid struct{ mean, cum, w float64 }
+	var cs []centroid
+	seen := 0.0
+	for i := 0; i < n; {
+		j := i
+		for j < n && sorted[j] == sorted[i] {
+			j++
+		}
+		w := float64(j - i)
+		cs = append(cs, centroid{sorted[i], seen + w/2, w})
+		seen += w
+		i = j
+	}
+	if len(cs) == 1 {
+		if x < cs[0].mean {
+			return 0.0
+		}
+		return 100.0
+	}
+	i := 0
+	for i < len(cs)-2 && x >= cs[i+1].mean {
+		i++
+	}
+	a, b := cs[i], cs[i+1]
+	cum := a.cum + (x-a.mean)/(b.mean-a.mean)*(b.cum-a.cum)
+	cum = math.Max(0, math.Min(float64(n), cum))
+	return cum / float64(n) * 100
+}
+
+// hdrRank is the percentage of the sorted values at or below x, as an HDR histogram
+// counts.
+func hdrRank(sorted []float64, x float64) any {
+	if len(sorted) == 0 {
+		return nil
+	}
+	k := sort.Search(len(sorted), func(i int) bool { return sorted[i] > x })
+	return float64(k) / float64(len(sorted)) * 100
+}
+
+// hdrPercentile is the p-th percentile of the sorted values as an HDR double histogram
+// with digits significant digits reports it: the highest value equivalent to the value
+// at that rank, at the resolution the histogram has there. The histogram's unit follows
+// the magnitude of the smallest non-zero value.
+func hdrPercentile(sorted []float64, p float64, digits int) any {
+	n := len(sorted)
+	if n == 0 {
+		return nil
+	}
+	rank := int(p/100*float64(n) + 0.5)
+	rank = max(1, min(n, rank))
+	v := sorted[rank-1]
+	subBucketCount := math.Exp2(math.Ceil(math.Log2(2 * math.Pow(10, float64(digits)))))
+	minNonZero := 0.0
+	for _, x := range sorted {
+		if x > 0 {
+			minNonZero = x
+			break
+		}
+	}
+	if v <= 0 || minNonZero == 0 {
+		return v
+	}
+	unit := math.Exp2(math.Floor(math.Log2(minNonZero))) / (subBucketCount / 2)
+	u := math.Floor(v / unit)
+	width := 1.0
+	if u >= subBucketCount {
+		width = math.Exp2(math.Floor(math.Log2(u)) - math.Log2(subBucketCount) + 1)
+	}
+	lowest := math.Floor(u/width) * width
+	return (lowest + width - 1) * unit
 }
 
 func (a *aggDef) configureFilters() error {

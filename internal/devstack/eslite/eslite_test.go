@@ -407,6 +407,11 @@ func TestAggregations(t *testing.T) {
 	// Σp²/Σp over points 120, 80, 200, 45, 150, 5.
 	a = agg("", `{"w":{"weighted_avg":{"value":{"field":"points"},"weight":{"field":"points"}}}}`)
 	check("weighted_avg", a["w"], `{"value":142.25}`)
+	// points sorted: 5, 45, 80, 120, 150, 200. HDR reports the highest value equivalent to
+	// the one at the rank (80 falls in a bucket 16/256 wide, the unit following the smallest
+	// value, 5); ranks interpolate between values (100 is halfway from 80 to 120).
+	a = agg("", `{"h":{"percentiles":{"field":"points","percents":[50],"hdr":{}}},"r":{"percentile_ranks":{"field":"points","values":[100]}},"rh":{"percentile_ranks":{"field":"points","values":[100],"hdr":{}}}}`)
+	check("hdr percentiles and ranks", a, `{"h":{"values":{"50.0":80.05859375}},"r":{"values":{"100.0":50}},"rh":{"values":{"100.0":50}}}`)
 	a = agg(`{"term":{"author":"alice"}}`, `{"a":{"terms":{"field":"author"},"aggs":{"t":{"top_hits":{"size":1,"sort":[{"points":"desc"}],"_source":["points"]}}}}}`)
 	th := a["a"].(map[string]any)["buckets"].([]any)[0].(map[string]any)["t"].(map[string]any)["hits"].(map[string]any)
 	if j(th["total"]) != `{"relation":"eq","value":2}` || len(th["hits"].([]any)) != 1 || j(th["hits"].([]any)[0].(map[string]any)["_source"]) != `{"points":200}` {
@@ -418,11 +423,11 @@ func TestNestedBoolPrefixAndMetaQueries(t *testing.T) {
 	e := start(t, t.TempDir())
 	defer e.stop()
 	e.ok(e.es.Indices.Create("n", e.es.Indices.Create.WithBody(strings.NewReader(
-		`{"mappings":{"properties":{"users":{"type":"nested","properties":{"first":{"type":"keyword"}}},"text":{"type":"text"},"k":{"type":"keyword","ignore_above":3}}}}`))))
+		`{"mappings":{"properties":{"users":{"type":"nested","properties":{"first":{"type":"keyword"}}},"text":{"type":"text"},"k":{"type":"keyword","ignore_above":3},"loc":{"type":"geo_point"}}}}`))))
 	docs := `{"index":{"_id":"1","routing":"r"}}
-{"users":[{"first":"john"},{"first":"mark"}],"text":"brown fox jump","k":"toolong"}
+{"users":[{"first":"john"},{"first":"mark"}],"text":"brown fox jump","k":"toolong","loc":"45.5,-5"}
 {"index":{"_id":"2"}}
-{"users":[{"first":"alice"}],"text":"jumparound dog","k":"ok"}
+{"users":[{"first":"alice"}],"text":"jumparound dog","k":"ok","loc":[10.2,45.1]}
 `
 	e.ok(e.es.Bulk(strings.NewReader(docs), e.es.Bulk.WithIndex("n"), e.es.Bulk.WithRefresh("true")))
 	ids := func(q string) []string {
@@ -439,6 +444,8 @@ func TestNestedBoolPrefixAndMetaQueries(t *testing.T) {
 		{`{"exists":{"field":"_routing"}}`, "[1]"},
 		{`{"exists":{"field":"_ignored"}}`, "[1]"},
 		{`{"term":{"_ignored":"k"}}`, "[1]"},
+		{`{"geo_bounding_box":{"loc":{"top_left":[-10,50],"bottom_right":{"lat":40,"lon":0}}}}`, "[1]"},
+		{`{"geo_bounding_box":{"loc":{"wkt":"BBOX (0, 20, 50, 40)"}}}`, "[2]"},
 		// "brown fox jump": ordered with no gap, unordered, containing and before.
 		{`{"intervals":{"text":{"match":{"query":"brown jump","ordered":true,"max_gaps":0}}}}`, "[]"},
 		{`{"intervals":{"text":{"match":{"query":"jump brown","max_gaps":1}}}}`, "[1]"},

@@ -315,6 +315,8 @@ func (c *qctx) translate(v any) (query.Query, error) {
 			return c.patternQ(kind, body)
 		case "intervals":
 			return c.intervalsQ(body)
+		case "geo_bounding_box":
+			return c.geoBoundingBoxQ(body)
 		case "ids":
 			o, _ := body.(map[string]any)
 			vals, ok := o["values"].([]any)
@@ -336,7 +338,7 @@ func (c *qctx) translate(v any) (query.Query, error) {
 		case "query_string":
 			return c.queryString(body)
 		default:
-			return nil, parsingErr("unknown query [%s] (eslite supports match, match_phrase, match_bool_prefix, intervals, multi_match, combined_fields, term, terms, range, exists, prefix, wildcard, regexp, ids, bool, nested, dis_max, constant_score, query_string, match_all, match_none)", kind)
+			return nil, parsingErr("unknown query [%s] (eslite supports match, match_phrase, match_bool_prefix, intervals, geo_bounding_box, multi_match, combined_fields, term, terms, range, exists, prefix, wildcard, regexp, ids, bool, nested, dis_max, constant_score, query_string, match_all, match_none)", kind)
 		}
 	}
 	return nil, nil

@@ -551,23 +551,35 @@ func (x *exec) resolve(v any) any {
 	return v
 }
 
-// splitPath splits a dotted response path; `\.` escapes a dot inside a key.
+// splitPath splits a dotted response path as the Elasticsearch test framework's
+// ObjectPath does: a backslash is dropped and makes the next dot part of the key (so
+// `50\.0` and `50\\.0` both name the key "50.0"), and empty keys are skipped.
 func splitPath(p string) []string {
 	var out []string
 	var cur strings.Builder
+	escape := false
 	for i := 0; i < len(p); i++ {
-		switch {
-		case p[i] == '\\' && i+1 < len(p) && p[i+1] == '.':
-			cur.WriteByte('.')
-			i++
-		case p[i] == '.':
-			out = append(out, cur.String())
-			cur.Reset()
-		default:
-			cur.WriteByte(p[i])
+		c := p[i]
+		if c == '\\' {
+			escape = true
+			continue
 		}
+		if c == '.' {
+			if escape {
+				escape = false
+			} else {
+				if cur.Len() > 0 {
+					out = append(out, cur.String())
+					cur.Reset()
+				}
+				continue
+			}
+		}
+		cur.WriteByte(c)
 	}
-	out = append(out, cur.String())
+	if cur.Len() > 0 {
+		out = append(out, cur.String())
+	}
 	return out
 }
 

@@ -1,6 +1,9 @@
 package yamltest
 
-import "testing"
+import (
+	"fmt"
+	"testing"
+)
 
 func TestSkipGates(t *testing.T) {
 	step := func(k string, v map[string]any) []any { return []any{map[string]any{k: v}} }
@@ -19,5 +22,18 @@ func TestSkipGates(t *testing.T) {
 	}
 	if why := xpackReason(step("do", map[string]any{"indices.create": map[string]any{}})); why != "" {
 		t.Errorf("indices.create skipped: %s", why)
+	}
+}
+
+func TestSplitPath(t *testing.T) {
+	for path, want := range map[string]string{
+		`aggregations.p.values.50\.0`:  "[aggregations p values 50.0]",
+		`aggregations.p.values.50\\.0`: "[aggregations p values 50.0]",
+		`hits.hits.0._source`:          "[hits hits 0 _source]",
+		`a..b`:                         "[a b]",
+	} {
+		if got := fmt.Sprint(splitPath(path)); got != want {
+			t.Errorf("splitPath(%q) = %s, want %s", path, got, want)
+		}
 	}
 }
