@@ -697,3 +697,25 @@ func TestIndexAPI(t *testing.T) {
 		t.Errorf("is_write_index given as a string: %v", m)
 	}
 }
+
+func TestDatesOutsideBleveYears(t *testing.T) {
+	e := start(t, t.TempDir())
+	defer e.stop()
+	e.ok(e.es.Indices.Create("d", e.es.Indices.Create.WithBody(strings.NewReader(`{"mappings":{"properties":{"date":{"type":"date"}}}}`))))
+	docs := `{"index":{"_id":"old"}}
+{"date":"1500-01-05T12:00:00Z"}
+{"index":{"_id":"new"}}
+{"date":"2022-01-03T12:00:00Z"}
+`
+	e.ok(e.es.Bulk(strings.NewReader(docs), e.es.Bulk.WithIndex("d"), e.es.Bulk.WithRefresh("true")))
+	for _, c := range []struct{ q, want string }{
+		{`{"range":{"date":{"gte":1000,"lte":2023,"format":"uuuu"}}}`, "[new old]"},
+		{`{"range":{"date":{"gte":"1400-01-01","lt":"1600-01-01"}}}`, "[old]"},
+		{`{"range":{"date":{"gte":"2000-01-01"}}}`, "[new]"},
+		{`{"term":{"date":"1500-01-05T12:00:00Z"}}`, "[old]"},
+	} {
+		if got := fmt.Sprint(sorted(hitIDs(e.search("d", `{"query":`+c.q+`}`)))); got != c.want {
+			t.Errorf("%s: got %s, want %s", c.q, got, c.want)
+		}
+	}
+}

@@ -500,9 +500,7 @@ func (c *qctx) exactValue(f string, fi fieldInfo, v any) (query.Query, error) {
 		if err != nil {
 			return nil, badRequest("query_shard_exception", "failed to create query: %v (field [%s])", err, f)
 		}
-		q := bleve.NewDateRangeInclusiveQuery(t, t, &incl, &incl)
-		q.SetField(f)
-		return q, nil
+		return c.dateRange(f, fi, true, true, t, t, true, true)
 	case "boolean":
 		b, ok := toBool(v)
 		if !ok {
@@ -763,6 +761,17 @@ func (c *qctx) rangeQ(body any) (query.Query, error) {
 		return q, nil
 	case "date":
 		var start, end time.Time
+		yearOnly, _ := o["format"].(string)
+		if yearOnly == "uuuu" || yearOnly == "yyyy" {
+			// Year-only bounds: numbers are years, not epoch milliseconds.
+			for _, b := range []*any{&lo, &hi} {
+				if _, isStr := (*b).(string); !isStr && *b != nil {
+					if n, ok := toFloat(*b); ok {
+						*b = fmt.Sprintf("%04d", int(n))
+					}
+				}
+			}
+		}
 		if lo != nil {
 			// gt rounds up, gte rounds down
 			t, err := parseDateMath(lo, c.now, !loIncl)
@@ -778,15 +787,18 @@ func (c *qctx) rangeQ(body any) (query.Query, error) {
 				return nil, badRequest("parse_exception", "[range] on field [%s]: %v", f, err)
 			}
 			end = t
+			if yearOnly == "uuuu" && hiIncl {
+				// Elasticsearch rounds a uuuu upper bound up to the end of the year's
+				// first day only.
+				end = end.Add(24*time.Hour - time.Millisecond)
+			}
 		}
 		if lo == nil && hi == nil {
 			tq := bleve.NewTermQuery(f)
 			tq.SetField(fFieldNames)
 			return tq, nil
 		}
-		q := bleve.NewDateRangeInclusiveQuery(start, end, &loIncl, &hiIncl)
-		q.SetField(f)
-		return q, nil
+		return c.dateRange(f, fi, lo != nil, hi != nil, start, end, loIncl, hiIncl)
 	case "keyword", "text":
 		var mn, mx string
 		if lo != nil {
@@ -1622,6 +1634,64 @@ func (c *qctx) boolPrefixField(f, text, op string, opts map[string]any) (query.Q
 			return nil, err
 		}
 		dq.SetMin(float64(n))
+	}
+	return dq, nil
+}
+
+// The range of dates bleve indexes and queries (nanoseconds since the epoch in an int64),
+// within a margin.
+var (
+	bleveMinDate = time.Date(1678, 1, 1, 0, 0, 0, 0, time.UTC)
+	bleveMaxDate = time.Date(2262, 1, 1, 0, 0, 0, 0, time.UTC)
+)
+
+// dateRange matches the dates between start and end. Dates outside the years bleve
+// indexes (before 1678, after 2262) stay in _source only: the bounds are clamped for the
+// index, and when a bound lies outside those years the dates there are compared in
+// _source.
+func (c *qctx) dateRange(f string, fi fieldInfo, hasLo, hasHi bool, start, end time.Time, loIncl, hiIncl bool) (query.Query, error) {
+	bs, be := start, end
+	if hasLo && bs.Before(bleveMinDate) {
+		bs = bleveMinDate
+	}
+	if hasHi && be.After(bleveMaxDate) {
+		be = bleveMaxDate
+	}
+	dq := bleve.NewDisjunctionQuery()
+	if (!hasLo || !bs.After(bleveMaxDate)) && (!hasHi || !be.Before(bleveMinDate)) {
+		q := bleve.NewDateRangeInclusiveQuery(bs, be, &loIncl, &hiIncl)
+		q.SetField(f)
+		dq.AddQuery(q)
+	}
+	if (hasLo && start.Before(bleveMinDate)) || (hasHi && end.After(bleveMaxDate)) {
+		outside, err := c.scanQuery(func(src map[string]any) bool {
+			for _, v := range sourceValues(src, fi.Src) {
+				t, err := parseDateValue(v)
+				if err != nil || (!t.Before(bleveMinDate) && !t.After(bleveMaxDate)) {
+					continue
+				}
+				if hasLo && (t.Before(start) || (!loIncl && t.Equal(start))) {
+					continue
+				}
+				if hasHi && (t.After(end) || (!hiIncl && t.Equal(end))) {
+					continue
+				}
+				return true
+			}
+			return false
+		})
+		if err != nil {
+			return nil, err
+		}
+		if _, none := outside.(*query.MatchNoneQuery); !none {
+			dq.AddQuery(outside)
+		}
+	}
+	switch len(dq.Disjuncts) {
+	case 0:
+		return bleve.NewMatchNoneQuery(), nil
+	case 1:
+		return dq.Disjuncts[0], nil
 	}
 	return dq, nil
 }
