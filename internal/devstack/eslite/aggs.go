@@ -94,7 +94,7 @@ func parseAggs(v any, fields map[string]fieldInfo) ([]*aggDef, error) {
 				subs = x
 			case k == "meta":
 				a.meta = x
-			case metricKinds[k] || bucketKinds[k] || pipelineKinds[k]:
+			case metricKinds[k] || bucketKinds[k] || pipelineKinds[k] || parentPipelineKinds[k]:
 				if a.kind != "" {
 					return nil, parsingErr("Found two aggregation type definitions in [%s]: [%s] and [%s]", name, a.kind, k)
 				}
@@ -104,7 +104,7 @@ func parseAggs(v any, fields map[string]fieldInfo) ([]*aggDef, error) {
 					return nil, parsingErr("[%s] aggregation [%s] malformed", k, name)
 				}
 			default:
-				return nil, parsingErr("Unknown aggregation type [%s] in [%s] (eslite supports terms, rare_terms, date_histogram, histogram, range, filter, filters, global, top_hits, avg, weighted_avg, sum, min, max, value_count, cardinality, stats, extended_stats, percentiles, percentile_ranks, avg_bucket, max_bucket, min_bucket, sum_bucket, stats_bucket)", k, name)
+				return nil, parsingErr("Unknown aggregation type [%s] in [%s] (eslite supports terms, rare_terms, date_histogram, histogram, range, filter, filters, global, top_hits, avg, weighted_avg, sum, min, max, value_count, cardinality, stats, extended_stats, percentiles, percentile_ranks, avg_bucket, max_bucket, min_bucket, sum_bucket, stats_bucket, cumulative_sum, derivative, serial_diff, bucket_sort)", k, name)
 			}
 		}
 		if a.kind == "" {
@@ -334,7 +334,7 @@ func esDouble(f float64) string {
 func runAggs(defs []*aggDef, docs []map[string]any) (map[string]any, error) {
 	out := map[string]any{}
 	for _, a := range defs {
-		if pipelineKinds[a.kind] {
+		if pipelineKinds[a.kind] || parentPipelineKinds[a.kind] {
 			continue
 		}
 		r, err := a.run(docs)
@@ -594,6 +594,10 @@ func (a *aggDef) terms(docs []map[string]any) (map[string]any, error) {
 		}
 		buckets = append(buckets, b)
 	}
+	var err error
+	if buckets, err = a.applyParentPipelines(buckets); err != nil {
+		return nil, err
+	}
 	return map[string]any{"doc_count_error_upper_bound": 0, "sum_other_doc_count": other, "buckets": buckets}, nil
 }
 
@@ -672,6 +676,9 @@ func (a *aggDef) histogram(docs []map[string]any) (map[string]any, error) {
 
 // bucketsOut returns buckets as a list, or keyed by their key_as_string or key.
 func (a *aggDef) bucketsOut(buckets []any) map[string]any {
+	if out, err := a.applyParentPipelines(buckets); err == nil {
+		buckets = out
+	}
 	if !a.keyed {
 		return map[string]any{"buckets": buckets}
 	}

@@ -13,6 +13,168 @@ import (
 // same level through buckets_path instead of documents.
 var pipelineKinds = map[string]bool{"avg_bucket": true, "max_bucket": true, "min_bucket": true, "sum_bucket": true, "stats_bucket": true}
 
+// Parent pipeline aggregations: they add to (or, bucket_sort, reorder) the buckets of
+// the multi-bucket aggregation they are declared in.
+var movingFnRe = regexp.MustCompile(`^\s*MovingFunctions\.(max|min|sum|unweightedAvg)\(values\)\s*;?\s*$`)
+
+var parentPipelineKinds = map[string]bool{"cumulative_sum": true, "derivative": true, "serial_diff": true, "bucket_sort": true, "moving_fn": true}
+
+// checkParents rejects parent pipelines declared outside a multi-bucket aggregation (or,
+// for the histogram-only ones, outside a histogram).
+func checkParents(defs []*aggDef, parent *aggDef) error {
+	for _, a := range defs {
+		if parentPipelineKinds[a.kind] {
+			histoOnly := a.kind != "bucket_sort"
+			switch {
+			case parent == nil && !histoOnly:
+				return badRequest("action_request_validation_exception", "Validation Failed: 1: %s aggregation [%s] must be declared inside of another aggregation;", a.kind, a.name)
+			case parent == nil:
+				return badRequest("action_request_validation_exception", "Validation Failed: 1: %s aggregation [%s] must have a histogram, date_histogram or auto_date_histogram as parent but doesn't have a parent;", a.kind, a.name)
+			case histoOnly && parent.kind != "histogram" && parent.kind != "date_histogram":
+				return badRequest("action_request_validation_exception", "Validation Failed: 1: %s aggregation [%s] must have a histogram, date_histogram or auto_date_histogram as parent;", a.kind, a.name)
+			}
+		}
+		if err := checkParents(a.subs, a); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// applyParentPipelines runs the parent pipelines among a's sub-aggregations over its
+// buckets.
+func (a *aggDef) applyParentPipelines(buckets []any) ([]any, error) {
+	for _, p := range a.subs {
+		if !parentPipelineKinds[p.kind] {
+			continue
+		}
+		if p.kind == "bucket_sort" {
+			var err error
+			if buckets, err = p.bucketSort(buckets); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		path, _ := p.opts["buckets_path"].(string)
+		vals := make([]*float64, len(buckets))
+		for i, b := range buckets {
+			v, err := bucketMetric(b.(map[string]any), path, path, p.name)
+			if err != nil {
+				return nil, err
+			}
+			vals[i] = v
+		}
+		lag := 1
+		if p.kind == "serial_diff" {
+			if l, ok := toFloat(p.opts["lag"]); ok {
+				lag = int(l)
+			}
+		}
+		sum := 0.0
+		for i, b := range buckets {
+			bm := b.(map[string]any)
+			switch p.kind {
+			case "cumulative_sum":
+				if vals[i] != nil {
+					sum += *vals[i]
+				}
+				bm[p.name] = map[string]any{"value": sum}
+			case "moving_fn":
+				w, _ := toFloat(p.opts["window"])
+				var win []float64
+				for j := max(0, i-int(w)); j < i; j++ {
+					if vals[j] != nil {
+						win = append(win, *vals[j])
+					}
+				}
+				bm[p.name] = map[string]any{"value": movingFn(p.opts["_fn"].(string), win)}
+			case "serial_diff", "derivative":
+				if i < lag || vals[i] == nil || vals[i-lag] == nil {
+					continue
+				}
+				bm[p.name] = map[string]any{"value": *vals[i] - *vals[i-lag]}
+			}
+		}
+	}
+	return buckets, nil
+}
+
+// bucketSort sorts buckets by the sort clauses' paths and keeps from..from+size.
+func (a *aggDef) bucketSort(buckets []any) ([]any, error) {
+	type key struct {
+		path string
+		desc bool
+	}
+	var keys []key
+	for _, c := range clauses(a.opts["sort"]) {
+		switch t := c.(type) {
+		case string:
+			keys = append(keys, key{t, false})
+		case map[string]any:
+			for f, o := range t {
+				desc := false
+				if om, ok := o.(map[string]any); ok {
+					desc = strings.EqualFold(scalarString(om["order"]), "desc")
+				} else {
+					desc = strings.EqualFold(scalarString(o), "desc")
+				}
+				keys = append(keys, key{f, desc})
+			}
+		}
+	}
+	vals := make(map[int][]*float64, len(buckets))
+	for i, b := range buckets {
+		for _, k := range keys {
+			var v *float64
+			if k.path == "_key" {
+				if f, ok := toFloat(b.(map[string]any)["key"]); ok {
+					v = &f
+				}
+			} else {
+				var err error
+				if v, err = bucketMetric(b.(map[string]any), k.path, k.path, a.name); err != nil {
+					return nil, err
+				}
+			}
+			vals[i] = append(vals[i], v)
+		}
+	}
+	idx := make([]int, len(buckets))
+	for i := range idx {
+		idx[i] = i
+	}
+	sort.SliceStable(idx, func(x, y int) bool {
+		for ki, k := range keys {
+			a, b := vals[idx[x]][ki], vals[idx[y]][ki]
+			switch {
+			case a == nil && b == nil:
+				continue
+			case a == nil:
+				return false
+			case b == nil:
+				return true
+			case *a == *b:
+				continue
+			}
+			return (*a < *b) != k.desc
+		}
+		return false
+	})
+	out := make([]any, 0, len(buckets))
+	for _, i := range idx {
+		out = append(out, buckets[i])
+	}
+	from, _ := toFloat(a.opts["from"])
+	if int(from) >= len(out) {
+		return []any{}, nil
+	}
+	out = out[int(from):]
+	if size, ok := toFloat(a.opts["size"]); ok && int(size) < len(out) {
+		out = out[:int(size)]
+	}
+	return out, nil
+}
+
 // configureMore checks the options of the aggregations that configure does not know:
 // pipelines, weighted_avg, rare_terms, filter and global. It reports whether a.kind is
 // one of them.
@@ -36,6 +198,38 @@ func (a *aggDef) configureMore(fields map[string]fieldInfo) (bool, error) {
 		case "", "skip", "insert_zeros", "keep_values":
 		default:
 			return true, parsingErr("[%s] aggregation [%s]: unknown gap_policy [%s]", a.kind, a.name, gp)
+		}
+		return true, nil
+	case parentPipelineKinds[a.kind]:
+		if a.kind == "moving_fn" {
+			if w, ok := toFloat(a.opts["window"]); !ok || w <= 0 || w != math.Trunc(w) {
+				return true, badRequest("illegal_argument_exception", "[window] must be a positive, non-zero integer.")
+			}
+			src := scalarString(a.opts["script"])
+			if m, ok := a.opts["script"].(map[string]any); ok {
+				src = scalarString(m["source"])
+			}
+			if !movingFnRe.MatchString(src) {
+				return true, parsingErr("[moving_fn] aggregation [%s]: eslite only runs MovingFunctions.max, min, sum and unweightedAvg over values, not [%s]", a.name, src)
+			}
+			a.opts["_fn"] = movingFnRe.FindStringSubmatch(src)[1]
+			return true, nil
+		}
+		if a.kind == "bucket_sort" {
+			for k := range a.opts {
+				if k != "sort" && k != "from" && k != "size" && k != "gap_policy" {
+					return true, parsingErr("[bucket_sort] aggregation [%s] does not support [%s]", a.name, k)
+				}
+			}
+			return true, nil
+		}
+		if _, ok := a.opts["buckets_path"].(string); !ok {
+			return true, parsingErr("Required parameter [buckets_path] not specified in [%s]", a.name)
+		}
+		if l, ok := a.opts["lag"]; ok {
+			if n, isNum := toFloat(l); !isNum || n <= 0 {
+				return true, badRequest("illegal_argument_exception", "[lag] must be a positive integer: [%s]", a.name)
+			}
 		}
 		return true, nil
 	case a.kind == "weighted_avg":
@@ -490,4 +684,29 @@ func (a *aggDef) runPipeline(siblings map[string]any) (map[string]any, error) {
 		}
 	}
 	return out, nil
+}
+
+// movingFn applies one of the MovingFunctions to a window of values; an empty window
+// gives null for max, min and unweightedAvg, as NaN renders.
+func movingFn(fn string, win []float64) any {
+	if fn == "sum" {
+		return compensatedSum(win)
+	}
+	if len(win) == 0 {
+		return nil
+	}
+	v := win[0]
+	switch fn {
+	case "max":
+		for _, x := range win {
+			v = math.Max(v, x)
+		}
+	case "min":
+		for _, x := range win {
+			v = math.Min(v, x)
+		}
+	case "unweightedAvg":
+		v = compensatedSum(win) / float64(len(win))
+	}
+	return v
 }

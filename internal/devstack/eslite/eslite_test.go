@@ -404,6 +404,8 @@ func TestAggregations(t *testing.T) {
 	check("stats_bucket", a["st"], `{"count":4,"min":1,"max":2,"avg":1.5,"sum":6,"min_as_string":"1.0","max_as_string":"2.0","avg_as_string":"1.5","sum_as_string":"6.0"}`)
 	a = agg(`{"term":{"author":"alice"}}`, `{"r":{"rare_terms":{"field":"author"}},"g":{"global":{},"aggs":{"r":{"rare_terms":{"field":"author","exclude":["dave"]}}}},"f":{"filter":{"term":{"author":"alice"}}}}`)
 	check("rare_terms, global and filter", a, `{"r":{"buckets":[]},"g":{"doc_count":6,"r":{"buckets":[{"key":"carol","doc_count":1}]}},"f":{"doc_count":2}}`)
+	a = agg("", `{"h":{"histogram":{"field":"points","interval":100},"aggs":{"s":{"sum":{"field":"points"}},"c":{"cumulative_sum":{"buckets_path":"s"}},"d":{"serial_diff":{"buckets_path":"_count"}},"o":{"bucket_sort":{"sort":[{"s":"desc"}],"size":2}}}}}`)
+	check("parent pipelines", a["h"], `{"buckets":[{"key":100,"doc_count":2,"s":{"value":270},"c":{"value":400},"d":{"value":-1}},{"key":200,"doc_count":1,"s":{"value":200},"c":{"value":600},"d":{"value":-1}}]}`)
 	// Σp²/Σp over points 120, 80, 200, 45, 150, 5.
 	a = agg("", `{"w":{"weighted_avg":{"value":{"field":"points"},"weight":{"field":"points"}}}}`)
 	check("weighted_avg", a["w"], `{"value":142.25}`)

@@ -160,6 +160,9 @@ func (s *server) search(r *http.Request, expr string, body []byte) (int, any, er
 	if err != nil {
 		return 0, nil, err
 	}
+	if err := checkParents(aggs, nil); err != nil {
+		return 0, nil, err
+	}
 	dvFields, err := parseFieldRequests(req["docvalue_fields"], "docvalue_fields")
 	if err != nil {
 		return 0, nil, err

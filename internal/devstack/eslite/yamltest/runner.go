@@ -116,6 +116,7 @@ func parseFile(path string) (setup, teardown *section, tests []section, err erro
 		if m.Kind != yaml.MappingNode {
 			return nil, nil, nil, fmt.Errorf("yaml: a section is not a mapping (line %d)", m.Line)
 		}
+		timestampsAsStrings(m)
 		// Keep the order of sections as written: each key is a section name.
 		for i := 0; i+1 < len(m.Content); i += 2 {
 			name := m.Content[i].Value
@@ -135,6 +136,18 @@ func parseFile(path string) (setup, teardown *section, tests []section, err erro
 		}
 	}
 	return setup, teardown, tests, nil
+}
+
+// timestampsAsStrings keeps plain scalars that look like timestamps as the strings they
+// are written as, as the Elasticsearch test framework's YAML parser reads them (yaml.v3
+// would turn 2022-01-01T00:00:00.000Z into a time that prints differently).
+func timestampsAsStrings(n *yaml.Node) {
+	if n.Kind == yaml.ScalarNode && n.Tag == "!!timestamp" && n.Style == 0 {
+		n.Tag = "!!str"
+	}
+	for _, c := range n.Content {
+		timestampsAsStrings(c)
+	}
 }
 
 // RunFile runs one file's tests, each after the setup section and followed by teardown.

@@ -2,6 +2,8 @@ package yamltest
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"testing"
 )
 
@@ -35,5 +37,20 @@ func TestSplitPath(t *testing.T) {
 		if got := fmt.Sprint(splitPath(path)); got != want {
 			t.Errorf("splitPath(%q) = %s, want %s", path, got, want)
 		}
+	}
+}
+
+func TestTimestampsStayStrings(t *testing.T) {
+	f := filepath.Join(t.TempDir(), "t.yml")
+	if err := os.WriteFile(f, []byte("\"t\":\n  - match: { a: 2022-01-01T00:00:00.000Z }\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, _, tests, err := parseFile(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := tests[0].steps[0].(map[string]any)["match"].(map[string]any)
+	if m["a"] != "2022-01-01T00:00:00.000Z" {
+		t.Errorf("timestamp read as %#v", m["a"])
 	}
 }
