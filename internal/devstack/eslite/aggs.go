@@ -49,6 +49,8 @@ type aggDef struct {
 	allDocs []map[string]any
 	// top_hits: renders documents as a search's hits
 	hits func(docs []map[string]any, opts map[string]any) (map[string]any, error)
+	// sampler, diversified_sampler: a document's relevance score
+	score func(doc map[string]any) float64
 }
 
 type aggFilter struct {
@@ -65,7 +67,7 @@ type aggRange struct {
 var metricKinds = map[string]bool{"avg": true, "sum": true, "min": true, "max": true, "value_count": true, "cardinality": true,
 	"stats": true, "extended_stats": true, "percentiles": true, "percentile_ranks": true, "weighted_avg": true, "top_hits": true}
 var bucketKinds = map[string]bool{"terms": true, "date_histogram": true, "histogram": true, "range": true, "filters": true,
-	"rare_terms": true, "filter": true, "global": true}
+	"rare_terms": true, "filter": true, "global": true, "nested": true, "sampler": true, "diversified_sampler": true}
 
 func parseAggs(v any, fields map[string]fieldInfo) ([]*aggDef, error) {
 	if v == nil {
@@ -104,7 +106,7 @@ func parseAggs(v any, fields map[string]fieldInfo) ([]*aggDef, error) {
 					return nil, parsingErr("[%s] aggregation [%s] malformed", k, name)
 				}
 			default:
-				return nil, parsingErr("Unknown aggregation type [%s] in [%s] (eslite supports terms, rare_terms, date_histogram, histogram, range, filter, filters, global, top_hits, avg, weighted_avg, sum, min, max, value_count, cardinality, stats, extended_stats, percentiles, percentile_ranks, avg_bucket, max_bucket, min_bucket, sum_bucket, stats_bucket, cumulative_sum, derivative, serial_diff, bucket_sort)", k, name)
+				return nil, parsingErr("Unknown aggregation type [%s] in [%s] (eslite supports terms, rare_terms, date_histogram, histogram, range, filter, filters, global, nested, sampler, diversified_sampler, top_hits, avg, weighted_avg, sum, min, max, value_count, cardinality, stats, extended_stats, percentiles, percentile_ranks, avg_bucket, max_bucket, min_bucket, sum_bucket, stats_bucket, cumulative_sum, derivative, serial_diff, bucket_sort)", k, name)
 			}
 		}
 		if a.kind == "" {
@@ -244,6 +246,10 @@ func (a *aggDef) configure(fields map[string]fieldInfo) error {
 			rm, _ := r.(map[string]any)
 			var ar aggRange
 			for k, v := range rm {
+				if v == nil && (k == "from" || k == "to") {
+					// A null bound leaves the range open on that side.
+					continue
+				}
 				n, ok := toFloat(v)
 				switch k {
 				case "from":
@@ -1055,12 +1061,13 @@ type aggPrep struct {
 	docKey func(map[string]any) string
 	all    func() ([]map[string]any, error)
 	hits   func(docs []map[string]any, opts map[string]any) (map[string]any, error)
+	score  func(doc map[string]any) float64
 }
 
 func prepareAggs(defs []*aggDef, p aggPrep) error {
 	match, docKey, all := p.match, p.docKey, p.all
 	for _, a := range defs {
-		a.hits = p.hits
+		a.hits, a.score = p.hits, p.score
 		if a.kind == "global" {
 			docs, err := all()
 			if err != nil {

@@ -332,6 +332,51 @@ func (a *aggDef) configureMore(fields map[string]fieldInfo) (bool, error) {
 			}
 		}
 		return true, nil
+	case a.kind == "sampler" || a.kind == "diversified_sampler":
+		a.size = 100
+		a.minDocCount = 1
+		for k, v := range a.opts {
+			switch {
+			case k == "shard_size" || (k == "max_docs_per_value" && a.kind == "diversified_sampler"):
+				n, ok := toFloat(v)
+				if !ok || n < 1 {
+					return true, badRequest("illegal_argument_exception", "[%s] must be greater than 0 in [%s]", k, a.name)
+				}
+				if k == "shard_size" {
+					a.size = int(n)
+				} else {
+					a.minDocCount = int(n)
+				}
+			case a.kind == "diversified_sampler" && (k == "field" || k == "execution_hint"):
+			default:
+				return true, parsingErr("[%s] aggregation [%s] does not support [%s]", a.kind, a.name, k)
+			}
+		}
+		if a.kind == "diversified_sampler" {
+			f, _ := a.opts["field"].(string)
+			if f == "" {
+				return true, parsingErr("[diversified_sampler] aggregation [%s] requires a [field]", a.name)
+			}
+			a.field = f
+			fi, ok := fields[f]
+			if !ok {
+				fi = fieldInfo{Type: "unmapped", Src: f}
+			}
+			a.fi = fi
+		}
+		return true, nil
+	case a.kind == "nested":
+		path, _ := a.opts["path"].(string)
+		if path == "" {
+			return true, parsingErr("[nested] aggregation [%s] requires a [path]", a.name)
+		}
+		for k := range a.opts {
+			if k != "path" {
+				return true, parsingErr("[nested] aggregation [%s] does not support [%s]", a.name, k)
+			}
+		}
+		a.field = path
+		return true, nil
 	case a.kind == "global":
 		if len(a.opts) > 0 {
 			return true, parsingErr("[global] aggregation [%s] takes no options", a.name)
@@ -471,6 +516,58 @@ func (a *aggDef) runMore(docs []map[string]any) (map[string]any, bool, error) {
 		}
 		out, err := a.hits(docs, a.opts)
 		return out, true, err
+	case "sampler", "diversified_sampler":
+		// The best scoring documents (shard_size of them; for diversified_sampler at
+		// most max_docs_per_value per value of the field).
+		sorted := append([]map[string]any(nil), docs...)
+		if a.score != nil {
+			sort.SliceStable(sorted, func(i, j int) bool { return a.score(sorted[i]) > a.score(sorted[j]) })
+		}
+		var in []map[string]any
+		perValue := map[string]int{}
+		for _, d := range sorted {
+			if len(in) >= a.size {
+				break
+			}
+			if a.kind == "diversified_sampler" {
+				k := fmt.Sprint(a.values(d))
+				if perValue[k] >= a.minDocCount {
+					continue
+				}
+				perValue[k]++
+			}
+			in = append(in, d)
+		}
+		b, err := a.bucket(nil, in, nil)
+		if err != nil {
+			return nil, true, err
+		}
+		delete(b, "key")
+		return b, true, nil
+	case "nested":
+		// Each object under the path becomes a document of its own, placed at the
+		// path so that the sub-aggregations' field paths reach it.
+		var objs []map[string]any
+		segs := strings.Split(a.field, ".")
+		for _, d := range docs {
+			for _, v := range sourceValues(d, a.field) {
+				o, ok := v.(map[string]any)
+				if !ok {
+					continue
+				}
+				var doc any = o
+				for i := len(segs) - 1; i >= 0; i-- {
+					doc = map[string]any{segs[i]: doc}
+				}
+				objs = append(objs, doc.(map[string]any))
+			}
+		}
+		b, err := a.bucket(nil, objs, nil)
+		if err != nil {
+			return nil, true, err
+		}
+		delete(b, "key")
+		return b, true, nil
 	case "global":
 		b, err := a.bucket(nil, a.allDocs, nil)
 		if err != nil {

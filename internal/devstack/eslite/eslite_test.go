@@ -406,6 +406,8 @@ func TestAggregations(t *testing.T) {
 	check("rare_terms, global and filter", a, `{"r":{"buckets":[]},"g":{"doc_count":6,"r":{"buckets":[{"key":"carol","doc_count":1}]}},"f":{"doc_count":2}}`)
 	a = agg("", `{"h":{"histogram":{"field":"points","interval":100},"aggs":{"s":{"sum":{"field":"points"}},"c":{"cumulative_sum":{"buckets_path":"s"}},"d":{"serial_diff":{"buckets_path":"_count"}},"o":{"bucket_sort":{"sort":[{"s":"desc"}],"size":2}}}}}`)
 	check("parent pipelines", a["h"], `{"buckets":[{"key":100,"doc_count":2,"s":{"value":270},"c":{"value":400},"d":{"value":-1}},{"key":200,"doc_count":1,"s":{"value":200},"c":{"value":600},"d":{"value":-1}}]}`)
+	a = agg("", `{"s":{"sampler":{"shard_size":2}},"d":{"diversified_sampler":{"field":"author"},"aggs":{"n":{"value_count":{"field":"author"}}}},"r":{"range":{"field":"points","ranges":[{"from":null,"to":100}]}}}`)
+	check("samplers and open range", a, `{"s":{"doc_count":2},"d":{"doc_count":4,"n":{"value":4}},"r":{"buckets":[{"key":"*-100.0","to":100,"doc_count":3}]}}`)
 	// Σp²/Σp over points 120, 80, 200, 45, 150, 5.
 	a = agg("", `{"w":{"weighted_avg":{"value":{"field":"points"},"weight":{"field":"points"}}}}`)
 	check("weighted_avg", a["w"], `{"value":142.25}`)
@@ -458,6 +460,10 @@ func TestNestedBoolPrefixAndMetaQueries(t *testing.T) {
 		if got := fmt.Sprint(ids(c.q)); got != c.want {
 			t.Errorf("%s: got %s, want %s", c.q, got, c.want)
 		}
+	}
+	aggs := e.search("n", `{"size":0,"aggs":{"u":{"nested":{"path":"users"},"aggs":{"f":{"terms":{"field":"users.first"}}}}}}`)["aggregations"].(map[string]any)
+	if u := aggs["u"].(map[string]any); u["doc_count"] != 3.0 || len(u["f"].(map[string]any)["buckets"].([]any)) != 3 {
+		t.Errorf("nested aggregation: %v", u)
 	}
 	st, _ := e.raw(e.es.Search(e.es.Search.WithIndex("n"), e.es.Search.WithBody(strings.NewReader(`{"query":{"nested":{"path":"nope","query":{"match_all":{}}}}}`))))
 	if st != 400 {

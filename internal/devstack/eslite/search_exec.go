@@ -273,7 +273,13 @@ func (s *server) search(r *http.Request, expr string, body []byte) (int, any, er
 		hits := func(srcs []map[string]any, o map[string]any) (map[string]any, error) {
 			return s.topHits(srcs, o, docKey, byKey, c, t, asInt, fetch)
 		}
-		if err := prepareAggs(aggs, aggPrep{match: match, docKey: docKey, all: all, hits: hits}); err != nil {
+		score := func(src map[string]any) float64 {
+			if d := byKey[docKey(src)]; d != nil {
+				return d.score
+			}
+			return 0
+		}
+		if err := prepareAggs(aggs, aggPrep{match: match, docKey: docKey, all: all, hits: hits, score: score}); err != nil {
 			return 0, nil, err
 		}
 		if aggOut, err = runAggs(aggs, srcs); err != nil {
