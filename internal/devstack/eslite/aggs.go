@@ -49,6 +49,8 @@ type aggDef struct {
 	allDocs []map[string]any
 	// top_hits: renders documents as a search's hits
 	hits func(docs []map[string]any, opts map[string]any) (map[string]any, error)
+	// ip_range
+	ipRanges []ipRange
 	// sampler, diversified_sampler: a document's relevance score
 	score func(doc map[string]any) float64
 }
@@ -67,7 +69,7 @@ type aggRange struct {
 var metricKinds = map[string]bool{"avg": true, "sum": true, "min": true, "max": true, "value_count": true, "cardinality": true,
 	"stats": true, "extended_stats": true, "percentiles": true, "percentile_ranks": true, "weighted_avg": true, "top_hits": true}
 var bucketKinds = map[string]bool{"terms": true, "date_histogram": true, "histogram": true, "range": true, "filters": true,
-	"rare_terms": true, "filter": true, "global": true, "nested": true, "sampler": true, "diversified_sampler": true}
+	"rare_terms": true, "filter": true, "global": true, "nested": true, "sampler": true, "diversified_sampler": true, "ip_range": true}
 
 func parseAggs(v any, fields map[string]fieldInfo) ([]*aggDef, error) {
 	if v == nil {
@@ -106,7 +108,7 @@ func parseAggs(v any, fields map[string]fieldInfo) ([]*aggDef, error) {
 					return nil, parsingErr("[%s] aggregation [%s] malformed", k, name)
 				}
 			default:
-				return nil, parsingErr("Unknown aggregation type [%s] in [%s] (eslite supports terms, rare_terms, date_histogram, histogram, range, filter, filters, global, nested, sampler, diversified_sampler, top_hits, avg, weighted_avg, sum, min, max, value_count, cardinality, stats, extended_stats, percentiles, percentile_ranks, avg_bucket, max_bucket, min_bucket, sum_bucket, stats_bucket, cumulative_sum, derivative, serial_diff, bucket_sort)", k, name)
+				return nil, parsingErr("Unknown aggregation type [%s] in [%s] (eslite supports terms, rare_terms, date_histogram, histogram, range, ip_range, filter, filters, global, nested, sampler, diversified_sampler, top_hits, avg, weighted_avg, sum, min, max, value_count, cardinality, stats, extended_stats, percentiles, percentile_ranks, avg_bucket, max_bucket, min_bucket, sum_bucket, stats_bucket, cumulative_sum, derivative, serial_diff, bucket_sort)", k, name)
 			}
 		}
 		if a.kind == "" {
@@ -390,8 +392,22 @@ func (a *aggDef) values(doc map[string]any) []any {
 	return vals
 }
 
+// docCount counts documents as aggregations do: a document with a _doc_count field
+// (pre-aggregated data) stands for that many.
+func docCount(docs []map[string]any) int {
+	n := 0
+	for _, d := range docs {
+		if c, ok := toFloat(d["_doc_count"]); ok && c >= 0 {
+			n += int(c)
+		} else {
+			n++
+		}
+	}
+	return n
+}
+
 func (a *aggDef) bucket(key any, docs []map[string]any, extra map[string]any) (map[string]any, error) {
-	b := map[string]any{"key": key, "doc_count": len(docs)}
+	b := map[string]any{"key": key, "doc_count": docCount(docs)}
 	for k, v := range extra {
 		b[k] = v
 	}
@@ -551,12 +567,12 @@ func (a *aggDef) terms(docs []map[string]any) (map[string]any, error) {
 	}
 	list := make([]*group, 0, len(groups))
 	for _, g := range groups {
-		if len(g.docs) >= a.minDocCount {
+		if docCount(g.docs) >= a.minDocCount {
 			list = append(list, g)
 		}
 	}
 	sort.Slice(list, func(i, j int) bool {
-		ci, cj := len(list[i].docs), len(list[j].docs)
+		ci, cj := docCount(list[i].docs), docCount(list[j].docs)
 		kc := compareValues(list[i].key, list[j].key)
 		if a.orderKey == "_count" && ci != cj {
 			if a.orderDesc {
@@ -572,7 +588,7 @@ func (a *aggDef) terms(docs []map[string]any) (map[string]any, error) {
 	other := 0
 	if len(list) > a.size {
 		for _, g := range list[a.size:] {
-			other += len(g.docs)
+			other += docCount(g.docs)
 		}
 		list = list[:a.size]
 	}
@@ -670,6 +686,8 @@ func (a *aggDef) histogram(docs []map[string]any) (map[string]any, error) {
 		if a.kind == "date_histogram" {
 			key = int64(k)
 			extra["key_as_string"] = millisString(k)
+		} else if fm, ok := a.opts["format"].(string); ok && a.kind == "histogram" {
+			extra["key_as_string"] = decimalFormat(k, fm)
 		}
 		b, err := a.bucket(key, groups[k], extra)
 		if err != nil {

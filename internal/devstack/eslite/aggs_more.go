@@ -332,6 +332,19 @@ func (a *aggDef) configureMore(fields map[string]fieldInfo) (bool, error) {
 			}
 		}
 		return true, nil
+	case a.kind == "ip_range":
+		f, _ := a.opts["field"].(string)
+		if f == "" {
+			return true, parsingErr("Required one of fields [field, script], but none were specified in [ip_range] aggregation [%s]", a.name)
+		}
+		a.field = f
+		fi, ok := fields[f]
+		if !ok {
+			fi = fieldInfo{Type: "unmapped", Src: f}
+		}
+		a.fi = fi
+		a.missing = a.opts["missing"]
+		return true, a.configureIPRange()
 	case a.kind == "sampler" || a.kind == "diversified_sampler":
 		a.size = 100
 		a.minDocCount = 1
@@ -516,6 +529,9 @@ func (a *aggDef) runMore(docs []map[string]any) (map[string]any, bool, error) {
 		}
 		out, err := a.hits(docs, a.opts)
 		return out, true, err
+	case "ip_range":
+		out, err := a.ipRangeRun(docs)
+		return out, true, err
 	case "sampler", "diversified_sampler":
 		// The best scoring documents (shard_size of them; for diversified_sampler at
 		// most max_docs_per_value per value of the field).
@@ -633,6 +649,10 @@ func resolveBucketsPath(siblings map[string]any, path, name string) ([]bucketVal
 		v, err := bucketMetric(b, rest, path, name)
 		if err != nil {
 			return nil, err
+		}
+		if dc, _ := toFloat(b["doc_count"]); dc == 0 && rest != "_count" {
+			// An empty bucket is a gap whatever its metric says, as in Elasticsearch.
+			v = nil
 		}
 		out = append(out, bucketValue{key: key, value: v})
 	}

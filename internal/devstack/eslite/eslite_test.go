@@ -727,3 +727,30 @@ func TestDatesOutsideBleveYears(t *testing.T) {
 		}
 	}
 }
+
+func TestIPRangeDocCountAndBulkTail(t *testing.T) {
+	e := start(t, t.TempDir())
+	defer e.stop()
+	e.ok(e.es.Indices.Create("ips", e.es.Indices.Create.WithBody(strings.NewReader(`{"mappings":{"properties":{"ip":{"type":"ip"},"n":{"type":"long"}}}}`))))
+	// The last action has no source line: it is dropped, as Elasticsearch drops it.
+	docs := `{"index":{}}
+{"ip":"::1","n":1,"_doc_count":3}
+{"index":{}}
+{"ip":"192.168.0.1","n":51}
+{"index":{}}
+{"ip":"192.168.0.7","n":101}
+{"index":{}}
+`
+	e.ok(e.es.Bulk(strings.NewReader(docs), e.es.Bulk.WithIndex("ips"), e.es.Bulk.WithRefresh("true")))
+	m := e.search("ips", `{"size":0,"aggs":{"r":{"ip_range":{"field":"ip","ranges":[{"to":"192.168.0.0"},{"mask":"192.168.0.0/16"}]}},"h":{"histogram":{"field":"n","interval":50,"format":"Value is ##0.0"}}}}`)
+	b, _ := json.Marshal(m["aggregations"])
+	want := `{"h":{"buckets":[{"doc_count":3,"key":0,"key_as_string":"Value is 0.0"},{"doc_count":1,"key":50,"key_as_string":"Value is 50.0"},{"doc_count":1,"key":100,"key_as_string":"Value is 100.0"}]},` +
+		`"r":{"buckets":[{"doc_count":3,"key":"*-192.168.0.0","to":"192.168.0.0"},{"doc_count":2,"from":"192.168.0.0","key":"192.168.0.0/16","to":"192.169.0.0"}]}}`
+	if string(b) != want {
+		t.Errorf("aggregations:\n got  %s\n want %s", b, want)
+	}
+	st, _ := e.raw(e.es.Search(e.es.Search.WithIndex("ips"), e.es.Search.WithBody(strings.NewReader(`{"terminate_after":-1}`))))
+	if st != 400 {
+		t.Errorf("negative terminate_after: status %d, want 400", st)
+	}
+}

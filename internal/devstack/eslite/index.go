@@ -1304,6 +1304,7 @@ func (s *server) bulk(r *http.Request, defaultIndex string, body []byte) (int, a
 	sc := bufio.NewScanner(bytes.NewReader(body))
 	sc.Buffer(make([]byte, 1<<20), 64<<20)
 	line := 0
+lines:
 	for sc.Scan() {
 		line++
 		raw := bytes.TrimSpace(sc.Bytes())
@@ -1343,7 +1344,9 @@ func (s *server) bulk(r *http.Request, defaultIndex string, body []byte) (int, a
 			switch action {
 			case "index", "create", "update":
 				if !sc.Scan() {
-					return 0, nil, badRequest("illegal_argument_exception", "The bulk request must be terminated by a newline [\\n]; action [%s] on line [%d] has no source", action, line)
+					// A last action without a source line is dropped, as Elasticsearch's
+					// bulk parser drops it.
+					break lines
 				}
 				line++
 				src := append([]byte(nil), bytes.TrimSpace(sc.Bytes())...)

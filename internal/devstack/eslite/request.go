@@ -462,6 +462,18 @@ func formatValues(fi fieldInfo, vals []any) []any {
 
 // decimalFormat applies a Java DecimalFormat such as "#.0" or "0.00" to a number.
 func decimalFormat(f float64, pattern string) string {
+	// Text around the number pattern (digits, #, commas and the point) is kept as is.
+	start := strings.IndexAny(pattern, "#0")
+	if start < 0 {
+		return pattern
+	}
+	end := start
+	for end < len(pattern) && strings.ContainsRune("#0,.", rune(pattern[end])) {
+		end++
+	}
+	if start > 0 || end < len(pattern) {
+		return pattern[:start] + decimalFormat(f, pattern[start:end]) + pattern[end:]
+	}
 	_, frac, ok := strings.Cut(pattern, ".")
 	if !ok {
 		return strconv.FormatFloat(math.Round(f), 'f', 0, 64)

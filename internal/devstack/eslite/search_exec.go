@@ -224,7 +224,9 @@ func (s *server) search(r *http.Request, expr string, body []byte) (int, any, er
 		}
 		docs = kept
 	}
-	if ta, err := intParam(req["terminate_after"], "terminate_after", 0); err == nil && ta > 0 && len(docs) > ta {
+	if ta, err := intParam(req["terminate_after"], "terminate_after", 0); err == nil && ta < 0 {
+		return 0, nil, badRequest("illegal_argument_exception", "terminateAfter must be > 0")
+	} else if err == nil && ta > 0 && len(docs) > ta {
 		docs = docs[:ta]
 	}
 	var aggOut map[string]any
