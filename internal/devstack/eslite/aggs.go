@@ -69,7 +69,7 @@ type aggRange struct {
 var metricKinds = map[string]bool{"avg": true, "sum": true, "min": true, "max": true, "value_count": true, "cardinality": true,
 	"stats": true, "extended_stats": true, "percentiles": true, "percentile_ranks": true, "weighted_avg": true, "top_hits": true}
 var bucketKinds = map[string]bool{"terms": true, "date_histogram": true, "histogram": true, "range": true, "filters": true,
-	"rare_terms": true, "filter": true, "global": true, "nested": true, "sampler": true, "diversified_sampler": true, "ip_range": true}
+	"rare_terms": true, "filter": true, "global": true, "nested": true, "sampler": true, "diversified_sampler": true, "ip_range": true, "date_range": true}
 
 func parseAggs(v any, fields map[string]fieldInfo) ([]*aggDef, error) {
 	if v == nil {
@@ -108,7 +108,7 @@ func parseAggs(v any, fields map[string]fieldInfo) ([]*aggDef, error) {
 					return nil, parsingErr("[%s] aggregation [%s] malformed", k, name)
 				}
 			default:
-				return nil, parsingErr("Unknown aggregation type [%s] in [%s] (eslite supports terms, rare_terms, date_histogram, histogram, range, ip_range, filter, filters, global, nested, sampler, diversified_sampler, top_hits, avg, weighted_avg, sum, min, max, value_count, cardinality, stats, extended_stats, percentiles, percentile_ranks, avg_bucket, max_bucket, min_bucket, sum_bucket, stats_bucket, cumulative_sum, derivative, serial_diff, bucket_sort)", k, name)
+				return nil, parsingErr("Unknown aggregation type [%s] in [%s] (eslite supports terms, rare_terms, date_histogram, histogram, range, date_range, ip_range, filter, filters, global, nested, sampler, diversified_sampler, top_hits, avg, weighted_avg, sum, min, max, value_count, cardinality, stats, extended_stats, percentiles, percentile_ranks, avg_bucket, max_bucket, min_bucket, sum_bucket, stats_bucket, cumulative_sum, derivative, serial_diff, bucket_sort)", k, name)
 			}
 		}
 		if a.kind == "" {
@@ -442,7 +442,7 @@ func (a *aggDef) run(docs []map[string]any) (map[string]any, error) {
 		return a.terms(docs)
 	case "histogram", "date_histogram":
 		return a.histogram(docs)
-	case "range":
+	case "range", "date_range":
 		var buckets []any
 		for _, r := range a.ranges {
 			var in []map[string]any
@@ -458,9 +458,15 @@ func (a *aggDef) run(docs []map[string]any) (map[string]any, error) {
 			extra := map[string]any{}
 			if r.from != nil {
 				extra["from"] = jsonNumber(*r.from)
+				if a.kind == "date_range" {
+					extra["from_as_string"] = millisString(*r.from)
+				}
 			}
 			if r.to != nil {
 				extra["to"] = jsonNumber(*r.to)
+				if a.kind == "date_range" {
+					extra["to_as_string"] = millisString(*r.to)
+				}
 			}
 			b, err := a.bucket(r.key, in, extra)
 			if err != nil {

@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // Sibling pipeline aggregations: they read the buckets of another aggregation at the
@@ -330,6 +331,76 @@ func (a *aggDef) configureMore(fields map[string]fieldInfo) (bool, error) {
 			default:
 				return true, parsingErr("[top_hits] aggregation [%s] does not support [%s]", a.name, k)
 			}
+		}
+		return true, nil
+	case a.kind == "date_range":
+		f, _ := a.opts["field"].(string)
+		if f == "" {
+			return true, parsingErr("Required one of fields [field, script], but none were specified in [date_range] aggregation [%s]", a.name)
+		}
+		a.field = f
+		fi, ok := fields[f]
+		if !ok {
+			fi = fieldInfo{Type: "unmapped", Src: f}
+		}
+		if fi.Type != "date" && fi.Type != "unmapped" {
+			return true, badRequest("illegal_argument_exception", "Field [%s] of type [%s] is not supported for aggregation [date_range]", f, fi.ESType)
+		}
+		a.fi = fi
+		a.missing = a.opts["missing"]
+		for k := range a.opts {
+			switch k {
+			case "field", "ranges", "keyed", "missing", "format":
+			case "time_zone":
+				if tz := scalarString(a.opts[k]); tz != "UTC" && tz != "Z" && tz != "+00:00" {
+					return true, parsingErr("[date_range] aggregation [%s]: time_zone [%s] is not supported by eslite (UTC only)", a.name, tz)
+				}
+			default:
+				return true, parsingErr("[date_range] aggregation [%s] does not support [%s]", a.name, k)
+			}
+		}
+		a.keyed = boolOpt(a.opts["keyed"])
+		rs, ok := a.opts["ranges"].([]any)
+		if !ok || len(rs) == 0 {
+			return true, badRequest("illegal_argument_exception", "No [ranges] specified for the [%s] aggregation", a.name)
+		}
+		now := time.Now()
+		for _, r := range rs {
+			rm, _ := r.(map[string]any)
+			var ar aggRange
+			for k, v := range rm {
+				if v == nil {
+					continue
+				}
+				switch k {
+				case "from", "to":
+					t, err := parseDateMath(v, now, false)
+					if err != nil {
+						return true, badRequest("parse_exception", "failed to parse date field [%v] in [date_range] aggregation [%s]", v, a.name)
+					}
+					ms := float64(t.UnixMilli())
+					if k == "from" {
+						ar.from = &ms
+					} else {
+						ar.to = &ms
+					}
+				case "key":
+					ar.key = scalarString(v)
+				default:
+					return true, parsingErr("[date_range] aggregation [%s]: unknown range key [%s]", a.name, k)
+				}
+			}
+			if ar.key == "" {
+				f, t := "*", "*"
+				if ar.from != nil {
+					f = millisString(*ar.from)
+				}
+				if ar.to != nil {
+					t = millisString(*ar.to)
+				}
+				ar.key = f + "-" + t
+			}
+			a.ranges = append(a.ranges, ar)
 		}
 		return true, nil
 	case a.kind == "ip_range":

@@ -754,3 +754,22 @@ func TestIPRangeDocCountAndBulkTail(t *testing.T) {
 		t.Errorf("negative terminate_after: status %d, want 400", st)
 	}
 }
+
+func TestJavaHashOrderAndDateRange(t *testing.T) {
+	e := start(t, t.TempDir())
+	defer e.stop()
+	e.seed()
+	// matched_queries come in java.util.HashMap order: "the" (bucket 0) before "snack"
+	// (bucket 6).
+	h := e.search("news", `{"query":{"bool":{"should":[{"match":{"title":{"query":"go","_name":"snack"}}},{"match":{"title":{"query":"go","_name":"the"}}}]}}}`)["hits"].(map[string]any)["hits"].([]any)[0].(map[string]any)
+	if got := fmt.Sprint(h["matched_queries"]); got != "[the snack]" {
+		t.Errorf("matched_queries = %s", got)
+	}
+	m := e.search("news", `{"size":0,"aggs":{"d":{"date_range":{"field":"published","ranges":[{"to":"2026-02-01"},{"from":"2026-02-01"}]}}}}`)
+	b, _ := json.Marshal(m["aggregations"])
+	want := `{"d":{"buckets":[{"doc_count":3,"key":"*-2026-02-01T00:00:00.000Z","to":1769904000000,"to_as_string":"2026-02-01T00:00:00.000Z"},` +
+		`{"doc_count":3,"from":1769904000000,"from_as_string":"2026-02-01T00:00:00.000Z","key":"2026-02-01T00:00:00.000Z-*"}]}}`
+	if string(b) != want {
+		t.Errorf("date_range:\n got  %s\n want %s", b, want)
+	}
+}

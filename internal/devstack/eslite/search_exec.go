@@ -505,7 +505,7 @@ func (s *server) renderHit(d *scoredDoc, o hitOptions) (map[string]any, error) {
 		for n := range d.matched {
 			names = append(names, n)
 		}
-		sort.Strings(names)
+		javaHashOrder(names)
 		if o.namedScores {
 			hit["matched_queries"] = d.matched
 		} else {
@@ -797,4 +797,36 @@ func (s *server) topHits(srcs []map[string]any, o map[string]any, docKey func(ma
 		total = len(docs)
 	}
 	return map[string]any{"hits": map[string]any{"total": total, "max_score": maxScore, "hits": hits}}, nil
+}
+
+// javaHashOrder orders names as a java.util.HashMap of them iterates, the order
+// Elasticsearch reports matched_queries in: by bucket (the spread String.hashCode modulo
+// the table size, 16 doubling past a 0.75 load), then by name.
+func javaHashOrder(names []string) {
+	size := 16
+	for float64(len(names)) > 0.75*float64(size) {
+		size *= 2
+	}
+	bucket := func(s string) int {
+		var h int32
+		for _, r := range s {
+			if r >= 0x10000 {
+				// UTF-16 surrogate pair
+				r -= 0x10000
+				h = 31*h + int32(0xD800+(r>>10))
+				h = 31*h + int32(0xDC00+(r&0x3FF))
+				continue
+			}
+			h = 31*h + int32(r)
+		}
+		u := uint32(h)
+		return int((u ^ u>>16) & uint32(size-1))
+	}
+	sort.SliceStable(names, func(i, j int) bool {
+		bi, bj := bucket(names[i]), bucket(names[j])
+		if bi != bj {
+			return bi < bj
+		}
+		return names[i] < names[j]
+	})
 }
