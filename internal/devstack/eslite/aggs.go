@@ -27,9 +27,10 @@ type aggDef struct {
 	orderKey    string // _count or _key
 	orderDesc   bool
 	// histograms
-	interval float64 // histogram interval, or fixed date interval in ms
-	calUnit  string  // calendar unit for date_histogram
-	offset   float64 // histogram buckets start at offset + n·interval
+	interval float64        // histogram interval, or fixed date interval in ms
+	calUnit  string         // calendar unit for date_histogram
+	loc      *time.Location // date_histogram time_zone; nil for UTC
+	offset   float64        // histogram buckets start at offset + n·interval
 	bounds   *[2]float64
 	keyed    bool // buckets as an object keyed by their key instead of a list
 	ranges   []aggRange
@@ -200,7 +201,11 @@ func (a *aggDef) configure(fields map[string]fieldInfo) error {
 			allowed[k] = true
 		}
 		if tz, ok := a.opts["time_zone"]; ok && tz != "UTC" && tz != "Z" && tz != "+00:00" {
-			return parsingErr("[date_histogram] aggregation [%s]: time_zone [%v] is not supported by eslite (UTC only)", a.name, tz)
+			loc, err := loadZone(scalarString(tz))
+			if err != nil {
+				return parsingErr("[date_histogram] aggregation [%s]: time_zone [%v] is not known", a.name, tz)
+			}
+			a.loc = loc
 		}
 		if a.minDocCount, err = intParam(a.opts["min_doc_count"], "min_doc_count", 0); err != nil {
 			return err
@@ -632,13 +637,25 @@ func (a *aggDef) terms(docs []map[string]any) (map[string]any, error) {
 func (a *aggDef) histogram(docs []map[string]any) (map[string]any, error) {
 	keyOf := func(v float64) float64 {
 		if a.calUnit != "" {
+			if a.loc != nil {
+				return float64(floorUnitIn(time.UnixMilli(int64(v-a.offset)).In(a.loc), a.calUnit).UnixMilli()) + a.offset
+			}
 			return float64(floorUnit(time.UnixMilli(int64(v-a.offset)), a.calUnit).UnixMilli()) + a.offset
+		}
+		if a.loc != nil && a.kind == "date_histogram" {
+			// Fixed intervals are rounded in local time too.
+			_, off := time.UnixMilli(int64(v)).In(a.loc).Zone()
+			o := float64(off) * 1000
+			return math.Floor((v+o-a.offset)/a.interval)*a.interval + a.offset - o
 		}
 		return math.Floor((v-a.offset)/a.interval)*a.interval + a.offset
 	}
 	next := func(k float64) float64 {
 		if a.calUnit != "" {
 			t := time.UnixMilli(int64(k)).UTC()
+			if a.loc != nil {
+				t = t.In(a.loc)
+			}
 			if a.calUnit == "q" {
 				return float64(t.AddDate(0, 3, 0).UnixMilli())
 			}
@@ -692,6 +709,9 @@ func (a *aggDef) histogram(docs []map[string]any) (map[string]any, error) {
 		if a.kind == "date_histogram" {
 			key = int64(k)
 			extra["key_as_string"] = millisString(k)
+			if a.loc != nil {
+				extra["key_as_string"] = time.UnixMilli(int64(k)).In(a.loc).Format("2006-01-02T15:04:05.000Z07:00")
+			}
 		} else if fm, ok := a.opts["format"].(string); ok && a.kind == "histogram" {
 			extra["key_as_string"] = decimalFormat(k, fm)
 		}
@@ -1156,4 +1176,40 @@ func (a *aggDef) filtersRun(docs []map[string]any) (map[string]any, error) {
 		return map[string]any{"buckets": keyed}, nil
 	}
 	return map[string]any{"buckets": list}, nil
+}
+
+// loadZone reads a time_zone: an offset such as +01:00 or -0530, or a region name.
+func loadZone(tz string) (*time.Location, error) {
+	for _, layout := range []string{"-07:00", "-0700", "-07"} {
+		if t, err := time.Parse(layout, tz); err == nil {
+			_, off := t.Zone()
+			return time.FixedZone(tz, off), nil
+		}
+	}
+	return time.LoadLocation(tz)
+}
+
+// floorUnitIn rounds t down to a calendar unit in t's own location.
+func floorUnitIn(t time.Time, unit string) time.Time {
+	loc := t.Location()
+	switch unit {
+	case "y":
+		return time.Date(t.Year(), 1, 1, 0, 0, 0, 0, loc)
+	case "q":
+		return time.Date(t.Year(), time.Month((int(t.Month())-1)/3*3+1), 1, 0, 0, 0, 0, loc)
+	case "M":
+		return time.Date(t.Year(), t.Month(), 1, 0, 0, 0, 0, loc)
+	case "w":
+		d := time.Date(t.Year(), t.Month(), t.Day(), 0, 0, 0, 0, loc)
+		return d.AddDate(0, 0, -((int(d.Weekday()) + 6) % 7))
+	case "d":
+		return time.Date(t.Year(), t.Month(), t.Day(), 0, 0, 0, 0, loc)
+	case "h", "H":
+		return time.Date(t.Year(), t.Month(), t.Day(), t.Hour(), 0, 0, 0, loc)
+	case "m":
+		return time.Date(t.Year(), t.Month(), t.Day(), t.Hour(), t.Minute(), 0, 0, loc)
+	case "s":
+		return time.Date(t.Year(), t.Month(), t.Day(), t.Hour(), t.Minute(), t.Second(), 0, loc)
+	}
+	return t
 }

@@ -408,6 +408,8 @@ func TestAggregations(t *testing.T) {
 	check("parent pipelines", a["h"], `{"buckets":[{"key":100,"doc_count":2,"s":{"value":270},"c":{"value":400},"d":{"value":-1}},{"key":200,"doc_count":1,"s":{"value":200},"c":{"value":600},"d":{"value":-1}}]}`)
 	a = agg("", `{"s":{"sampler":{"shard_size":2}},"d":{"diversified_sampler":{"field":"author"},"aggs":{"n":{"value_count":{"field":"author"}}}},"r":{"range":{"field":"points","ranges":[{"from":null,"to":100}]}}}`)
 	check("samplers and open range", a, `{"s":{"doc_count":2},"d":{"doc_count":4,"n":{"value":4}},"r":{"buckets":[{"key":"*-100.0","to":100,"doc_count":3}]}}`)
+	a = agg(`{"range":{"published":{"lt":"2026-01-06"}}}`, `{"d":{"date_histogram":{"field":"published","calendar_interval":"day","time_zone":"+01:00","min_doc_count":1}}}`)
+	check("date_histogram time_zone", a["d"], `{"buckets":[{"key_as_string":"2026-01-05T00:00:00.000+01:00","key":1767567600000,"doc_count":2}]}`)
 	// Σp²/Σp over points 120, 80, 200, 45, 150, 5.
 	a = agg("", `{"w":{"weighted_avg":{"value":{"field":"points"},"weight":{"field":"points"}}}}`)
 	check("weighted_avg", a["w"], `{"value":142.25}`)
