@@ -708,14 +708,15 @@ func TestIndexAPI(t *testing.T) {
 	}
 }
 
+// Dates in custom formats (a Java pattern, epoch_second) are read in the field's format.
 func TestDatesOutsideBleveYears(t *testing.T) {
 	e := start(t, t.TempDir())
 	defer e.stop()
-	e.ok(e.es.Indices.Create("d", e.es.Indices.Create.WithBody(strings.NewReader(`{"mappings":{"properties":{"date":{"type":"date"}}}}`))))
+	e.ok(e.es.Indices.Create("d", e.es.Indices.Create.WithBody(strings.NewReader(`{"mappings":{"properties":{"date":{"type":"date"},"slash":{"type":"date","format":"yyyy/MM/dd"},"secs":{"type":"date","format":"epoch_second"}}}}`))))
 	docs := `{"index":{"_id":"old"}}
-{"date":"1500-01-05T12:00:00Z"}
+{"date":"1500-01-05T12:00:00Z","slash":"2017/01/01","secs":999}
 {"index":{"_id":"new"}}
-{"date":"2022-01-03T12:00:00Z"}
+{"date":"2022-01-03T12:00:00Z","slash":"2017/01/02","secs":"1000"}
 `
 	e.ok(e.es.Bulk(strings.NewReader(docs), e.es.Bulk.WithIndex("d"), e.es.Bulk.WithRefresh("true")))
 	for _, c := range []struct{ q, want string }{
@@ -723,6 +724,8 @@ func TestDatesOutsideBleveYears(t *testing.T) {
 		{`{"range":{"date":{"gte":"1400-01-01","lt":"1600-01-01"}}}`, "[old]"},
 		{`{"range":{"date":{"gte":"2000-01-01"}}}`, "[new]"},
 		{`{"term":{"date":"1500-01-05T12:00:00Z"}}`, "[old]"},
+		{`{"range":{"slash":{"gte":"2017/01/02"}}}`, "[new]"},
+		{`{"range":{"secs":{"lt":1000}}}`, "[old]"},
 	} {
 		if got := fmt.Sprint(sorted(hitIDs(e.search("d", `{"query":`+c.q+`}`)))); got != c.want {
 			t.Errorf("%s: got %s, want %s", c.q, got, c.want)

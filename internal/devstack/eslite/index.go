@@ -79,6 +79,7 @@ type fieldInfo struct {
 	IgnoreAbove int    // keyword values longer than this are kept in _source only
 	Store       bool   // "store": true, so stored_fields returns it
 	Malformed   bool   // ignore_malformed: values that do not parse are kept in _source only
+	DateFormat  string // a date field's format, when the mapping sets one
 }
 
 type esIndex struct {
@@ -467,6 +468,9 @@ func leafInfo(p map[string]any, ct, src string) fieldInfo {
 		fi.IgnoreAbove, _ = strconv.Atoi(fmt.Sprint(ia))
 	}
 	fi.Store = fmt.Sprint(p["store"]) == "true"
+	if f, ok := p["format"].(string); ok && ct == "date" {
+		fi.DateFormat = f
+	}
 	fi.Malformed = fmt.Sprint(p["ignore_malformed"]) == "true"
 	return fi
 }
@@ -973,7 +977,8 @@ func addLeaf(doc *document.Document, path string, p map[string]any, v any, ap []
 		}
 		doc.AddField(document.NewNumericFieldWithIndexingOptions(path, ap, f, bindex.IndexField|bindex.DocValues))
 	case "date":
-		tm, err := parseDateValue(v)
+		format, _ := p["format"].(string)
+		tm, err := parseDateFormat(v, format)
 		if err != nil {
 			return malformed()
 		}

@@ -496,7 +496,7 @@ func (c *qctx) exactValue(f string, fi fieldInfo, v any) (query.Query, error) {
 		q.SetField(f)
 		return q, nil
 	case "date":
-		t, err := parseDateMath(v, c.now, false)
+		t, err := parseDateMathFormat(v, c.now, false, fi.DateFormat)
 		if err != nil {
 			return nil, badRequest("query_shard_exception", "failed to create query: %v (field [%s])", err, f)
 		}
@@ -774,7 +774,7 @@ func (c *qctx) rangeQ(body any) (query.Query, error) {
 		}
 		if lo != nil {
 			// gt rounds up, gte rounds down
-			t, err := parseDateMath(lo, c.now, !loIncl)
+			t, err := parseDateMathFormat(lo, c.now, !loIncl, fi.DateFormat)
 			if err != nil {
 				return nil, badRequest("parse_exception", "[range] on field [%s]: %v", f, err)
 			}
@@ -782,7 +782,7 @@ func (c *qctx) rangeQ(body any) (query.Query, error) {
 		}
 		if hi != nil {
 			// lte rounds up, lt rounds down
-			t, err := parseDateMath(hi, c.now, hiIncl)
+			t, err := parseDateMathFormat(hi, c.now, hiIncl, fi.DateFormat)
 			if err != nil {
 				return nil, badRequest("parse_exception", "[range] on field [%s]: %v", f, err)
 			}
@@ -1694,4 +1694,73 @@ func (c *qctx) dateRange(f string, fi fieldInfo, hasLo, hasHi bool, start, end t
 		return dq.Disjuncts[0], nil
 	}
 	return dq, nil
+}
+
+// parseDateMathFormat reads a query's date: in the field's format when it parses so
+// (plain values, no date math), else as parseDateMath does.
+func parseDateMathFormat(v any, now time.Time, roundUp bool, format string) (time.Time, error) {
+	if format != "" {
+		if s, ok := v.(string); !ok || (!strings.HasPrefix(s, "now") && !strings.Contains(s, "||")) {
+			if t, err := parseDateFormat(v, format); err == nil {
+				return t, nil
+			}
+		}
+	}
+	return parseDateMath(v, now, roundUp)
+}
+
+var javaDateTokens = strings.NewReplacer("yyyy", "2006", "uuuu", "2006", "MM", "01", "dd", "02", "HH", "15",
+	"mm", "04", "ss", "05", "SSSSSSSSS", "000000000", "SSSSSS", "000000", "SSS", "000", "'T'", "T", "XXX", "Z07:00", "Z", "Z0700")
+
+// parseDateFormat reads a date in a mapping's format: alternatives joined by ||, each
+// epoch_millis, epoch_second, one of the built-in ISO formats, or a Java pattern made of
+// yyyy/uuuu, MM, dd, HH, mm, ss, SSS and literals. Without a format, the default
+// strict_date_optional_time||epoch_millis applies.
+func parseDateFormat(v any, format string) (time.Time, error) {
+	if format == "" {
+		return parseDateValue(v)
+	}
+	var firstErr error
+	for _, f := range strings.Split(format, "||") {
+		var t time.Time
+		var err error
+		switch f {
+		case "epoch_millis":
+			t, err = parseDateValue(numberValue(v))
+		case "epoch_second":
+			n, ok := toFloat(numberValue(v))
+			if !ok {
+				err = fmt.Errorf("failed to parse date field [%v] with format [epoch_second]", v)
+			} else {
+				t = time.UnixMilli(int64(n * 1000)).UTC()
+			}
+		case "strict_date_optional_time", "date_optional_time", "strict_date_optional_time_nanos", "date_time", "strict_date_time",
+			"strict_date", "date", "basic_date":
+			t, err = parseDateValue(v)
+		default:
+			s, isStr := v.(string)
+			if !isStr {
+				s = scalarString(v)
+			}
+			t, err = time.Parse(javaDateTokens.Replace(f), s)
+			t = t.UTC()
+		}
+		if err == nil {
+			return t, nil
+		}
+		if firstErr == nil {
+			firstErr = err
+		}
+	}
+	return time.Time{}, firstErr
+}
+
+// numberValue turns a numeric string into a number, for the epoch formats.
+func numberValue(v any) any {
+	if s, ok := v.(string); ok {
+		if f, err := strconv.ParseFloat(s, 64); err == nil {
+			return f
+		}
+	}
+	return v
 }
