@@ -778,3 +778,28 @@ func TestJavaHashOrderAndDateRange(t *testing.T) {
 		t.Errorf("date_range:\n got  %s\n want %s", b, want)
 	}
 }
+
+func TestFetchProfile(t *testing.T) {
+	e := start(t, t.TempDir())
+	defer e.stop()
+	e.seed()
+	phases := func(body string) string {
+		t.Helper()
+		f := e.search("news", body)["profile"].(map[string]any)["shards"].([]any)[0].(map[string]any)["fetch"].(map[string]any)
+		var out []string
+		children, _ := f["children"].([]any)
+		for _, c := range children {
+			out = append(out, c.(map[string]any)["type"].(string))
+		}
+		return fmt.Sprint(f["debug"].(map[string]any)["stored_fields"], out)
+	}
+	if got := phases(`{"profile":true,"_source":false,"fields":["tags"]}`); got != "[_id _routing _source] [FetchFieldsPhase StoredFieldsPhase]" {
+		t.Errorf("fields: %s", got)
+	}
+	if got := phases(`{"profile":true}`); got != "[_id _routing _source] [FetchSourcePhase StoredFieldsPhase]" {
+		t.Errorf("source: %s", got)
+	}
+	if got := phases(`{"profile":true,"stored_fields":"_none_"}`); got != "[] []" {
+		t.Errorf("stored_fields _none_: %s", got)
+	}
+}

@@ -369,6 +369,10 @@ func (s *server) search(r *http.Request, expr string, body []byte) (int, any, er
 	}
 	if boolOpt(req["profile"]) {
 		out["profile"] = profileOut(t, req["query"], aggs, time.Since(start))
+		fp := fetchProfile(storedNone, withSource, len(fetch) > 0 || len(dvFields) > 0, hasInnerHits(req["query"]), len(page))
+		for _, sh := range out["profile"].(map[string]any)["shards"].([]any) {
+			sh.(map[string]any)["fetch"] = fp
+		}
 	}
 	return 200, out, nil
 }
@@ -829,4 +833,56 @@ func javaHashOrder(names []string) {
 		}
 		return names[i] < names[j]
 	})
+}
+
+// fetchProfile is the fetch section of a profile, with the sub-phases the request runs:
+// fields, _source, inner hits and stored fields (none when stored_fields is _none_).
+// eslite fetches in one pass, so each phase is charged one nanosecond per hit.
+func fetchProfile(storedNone, source, fields, inner bool, hits int) map[string]any {
+	n := max(hits, 1)
+	out := map[string]any{"type": "fetch", "description": "", "time_in_nanos": n,
+		"breakdown": map[string]any{"next_reader": 1, "next_reader_count": 1, "load_stored_fields": n,
+			"load_stored_fields_count": n, "load_source": n, "load_source_count": n}}
+	if storedNone {
+		out["debug"] = map[string]any{"stored_fields": []any{}}
+		return out
+	}
+	out["debug"] = map[string]any{"stored_fields": []any{"_id", "_routing", "_source"}}
+	phase := func(typ string) map[string]any {
+		return map[string]any{"type": typ, "description": "", "time_in_nanos": n,
+			"breakdown": map[string]any{"next_reader": 1, "next_reader_count": 1, "process": n, "process_count": n}}
+	}
+	var children []any
+	if fields {
+		children = append(children, phase("FetchFieldsPhase"))
+	}
+	if source {
+		p := phase("FetchSourcePhase")
+		p["debug"] = map[string]any{"fast_path": n}
+		children = append(children, p)
+	}
+	if inner {
+		children = append(children, phase("InnerHitsPhase"))
+	}
+	out["children"] = append(children, phase("StoredFieldsPhase"))
+	return out
+}
+
+// hasInnerHits reports whether a query asks for inner hits anywhere.
+func hasInnerHits(q any) bool {
+	switch t := q.(type) {
+	case map[string]any:
+		for k, v := range t {
+			if k == "inner_hits" || hasInnerHits(v) {
+				return true
+			}
+		}
+	case []any:
+		for _, v := range t {
+			if hasInnerHits(v) {
+				return true
+			}
+		}
+	}
+	return false
 }
