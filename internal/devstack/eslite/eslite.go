@@ -116,8 +116,9 @@
 // "#.0"; index.max_docvalue_fields_search), fields, version, seq_no_primary_term,
 // post_filter, terminate_after, collapse (on keyword, numeric and date fields, with
 // inner_hits: name, size, from, sort, fields, version), profile (Elasticsearch's shape,
-// whole-request timings, the fetch sub-phases the request runs), highlight (fields with wildcards on text and keyword fields,
-// pre_tags and post_tags, require_field_match, highlight_query per field,
+// whole-request timings, the fetch sub-phases the request runs), highlight (fields with
+// wildcards on text and keyword fields, pre_tags and post_tags, require_field_match,
+// highlight_query per field,
 // max_analyzed_offset and index.highlight.max_analyzed_offset; each value is returned
 // whole with the matched terms wrapped) and aggs/aggregations. search_type other than
 // query_then_fetch / dfs_query_then_fetch, scroll, rescore and script_fields are refused
