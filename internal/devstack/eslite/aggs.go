@@ -150,6 +150,10 @@ func (a *aggDef) configure(fields map[string]fieldInfo) error {
 	if !ok {
 		// Unmapped fields aggregate nothing, as in Elasticsearch.
 		fi = fieldInfo{Type: "unmapped", Src: f}
+		if flattenedKey(fields, f) {
+			// A key under a flattened field aggregates as a keyword.
+			fi = fieldInfo{Type: "keyword", Src: f, ESType: "keyword"}
+		}
 	}
 	a.fi = fi
 	if fi.Type == "text" {
@@ -1212,4 +1216,14 @@ func floorUnitIn(t time.Time, unit string) time.Time {
 		return time.Date(t.Year(), t.Month(), t.Day(), t.Hour(), t.Minute(), t.Second(), 0, loc)
 	}
 	return t
+}
+
+// flattenedKey reports whether f names a key inside a flattened field.
+func flattenedKey(fields map[string]fieldInfo, f string) bool {
+	for i := strings.LastIndexByte(f, '.'); i > 0; i = strings.LastIndexByte(f[:i], '.') {
+		if fi, ok := fields[f[:i]]; ok {
+			return fi.ESType == "flattened"
+		}
+	}
+	return false
 }

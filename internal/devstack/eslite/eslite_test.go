@@ -747,6 +747,12 @@ func TestIPRangeDocCountAndBulkTail(t *testing.T) {
 {"index":{}}
 `
 	e.ok(e.es.Bulk(strings.NewReader(docs), e.es.Bulk.WithIndex("ips"), e.es.Bulk.WithRefresh("true")))
+	e.ok(e.es.Indices.Create("flat", e.es.Indices.Create.WithBody(strings.NewReader(`{"mappings":{"properties":{"f":{"type":"flattened"}}}}`))))
+	e.ok(e.es.Bulk(strings.NewReader("{\"index\":{}}\n{\"f\":{\"k\":\"a\"}}\n{\"index\":{}}\n{\"f\":{\"k\":\"a\"}}\n"), e.es.Bulk.WithIndex("flat"), e.es.Bulk.WithRefresh("true")))
+	fb, _ := json.Marshal(e.search("flat", `{"size":0,"aggs":{"t":{"terms":{"field":"f.k"}}}}`)["aggregations"])
+	if !strings.Contains(string(fb), `"buckets":[{"doc_count":2,"key":"a"}]`) {
+		t.Errorf("terms on a flattened key: %s", fb)
+	}
 	m := e.search("ips", `{"size":0,"aggs":{"r":{"ip_range":{"field":"ip","ranges":[{"to":"192.168.0.0"},{"mask":"192.168.0.0/16"}]}},"h":{"histogram":{"field":"n","interval":50,"format":"Value is ##0.0"}}}}`)
 	b, _ := json.Marshal(m["aggregations"])
 	want := `{"h":{"buckets":[{"doc_count":3,"key":0,"key_as_string":"Value is 0.0"},{"doc_count":1,"key":50,"key_as_string":"Value is 50.0"},{"doc_count":1,"key":100,"key_as_string":"Value is 100.0"}]},` +
