@@ -141,10 +141,10 @@
 // cumulative_sum, derivative, serial_diff, bucket_sort and moving_fn (MovingFunctions
 // max, min, sum and unweightedAvg only). Each takes missing and meta where Elasticsearch
 // does; sub-aggregations work under any bucket aggregation, documents with a _doc_count
-// field count as that many, and keys of flattened fields aggregate as keywords. Not supported: composite, significant_terms and
-// significant_text, geo grids and geo metrics, auto_date_histogram,
-// variable_width_histogram, scripted_metric, top_metrics, matrix_stats and time zones
-// outside date_histogram.
+// field count as that many, and keys of flattened fields aggregate as keywords. Not
+// supported: composite, significant_terms and significant_text, geo grids and geo
+// metrics, auto_date_histogram, variable_width_histogram, scripted_metric, top_metrics,
+// matrix_stats and time zones outside date_histogram.
 //
 // Errors are shaped like Elasticsearch's: {"error":{"root_cause":[...],"type":...,
 // "reason":...},"status":400}, with Elasticsearch's types, statuses and, where the REST
