@@ -315,6 +315,25 @@ func (a *aggDef) configureMore(fields map[string]fieldInfo) (bool, error) {
 			}
 		}
 		return true, nil
+	case a.kind == "adjacency_matrix":
+		fs, ok := a.opts["filters"].(map[string]any)
+		if !ok || len(fs) == 0 {
+			return true, badRequest("illegal_argument_exception", "[filters] must not be empty in [%s]", a.name)
+		}
+		for k := range a.opts {
+			if k != "filters" && k != "separator" {
+				return true, parsingErr("[adjacency_matrix] aggregation [%s] does not support [%s]", a.name, k)
+			}
+		}
+		names := make([]string, 0, len(fs))
+		for n := range fs {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		for _, n := range names {
+			a.filters = append(a.filters, aggFilter{key: n, query: fs[n]})
+		}
+		return true, nil
 	case a.kind == "filter":
 		// The options are the query itself.
 		a.filters = []aggFilter{{query: a.opts}}
@@ -581,6 +600,49 @@ func (a *aggDef) runMore(docs []map[string]any) (map[string]any, bool, error) {
 			buckets = append(buckets, b)
 		}
 		return map[string]any{"buckets": buckets}, true, nil
+	case "adjacency_matrix":
+		// A bucket per filter and per pair of filters, for the non-empty ones, sorted
+		// by key.
+		sep := "&"
+		if s, ok := a.opts["separator"].(string); ok {
+			sep = s
+		}
+		matches := func(f aggFilter, d map[string]any) bool {
+			return a.docKey != nil && f.matched[a.docKey(d)]
+		}
+		var buckets []map[string]any
+		add := func(key string, keep func(map[string]any) bool) error {
+			var in []map[string]any
+			for _, d := range docs {
+				if keep(d) {
+					in = append(in, d)
+				}
+			}
+			if len(in) == 0 {
+				return nil
+			}
+			b, err := a.bucket(key, in, nil)
+			if err == nil {
+				buckets = append(buckets, b)
+			}
+			return err
+		}
+		for i, f := range a.filters {
+			if err := add(f.key, func(d map[string]any) bool { return matches(f, d) }); err != nil {
+				return nil, true, err
+			}
+			for _, g := range a.filters[i+1:] {
+				if err := add(f.key+sep+g.key, func(d map[string]any) bool { return matches(f, d) && matches(g, d) }); err != nil {
+					return nil, true, err
+				}
+			}
+		}
+		sort.SliceStable(buckets, func(i, j int) bool { return buckets[i]["key"].(string) < buckets[j]["key"].(string) })
+		out := make([]any, len(buckets))
+		for i, b := range buckets {
+			out[i] = b
+		}
+		return map[string]any{"buckets": out}, true, nil
 	case "filter":
 		var in []map[string]any
 		for _, d := range docs {

@@ -410,6 +410,8 @@ func TestAggregations(t *testing.T) {
 	check("samplers and open range", a, `{"s":{"doc_count":2},"d":{"doc_count":4,"n":{"value":4}},"r":{"buckets":[{"key":"*-100.0","to":100,"doc_count":3}]}}`)
 	a = agg(`{"range":{"published":{"lt":"2026-01-06"}}}`, `{"d":{"date_histogram":{"field":"published","calendar_interval":"day","time_zone":"+01:00","min_doc_count":1}}}`)
 	check("date_histogram time_zone", a["d"], `{"buckets":[{"key_as_string":"2026-01-05T00:00:00.000+01:00","key":1767567600000,"doc_count":2}]}`)
+	a = agg("", `{"m":{"adjacency_matrix":{"filters":{"go":{"term":{"tags":"go"}},"db":{"term":{"tags":"db"}},"lang":{"term":{"tags":"lang"}}}}}}`)
+	check("adjacency_matrix", a["m"], `{"buckets":[{"key":"db","doc_count":1},{"key":"go","doc_count":3},{"key":"go&lang","doc_count":1},{"key":"lang","doc_count":2}]}`)
 	// Σp²/Σp over points 120, 80, 200, 45, 150, 5.
 	a = agg("", `{"w":{"weighted_avg":{"value":{"field":"points"},"weight":{"field":"points"}}}}`)
 	check("weighted_avg", a["w"], `{"value":142.25}`)

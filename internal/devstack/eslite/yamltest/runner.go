@@ -124,7 +124,7 @@ func parseFile(path string) (setup, teardown *section, tests []section, err erro
 			if err := m.Content[i+1].Decode(&steps); err != nil {
 				return nil, nil, nil, fmt.Errorf("yaml: section %q: %w", name, err)
 			}
-			s := section{name: name, steps: steps}
+			s := section{name: name, steps: stringKeys(steps).([]any)}
 			switch name {
 			case "setup":
 				setup = &s
@@ -136,6 +136,31 @@ func parseFile(path string) (setup, teardown *section, tests []section, err erro
 		}
 	}
 	return setup, teardown, tests, nil
+}
+
+// stringKeys turns mappings with non-string keys (such as `1:` or `true:`) into string
+// keyed objects, as the Elasticsearch test framework's YAML parser reads every key as a
+// string.
+func stringKeys(v any) any {
+	switch t := v.(type) {
+	case map[any]any:
+		out := make(map[string]any, len(t))
+		for k, x := range t {
+			out[fmt.Sprint(k)] = stringKeys(x)
+		}
+		return out
+	case map[string]any:
+		for k, x := range t {
+			t[k] = stringKeys(x)
+		}
+		return t
+	case []any:
+		for i, x := range t {
+			t[i] = stringKeys(x)
+		}
+		return t
+	}
+	return v
 }
 
 // timestampsAsStrings keeps plain scalars that look like timestamps as the strings they

@@ -1,9 +1,11 @@
 package yamltest
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -52,5 +54,20 @@ func TestTimestampsStayStrings(t *testing.T) {
 	m := tests[0].steps[0].(map[string]any)["match"].(map[string]any)
 	if m["a"] != "2022-01-01T00:00:00.000Z" {
 		t.Errorf("timestamp read as %#v", m["a"])
+	}
+}
+
+func TestNonStringKeys(t *testing.T) {
+	f := filepath.Join(t.TempDir(), "t.yml")
+	if err := os.WriteFile(f, []byte("\"t\":\n  - do: { search: { body: { aggs: { m: { filters: { 1: { match_all: {} } } } } } } }\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, _, tests, err := parseFile(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := json.Marshal(tests[0].steps)
+	if err != nil || !strings.Contains(string(b), `"1":{"match_all":{}}`) {
+		t.Errorf("steps: %s %v", b, err)
 	}
 }
