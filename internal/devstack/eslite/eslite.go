@@ -127,13 +127,14 @@
 // Aggregations: terms (size, order by _count or _key, min_doc_count), rare_terms
 // (max_doc_count, include and exclude), date_histogram (calendar_interval minute..year or
 // 1m/1h/1d/1w/1M/1q/1y; fixed_interval such as 30m, 12h, 2d; time_zone as an offset or
-// a region name from the system's zone data; empty buckets filled with min_doc_count 0), histogram (interval, min_doc_count, offset,
-// extended_bounds, keyed, format), range, date_range (UTC, default date format) and
-// ip_range (from, to, key, mask; keyed), filter, filters (named or anonymous,
-// other_bucket, keyed), adjacency_matrix, global, nested, sampler and diversified_sampler; avg,
-// weighted_avg, sum, min, max, value_count, cardinality (exact; precision_threshold
-// accepted), stats, extended_stats (sigma), percentiles and
-// percentile_ranks (exact values interpolated as a t-digest that keeps every value, or
+// a region name from the system's zone data; empty buckets filled with min_doc_count 0),
+// histogram (interval, min_doc_count, offset, extended_bounds, keyed, format), range,
+// date_range (UTC, default date format) and ip_range (from, to, key, mask; keyed),
+// filter, filters (named or anonymous, other_bucket, keyed), adjacency_matrix, global,
+// nested, sampler and diversified_sampler; avg, weighted_avg, sum, min, max,
+// value_count, cardinality (exact; precision_threshold accepted), stats, extended_stats
+// (sigma), percentiles and percentile_ranks (exact values interpolated as a t-digest
+// that keeps every value, or
 // an HDR histogram's equivalent values with hdr) and top_hits (size, from, sort,
 // _source, highlight, fields, docvalue_fields, stored_fields, version,
 // seq_no_primary_term); the sibling pipelines avg_bucket, max_bucket, min_bucket,
