@@ -134,10 +134,9 @@
 // nested, sampler and diversified_sampler; avg, weighted_avg, sum, min, max,
 // value_count, cardinality (exact; precision_threshold accepted), stats, extended_stats
 // (sigma), percentiles and percentile_ranks (exact values interpolated as a t-digest
-// that keeps every value, or
-// an HDR histogram's equivalent values with hdr) and top_hits (size, from, sort,
-// _source, highlight, fields, docvalue_fields, stored_fields, version,
-// seq_no_primary_term); the sibling pipelines avg_bucket, max_bucket, min_bucket,
+// that keeps every value, or an HDR histogram's equivalent values with hdr) and
+// top_hits (size, from, sort, _source, highlight, fields, docvalue_fields,
+// stored_fields, version, seq_no_primary_term); the sibling pipelines avg_bucket, max_bucket, min_bucket,
 // sum_bucket and stats_bucket (buckets_path, gap_policy, format) and the parent pipelines
 // cumulative_sum, derivative, serial_diff, bucket_sort and moving_fn (MovingFunctions
 // max, min, sum and unweightedAvg only). Each takes missing and meta where Elasticsearch
