@@ -811,3 +811,14 @@ func TestFetchProfile(t *testing.T) {
 		t.Errorf("stored_fields _none_: %s", got)
 	}
 }
+
+func TestQueryErrorBeforeWindowLimit(t *testing.T) {
+	e := start(t, t.TempDir())
+	defer e.stop()
+	e.ok(e.es.Indices.Create("w", e.es.Indices.Create.WithBody(strings.NewReader(`{"settings":{"index.max_result_window":2}}`))))
+	// size defaults to 10, over the window, but the ids query's own limit is reported.
+	st, m := e.raw(e.es.Search(e.es.Search.WithIndex("w"), e.es.Search.WithBody(strings.NewReader(`{"query":{"ids":{"values":[1,2,3]}}}`))))
+	if st != 400 || m["error"].(map[string]any)["type"] != "query_shard_exception" {
+		t.Errorf("ids over the window: %d %v", st, m)
+	}
+}

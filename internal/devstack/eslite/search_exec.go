@@ -132,12 +132,14 @@ func (s *server) search(r *http.Request, expr string, body []byte) (int, any, er
 	if err != nil {
 		return 0, nil, err
 	}
-	if err := searchLimits(r, req, t, from, size); err != nil {
-		return 0, nil, err
-	}
+	// The query is parsed before the limits are checked, as a shard creates its search
+	// context: an invalid query reports its own error first.
 	c := &qctx{fields: t.fields, now: time.Now(), t: t}
 	bq, err := c.translate(req["query"])
 	if err != nil {
+		return 0, nil, err
+	}
+	if err := searchLimits(r, req, t, from, size); err != nil {
 		return 0, nil, err
 	}
 	specs, err := c.parseSort(req["sort"])
