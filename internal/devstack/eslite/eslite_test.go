@@ -812,7 +812,7 @@ func TestFetchProfile(t *testing.T) {
 	}
 }
 
-func TestQueryErrorBeforeWindowLimit(t *testing.T) {
+func TestQueryErrorBeforeWindowLimitAndClosedIndex(t *testing.T) {
 	e := start(t, t.TempDir())
 	defer e.stop()
 	e.ok(e.es.Indices.Create("w", e.es.Indices.Create.WithBody(strings.NewReader(`{"settings":{"index.max_result_window":2}}`))))
@@ -820,5 +820,13 @@ func TestQueryErrorBeforeWindowLimit(t *testing.T) {
 	st, m := e.raw(e.es.Search(e.es.Search.WithIndex("w"), e.es.Search.WithBody(strings.NewReader(`{"query":{"ids":{"values":[1,2,3]}}}`))))
 	if st != 400 || m["error"].(map[string]any)["type"] != "query_shard_exception" {
 		t.Errorf("ids over the window: %d %v", st, m)
+	}
+	// A closed index fails a search, unless ignore_unavailable leaves it out.
+	e.ok(e.es.Indices.Close([]string{"w"}))
+	if st, _ := e.raw(e.es.Search(e.es.Search.WithIndex("w"))); st != 400 {
+		t.Errorf("closed index: status %d, want 400", st)
+	}
+	if st, _ := e.raw(e.es.Search(e.es.Search.WithIndex("w"), e.es.Search.WithIgnoreUnavailable(true))); st != 200 {
+		t.Errorf("closed index with ignore_unavailable: status %d, want 200", st)
 	}
 }

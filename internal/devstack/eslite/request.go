@@ -28,11 +28,18 @@ func (s *server) searchTarget(r *http.Request, expr string) (*target, error) {
 	if err != nil {
 		return nil, err
 	}
+	open := ixs[:0:0]
 	for _, ix := range ixs {
 		if ix.closed() {
+			if r.URL.Query().Get("ignore_unavailable") == "true" {
+				// An unavailable index is left out of the search.
+				continue
+			}
 			return nil, &esError{status: 400, typ: "index_closed_exception", reason: "closed", extra: map[string]any{"index": ix.name}}
 		}
+		open = append(open, ix)
 	}
+	ixs = open
 	t := &target{ixs: ixs, fields: map[string]fieldInfo{}, server: s}
 	for _, ix := range ixs {
 		for n, fi := range ix.fieldMap() {
