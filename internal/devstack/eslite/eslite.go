@@ -172,10 +172,10 @@
 //	indices.get_mapping       5      20    20        3  100.0%
 //	indices.put_alias         2      12    12        0  100.0%
 //	indices.put_mapping       2      13    14        1   92.9%
-//	search                   76     262   324       48   80.9%
+//	search                   76     263   324       48   81.2%
 //	search.aggregation       51     219   267        4   82.0%
 //	search.highlight          8      17    18       27   94.4%
-//	total                   196     628   777      138   80.8%
+//	total                   196     629   777      138   81.0%
 //
 // Not measured yet (too large to transcribe in one pass; several are gated on cluster
 // features or exercise aggregations eslite lacks):

@@ -341,6 +341,10 @@ func (c *qctx) parseSort(v any) ([]sortSpec, error) {
 		if sp.field == "_score" || sp.field == "_doc" || sp.field == "_id" {
 			continue
 		}
+		if sp.field == "_shard_doc" {
+			// eslite has no point in time, the only context _shard_doc sorts in.
+			return nil, badRequest("action_request_validation_exception", "Validation Failed: 1: [_shard_doc] sort field cannot be used without [point in time];")
+		}
 		fi, ok := c.fields[sp.field]
 		if !ok {
 			return nil, badRequest("query_shard_exception", "No mapping found for [%s] in order to sort on", sp.field)
