@@ -821,7 +821,7 @@ func TestQueryErrorBeforeWindowLimitAndClosedIndex(t *testing.T) {
 	if st != 400 || m["error"].(map[string]any)["type"] != "query_shard_exception" {
 		t.Errorf("ids over the window: %d %v", st, m)
 	}
-	st, m = e.raw(e.es.Search(e.es.Search.WithIndex("w"), e.es.Search.WithBody(strings.NewReader(`{"sort":["_shard_doc"]}`))))
+	st, m = e.raw(e.es.Search(e.es.Search.WithIndex("w"), e.es.Search.WithBody(strings.NewReader(`{"size":1,"sort":["_shard_doc"]}`))))
 	if st != 400 || !strings.Contains(fmt.Sprint(m["error"]), "point in time") {
 		t.Errorf("_shard_doc sort without a point in time: %d %v", st, m)
 	}
