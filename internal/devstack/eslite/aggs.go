@@ -27,12 +27,39 @@ type aggDef struct {
 	orderKey    string // _count or _key
 	orderDesc   bool
 	// histograms
-	interval float64 // histogram interval, or fixed date interval in ms
-	calUnit  string  // calendar unit for date_histogram
-	offset   float64 // histogram buckets start at offset + n·interval
+	interval float64        // histogram interval, or fixed date interval in ms
+	calUnit  string         // calendar unit for date_histogram
+	loc      *time.Location // date_histogram time_zone; nil for UTC
+	offset   float64        // histogram buckets start at offset + n·interval
 	bounds   *[2]float64
 	keyed    bool // buckets as an object keyed by their key instead of a list
 	ranges   []aggRange
+	// stats, extended_stats, percentiles
+	sigma    float64
+	percents []float64
+	// filters: the named (or, anonymous, numbered) filter queries, and once the search
+	// ran them, the documents each matches.
+	filters     []aggFilter
+	filterNamed bool
+	docKey      func(map[string]any) string
+	// rare_terms include and exclude clauses
+	termFilter []termFilter
+	// weighted_avg: the value and weight sources
+	weighted []*aggDef
+	// global: every document of the searched indices
+	allDocs []map[string]any
+	// top_hits: renders documents as a search's hits
+	hits func(docs []map[string]any, opts map[string]any) (map[string]any, error)
+	// ip_range
+	ipRanges []ipRange
+	// sampler, diversified_sampler: a document's relevance score
+	score func(doc map[string]any) float64
+}
+
+type aggFilter struct {
+	key     string
+	query   any
+	matched map[string]bool
 }
 
 type aggRange struct {
@@ -40,8 +67,10 @@ type aggRange struct {
 	from, to *float64
 }
 
-var metricKinds = map[string]bool{"avg": true, "sum": true, "min": true, "max": true, "value_count": true, "cardinality": true}
-var bucketKinds = map[string]bool{"terms": true, "date_histogram": true, "histogram": true, "range": true}
+var metricKinds = map[string]bool{"avg": true, "sum": true, "min": true, "max": true, "value_count": true, "cardinality": true,
+	"stats": true, "extended_stats": true, "percentiles": true, "percentile_ranks": true, "weighted_avg": true, "top_hits": true}
+var bucketKinds = map[string]bool{"terms": true, "date_histogram": true, "histogram": true, "range": true, "filters": true,
+	"rare_terms": true, "filter": true, "global": true, "nested": true, "sampler": true, "diversified_sampler": true, "ip_range": true, "date_range": true, "adjacency_matrix": true}
 
 func parseAggs(v any, fields map[string]fieldInfo) ([]*aggDef, error) {
 	if v == nil {
@@ -70,7 +99,7 @@ func parseAggs(v any, fields map[string]fieldInfo) ([]*aggDef, error) {
 				subs = x
 			case k == "meta":
 				a.meta = x
-			case metricKinds[k] || bucketKinds[k]:
+			case metricKinds[k] || bucketKinds[k] || pipelineKinds[k] || parentPipelineKinds[k]:
 				if a.kind != "" {
 					return nil, parsingErr("Found two aggregation type definitions in [%s]: [%s] and [%s]", name, a.kind, k)
 				}
@@ -80,7 +109,7 @@ func parseAggs(v any, fields map[string]fieldInfo) ([]*aggDef, error) {
 					return nil, parsingErr("[%s] aggregation [%s] malformed", k, name)
 				}
 			default:
-				return nil, parsingErr("Unknown aggregation type [%s] in [%s] (eslite supports terms, date_histogram, histogram, range, avg, sum, min, max, value_count, cardinality)", k, name)
+				return nil, parsingErr("Unknown aggregation type [%s] in [%s] (eslite supports terms, rare_terms, date_histogram, histogram, range, date_range, ip_range, filter, filters, adjacency_matrix, global, nested, sampler, diversified_sampler, top_hits, avg, weighted_avg, sum, min, max, value_count, cardinality, stats, extended_stats, percentiles, percentile_ranks, avg_bucket, max_bucket, min_bucket, sum_bucket, stats_bucket, cumulative_sum, derivative, serial_diff, bucket_sort)", k, name)
 			}
 		}
 		if a.kind == "" {
@@ -106,6 +135,12 @@ func parseAggs(v any, fields map[string]fieldInfo) ([]*aggDef, error) {
 var fixedInterval = regexp.MustCompile(`^(\d+)(ms|s|m|h|d)$`)
 
 func (a *aggDef) configure(fields map[string]fieldInfo) error {
+	if handled, err := a.configureMore(fields); handled {
+		return err
+	}
+	if a.kind == "filters" {
+		return a.configureFilters()
+	}
 	f, _ := a.opts["field"].(string)
 	if f == "" {
 		return parsingErr("Required one of fields [field, script], but none were specified in [%s] aggregation [%s]", a.kind, a.name)
@@ -115,6 +150,10 @@ func (a *aggDef) configure(fields map[string]fieldInfo) error {
 	if !ok {
 		// Unmapped fields aggregate nothing, as in Elasticsearch.
 		fi = fieldInfo{Type: "unmapped", Src: f}
+		if flattenedKey(fields, f) {
+			// A key under a flattened field aggregates as a keyword.
+			fi = fieldInfo{Type: "keyword", Src: f, ESType: "keyword"}
+		}
 	}
 	a.fi = fi
 	if fi.Type == "text" {
@@ -122,7 +161,8 @@ func (a *aggDef) configure(fields map[string]fieldInfo) error {
 	}
 	allowed := map[string]bool{"field": true, "missing": true, "format": true}
 	a.missing = a.opts["missing"]
-	if (a.kind == "avg" || a.kind == "sum" || a.kind == "min" || a.kind == "max") && (fi.Type == "keyword" || fi.Type == "none") {
+	if (a.kind == "avg" || a.kind == "sum" || a.kind == "min" || a.kind == "max" || a.kind == "stats" ||
+		a.kind == "extended_stats" || a.kind == "percentiles" || a.kind == "percentile_ranks") && (fi.Type == "keyword" || fi.Type == "none") {
 		return badRequest("illegal_argument_exception", "Field [%s] of type [%s] is not supported for aggregation [%s]", f, fi.ESType, a.kind)
 	}
 	var err error
@@ -165,7 +205,11 @@ func (a *aggDef) configure(fields map[string]fieldInfo) error {
 			allowed[k] = true
 		}
 		if tz, ok := a.opts["time_zone"]; ok && tz != "UTC" && tz != "Z" && tz != "+00:00" {
-			return parsingErr("[date_histogram] aggregation [%s]: time_zone [%v] is not supported by eslite (UTC only)", a.name, tz)
+			loc, err := loadZone(scalarString(tz))
+			if err != nil {
+				return parsingErr("[date_histogram] aggregation [%s]: time_zone [%v] is not known", a.name, tz)
+			}
+			a.loc = loc
 		}
 		if a.minDocCount, err = intParam(a.opts["min_doc_count"], "min_doc_count", 0); err != nil {
 			return err
@@ -213,6 +257,10 @@ func (a *aggDef) configure(fields map[string]fieldInfo) error {
 			rm, _ := r.(map[string]any)
 			var ar aggRange
 			for k, v := range rm {
+				if v == nil && (k == "from" || k == "to") {
+					// A null bound leaves the range open on that side.
+					continue
+				}
 				n, ok := toFloat(v)
 				switch k {
 				case "from":
@@ -236,6 +284,9 @@ func (a *aggDef) configure(fields map[string]fieldInfo) error {
 			}
 			a.ranges = append(a.ranges, ar)
 		}
+	}
+	if err := a.configureStats(allowed); err != nil {
+		return err
 	}
 	if a.kind == "cardinality" {
 		allowed["precision_threshold"] = true
@@ -300,7 +351,23 @@ func esDouble(f float64) string {
 func runAggs(defs []*aggDef, docs []map[string]any) (map[string]any, error) {
 	out := map[string]any{}
 	for _, a := range defs {
+		if pipelineKinds[a.kind] || parentPipelineKinds[a.kind] {
+			continue
+		}
 		r, err := a.run(docs)
+		if err != nil {
+			return nil, err
+		}
+		if a.meta != nil {
+			r["meta"] = a.meta
+		}
+		out[a.name] = r
+	}
+	for _, a := range defs {
+		if !pipelineKinds[a.kind] {
+			continue
+		}
+		r, err := a.runPipeline(out)
 		if err != nil {
 			return nil, err
 		}
@@ -334,8 +401,22 @@ func (a *aggDef) values(doc map[string]any) []any {
 	return vals
 }
 
+// docCount counts documents as aggregations do: a document with a _doc_count field
+// (pre-aggregated data) stands for that many.
+func docCount(docs []map[string]any) int {
+	n := 0
+	for _, d := range docs {
+		if c, ok := toFloat(d["_doc_count"]); ok && c >= 0 {
+			n += int(c)
+		} else {
+			n++
+		}
+	}
+	return n
+}
+
 func (a *aggDef) bucket(key any, docs []map[string]any, extra map[string]any) (map[string]any, error) {
-	b := map[string]any{"key": key, "doc_count": len(docs)}
+	b := map[string]any{"key": key, "doc_count": docCount(docs)}
 	for k, v := range extra {
 		b[k] = v
 	}
@@ -356,14 +437,21 @@ func millisString(ms float64) string {
 }
 
 func (a *aggDef) run(docs []map[string]any) (map[string]any, error) {
+	if out, ok, err := a.runMore(docs); ok {
+		return out, err
+	}
 	switch a.kind {
 	case "avg", "sum", "min", "max", "value_count", "cardinality":
 		return a.metric(docs), nil
+	case "stats", "extended_stats", "percentiles", "percentile_ranks":
+		return a.statsOf(docs), nil
+	case "filters":
+		return a.filtersRun(docs)
 	case "terms":
 		return a.terms(docs)
 	case "histogram", "date_histogram":
 		return a.histogram(docs)
-	case "range":
+	case "range", "date_range":
 		var buckets []any
 		for _, r := range a.ranges {
 			var in []map[string]any
@@ -379,9 +467,15 @@ func (a *aggDef) run(docs []map[string]any) (map[string]any, error) {
 			extra := map[string]any{}
 			if r.from != nil {
 				extra["from"] = jsonNumber(*r.from)
+				if a.kind == "date_range" {
+					extra["from_as_string"] = millisString(*r.from)
+				}
 			}
 			if r.to != nil {
 				extra["to"] = jsonNumber(*r.to)
+				if a.kind == "date_range" {
+					extra["to_as_string"] = millisString(*r.to)
+				}
 			}
 			b, err := a.bucket(r.key, in, extra)
 			if err != nil {
@@ -488,12 +582,12 @@ func (a *aggDef) terms(docs []map[string]any) (map[string]any, error) {
 	}
 	list := make([]*group, 0, len(groups))
 	for _, g := range groups {
-		if len(g.docs) >= a.minDocCount {
+		if docCount(g.docs) >= a.minDocCount {
 			list = append(list, g)
 		}
 	}
 	sort.Slice(list, func(i, j int) bool {
-		ci, cj := len(list[i].docs), len(list[j].docs)
+		ci, cj := docCount(list[i].docs), docCount(list[j].docs)
 		kc := compareValues(list[i].key, list[j].key)
 		if a.orderKey == "_count" && ci != cj {
 			if a.orderDesc {
@@ -509,7 +603,7 @@ func (a *aggDef) terms(docs []map[string]any) (map[string]any, error) {
 	other := 0
 	if len(list) > a.size {
 		for _, g := range list[a.size:] {
-			other += len(g.docs)
+			other += docCount(g.docs)
 		}
 		list = list[:a.size]
 	}
@@ -537,19 +631,35 @@ func (a *aggDef) terms(docs []map[string]any) (map[string]any, error) {
 		}
 		buckets = append(buckets, b)
 	}
+	var err error
+	if buckets, err = a.applyParentPipelines(buckets); err != nil {
+		return nil, err
+	}
 	return map[string]any{"doc_count_error_upper_bound": 0, "sum_other_doc_count": other, "buckets": buckets}, nil
 }
 
 func (a *aggDef) histogram(docs []map[string]any) (map[string]any, error) {
 	keyOf := func(v float64) float64 {
 		if a.calUnit != "" {
+			if a.loc != nil {
+				return float64(floorUnitIn(time.UnixMilli(int64(v-a.offset)).In(a.loc), a.calUnit).UnixMilli()) + a.offset
+			}
 			return float64(floorUnit(time.UnixMilli(int64(v-a.offset)), a.calUnit).UnixMilli()) + a.offset
+		}
+		if a.loc != nil && a.kind == "date_histogram" {
+			// Fixed intervals are rounded in local time too.
+			_, off := time.UnixMilli(int64(v)).In(a.loc).Zone()
+			o := float64(off) * 1000
+			return math.Floor((v+o-a.offset)/a.interval)*a.interval + a.offset - o
 		}
 		return math.Floor((v-a.offset)/a.interval)*a.interval + a.offset
 	}
 	next := func(k float64) float64 {
 		if a.calUnit != "" {
 			t := time.UnixMilli(int64(k)).UTC()
+			if a.loc != nil {
+				t = t.In(a.loc)
+			}
 			if a.calUnit == "q" {
 				return float64(t.AddDate(0, 3, 0).UnixMilli())
 			}
@@ -603,6 +713,11 @@ func (a *aggDef) histogram(docs []map[string]any) (map[string]any, error) {
 		if a.kind == "date_histogram" {
 			key = int64(k)
 			extra["key_as_string"] = millisString(k)
+			if a.loc != nil {
+				extra["key_as_string"] = time.UnixMilli(int64(k)).In(a.loc).Format("2006-01-02T15:04:05.000Z07:00")
+			}
+		} else if fm, ok := a.opts["format"].(string); ok && a.kind == "histogram" {
+			extra["key_as_string"] = decimalFormat(k, fm)
 		}
 		b, err := a.bucket(key, groups[k], extra)
 		if err != nil {
@@ -615,6 +730,9 @@ func (a *aggDef) histogram(docs []map[string]any) (map[string]any, error) {
 
 // bucketsOut returns buckets as a list, or keyed by their key_as_string or key.
 func (a *aggDef) bucketsOut(buckets []any) map[string]any {
+	if out, err := a.applyParentPipelines(buckets); err == nil {
+		buckets = out
+	}
 	if !a.keyed {
 		return map[string]any{"buckets": buckets}
 	}
@@ -648,4 +766,464 @@ func parseDuration(s string) (float64, error) {
 		f = -f
 	}
 	return f, nil
+}
+
+// configureStats checks the options of stats, extended_stats and percentiles.
+func (a *aggDef) configureStats(allowed map[string]bool) error {
+	switch a.kind {
+	case "extended_stats":
+		allowed["sigma"] = true
+		a.sigma = 2
+		if v, ok := a.opts["sigma"]; ok {
+			f, isNum := toFloat(v)
+			if !isNum {
+				return badRequest("x_content_parse_exception", "[1:1] [extended_stats] failed to parse field [sigma]")
+			}
+			if f < 0 {
+				return badRequest("illegal_argument_exception", "[sigma] must be greater than or equal to 0. Found [%s] in [%s]", esDouble(f), a.name)
+			}
+			a.sigma = f
+		}
+	case "percentiles", "percentile_ranks":
+		for _, k := range []string{"percents", "values", "keyed", "tdigest", "hdr"} {
+			allowed[k] = true
+		}
+		if a.kind == "percentile_ranks" {
+			arr, ok := a.opts["values"].([]any)
+			if !ok || len(arr) == 0 {
+				return badRequest("illegal_argument_exception", "[values] must not be null or empty: [%s]", a.name)
+			}
+			for _, x := range arr {
+				f, ok := toFloat(x)
+				if _, isStr := x.(string); !ok || isStr {
+					return badRequest("x_content_parse_exception", "[percentile_ranks] failed to parse field [values]")
+				}
+				a.percents = append(a.percents, f)
+			}
+		}
+		if td, ok := a.opts["tdigest"].(map[string]any); ok {
+			if c, ok := toFloat(td["compression"]); ok && c < 0 {
+				return badRequest("illegal_argument_exception", "[compression] must be greater than or equal to 0. Found [%s] in [%s]", esDouble(c), a.name)
+			}
+		}
+		if hdr, ok := a.opts["hdr"].(map[string]any); ok {
+			if v, present := hdr["number_of_significant_value_digits"]; present {
+				n, ok := toFloat(v)
+				if !ok {
+					return badRequest("x_content_parse_exception", "[hdr] failed to parse field [number_of_significant_value_digits]")
+				}
+				if n < 0 || n > 5 {
+					return badRequest("illegal_argument_exception", "[numberOfSignificantValueDigits] must be between 0 and 5")
+				}
+			}
+		}
+		if a.kind == "percentile_ranks" {
+			if _, ok := a.opts["percents"]; ok {
+				return parsingErr("[percentile_ranks] aggregation [%s] does not support [percents]", a.name)
+			}
+			break
+		}
+		a.percents = []float64{1, 5, 25, 50, 75, 95, 99}
+		if v, ok := a.opts["percents"]; ok {
+			arr, isArr := v.([]any)
+			if !isArr || len(arr) == 0 {
+				return badRequest("illegal_argument_exception", "[percents] must not be empty")
+			}
+			a.percents = a.percents[:0]
+			for _, x := range arr {
+				f, ok := toFloat(x)
+				if !ok {
+					return badRequest("x_content_parse_exception", "[percents] must be numbers")
+				}
+				a.percents = append(a.percents, f)
+			}
+		}
+	}
+	return nil
+}
+
+// statsOf computes stats, extended_stats and percentiles over the numeric values of the
+// documents. Percentiles are exact, interpolated between the sorted values as a t-digest
+// that keeps every value does.
+func (a *aggDef) statsOf(docs []map[string]any) map[string]any {
+	var nums []float64
+	for _, d := range docs {
+		for _, v := range a.values(d) {
+			switch x := v.(type) {
+			case float64:
+				nums = append(nums, x)
+			case bool:
+				if x {
+					nums = append(nums, 1)
+				} else {
+					nums = append(nums, 0)
+				}
+			}
+		}
+	}
+	if a.kind == "percentiles" || a.kind == "percentile_ranks" {
+		sort.Float64s(nums)
+		_, hdr := a.opts["hdr"].(map[string]any)
+		digits := 3
+		if h, ok := a.opts["hdr"].(map[string]any); ok {
+			if d, ok := toFloat(h["number_of_significant_value_digits"]); ok {
+				digits = int(d)
+			}
+		}
+		value := func(p float64) any {
+			switch {
+			case a.kind == "percentile_ranks" && hdr:
+				return hdrRank(nums, p)
+			case a.kind == "percentile_ranks":
+				return percentileRank(nums, p)
+			case hdr:
+				return hdrPercentile(nums, p, digits)
+			}
+			return percentile(nums, p)
+		}
+		if k, ok := a.opts["keyed"]; ok && !boolOpt(k) {
+			var vals []any
+			for _, p := range a.percents {
+				vals = append(vals, map[string]any{"key": p, "value": value(p)})
+			}
+			return map[string]any{"values": vals}
+		}
+		vals := map[string]any{}
+		for _, p := range a.percents {
+			vals[esDouble(p)] = value(p)
+		}
+		return map[string]any{"values": vals}
+	}
+	n := float64(len(nums))
+	out := map[string]any{"count": len(nums), "min": nil, "max": nil, "avg": nil, "sum": 0.0}
+	if len(nums) > 0 {
+		mn, mx := nums[0], nums[0]
+		for _, x := range nums {
+			mn, mx = math.Min(mn, x), math.Max(mx, x)
+		}
+		sum := compensatedSum(nums)
+		out["min"], out["max"], out["avg"], out["sum"] = mn, mx, sum/n, sum
+	}
+	if a.kind == "extended_stats" {
+		sq := make([]float64, len(nums))
+		for i, x := range nums {
+			sq[i] = x * x
+		}
+		sumSq := compensatedSum(sq)
+		out["sum_of_squares"] = sumSq
+		if len(nums) == 0 {
+			out["sum_of_squares"] = nil
+			for _, k := range []string{"variance", "variance_population", "variance_sampling", "std_deviation",
+				"std_deviation_population", "std_deviation_sampling"} {
+				out[k] = nil
+			}
+			out["std_deviation_bounds"] = map[string]any{"upper": nil, "lower": nil, "upper_population": nil,
+				"lower_population": nil, "upper_sampling": nil, "lower_sampling": nil}
+			return out
+		}
+		sum := compensatedSum(nums)
+		avg := sum / n
+		variance := math.Max(0, (sumSq-sum*sum/n)/n)
+		sampling := math.NaN()
+		if n > 1 {
+			sampling = math.Max(0, (sumSq-sum*sum/n)/(n-1))
+		}
+		std := math.Sqrt(variance)
+		out["variance"], out["variance_population"] = variance, variance
+		out["std_deviation"], out["std_deviation_population"] = std, std
+		bounds := map[string]any{
+			"upper": avg + a.sigma*std, "lower": avg - a.sigma*std,
+			"upper_population": avg + a.sigma*std, "lower_population": avg - a.sigma*std,
+		}
+		if !math.IsNaN(sampling) {
+			ss := math.Sqrt(sampling)
+			out["variance_sampling"], out["std_deviation_sampling"] = sampling, ss
+			bounds["upper_sampling"], bounds["lower_sampling"] = avg+a.sigma*ss, avg-a.sigma*ss
+		}
+		out["std_deviation_bounds"] = bounds
+	}
+	return out
+}
+
+// percentile interpolates the p-th percentile of sorted values, each value standing at
+// the middle of its rank as in a t-digest of single-value centroids.
+func percentile(sorted []float64, p float64) any {
+	n := len(sorted)
+	if n == 0 {
+		return nil
+	}
+	pos := p / 100 * float64(n)
+	if pos <= 0.5 {
+		return sorted[0]
+	}
+	if pos >= float64(n)-0.5 {
+		return sorted[n-1]
+	}
+	i := int(math.Floor(pos - 0.5))
+	frac := pos - 0.5 - float64(i)
+	return sorted[i] + frac*(sorted[i+1]-sorted[i])
+}
+
+// percentileRank is the percentage of the sorted values below x, interpolated between
+// the values' centroids as a t-digest that keeps every value does: equal values form one
+// centroid whose weight is centred on it, and the first and last segments extend past
+// the ends.
+func percentileRank(sorted []float64, x float64) any {
+	n := len(sorted)
+	if n == 0 {
+		return nil
+	}
+	if x >= sorted[n-1] {
+		return 100.0
+	}
+	type centroid struct{ mean, cum, w float64 }
+	var cs []centroid
+	seen := 0.0
+	for i := 0; i < n; {
+		j := i
+		for j < n && sorted[j] == sorted[i] {
+			j++
+		}
+		w := float64(j - i)
+		cs = append(cs, centroid{sorted[i], seen + w/2, w})
+		seen += w
+		i = j
+	}
+	if len(cs) == 1 {
+		if x < cs[0].mean {
+			return 0.0
+		}
+		return 100.0
+	}
+	i := 0
+	for i < len(cs)-2 && x >= cs[i+1].mean {
+		i++
+	}
+	a, b := cs[i], cs[i+1]
+	cum := a.cum + (x-a.mean)/(b.mean-a.mean)*(b.cum-a.cum)
+	cum = math.Max(0, math.Min(float64(n), cum))
+	return cum / float64(n) * 100
+}
+
+// hdrRank is the percentage of the sorted values at or below x, as an HDR histogram
+// counts.
+func hdrRank(sorted []float64, x float64) any {
+	if len(sorted) == 0 {
+		return nil
+	}
+	k := sort.Search(len(sorted), func(i int) bool { return sorted[i] > x })
+	return float64(k) / float64(len(sorted)) * 100
+}
+
+// hdrPercentile is the p-th percentile of the sorted values as an HDR double histogram
+// with digits significant digits reports it: the highest value equivalent to the value
+// at that rank, at the resolution the histogram has there. The histogram's unit follows
+// the magnitude of the smallest non-zero value.
+func hdrPercentile(sorted []float64, p float64, digits int) any {
+	n := len(sorted)
+	if n == 0 {
+		return nil
+	}
+	rank := int(p/100*float64(n) + 0.5)
+	rank = max(1, min(n, rank))
+	v := sorted[rank-1]
+	subBucketCount := math.Exp2(math.Ceil(math.Log2(2 * math.Pow(10, float64(digits)))))
+	minNonZero := 0.0
+	for _, x := range sorted {
+		if x > 0 {
+			minNonZero = x
+			break
+		}
+	}
+	if v <= 0 || minNonZero == 0 {
+		return v
+	}
+	unit := math.Exp2(math.Floor(math.Log2(minNonZero))) / (subBucketCount / 2)
+	u := math.Floor(v / unit)
+	width := 1.0
+	if u >= subBucketCount {
+		width = math.Exp2(math.Floor(math.Log2(u)) - math.Log2(subBucketCount) + 1)
+	}
+	lowest := math.Floor(u/width) * width
+	return (lowest + width - 1) * unit
+}
+
+func (a *aggDef) configureFilters() error {
+	for k := range a.opts {
+		switch k {
+		case "filters", "other_bucket", "other_bucket_key", "keyed":
+		default:
+			return parsingErr("[filters] aggregation [%s] does not support [%s] in eslite", a.name, k)
+		}
+	}
+	switch fs := a.opts["filters"].(type) {
+	case map[string]any:
+		if len(fs) == 0 {
+			return parsingErr("[filters] cannot be empty.")
+		}
+		keys := make([]string, 0, len(fs))
+		for k := range fs {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			a.filters = append(a.filters, aggFilter{key: k, query: fs[k]})
+		}
+		a.filterNamed = true
+	case []any:
+		if len(fs) == 0 {
+			return parsingErr("[filters] cannot be empty.")
+		}
+		for i, q := range fs {
+			a.filters = append(a.filters, aggFilter{key: strconv.Itoa(i), query: q})
+		}
+	default:
+		return parsingErr("[filters] cannot be empty.")
+	}
+	if boolOpt(a.opts["other_bucket"]) || a.opts["other_bucket_key"] != nil {
+		key := "_other_"
+		if k, ok := a.opts["other_bucket_key"].(string); ok {
+			key = k
+		}
+		a.filters = append(a.filters, aggFilter{key: key})
+	}
+	a.keyed = a.filterNamed
+	if k, ok := a.opts["keyed"]; ok {
+		a.keyed = boolOpt(k)
+	}
+	return nil
+}
+
+// prepareFilters runs the queries of every filters aggregation (at any depth) with
+// match, which returns the keys of the documents a query matches, and has each
+// aggregation find a document's key with docKey.
+func prepareFilters(defs []*aggDef, match func(q any) (map[string]bool, error), docKey func(map[string]any) string, all func() ([]map[string]any, error)) error {
+	return prepareAggs(defs, aggPrep{match: match, docKey: docKey, all: all})
+}
+
+// aggPrep is what the search gives the aggregations that need more than _source:
+// query matching (filter, filters), every document (global) and hit rendering
+// (top_hits).
+type aggPrep struct {
+	match  func(q any) (map[string]bool, error)
+	docKey func(map[string]any) string
+	all    func() ([]map[string]any, error)
+	hits   func(docs []map[string]any, opts map[string]any) (map[string]any, error)
+	score  func(doc map[string]any) float64
+}
+
+func prepareAggs(defs []*aggDef, p aggPrep) error {
+	match, docKey, all := p.match, p.docKey, p.all
+	for _, a := range defs {
+		a.hits, a.score = p.hits, p.score
+		if a.kind == "global" {
+			docs, err := all()
+			if err != nil {
+				return err
+			}
+			a.allDocs = docs
+		}
+		if a.kind == "filters" || a.kind == "filter" || a.kind == "adjacency_matrix" {
+			a.docKey = docKey
+			for i := range a.filters {
+				if a.filters[i].query == nil {
+					continue
+				}
+				m, err := match(a.filters[i].query)
+				if err != nil {
+					return err
+				}
+				a.filters[i].matched = m
+			}
+		}
+		if err := prepareAggs(a.subs, p); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (a *aggDef) filtersRun(docs []map[string]any) (map[string]any, error) {
+	inAny := map[int]bool{}
+	var list []any
+	keyed := map[string]any{}
+	for fi, f := range a.filters {
+		var in []map[string]any
+		for di, d := range docs {
+			if f.query == nil {
+				if !inAny[di] {
+					in = append(in, d)
+				}
+				continue
+			}
+			if a.docKey != nil && f.matched[a.docKey(d)] {
+				in = append(in, d)
+				inAny[di] = true
+			}
+		}
+		_ = fi
+		b, err := a.bucket(f.key, in, nil)
+		if err != nil {
+			return nil, err
+		}
+		if a.keyed {
+			delete(b, "key")
+			keyed[f.key] = b
+		} else {
+			if !a.filterNamed {
+				delete(b, "key")
+			}
+			list = append(list, b)
+		}
+	}
+	if a.keyed {
+		return map[string]any{"buckets": keyed}, nil
+	}
+	return map[string]any{"buckets": list}, nil
+}
+
+// loadZone reads a time_zone: an offset such as +01:00 or -0530, or a region name.
+func loadZone(tz string) (*time.Location, error) {
+	for _, layout := range []string{"-07:00", "-0700", "-07"} {
+		if t, err := time.Parse(layout, tz); err == nil {
+			_, off := t.Zone()
+			return time.FixedZone(tz, off), nil
+		}
+	}
+	return time.LoadLocation(tz)
+}
+
+// floorUnitIn rounds t down to a calendar unit in t's own location.
+func floorUnitIn(t time.Time, unit string) time.Time {
+	loc := t.Location()
+	switch unit {
+	case "y":
+		return time.Date(t.Year(), 1, 1, 0, 0, 0, 0, loc)
+	case "q":
+		return time.Date(t.Year(), time.Month((int(t.Month())-1)/3*3+1), 1, 0, 0, 0, 0, loc)
+	case "M":
+		return time.Date(t.Year(), t.Month(), 1, 0, 0, 0, 0, loc)
+	case "w":
+		d := time.Date(t.Year(), t.Month(), t.Day(), 0, 0, 0, 0, loc)
+		return d.AddDate(0, 0, -((int(d.Weekday()) + 6) % 7))
+	case "d":
+		return time.Date(t.Year(), t.Month(), t.Day(), 0, 0, 0, 0, loc)
+	case "h", "H":
+		return time.Date(t.Year(), t.Month(), t.Day(), t.Hour(), 0, 0, 0, loc)
+	case "m":
+		return time.Date(t.Year(), t.Month(), t.Day(), t.Hour(), t.Minute(), 0, 0, loc)
+	case "s":
+		return time.Date(t.Year(), t.Month(), t.Day(), t.Hour(), t.Minute(), t.Second(), 0, loc)
+	}
+	return t
+}
+
+// flattenedKey reports whether f names a key inside a flattened field.
+func flattenedKey(fields map[string]fieldInfo, f string) bool {
+	for i := strings.LastIndexByte(f, '.'); i > 0; i = strings.LastIndexByte(f[:i], '.') {
+		if fi, ok := fields[f[:i]]; ok {
+			return fi.ESType == "flattened"
+		}
+	}
+	return false
 }

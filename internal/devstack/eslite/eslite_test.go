@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"reflect"
 	"sort"
 	"strings"
@@ -386,6 +387,96 @@ func TestAggregations(t *testing.T) {
 	check("metrics", a, `{"avg":{"value":100},"sum":{"value":600},"min":{"value":5},"max":{"value":200},"vc":{"value":8},"card":{"value":5},"last":{"value":1772323200000,"value_as_string":"2026-03-01T00:00:00.000Z"},"none":{"value":4.12}}`)
 	a = agg(`{"term":{"tags":"nothing"}}`, `{"avg":{"avg":{"field":"points"}},"t":{"terms":{"field":"tags"}}}`)
 	check("empty", a, `{"avg":{"value":null},"t":{"doc_count_error_upper_bound":0,"sum_other_doc_count":0,"buckets":[]}}`)
+	// points are 120, 80, 200, 45, 150, 5.
+	a = agg(`{"terms":{"author":["alice","bob"]}}`, `{"s":{"stats":{"field":"points"}},"e":{"extended_stats":{"field":"points","sigma":1}}}`)
+	check("stats", a["s"], `{"count":4,"min":5,"max":200,"avg":101.25,"sum":405}`)
+	e2 := a["e"].(map[string]any)
+	// variance is (sum of squares - sum²/count) / count = (60825 - 405²/4) / 4.
+	if e2["sum_of_squares"] != 60825.0 || e2["variance"] != 4954.6875 || e2["std_deviation_bounds"].(map[string]any)["upper"] != 101.25+math.Sqrt(4954.6875) {
+		t.Errorf("extended_stats: %s", j(e2))
+	}
+	a = agg("", `{"p":{"percentiles":{"field":"points","percents":[25,50,99]}},"k":{"percentiles":{"field":"points","percents":[50],"keyed":false}}}`)
+	check("percentiles", a, `{"p":{"values":{"25.0":45,"50.0":100,"99.0":200}},"k":{"values":[{"key":50,"value":100}]}}`)
+	a = agg("", `{"f":{"filters":{"filters":{"go":{"term":{"tags":"go"}},"hot":{"term":{"hot":true}}}},"aggs":{"p":{"sum":{"field":"points"}}}},"a":{"filters":{"filters":[{"term":{"author":"bob"}}],"other_bucket":true}}}`)
+	check("filters", a, `{"f":{"buckets":{"go":{"doc_count":3,"p":{"value":470}},"hot":{"doc_count":3,"p":{"value":470}}}},"a":{"buckets":[{"doc_count":2},{"doc_count":4}]}}`)
+	a = agg("", `{"a":{"terms":{"field":"author"},"aggs":{"s":{"sum":{"field":"points"}}}},"mx":{"max_bucket":{"buckets_path":"a>s"}},"st":{"stats_bucket":{"buckets_path":"a>_count","format":"0.0"}}}`)
+	check("max_bucket", a["mx"], `{"value":320,"keys":["alice"]}`)
+	check("stats_bucket", a["st"], `{"count":4,"min":1,"max":2,"avg":1.5,"sum":6,"min_as_string":"1.0","max_as_string":"2.0","avg_as_string":"1.5","sum_as_string":"6.0"}`)
+	a = agg(`{"term":{"author":"alice"}}`, `{"r":{"rare_terms":{"field":"author"}},"g":{"global":{},"aggs":{"r":{"rare_terms":{"field":"author","exclude":["dave"]}}}},"f":{"filter":{"term":{"author":"alice"}}}}`)
+	check("rare_terms, global and filter", a, `{"r":{"buckets":[]},"g":{"doc_count":6,"r":{"buckets":[{"key":"carol","doc_count":1}]}},"f":{"doc_count":2}}`)
+	a = agg("", `{"h":{"histogram":{"field":"points","interval":100},"aggs":{"s":{"sum":{"field":"points"}},"c":{"cumulative_sum":{"buckets_path":"s"}},"d":{"serial_diff":{"buckets_path":"_count"}},"o":{"bucket_sort":{"sort":[{"s":"desc"}],"size":2}}}}}`)
+	check("parent pipelines", a["h"], `{"buckets":[{"key":100,"doc_count":2,"s":{"value":270},"c":{"value":400},"d":{"value":-1}},{"key":200,"doc_count":1,"s":{"value":200},"c":{"value":600},"d":{"value":-1}}]}`)
+	a = agg("", `{"s":{"sampler":{"shard_size":2}},"d":{"diversified_sampler":{"field":"author"},"aggs":{"n":{"value_count":{"field":"author"}}}},"r":{"range":{"field":"points","ranges":[{"from":null,"to":100}]}}}`)
+	check("samplers and open range", a, `{"s":{"doc_count":2},"d":{"doc_count":4,"n":{"value":4}},"r":{"buckets":[{"key":"*-100.0","to":100,"doc_count":3}]}}`)
+	a = agg(`{"range":{"published":{"lt":"2026-01-06"}}}`, `{"d":{"date_histogram":{"field":"published","calendar_interval":"day","time_zone":"+01:00","min_doc_count":1}}}`)
+	check("date_histogram time_zone", a["d"], `{"buckets":[{"key_as_string":"2026-01-05T00:00:00.000+01:00","key":1767567600000,"doc_count":2}]}`)
+	a = agg("", `{"m":{"adjacency_matrix":{"filters":{"go":{"term":{"tags":"go"}},"db":{"term":{"tags":"db"}},"lang":{"term":{"tags":"lang"}}}}}}`)
+	check("adjacency_matrix", a["m"], `{"buckets":[{"key":"db","doc_count":1},{"key":"go","doc_count":3},{"key":"go&lang","doc_count":1},{"key":"lang","doc_count":2}]}`)
+	// Σp²/Σp over points 120, 80, 200, 45, 150, 5.
+	a = agg("", `{"w":{"weighted_avg":{"value":{"field":"points"},"weight":{"field":"points"}}}}`)
+	check("weighted_avg", a["w"], `{"value":142.25}`)
+	// points sorted: 5, 45, 80, 120, 150, 200. HDR reports the highest value equivalent to
+	// the one at the rank (80 falls in a bucket 16/256 wide, the unit following the smallest
+	// value, 5); ranks interpolate between values (100 is halfway from 80 to 120).
+	a = agg("", `{"h":{"percentiles":{"field":"points","percents":[50],"hdr":{}}},"r":{"percentile_ranks":{"field":"points","values":[100]}},"rh":{"percentile_ranks":{"field":"points","values":[100],"hdr":{}}}}`)
+	check("hdr percentiles and ranks", a, `{"h":{"values":{"50.0":80.05859375}},"r":{"values":{"100.0":50}},"rh":{"values":{"100.0":50}}}`)
+	a = agg(`{"term":{"author":"alice"}}`, `{"a":{"terms":{"field":"author"},"aggs":{"t":{"top_hits":{"size":1,"sort":[{"points":"desc"}],"_source":["points"]}}}}}`)
+	th := a["a"].(map[string]any)["buckets"].([]any)[0].(map[string]any)["t"].(map[string]any)["hits"].(map[string]any)
+	if j(th["total"]) != `{"relation":"eq","value":2}` || len(th["hits"].([]any)) != 1 || j(th["hits"].([]any)[0].(map[string]any)["_source"]) != `{"points":200}` {
+		t.Errorf("top_hits: %s", j(th))
+	}
+}
+
+func TestNestedBoolPrefixAndMetaQueries(t *testing.T) {
+	e := start(t, t.TempDir())
+	defer e.stop()
+	e.ok(e.es.Indices.Create("n", e.es.Indices.Create.WithBody(strings.NewReader(
+		`{"mappings":{"properties":{"users":{"type":"nested","properties":{"first":{"type":"keyword"}}},"text":{"type":"text"},"k":{"type":"keyword","ignore_above":3},"loc":{"type":"geo_point"}}}}`))))
+	docs := `{"index":{"_id":"1","routing":"r"}}
+{"users":[{"first":"john"},{"first":"mark"}],"text":"brown fox jump","k":"toolong","loc":"45.5,-5"}
+{"index":{"_id":"2"}}
+{"users":[{"first":"alice"}],"text":"jumparound dog","k":"ok","loc":[10.2,45.1]}
+`
+	e.ok(e.es.Bulk(strings.NewReader(docs), e.es.Bulk.WithIndex("n"), e.es.Bulk.WithRefresh("true")))
+	ids := func(q string) []string {
+		t.Helper()
+		return sorted(hitIDs(e.search("n", `{"query":`+q+`}`)))
+	}
+	for _, c := range []struct{ q, want string }{
+		{`{"nested":{"path":"users","query":{"term":{"users.first":"mark"}}}}`, "[1]"},
+		{`{"nested":{"path":"users","query":{"exists":{"field":"users.first"}}}}`, "[1 2]"},
+		{`{"match_bool_prefix":{"text":"brown ju"}}`, "[1 2]"},
+		{`{"match_bool_prefix":{"text":{"query":"brown ju","operator":"and"}}}`, "[1]"},
+		{`{"multi_match":{"query":"dog","type":"bool_prefix","fields":["text"]}}`, "[2]"},
+		{`{"exists":{"field":"_id"}}`, "[1 2]"},
+		{`{"exists":{"field":"_routing"}}`, "[1]"},
+		{`{"exists":{"field":"_ignored"}}`, "[1]"},
+		{`{"term":{"_ignored":"k"}}`, "[1]"},
+		{`{"geo_bounding_box":{"loc":{"top_left":[-10,50],"bottom_right":{"lat":40,"lon":0}}}}`, "[1]"},
+		{`{"geo_bounding_box":{"loc":{"wkt":"BBOX (0, 20, 50, 40)"}}}`, "[2]"},
+		// "brown fox jump": ordered with no gap, unordered, containing and before.
+		{`{"intervals":{"text":{"match":{"query":"brown jump","ordered":true,"max_gaps":0}}}}`, "[]"},
+		{`{"intervals":{"text":{"match":{"query":"jump brown","max_gaps":1}}}}`, "[1]"},
+		{`{"intervals":{"text":{"all_of":{"intervals":[{"match":{"query":"brown"}},{"prefix":{"prefix":"ju"}}],"ordered":true,"filter":{"containing":{"match":{"query":"fox"}}}}}}}`, "[1]"},
+		{`{"intervals":{"text":{"any_of":{"intervals":[{"fuzzy":{"term":"dig"}},{"wildcard":{"pattern":"fo?"}}],"filter":{"after":{"match":{"query":"brown"}}}}}}}`, "[1]"},
+		{`{"intervals":{"text":{"match":{"query":"dog","filter":{"after":{"wildcard":{"pattern":"jump*"}}}}}}}`, "[2]"},
+	} {
+		if got := fmt.Sprint(ids(c.q)); got != c.want {
+			t.Errorf("%s: got %s, want %s", c.q, got, c.want)
+		}
+	}
+	aggs := e.search("n", `{"size":0,"aggs":{"u":{"nested":{"path":"users"},"aggs":{"f":{"terms":{"field":"users.first"}}}}}}`)["aggregations"].(map[string]any)
+	if u := aggs["u"].(map[string]any); u["doc_count"] != 3.0 || len(u["f"].(map[string]any)["buckets"].([]any)) != 3 {
+		t.Errorf("nested aggregation: %v", u)
+	}
+	st, _ := e.raw(e.es.Search(e.es.Search.WithIndex("n"), e.es.Search.WithBody(strings.NewReader(`{"query":{"nested":{"path":"nope","query":{"match_all":{}}}}}`))))
+	if st != 400 {
+		t.Errorf("nested on an unmapped path: status %d, want 400", st)
+	}
+	h := e.search("n", `{"query":{"ids":{"values":["1"]}}}`)["hits"].(map[string]any)["hits"].([]any)[0].(map[string]any)
+	if fmt.Sprint(h["_ignored"]) != "[k]" {
+		t.Errorf("hit _ignored = %v, want [k]", h["_ignored"])
+	}
 }
 
 func TestErrors(t *testing.T) {
@@ -403,7 +494,7 @@ func TestErrors(t *testing.T) {
 		{"bad option", "news", `{"query":{"match":{"title":{"query":"go","fuzziness":2}}}}`, 400, "parsing_exception", "fuzziness"},
 		{"bool key", "news", `{"query":{"bool":{"mustnt":[]}}}`, 400, "parsing_exception", "mustnt"},
 		{"terms agg on text", "news", `{"aggs":{"x":{"terms":{"field":"title"}}}}`, 400, "illegal_argument_exception", "[title]"},
-		{"unknown agg", "news", `{"aggs":{"x":{"percentiles":{"field":"points"}}}}`, 400, "parsing_exception", "percentiles"},
+		{"unknown agg", "news", `{"aggs":{"x":{"significant_terms":{"field":"tags"}}}}`, 400, "parsing_exception", "significant_terms"},
 		{"bad interval", "news", `{"aggs":{"x":{"date_histogram":{"field":"published","calendar_interval":"fortnight"}}}}`, 400, "illegal_argument_exception", "fortnight"},
 		{"sort text", "news", `{"sort":["title"]}`, 400, "illegal_argument_exception", "[title]"},
 		{"sort unmapped", "news", `{"sort":["nope"]}`, 400, "query_shard_exception", "[nope]"},
@@ -599,5 +690,147 @@ func TestIndexAPI(t *testing.T) {
 	st, m = e.raw(e.es.Indices.Create("Bad*Name"))
 	if st != 400 || m["error"].(map[string]any)["type"] != "invalid_index_name_exception" {
 		t.Fatalf("bad name: %d %v", st, m)
+	}
+	// source modes: logsdb keeps synthetic source only; the setting overrides a mapped mode
+	st, m = e.raw(e.es.Indices.Create("logs", e.es.Indices.Create.WithBody(strings.NewReader(`{"settings":{"index":{"mode":"logsdb"}},"mappings":{"_source":{"mode":"stored"}}}`))))
+	if st != 400 || m["error"].(map[string]any)["type"] != "mapper_parsing_exception" {
+		t.Fatalf("logsdb with stored source: %d %v", st, m)
+	}
+	e.ok(e.es.Indices.Create("logs", e.es.Indices.Create.WithBody(strings.NewReader(`{"settings":{"index.mode":"logsdb"},"aliases":{"w":{"is_write_index":"true"}}}`))))
+	e.ok(e.es.Indices.Create("over", e.es.Indices.Create.WithBody(strings.NewReader(`{"settings":{"index.mapping.source.mode":"disabled"},"mappings":{"_source":{"mode":"stored"}}}`))))
+	m = e.ok(e.es.Indices.GetMapping(e.es.Indices.GetMapping.WithIndex("logs", "over")))
+	for ix, want := range map[string]string{"logs": "synthetic", "over": "disabled"} {
+		if got := m[ix].(map[string]any)["mappings"].(map[string]any)["_source"].(map[string]any)["mode"]; got != want {
+			t.Errorf("%s _source.mode = %v, want %s", ix, got, want)
+		}
+	}
+	m = e.ok(e.es.Indices.GetAlias(e.es.Indices.GetAlias.WithIndex("logs")))
+	if m["logs"].(map[string]any)["aliases"].(map[string]any)["w"].(map[string]any)["is_write_index"] != true {
+		t.Errorf("is_write_index given as a string: %v", m)
+	}
+}
+
+// Dates in custom formats (a Java pattern, epoch_second) are read in the field's format.
+func TestDatesOutsideBleveYears(t *testing.T) {
+	e := start(t, t.TempDir())
+	defer e.stop()
+	e.ok(e.es.Indices.Create("d", e.es.Indices.Create.WithBody(strings.NewReader(`{"mappings":{"properties":{"date":{"type":"date"},"slash":{"type":"date","format":"yyyy/MM/dd"},"secs":{"type":"date","format":"epoch_second"}}}}`))))
+	docs := `{"index":{"_id":"old"}}
+{"date":"1500-01-05T12:00:00Z","slash":"2017/01/01","secs":999}
+{"index":{"_id":"new"}}
+{"date":"2022-01-03T12:00:00Z","slash":"2017/01/02","secs":"1000"}
+`
+	e.ok(e.es.Bulk(strings.NewReader(docs), e.es.Bulk.WithIndex("d"), e.es.Bulk.WithRefresh("true")))
+	for _, c := range []struct{ q, want string }{
+		{`{"range":{"date":{"gte":1000,"lte":2023,"format":"uuuu"}}}`, "[new old]"},
+		{`{"range":{"date":{"gte":"1400-01-01","lt":"1600-01-01"}}}`, "[old]"},
+		{`{"range":{"date":{"gte":"2000-01-01"}}}`, "[new]"},
+		{`{"term":{"date":"1500-01-05T12:00:00Z"}}`, "[old]"},
+		{`{"range":{"slash":{"gte":"2017/01/02"}}}`, "[new]"},
+		{`{"range":{"secs":{"lt":1000}}}`, "[old]"},
+	} {
+		if got := fmt.Sprint(sorted(hitIDs(e.search("d", `{"query":`+c.q+`}`)))); got != c.want {
+			t.Errorf("%s: got %s, want %s", c.q, got, c.want)
+		}
+	}
+}
+
+func TestIPRangeDocCountAndBulkTail(t *testing.T) {
+	e := start(t, t.TempDir())
+	defer e.stop()
+	e.ok(e.es.Indices.Create("ips", e.es.Indices.Create.WithBody(strings.NewReader(`{"mappings":{"properties":{"ip":{"type":"ip"},"n":{"type":"long"}}}}`))))
+	// The last action has no source line: it is dropped, as Elasticsearch drops it.
+	docs := `{"index":{}}
+{"ip":"::1","n":1,"_doc_count":3}
+{"index":{}}
+{"ip":"192.168.0.1","n":51}
+{"index":{}}
+{"ip":"192.168.0.7","n":101}
+{"index":{}}
+`
+	e.ok(e.es.Bulk(strings.NewReader(docs), e.es.Bulk.WithIndex("ips"), e.es.Bulk.WithRefresh("true")))
+	e.ok(e.es.Indices.Create("flat", e.es.Indices.Create.WithBody(strings.NewReader(`{"mappings":{"properties":{"f":{"type":"flattened"}}}}`))))
+	e.ok(e.es.Bulk(strings.NewReader("{\"index\":{}}\n{\"f\":{\"k\":\"a\"}}\n{\"index\":{}}\n{\"f\":{\"k\":\"a\"}}\n"), e.es.Bulk.WithIndex("flat"), e.es.Bulk.WithRefresh("true")))
+	fb, _ := json.Marshal(e.search("flat", `{"size":0,"aggs":{"t":{"terms":{"field":"f.k"}}}}`)["aggregations"])
+	if !strings.Contains(string(fb), `"buckets":[{"doc_count":2,"key":"a"}]`) {
+		t.Errorf("terms on a flattened key: %s", fb)
+	}
+	m := e.search("ips", `{"size":0,"aggs":{"r":{"ip_range":{"field":"ip","ranges":[{"to":"192.168.0.0"},{"mask":"192.168.0.0/16"}]}},"h":{"histogram":{"field":"n","interval":50,"format":"Value is ##0.0"}}}}`)
+	b, _ := json.Marshal(m["aggregations"])
+	want := `{"h":{"buckets":[{"doc_count":3,"key":0,"key_as_string":"Value is 0.0"},{"doc_count":1,"key":50,"key_as_string":"Value is 50.0"},{"doc_count":1,"key":100,"key_as_string":"Value is 100.0"}]},` +
+		`"r":{"buckets":[{"doc_count":3,"key":"*-192.168.0.0","to":"192.168.0.0"},{"doc_count":2,"from":"192.168.0.0","key":"192.168.0.0/16","to":"192.169.0.0"}]}}`
+	if string(b) != want {
+		t.Errorf("aggregations:\n got  %s\n want %s", b, want)
+	}
+	st, _ := e.raw(e.es.Search(e.es.Search.WithIndex("ips"), e.es.Search.WithBody(strings.NewReader(`{"terminate_after":-1}`))))
+	if st != 400 {
+		t.Errorf("negative terminate_after: status %d, want 400", st)
+	}
+}
+
+func TestJavaHashOrderAndDateRange(t *testing.T) {
+	e := start(t, t.TempDir())
+	defer e.stop()
+	e.seed()
+	// matched_queries come in java.util.HashMap order: "the" (bucket 0) before "snack"
+	// (bucket 6).
+	h := e.search("news", `{"query":{"bool":{"should":[{"match":{"title":{"query":"go","_name":"snack"}}},{"match":{"title":{"query":"go","_name":"the"}}}]}}}`)["hits"].(map[string]any)["hits"].([]any)[0].(map[string]any)
+	if got := fmt.Sprint(h["matched_queries"]); got != "[the snack]" {
+		t.Errorf("matched_queries = %s", got)
+	}
+	m := e.search("news", `{"size":0,"aggs":{"d":{"date_range":{"field":"published","ranges":[{"to":"2026-02-01"},{"from":"2026-02-01"}]}}}}`)
+	b, _ := json.Marshal(m["aggregations"])
+	want := `{"d":{"buckets":[{"doc_count":3,"key":"*-2026-02-01T00:00:00.000Z","to":1769904000000,"to_as_string":"2026-02-01T00:00:00.000Z"},` +
+		`{"doc_count":3,"from":1769904000000,"from_as_string":"2026-02-01T00:00:00.000Z","key":"2026-02-01T00:00:00.000Z-*"}]}}`
+	if string(b) != want {
+		t.Errorf("date_range:\n got  %s\n want %s", b, want)
+	}
+}
+
+func TestFetchProfile(t *testing.T) {
+	e := start(t, t.TempDir())
+	defer e.stop()
+	e.seed()
+	phases := func(body string) string {
+		t.Helper()
+		f := e.search("news", body)["profile"].(map[string]any)["shards"].([]any)[0].(map[string]any)["fetch"].(map[string]any)
+		var out []string
+		children, _ := f["children"].([]any)
+		for _, c := range children {
+			out = append(out, c.(map[string]any)["type"].(string))
+		}
+		return fmt.Sprint(f["debug"].(map[string]any)["stored_fields"], out)
+	}
+	if got := phases(`{"profile":true,"_source":false,"fields":["tags"]}`); got != "[_id _routing _source] [FetchFieldsPhase StoredFieldsPhase]" {
+		t.Errorf("fields: %s", got)
+	}
+	if got := phases(`{"profile":true}`); got != "[_id _routing _source] [FetchSourcePhase StoredFieldsPhase]" {
+		t.Errorf("source: %s", got)
+	}
+	if got := phases(`{"profile":true,"stored_fields":"_none_"}`); got != "[] []" {
+		t.Errorf("stored_fields _none_: %s", got)
+	}
+}
+
+func TestQueryErrorBeforeWindowLimitAndClosedIndex(t *testing.T) {
+	e := start(t, t.TempDir())
+	defer e.stop()
+	e.ok(e.es.Indices.Create("w", e.es.Indices.Create.WithBody(strings.NewReader(`{"settings":{"index.max_result_window":2}}`))))
+	// size defaults to 10, over the window, but the ids query's own limit is reported.
+	st, m := e.raw(e.es.Search(e.es.Search.WithIndex("w"), e.es.Search.WithBody(strings.NewReader(`{"query":{"ids":{"values":[1,2,3]}}}`))))
+	if st != 400 || m["error"].(map[string]any)["type"] != "query_shard_exception" {
+		t.Errorf("ids over the window: %d %v", st, m)
+	}
+	st, m = e.raw(e.es.Search(e.es.Search.WithIndex("w"), e.es.Search.WithBody(strings.NewReader(`{"size":1,"sort":["_shard_doc"]}`))))
+	if st != 400 || !strings.Contains(fmt.Sprint(m["error"]), "point in time") {
+		t.Errorf("_shard_doc sort without a point in time: %d %v", st, m)
+	}
+	// A closed index fails a search, unless ignore_unavailable leaves it out.
+	e.ok(e.es.Indices.Close([]string{"w"}))
+	if st, _ := e.raw(e.es.Search(e.es.Search.WithIndex("w"))); st != 400 {
+		t.Errorf("closed index: status %d, want 400", st)
+	}
+	if st, _ := e.raw(e.es.Search(e.es.Search.WithIndex("w"), e.es.Search.WithIgnoreUnavailable(true))); st != 200 {
+		t.Errorf("closed index with ignore_unavailable: status %d, want 200", st)
 	}
 }

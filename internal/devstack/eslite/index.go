@@ -39,6 +39,9 @@ const (
 	fSeqNo      = "_seq_no"
 	fRouting    = "_routing"
 	fIgnored    = "_ignored"
+	// fIgnoredTerms indexes the names of a document's ignored fields, for term and terms
+	// queries on _ignored.
+	fIgnoredTerms = "\x00ignored_terms"
 )
 
 var (
@@ -76,6 +79,7 @@ type fieldInfo struct {
 	IgnoreAbove int    // keyword values longer than this are kept in _source only
 	Store       bool   // "store": true, so stored_fields returns it
 	Malformed   bool   // ignore_malformed: values that do not parse are kept in _source only
+	DateFormat  string // a date field's format, when the mapping sets one
 }
 
 type esIndex struct {
@@ -464,6 +468,9 @@ func leafInfo(p map[string]any, ct, src string) fieldInfo {
 		fi.IgnoreAbove, _ = strconv.Atoi(fmt.Sprint(ia))
 	}
 	fi.Store = fmt.Sprint(p["store"]) == "true"
+	if f, ok := p["format"].(string); ok && ct == "date" {
+		fi.DateFormat = f
+	}
 	fi.Malformed = fmt.Sprint(p["ignore_malformed"]) == "true"
 	return fi
 }
@@ -751,6 +758,10 @@ func (ix *esIndex) buildDoc(id string, source []byte, version, seq int64, routin
 		sort.Strings(ignored)
 		b, _ := json.Marshal(ignored)
 		doc.AddField(document.NewTextFieldWithIndexingOptions(fIgnored, nil, b, bindex.StoreField))
+		doc.AddField(document.NewTextFieldCustom(fFieldNames, nil, []byte(fIgnored), bindex.IndexField, keywordAnalyzer))
+		for _, n := range ignored {
+			doc.AddField(document.NewTextFieldCustom(fIgnoredTerms, nil, []byte(n), bindex.IndexField, keywordAnalyzer))
+		}
 	}
 	compact, _ := json.Marshal(src)
 	doc.AddField(document.NewTextFieldWithIndexingOptions(fSource, nil, compact, bindex.StoreField))
@@ -758,6 +769,7 @@ func (ix *esIndex) buildDoc(id string, source []byte, version, seq int64, routin
 	doc.AddField(document.NewTextFieldWithIndexingOptions(fSeqNo, nil, []byte(strconv.FormatInt(seq, 10)), bindex.StoreField))
 	if routing != "" {
 		doc.AddField(document.NewTextFieldWithIndexingOptions(fRouting, nil, []byte(routing), bindex.StoreField))
+		doc.AddField(document.NewTextFieldCustom(fFieldNames, nil, []byte(fRouting), bindex.IndexField, keywordAnalyzer))
 	}
 	if changed {
 		ix.meta.Mappings["properties"] = work
@@ -965,7 +977,8 @@ func addLeaf(doc *document.Document, path string, p map[string]any, v any, ap []
 		}
 		doc.AddField(document.NewNumericFieldWithIndexingOptions(path, ap, f, bindex.IndexField|bindex.DocValues))
 	case "date":
-		tm, err := parseDateValue(v)
+		format, _ := p["format"].(string)
+		tm, err := parseDateFormat(v, format)
 		if err != nil {
 			return malformed()
 		}
@@ -1296,6 +1309,7 @@ func (s *server) bulk(r *http.Request, defaultIndex string, body []byte) (int, a
 	sc := bufio.NewScanner(bytes.NewReader(body))
 	sc.Buffer(make([]byte, 1<<20), 64<<20)
 	line := 0
+lines:
 	for sc.Scan() {
 		line++
 		raw := bytes.TrimSpace(sc.Bytes())
@@ -1335,7 +1349,9 @@ func (s *server) bulk(r *http.Request, defaultIndex string, body []byte) (int, a
 			switch action {
 			case "index", "create", "update":
 				if !sc.Scan() {
-					return 0, nil, badRequest("illegal_argument_exception", "The bulk request must be terminated by a newline [\\n]; action [%s] on line [%d] has no source", action, line)
+					// A last action without a source line is dropped, as Elasticsearch's
+					// bulk parser drops it.
+					break lines
 				}
 				line++
 				src := append([]byte(nil), bytes.TrimSpace(sc.Bytes())...)

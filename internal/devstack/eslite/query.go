@@ -297,11 +297,26 @@ func (c *qctx) translate(v any) (query.Query, error) {
 			if f == "" {
 				return nil, parsingErr("[exists] query requires a [field]")
 			}
+			switch f {
+			case "_id", "_index", "_seq_no", "_version", "_primary_term":
+				// Every document has these metadata fields.
+				return bleve.NewMatchAllQuery(), nil
+			case "_source":
+				return nil, badRequest("query_shard_exception", "failed to create query: the _source field is not searchable")
+			}
 			tq := bleve.NewTermQuery(f)
 			tq.SetField(fFieldNames)
 			return tq, nil
+		case "nested":
+			return c.nestedQ(body)
+		case "match_bool_prefix":
+			return c.matchBoolPrefixQ(body)
 		case "prefix", "wildcard":
 			return c.patternQ(kind, body)
+		case "intervals":
+			return c.intervalsQ(body)
+		case "geo_bounding_box":
+			return c.geoBoundingBoxQ(body)
 		case "ids":
 			o, _ := body.(map[string]any)
 			vals, ok := o["values"].([]any)
@@ -323,7 +338,7 @@ func (c *qctx) translate(v any) (query.Query, error) {
 		case "query_string":
 			return c.queryString(body)
 		default:
-			return nil, parsingErr("unknown query [%s] (eslite supports match, match_phrase, multi_match, combined_fields, term, terms, range, exists, prefix, wildcard, regexp, ids, bool, dis_max, constant_score, query_string, match_all, match_none)", kind)
+			return nil, parsingErr("unknown query [%s] (eslite supports match, match_phrase, match_bool_prefix, intervals, geo_bounding_box, multi_match, combined_fields, term, terms, range, exists, prefix, wildcard, regexp, ids, bool, nested, dis_max, constant_score, query_string, match_all, match_none)", kind)
 		}
 	}
 	return nil, nil
@@ -481,13 +496,11 @@ func (c *qctx) exactValue(f string, fi fieldInfo, v any) (query.Query, error) {
 		q.SetField(f)
 		return q, nil
 	case "date":
-		t, err := parseDateMath(v, c.now, false)
+		t, err := parseDateMathFormat(v, c.now, false, fi.DateFormat)
 		if err != nil {
 			return nil, badRequest("query_shard_exception", "failed to create query: %v (field [%s])", err, f)
 		}
-		q := bleve.NewDateRangeInclusiveQuery(t, t, &incl, &incl)
-		q.SetField(f)
-		return q, nil
+		return c.dateRange(f, fi, true, true, t, t, true, true)
 	case "boolean":
 		b, ok := toBool(v)
 		if !ok {
@@ -509,6 +522,11 @@ func (c *qctx) termQ(body any) (query.Query, error) {
 		if k != "value" && k != "boost" && k != "case_insensitive" {
 			return nil, parsingErr("[term] query does not support [%s]", k)
 		}
+	}
+	if f == fIgnored {
+		tq := bleve.NewTermQuery(scalarString(v))
+		tq.SetField(fIgnoredTerms)
+		return &constScoreQuery{inner: tq, boost: boostValue(opts["boost"])}, nil
 	}
 	fi, ok := c.fields[f]
 	if !ok {
@@ -569,6 +587,15 @@ func (c *qctx) termsQ(body any) (query.Query, error) {
 	}
 	if f == "" {
 		return nil, parsingErr("[terms] query requires one field with an array of values")
+	}
+	if f == fIgnored && len(vals) > 0 {
+		qs := make([]query.Query, 0, len(vals))
+		for _, v := range vals {
+			tq := bleve.NewTermQuery(scalarString(v))
+			tq.SetField(fIgnoredTerms)
+			qs = append(qs, tq)
+		}
+		return &constScoreQuery{inner: bleve.NewDisjunctionQuery(qs...), boost: boostValue(o["boost"])}, nil
 	}
 	fi, ok := c.fields[f]
 	if !ok || len(vals) == 0 {
@@ -734,9 +761,20 @@ func (c *qctx) rangeQ(body any) (query.Query, error) {
 		return q, nil
 	case "date":
 		var start, end time.Time
+		yearOnly, _ := o["format"].(string)
+		if yearOnly == "uuuu" || yearOnly == "yyyy" {
+			// Year-only bounds: numbers are years, not epoch milliseconds.
+			for _, b := range []*any{&lo, &hi} {
+				if _, isStr := (*b).(string); !isStr && *b != nil {
+					if n, ok := toFloat(*b); ok {
+						*b = fmt.Sprintf("%04d", int(n))
+					}
+				}
+			}
+		}
 		if lo != nil {
 			// gt rounds up, gte rounds down
-			t, err := parseDateMath(lo, c.now, !loIncl)
+			t, err := parseDateMathFormat(lo, c.now, !loIncl, fi.DateFormat)
 			if err != nil {
 				return nil, badRequest("parse_exception", "[range] on field [%s]: %v", f, err)
 			}
@@ -744,20 +782,23 @@ func (c *qctx) rangeQ(body any) (query.Query, error) {
 		}
 		if hi != nil {
 			// lte rounds up, lt rounds down
-			t, err := parseDateMath(hi, c.now, hiIncl)
+			t, err := parseDateMathFormat(hi, c.now, hiIncl, fi.DateFormat)
 			if err != nil {
 				return nil, badRequest("parse_exception", "[range] on field [%s]: %v", f, err)
 			}
 			end = t
+			if yearOnly == "uuuu" && hiIncl {
+				// Elasticsearch rounds a uuuu upper bound up to the end of the year's
+				// first day only.
+				end = end.Add(24*time.Hour - time.Millisecond)
+			}
 		}
 		if lo == nil && hi == nil {
 			tq := bleve.NewTermQuery(f)
 			tq.SetField(fFieldNames)
 			return tq, nil
 		}
-		q := bleve.NewDateRangeInclusiveQuery(start, end, &loIncl, &hiIncl)
-		q.SetField(f)
-		return q, nil
+		return c.dateRange(f, fi, lo != nil, hi != nil, start, end, loIncl, hiIncl)
 	case "keyword", "text":
 		var mn, mx string
 		if lo != nil {
@@ -967,10 +1008,16 @@ func (c *qctx) multiMatch(body any) (query.Query, error) {
 			}
 		case "type":
 			switch v {
-			case "best_fields", "most_fields", "phrase":
+			case "best_fields", "most_fields", "phrase", "bool_prefix":
 			default:
-				return nil, parsingErr("[multi_match] type [%v] is not supported by eslite (best_fields, most_fields, phrase)", v)
+				return nil, parsingErr("[multi_match] type [%v] is not supported by eslite (best_fields, most_fields, phrase, bool_prefix)", v)
 			}
+		case "fuzziness", "prefix_length", "max_expansions", "fuzzy_transpositions", "fuzzy_rewrite":
+		case "slop", "cutoff_frequency":
+			if o["type"] == "bool_prefix" {
+				return nil, parsingErr("[%s] not allowed for type [bool_prefix]", k)
+			}
+			return nil, parsingErr("[multi_match] query does not support [%s]", k)
 		default:
 			return nil, parsingErr("[multi_match] query does not support [%s]", k)
 		}
@@ -986,7 +1033,13 @@ func (c *qctx) multiMatch(body any) (query.Query, error) {
 		if fi.Type != "text" && fi.Type != "keyword" && len(pats) == 0 {
 			continue
 		}
-		q, err := c.matchField(fb.name, scalarString(text), op, o["minimum_should_match"], phrase)
+		var q query.Query
+		var err error
+		if o["type"] == "bool_prefix" {
+			q, err = c.boolPrefixField(fb.name, scalarString(text), op, o)
+		} else {
+			q, err = c.matchField(fb.name, scalarString(text), op, o["minimum_should_match"], phrase)
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -1431,4 +1484,283 @@ func (p *qsParser) onFields(patterns []string, t qsTok) (query.Query, error) {
 		return qs[0], nil
 	}
 	return bleve.NewDisjunctionQuery(qs...), nil
+}
+
+// nestedQ answers a nested query. Nested objects are indexed as plain objects, so the
+// inner query runs against the whole document: a document matches when any of its
+// nested objects' values match (conditions across several fields of one nested object
+// may also match values from different objects, where Elasticsearch would not).
+func (c *qctx) nestedQ(body any) (query.Query, error) {
+	o, ok := body.(map[string]any)
+	if !ok {
+		return nil, parsingErr("[nested] query malformed")
+	}
+	path, _ := o["path"].(string)
+	if path == "" {
+		return nil, parsingErr("[nested] requires 'path' field")
+	}
+	inner, ok := o["query"]
+	if !ok {
+		return nil, parsingErr("[nested] requires 'query' field")
+	}
+	mapped := false
+	for f := range c.fields {
+		if strings.HasPrefix(f, path+".") {
+			mapped = true
+			break
+		}
+	}
+	if !mapped && c.fields != nil {
+		if boolOpt(o["ignore_unmapped"]) {
+			return bleve.NewMatchNoneQuery(), nil
+		}
+		return nil, badRequest("query_shard_exception", "failed to create query: [nested] failed to find nested object under path [%s]", path)
+	}
+	q, err := c.translate(inner)
+	if err != nil {
+		return nil, err
+	}
+	return boosted(q, o["boost"]), nil
+}
+
+// matchBoolPrefixQ answers match_bool_prefix: the analysed terms as a bool query of term
+// queries, the last one a prefix query.
+func (c *qctx) matchBoolPrefixQ(body any) (query.Query, error) {
+	f, v, opts, err := fieldAndValue("match_bool_prefix", body, "query")
+	if err != nil {
+		return nil, err
+	}
+	for k := range opts {
+		switch k {
+		case "query", "operator", "minimum_should_match", "boost", "analyzer", "fuzziness", "prefix_length",
+			"max_expansions", "fuzzy_transpositions", "fuzzy_rewrite", "_name":
+		default:
+			return nil, parsingErr("[match_bool_prefix] query does not support [%s]", k)
+		}
+	}
+	op := strings.ToLower(fmt.Sprint(orDefault(opts["operator"], "or")))
+	if op != "or" && op != "and" {
+		return nil, parsingErr("[match_bool_prefix] query: unknown operator [%v], expected and or or", opts["operator"])
+	}
+	q, err := c.boolPrefixField(f, scalarString(v), op, opts)
+	if err != nil {
+		return nil, err
+	}
+	return boosted(q, opts["boost"]), nil
+}
+
+// analyzeWith analyses text with a named search analyzer: whitespace and keyword keep
+// case, anything else is the standard-like analysis text fields are indexed with.
+func analyzeWith(analyzer any, text string) []string {
+	switch analyzer {
+	case "whitespace":
+		return strings.Fields(text)
+	case "keyword":
+		return []string{text}
+	}
+	return analyze(text)
+}
+
+// fuzzDistance reads a fuzziness (0, 1, 2 or AUTO) for a term.
+func fuzzDistance(v any, term string) int {
+	if v == nil {
+		return 0
+	}
+	s := strings.ToUpper(scalarString(v))
+	if strings.HasPrefix(s, "AUTO") {
+		switch n := len([]rune(term)); {
+		case n <= 2:
+			return 0
+		case n <= 5:
+			return 1
+		}
+		return 2
+	}
+	n, _ := strconv.Atoi(s)
+	if n > 2 {
+		n = 2
+	}
+	return n
+}
+
+func (c *qctx) boolPrefixField(f, text, op string, opts map[string]any) (query.Query, error) {
+	fi, ok := c.fields[f]
+	if !ok {
+		return bleve.NewMatchNoneQuery(), nil
+	}
+	if fi.Type != "text" {
+		return c.exactValue(f, fi, text)
+	}
+	terms := analyzeWith(opts["analyzer"], text)
+	if len(terms) == 0 {
+		return bleve.NewMatchNoneQuery(), nil
+	}
+	c.addHL(f, terms[:len(terms)-1]...)
+	c.addHLPrefix(f, terms[len(terms)-1])
+	prefixLen := 0
+	if n, ok := toFloat(opts["prefix_length"]); ok {
+		prefixLen = int(n)
+	}
+	qs := make([]query.Query, len(terms))
+	for i, t := range terms {
+		if i == len(terms)-1 {
+			pq := bleve.NewPrefixQuery(t)
+			pq.SetField(f)
+			qs[i] = &constScoreQuery{inner: pq, boost: 1}
+			continue
+		}
+		if d := fuzzDistance(opts["fuzziness"], t); d > 0 {
+			fq := bleve.NewFuzzyQuery(t)
+			fq.SetField(f)
+			fq.SetFuzziness(d)
+			fq.SetPrefix(prefixLen)
+			qs[i] = fq
+			continue
+		}
+		tq := bleve.NewTermQuery(t)
+		tq.SetField(f)
+		qs[i] = tq
+	}
+	if len(qs) == 1 {
+		return qs[0], nil
+	}
+	if op == "and" {
+		return bleve.NewConjunctionQuery(qs...), nil
+	}
+	dq := bleve.NewDisjunctionQuery(qs...)
+	if msm := opts["minimum_should_match"]; msm != nil {
+		n, err := minimumShouldMatch(msm, len(qs))
+		if err != nil {
+			return nil, err
+		}
+		dq.SetMin(float64(n))
+	}
+	return dq, nil
+}
+
+// The range of dates bleve indexes and queries (nanoseconds since the epoch in an int64),
+// within a margin.
+var (
+	bleveMinDate = time.Date(1678, 1, 1, 0, 0, 0, 0, time.UTC)
+	bleveMaxDate = time.Date(2262, 1, 1, 0, 0, 0, 0, time.UTC)
+)
+
+// dateRange matches the dates between start and end. Dates outside the years bleve
+// indexes (before 1678, after 2262) stay in _source only: the bounds are clamped for the
+// index, and when a bound lies outside those years the dates there are compared in
+// _source.
+func (c *qctx) dateRange(f string, fi fieldInfo, hasLo, hasHi bool, start, end time.Time, loIncl, hiIncl bool) (query.Query, error) {
+	bs, be := start, end
+	if hasLo && bs.Before(bleveMinDate) {
+		bs = bleveMinDate
+	}
+	if hasHi && be.After(bleveMaxDate) {
+		be = bleveMaxDate
+	}
+	dq := bleve.NewDisjunctionQuery()
+	if (!hasLo || !bs.After(bleveMaxDate)) && (!hasHi || !be.Before(bleveMinDate)) {
+		q := bleve.NewDateRangeInclusiveQuery(bs, be, &loIncl, &hiIncl)
+		q.SetField(f)
+		dq.AddQuery(q)
+	}
+	if (hasLo && start.Before(bleveMinDate)) || (hasHi && end.After(bleveMaxDate)) {
+		outside, err := c.scanQuery(func(src map[string]any) bool {
+			for _, v := range sourceValues(src, fi.Src) {
+				t, err := parseDateValue(v)
+				if err != nil || (!t.Before(bleveMinDate) && !t.After(bleveMaxDate)) {
+					continue
+				}
+				if hasLo && (t.Before(start) || (!loIncl && t.Equal(start))) {
+					continue
+				}
+				if hasHi && (t.After(end) || (!hiIncl && t.Equal(end))) {
+					continue
+				}
+				return true
+			}
+			return false
+		})
+		if err != nil {
+			return nil, err
+		}
+		if _, none := outside.(*query.MatchNoneQuery); !none {
+			dq.AddQuery(outside)
+		}
+	}
+	switch len(dq.Disjuncts) {
+	case 0:
+		return bleve.NewMatchNoneQuery(), nil
+	case 1:
+		return dq.Disjuncts[0], nil
+	}
+	return dq, nil
+}
+
+// parseDateMathFormat reads a query's date: in the field's format when it parses so
+// (plain values, no date math), else as parseDateMath does.
+func parseDateMathFormat(v any, now time.Time, roundUp bool, format string) (time.Time, error) {
+	if format != "" {
+		if s, ok := v.(string); !ok || (!strings.HasPrefix(s, "now") && !strings.Contains(s, "||")) {
+			if t, err := parseDateFormat(v, format); err == nil {
+				return t, nil
+			}
+		}
+	}
+	return parseDateMath(v, now, roundUp)
+}
+
+var javaDateTokens = strings.NewReplacer("yyyy", "2006", "uuuu", "2006", "MM", "01", "dd", "02", "HH", "15",
+	"mm", "04", "ss", "05", "SSSSSSSSS", "000000000", "SSSSSS", "000000", "SSS", "000", "'T'", "T", "XXX", "Z07:00", "Z", "Z0700")
+
+// parseDateFormat reads a date in a mapping's format: alternatives joined by ||, each
+// epoch_millis, epoch_second, one of the built-in ISO formats, or a Java pattern made of
+// yyyy/uuuu, MM, dd, HH, mm, ss, SSS and literals. Without a format, the default
+// strict_date_optional_time||epoch_millis applies.
+func parseDateFormat(v any, format string) (time.Time, error) {
+	if format == "" {
+		return parseDateValue(v)
+	}
+	var firstErr error
+	for _, f := range strings.Split(format, "||") {
+		var t time.Time
+		var err error
+		switch f {
+		case "epoch_millis":
+			t, err = parseDateValue(numberValue(v))
+		case "epoch_second":
+			n, ok := toFloat(numberValue(v))
+			if !ok {
+				err = fmt.Errorf("failed to parse date field [%v] with format [epoch_second]", v)
+			} else {
+				t = time.UnixMilli(int64(n * 1000)).UTC()
+			}
+		case "strict_date_optional_time", "date_optional_time", "strict_date_optional_time_nanos", "date_time", "strict_date_time",
+			"strict_date", "date", "basic_date":
+			t, err = parseDateValue(v)
+		default:
+			s, isStr := v.(string)
+			if !isStr {
+				s = scalarString(v)
+			}
+			t, err = time.Parse(javaDateTokens.Replace(f), s)
+			t = t.UTC()
+		}
+		if err == nil {
+			return t, nil
+		}
+		if firstErr == nil {
+			firstErr = err
+		}
+	}
+	return time.Time{}, firstErr
+}
+
+// numberValue turns a numeric string into a number, for the epoch formats.
+func numberValue(v any) any {
+	if s, ok := v.(string); ok {
+		if f, err := strconv.ParseFloat(s, 64); err == nil {
+			return f
+		}
+	}
+	return v
 }

@@ -28,11 +28,18 @@ func (s *server) searchTarget(r *http.Request, expr string) (*target, error) {
 	if err != nil {
 		return nil, err
 	}
+	open := ixs[:0:0]
 	for _, ix := range ixs {
 		if ix.closed() {
+			if r.URL.Query().Get("ignore_unavailable") == "true" {
+				// An unavailable index is left out of the search.
+				continue
+			}
 			return nil, &esError{status: 400, typ: "index_closed_exception", reason: "closed", extra: map[string]any{"index": ix.name}}
 		}
+		open = append(open, ix)
 	}
+	ixs = open
 	t := &target{ixs: ixs, fields: map[string]fieldInfo{}, server: s}
 	for _, ix := range ixs {
 		for n, fi := range ix.fieldMap() {
@@ -334,6 +341,10 @@ func (c *qctx) parseSort(v any) ([]sortSpec, error) {
 		if sp.field == "_score" || sp.field == "_doc" || sp.field == "_id" {
 			continue
 		}
+		if sp.field == "_shard_doc" {
+			// eslite has no point in time, the only context _shard_doc sorts in.
+			return nil, badRequest("action_request_validation_exception", "Validation Failed: 1: [_shard_doc] sort field cannot be used without [point in time];")
+		}
 		fi, ok := c.fields[sp.field]
 		if !ok {
 			return nil, badRequest("query_shard_exception", "No mapping found for [%s] in order to sort on", sp.field)
@@ -462,6 +473,18 @@ func formatValues(fi fieldInfo, vals []any) []any {
 
 // decimalFormat applies a Java DecimalFormat such as "#.0" or "0.00" to a number.
 func decimalFormat(f float64, pattern string) string {
+	// Text around the number pattern (digits, #, commas and the point) is kept as is.
+	start := strings.IndexAny(pattern, "#0")
+	if start < 0 {
+		return pattern
+	}
+	end := start
+	for end < len(pattern) && strings.ContainsRune("#0,.", rune(pattern[end])) {
+		end++
+	}
+	if start > 0 || end < len(pattern) {
+		return pattern[:start] + decimalFormat(f, pattern[start:end]) + pattern[end:]
+	}
 	_, frac, ok := strings.Cut(pattern, ".")
 	if !ok {
 		return strconv.FormatFloat(math.Round(f), 'f', 0, 64)

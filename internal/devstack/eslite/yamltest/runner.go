@@ -9,9 +9,11 @@
 // unavailable, param, request and /regex/), `headers` and `ignore`, the assertions
 // match, length, is_true, is_false, gt, gte, lt, lte, contains, exists, not_exists and
 // close_to, `set` and `transform_and_set` with $stash substitution in values, keys and
-// paths, and `skip`/`requires` gates on versions, runner features and cluster features.
-// A test gated on a runner feature or cluster feature this runner does not declare is
-// skipped, as Elasticsearch's own runner does; everything else runs. Between tests every
+// paths, and `skip`/`requires` gates on versions, runner features, cluster features,
+// awaits_fix and known_issues. A test gated on a runner feature or cluster feature this
+// runner does not declare is skipped, as Elasticsearch's own runner does; so is a test
+// whose setup or body calls an X-Pack API (security.*, xpack.*, ...), which only
+// Elasticsearch's X-Pack suites run. Everything else runs. Between tests every
 // index is deleted, as the real runner wipes the cluster.
 package yamltest
 
@@ -114,6 +116,7 @@ func parseFile(path string) (setup, teardown *section, tests []section, err erro
 		if m.Kind != yaml.MappingNode {
 			return nil, nil, nil, fmt.Errorf("yaml: a section is not a mapping (line %d)", m.Line)
 		}
+		timestampsAsStrings(m)
 		// Keep the order of sections as written: each key is a section name.
 		for i := 0; i+1 < len(m.Content); i += 2 {
 			name := m.Content[i].Value
@@ -121,7 +124,7 @@ func parseFile(path string) (setup, teardown *section, tests []section, err erro
 			if err := m.Content[i+1].Decode(&steps); err != nil {
 				return nil, nil, nil, fmt.Errorf("yaml: section %q: %w", name, err)
 			}
-			s := section{name: name, steps: steps}
+			s := section{name: name, steps: stringKeys(steps).([]any)}
 			switch name {
 			case "setup":
 				setup = &s
@@ -135,6 +138,43 @@ func parseFile(path string) (setup, teardown *section, tests []section, err erro
 	return setup, teardown, tests, nil
 }
 
+// stringKeys turns mappings with non-string keys (such as `1:` or `true:`) into string
+// keyed objects, as the Elasticsearch test framework's YAML parser reads every key as a
+// string.
+func stringKeys(v any) any {
+	switch t := v.(type) {
+	case map[any]any:
+		out := make(map[string]any, len(t))
+		for k, x := range t {
+			out[fmt.Sprint(k)] = stringKeys(x)
+		}
+		return out
+	case map[string]any:
+		for k, x := range t {
+			t[k] = stringKeys(x)
+		}
+		return t
+	case []any:
+		for i, x := range t {
+			t[i] = stringKeys(x)
+		}
+		return t
+	}
+	return v
+}
+
+// timestampsAsStrings keeps plain scalars that look like timestamps as the strings they
+// are written as, as the Elasticsearch test framework's YAML parser reads them (yaml.v3
+// would turn 2022-01-01T00:00:00.000Z into a time that prints differently).
+func timestampsAsStrings(n *yaml.Node) {
+	if n.Kind == yaml.ScalarNode && n.Tag == "!!timestamp" && n.Style == 0 {
+		n.Tag = "!!str"
+	}
+	for _, c := range n.Content {
+		timestampsAsStrings(c)
+	}
+}
+
 // RunFile runs one file's tests, each after the setup section and followed by teardown.
 func (r *Runner) RunFile(path string) ([]Result, error) {
 	setup, teardown, tests, err := parseFile(path)
@@ -146,6 +186,9 @@ func (r *Runner) RunFile(path string) ([]Result, error) {
 	setupSkip := ""
 	if setup != nil {
 		setupSkip = skipReason(setup.steps)
+		if setupSkip == "" {
+			setupSkip = xpackReason(setup.steps)
+		}
 	}
 	for _, t := range tests {
 		res := Result{Dir: dir, File: file, Name: t.name}
@@ -154,7 +197,11 @@ func (r *Runner) RunFile(path string) ([]Result, error) {
 			out = append(out, res)
 			continue
 		}
-		if why := skipReason(t.steps); why != "" {
+		why := skipReason(t.steps)
+		if why == "" {
+			why = xpackReason(t.steps)
+		}
+		if why != "" {
 			res.Status, res.Reason = "skip", why
 			out = append(out, res)
 			continue
@@ -261,8 +308,43 @@ func skipFor(body map[string]any) string {
 	if _, ok := body["awaits_fix"]; ok {
 		return "awaits fix: " + fmt.Sprint(body["awaits_fix"])
 	}
-	if _, ok := body["known_issues"]; ok {
-		return "known issues"
+	// known_issues lists cluster features that bring a bug and the ones that fix it: the
+	// test is skipped on a cluster that has a bug's feature but not its fix.
+	if issues, ok := body["known_issues"].([]any); ok {
+		for _, x := range issues {
+			issue, _ := x.(map[string]any)
+			has := fmt.Sprint(issue["cluster_feature"])
+			fixed := fmt.Sprint(issue["fixed_by"])
+			if hasClusterFeature(has) && !hasClusterFeature(fixed) {
+				return "known issue [" + has + "] not fixed by [" + fixed + "]: " + reason
+			}
+		}
+	}
+	return ""
+}
+
+// xpackAPIs are the API namespaces that belong to X-Pack (security and the like), which
+// eslite, like the OSS distribution, does not have. Elasticsearch runs the tests that call
+// them only in its X-Pack suites, so a test (or its setup) that calls one is skipped.
+var xpackAPIs = []string{"security.", "xpack.", "ml.", "license.", "transform.", "rollup."}
+
+func xpackReason(steps []any) string {
+	for _, st := range steps {
+		m, ok := st.(map[string]any)
+		if !ok {
+			continue
+		}
+		do, ok := m["do"].(map[string]any)
+		if !ok {
+			continue
+		}
+		for api := range do {
+			for _, p := range xpackAPIs {
+				if strings.HasPrefix(api, p) {
+					return "requires X-Pack API [" + api + "]"
+				}
+			}
+		}
 	}
 	return ""
 }
@@ -507,23 +589,35 @@ func (x *exec) resolve(v any) any {
 	return v
 }
 
-// splitPath splits a dotted response path; `\.` escapes a dot inside a key.
+// splitPath splits a dotted response path as the Elasticsearch test framework's
+// ObjectPath does: a backslash is dropped and makes the next dot part of the key (so
+// `50\.0` and `50\\.0` both name the key "50.0"), and empty keys are skipped.
 func splitPath(p string) []string {
 	var out []string
 	var cur strings.Builder
+	escape := false
 	for i := 0; i < len(p); i++ {
-		switch {
-		case p[i] == '\\' && i+1 < len(p) && p[i+1] == '.':
-			cur.WriteByte('.')
-			i++
-		case p[i] == '.':
-			out = append(out, cur.String())
-			cur.Reset()
-		default:
-			cur.WriteByte(p[i])
+		c := p[i]
+		if c == '\\' {
+			escape = true
+			continue
 		}
+		if c == '.' {
+			if escape {
+				escape = false
+			} else {
+				if cur.Len() > 0 {
+					out = append(out, cur.String())
+					cur.Reset()
+				}
+				continue
+			}
+		}
+		cur.WriteByte(c)
 	}
-	out = append(out, cur.String())
+	if cur.Len() > 0 {
+		out = append(out, cur.String())
+	}
 	return out
 }
 
