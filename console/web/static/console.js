@@ -344,13 +344,16 @@ function selectLine(ta, line) {
 }
 
 pages.schedules = () => {
+  let listed = [];
+  // load shows the schedules and returns their ids.
   const load = async () => {
     const { status, data } = await api("GET", "/api/schedules");
-    if (status !== 200) { if (status !== 401) flash(data.error); return; }
+    if (status !== 200) { if (status !== 401) flash(data.error); return listed; }
     const rows = data.schedules || [];
     const overlap = $("#s-overlap");
     if (!overlap.options.length) for (const p of data.overlap_policies || []) overlap.append(el("option", { value: p }, p));
     $("#schedules-empty").hidden = rows.length > 0;
+    listed = rows.map((s) => s.id);
     fill($("#schedules tbody"), rows.map((s) => {
       const act = (verb, method, path, done) => el("button", {
         type: "button", class: "plain", "data-action": verb.toLowerCase().replace(" ", "-"), onclick: async () => {
@@ -376,6 +379,7 @@ pages.schedules = () => {
         el("td", {}, s.paused ? act("Resume", "POST", base + "/unpause", said) : act("Pause", "POST", base + "/pause", said), " ",
           act("Run now", "POST", base + "/trigger", fired), " ", act("Delete", "DELETE", base, said)));
     }));
+    return listed;
   };
   api("GET", "/api/chains").then(({ status, data }) => {
     if (status !== 200) return;
@@ -390,7 +394,12 @@ pages.schedules = () => {
       jitter: $("#s-jitter").value.trim() || undefined, pause_on_failure: $("#s-pause-on-failure").checked || undefined,
     });
     flash(status === 201 ? "schedule " + data.id + " created" : data.error, status === 201);
-    load();
+    // Temporal lists schedules from its visibility store, which learns of a new one a
+    // moment later: look again until it is there.
+    for (let i = 0; i < 20; i++) {
+      if ((await load()).includes(data.id) || status !== 201) break;
+      await new Promise((r) => setTimeout(r, 500));
+    }
   });
   load();
 };
