@@ -192,6 +192,12 @@ redis.call('SADD', KEYS[2], ARGV[5])
 return 1
 `)
 
+// ForgetNeeds drops what was learned of a task, so its needs are learned anew from the
+// next batches (after a site was rebuilt, say).
+func (r *Recorder) ForgetNeeds(ctx context.Context, task string) error {
+	return r.rdb.Del(ctx, taskKey(task)).Err()
+}
+
 // TaskCost adds a batch's cost to its task's running averages.
 func (r *Recorder) TaskCost(ctx context.Context, task string, pages int, wall, cpu time.Duration, bytes int64) error {
 	if pages == 0 {
