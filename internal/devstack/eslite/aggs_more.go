@@ -179,6 +179,15 @@ func (a *aggDef) bucketSort(buckets []any) ([]any, error) {
 // configureMore checks the options of the aggregations that configure does not know:
 // pipelines, weighted_avg, rare_terms, filter and global. It reports whether a.kind is
 // one of them.
+// mappedOrUnmapped is field f's mapping, or an unmapped field, which aggregates
+// nothing, as in Elasticsearch.
+func mappedOrUnmapped(fields map[string]fieldInfo, f string) fieldInfo {
+	if fi, ok := fields[f]; ok {
+		return fi
+	}
+	return fieldInfo{Type: "unmapped", Src: f}
+}
+
 func (a *aggDef) configureMore(fields map[string]fieldInfo) (bool, error) {
 	switch {
 	case pipelineKinds[a.kind]:
@@ -248,10 +257,7 @@ func (a *aggDef) configureMore(fields map[string]fieldInfo) (bool, error) {
 			if f == "" {
 				return true, parsingErr("[weighted_avg] aggregation [%s]: [%s.field] is required", a.name, side)
 			}
-			fi, ok := fields[f]
-			if !ok {
-				fi = fieldInfo{Type: "unmapped", Src: f}
-			}
+			fi := mappedOrUnmapped(fields, f)
 			if fi.Type == "keyword" || fi.Type == "text" {
 				return true, badRequest("illegal_argument_exception", "Field [%s] of type [%s] is not supported for aggregation [weighted_avg]", f, fi.ESType)
 			}
@@ -264,10 +270,7 @@ func (a *aggDef) configureMore(fields map[string]fieldInfo) (bool, error) {
 			return true, parsingErr("Required one of fields [field, script], but none were specified in [rare_terms] aggregation [%s]", a.name)
 		}
 		a.field = f
-		fi, ok := fields[f]
-		if !ok {
-			fi = fieldInfo{Type: "unmapped", Src: f}
-		}
+		fi := mappedOrUnmapped(fields, f)
 		a.fi = fi
 		if fi.Type == "text" {
 			return true, badRequest("illegal_argument_exception", "Text fields are not optimised for operations that require per-document field data like aggregations and sorting, so these operations are disabled by default. Please use a keyword field instead. Alternatively, set fielddata=true on [%s] in order to load field data by uninverting the inverted index.", f)
@@ -358,10 +361,7 @@ func (a *aggDef) configureMore(fields map[string]fieldInfo) (bool, error) {
 			return true, parsingErr("Required one of fields [field, script], but none were specified in [date_range] aggregation [%s]", a.name)
 		}
 		a.field = f
-		fi, ok := fields[f]
-		if !ok {
-			fi = fieldInfo{Type: "unmapped", Src: f}
-		}
+		fi := mappedOrUnmapped(fields, f)
 		if fi.Type != "date" && fi.Type != "unmapped" {
 			return true, badRequest("illegal_argument_exception", "Field [%s] of type [%s] is not supported for aggregation [date_range]", f, fi.ESType)
 		}
@@ -428,10 +428,7 @@ func (a *aggDef) configureMore(fields map[string]fieldInfo) (bool, error) {
 			return true, parsingErr("Required one of fields [field, script], but none were specified in [ip_range] aggregation [%s]", a.name)
 		}
 		a.field = f
-		fi, ok := fields[f]
-		if !ok {
-			fi = fieldInfo{Type: "unmapped", Src: f}
-		}
+		fi := mappedOrUnmapped(fields, f)
 		a.fi = fi
 		a.missing = a.opts["missing"]
 		return true, a.configureIPRange()
@@ -461,10 +458,7 @@ func (a *aggDef) configureMore(fields map[string]fieldInfo) (bool, error) {
 				return true, parsingErr("[diversified_sampler] aggregation [%s] requires a [field]", a.name)
 			}
 			a.field = f
-			fi, ok := fields[f]
-			if !ok {
-				fi = fieldInfo{Type: "unmapped", Src: f}
-			}
+			fi := mappedOrUnmapped(fields, f)
 			a.fi = fi
 		}
 		return true, nil

@@ -183,23 +183,7 @@ func (s *server) search(r *http.Request, expr string, body []byte) (int, any, er
 	}
 	// stored_fields: "_none_" drops _id and _source, a list drops _source unless it
 	// names it; listed fields mapped with store: true come back in fields.
-	storedNone, storedList, withSource := false, []string(nil), true
-	if sf, ok := req["stored_fields"]; ok {
-		withSource = false
-		for _, x := range clauses(sf) {
-			switch n := scalarString(x); n {
-			case "_none_":
-				storedNone = true
-			case "_source":
-				withSource = true
-			default:
-				storedList = append(storedList, n)
-			}
-		}
-	}
-	if srcFilter == nil {
-		withSource = false
-	}
+	storedNone, storedList, withSource := storedFields(req, srcFilter != nil)
 	minScore, hasMin := toFloat(req["min_score"])
 	trackScores := boolOpt(req["track_scores"])
 	scored := len(specs) == 0 || trackScores || hasMin || req["indices_boost"] != nil || len(namedQueries(bq)) > 0
@@ -743,23 +727,7 @@ func (s *server) topHits(srcs []map[string]any, o map[string]any, docKey func(ma
 		// The search's own fields apply to the top hits too.
 		fetch = searchFetch
 	}
-	storedNone, storedList, withSource := false, []string(nil), true
-	if sf, ok := o["stored_fields"]; ok {
-		withSource = false
-		for _, x := range clauses(sf) {
-			switch n := scalarString(x); n {
-			case "_none_":
-				storedNone = true
-			case "_source":
-				withSource = true
-			default:
-				storedList = append(storedList, n)
-			}
-		}
-	}
-	if srcFilter == nil {
-		withSource = false
-	}
+	storedNone, storedList, withSource := storedFields(o, srcFilter != nil)
 	from, err := intParam(o["from"], "from", 0)
 	if err != nil {
 		return nil, err
@@ -887,4 +855,27 @@ func hasInnerHits(q any) bool {
 		}
 	}
 	return false
+}
+
+// storedFields reads a search body's stored_fields: "_none_" drops _id and _source, a list drops _source
+// unless it names it (and a source filter of false drops it anyway); listed fields
+// mapped with store: true come back in fields.
+func storedFields(body map[string]any, hasSource bool) (none bool, list []string, withSource bool) {
+	withSource = hasSource
+	sf, ok := body["stored_fields"]
+	if !ok {
+		return false, nil, withSource
+	}
+	withSource = false
+	for _, x := range clauses(sf) {
+		switch n := scalarString(x); n {
+		case "_none_":
+			none = true
+		case "_source":
+			withSource = hasSource
+		default:
+			list = append(list, n)
+		}
+	}
+	return none, list, withSource
 }
