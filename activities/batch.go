@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"reflect"
 	"runtime/debug"
 	"slices"
 
@@ -70,6 +71,7 @@ type outcome struct {
 	RetryAfter   time.Duration  `json:"ra,omitempty"`
 	waiting      error          // the input waits for a dependency (a pool item, Redis)
 	back         bool           // a followed input handed back to the workflow unrun
+	lane         int            // the batch lane that ran it
 	quota        string         // the input was not run: a budget ran out (why)
 	input        crawl.Input
 	result       crawl.Result // until stored
@@ -113,38 +115,49 @@ func (a *Activities) runBatch(ctx context.Context, b crawl.Batch) (crawl.BatchRe
 }
 
 // batchRun is one attempt at one batch, in three parts: run executes the inputs of its
-// queue (bounded by the step's concurrency, admitted by the budgets); collect stores
-// what they yield through the item pipeline in groups, checkpoints it through the
-// heartbeat and follows outputs for this very step back into the queue; finish turns
+// lanes (each bounded by its step's concurrency, admitted by its budgets); collect
+// stores what they yield through the item pipeline in groups, checkpoints it through
+// the heartbeat and follows outputs for the batch's lanes back into them; finish turns
 // the checkpoint into the batch's result.
 type batchRun struct {
-	a      *Activities
-	ctx    context.Context
-	b      crawl.Batch // b.Work grows as the batch follows its own outputs
-	own    int         // inputs the workflow handed over; the rest were followed
-	task   crawl.Task
-	env    *crawl.Env
-	sinks  []storage.Sink
-	budget *batchQuota
-	cp     *checkpointer
-	cost   *batchCost
-	began  time.Time
+	a     *Activities
+	ctx   context.Context
+	b     crawl.Batch // b.Work grows as the batch follows outputs: every lane's inputs, by index
+	own   int         // inputs the workflow handed over; the rest were followed
+	lanes []*lane     // the batch's own step, then Batch.Downstream's (nil: not followed into)
+	cp    *checkpointer
+	began time.Time
 
 	// Stopping runCtx stops admitting inputs and cancels those running: the batch gives
 	// up on an outage and hands the rest back.
 	runCtx  context.Context
 	stopRun context.CancelFunc
-	// The queue holds the inputs to run: the batch's own, then those it follows. It never
-	// blocks a send, so collect can feed it while it drains results.
-	queue       chan queued
+	// Each lane's queue holds the inputs to run: the batch's own, then those it follows.
+	// It never blocks a send, so collect can feed it while it drains results.
 	queueOpen   bool
-	outstanding int // queued or running, not yet collected
+	outstanding int // queued or running in any lane, not yet collected
 	results     chan outcome
 	followed    int
 
-	pending  []outcome // finished, not yet stored
 	waiting  []outcome // waiting for a dependency (a pool item, Redis)
 	flushErr error     // the store failed for longer than the batch holds on
+}
+
+// lane is one step whose inputs a batch runs: its own step, or a step downstream that
+// it follows its outputs into, run as one more batch of that step would be.
+type lane struct {
+	n      int
+	b      crawl.Batch // the batch as this step's: its Step and StepIdx
+	task   crawl.Task
+	env    *crawl.Env
+	sinks  []storage.Sink
+	budget *batchQuota
+	cost   *batchCost
+	feeds  bool // the step feeds another lane: its outputs are stored at once
+	queue  chan queued
+	// queued or running, not yet collected; finished, not yet stored (collect's)
+	outstanding int
+	pending     []outcome
 }
 
 type queued struct {
@@ -153,60 +166,149 @@ type queued struct {
 }
 
 // begin resolves what the batch needs (its task, sinks, fetcher, prepared params and
-// budget) and resumes from an earlier attempt's checkpoint. When the batch cannot start,
-// it returns no batchRun and the batch's result.
+// budget, for its own step and each step downstream it may follow into) and resumes
+// from an earlier attempt's checkpoint. When the batch cannot start, it returns no
+// batchRun and the batch's result.
 func (a *Activities) begin(ctx context.Context, b crawl.Batch) (*batchRun, crawl.BatchResult, error) {
 	fail := func(res crawl.BatchResult, err error) (*batchRun, crawl.BatchResult, error) { return nil, res, err }
+	// Resume: what an earlier attempt checkpointed is already stored, and the inputs it
+	// took over from its outputs are the batch's too.
+	r := &batchRun{a: a, ctx: ctx, began: time.Now(), own: len(b.Work)}
+	r.cp = newCheckpointer(ctx, len(b.Work))
+	b.Work = slices.Clip(b.Work)
+	for _, f := range r.cp.sum.Followed {
+		b.Work = append(b.Work, f.Work)
+	}
+	r.b = b
 	task, ok := a.Registry.Get(b.Step.Task)
 	if !ok {
 		// A chain was validated against a registry this worker does not share: every
 		// input fails with the reason instead of the batch failing forever.
-		return fail(a.failAll(ctx, b, fmt.Sprintf("task %s is not registered on this worker (it has: %v); deploy a worker that includes the site package", b.Step.Task, a.Registry.Names())))
+		return fail(r.failAll(fmt.Sprintf("task %s is not registered on this worker (it has: %v); deploy a worker that includes the site package", b.Step.Task, a.Registry.Names())))
 	}
-	// Resume: what an earlier attempt checkpointed is already stored, and the inputs it
-	// took over from its own outputs are the batch's too.
-	r := &batchRun{a: a, ctx: ctx, task: task, began: time.Now(), own: len(b.Work)}
-	r.cp = newCheckpointer(ctx, len(b.Work))
-	b.Work = append(slices.Clip(b.Work), r.cp.sum.Followed...)
+	running.Add(1)
+	own, err := a.openLane(b, 0, task)
+	if err == nil {
+		// The budget may be down for a moment: ride that out as a store's outage.
+		err = a.hold(ctx, b, r.cp, nil, func() (err error) {
+			own.budget, err = a.quotaFor(ctx, own.b, len(b.Work))
+			return crawl.Dependency("redis (quota)", err)
+		})
+	}
+	if err != nil {
+		running.Add(-1)
+		if _, dep := crawl.DependencyOf(err); dep {
+			return fail(a.waitOut(ctx, b, r.cp, nil, nil, err))
+		}
+		return fail(r.failAll(err.Error()))
+	}
+	r.lanes = []*lane{own}
+	for k := range b.Downstream {
+		// A step downstream this worker cannot run (its task, a store or its budget is
+		// missing) is not followed into: its inputs go back to the workflow, and a batch
+		// of its own reports why.
+		l, err := a.openLane(b, k+1, nil)
+		if err == nil {
+			l.budget, err = a.quotaFor(ctx, l.b, 0)
+			err = crawl.Dependency("redis (quota)", err)
+		}
+		if err != nil {
+			l = nil
+			a.Log.Warn("not following into a step", "chain", b.Chain, "step", b.Downstream[k].Step.ID, "err", err)
+		}
+		r.lanes = append(r.lanes, l)
+	}
+	for _, l := range r.lanes {
+		if l != nil {
+			l.feeds = r.feedsLane(l.b.Step)
+			l.cost.lanes = r.openLanes()
+		}
+	}
+	r.runCtx, r.stopRun = context.WithCancel(ctx)
+	return r, crawl.BatchResult{}, nil
+}
+
+// openLane resolves what a batch needs to run inputs of lane k's step: its task (nil:
+// look it up), sinks, fetcher and prepared params.
+func (a *Activities) openLane(b crawl.Batch, k int, task crawl.Task) (*lane, error) {
+	lb := laneBatch(b, k)
+	if task == nil {
+		t, ok := a.Registry.Get(lb.Step.Task)
+		if !ok {
+			return nil, fmt.Errorf("task %s is not registered on this worker", lb.Step.Task)
+		}
+		task = t
+	}
 	// The stores `all` stands for, resolved once: sinks, metrics and checkpoints name them.
-	b.Step.Store = a.storesOf(b.Step)
-	r.b = b
-	for _, name := range b.Step.Store {
+	lb.Step.Store = a.storesOf(lb.Step)
+	l := &lane{n: k, b: lb, task: task}
+	for _, name := range lb.Step.Store {
 		s, err := a.Sinks.Get(name)
 		if err != nil {
-			return fail(a.waitOut(ctx, b, r.cp, nil, nil, crawl.Dependency("store "+name, err)))
+			return nil, crawl.Dependency("store "+name, err)
 		}
-		r.sinks = append(r.sinks, s)
+		l.sinks = append(l.sinks, s)
 	}
-	fetcher, err := a.stepFetcher(task.Spec(), b)
+	fetcher, err := a.stepFetcher(task.Spec(), lb)
 	if err != nil {
-		return fail(a.failAll(ctx, b, err.Error()))
+		return nil, err
 	}
-	r.cost = startCost()
-	fetcher.cost = r.cost
-	r.env = &crawl.Env{
-		Fetcher: fetcher, Log: a.Log.With("chain", b.Chain, "step", b.Step.ID, "run", b.RunID),
-		Params: b.Step.Params, Chain: b.Chain, Step: b.Step.ID, RunID: b.RunID, Tenant: b.Tenant,
+	l.cost = startCost()
+	fetcher.cost = l.cost
+	l.env = &crawl.Env{
+		Fetcher: fetcher, Log: a.Log.With("chain", lb.Chain, "step", lb.Step.ID, "run", lb.RunID),
+		Params: lb.Step.Params, Chain: lb.Chain, Step: lb.Step.ID, RunID: lb.RunID, Tenant: lb.Tenant,
 		Services: a.Services,
 	}
 	if p, ok := task.(crawl.Preparer); ok {
 		// The task compiles its params once for the whole batch.
-		prepared, err := p.Prepare(b.Step.Params)
-		if err != nil {
-			running.Add(-1)
-			return fail(a.failAll(ctx, b, err.Error()))
+		if l.env.Prepared, err = p.Prepare(lb.Step.Params); err != nil {
+			return nil, err
 		}
-		r.env.Prepared = prepared
 	}
-	if err := a.hold(ctx, b, r.cp, nil, func() (err error) {
-		r.budget, err = a.quotaFor(ctx, b)
-		return crawl.Dependency("redis (quota)", err)
-	}); err != nil {
-		running.Add(-1)
-		return fail(a.waitOut(ctx, b, r.cp, nil, nil, err))
+	return l, nil
+}
+
+// laneBatch is the batch as lane k's step sees it: lane 0 is the batch's own step, lane
+// k the k-th of Batch.Downstream. Its Work stays the whole batch's, by index.
+func laneBatch(b crawl.Batch, k int) crawl.Batch {
+	lb := b
+	if k > 0 {
+		d := b.Downstream[k-1]
+		lb.Step, lb.StepIdx, lb.Follow, lb.Downstream = d.Step, d.StepIdx, 0, nil
 	}
-	r.runCtx, r.stopRun = context.WithCancel(ctx)
-	return r, crawl.BatchResult{}, nil
+	return lb
+}
+
+// feedsLane reports whether a step hands inputs to another of the batch's lanes (its
+// own next pages are known by the outputs of each input).
+func (r *batchRun) feedsLane(step crawl.PlanStep) bool {
+	for _, c := range step.Consumers {
+		if !c.Self && r.laneOf(c.Step) != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// laneOf is the open lane that runs inputs of step idx, or nil.
+func (r *batchRun) laneOf(idx int) *lane {
+	for _, l := range r.lanes {
+		if l != nil && l.b.StepIdx == idx {
+			return l
+		}
+	}
+	return nil
+}
+
+func (r *batchRun) openLanes() int {
+	n := 0
+	for _, l := range r.lanes {
+		if l != nil {
+			n++
+		}
+	}
+	return n
 }
 
 // storesOf is the sinks a step writes to: those it names, or for `store: [all]` every
@@ -224,47 +326,74 @@ func (a *Activities) storesOf(step crawl.PlanStep) []string {
 	return stores
 }
 
-// end gives back what the batch holds: unspent budget, its share of the CPU.
+// end gives back what the batch holds: unspent budgets, its share of the CPU.
 func (r *batchRun) end() {
 	r.stopRun()
-	r.budget.release(r.ctx, r.a.Log)
+	for _, l := range r.lanes {
+		if l != nil {
+			l.budget.release(r.ctx, r.a.Log)
+		}
+	}
 	running.Add(-1)
 }
 
-// run queues the inputs still to run and starts executing them. The inputs are listed
-// before anything starts: the checkpoint belongs to collect from here on.
+// run queues the inputs still to run in their lanes and starts executing them. The
+// inputs are listed before anything starts: the checkpoint belongs to collect from here
+// on. A followed input whose step this attempt does not follow into goes back to the
+// workflow.
 func (r *batchRun) run() {
-	todo := r.cp.todo()
-	r.queue = make(chan queued, len(todo)+max(r.b.Follow-len(r.cp.sum.Followed), 0))
-	r.queueOpen = true
-	for _, i := range todo {
-		r.queue <- queued{i, r.b.Work[i]}
+	todo := map[*lane][]int{}
+	for _, i := range r.cp.todo() {
+		k := r.cp.lane(i)
+		if l := r.lanes[k]; l != nil {
+			todo[l] = append(todo[l], i)
+			continue
+		}
+		r.cp.handBack(i, crawl.Routed{Step: r.b.Downstream[k-1].StepIdx, Input: r.b.Work[i].Input})
 	}
-	r.outstanding = len(todo)
 	r.followed = len(r.cp.sum.Followed)
+	room := max(r.b.Follow-r.followed, 0)
+	r.results = make(chan outcome)
+	var wg sync.WaitGroup
+	for _, l := range r.lanes {
+		if l == nil {
+			continue
+		}
+		l.queue = make(chan queued, len(todo[l])+room)
+		for _, i := range todo[l] {
+			l.queue <- queued{i, r.b.Work[i]}
+		}
+		l.outstanding = len(todo[l])
+		r.outstanding += l.outstanding
+		wg.Add(1)
+		go func() { defer wg.Done(); r.execute(l) }()
+	}
+	r.queueOpen = true
 	if r.outstanding == 0 {
 		r.closeQueue()
 	}
-	r.results = make(chan outcome)
-	go r.execute(r.b) // a copy: collect appends followed inputs to r.b.Work
+	go func() { wg.Wait(); close(r.results) }()
 }
 
-// execute runs queued inputs, at most the step's concurrency at once, until the queue
-// closes or the run stops, and sends every outcome to results.
-func (r *batchRun) execute(b crawl.Batch) {
+// execute runs the queued inputs of one lane, at most its step's concurrency at once,
+// until the queue closes or the run stops, and sends every outcome to results.
+func (r *batchRun) execute(l *lane) {
 	var wg sync.WaitGroup
+	defer wg.Wait()
+	b := l.b
 	sem := make(chan struct{}, max(b.Step.Concurrency, 1))
-	for q := range r.queue {
+	send := func(o outcome) { o.lane = l.n; r.results <- o }
+	for q := range l.queue {
 		if r.runCtx.Err() != nil {
 			break
 		}
 		i, w := q.i, q.w
-		if o, stop := r.budget.admit(r.runCtx, i); stop {
+		if o, stop := l.budget.admit(r.runCtx, i); stop {
 			if o.quota == "" && b.Outages {
 				// Redis failed, not the input: it waits instead of spending a retry.
 				o = outcome{Index: i, waiting: crawl.Dependency("redis (quota)", errors.New(o.Err))}
 			}
-			r.results <- o
+			send(o)
 			continue
 		}
 		select {
@@ -274,30 +403,32 @@ func (r *batchRun) execute(b crawl.Batch) {
 		if r.runCtx.Err() != nil {
 			break
 		}
-		if i >= r.own && time.Since(r.began) >= b.FollowFor {
+		if i >= r.own && time.Since(r.began) >= r.b.FollowFor {
 			// A followed input that could not start within the follow window goes back
 			// to the workflow, so the batch ends within its time limit.
 			<-sem
-			r.results <- outcome{Index: i, back: true, input: w.Input}
+			send(outcome{Index: i, back: true, input: w.Input})
 			continue
 		}
 		wg.Add(1)
 		go func(i int, w crawl.Work) {
 			defer func() { <-sem; wg.Done() }()
 			began := time.Now()
-			o := r.a.runOne(r.runCtx, r.task, r.env, b, i, w)
-			r.cost.wall.Add(int64(time.Since(began)))
-			r.results <- o
+			o := r.a.runOne(r.runCtx, l.task, l.env, b, i, w)
+			l.cost.wall.Add(int64(time.Since(began)))
+			send(o)
 		}(i, w)
 	}
-	wg.Wait()
-	close(r.results)
 }
 
 func (r *batchRun) closeQueue() {
 	if r.queueOpen {
 		r.queueOpen = false
-		close(r.queue)
+		for _, l := range r.lanes {
+			if l != nil {
+				close(l.queue)
+			}
+		}
 	}
 }
 
@@ -317,20 +448,22 @@ func (r *batchRun) collect() {
 				}
 				return
 			}
+			l := r.lanes[o.lane]
 			r.outstanding--
+			l.outstanding--
 			switch {
 			case o.waiting != nil:
 				r.waiting = append(r.waiting, o)
 			case o.quota != "":
 				r.cp.unrun[o.Index] = true // left unrun; the result says how many and why
 			case o.back:
-				r.cp.handBack(o.Index, crawl.Routed{Step: r.b.StepIdx, Input: o.input})
+				r.cp.handBack(o.Index, crawl.Routed{Step: l.b.StepIdx, Input: o.input})
 			case r.flushErr != nil:
 				// not stored: it goes back with the rest
 			default:
-				r.pending = append(r.pending, o)
-				hop := r.following() && len(o.result.Next) > 0
-				if hop || len(r.pending) >= r.a.FlushEvery || r.outstanding == 0 {
+				l.pending = append(l.pending, o)
+				hop := r.following() && (len(o.result.Next) > 0 || l.feeds)
+				if hop || r.held() >= r.a.FlushEvery || r.outstanding == 0 {
 					r.flushOrStop()
 					r.cp.heartbeat(false)
 				}
@@ -347,7 +480,18 @@ func (r *batchRun) collect() {
 	}
 }
 
-// flushOrStop stores the pending group; when that fails for good, the run stops.
+// held counts the finished inputs not stored yet, in every lane.
+func (r *batchRun) held() int {
+	n := 0
+	for _, l := range r.lanes {
+		if l != nil {
+			n += len(l.pending)
+		}
+	}
+	return n
+}
+
+// flushOrStop stores the pending groups; when that fails for good, the run stops.
 func (r *batchRun) flushOrStop() {
 	if r.flushErr = r.flushHeld(); r.flushErr != nil {
 		r.stopRun()
@@ -356,31 +500,35 @@ func (r *batchRun) flushOrStop() {
 
 // flushHeld rides out a short outage of a store or Redis inside the batch; a long one
 // stops the batch so the run can wait it out (Batch.Outages) — unless some sink already
-// holds the group's items: giving up then would write them twice (an appending sink
+// holds a group's items: giving up then would write them twice (an appending sink
 // keeps both copies), so the batch holds on until the group is stored and recorded.
 func (r *batchRun) flushHeld() error {
-	committed := func() bool { return len(r.pending) > 0 && len(r.pending[0].stages) > 0 }
+	committed := func() bool {
+		return slices.ContainsFunc(r.lanes, func(l *lane) bool { return l != nil && len(l.pending) > 0 && len(l.pending[0].stages) > 0 })
+	}
 	return r.a.hold(r.ctx, r.b, r.cp, committed, r.flush)
 }
 
-// flush stores the pending group, then checkpoints each input as done, with the
-// outputs for this very step that the batch follows itself moved into its work.
+// flush stores each lane's pending group, then checkpoints each input as done, with the
+// outputs that the batch follows itself moved into its lanes.
 func (r *batchRun) flush() error {
-	if len(r.pending) == 0 {
-		return nil
+	for _, l := range r.lanes {
+		if l == nil || len(l.pending) == 0 {
+			continue
+		}
+		if err := r.a.store(r.ctx, l.b, l.sinks, l.pending, l.budget); err != nil {
+			return err
+		}
+		for _, o := range l.pending {
+			o.Out = slices.DeleteFunc(o.Out, r.follow)
+			r.cp.finish(o, l.n)
+		}
+		l.pending = l.pending[:0]
 	}
-	if err := r.a.store(r.ctx, r.b, r.sinks, r.pending, r.budget); err != nil {
-		return err
-	}
-	for _, o := range r.pending {
-		o.Out = slices.DeleteFunc(o.Out, func(rt crawl.Routed) bool { return rt.Step == r.b.StepIdx && r.follow(rt.Input) })
-		r.cp.finish(o)
-	}
-	r.pending = r.pending[:0]
 	return nil
 }
 
-// following reports whether the batch still takes outputs into its own work: within its
+// following reports whether the batch still takes outputs into its lanes: within its
 // input and time bounds, and until it holds a full load for the steps it feeds.
 func (r *batchRun) following() bool {
 	b := r.b
@@ -388,41 +536,56 @@ func (r *batchRun) following() bool {
 		(b.FollowHold <= 0 || len(r.cp.sum.Out) < b.FollowHold)
 }
 
-// follow takes an output for this step into the batch's own work, if the batch still
-// follows and has a free slot for it: a wider fan-out goes back to the workflow, so the
+// follow takes an output into the lane of its step, if the batch has one, still follows
+// and the lane has a free slot for it: a wider fan-out goes back to the workflow, so the
 // step's other batches share it.
-func (r *batchRun) follow(in crawl.Input) bool {
-	if !r.following() || r.outstanding >= max(r.b.Step.Concurrency, 1) {
+func (r *batchRun) follow(out crawl.Routed) bool {
+	l := r.laneOf(out.Step)
+	if l == nil || !r.following() || l.outstanding >= max(l.b.Step.Concurrency, 1) {
 		return false
 	}
-	w := crawl.Work{Input: in}
+	w := crawl.Work{Input: out.Input}
 	r.b.Work = append(r.b.Work, w)
-	r.queue <- queued{r.cp.follow(w), w}
+	l.queue <- queued{r.cp.follow(w, l.n), w}
 	r.followed++
 	r.outstanding++
+	l.outstanding++
 	return true
 }
 
 // finish is the batch's result: what it finished, what it hands back waiting for a
-// dependency, and its failures decided between retry and give up.
+// dependency, and its failures decided between retry and give up, for its own step and
+// each step it followed into.
 func (r *batchRun) finish() (crawl.BatchResult, error) {
 	a, ctx, b := r.a, r.ctx, r.b
 	if err := ctx.Err(); err != nil {
 		return crawl.BatchResult{}, err
 	}
+	budgets := make([]*batchQuota, len(r.lanes))
+	for k, l := range r.lanes {
+		if l != nil {
+			budgets[k] = l.budget
+		}
+	}
 	if r.flushErr != nil {
-		return a.waitOut(ctx, b, r.cp, r.budget, r.waiting, r.flushErr)
+		return a.waitOut(ctx, b, r.cp, budgets, r.waiting, r.flushErr)
 	}
 	if len(r.waiting) > 0 {
-		return a.waitOut(ctx, b, r.cp, r.budget, r.waiting, r.waiting[0].waiting)
+		return a.waitOut(ctx, b, r.cp, budgets, r.waiting, r.waiting[0].waiting)
 	}
-	res, err := a.summarize(ctx, b, r.cp)
+	res, err := a.summarize(ctx, b, r.cp, budgets, nil)
 	res.Followed = r.followed
-	r.budget.report(&res)
 	if err == nil {
 		a.observe(ctx, b, res)
+		for _, d := range res.Downstream {
+			a.observe(ctx, r.laneOf(d.StepIdx).b, d)
+		}
 	}
-	a.recordCost(ctx, b.Step.Task, res.Pages, r.cost)
+	for _, l := range r.lanes {
+		if l != nil {
+			a.recordCost(ctx, l.b.Step.Task, r.cp.tally(l.n).Pages, l.cost)
+		}
+	}
 	return res, err
 }
 
@@ -473,7 +636,7 @@ func (a *Activities) hold(ctx context.Context, b crawl.Batch, cp *checkpointer, 
 // waitOut ends a batch whose dependency is down. Runs that wait out outages get what
 // the batch finished, with every other input back as waiting; older runs get the error,
 // and Temporal retries the batch from its checkpoint.
-func (a *Activities) waitOut(ctx context.Context, b crawl.Batch, cp *checkpointer, budget *batchQuota, waiting []outcome, cause error) (crawl.BatchResult, error) {
+func (a *Activities) waitOut(ctx context.Context, b crawl.Batch, cp *checkpointer, budgets []*batchQuota, waiting []outcome, cause error) (crawl.BatchResult, error) {
 	dep, isDep := crawl.DependencyOf(cause)
 	if w := (*external.WaitError)(nil); errors.As(cause, &w) {
 		dep, isDep = fmt.Sprintf("pool %s/%s/%s", w.Tenant, w.Site, w.Kind), true
@@ -486,17 +649,11 @@ func (a *Activities) waitOut(ctx context.Context, b crawl.Batch, cp *checkpointe
 		cp.heartbeat(true)
 		return crawl.BatchResult{}, cause
 	}
-	res, err := a.summarize(ctx, b, cp)
+	outage := &crawl.Outage{Dependency: dep, Cause: cause.Error()}
+	res, err := a.summarize(ctx, b, cp, budgets, outage)
 	if err != nil {
 		return crawl.BatchResult{}, err
 	}
-	budget.report(&res)
-	for i, w := range b.Work {
-		if !cp.done[i] && !cp.unrun[i] {
-			res.Waiting = append(res.Waiting, w)
-		}
-	}
-	res.Outage = &crawl.Outage{Dependency: dep, Cause: cause.Error()}
 	a.Log.Warn("batch waits for a dependency", "chain", b.Chain, "step", b.Step.ID, "dependency", dep, "waiting", len(res.Waiting), "err", cause)
 	return res, nil
 }
@@ -550,11 +707,46 @@ func (a *Activities) runOne(ctx context.Context, task crawl.Task, env *crawl.Env
 	return outcome{Index: i, OK: true, Skipped: res.Skipped, input: w.Input, result: res}
 }
 
-// summarize turns a batch's finished inputs into its result, deciding for each failure
-// whether it is retried or given up on (and recorded).
-func (a *Activities) summarize(ctx context.Context, b crawl.Batch, cp *checkpointer) (crawl.BatchResult, error) {
-	s := cp.sum
-	res := crawl.BatchResult{Pages: s.Pages, Items: s.Items, Skipped: s.Skipped, Unchanged: s.Unchanged, DepthLimited: s.DepthLimited, Out: s.Out}
+// summarize turns a batch's checkpoint into its result: its own step's, and one in
+// Downstream for each step it followed into, each with its failures decided between
+// retry and give up (and recorded) and what its budgets stopped. With an outage, every
+// input not finished goes back as waiting for it.
+func (a *Activities) summarize(ctx context.Context, b crawl.Batch, cp *checkpointer, budgets []*batchQuota, outage *crawl.Outage) (crawl.BatchResult, error) {
+	var res crawl.BatchResult
+	for k := range len(b.Downstream) + 1 {
+		lb := laneBatch(b, k)
+		lr, err := a.summarizeStep(ctx, lb, cp.tally(k))
+		if err != nil {
+			return crawl.BatchResult{}, err
+		}
+		if k < len(budgets) {
+			budgets[k].report(&lr)
+		}
+		if outage != nil {
+			for i, w := range b.Work {
+				if !cp.done[i] && !cp.unrun[i] && cp.lane(i) == k {
+					lr.Waiting = append(lr.Waiting, w)
+				}
+			}
+			if k == 0 || len(lr.Waiting) > 0 {
+				lr.Outage = outage
+			}
+		}
+		switch {
+		case k == 0:
+			res = lr
+		case !reflect.ValueOf(lr).IsZero():
+			lr.StepIdx = lb.StepIdx
+			res.Downstream = append(res.Downstream, lr)
+		}
+	}
+	res.Out = cp.sum.Out
+	return res, nil
+}
+
+// summarizeStep is the result of one step's finished inputs.
+func (a *Activities) summarizeStep(ctx context.Context, b crawl.Batch, s *tally) (crawl.BatchResult, error) {
+	res := crawl.BatchResult{Pages: s.Pages, Items: s.Items, Skipped: s.Skipped, Unchanged: s.Unchanged, DepthLimited: s.DepthLimited}
 	failed := slices.Clone(s.Failed)
 	slices.SortFunc(failed, func(x, y outcome) int { return x.Index - y.Index })
 	for _, o := range failed {
@@ -575,12 +767,21 @@ func (a *Activities) summarize(ctx context.Context, b crawl.Batch, cp *checkpoin
 	return res, nil
 }
 
-func (a *Activities) failAll(ctx context.Context, b crawl.Batch, cause string) (crawl.BatchResult, error) {
-	cp := &checkpointer{n: len(b.Work), done: map[int]bool{}}
-	for i := range b.Work {
-		cp.finish(outcome{Index: i, Err: cause, Class: crawl.CauseConfig, Permanent: true})
+// failAll fails every input the batch was handed and no attempt finished, with one
+// cause; inputs an earlier attempt followed go back to the workflow unrun.
+func (r *batchRun) failAll(cause string) (crawl.BatchResult, error) {
+	for _, i := range r.cp.todo() {
+		if k := r.cp.lane(i); i >= r.own {
+			step := r.b.StepIdx
+			if k > 0 {
+				step = r.b.Downstream[k-1].StepIdx
+			}
+			r.cp.handBack(i, crawl.Routed{Step: step, Input: r.b.Work[i].Input})
+			continue
+		}
+		r.cp.finish(outcome{Index: i, Err: cause, Class: crawl.CauseConfig, Permanent: true}, 0)
 	}
-	return a.summarize(ctx, b, cp)
+	return r.a.summarize(r.ctx, r.b, r.cp, nil, nil)
 }
 
 // stepFetcher applies what the chain and the task declared to every request a task

@@ -13,23 +13,38 @@ import (
 
 // checkpoint is what a batch heartbeats: what a retried attempt needs to resume without
 // redoing a stored input, and no more. Finished inputs are index ranges; successes are
-// summed, with only their outputs kept (the workflow still needs them); failures keep
-// their causes. Its size grows with the batch's outputs, not with the square of the
-// batch, and it is sent at most a few times per heartbeat timeout.
+// summed per step, with only their outputs kept (the workflow still needs them);
+// failures keep their causes. Its size grows with the batch's outputs, not with the
+// square of the batch, and it is sent at most a few times per heartbeat timeout.
 type checkpoint struct {
-	Done         [][2]int       `json:"done,omitempty"` // finished inputs, inclusive ranges
-	Pages        int            `json:"pages,omitempty"`
-	Items        int            `json:"items,omitempty"`
-	Skipped      int            `json:"skipped,omitempty"`
-	Unchanged    int            `json:"unchanged,omitempty"`
-	DepthLimited int            `json:"dl,omitempty"`
-	Out          []crawl.Routed `json:"out,omitempty"`
-	Failed       []outcome      `json:"failed,omitempty"`
-	// Followed are the inputs the batch took over from its own outputs (Batch.Follow),
+	Done  [][2]int       `json:"done,omitempty"` // finished inputs, inclusive ranges
+	tally                // the batch's own step's
+	Out   []crawl.Routed `json:"out,omitempty"`
+	// Followed are the inputs the batch took over from its outputs (Batch.Follow),
 	// numbered after the batch's own: a retried attempt runs those not yet done.
-	Followed []crawl.Work `json:"followed,omitempty"`
+	Followed []followed `json:"followed,omitempty"`
+	// Down are the sums of the steps of Batch.Downstream, in order.
+	Down []tally `json:"down,omitempty"`
 	// Hold is the outage the batch is riding out right now, for status to show.
 	Hold *crawl.Outage `json:"hold,omitempty"`
+}
+
+// tally is what a batch's finished inputs of one step add up to.
+type tally struct {
+	Pages        int       `json:"pages,omitempty"`
+	Items        int       `json:"items,omitempty"`
+	Skipped      int       `json:"skipped,omitempty"`
+	Unchanged    int       `json:"unchanged,omitempty"`
+	DepthLimited int       `json:"dl,omitempty"`
+	Failed       []outcome `json:"failed,omitempty"`
+}
+
+// followed is an input a batch took over from its outputs, for the step of its lane: 0
+// the batch's own, k the k-th of Batch.Downstream. (A checkpoint written before
+// downstream steps were followed reads as lane 0, which was all there was.)
+type followed struct {
+	crawl.Work
+	Lane int `json:"lane,omitempty"`
 }
 
 // checkpointer keeps a batch's finished inputs (those of earlier attempts included) and
@@ -84,9 +99,10 @@ func (c *checkpointer) todo() []int {
 	return out
 }
 
-// follow adds an input the batch took over from its own outputs and returns its index.
-func (c *checkpointer) follow(w crawl.Work) int {
-	c.sum.Followed = append(c.sum.Followed, w)
+// follow adds an input the batch took over from its outputs for the step of lane and
+// returns its index.
+func (c *checkpointer) follow(w crawl.Work, lane int) int {
+	c.sum.Followed = append(c.sum.Followed, followed{w, lane})
 	c.dirty = true
 	c.n++
 	return c.n - 1
@@ -100,22 +116,43 @@ func (c *checkpointer) handBack(i int, r crawl.Routed) {
 	c.sum.Out = append(c.sum.Out, r)
 }
 
-// finish records a stored (or failed) input.
-func (c *checkpointer) finish(o outcome) {
+// finish records a stored (or failed) input of the step of lane.
+func (c *checkpointer) finish(o outcome, lane int) {
 	c.done[o.Index] = true
 	c.dirty = true
+	t := c.tally(lane)
 	if !o.OK {
 		// The cause is shown in status, summaries and the failure log: no credential of
 		// the input's URL or of a proxy goes there.
-		c.sum.Failed = append(c.sum.Failed, outcome{Index: o.Index, Err: crawl.RedactText(o.Err), Class: o.Class, Permanent: o.Permanent, RetryAfter: o.RetryAfter})
+		t.Failed = append(t.Failed, outcome{Index: o.Index, Err: crawl.RedactText(o.Err), Class: o.Class, Permanent: o.Permanent, RetryAfter: o.RetryAfter})
 		return
 	}
-	c.sum.Pages++
-	c.sum.Items += o.Items
-	c.sum.Skipped += o.Skipped
-	c.sum.Unchanged += o.Unchanged
-	c.sum.DepthLimited += o.DepthLimited
+	t.Pages++
+	t.Items += o.Items
+	t.Skipped += o.Skipped
+	t.Unchanged += o.Unchanged
+	t.DepthLimited += o.DepthLimited
 	c.sum.Out = append(c.sum.Out, o.Out...)
+}
+
+// tally is the sums of the step of lane.
+func (c *checkpointer) tally(lane int) *tally {
+	if lane == 0 {
+		return &c.sum.tally
+	}
+	for len(c.sum.Down) < lane {
+		c.sum.Down = append(c.sum.Down, tally{})
+	}
+	return &c.sum.Down[lane-1]
+}
+
+// lane is the lane of input i: the batch's own inputs come first, then those it followed.
+func (c *checkpointer) lane(i int) int {
+	own := c.n - len(c.sum.Followed)
+	if i < own {
+		return 0
+	}
+	return c.sum.Followed[i-own].Lane
 }
 
 // heartbeat tells Temporal the batch is alive, with the checkpoint when it changed and

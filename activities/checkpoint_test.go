@@ -35,7 +35,7 @@ func TestCheckpointOfALargeBatchStaysSmall(t *testing.T) {
 		if i%97 == 0 {
 			o = outcome{Index: i, Err: fmt.Sprintf("https://shop.example.com/list/%d: status 503", i), RetryAfter: time.Second}
 		}
-		c.finish(o)
+		c.finish(o, 0)
 		if i%10 == 9 {
 			c.heartbeat(false)
 		}

@@ -17,18 +17,18 @@ type batchCost struct {
 	bytes atomic.Int64
 	start time.Time
 	cpu0  time.Duration
+	lanes int // steps the batch runs inputs of, which share its CPU time
 }
 
-// startCost starts measuring a batch; the caller ends it with running.Add(-1).
+// startCost starts measuring a step's inputs in a batch.
 func startCost() *batchCost {
-	running.Add(1)
-	return &batchCost{start: time.Now(), cpu0: processCPU()}
+	return &batchCost{start: time.Now(), cpu0: processCPU(), lanes: 1}
 }
 
 // cpu is the process's CPU time since the batch started, divided between the batches
-// that ran alongside it.
+// that ran alongside it and the steps the batch ran.
 func (c *batchCost) cpu() time.Duration {
-	share := max(running.Load(), 1)
+	share := max(running.Load(), 1) * int64(max(c.lanes, 1))
 	return (processCPU() - c.cpu0) / time.Duration(share)
 }
 

@@ -19,12 +19,13 @@ type batchQuota struct {
 	dropped atomic.Int64 // items not stored
 }
 
-// quotaFor leases the budgets that apply to a batch.
-func (a *Activities) quotaFor(ctx context.Context, b crawl.Batch) (*batchQuota, error) {
+// quotaFor leases the budgets that apply to a batch that runs about inputs pages (0: not
+// known).
+func (a *Activities) quotaFor(ctx context.Context, b crawl.Batch, inputs int) (*batchQuota, error) {
 	if a.Quotas == nil {
 		return nil, nil
 	}
-	l, err := a.Quotas.For(ctx, b.Tenant, b.Chain, b.RunID, b.Quota, len(b.Work))
+	l, err := a.Quotas.For(ctx, b.Tenant, b.Chain, b.RunID, b.Quota, inputs)
 	if err != nil {
 		return nil, err
 	}

@@ -84,8 +84,11 @@ type Step struct {
 	Affinity *Affinity
 	// Middlewares wrap this step's fetcher inside the chain's (see RegisterMiddleware).
 	Middlewares []MiddlewareRef
-	Line        int
-	ParamLines  map[string]int // line of each param in the file
+	// Follow lets a batch of a step feeding this one run its inputs for it (PlanStep.Follow).
+	Follow     bool
+	FollowLine int
+	Line       int
+	ParamLines map[string]int // line of each param in the file
 }
 
 // Engine defaults used when neither the chain nor the task says otherwise.
@@ -150,7 +153,7 @@ var (
 	chainKeys    = []string{"name", "tenant", "robots", "priority", "quota", "max_outage", "middlewares", "defaults", "steps"}
 	quotaKeys    = []string{"pages", "items", "pages_per_day", "items_per_day"}
 	defaultsKeys = []string{"timeout", "retries", "batch", "concurrency", "parallel", "store", "params", "dedup"}
-	stepKeys     = []string{"id", "task", "params", "from", "each", "max_depth", "store", "dedup", "timeout", "retries", "batch", "concurrency", "parallel", "priority", "shared", "affinity", "middlewares"}
+	stepKeys     = []string{"id", "task", "params", "from", "each", "max_depth", "store", "dedup", "timeout", "retries", "batch", "concurrency", "parallel", "priority", "shared", "affinity", "middlewares", "follow"}
 	affinityKeys = []string{"probe", "max_latency", "min_kbps"}
 	dedupModes   = []string{DedupChanged, DedupNew, DedupOff}
 	nameRE       = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]*$`)
@@ -392,6 +395,8 @@ func (l *loader) parse(data []byte) *Chain {
 				s.Priority = l.integer(v, "priority")
 			case "middlewares":
 				s.Middlewares = l.middlewares(v, where+".middlewares")
+			case "follow":
+				s.Follow, s.FollowLine = l.boolean(v, "follow"), v.Line
 			}
 		})
 		c.Steps = append(c.Steps, s)
@@ -687,6 +692,9 @@ func (l *loader) validateStep(c *Chain, s Step, ids map[string]int) {
 	}
 	if !self && s.MaxDepth > 0 {
 		l.add(s.Line, "%s: `max_depth` only applies to a step that lists itself in `from`", where)
+	}
+	if s.Follow && !slices.ContainsFunc(s.From, func(f string) bool { return f != s.ID }) {
+		l.add(s.FollowLine, "%s: `follow: true` lets the batch of a step feeding this one run its inputs; list that step in `from`, or remove `follow`", where)
 	}
 	if len(s.From) == 0 && s.Each != "" {
 		l.add(s.Line, "%s: `each: %s` needs `from:` naming the step whose items carry that list field", where, s.Each)

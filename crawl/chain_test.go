@@ -98,13 +98,17 @@ func TestLoadProblems(t *testing.T) {
 		{"unknown task", "name: x\nsteps:\n  - id: a\n    task: news.stroy\n", nil, []string{
 			"f.yaml:3: step \"a\": unknown task \"news.stroy\" (did you mean \"news.story\"?); registered tasks: news.comment, news.feed, news.story"}},
 		{"unknown step field", "name: x\nsteps:\n  - id: a\n    task: news.feed\n    form: b\n", nil, []string{
-			"f.yaml:5: step 1: unknown field `form` (did you mean \"from\"?); valid fields: id, task, params, from, each, max_depth, store, dedup, timeout, retries, batch, concurrency, parallel, priority, shared, affinity, middlewares"}},
+			"f.yaml:5: step 1: unknown field `form` (did you mean \"from\"?); valid fields: id, task, params, from, each, max_depth, store, dedup, timeout, retries, batch, concurrency, parallel, priority, shared, affinity, middlewares, follow"}},
 		{"unknown param", "name: x\nsteps:\n  - id: a\n    task: news.feed\n    params: {pagse: 2}\n", nil, []string{
 			"f.yaml:5: step \"a\": task news.feed has no param `pagse` (did you mean \"pages\"?); its params: base_url, pages"}},
 		{"bad param type", "name: x\nsteps:\n  - id: a\n    task: news.feed\n    params: {pages: many}\n", nil, []string{
 			"f.yaml:5: step \"a\": param `pages`: want an integer, got \"many\""}},
 		{"missing required param", "name: x\nsteps:\n  - id: a\n    task: news.comment\n", nil, []string{
 			"f.yaml:3: step \"a\": task news.comment needs param `token` (API token); add it under `params:`"}},
+		{"follow without a feeding step", "name: x\nsteps:\n  - id: feed\n    task: news.feed\n    from: feed\n    max_depth: 3\n    follow: true\n", nil, []string{
+			"f.yaml:7: step \"feed\": `follow: true` lets the batch of a step feeding this one run its inputs; list that step in `from`, or remove `follow`"}},
+		{"follow not a bool", "name: x\nsteps:\n  - id: feed\n    task: news.feed\n  - id: b\n    task: news.story\n    from: feed\n    follow: often\n", nil, []string{
+			"f.yaml:8: `follow` must be true or false, got \"often\""}},
 		{"unknown from", "name: x\nsteps:\n  - id: feed\n    task: news.feed\n  - id: b\n    task: news.story\n    from: fede\n", nil, []string{
 			"f.yaml:5: step \"b\": `from: fede` names no step (did you mean \"feed\"?); steps: feed, b"}},
 		{"cycle", "name: x\nsteps:\n  - id: a\n    task: news.story\n    from: b\n  - id: b\n    task: news.story\n    from: a\n", nil, []string{

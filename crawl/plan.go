@@ -48,6 +48,10 @@ type PlanStep struct {
 	// Middlewares wrap the step's fetcher: the chain's, then the step's own, outermost
 	// first. Workers build them by name (RegisterMiddleware).
 	Middlewares []MiddlewareRef `json:"middlewares,omitempty"`
+	// Follow lets the batch of a step that feeds this one run the inputs it produces for
+	// it, on the same worker, instead of handing them back to the workflow (`follow:
+	// true` in the chain file).
+	Follow bool `json:"follow,omitempty"`
 }
 
 // SiteQueue is a site's task queue and the affinity that guards it. The workflow names
@@ -132,6 +136,7 @@ func (c *Chain) Compile(reg *Registry) (*Plan, error) {
 			Affinity:    expandProbe(s.Affinity, params),
 			Store:       s.Store,
 			Middlewares: append(slices.Clip(c.Middlewares), s.Middlewares...),
+			Follow:      s.Follow,
 		}
 		if ps.Root && spec.Seeds != nil {
 			ps.Seeds = spec.Seeds(params)
@@ -319,6 +324,17 @@ type Batch struct {
 	// FollowHold stops following once the batch holds that many outputs for other
 	// steps, so they are not kept waiting; 0: no such limit.
 	FollowHold int `json:"follow_hold,omitempty"`
+	// Downstream are steps fed by this one (with `follow: true`) whose inputs the batch
+	// may run itself, within Follow and FollowFor, each as one more batch of that step:
+	// its task, sinks, dedup, budget and concurrency. Their results come back in
+	// BatchResult.Downstream.
+	Downstream []DownstreamStep `json:"downstream,omitempty"`
+}
+
+// DownstreamStep is a step a batch may follow its outputs into.
+type DownstreamStep struct {
+	StepIdx int      `json:"step_idx"`
+	Step    PlanStep `json:"step"`
 }
 
 // BatchResult is what one batch produced.
@@ -343,8 +359,14 @@ type BatchResult struct {
 	Waiting []Work  `json:"waiting,omitempty"`
 	Outage  *Outage `json:"outage,omitempty"`
 	// Followed counts the inputs the batch took over from its own outputs (Batch.Follow);
-	// their pages, items and failures are in the counts above.
+	// their pages, items and failures are in the counts above, or, for a downstream
+	// step's, in that step's result.
 	Followed int `json:"followed,omitempty"`
+	// Downstream are the results of the inputs the batch ran for the steps of
+	// Batch.Downstream, one per step that ran any, each counted as a batch of that step.
+	Downstream []BatchResult `json:"downstream,omitempty"`
+	// StepIdx names the step of a Downstream result.
+	StepIdx int `json:"step_idx,omitempty"`
 }
 
 // Outage is a dependency a batch could not reach, and the error it got. A batch that

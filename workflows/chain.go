@@ -296,10 +296,15 @@ const (
 	// its worker (Batch.Follow), so a paged list costs one activity per FollowInputs
 	// pages instead of one per page; its time limit grows by the follow window.
 	ChangeFollowOwnStep = "follow-own-step"
+	// ChangeFollowDownstream: a batch also follows its outputs into the steps it feeds
+	// that allow it (`follow: true`), each as one more batch of that step holding one of
+	// its `parallel` slots, so detail → comments → next comments page costs no round
+	// trip through the server per hop either.
+	ChangeFollowDownstream = "follow-downstream"
 )
 
 // changes lists the guarded changes in the order they were made.
-var changes = []string{ChangeDownstreamFirst, ChangeStepActivityIDs, ChangeFairPriority, ChangeSeedPerURL, ChangeOutlastOutages, ChangeTaskActivities, ChangeFollowOwnStep}
+var changes = []string{ChangeDownstreamFirst, ChangeStepActivityIDs, ChangeFairPriority, ChangeSeedPerURL, ChangeOutlastOutages, ChangeTaskActivities, ChangeFollowOwnStep, ChangeFollowDownstream}
 
 // IsBatchActivity reports whether an activity type runs a batch (RunBatch, or a task's
 // name: every name but the site registration's).
@@ -356,6 +361,9 @@ func chainWorkflow(ctx workflow.Context, in ChainInput, known int) (*Summary, er
 	if known > 6 {
 		r.follow = workflow.GetVersion(ctx, ChangeFollowOwnStep, workflow.DefaultVersion, 1) == 1
 	}
+	if known > 7 {
+		r.followDown = workflow.GetVersion(ctx, ChangeFollowDownstream, workflow.DefaultVersion, 1) == 1
+	}
 	r.seed(ctx, seedPerURL)
 	return r.run(ctx)
 }
@@ -368,6 +376,7 @@ type runner struct {
 	outages         bool // ChangeOutlastOutages is on for this run
 	taskActivities  bool // ChangeTaskActivities is on for this run
 	follow          bool // ChangeFollowOwnStep is on for this run
+	followDown      bool // ChangeFollowDownstream is on for this run
 	tune            Tuning
 	plan            crawl.Plan
 	queues          [][]Pending // per step, FIFO
@@ -692,19 +701,30 @@ func (r *runner) startBatch(ctx workflow.Context, i int, pending []Pending, now 
 		// (see activities' hold); its heartbeat still catches a dead worker.
 		opts.StartToCloseTimeout += r.tune.OutageHold + cmp.Or(r.plan.MaxOutage, 24*time.Hour)
 	}
-	if r.follow && r.tune.FollowInputs > 0 && step.ConsumesItself() {
+	downstream := r.followInto(i)
+	if r.follow && r.tune.FollowInputs > 0 && (step.ConsumesItself() || len(downstream) > 0) {
 		b.Follow, b.FollowFor = r.tune.FollowInputs, r.tune.FollowFor
-		// Following stops once the batch holds a full load for the steps it feeds (every
-		// batch slot of theirs), so they never idle while it pages on.
-		for _, c := range step.Consumers {
-			if !c.Self {
-				cs := r.plan.Steps[c.Step]
-				b.FollowHold += max(cs.Batch, 1) * max(cs.Parallel, 1)
+		lanes := []int{i}
+		timeout := step.Timeout
+		for _, d := range downstream {
+			b.Downstream = append(b.Downstream, crawl.DownstreamStep{StepIdx: d, Step: r.plan.Steps[d]})
+			lanes = append(lanes, d)
+			timeout = max(timeout, r.plan.Steps[d].Timeout)
+		}
+		// Following stops once the batch holds a full load for the steps it feeds and
+		// does not follow into (every batch slot of theirs), so they never idle while it
+		// pages on.
+		for _, l := range lanes {
+			for _, c := range r.plan.Steps[l].Consumers {
+				if !slices.Contains(lanes, c.Step) {
+					cs := r.plan.Steps[c.Step]
+					b.FollowHold += max(cs.Batch, 1) * max(cs.Parallel, 1)
+				}
 			}
 		}
 		// The batch admits followed inputs for FollowFor; each of those still running
 		// then gets its step timeout.
-		opts.StartToCloseTimeout += r.tune.FollowFor + step.Timeout
+		opts.StartToCloseTimeout += r.tune.FollowFor + timeout
 	}
 	if r.stepActivityIDs {
 		opts.ActivityID = fmt.Sprintf("%s/%d", step.ID, r.seq)
@@ -725,6 +745,9 @@ func (r *runner) startBatch(ctx workflow.Context, i int, pending []Pending, now 
 	}
 	r.inFlight[i]++
 	r.inputsIn[i] += len(work)
+	for _, d := range downstream {
+		r.inFlight[d]++ // the batch is one of that step's batches too
+	}
 	activityName := RunBatchActivity
 	if r.taskActivities {
 		activityName = step.Task
@@ -733,6 +756,9 @@ func (r *runner) startBatch(ctx workflow.Context, i int, pending []Pending, now 
 	r.selector.AddFuture(f, func(f workflow.Future) {
 		r.inFlight[i]--
 		r.inputsIn[i] -= len(work)
+		for _, d := range downstream {
+			r.inFlight[d]--
+		}
 		var res crawl.BatchResult
 		err := f.Get(ctx, &res)
 		if waitedTooLong(err) {
@@ -753,7 +779,11 @@ func (r *runner) startBatch(ctx workflow.Context, i int, pending []Pending, now 
 			r.err = fmt.Errorf("step %s: batch of %d inputs failed after all activity retries: %w", step.ID, len(work), err)
 			return
 		}
+		r.sum.Batches++
 		r.absorb(ctx, i, res)
+		for _, d := range res.Downstream {
+			r.absorb(ctx, d.StepIdx, d)
+		}
 		if !r.outages {
 			return
 		}
@@ -762,10 +792,36 @@ func (r *runner) startBatch(ctx workflow.Context, i int, pending []Pending, now 
 		} else {
 			r.outageOver(ctx, i)
 		}
+		for _, d := range res.Downstream {
+			if d.Outage != nil {
+				r.requeueWaiting(ctx, pendingOf(d.StepIdx, d.Waiting), d.Outage.Dependency, d.Outage.Cause)
+			}
+		}
 	})
 }
 
-// absorb records a batch's counts and queues what it produced.
+// followInto lists the steps a batch of step i may follow its outputs into: those it
+// feeds that allow it (`follow: true`), serve the same task queue and have a batch slot
+// free, which the batch then holds.
+func (r *runner) followInto(i int) []int {
+	if !r.followDown || r.tune.FollowInputs <= 0 {
+		return nil
+	}
+	step := r.plan.Steps[i]
+	var out []int
+	for _, c := range step.Consumers {
+		d := r.plan.Steps[c.Step]
+		if c.Self || !d.Follow || slices.Contains(out, c.Step) || r.inFlight[c.Step] >= d.Parallel ||
+			SiteQueueOf(d, r.in.TaskQueue) != SiteQueueOf(step, r.in.TaskQueue) {
+			continue
+		}
+		out = append(out, c.Step)
+	}
+	return out
+}
+
+// absorb records the counts of a batch of step i (or of the inputs a batch followed into
+// step i) and queues what it produced.
 func (r *runner) absorb(ctx workflow.Context, i int, res crawl.BatchResult) {
 	now := workflow.Now(ctx)
 	st := &r.sum.Steps[i]
@@ -780,7 +836,6 @@ func (r *runner) absorb(ctx workflow.Context, i int, res crawl.BatchResult) {
 	if res.Quota != "" && r.sum.Quota == "" {
 		r.sum.Quota = res.Quota
 	}
-	r.sum.Batches++
 	r.sum.FailuresTotal += len(res.Failed)
 	for _, f := range res.Failed {
 		if len(r.sum.Failures) < r.tune.FailureSample {

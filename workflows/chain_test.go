@@ -177,6 +177,66 @@ steps:
 	}
 }
 
+// A step that allows it (`follow: true`) has its inputs run inside the batch of the step
+// that feeds it: a list's details run in the list's batch, a detail's comments pages in
+// the detail's, each comments page's next page too. Every step counts the same pages,
+// items and retries as without following, every item is stored once, and far fewer
+// batches go through the server. A flaky comments page is retried as a comments input.
+func TestBatchFollowsIntoStepsDownstream(t *testing.T) {
+	const deep = `
+name: deep
+defaults: {batch: 5, concurrency: 4, parallel: 2}
+steps:
+  - id: list
+    task: synth.node
+    params: {widths: [8, 2, 1, 1]}
+  - id: detail
+    task: synth.node
+    from: list
+    follow: true
+    params: {widths: [8, 2, 1, 1]}
+  - id: comments
+    task: synth.node
+    from: [detail, comments]
+    max_depth: 3
+    follow: true
+    params: {widths: [8, 2, 1, 1], flaky: [0/1, 3/0/0/0], flaky_times: 1}
+`
+	type counts struct{ Pages, Items, Retried, Failed int }
+	runs := map[string][3]counts{}
+	batches := map[string]int{}
+	for _, c := range []struct {
+		name   string
+		follow int
+	}{{"followed", 0}, {"not followed", -1}} {
+		h := newHarness(t, nil)
+		run := "down-" + strings.ReplaceAll(c.name, " ", "-")
+		s := h.run(t, workflows.ChainInput{RunID: run, Plan: *plan(t, deep), Tuning: workflows.Tuning{FollowInputs: c.follow}})
+		var got [3]counts
+		for i, st := range s.Steps {
+			got[i] = counts{st.Pages, st.Items, st.Retried, st.Failed}
+		}
+		runs[c.name], batches[c.name] = got, s.Batches
+		stored := h.stored(t, run)
+		if len(stored) != synth.Count(8, 2, 1, 1) {
+			t.Errorf("%s: stored %d items, want %d", c.name, len(stored), synth.Count(8, 2, 1, 1))
+		}
+		for k, n := range stored {
+			if n != 1 {
+				t.Errorf("%s: %s stored %d times", c.name, k, n)
+			}
+		}
+	}
+	want := [3]counts{{1, 1, 0, 0}, {8, 8, 0, 0}, {48, 48, 2, 0}}
+	if runs["followed"] != want || runs["not followed"] != want {
+		t.Fatalf("per step (pages, items, retried, failed): followed %+v, not followed %+v; want %+v", runs["followed"], runs["not followed"], want)
+	}
+	t.Logf("batches: %d followed, %d not", batches["followed"], batches["not followed"])
+	if batches["followed"]*2 > batches["not followed"] {
+		t.Errorf("%d batches with following, %d without; following downstream should need far fewer", batches["followed"], batches["not followed"])
+	}
+}
+
 func TestEachFansOutOverListField(t *testing.T) {
 	h := newHarness(t, nil)
 	p := plan(t, `
