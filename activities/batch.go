@@ -209,8 +209,10 @@ func (a *Activities) begin(ctx context.Context, b crawl.Batch) (*batchRun, crawl
 		// of its own reports why.
 		l, err := a.openLane(b, k+1, nil)
 		if err == nil {
-			l.budget, err = a.quotaFor(ctx, l.b, 0)
-			err = crawl.Dependency("redis (quota)", err)
+			// One lease for the whole batch: the budgets are the run's, chain's and
+			// tenant's, whichever step spends them, and a second lease could wait for
+			// what the first holds until the batch ends.
+			l.budget = own.budget.shared()
 		}
 		if err != nil {
 			l = nil
@@ -326,14 +328,10 @@ func (a *Activities) storesOf(step crawl.PlanStep) []string {
 	return stores
 }
 
-// end gives back what the batch holds: unspent budgets, its share of the CPU.
+// end gives back what the batch holds: unspent budget, its share of the CPU.
 func (r *batchRun) end() {
 	r.stopRun()
-	for _, l := range r.lanes {
-		if l != nil {
-			l.budget.release(r.ctx, r.a.Log)
-		}
-	}
+	r.lanes[0].budget.release(r.ctx, r.a.Log)
 	running.Add(-1)
 }
 

@@ -76,3 +76,44 @@ func TestSpansFoldIndices(t *testing.T) {
 		t.Fatalf("spans = %v, want %v", got, want)
 	}
 }
+
+// A checkpoint keeps each step's sums apart and the lane of every followed input, and
+// one written before batches followed into other steps (followed inputs without a lane)
+// resumes with those inputs in the batch's own step.
+func TestCheckpointResumesEachStepOfABatch(t *testing.T) {
+	c := &checkpointer{n: 2, done: map[int]bool{}, unrun: map[int]bool{}}
+	page := c.follow(crawl.Work{Input: crawl.Input{URL: "https://news.example.com/?p=2"}}, 0)
+	story := c.follow(crawl.Work{Input: crawl.Input{URL: "https://news.example.com/item/7"}}, 1)
+	c.finish(outcome{Index: 0, OK: true, Items: 0}, 0)
+	c.finish(outcome{Index: story, OK: true, Items: 1}, 1)
+	c.finish(outcome{Index: page, Err: "https://news.example.com/?p=2: status 503"}, 0)
+	b, err := json.Marshal(c.payload())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var prev checkpoint
+	if err := json.Unmarshal(b, &prev); err != nil {
+		t.Fatal(err)
+	}
+	again := &checkpointer{n: 2, done: map[int]bool{}, unrun: map[int]bool{}}
+	again.resume(prev)
+	if todo := again.todo(); len(todo) != 1 || todo[0] != 1 {
+		t.Errorf("todo %v, want [1]: the one input no attempt finished", todo)
+	}
+	if own, down := again.tally(0), again.tally(1); own.Pages != 1 || len(own.Failed) != 1 || down.Pages != 1 || down.Items != 1 {
+		t.Errorf("own step %+v, step downstream %+v; want 1 page and 1 failure, then 1 page with 1 item", own, down)
+	}
+	if again.lane(page) != 0 || again.lane(story) != 1 || again.lane(1) != 0 {
+		t.Errorf("lanes %d %d %d, want 0 1 0", again.lane(page), again.lane(story), again.lane(1))
+	}
+
+	var old checkpoint
+	if err := json.Unmarshal([]byte(`{"done":[[0,0]],"pages":1,"followed":[{"in":{"url":"https://news.example.com/?p=2"}}]}`), &old); err != nil {
+		t.Fatal(err)
+	}
+	resumed := &checkpointer{n: 1, done: map[int]bool{}, unrun: map[int]bool{}}
+	resumed.resume(old)
+	if todo := resumed.todo(); len(todo) != 1 || resumed.lane(todo[0]) != 0 || resumed.sum.Followed[0].Input.URL != "https://news.example.com/?p=2" {
+		t.Errorf("an older checkpoint resumes with todo %v", todo)
+	}
+}

@@ -32,6 +32,15 @@ func (a *Activities) quotaFor(ctx context.Context, b crawl.Batch, inputs int) (*
 	return &batchQuota{lease: l}, nil
 }
 
+// shared is another step's hold on the same lease, with counts of its own; nil when q
+// is.
+func (q *batchQuota) shared() *batchQuota {
+	if q == nil {
+		return nil
+	}
+	return &batchQuota{lease: q.lease}
+}
+
 // admit spends one page on input i. When it may not run, stop is true and o says why:
 // a budget ran out (the input is left unrun) or Redis failed (the input is retried).
 // While other batches hold what is left of a budget, admit waits for them to spend it
