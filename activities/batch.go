@@ -539,7 +539,7 @@ func (r *batchRun) following() bool {
 // step's other batches share it.
 func (r *batchRun) follow(out crawl.Routed) bool {
 	l := r.laneOf(out.Step)
-	if l == nil || !r.following() || l.outstanding >= max(l.b.Step.Concurrency, 1) {
+	if l == nil || !r.queueOpen || !r.following() || l.outstanding >= max(l.b.Step.Concurrency, 1) {
 		return false
 	}
 	w := crawl.Work{Input: out.Input}
@@ -576,7 +576,8 @@ func (r *batchRun) finish() (crawl.BatchResult, error) {
 	if err == nil {
 		a.observe(ctx, b, res)
 		for _, d := range res.Downstream {
-			a.observe(ctx, r.laneOf(d.StepIdx).b, d)
+			k := slices.IndexFunc(b.Downstream, func(s crawl.DownstreamStep) bool { return s.StepIdx == d.StepIdx })
+			a.observe(ctx, laneBatch(b, k+1), d)
 		}
 	}
 	for _, l := range r.lanes {
