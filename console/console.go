@@ -20,7 +20,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/elastic/go-elasticsearch/v8"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/redis/go-redis/v9"
 	"go.temporal.io/sdk/client"
@@ -72,7 +71,7 @@ type Server struct {
 	// route cannot escape the access checks by being left off a list.
 	routes []Route
 	mongo  *mongo.Reader
-	es     *elasticsearch.Client
+	es     *es.Client
 	redis  redis.UniversalClient
 	hbase  *hbase.Sink
 	beats  beats // worker heartbeats seen, for the fleet picture
@@ -118,7 +117,7 @@ func New(cfg Config) (*Server, error) {
 		if !strings.Contains(addr, "://") {
 			addr = "http://" + addr
 		}
-		if s.es, err = elasticsearch.NewClient(cfg.ESAuth.Config([]string{addr})); err != nil {
+		if s.es, err = cfg.ESAuth.NewClient([]string{addr}, nil); err != nil {
 			s.Close()
 			return nil, fmt.Errorf("elasticsearch client for %s: %w", addr, err)
 		}

@@ -8,16 +8,15 @@ import (
 	"testing"
 	"time"
 
-	"github.com/elastic/go-elasticsearch/v8"
-
 	"trawler/fetch"
 	"trawler/internal/devstack/demosite"
 	"trawler/internal/devstack/eslite"
 	"trawler/internal/engine"
+	"trawler/storage/es"
 )
 
 // esSearch posts a search body to the alias and decodes the answer.
-func esSearch(t *testing.T, c *elasticsearch.Client, body string) map[string]any {
+func esSearch(t *testing.T, c *es.Client, body string) map[string]any {
 	t.Helper()
 	res, err := c.Search(c.Search.WithIndex("trawler-items"), c.Search.WithBody(strings.NewReader(body)))
 	if err != nil {
@@ -64,7 +63,7 @@ func TestSearchAfterTheDemoChain(t *testing.T) {
 		t.Fatalf("es holds %d documents of the run (%v), want %d", n, err, stories+comments)
 	}
 
-	c, err := elasticsearch.NewClient(elasticsearch.Config{Addresses: []string{url}})
+	c, err := es.Auth{}.NewClient([]string{url}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,7 +95,7 @@ func TestSearchAfterTheDemoChain(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer stop2()
-	c2, _ := elasticsearch.NewClient(elasticsearch.Config{Addresses: []string{url2}})
+	c2, _ := es.Auth{}.NewClient([]string{url2}, nil)
 	res = esSearch(t, c2, `{"query":{"term":{"run_id":"`+id+`"}},"track_total_hits":true,"size":0}`)
 	if total := res["hits"].(map[string]any)["total"].(map[string]any)["value"].(float64); int(total) != stories+comments {
 		t.Fatalf("after restart: %v documents of the run, want %d", total, stories+comments)

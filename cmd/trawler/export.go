@@ -13,7 +13,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/elastic/go-elasticsearch/v8"
 	"github.com/spf13/cobra"
 
 	"trawler/crawl"
@@ -358,7 +357,7 @@ func esSource(ctx context.Context, s *settings, f exportFlags, since time.Time) 
 	if err != nil {
 		return nil, err
 	}
-	c, err := elasticsearch.NewClient(auth.Config([]string{addr}))
+	c, err := auth.NewClient([]string{addr}, nil)
 	if err != nil {
 		return nil, fmt.Errorf("Elasticsearch at %s: %s", crawl.RedactURL(addr), crawl.RedactText(err.Error()))
 	}

@@ -13,7 +13,6 @@ import (
 	"text/tabwriter"
 	"unicode/utf8"
 
-	"github.com/elastic/go-elasticsearch/v8"
 	"github.com/spf13/cobra"
 
 	"trawler/crawl"
@@ -90,7 +89,7 @@ aggregation; --json prints Elasticsearch's answer as one JSON line.`,
 			if err != nil {
 				return err
 			}
-			c, err := elasticsearch.NewClient(auth.Config([]string{addr}))
+			c, err := auth.NewClient([]string{addr}, nil)
 			if err != nil {
 				return fmt.Errorf("Elasticsearch at %s: %s", crawl.RedactURL(addr), crawl.RedactText(err.Error()))
 			}

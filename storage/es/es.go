@@ -40,7 +40,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/elastic/go-elasticsearch/v8"
 	"github.com/elastic/go-elasticsearch/v8/esapi"
 
 	"trawler/crawl"
@@ -75,20 +74,6 @@ type Auth struct {
 	CACert                     []byte
 }
 
-// Config is the go-elasticsearch configuration for addresses with the auth: what the
-// sink, `trawler search` and the console use, so all three authenticate the same way.
-// The client's own retries are off: callers retry with their own backoff.
-func (a Auth) Config(addresses []string) elasticsearch.Config {
-	return elasticsearch.Config{
-		Addresses:    addresses,
-		Username:     a.Username,
-		Password:     a.Password,
-		APIKey:       a.APIKey,
-		CACert:       a.CACert,
-		DisableRetry: true,
-	}
-}
-
 // SpecsFrom adapts a task registry to Options.Specs.
 func SpecsFrom(r *crawl.Registry) func(biz string) (crawl.TaskSpec, bool) {
 	return func(biz string) (crawl.TaskSpec, bool) {
@@ -102,7 +87,7 @@ func SpecsFrom(r *crawl.Registry) func(biz string) (crawl.TaskSpec, bool) {
 
 // Sink writes items to Elasticsearch.
 type Sink struct {
-	c    *elasticsearch.Client
+	c    *Client
 	opts Options
 
 	mu    sync.Mutex
@@ -120,9 +105,7 @@ func Open(ctx context.Context, o Options) (*Sink, error) {
 	if o.Backoff <= 0 {
 		o.Backoff = 200 * time.Millisecond
 	}
-	cfg := o.Auth.Config(o.Addresses)
-	cfg.Transport = o.Transport
-	c, err := elasticsearch.NewClient(cfg)
+	c, err := o.Auth.NewClient(o.Addresses, o.Transport)
 	if err != nil {
 		return nil, fmt.Errorf("es sink: %s", crawl.RedactText(err.Error()))
 	}
@@ -142,8 +125,8 @@ func Open(ctx context.Context, o Options) (*Sink, error) {
 	return s, nil
 }
 
-// Client is the underlying go-elasticsearch client.
-func (s *Sink) Client() *elasticsearch.Client { return s.c }
+// Client is the sink's Elasticsearch client.
+func (s *Sink) Client() *Client { return s.c }
 
 // Name implements storage.Sink.
 func (s *Sink) Name() string { return "es" }

@@ -9,8 +9,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/elastic/go-elasticsearch/v8"
-
 	"trawler/crawl"
 )
 
@@ -44,7 +42,7 @@ func (s Selection) query() map[string]any {
 }
 
 // CountSelected is how many documents of index the selection matches.
-func CountSelected(ctx context.Context, c *elasticsearch.Client, index string, sel Selection) (int64, error) {
+func CountSelected(ctx context.Context, c *Client, index string, sel Selection) (int64, error) {
 	body, _ := json.Marshal(map[string]any{"query": sel.query()})
 	res, err := c.Count(c.Count.WithContext(ctx), c.Count.WithIndex(index), c.Count.WithBody(bytes.NewReader(body)))
 	if err != nil {
@@ -71,7 +69,7 @@ func CountSelected(ctx context.Context, c *elasticsearch.Client, index string, s
 // after the last one (search_after). It needs neither scroll nor point-in-time, so it
 // works on eslite; a document written meanwhile may or may not be seen, one deleted
 // meanwhile is skipped, and none is seen twice.
-func Scan(ctx context.Context, c *elasticsearch.Client, index string, sel Selection, pageSize int, fn func(crawl.Item) error) error {
+func Scan(ctx context.Context, c *Client, index string, sel Selection, pageSize int, fn func(crawl.Item) error) error {
 	if pageSize <= 0 {
 		pageSize = 500
 	}
