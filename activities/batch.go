@@ -179,6 +179,12 @@ func (a *Activities) begin(ctx context.Context, b crawl.Batch) (*batchRun, crawl
 	for _, f := range r.cp.sum.Followed {
 		b.Work = append(b.Work, f.Work)
 	}
+	// The stores `all` stands for, resolved once: sinks, metrics and checkpoints name them.
+	b.Step.Store = a.storesOf(b.Step)
+	b.Downstream = slices.Clone(b.Downstream)
+	for k := range b.Downstream {
+		b.Downstream[k].Step.Store = a.storesOf(b.Downstream[k].Step)
+	}
 	r.b = b
 	task, ok := a.Registry.Get(b.Step.Task)
 	if !ok {
@@ -241,8 +247,6 @@ func (a *Activities) openLane(b crawl.Batch, k int, task crawl.Task) (*lane, err
 		}
 		task = t
 	}
-	// The stores `all` stands for, resolved once: sinks, metrics and checkpoints name them.
-	lb.Step.Store = a.storesOf(lb.Step)
 	l := &lane{n: k, b: lb, task: task}
 	for _, name := range lb.Step.Store {
 		s, err := a.Sinks.Get(name)
