@@ -84,8 +84,11 @@ type Step struct {
 	Affinity *Affinity
 	// Middlewares wrap this step's fetcher inside the chain's (see RegisterMiddleware).
 	Middlewares []MiddlewareRef
-	Line        int
-	ParamLines  map[string]int // line of each param in the file
+	// Recrawl plans each record's next visit from its change history; the step's
+	// inputs are then the records due now and the ones nobody has seen yet.
+	Recrawl    *Recrawl
+	Line       int
+	ParamLines map[string]int // line of each param in the file
 }
 
 // Engine defaults used when neither the chain nor the task says otherwise.
@@ -150,7 +153,7 @@ var (
 	chainKeys    = []string{"name", "tenant", "robots", "priority", "quota", "max_outage", "middlewares", "defaults", "steps"}
 	quotaKeys    = []string{"pages", "items", "pages_per_day", "items_per_day"}
 	defaultsKeys = []string{"timeout", "retries", "batch", "concurrency", "parallel", "store", "params", "dedup"}
-	stepKeys     = []string{"id", "task", "params", "from", "each", "max_depth", "store", "dedup", "timeout", "retries", "batch", "concurrency", "parallel", "priority", "shared", "affinity", "middlewares"}
+	stepKeys     = []string{"id", "task", "params", "from", "each", "max_depth", "store", "dedup", "timeout", "retries", "batch", "concurrency", "parallel", "priority", "shared", "affinity", "middlewares", "recrawl"}
 	affinityKeys = []string{"probe", "max_latency", "min_kbps"}
 	dedupModes   = []string{DedupChanged, DedupNew, DedupOff}
 	nameRE       = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]*$`)
@@ -392,6 +395,8 @@ func (l *loader) parse(data []byte) *Chain {
 				s.Priority = l.integer(v, "priority")
 			case "middlewares":
 				s.Middlewares = l.middlewares(v, where+".middlewares")
+			case "recrawl":
+				s.Recrawl = l.recrawl(v, where)
 			}
 		})
 		c.Steps = append(c.Steps, s)
@@ -450,7 +455,7 @@ func (l *loader) boolean(v *yaml.Node, field string) bool {
 
 func (l *loader) duration(v *yaml.Node, field string) time.Duration {
 	if v.Kind == yaml.ScalarNode {
-		d, err := time.ParseDuration(v.Value)
+		d, err := ParseDuration(v.Value)
 		if err == nil && d > 0 {
 			return d
 		}
@@ -459,7 +464,7 @@ func (l *loader) duration(v *yaml.Node, field string) time.Duration {
 			return 0
 		}
 	}
-	l.add(v.Line, "`%s`: bad duration %q: write it like 30s, 2m or 1h30m", field, v.Value)
+	l.add(v.Line, "`%s`: bad duration %q: write it like 30s, 2m, 1h30m or 7d", field, v.Value)
 	return 0
 }
 
@@ -719,6 +724,7 @@ func (l *loader) validateStep(c *Chain, s Step, ids map[string]int) {
 		}
 	}
 	l.checkDedup(s.Line, where, s.Dedup)
+	l.checkRecrawl(c, s, where)
 	l.checkLimits(s.Line, where, s.Batch, s.Concurrency, s.Parallel)
 	if s.Priority < 0 || s.Priority > 5 {
 		l.add(s.Line, "%s: priority %d: use 1 (highest) to 5 (lowest), or leave it out to take the chain's", where, s.Priority)

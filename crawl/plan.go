@@ -48,6 +48,9 @@ type PlanStep struct {
 	// Middlewares wrap the step's fetcher: the chain's, then the step's own, outermost
 	// first. Workers build them by name (RegisterMiddleware).
 	Middlewares []MiddlewareRef `json:"middlewares,omitempty"`
+	// Recrawl plans when each record of the step is visited again; nil: every input
+	// the step gets is run.
+	Recrawl *Recrawl `json:"recrawl,omitempty"`
 }
 
 // SiteQueue is a site's task queue and the affinity that guards it. The workflow names
@@ -85,6 +88,9 @@ type Consumer struct {
 	Each     string `json:"each,omitempty"`
 	Self     bool   `json:"self,omitempty"`
 	MaxDepth int    `json:"max_depth,omitempty"`
+	// Recrawl: the consumer plans its records' visits, so an input it already plans
+	// waits until it is due instead of running whenever this step emits it.
+	Recrawl bool `json:"recrawl,omitempty"`
 }
 
 // Compile turns a loaded chain into a Plan. The chain must have passed Load.
@@ -132,6 +138,7 @@ func (c *Chain) Compile(reg *Registry) (*Plan, error) {
 			Affinity:    expandProbe(s.Affinity, params),
 			Store:       s.Store,
 			Middlewares: append(slices.Clip(c.Middlewares), s.Middlewares...),
+			Recrawl:     s.Recrawl,
 		}
 		if ps.Root && spec.Seeds != nil {
 			ps.Seeds = spec.Seeds(params)
@@ -166,6 +173,7 @@ func (c *Chain) Compile(reg *Registry) (*Plan, error) {
 			up := index[from]
 			p.Steps[up].Consumers = append(p.Steps[up].Consumers, Consumer{
 				Step: i, ID: s.ID, Task: s.Task, Each: s.Each, Self: up == i, MaxDepth: s.MaxDepth,
+				Recrawl: s.Recrawl != nil,
 			})
 		}
 	}
