@@ -23,6 +23,7 @@ import (
 	"trawler/internal/affinity"
 	"trawler/internal/monitor"
 	"trawler/internal/quota"
+	"trawler/internal/recrawl"
 	"trawler/storage"
 )
 
@@ -38,6 +39,8 @@ type Activities struct {
 	Pools *external.Pools
 	// Quotas lease the cost budgets of runs, chains and tenants; nil: no budgets.
 	Quotas *quota.Manager
+	// Recrawl plans the visits of steps with a recrawl policy; nil: no Redis.
+	Recrawl *recrawl.Planner
 	// Sites registers the site queues of steps with an affinity; nil: no Redis.
 	Sites *affinity.Registry
 	// Sources serves steps marked `shared` from one fetch per interval; nil: every

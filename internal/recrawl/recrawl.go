@@ -110,7 +110,8 @@ func (pl Plan) score() float64 {
 	return float64(s)
 }
 
-func unpack(score float64) Plan {
+// Unpack reads the plan a score packs.
+func Unpack(score float64) Plan {
 	s := int64(score)
 	return Plan{
 		Due:      epoch.Add(time.Duration(s>>dueShift) * time.Minute),
@@ -273,7 +274,7 @@ func (p *Planner) update(ctx context.Context, ns string, members []string, next 
 			if known[i] {
 				old = strconv.FormatInt(int64(scores[i]), 10)
 			}
-			pl, ok := next(m, unpack(scores[i]), known[i])
+			pl, ok := next(m, Unpack(scores[i]), known[i])
 			if ok {
 				args = append(args, m, old, strconv.FormatInt(int64(pl.score()), 10))
 			}
@@ -364,7 +365,7 @@ func (p *Planner) Lookup(ctx context.Context, ns string, in crawl.Input) (Plan, 
 	if err != nil {
 		return Plan{}, false, fmt.Errorf("recrawl: plan of %s: %w", in.Describe(), err)
 	}
-	return unpack(s), true, nil
+	return Unpack(s), true, nil
 }
 
 // remember notes the namespace's policy for status.

@@ -31,8 +31,8 @@ func url(i int) crawl.Input { return crawl.Input{URL: fmt.Sprintf("http://site.t
 
 func TestPackedPlanRoundTrips(t *testing.T) {
 	pl := Plan{Due: time.Date(2030, 5, 6, 7, 8, 0, 0, time.UTC), Leased: true, Changes: 13, Observed: 123456 * time.Minute}
-	if got := unpack(pl.score()); got != pl {
-		t.Fatalf("unpack(score) = %+v, want %+v", got, pl)
+	if got := Unpack(pl.score()); got != pl {
+		t.Fatalf("Unpack(score) = %+v, want %+v", got, pl)
 	}
 	if s := pl.score(); s >= 1<<53 || s != float64(int64(s)) {
 		t.Fatalf("score %v does not fit a double exactly", s)

@@ -69,7 +69,7 @@ func (p *Planner) stats(ctx context.Context, ns string, pol crawl.Recrawl) (Stat
 			return st, fmt.Errorf("recrawl: plans of %s: %w", ns, err)
 		}
 		for _, z := range zs {
-			pl := unpack(z.Score)
+			pl := Unpack(z.Score)
 			st.Pages++
 			switch {
 			case pl.Leased:

@@ -1,0 +1,167 @@
+package tests
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"trawler/internal/devstack/demosite"
+	"trawler/internal/devstack/hbaselite"
+	"trawler/internal/engine"
+	"trawler/internal/recrawl"
+	"trawler/storage/hbase"
+)
+
+// simClock is a clock the test moves by hand; the demo site and the worker's recrawl
+// plans both read it.
+type simClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *simClock) now() time.Time  { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+func (c *simClock) set(t time.Time) { c.mu.Lock(); c.t = t; c.mu.Unlock() }
+
+// TestRecrawlVisitsWhatChanges runs examples/recrawl.yaml once per simulated
+// 10-minute tick over 60 live demo stories for eight hours: stories that change every
+// few minutes are visited many times more often than those that never change, every
+// change a visit found is a new HBase version, and restarting the worker, Temporal and
+// HBase midway keeps every plan.
+func TestRecrawlVisitsWhatChanges(t *testing.T) {
+	dir := t.TempDir()
+	zk, stopHBase, err := hbaselite.Start(dir, "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { stopHBase() }()
+	begin := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
+	clock := &simClock{t: begin}
+	live := &demosite.Live{Seed: 3, Start: begin, Now: clock.now}
+	o := demosite.Options{Pages: 2, Live: live}
+	site := startSite(t, o)
+	queue := "recrawl-" + fmt.Sprint(time.Now().UnixNano())
+	startWorker := func() *engine.Worker {
+		w, err := engine.NewWorker(shared.client, engine.WorkerOptions{
+			TaskQueue: queue, OutDir: dir + "/out", Log: quiet, Redis: shared.redis.Addr(), HBase: zk,
+			Fetch: fastFetch, Clock: clock.now,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Start(); err != nil {
+			t.Fatal(err)
+		}
+		return w
+	}
+	w := startWorker()
+	defer func() { w.Stop() }()
+	p := plan(t, "recrawl.yaml", "", "base_url="+site, "feed.pages=2")
+	ns := p.Tenant + ":demo.story"
+	rdb := redis.NewClient(&redis.Options{Addr: shared.redis.Addr()})
+	defer rdb.Close()
+	ctx := context.Background()
+	plans := func() []redis.Z {
+		zs, err := rdb.ZRangeWithScores(ctx, recrawl.DueKey(ns), 0, -1).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return zs
+	}
+
+	const ticks = 48
+	for tick := 0; tick <= ticks; tick++ {
+		clock.set(begin.Add(time.Duration(tick) * 10 * time.Minute))
+		if tick == ticks/2 {
+			// Restart: the worker, Temporal and HBase go down and come back; the plans
+			// are in Redis, which keeps its data as a production Redis does.
+			before := plans()
+			w.Stop()
+			stopHBase()
+			stopShared()
+			if err := startShared(shared.port); err != nil {
+				t.Fatal(err)
+			}
+			if zk, stopHBase, err = hbaselite.Start(dir, "127.0.0.1:0"); err != nil {
+				t.Fatal(err)
+			}
+			w = startWorker()
+			if after := plans(); !slices.Equal(before, after) {
+				t.Fatalf("plans changed across the restart:\nbefore %v\nafter  %v", before, after)
+			}
+		}
+		due := 0
+		for _, z := range plans() {
+			if pl := recrawl.Unpack(z.Score); !pl.Due.After(clock.now()) {
+				due++
+			}
+		}
+		visited := totalVisits(live, 60)
+		s := wait(t, start(t, p, queue), 2*time.Minute)
+		story := s.Steps[1]
+		if tick > 0 && (story.Due != due || story.Pages != due || totalVisits(live, 60)-visited != due) {
+			t.Fatalf("tick %d: %d pages due, the run claimed %d, ran %d story pages and the site served %d", tick, due, story.Due, story.Pages, totalVisits(live, 60)-visited)
+		}
+		if tick == 0 && story.Pages != 60 {
+			t.Fatalf("first run visited %d stories, want all 60", story.Pages)
+		}
+	}
+
+	var fast, static []int
+	for id := 1; id <= 60; id++ {
+		switch every := live.Every(id); {
+		case every == 0:
+			static = append(static, len(live.Visits(id)))
+		case every < time.Hour:
+			fast = append(fast, len(live.Visits(id)))
+		}
+	}
+	avg := func(xs []int) float64 {
+		n := 0
+		for _, x := range xs {
+			n += x
+		}
+		return float64(n) / float64(len(xs))
+	}
+	t.Logf("visits over %d ticks: fast-changing stories %v, never-changing ones %.1f on average", ticks+1, fast, avg(static))
+	if len(fast) == 0 || avg(fast) < 5*avg(static) {
+		t.Errorf("fast-changing stories visited %.1f times on average, static ones %.1f: want ≥5× as often", avg(fast), avg(static))
+	}
+
+	// Every change a visit found is a version in HBase: one per distinct state seen.
+	sink := w.Sinks["hbase"].(*hbase.Sink)
+	for id := 1; id <= 60; id++ {
+		states := 0
+		last := -1
+		for _, v := range live.Visits(id) {
+			if n := live.Changes(id, v); n != last {
+				states, last = states+1, n
+			}
+		}
+		rec, err := sink.History(ctx, "demo.story", fmt.Sprintf("demo:story:%d", id), 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		still, _ := demosite.Options{Pages: 2}.Story(id)
+		var score int
+		json.Unmarshal(rec.Versions[0].Fields["score"], &score)
+		if len(rec.Versions) != states || score != still.Score+last {
+			t.Errorf("story %d: %d versions, newest score %d; want %d (one per state visits found), score %d", id, len(rec.Versions), score, states, still.Score+last)
+		}
+	}
+	r := live.Report(60, 10*time.Minute, clock.now())
+	t.Logf("%d changes, %d seen later than 10m; %d story visits against %d for visiting all every tick", r.Changes, r.Late, r.Visits, 60*(ticks+1))
+}
+
+func totalVisits(live *demosite.Live, n int) int {
+	v := 0
+	for id := 1; id <= n; id++ {
+		v += len(live.Visits(id))
+	}
+	return v
+}
