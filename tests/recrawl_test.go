@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
-	"sync"
 	"testing"
 	"time"
 
@@ -17,16 +16,6 @@ import (
 	"trawler/internal/recrawl"
 	"trawler/storage/hbase"
 )
-
-// simClock is a clock the test moves by hand; the demo site and the worker's recrawl
-// plans both read it.
-type simClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *simClock) now() time.Time  { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
-func (c *simClock) set(t time.Time) { c.mu.Lock(); c.t = t; c.mu.Unlock() }
 
 // TestRecrawlVisitsWhatChanges runs examples/recrawl.yaml once per simulated
 // 10-minute tick over 60 live demo stories for eight hours: stories that change every
@@ -41,15 +30,15 @@ func TestRecrawlVisitsWhatChanges(t *testing.T) {
 	}
 	defer func() { stopHBase() }()
 	begin := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
-	clock := &simClock{t: begin}
-	live := &demosite.Live{Seed: 3, Start: begin, Now: clock.now}
+	clock := demosite.NewClock(begin) // the site and the worker's recrawl plans read it
+	live := &demosite.Live{Seed: 3, Start: begin, Now: clock.Now}
 	o := demosite.Options{Pages: 2, Live: live}
 	site := startSite(t, o)
 	queue := "recrawl-" + fmt.Sprint(time.Now().UnixNano())
 	startWorker := func() *engine.Worker {
 		w, err := engine.NewWorker(shared.client, engine.WorkerOptions{
 			TaskQueue: queue, OutDir: dir + "/out", Log: quiet, Redis: shared.redis.Addr(), HBase: zk,
-			Fetch: fastFetch, Clock: clock.now,
+			Fetch: fastFetch, Clock: clock.Now,
 		})
 		if err != nil {
 			t.Fatal(err)
@@ -76,7 +65,7 @@ func TestRecrawlVisitsWhatChanges(t *testing.T) {
 
 	const ticks = 48
 	for tick := 0; tick <= ticks; tick++ {
-		clock.set(begin.Add(time.Duration(tick) * 10 * time.Minute))
+		clock.Set(begin.Add(time.Duration(tick) * 10 * time.Minute))
 		if tick == ticks/2 {
 			// Restart: the worker, Temporal and HBase go down and come back; the plans
 			// are in Redis, which keeps its data as a production Redis does.
@@ -97,7 +86,7 @@ func TestRecrawlVisitsWhatChanges(t *testing.T) {
 		}
 		due := 0
 		for _, z := range plans() {
-			if pl := recrawl.Unpack(z.Score); !pl.Due.After(clock.now()) {
+			if pl := recrawl.Unpack(z.Score); !pl.Due.After(clock.Now()) {
 				due++
 			}
 		}
@@ -154,7 +143,7 @@ func TestRecrawlVisitsWhatChanges(t *testing.T) {
 			t.Errorf("story %d: %d versions, newest score %d; want %d (one per state visits found), score %d", id, len(rec.Versions), score, states, still.Score+last)
 		}
 	}
-	r := live.Report(60, 10*time.Minute, clock.now())
+	r := live.Report(60, 10*time.Minute, clock.Now(), nil)
 	t.Logf("%d changes, %d seen later than 10m; %d story visits against %d for visiting all every tick", r.Changes, r.Late, r.Visits, 60*(ticks+1))
 }
 

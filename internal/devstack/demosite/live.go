@@ -100,12 +100,16 @@ type Report struct {
 	Late int `json:"late"`
 }
 
-// Report compares stories 1..n's changes up to until with the visits their pages got:
-// a change counts as late when no visit came within `within` of it.
-func (l *Live) Report(n int, within time.Duration, until time.Time) Report {
+// Report compares stories 1..n's changes up to until with the visits their pages got
+// (visits of a story, in order; nil: those the site served): a change counts as late
+// when no visit came within `within` of it.
+func (l *Live) Report(n int, within time.Duration, until time.Time, visits func(id int) []time.Time) Report {
+	if visits == nil {
+		visits = l.Visits
+	}
 	r := Report{Stories: n}
 	for id := 1; id <= n; id++ {
-		visits := l.Visits(id)
+		visits := visits(id)
 		r.Visits += len(visits)
 		for k := 1; k <= l.Changes(id, until); k++ {
 			at := l.ChangedAt(id, k)
@@ -119,3 +123,19 @@ func (l *Live) Report(n int, within time.Duration, until time.Time) Report {
 	}
 	return r
 }
+
+// Clock is a clock moved by hand, for Live.Now and whatever else must share the
+// simulated time (the recrawl plans of a worker).
+type Clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+// NewClock returns a clock standing at t.
+func NewClock(t time.Time) *Clock { return &Clock{t: t} }
+
+// Now is the clock's time.
+func (c *Clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+
+// Set moves the clock to t.
+func (c *Clock) Set(t time.Time) { c.mu.Lock(); c.t = t; c.mu.Unlock() }
