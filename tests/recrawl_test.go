@@ -5,11 +5,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
+	"trawler/crawl"
 	"trawler/internal/devstack/demosite"
 	"trawler/internal/devstack/hbaselite"
 	"trawler/internal/engine"
@@ -145,6 +147,32 @@ func TestRecrawlVisitsWhatChanges(t *testing.T) {
 	}
 	r := live.Report(60, 10*time.Minute, clock.Now(), nil)
 	t.Logf("%d changes, %d seen later than 10m; %d story visits against %d for visiting all every tick", r.Changes, r.Late, r.Visits, 60*(ticks+1))
+
+	// What a user sees: status lists the plans, history a record's next visit.
+	fast1 := 0
+	for id := 1; id <= 60 && fast1 == 0; id++ {
+		if every := live.Every(id); every > 0 && every < time.Hour {
+			fast1 = id
+		}
+	}
+	stdout, stderr, code := trawler(t, "status", "--temporal", shared.stack.Endpoints.Temporal, "--namespace", shared.stack.Endpoints.Namespace, "--redis", shared.redis.Addr(), "--json")
+	var ov struct {
+		Recrawl []recrawl.Stats `json:"recrawl"`
+	}
+	if code != 0 || json.Unmarshal([]byte(stdout), &ov) != nil {
+		t.Fatalf("trawler status --json: exit %d: %s %s", code, stdout, stderr)
+	}
+	i := slices.IndexFunc(ov.Recrawl, func(st recrawl.Stats) bool { return st.Namespace == ns })
+	if i < 0 || ov.Recrawl[i].Pages != 60 || ov.Recrawl[i].Intervals[0].Pages < len(fast) {
+		t.Errorf("status lists recrawl %+v; want %s with 60 pages, at least %d planned ≤15m apart", ov.Recrawl, ns, len(fast))
+	}
+	key := fmt.Sprintf("demo:story:%d", fast1)
+	stdout, stderr, code = trawler(t, "history", key, "--hbase", zk, "--redis", shared.redis.Addr())
+	pl, _, _ := recrawl.New(rdb, nil).Lookup(ctx, ns, crawl.Input{URL: fmt.Sprintf("%s/item/%d", site, fast1)})
+	want := "next visit " + pl.Due.UTC().Format("2006-01-02 15:04 MST")
+	if code != 0 || !strings.Contains(stdout, want) || !strings.Contains(stdout, "[recrawl "+ns+"]") || !strings.Contains(stdout, "every 10m:") {
+		t.Errorf("trawler history %s: exit %d, want %q and every 10m in:\n%s%s", key, code, want, stdout, stderr)
+	}
 }
 
 func totalVisits(live *demosite.Live, n int) int {
