@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"go.temporal.io/sdk/client"
 
 	"trawler/crawl"
 	"trawler/internal/devstack/demosite"
@@ -20,7 +21,8 @@ import (
 )
 
 // TestRecrawlVisitsWhatChanges runs examples/recrawl.yaml once per simulated
-// 10-minute tick over 60 live demo stories for eight hours: stories that change every
+// 10-minute tick over 60 live demo stories for eight hours (the last tick fired by a
+// Temporal schedule): each run visits exactly the stories due, stories that change every
 // few minutes are visited many times more often than those that never change, every
 // change a visit found is a new HBase version, and restarting the worker, Temporal and
 // HBase midway keeps every plan.
@@ -93,7 +95,13 @@ func TestRecrawlVisitsWhatChanges(t *testing.T) {
 			}
 		}
 		visited := totalVisits(live, 60)
-		s := wait(t, start(t, p, queue), 2*time.Minute)
+		id := ""
+		if tick == ticks {
+			id = triggerSchedule(t, p, queue) // the last tick comes from a cron schedule
+		} else {
+			id = start(t, p, queue)
+		}
+		s := wait(t, id, 2*time.Minute)
 		story := s.Steps[1]
 		if tick > 0 && (story.Due != due || story.Pages != due || totalVisits(live, 60)-visited != due) {
 			t.Fatalf("tick %d: %d pages due, the run claimed %d, ran %d story pages and the site served %d", tick, due, story.Due, story.Pages, totalVisits(live, 60)-visited)
@@ -173,6 +181,32 @@ func TestRecrawlVisitsWhatChanges(t *testing.T) {
 	if code != 0 || !strings.Contains(stdout, want) || !strings.Contains(stdout, "[recrawl "+ns+"]") || !strings.Contains(stdout, "every 10m:") {
 		t.Errorf("trawler history %s: exit %d, want %q and every 10m in:\n%s%s", key, code, want, stdout, stderr)
 	}
+}
+
+// triggerSchedule creates a Temporal schedule of p, fires it once and returns the run it
+// started.
+func triggerSchedule(t *testing.T, p *crawl.Plan, queue string) string {
+	t.Helper()
+	ctx := context.Background()
+	name := "recrawl-" + fmt.Sprint(time.Now().UnixNano())
+	if err := engine.CreateSchedule(ctx, shared.client, name, "*/10 * * * *", p, engine.RunOptions{TaskQueue: queue, Tuning: fast}); err != nil {
+		t.Fatal(err)
+	}
+	h := shared.client.ScheduleClient().GetHandle(ctx, name)
+	t.Cleanup(func() { _ = h.Delete(ctx) })
+	if err := h.Pause(ctx, client.SchedulePauseOptions{Note: "fired by hand"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Trigger(ctx, client.ScheduleTriggerOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		if d, err := h.Describe(ctx); err == nil && len(d.Info.RecentActions) > 0 {
+			return d.Info.RecentActions[0].StartWorkflowResult.WorkflowID
+		}
+	}
+	t.Fatal("the triggered schedule started no run")
+	return ""
 }
 
 func totalVisits(live *demosite.Live, n int) int {
