@@ -558,6 +558,7 @@ func (a *Activities) runOne(ctx context.Context, task crawl.Task, env *crawl.Env
 func (a *Activities) summarize(ctx context.Context, b crawl.Batch, cp *checkpointer) (crawl.BatchResult, error) {
 	s := cp.sum
 	res := crawl.BatchResult{Pages: s.Pages, Items: s.Items, Skipped: s.Skipped, Unchanged: s.Unchanged, DepthLimited: s.DepthLimited, Out: s.Out}
+	var gone []crawl.Input // pages the site says are gone: a recrawl step forgets them
 	failed := slices.Clone(s.Failed)
 	slices.SortFunc(failed, func(x, y outcome) int { return x.Index - y.Index })
 	for _, o := range failed {
@@ -565,11 +566,15 @@ func (a *Activities) summarize(ctx context.Context, b crawl.Batch, cp *checkpoin
 		attempts := w.Attempt + 1
 		if o.Permanent || attempts > b.Step.Retries {
 			res.Failed = append(res.Failed, crawl.Failure{Step: b.Step.ID, Input: w.Input, Attempts: attempts, Cause: o.Err, Class: o.Class}.Redacted())
+			if isGone(o.Class) {
+				gone = append(gone, w.Input)
+			}
 			continue
 		}
 		res.Retry = append(res.Retry, crawl.Work{Input: w.Input, Attempt: attempts, Cause: o.Err, Class: o.Class})
 		res.RetryAfter = max(res.RetryAfter, o.RetryAfter)
 	}
+	a.forgetGone(ctx, b, gone)
 	if len(res.Failed) > 0 && a.Failures != nil {
 		if err := a.Failures.WriteFailures(ctx, b.RunID, res.Failed); err != nil {
 			return crawl.BatchResult{}, crawl.Dependency("failure log", fmt.Errorf("record %d failures of step %s: %w", len(res.Failed), b.Step.ID, err))

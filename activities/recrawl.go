@@ -17,7 +17,9 @@ import (
 //   - skipPlanned, in the item pipeline's route stage, drops inputs an upstream step
 //     hands a recrawl step when the step already plans that page: it comes when due;
 //   - replan, after the record stage, plans each page a recrawl step visited from
-//     dedup's verdicts on its records.
+//     dedup's verdicts on its records;
+//   - forgetGone, as a batch gives up on inputs, drops the plans of pages that are gone
+//     for good (404, 410): the listing hands them on again if they come back.
 
 // recrawlNamespace is where a step's plans live: per tenant and task, like dedup's.
 func recrawlNamespace(tenant, task string) string { return tenant + ":" + task }
@@ -112,3 +114,18 @@ func (a *Activities) replan(ctx context.Context, b crawl.Batch, group []outcome)
 
 // replanStage is the replan stage's name among a group's passed stages.
 const replanStage = "\x00recrawl"
+
+// forgetGone drops the plans of the pages a recrawl step gave up on because the site
+// says they are gone (404, 410). If Redis does not answer, the plans stay: such a page
+// is tried again when its lease ends.
+func (a *Activities) forgetGone(ctx context.Context, b crawl.Batch, gone []crawl.Input) {
+	if a.Recrawl == nil || b.Step.Recrawl == nil || len(gone) == 0 {
+		return
+	}
+	if err := a.Recrawl.Drop(ctx, recrawlNamespace(b.Tenant, b.Step.Task), gone); err != nil {
+		a.Log.Warn("recrawl: cannot drop the plans of pages that are gone", "chain", b.Chain, "step", b.Step.ID, "pages", len(gone), "err", err)
+	}
+}
+
+// isGone reports whether a failure's cause says the page no longer exists.
+func isGone(c crawl.Cause) bool { return c == crawl.CauseHTTP404 || c == crawl.CauseHTTP410 }

@@ -9,6 +9,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"go.temporal.io/sdk/activity"
 
+	"trawler/crawl"
 	"trawler/dedup"
 	"trawler/internal/recrawl"
 	"trawler/workflows"
@@ -27,6 +28,13 @@ func TestRecrawlRunVisitsDuePagesOnce(t *testing.T) {
 	}
 	now := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
 	planner := recrawl.New(rdb, func() time.Time { return now })
+	// A harness per run: a test environment runs one workflow.
+	newRun := func() *harness {
+		h := newDedupHarness(t, nil, dd)
+		h.acts.Recrawl = planner
+		h.env.RegisterActivityWithOptions(h.acts.RecrawlDue, activity.RegisterOptions{Name: workflows.RecrawlDueActivity})
+		return h
+	}
 	p := plan(t, `
 name: rc
 steps:
@@ -50,14 +58,24 @@ steps:
 	}
 	for i, r := range runs {
 		now = time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC).Add(r.at)
-		// A harness per run: a test environment runs one workflow.
-		h := newDedupHarness(t, nil, dd)
-		h.acts.Recrawl = planner
-		h.env.RegisterActivityWithOptions(h.acts.RecrawlDue, activity.RegisterOptions{Name: workflows.RecrawlDueActivity})
-		s := h.run(t, workflows.ChainInput{RunID: "rc-" + string(rune('a'+i)), Plan: *p})
+		s := newRun().run(t, workflows.ChainInput{RunID: "rc-" + string(rune('a'+i)), Plan: *p})
 		if st := s.Steps[1]; st.Due != r.due || st.Pages != r.page || s.Steps[0].Pages != 1 {
 			t.Fatalf("run %d (+%s): page step had %d due and ran %d pages, list ran %d; want %d due, %d pages, 1 list page",
 				i, r.at, st.Due, st.Pages, s.Steps[0].Pages, r.due, r.page)
 		}
+	}
+	// A page the site says is gone (404) loses its plan: the listing finds it anew.
+	now = now.Add(24 * time.Hour)
+	p.Steps[1].Params["gone"] = []any{"3"}
+	s := newRun().run(t, workflows.ChainInput{RunID: "rc-gone", Plan: *p})
+	if st := s.Steps[1]; st.Due != 6 || st.Failed != 1 {
+		t.Fatalf("a day later: %d due, %d failed; want 6 due, page 3 failed", st.Due, st.Failed)
+	}
+	ns := p.Tenant + ":synth.node"
+	if _, ok, err := planner.Lookup(context.Background(), ns, crawl.Input{Value: "3"}); ok || err != nil {
+		t.Errorf("page 3 is gone but keeps its plan (%v)", err)
+	}
+	if _, ok, _ := planner.Lookup(context.Background(), ns, crawl.Input{Value: "2"}); !ok {
+		t.Errorf("page 2 lost its plan")
 	}
 }

@@ -370,6 +370,18 @@ func (p *Planner) Claim(ctx context.Context, ns string, pol crawl.Recrawl, limit
 	return out, nil
 }
 
+// Drop removes the plans of pages that are gone; a page found again starts afresh.
+func (p *Planner) Drop(ctx context.Context, ns string, inputs []crawl.Input) error {
+	members := make([]any, len(inputs))
+	for i, in := range inputs {
+		members[i] = Member(in)
+	}
+	if err := p.rdb.ZRem(ctx, DueKey(ns), members...).Err(); err != nil {
+		return fmt.Errorf("recrawl: drop %d plans of %s: %w", len(inputs), ns, err)
+	}
+	return nil
+}
+
 // Lookup returns the plan of the page an input revisits.
 func (p *Planner) Lookup(ctx context.Context, ns string, in crawl.Input) (Plan, bool, error) {
 	s, err := p.rdb.ZScore(ctx, DueKey(ns), Member(in)).Result()
