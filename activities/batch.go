@@ -24,6 +24,7 @@ import (
 	"trawler/internal/affinity"
 	"trawler/internal/monitor"
 	"trawler/internal/quota"
+	"trawler/internal/recrawl"
 	"trawler/storage"
 )
 
@@ -39,6 +40,8 @@ type Activities struct {
 	Pools *external.Pools
 	// Quotas lease the cost budgets of runs, chains and tenants; nil: no budgets.
 	Quotas *quota.Manager
+	// Recrawl plans the visits of steps with a recrawl policy; nil: no Redis.
+	Recrawl *recrawl.Planner
 	// Sites registers the site queues of steps with an affinity; nil: no Redis.
 	Sites *affinity.Registry
 	// Sources serves steps marked `shared` from one fetch per interval; nil: every
@@ -750,6 +753,7 @@ func (a *Activities) summarize(ctx context.Context, b crawl.Batch, cp *checkpoin
 // summarizeStep is the result of one step's finished inputs.
 func (a *Activities) summarizeStep(ctx context.Context, b crawl.Batch, s *tally) (crawl.BatchResult, error) {
 	res := crawl.BatchResult{Pages: s.Pages, Items: s.Items, Skipped: s.Skipped, Unchanged: s.Unchanged, DepthLimited: s.DepthLimited}
+	var gone []crawl.Input // pages the site says are gone: a recrawl step forgets them
 	failed := slices.Clone(s.Failed)
 	slices.SortFunc(failed, func(x, y outcome) int { return x.Index - y.Index })
 	for _, o := range failed {
@@ -757,11 +761,15 @@ func (a *Activities) summarizeStep(ctx context.Context, b crawl.Batch, s *tally)
 		attempts := w.Attempt + 1
 		if o.Permanent || attempts > b.Step.Retries {
 			res.Failed = append(res.Failed, crawl.Failure{Step: b.Step.ID, Input: w.Input, Attempts: attempts, Cause: o.Err, Class: o.Class}.Redacted())
+			if isGone(o.Class) {
+				gone = append(gone, w.Input)
+			}
 			continue
 		}
 		res.Retry = append(res.Retry, crawl.Work{Input: w.Input, Attempt: attempts, Cause: o.Err, Class: o.Class})
 		res.RetryAfter = max(res.RetryAfter, o.RetryAfter)
 	}
+	a.forgetGone(ctx, b, gone)
 	if len(res.Failed) > 0 && a.Failures != nil {
 		if err := a.Failures.WriteFailures(ctx, b.RunID, res.Failed); err != nil {
 			return crawl.BatchResult{}, crawl.Dependency("failure log", fmt.Errorf("record %d failures of step %s: %w", len(res.Failed), b.Step.ID, err))

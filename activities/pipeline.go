@@ -26,10 +26,12 @@ import (
 //	dedup   which items go on: new ones, changed ones unless the step stores only new
 //	        items, and a key twice in one group once
 //	quota   which of those the tenant's, chain's and run's item budgets pay for
-//	route   the inputs each input hands to the steps that consume it
+//	route   the inputs each input hands to the steps that consume it (less the pages a
+//	        recrawl step plans itself)
 //	write   every sink of the step, in order
 //	record  the dedup entries of what was stored (unchanged items move their last-seen
-//	        time), after the write: a crash in between makes items new again, never lost
+//	        time), after the write: a crash in between makes items new again, never lost;
+//	        then the next visit of each page of a recrawl step (activities/recrawl.go)
 //
 // stamp runs as each input finishes (runOne); store runs the rest over a group of
 // finished inputs.
@@ -74,7 +76,10 @@ func (a *Activities) store(ctx context.Context, b crawl.Batch, sinks []storage.S
 	if !dd {
 		return nil
 	}
-	return a.record(ctx, b, group)
+	if err := a.record(ctx, b, group); err != nil {
+		return err
+	}
+	return a.replan(ctx, b, group)
 }
 
 // judge runs the dedup, quota and route stages for the inputs of the group not judged
@@ -108,6 +113,7 @@ func (a *Activities) judge(ctx context.Context, b crawl.Batch, dd bool, sinks []
 		o.Out, o.DepthLimited = route(b.Step, o.input, items, o.result.Next)
 		o.judged = true
 	}
+	a.skipPlanned(ctx, b, group)
 	return nil
 }
 

@@ -14,9 +14,11 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"trawler/crawl"
 	"trawler/external"
 	"trawler/internal/devstack/demosite"
 	"trawler/internal/engine"
+	"trawler/internal/recrawl"
 	"trawler/sites/demo"
 )
 
@@ -644,4 +646,30 @@ func TestPools(t *testing.T) {
 	if status, out = api(t, "GET", "/api/pools/console/nosite/proxy", nil); status != http.StatusNotFound {
 		t.Errorf("unknown pool: %d %v", status, out)
 	}
+}
+
+func TestRecrawlStats(t *testing.T) {
+	rdb := redis.NewClient(&redis.Options{Addr: stack.redis.Addr()})
+	defer rdb.Close()
+	ctx := context.Background()
+	pol := crawl.Recrawl{Min: 10 * time.Minute, Max: 7 * 24 * time.Hour, TargetMiss: 0.1, PerRun: 100}
+	ns := "console-recrawl:demo.story"
+	p := recrawl.New(rdb, nil)
+	if err := p.Visited(ctx, ns, pol, []recrawl.Visit{{Input: crawl.Input{URL: "http://site.test/item/1"}}, {Input: crawl.Input{URL: "http://site.test/item/2"}}}); err != nil {
+		t.Fatal(err)
+	}
+	defer p.Forget(ctx, ns)
+	status, out := api(t, "GET", "/api/recrawl", nil)
+	if status != http.StatusOK {
+		t.Fatalf("recrawl: %d %v", status, out)
+	}
+	for _, st := range list(out["steps"]) {
+		if m := obj(st); m["namespace"] == ns {
+			if m["pages"].(float64) != 2 || m["due"].(float64) != 0 || obj(list(m["intervals"])[0])["pages"].(float64) != 2 {
+				t.Errorf("recrawl step %v: want 2 pages, none due, both planned ≤15m apart", m)
+			}
+			return
+		}
+	}
+	t.Errorf("/api/recrawl lists %v, not %s", out["steps"], ns)
 }

@@ -202,6 +202,7 @@ func (s *Server) register() {
 	api("GET /api/search", s.search)
 	api("POST /api/search", s.search)
 	api("GET /api/dedup", s.dedupStats)
+	api("GET /api/recrawl", s.recrawlStats)
 	api("GET /api/pools", s.pools)
 	api("GET /api/pools/{tenant}/{site}/{kind}", s.pools)
 	api("/api/", func(w http.ResponseWriter, r *http.Request) {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"trawler/dedup"
+	"trawler/internal/recrawl"
 	"trawler/storage/es"
 	"trawler/storage/mongo"
 )
@@ -185,4 +186,24 @@ func (s *Server) dedupStats(w http.ResponseWriter, r *http.Request) {
 		all = append(all, st)
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"namespaces": all})
+}
+
+// recrawlStats: GET /api/recrawl — per recrawl step (tenant:task): planned pages, due
+// and claimed ones, pages by planned interval, estimated share of changes seen late.
+func (s *Server) recrawlStats(w http.ResponseWriter, r *http.Request) {
+	if s.redis == nil {
+		writeError(w, http.StatusServiceUnavailable, "recrawl plans live in Redis, and none is configured here (start the console with --redis HOST:PORT or TRAWLER_REDIS)", "redis")
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), 30*time.Second)
+	defer cancel()
+	steps, err := recrawl.New(s.redis, nil).Stats(ctx)
+	if err != nil {
+		writeError(w, http.StatusBadGateway, err.Error(), "")
+		return
+	}
+	if steps == nil {
+		steps = []recrawl.Stats{}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"steps": steps})
 }

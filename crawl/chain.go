@@ -87,6 +87,9 @@ type Step struct {
 	// Follow lets a batch of a step feeding this one run its inputs for it (PlanStep.Follow).
 	Follow     bool
 	FollowLine int
+	// Recrawl plans each record's next visit from its change history; the step's
+	// inputs are then the records due now and the ones nobody has seen yet.
+	Recrawl    *Recrawl
 	Line       int
 	ParamLines map[string]int // line of each param in the file
 }
@@ -153,7 +156,7 @@ var (
 	chainKeys    = []string{"name", "tenant", "robots", "priority", "quota", "max_outage", "middlewares", "defaults", "steps"}
 	quotaKeys    = []string{"pages", "items", "pages_per_day", "items_per_day"}
 	defaultsKeys = []string{"timeout", "retries", "batch", "concurrency", "parallel", "store", "params", "dedup"}
-	stepKeys     = []string{"id", "task", "params", "from", "each", "max_depth", "store", "dedup", "timeout", "retries", "batch", "concurrency", "parallel", "priority", "shared", "affinity", "middlewares", "follow"}
+	stepKeys     = []string{"id", "task", "params", "from", "each", "max_depth", "store", "dedup", "timeout", "retries", "batch", "concurrency", "parallel", "priority", "shared", "affinity", "middlewares", "follow", "recrawl"}
 	affinityKeys = []string{"probe", "max_latency", "min_kbps"}
 	dedupModes   = []string{DedupChanged, DedupNew, DedupOff}
 	nameRE       = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]*$`)
@@ -397,6 +400,8 @@ func (l *loader) parse(data []byte) *Chain {
 				s.Middlewares = l.middlewares(v, where+".middlewares")
 			case "follow":
 				s.Follow, s.FollowLine = l.boolean(v, "follow"), v.Line
+			case "recrawl":
+				s.Recrawl = l.recrawl(v, where)
 			}
 		})
 		c.Steps = append(c.Steps, s)
@@ -455,7 +460,7 @@ func (l *loader) boolean(v *yaml.Node, field string) bool {
 
 func (l *loader) duration(v *yaml.Node, field string) time.Duration {
 	if v.Kind == yaml.ScalarNode {
-		d, err := time.ParseDuration(v.Value)
+		d, err := ParseDuration(v.Value)
 		if err == nil && d > 0 {
 			return d
 		}
@@ -464,7 +469,7 @@ func (l *loader) duration(v *yaml.Node, field string) time.Duration {
 			return 0
 		}
 	}
-	l.add(v.Line, "`%s`: bad duration %q: write it like 30s, 2m or 1h30m", field, v.Value)
+	l.add(v.Line, "`%s`: bad duration %q: write it like 30s, 2m, 1h30m or 7d", field, v.Value)
 	return 0
 }
 
@@ -727,6 +732,7 @@ func (l *loader) validateStep(c *Chain, s Step, ids map[string]int) {
 		}
 	}
 	l.checkDedup(s.Line, where, s.Dedup)
+	l.checkRecrawl(c, s, where)
 	l.checkLimits(s.Line, where, s.Batch, s.Concurrency, s.Parallel)
 	if s.Priority < 0 || s.Priority > 5 {
 		l.add(s.Line, "%s: priority %d: use 1 (highest) to 5 (lowest), or leave it out to take the chain's", where, s.Priority)

@@ -82,6 +82,30 @@ func TestLoadGoodChain(t *testing.T) {
 	}
 }
 
+func TestLoadRecrawlPolicy(t *testing.T) {
+	reg := testRegistry()
+	src := "name: x\nsteps:\n  - id: feed\n    task: news.feed\n  - id: story\n    task: news.story\n    from: feed\n    recrawl: {min: 15m, max: 2d, target_miss: 0.05}\n  - id: other\n    task: news.story\n    from: feed\n    recrawl: {}\n"
+	c, err := crawl.Load("f.yaml", []byte(src), crawl.LoadOptions{Registry: reg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := c.Compile(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := crawl.Recrawl{Min: 15 * time.Minute, Max: 48 * time.Hour, TargetMiss: 0.05, PerRun: crawl.DefaultRecrawlPerRun}
+	if got := p.Steps[1].Recrawl; got == nil || *got != want {
+		t.Errorf("story recrawl = %+v, want %+v", got, want)
+	}
+	def := crawl.Recrawl{Min: crawl.DefaultRecrawlMin, Max: crawl.DefaultRecrawlMax, TargetMiss: crawl.DefaultRecrawlTargetMiss, PerRun: crawl.DefaultRecrawlPerRun}
+	if got := p.Steps[2].Recrawl; got == nil || *got != def {
+		t.Errorf("other recrawl = %+v, want the defaults %+v", got, def)
+	}
+	if p.Steps[0].Recrawl != nil || !p.Steps[0].Consumers[0].Recrawl {
+		t.Errorf("feed: recrawl %v, consumer %+v: want none on the feed, its consumer marked", p.Steps[0].Recrawl, p.Steps[0].Consumers[0])
+	}
+}
+
 func TestLoadProblems(t *testing.T) {
 	cases := []struct {
 		name string
@@ -98,7 +122,7 @@ func TestLoadProblems(t *testing.T) {
 		{"unknown task", "name: x\nsteps:\n  - id: a\n    task: news.stroy\n", nil, []string{
 			"f.yaml:3: step \"a\": unknown task \"news.stroy\" (did you mean \"news.story\"?); registered tasks: news.comment, news.feed, news.story"}},
 		{"unknown step field", "name: x\nsteps:\n  - id: a\n    task: news.feed\n    form: b\n", nil, []string{
-			"f.yaml:5: step 1: unknown field `form` (did you mean \"from\"?); valid fields: id, task, params, from, each, max_depth, store, dedup, timeout, retries, batch, concurrency, parallel, priority, shared, affinity, middlewares, follow"}},
+			"f.yaml:5: step 1: unknown field `form` (did you mean \"from\"?); valid fields: id, task, params, from, each, max_depth, store, dedup, timeout, retries, batch, concurrency, parallel, priority, shared, affinity, middlewares, follow, recrawl"}},
 		{"unknown param", "name: x\nsteps:\n  - id: a\n    task: news.feed\n    params: {pagse: 2}\n", nil, []string{
 			"f.yaml:5: step \"a\": task news.feed has no param `pagse` (did you mean \"pages\"?); its params: base_url, pages"}},
 		{"bad param type", "name: x\nsteps:\n  - id: a\n    task: news.feed\n    params: {pages: many}\n", nil, []string{
@@ -117,7 +141,14 @@ func TestLoadProblems(t *testing.T) {
 			"f.yaml:3: step \"a\" consumes its own outputs but has no `max_depth`; add `max_depth: N` to bound the recursion"}},
 		{"bad durations", "name: x\ndefaults:\n  timeout: 30\nsteps:\n  - id: a\n    task: news.feed\n    timeout: soon\n", nil, []string{
 			"f.yaml:3: `defaults.timeout`: bad duration \"30\": give a unit, e.g. 30s or 30m",
-			"f.yaml:7: `timeout`: bad duration \"soon\": write it like 30s, 2m or 1h30m"}},
+			"f.yaml:7: `timeout`: bad duration \"soon\": write it like 30s, 2m, 1h30m or 7d"}},
+		{"recrawl min above max", "name: x\nsteps:\n  - id: a\n    task: news.story\n    recrawl: {min: 7d, max: 10m}\n", nil, []string{
+			"f.yaml:5: step 1: recrawl.min 7d is longer than recrawl.max 10m: min is the shortest interval between two visits of a record and max the longest, e.g. recrawl: {min: 10m, max: 7d}"}},
+		{"recrawl bad keys and values", "name: x\nsteps:\n  - id: a\n    task: news.story\n    dedup: new\n    recrawl:\n      mni: 10m\n      max: a week\n      target_miss: 2\n", nil, []string{
+			"f.yaml:7: step 1.recrawl: unknown field `mni` (did you mean \"min\"?); valid fields: min, max, target_miss, per_run",
+			"f.yaml:8: `recrawl.max`: bad duration \"a week\": write it like 30s, 2m, 1h30m or 7d",
+			"f.yaml:9: step 1: recrawl.target_miss \"2\": use a share between 0 and 1, e.g. 0.1 (at most a 10% chance that a record holds an unseen change when it is visited)",
+			"f.yaml:3: step \"a\": recrawl plans from dedup's verdicts (new, changed, unchanged); set `dedup: changed` on the step, not new"}},
 		{"each on a non-list field", "name: x\nsteps:\n  - id: s\n    task: news.story\n  - id: c\n    task: news.story\n    from: s\n    each: title\n", nil, []string{
 			"f.yaml:5: step \"c\": `each: title`: field `title` of task news.story is a string, not a list"}},
 		{"each on a missing field", "name: x\nsteps:\n  - id: s\n    task: news.story\n  - id: c\n    task: news.story\n    from: s\n    each: kid\n", nil, []string{

@@ -52,6 +52,9 @@ type PlanStep struct {
 	// it, on the same worker, instead of handing them back to the workflow (`follow:
 	// true` in the chain file).
 	Follow bool `json:"follow,omitempty"`
+	// Recrawl plans when each record of the step is visited again; nil: every input
+	// the step gets is run.
+	Recrawl *Recrawl `json:"recrawl,omitempty"`
 }
 
 // SiteQueue is a site's task queue and the affinity that guards it. The workflow names
@@ -89,6 +92,9 @@ type Consumer struct {
 	Each     string `json:"each,omitempty"`
 	Self     bool   `json:"self,omitempty"`
 	MaxDepth int    `json:"max_depth,omitempty"`
+	// Recrawl: the consumer plans its records' visits, so an input it already plans
+	// waits until it is due instead of running whenever this step emits it.
+	Recrawl bool `json:"recrawl,omitempty"`
 }
 
 // Compile turns a loaded chain into a Plan. The chain must have passed Load.
@@ -137,6 +143,7 @@ func (c *Chain) Compile(reg *Registry) (*Plan, error) {
 			Store:       s.Store,
 			Middlewares: append(slices.Clip(c.Middlewares), s.Middlewares...),
 			Follow:      s.Follow,
+			Recrawl:     s.Recrawl,
 		}
 		if ps.Root && spec.Seeds != nil {
 			ps.Seeds = spec.Seeds(params)
@@ -171,6 +178,7 @@ func (c *Chain) Compile(reg *Registry) (*Plan, error) {
 			up := index[from]
 			p.Steps[up].Consumers = append(p.Steps[up].Consumers, Consumer{
 				Step: i, ID: s.ID, Task: s.Task, Each: s.Each, Self: up == i, MaxDepth: s.MaxDepth,
+				Recrawl: s.Recrawl != nil,
 			})
 		}
 	}

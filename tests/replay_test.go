@@ -35,6 +35,8 @@ func TestExampleHistoriesReplay(t *testing.T) {
 	runs := map[string]string{}
 	runs["demo"] = start(t, plan(t, "demo.yaml", "", "base_url="+site, "feed.pages=2"), taskQueue)
 	runs["hackernews"] = start(t, plan(t, "hackernews.yaml", "", "base_url="+base), taskQueue)
+	// A chain with a recrawl step starts by claiming its due pages.
+	runs["recrawl"] = start(t, plan(t, "recrawl.yaml", "", "base_url="+site, "feed.pages=1"), taskQueue)
 	// A run big enough to partition and continue as new.
 	p := plan(t, "tree.yaml", `
 name: tree

@@ -30,8 +30,10 @@ const (
 	// RegisterSitesActivity tells the workers about the site queues of a run's steps
 	// that have an affinity.
 	RegisterSitesActivity = "RegisterSites"
-	ProgressQuery         = "progress"
-	DefaultTaskQueue      = "trawler"
+	// RecrawlDueActivity claims the pages of a run's recrawl steps that are due.
+	RecrawlDueActivity = "RecrawlDue"
+	ProgressQuery      = "progress"
+	DefaultTaskQueue   = "trawler"
 )
 
 // Tuning bounds a run's history and pacing. Zero values take the defaults; tests shrink
@@ -163,8 +165,10 @@ type StepStats struct {
 	QuotaDropped int `json:"quota_dropped,omitempty"`
 	// OutageSkipped counts inputs never run because the run ended on max_outage.
 	OutageSkipped int `json:"outage_skipped,omitempty"`
-	Queued        int `json:"queued"`    // live: waiting in this workflow
-	InFlight      int `json:"in_flight"` // live: inside running batch activities
+	// Due counts the pages a recrawl step's plans had due when the run started.
+	Due      int `json:"due,omitempty"`
+	Queued   int `json:"queued"`    // live: waiting in this workflow
+	InFlight int `json:"in_flight"` // live: inside running batch activities
 }
 
 // Summary is a run's (or a partition's) progress and, once done, its result.
@@ -301,14 +305,19 @@ const (
 	// its `parallel` slots, so detail → comments → next comments page costs no round
 	// trip through the server per hop either.
 	ChangeFollowDownstream = "follow-downstream"
+	// ChangeRecrawlDue: a fresh run of a chain with recrawl steps starts by claiming
+	// their due pages (RecrawlDueActivity), which become those steps' first inputs.
+	ChangeRecrawlDue = "recrawl-due"
 )
 
 // changes lists the guarded changes in the order they were made.
-var changes = []string{ChangeDownstreamFirst, ChangeStepActivityIDs, ChangeFairPriority, ChangeSeedPerURL, ChangeOutlastOutages, ChangeTaskActivities, ChangeFollowOwnStep, ChangeFollowDownstream}
+var changes = []string{ChangeDownstreamFirst, ChangeStepActivityIDs, ChangeFairPriority, ChangeSeedPerURL, ChangeOutlastOutages, ChangeTaskActivities, ChangeFollowOwnStep, ChangeFollowDownstream, ChangeRecrawlDue}
 
 // IsBatchActivity reports whether an activity type runs a batch (RunBatch, or a task's
-// name: every name but the site registration's).
-func IsBatchActivity(name string) bool { return name != RegisterSitesActivity }
+// name: every name but the site registration's and the recrawl claim's).
+func IsBatchActivity(name string) bool {
+	return name != RegisterSitesActivity && name != RecrawlDueActivity
+}
 
 // Changes returns the guarded changes, oldest first; a run started by this build records
 // one version marker for each.
@@ -363,6 +372,13 @@ func chainWorkflow(ctx workflow.Context, in ChainInput, known int) (*Summary, er
 	}
 	if known > 7 {
 		r.followDown = workflow.GetVersion(ctx, ChangeFollowDownstream, workflow.DefaultVersion, 1) == 1
+	}
+	recrawlDue := false
+	if known > 8 {
+		recrawlDue = workflow.GetVersion(ctx, ChangeRecrawlDue, workflow.DefaultVersion, 1) == 1
+	}
+	if recrawlDue {
+		r.seedDue(ctx)
 	}
 	r.seed(ctx, seedPerURL)
 	return r.run(ctx)

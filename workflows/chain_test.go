@@ -44,6 +44,7 @@ func plan(t *testing.T, yaml string, sets ...string) *crawl.Plan {
 
 type harness struct {
 	env      *testsuite.TestWorkflowEnvironment
+	acts     *activities.Activities
 	sink     *jsonl.Sink
 	workflow string // registered name to run; ChainWorkflowName when empty
 }
@@ -69,7 +70,7 @@ func newDedupHarness(t *testing.T, wrap func(storage.Sink) storage.Sink, dd *ded
 	for _, name := range acts.Registry.Names() {
 		env.RegisterActivityWithOptions(acts.RunBatch, activity.RegisterOptions{Name: name})
 	}
-	return &harness{env: env, sink: sink}
+	return &harness{env: env, acts: acts, sink: sink}
 }
 
 func (h *harness) run(t *testing.T, in workflows.ChainInput) *workflows.Summary {

@@ -47,7 +47,7 @@ func benchCmd(s *settings) *cobra.Command {
 		Long: `Benchmarks that put a number on what durability costs. ` + "`trawler bench crawl`" + ` crawls the
 bundled demo site with Colly and with Trawler on embedded Temporal and compares pages/s.`,
 	}
-	cmd.AddCommand(benchCrawlCmd(s), benchScaleCmd(s), benchHopsCmd(s))
+	cmd.AddCommand(benchCrawlCmd(s), benchScaleCmd(s), benchHopsCmd(s), benchRecrawlCmd(s))
 	return cmd
 }
 
@@ -135,11 +135,7 @@ otherwise they go to a temp dir that is removed.`,
 			if err != nil {
 				return err
 			}
-			if s.json {
-				return printJSON(res)
-			}
-			res.print()
-			return nil
+			return printResult(s, res)
 		},
 	}
 	f := cmd.Flags()
@@ -177,6 +173,23 @@ type benchSide struct {
 	// Trawler it includes the embedded Temporal server, the worker and the sinks, as
 	// all run in this process.
 	CPUPerPageMS float64 `json:"cpu_per_page_ms"`
+}
+
+// verdict says whether a benchmark met its goal.
+func verdict(met bool) string {
+	if met {
+		return "met"
+	}
+	return "NOT met"
+}
+
+// printResult prints a benchmark's result: its JSON with --json, else its text.
+func printResult(s *settings, res interface{ print() }) error {
+	if s.json {
+		return printJSON(res)
+	}
+	res.print()
+	return nil
 }
 
 func newBenchSide(pages, items int, d, cpu time.Duration) benchSide {
@@ -242,11 +255,7 @@ func (r *benchResult) print() {
 	if r.Runs > 1 {
 		fmt.Printf("  median of %d timed runs each; pages/s per run: colly %v, trawler %v\n", r.Runs, r.CollyRuns, r.TrawlerRuns)
 	}
-	verdict := "met"
-	if !r.GoalMet {
-		verdict = "NOT met"
-	}
-	fmt.Printf("  ratio trawler/colly: %.2f×   goal ≥ %.1f× Colly: %s\n", r.Ratio, r.Goal, verdict)
+	fmt.Printf("  ratio trawler/colly: %.2f×   goal ≥ %.1f× Colly: %s\n", r.Ratio, r.Goal, verdict(r.GoalMet))
 	fmt.Printf("  CPU per page trawler/colly: %.2f× (Trawler's includes the embedded Temporal server)\n", r.CPURatio)
 	fmt.Printf("  Trawler ran %d batch activities (%.1f pages each) for run %s\n",
 		r.TrawlerBatches, float64(r.Trawler.Pages)/float64(max(r.TrawlerBatches, 1)), r.TrawlerRunID)
@@ -410,6 +419,13 @@ func benchCrawl(ctx context.Context, s *settings, o benchOptions) (*benchResult,
 // startBenchTrawler starts an embedded Temporal server on SQLite in data and one worker
 // whose fetcher lets at most concurrency requests hit a host at once; stop ends both.
 func startBenchTrawler(ctx context.Context, s *settings, data string, concurrency int) (client.Client, *engine.Worker, func(), error) {
+	return startBenchWorker(ctx, s, data, engine.WorkerOptions{Fetch: fetch.Options{HostConcurrency: concurrency}}, false)
+}
+
+// startBenchWorker starts an embedded Temporal server on SQLite in data and one worker
+// with the options o (its task queue, output, log and loopback fetching filled in, and
+// with withRedis the stack's Redis); stop ends both.
+func startBenchWorker(ctx context.Context, s *settings, data string, o engine.WorkerOptions, withRedis bool) (client.Client, *engine.Worker, func(), error) {
 	st, err := startStack(ctx, s, stackOptions{data: data, sitePages: 1})
 	if err != nil {
 		return nil, nil, nil, err
@@ -419,11 +435,12 @@ func startBenchTrawler(ctx context.Context, s *settings, data string, concurrenc
 		st.stop()
 		return nil, nil, nil, err
 	}
-	w, err := engine.NewWorker(c, engine.WorkerOptions{
-		TaskQueue: s.taskQueue, OutDir: s.out, Log: s.logger(),
-		// The benchmark site listens on loopback.
-		Fetch: fetch.Options{HostConcurrency: concurrency, AllowPrivate: true},
-	})
+	o.TaskQueue, o.OutDir, o.Log = s.taskQueue, s.out, s.logger()
+	if withRedis {
+		o.Redis = s.redis
+	}
+	o.Fetch.AllowPrivate = true // the benchmark site listens on loopback
+	w, err := engine.NewWorker(c, o)
 	if err == nil {
 		err = w.Start()
 	}

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/alicebob/miniredis/v2"
 	"github.com/spf13/cobra"
@@ -30,6 +31,7 @@ import (
 type stack struct {
 	temporal  *devstack.Stack
 	redis     *miniredis.Miniredis
+	redisStop func() error // saves a kept Redis (keepRedis) and stops it
 	siteStop  func() error
 	kafkaStop func() error
 	mongoStop func() error
@@ -49,6 +51,9 @@ type stackOptions struct {
 	sitePort     int // 0 = any free port
 	sitePages    int
 	worker       bool
+	// keepRedis keeps the embedded Redis in data across stacks (`trawler dev`): dedup
+	// entries, recrawl plans, budgets and pools outlive a restart.
+	keepRedis bool
 }
 
 func startStack(ctx context.Context, s *settings, o stackOptions) (*stack, error) {
@@ -74,8 +79,14 @@ func startStack(ctx context.Context, s *settings, o stackOptions) (*stack, error
 	}
 	st.siteStop = siteStop
 	st.ep.DemoSite = siteURL
-	// Dedup state lives in an in-process Redis for the life of the stack.
-	if st.redis, err = miniredis.Run(); err != nil {
+	// Dedup state, recrawl plans, budgets and pools live in an in-process Redis, for the
+	// life of the stack or, kept in data, across stacks.
+	if o.keepRedis {
+		st.redis, st.redisStop, err = devstack.StartRedis(o.data, 10*time.Second)
+	} else {
+		st.redis, err = miniredis.Run()
+	}
+	if err != nil {
 		st.stop()
 		return nil, fmt.Errorf("start the embedded Redis: %w", err)
 	}
@@ -176,7 +187,10 @@ func (st *stack) stop() {
 	if st.siteStop != nil {
 		_ = st.siteStop()
 	}
-	if st.redis != nil {
+	switch {
+	case st.redisStop != nil:
+		_ = st.redisStop()
+	case st.redis != nil:
 		st.redis.Close()
 	}
 	if st.kafkaStop != nil {
@@ -288,7 +302,8 @@ func devCmd(s *settings) *cobra.Command {
 		Use:   "dev",
 		Short: "Run the embedded stack (Temporal + web UI + demo site + Redis, Kafka, MongoDB) and a worker until interrupted",
 		Long: `Start the embedded stack and keep it running: a Temporal server on <data>/temporal.db
-with its web UI, the bundled demo site, Redis (dedup), Kafka (<data>/kafka) and a
+with its web UI, the bundled demo site, Redis (dedup, recrawl plans, budgets, pools; kept
+in <data>/redis.json every 10 s and on exit), Kafka (<data>/kafka) and a
 MongoDB-compatible server (FerretDB on <data>/ferretdb), and a worker. The addresses are
 written to <data>/endpoints.json, so other commands find them with --data:
 
@@ -303,7 +318,7 @@ Stopping and restarting ` + "`trawler dev`" + ` on the same --data resumes unfin
 			if data == "" {
 				data = filepath.Join(".data", "dev")
 			}
-			st, err := startStack(cmd.Context(), s, stackOptions{data: data, ui: true, temporalPort: temporalPort, uiPort: uiPort, sitePort: sitePort, sitePages: 50})
+			st, err := startStack(cmd.Context(), s, stackOptions{data: data, ui: true, temporalPort: temporalPort, uiPort: uiPort, sitePort: sitePort, sitePages: 50, keepRedis: true})
 			if err != nil {
 				return err
 			}

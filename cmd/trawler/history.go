@@ -4,12 +4,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"trawler/crawl"
+	"trawler/internal/recrawl"
 	"trawler/storage/hbase"
 )
 
@@ -31,7 +35,11 @@ scanned for the tasks that hold it, and a key stored by several tasks needs --bi
 The HBase cluster comes from --hbase (its ZooKeeper quorum), then TRAWLER_HBASE, then the
 "hbase_zk" field of --data's endpoints.json (a running 'trawler dev'). --json prints the
 record as one JSON object: {"biz","key","versions":[{"ts","run_id","hash","url",
-"fields","changed"}]}, field values as JSON.`,
+"fields","changed"}]}, field values as JSON.
+
+When the record's step has a recrawl policy and Redis is known (--redis, TRAWLER_REDIS
+or --data), the record's plan follows: when its page is visited next, the interval and
+what it is estimated from (--json: "recrawl").`,
 		Example: `  trawler history demo:story:5 --data .data/dev
   trawler history demo:story:5 --biz demo.story --versions 3 --data .data/dev
   trawler history hn:item:8863 --hbase zk1:2181,zk2:2181 --json`,
@@ -66,10 +74,18 @@ record as one JSON object: {"biz","key","versions":[{"ts","run_id","hash","url",
 			if err != nil {
 				return err
 			}
+			plans, err := s.recrawlPlans(ctx, rec)
+			if err != nil {
+				return err
+			}
 			if s.json {
-				return printJSON(rec)
+				return printJSON(struct {
+					*hbase.Record
+					Recrawl []recordPlan `json:"recrawl,omitempty"`
+				}{rec, plans})
 			}
 			printHistory(rec)
+			printPlans(plans)
 			return nil
 		},
 	}
@@ -91,6 +107,70 @@ func findBiz(ctx context.Context, sink *hbase.Sink, key string) (string, error) 
 		return bizes[0], nil
 	}
 	return "", fmt.Errorf("key %q is stored by several tasks (%s): pick one with --biz", key, strings.Join(bizes, ", "))
+}
+
+// recordPlan is the recrawl plan of the page a record comes from, in one namespace.
+type recordPlan struct {
+	Namespace string        `json:"namespace"`
+	Page      string        `json:"page"`
+	Policy    crawl.Recrawl `json:"policy"`
+	recrawl.Plan
+	Interval     string  `json:"interval"`
+	ChangesPerHr float64 `json:"changes_per_hour"`
+}
+
+// recrawlPlans looks up the plan of the record's page (its newest version's URL) in
+// every recrawl namespace of its task; none without Redis or a plan.
+func (s *settings) recrawlPlans(ctx context.Context, rec *hbase.Record) ([]recordPlan, error) {
+	if s.redis == "" || len(rec.Versions) == 0 || rec.Versions[0].URL == "" {
+		return nil, nil
+	}
+	rdb, err := s.openRedis(0, false)
+	if err != nil {
+		return nil, err
+	}
+	defer rdb.Close()
+	p := recrawl.New(rdb, nil)
+	pols, err := p.Policies(ctx)
+	if err != nil {
+		return nil, err
+	}
+	page := crawl.Input{URL: rec.Versions[0].URL}
+	var out []recordPlan
+	for _, ns := range slices.Sorted(maps.Keys(pols)) {
+		if !strings.HasSuffix(ns, ":"+rec.Biz) {
+			continue
+		}
+		pl, ok, err := p.Lookup(ctx, ns, page)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			pol := pols[ns]
+			out = append(out, recordPlan{Namespace: ns, Page: page.URL, Policy: pol, Plan: pl,
+				Interval: crawl.FormatDuration(pl.Interval(pol)), ChangesPerHr: roundTo(pl.Rate(pol), 4)})
+		}
+	}
+	return out, nil
+}
+
+// printPlans shows when the record's page is visited next, and why then.
+func printPlans(plans []recordPlan) {
+	for _, p := range plans {
+		when := p.Due.UTC().Format("2006-01-02 15:04 MST")
+		if d := time.Until(p.Due).Round(time.Minute); d > 0 {
+			when += " (in " + crawl.FormatDuration(d) + ")"
+		} else {
+			when += " (due now)"
+		}
+		state := ""
+		if p.Leased {
+			state = "; claimed by a run, not visited yet"
+		}
+		fmt.Printf("\nnext visit %s  [recrawl %s]%s\n  every %s: %d change(s) seen in %s watched, ~%.2f changes/h; policy min %s, max %s, target_miss %g\n",
+			when, p.Namespace, state, p.Interval, p.Changes, crawl.FormatDuration(p.Observed), p.ChangesPerHr,
+			crawl.FormatDuration(p.Policy.Min), crawl.FormatDuration(p.Policy.Max), p.Policy.TargetMiss)
+	}
 }
 
 // printHistory prints the versions newest first, each field on its line; a changed

@@ -13,6 +13,7 @@ import (
 
 	"trawler/crawl"
 	"trawler/internal/engine"
+	"trawler/internal/recrawl"
 	"trawler/internal/stream"
 	"trawler/workflows"
 )
@@ -34,8 +35,10 @@ Without: per tenant and chain, what the running runs are doing — backlog (inpu
 or in flight, partitions included), pages per second over the last second and the last
 minute, failures by cause, batches being retried, and pages and items spent today
 against the budgets (trawler quota); then each worker with the age of its last
-heartbeat (a worker silent for more than ~15 s is stuck or gone); then the most recent
-runs, newest first. Rates, budgets and workers need the Redis the workers share
+heartbeat (a worker silent for more than ~15 s is stuck or gone); per recrawl step
+(tenant:task), its planned pages, how many are due now or claimed by a run, how many are
+planned how far apart, and the estimated share of changes seen later than the policy's
+min; then the most recent runs, newest first. Rates, budgets and workers need the Redis the workers share
 (--redis, or --data of a dev stack).`,
 		Example: `  trawler status --data .data/dev
   trawler status demo-20261122-101500-a1b2c3 --data .data/dev --json`,
@@ -74,7 +77,7 @@ runs, newest first. Rates, budgets and workers need the Redis the workers share
 				return err
 			}
 			if s.json {
-				return printJSON(map[string]any{"chains": ov.Chains, "tenants": ov.Tenants, "workers": ov.Workers, "tasks": ov.Tasks, "runs": rows})
+				return printJSON(map[string]any{"chains": ov.Chains, "tenants": ov.Tenants, "workers": ov.Workers, "tasks": ov.Tasks, "recrawl": ov.Recrawl, "runs": rows})
 			}
 			printOverview(ov, rdb != nil)
 			if len(rows) == 0 {
@@ -127,6 +130,7 @@ func printOverview(ov *engine.Overview, withRedis bool) {
 		}
 	}
 	printSubscriptions(ov.Subscriptions)
+	printRecrawl(ov.Recrawl)
 	if len(ov.Workers) == 0 {
 		fmt.Println("no worker has reported in; start one with `trawler worker`")
 	}
@@ -169,6 +173,27 @@ func printSubscriptions(subs []stream.Status) {
 	}
 }
 
+// printRecrawl shows, per recrawl step, its planned pages, how many are due, how far
+// apart their visits are planned and the estimated share of changes seen late.
+func printRecrawl(sts []recrawl.Stats) {
+	if len(sts) == 0 {
+		return
+	}
+	head := make([]string, len(recrawl.IntervalBounds)+1)
+	for i, b := range recrawl.IntervalBounds {
+		head[i] = "≤" + crawl.FormatDuration(b)
+	}
+	head[len(head)-1] = ">" + crawl.FormatDuration(recrawl.IntervalBounds[len(recrawl.IntervalBounds)-1])
+	fmt.Printf("%-28s %7s %6s %6s  %-30s %9s %8s\n", "recrawl (tenant:task)", "pages", "due", "leased", "intervals "+strings.Join(head, " "), "est. late", "visits/h")
+	for _, st := range sts {
+		counts := make([]string, len(st.Intervals))
+		for i, iv := range st.Intervals {
+			counts[i] = fmt.Sprint(iv.Pages)
+		}
+		fmt.Printf("%-28s %7d %6d %6d  %-30s %8.1f%% %8.1f\n", st.Namespace, st.Pages, st.Due, st.Leased, strings.Join(counts, " "), 100*st.Late, st.VisitsPerHour)
+	}
+}
+
 func printStatus(st *engine.Status) {
 	fmt.Printf("run %s: %s (started %s)\n", st.RunID, st.State, st.Started.Local().Format(time.DateTime))
 	if st.Error != "" {
@@ -186,9 +211,9 @@ func printStatus(st *engine.Status) {
 	if p == nil {
 		return
 	}
-	fmt.Printf("  %-12s %8s %8s %9s %8s %8s %8s %8s\n", "step", "pages", "items", "unchanged", "skipped", "retried", "failed", "queued")
+	fmt.Printf("  %-12s %8s %8s %9s %8s %8s %8s %8s %8s\n", "step", "pages", "items", "unchanged", "skipped", "retried", "failed", "queued", "due")
 	for _, s := range p.Steps {
-		fmt.Printf("  %-12s %8d %8d %9d %8d %8d %8d %8d\n", s.ID, s.Pages, s.Items, s.Unchanged, s.Skipped, s.Retried, s.Failed, s.Queued+s.InFlight)
+		fmt.Printf("  %-12s %8d %8d %9d %8d %8d %8d %8d %8d\n", s.ID, s.Pages, s.Items, s.Unchanged, s.Skipped, s.Retried, s.Failed, s.Queued+s.InFlight, s.Due)
 	}
 	fmt.Printf("  batches %d, partitions finished %d, running %d\n", p.Batches, p.Partitions, p.Running)
 	if p.Reason != "" {

@@ -353,3 +353,33 @@ func TestStartAfterDataDirRemoved(t *testing.T) {
 		t.Fatal("workflow from the deleted database is still visible")
 	}
 }
+
+func TestRedisKeepsItsDataAcrossStacks(t *testing.T) {
+	dir := t.TempDir()
+	m, stop, err := StartRedis(dir, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.Set("s", "v")
+	m.HSet("h", "f1", "1", "f2", "-8388608")
+	m.SetAdd("set", "a", "b")
+	m.ZAdd("z", 1.5e15, "http://a.test/1")
+	m.Push("l", "x", "y")
+	m.Set("ttl", "soon")
+	m.SetTTL("ttl", time.Minute)
+	before := m.Dump()
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	m, stop, err = StartRedis(dir, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	if after := m.Dump(); after != before {
+		t.Fatalf("after a restart:\n%s\nbefore:\n%s", after, before)
+	}
+	if ttl := m.TTL("ttl"); ttl != time.Minute {
+		t.Errorf("ttl %s, want 1m kept", ttl)
+	}
+}

@@ -35,6 +35,7 @@ import (
 	"trawler/internal/affinity"
 	"trawler/internal/monitor"
 	"trawler/internal/quota"
+	"trawler/internal/recrawl"
 	"trawler/internal/redisurl"
 	"trawler/internal/stream"
 	"trawler/storage"
@@ -59,6 +60,9 @@ type WorkerOptions struct {
 	// ProbeEvery is how often the worker probes the sites of steps with an affinity
 	// (default 5 s).
 	ProbeEvery time.Duration
+	// Clock is what recrawl plans are made against (default the wall clock); the
+	// recrawl benchmark and its tests run a simulated one.
+	Clock func() time.Time
 	// Workflow replaces the chain workflow this worker runs (default
 	// workflows.ChainWorkflow); upgrade tests run workflows.WorkflowBefore(change).
 	Workflow func(workflow.Context, workflows.ChainInput) (*workflows.Summary, error)
@@ -184,6 +188,7 @@ func NewWorker(c client.Client, o WorkerOptions) (*Worker, error) {
 		// Budgets are leased from the same Redis, shared by every worker, which also
 		// keeps the fleet's rates and heartbeats.
 		acts.Quotas = quota.New(rdb, 0)
+		acts.Recrawl = recrawl.New(rdb, o.Clock)
 		acts.Monitor = monitor.NewRecorder(rdb)
 		hub.Record(rdb) // stream subscriptions, for `trawler status`
 		acts.Sources = activities.NewSharedSources(rdb)
@@ -244,6 +249,7 @@ func Register(w worker.Registry, acts *activities.Activities, wf func(workflow.C
 	w.RegisterWorkflowWithOptions(wf, workflow.RegisterOptions{Name: workflows.ChainWorkflowName})
 	RegisterBatches(w, acts)
 	w.RegisterActivityWithOptions(acts.RegisterSites, activity.RegisterOptions{Name: workflows.RegisterSitesActivity})
+	w.RegisterActivityWithOptions(acts.RecrawlDue, activity.RegisterOptions{Name: workflows.RecrawlDueActivity})
 }
 
 // RegisterBatches puts the batch activity on a worker under the name of every task the

@@ -23,6 +23,7 @@ import (
 	"trawler/crawl"
 	"trawler/internal/monitor"
 	"trawler/internal/quota"
+	"trawler/internal/recrawl"
 	"trawler/internal/stream"
 	"trawler/workflows"
 )
@@ -72,6 +73,9 @@ type Overview struct {
 	// Subscriptions are the streaming sources' subscriptions: received/limit and the
 	// upstream connection each rides on.
 	Subscriptions []stream.Status `json:"subscriptions,omitempty"`
+	// Recrawl is, per recrawl step (tenant:task), its pages with a plan, how many are
+	// due, the spread of their intervals and the estimated share of changes seen late.
+	Recrawl []recrawl.Stats `json:"recrawl,omitempty"`
 }
 
 // loadKey names one chain of one tenant.
@@ -262,7 +266,10 @@ func (ov *Overview) fromRedis(ctx context.Context, rdb redis.UniversalClient, lo
 	if ov.Tasks, err = rec.Needs(ctx); err != nil {
 		return err
 	}
-	ov.Subscriptions, err = stream.Subscriptions(ctx, rdb)
+	if ov.Subscriptions, err = stream.Subscriptions(ctx, rdb); err != nil {
+		return err
+	}
+	ov.Recrawl, err = recrawl.New(rdb, nil).Stats(ctx)
 	return err
 }
 

@@ -210,14 +210,7 @@ func shortDuration(d time.Duration) string {
 	if d == 0 {
 		return ""
 	}
-	s := d.String()
-	if strings.HasSuffix(s, "m0s") {
-		s = strings.TrimSuffix(s, "0s")
-	}
-	if strings.HasSuffix(s, "h0m") {
-		s = strings.TrimSuffix(s, "0m")
-	}
-	return s
+	return crawl.ShortDuration(d)
 }
 
 // DescribeSchedule reads one schedule, and the state of the last run it started.

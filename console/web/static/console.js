@@ -578,6 +578,16 @@ pages.pools = () => {
       el("td", { class: "n" }, n.per_bucket.toFixed(1)), el("td", { class: "n" }, n.bytes_per_entry.toFixed(2)),
       el("td", { class: "n" }, n.false_dup_rate.toExponential(2)))));
   });
+  api("GET", "/api/recrawl").then(({ status, data }) => {
+    if (status !== 200) { $("#recrawl-note").textContent = data.error; return; }
+    const steps = data.steps || [];
+    $("#recrawl").hidden = steps.length === 0;
+    $("#recrawl-note").textContent = steps.length ? "Pages of steps with a recrawl policy: when each is due, how far apart visits are planned, and the estimated share of changes seen later than the policy's min." : "No recrawl steps yet.";
+    fill($("#recrawl tbody"), steps.map((st) => el("tr", { "data-ns": st.namespace },
+      el("td", {}, st.namespace), el("td", { class: "n" }, num(st.pages)), el("td", { class: "n" }, num(st.due)), el("td", { class: "n" }, num(st.leased)),
+      el("td", {}, st.intervals.map((iv, i) => (iv.upto ? "≤" + iv.upto : ">" + st.intervals[i - 1].upto) + " " + iv.pages).join(", ")),
+      el("td", { class: "n" }, (100 * st.late).toFixed(1) + "%"), el("td", { class: "n" }, st.visits_per_hour.toFixed(1)))));
+  });
   fetch("/healthz").then((r) => r.json()).then((h) => {
     fill($("#health tbody"), Object.entries(h.stores || {}).sort().map(([name, c]) => el("tr", {},
       el("td", {}, name), el("td", {}, el("span", { class: "state " + (c.ok ? "completed" : "failed") }, c.ok ? "up" : "down")), el("td", { class: "n" }, c.ms), el("td", { class: "error" }, c.error || ""))));

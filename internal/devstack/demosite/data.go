@@ -19,6 +19,8 @@ type Options struct {
 	// Upvoted stories score one point more than the generator says: their content
 	// changes while everything else stays the same (dedup tests re-crawl the site).
 	Upvoted map[int]bool
+	// Live makes stories change on a clock (see Live); nil: the site never changes.
+	Live *Live
 	// Latency delays every answer, so a crawl is bound by waiting on the site as on a
 	// real one (worker-loss and scaling tests use it to have work in flight).
 	Latency time.Duration
@@ -159,6 +161,9 @@ func (o Options) Story(id int) (Story, bool) {
 	if o.Upvoted[id] {
 		s.Score++
 	}
+	if o.Live != nil {
+		o.Live.apply(&s)
+	}
 	adj, noun, noun2 := pick(adjectives, id*5), pick(nouns, id*3), pick(nouns, id*3+4)
 	switch {
 	case id%10 == 0:
@@ -177,10 +182,11 @@ func (o Options) Story(id int) (Story, bool) {
 
 // Comments returns the comments of story id, in page order.
 func (o Options) Comments(story int) []Comment {
-	if _, ok := o.Story(story); !ok {
+	st, ok := o.Story(story)
+	if !ok {
 		return nil
 	}
-	n := CommentCount(story)
+	n := st.Comments
 	out := make([]Comment, n)
 	for j := 1; j <= n; j++ {
 		out[j-1] = Comment{
@@ -197,7 +203,8 @@ func (o Options) Comments(story int) []Comment {
 // CommentPages is how many comments pages story id has (at least 1: an empty page).
 func (o Options) CommentPages(story int) int {
 	o = o.WithDefaults()
-	n := CommentCount(story)
+	st, _ := o.Story(story)
+	n := st.Comments
 	if n == 0 {
 		return 1
 	}

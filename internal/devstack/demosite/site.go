@@ -144,6 +144,9 @@ func (s *site) story(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
+	if s.o.Live != nil {
+		s.o.Live.visit(st.ID)
+	}
 	switch s.o.Faults[st.ID] {
 	case FaultStatus500:
 		http.Error(w, "internal server error", http.StatusInternalServerError)
