@@ -84,8 +84,10 @@ type Step struct {
 	Affinity *Affinity
 	// Middlewares wrap this step's fetcher inside the chain's (see RegisterMiddleware).
 	Middlewares []MiddlewareRef
-	Line        int
-	ParamLines  map[string]int // line of each param in the file
+	// Render renders the step's pages in a headless browser (nil: never).
+	Render     *Render
+	Line       int
+	ParamLines map[string]int // line of each param in the file
 }
 
 // Engine defaults used when neither the chain nor the task says otherwise.
@@ -150,7 +152,7 @@ var (
 	chainKeys    = []string{"name", "tenant", "robots", "priority", "quota", "max_outage", "middlewares", "defaults", "steps"}
 	quotaKeys    = []string{"pages", "items", "pages_per_day", "items_per_day"}
 	defaultsKeys = []string{"timeout", "retries", "batch", "concurrency", "parallel", "store", "params", "dedup"}
-	stepKeys     = []string{"id", "task", "params", "from", "each", "max_depth", "store", "dedup", "timeout", "retries", "batch", "concurrency", "parallel", "priority", "shared", "affinity", "middlewares"}
+	stepKeys     = []string{"id", "task", "params", "from", "each", "max_depth", "store", "dedup", "timeout", "retries", "batch", "concurrency", "parallel", "priority", "shared", "affinity", "middlewares", "render"}
 	affinityKeys = []string{"probe", "max_latency", "min_kbps"}
 	dedupModes   = []string{DedupChanged, DedupNew, DedupOff}
 	nameRE       = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]*$`)
@@ -392,6 +394,8 @@ func (l *loader) parse(data []byte) *Chain {
 				s.Priority = l.integer(v, "priority")
 			case "middlewares":
 				s.Middlewares = l.middlewares(v, where+".middlewares")
+			case "render":
+				s.Render = l.render(v, where)
 			}
 		})
 		c.Steps = append(c.Steps, s)
@@ -672,6 +676,7 @@ func (l *loader) validateStep(c *Chain, s Step, ids map[string]int) {
 			}
 		}
 	}
+	l.checkRender(s, spec, known, where)
 	self := false
 	for _, from := range s.From {
 		if from == s.ID {

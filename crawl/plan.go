@@ -48,6 +48,9 @@ type PlanStep struct {
 	// Middlewares wrap the step's fetcher: the chain's, then the step's own, outermost
 	// first. Workers build them by name (RegisterMiddleware).
 	Middlewares []MiddlewareRef `json:"middlewares,omitempty"`
+	// Render renders the step's pages in a headless browser; nil: never. Its batches
+	// go to the workers that have one (workflows.SiteQueueOf).
+	Render *Render `json:"render,omitempty"`
 }
 
 // SiteQueue is a site's task queue and the affinity that guards it. The workflow names
@@ -132,6 +135,9 @@ func (c *Chain) Compile(reg *Registry) (*Plan, error) {
 			Affinity:    expandProbe(s.Affinity, params),
 			Store:       s.Store,
 			Middlewares: append(slices.Clip(c.Middlewares), s.Middlewares...),
+		}
+		if s.Render.Renders() {
+			ps.Render = s.Render
 		}
 		if ps.Root && spec.Seeds != nil {
 			ps.Seeds = spec.Seeds(params)
