@@ -52,6 +52,10 @@ type Activities struct {
 	// (default 10): smaller means less redone work after a crash, larger fewer writes.
 	FlushEvery int
 	once       sync.Once
+
+	// Render renders the pages of steps with `render:`; nil: the worker has no
+	// browser and refuses their batches (render.go).
+	Render *Rendering
 }
 
 // outcome is what became of one input. Finished outcomes are checkpointed through the
@@ -188,6 +192,10 @@ func (a *Activities) begin(ctx context.Context, b crawl.Batch) (*batchRun, crawl
 		Fetcher: fetcher, Log: a.Log.With("chain", b.Chain, "step", b.Step.ID, "run", b.RunID),
 		Params: b.Step.Params, Chain: b.Chain, Step: b.Step.ID, RunID: b.RunID, Tenant: b.Tenant,
 		Services: a.Services,
+	}
+	if r.task, err = a.rendering(task, b); err != nil {
+		running.Add(-1)
+		return fail(crawl.BatchResult{}, err)
 	}
 	if p, ok := task.(crawl.Preparer); ok {
 		// The task compiles its params once for the whole batch.

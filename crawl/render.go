@@ -37,7 +37,7 @@ type Render struct {
 	// WaitFor is a CSS selector the page must match before its HTML is taken.
 	WaitFor string `json:"wait_for,omitempty"`
 	// Idle waits, after the load (and WaitFor), until no request has been in flight
-	// for half a second.
+	// for half a second: the default without WaitFor.
 	Idle bool `json:"idle,omitempty"`
 	// Timeout bounds the waits; a page that does not get there fails (retryably).
 	Timeout time.Duration `json:"timeout"`
@@ -75,6 +75,12 @@ func (l *loader) render(v *yaml.Node, where string) *Render {
 	if v.Kind == yaml.ScalarNode {
 		r.Mode = v.Value
 	} else {
+		if _, set := keyLines(v)["idle"]; !set {
+			// A selector to wait for is the sign the page is ready; without one, a
+			// network that went quiet is.
+			_, waits := keyLines(v)["wait_for"]
+			r.Idle = !waits
+		}
 		l.fields(v, where+".render", renderKeys, func(key string, v *yaml.Node) {
 			switch key {
 			case "mode":

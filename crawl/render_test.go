@@ -31,6 +31,9 @@ steps:
   - id: c
     task: news.page
     render: never
+  - id: d
+    task: news.page
+    render: {mode: auto, wait_for: '#list li'}
 `
 	c, err := crawl.Load("news.yaml", []byte(src), crawl.LoadOptions{Registry: reg})
 	if err != nil {
@@ -49,6 +52,9 @@ steps:
 	}
 	if w, h := b.ViewportSize(); w != 800 || h != 600 {
 		t.Errorf("viewport %dx%d", w, h)
+	}
+	if d := p.Steps[3].Render; d.Idle || d.WaitFor != "#list li" {
+		t.Errorf("d: with wait_for, no idle wait unless asked: %+v", d)
 	}
 	if p.Steps[2].Render != nil {
 		t.Errorf("never: %+v", p.Steps[2].Render)

@@ -287,8 +287,14 @@ var funcs = template.FuncMap{
 		}
 		return u.Host
 	},
-	"add":     func(a, b int) int { return a + b },
-	"jsStory": JSStory,
+	"add": func(a, b int) int { return a + b },
+	// storyPath links a story's page: on the mixed list, the even ones are built by script.
+	"storyPath": func(mixed bool, id int) string {
+		if mixed && JSStory(id) {
+			return "/js/item/" + strconv.Itoa(id)
+		}
+		return "/item/" + strconv.Itoa(id)
+	},
 	"commentsLabel": func(n int) string {
 		if n == 0 {
 			return "discuss"
@@ -309,7 +315,7 @@ var feedTmpl = template.Must(template.New("feed").Funcs(funcs).Parse(pageHead + 
 {{- range $i, $s := .Stories}}
 <tr class="athing" id="{{$s.ID}}">
   <td class="rank">{{add $rank (add $i 1)}}.</td>
-  <td class="title"><span class="titleline"><a href="{{if and $.Mixed (jsStory $s.ID)}}/js{{end}}/item/{{$s.ID}}">{{$s.Title}}</a>{{if $s.URL}} <span class="sitestr">({{host $s.URL}})</span>{{end}}</span></td>
+  <td class="title"><span class="titleline"><a href="{{storyPath $.Mixed $s.ID}}">{{$s.Title}}</a>{{if $s.URL}} <span class="sitestr">({{host $s.URL}})</span>{{end}}</span></td>
 </tr>
 <tr><td></td><td class="subtext"><span class="score" id="score_{{$s.ID}}">{{$s.Score}} points</span> by <a class="hnuser" href="/user/{{$s.Author}}">{{$s.Author}}</a> <span class="age" title="{{rfc3339 $s.Time}}"><a href="/item/{{$s.ID}}">{{age $s.Time}}</a></span> | <a href="/item/{{$s.ID}}/comments?p=1">{{commentsLabel $s.Comments}}</a></td></tr>
 {{- end}}
