@@ -17,11 +17,11 @@ type browserFlags struct {
 }
 
 func (f *browserFlags) add(cmd *cobra.Command) {
-	cmd.Flags().StringVar(&f.path, "browser", render.DefaultBrowser, "the headless Chromium that renders the pages of steps with `render:`; \"none\" for no browser (the worker then leaves those steps to workers with one)")
+	cmd.Flags().StringVar(&f.path, "browser", render.DefaultBrowser, "`PATH` of the headless Chromium that renders the pages of steps with render:, or \"none\" for no browser (the worker then leaves those steps to workers with one)")
 	cmd.Flags().IntVar(&f.browsers, "browsers", 2, "Chromium processes at once (each starts when a page needs it)")
 	cmd.Flags().IntVar(&f.tabs, "tabs", 4, "pages rendered at once per Chromium process")
 	cmd.Flags().IntVar(&f.pages, "browser-pages", 200, "replace a Chromium process after it rendered this many pages")
-	cmd.Flags().IntVar(&f.mb, "browser-mb", 1024, "replace a Chromium process whose processes hold more than this many MiB after a page")
+	cmd.Flags().IntVar(&f.mb, "browser-mb", 1024, "replace a Chromium process whose processes hold more than this many MiB (PSS) after a page")
 }
 
 // options are the pool's settings, or nil for a worker without a browser: --browser

@@ -34,8 +34,8 @@ type Options struct {
 	Browsers int    // processes at once; default 2
 	Tabs     int    // pages at once per process; default 4
 	// PagesPerBrowser recycles a process after that many pages (default 200);
-	// MaxMB recycles it when its process group's resident memory passes that many MiB
-	// after a page (default 1024).
+	// MaxMB recycles it when its process group's memory (PSS: shared pages shared
+	// out) passes that many MiB after a page (default 1024).
 	PagesPerBrowser int
 	MaxMB           int
 	// Grace is how long a process being recycled may finish its other pages before it
@@ -108,9 +108,11 @@ type browser struct {
 	profile  string
 	ready    chan struct{} // closed when started (err says how)
 	err      error
-	active   int // tabs in use
+	active   int       // tabs in use
+	windows  []*window // open tabs no page uses, kept for the next pages
 	pages    int
-	retiring string // why it takes no more tabs; killed when its last tab is done
+	measured atomicTime // when its memory was last read
+	retiring string     // why it takes no more tabs; killed when its last tab is done
 	killed   bool
 }
 
@@ -135,8 +137,8 @@ func (p *Pool) Stats() Stats {
 	return Stats{Started: p.stats.started.Load(), Pages: p.stats.pages.Load(), Recycled: p.stats.recycled.Load(), Hung: p.stats.hung.Load()}
 }
 
-// RSS is the resident memory of all the pool's processes now, in bytes.
-func (p *Pool) RSS() int64 {
+// Usage is what all the pool's processes hold now.
+func (p *Pool) Usage() Usage {
 	p.mu.Lock()
 	var pids []int
 	for _, b := range p.slots {
@@ -145,22 +147,18 @@ func (p *Pool) RSS() int64 {
 		}
 	}
 	p.mu.Unlock()
-	var sum int64
+	var sum Usage
 	for _, pid := range pids {
-		sum += groupRSS(pid)
+		m := groupUsage(pid)
+		sum.RSS += m.RSS
+		sum.PSS += m.PSS
 	}
 	return sum
 }
 
-// tab is one page's lease of a browser.
-type tab struct {
-	p *Pool
-	b *browser
-}
-
 // acquire waits for a free tab, starting a browser in a free slot when every running
-// one is full.
-func (p *Pool) acquire(ctx context.Context) (*tab, error) {
+// one is full, and returns the browser with a tab held for the caller.
+func (p *Pool) acquire(ctx context.Context) (*browser, error) {
 	for {
 		p.mu.Lock()
 		if p.closed {
@@ -187,7 +185,7 @@ func (p *Pool) acquire(ctx context.Context) (*tab, error) {
 					p.release(b, false)
 					return nil, b.err
 				}
-				return &tab{p, b}, nil
+				return b, nil
 			}
 		}
 		if free >= 0 {
@@ -244,7 +242,8 @@ func (p *Pool) start(b *browser) {
 			chromedp.Flag("disable-quic", true), chromedp.Flag("disable-crash-reporter", true),
 			chromedp.Flag("disable-breakpad", true), chromedp.Flag("disable-dev-shm-usage", true),
 			chromedp.Flag("renderer-process-limit", strconv.Itoa(p.o.Tabs)),
-			chromedp.Flag("disable-features", "Translate,MediaRouter,OptimizationHints,site-per-process"),
+			// No back-forward cache (it keeps every page left alive) and no spare renderer.
+			chromedp.Flag("disable-features", "Translate,MediaRouter,OptimizationHints,site-per-process,BackForwardCache,SpareRendererForSitePerProcess"),
 			chromedp.ModifyCmdFunc(func(cmd *exec.Cmd) {
 				// Its own group, so one kill takes every helper; SIGKILL when the
 				// worker dies, so none outlives it.
@@ -281,9 +280,11 @@ func (p *Pool) start(b *browser) {
 // count and its memory. A retired browser is killed once its last tab is back.
 func (p *Pool) release(b *browser, hung bool) {
 	p.stats.pages.Add(1)
-	rss := int64(0)
-	if !hung && b.pid > 0 {
-		rss = groupRSS(b.pid)
+	// Reading a browser's memory walks its processes' page tables: once a second is
+	// enough to catch it growing.
+	var mem Usage
+	if !hung && b.pid > 0 && time.Since(b.measured.Swap(time.Now())) >= time.Second {
+		mem = groupUsage(b.pid)
 	}
 	p.mu.Lock()
 	b.active--
@@ -297,8 +298,8 @@ func (p *Pool) release(b *browser, hung bool) {
 		why = "it exited"
 	case b.pages >= p.o.PagesPerBrowser:
 		why = fmt.Sprintf("recycled after %d pages", b.pages)
-	case rss > int64(p.o.MaxMB)<<20:
-		why = fmt.Sprintf("recycled at %d MiB (max %d)", rss>>20, p.o.MaxMB)
+	case mem.PSS > int64(p.o.MaxMB)<<20:
+		why = fmt.Sprintf("recycled at %d MiB (max %d)", mem.PSS>>20, p.o.MaxMB)
 	}
 	if why != "" && b.retiring == "" {
 		b.retiring = why
@@ -363,4 +364,15 @@ func (p *Pool) Close() {
 			p.kill(b)
 		}
 	}
+}
+
+// atomicTime is a time several goroutines read and set.
+type atomicTime struct{ ns atomic.Int64 }
+
+// Swap sets t and returns the time before (zero at first).
+func (a *atomicTime) Swap(t time.Time) time.Time {
+	if old := a.ns.Swap(t.UnixNano()); old != 0 {
+		return time.Unix(0, old)
+	}
+	return time.Time{}
 }

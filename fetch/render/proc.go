@@ -82,22 +82,45 @@ func stat(pid int) (procStat, bool) {
 	return procStat{state: f[0], pgid: pgid, rss: rss * pageSize}, true
 }
 
-// groupRSS is the resident memory of every live process in a process group: a
-// browser and all its helpers (renderers, GPU, network). Shared pages count once per
-// process, so it is an upper bound.
-func groupRSS(pgid int) int64 {
+// Usage is what a group of processes holds: RSS counts a page shared by several
+// processes once in each (Chromium's processes share most of theirs), PSS shares it
+// out between them, so their PSS adds up to the memory they really use.
+type Usage struct {
+	RSS int64 `json:"rss"`
+	PSS int64 `json:"pss"`
+}
+
+// groupUsage is the memory of every live process in a process group: a browser and
+// all its helpers (renderers, GPU, network).
+func groupUsage(pgid int) Usage {
 	entries, _ := os.ReadDir("/proc")
-	var sum int64
+	var m Usage
 	for _, e := range entries {
 		pid, err := strconv.Atoi(e.Name())
 		if err != nil {
 			continue
 		}
 		if st, ok := stat(pid); ok && st.pgid == pgid && st.state != "Z" {
-			sum += st.rss
+			m.RSS += st.rss
+			m.PSS += pss(pid)
 		}
 	}
-	return sum
+	return m
+}
+
+// pss is a process's proportional set size, from /proc/PID/smaps_rollup.
+func pss(pid int) int64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/smaps_rollup", pid))
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(line, "Pss:"); ok {
+			kb, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
+			return kb << 10
+		}
+	}
+	return 0
 }
 
 // SelfRSS is this process's resident memory.

@@ -21,7 +21,6 @@ import (
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/cdproto/runtime"
-	"github.com/chromedp/cdproto/target"
 	"github.com/chromedp/chromedp"
 
 	"trawler/crawl"
@@ -51,13 +50,13 @@ func (r Renderer) Fetch(ctx context.Context, req *crawl.Request) (*crawl.Respons
 	if req.Method != "" && req.Method != http.MethodGet {
 		return r.Inner.Fetch(ctx, req)
 	}
-	t, err := r.Pool.acquire(ctx)
+	b, err := r.Pool.acquire(ctx)
 	if err != nil {
 		return nil, crawl.WithCause(fmt.Errorf("render %s: %w", crawl.RedactURL(req.URL), err), crawl.CauseTimeout)
 	}
-	pg := &pageRun{r: r, req: req, b: t.b}
+	pg := &pageRun{r: r, req: req, b: b, ctx: ctx}
 	resp, err := pg.run(ctx)
-	t.p.release(t.b, pg.hung.Load())
+	r.Pool.release(b, pg.hung.Load())
 	return resp, err
 }
 
@@ -66,7 +65,8 @@ type pageRun struct {
 	r    Renderer
 	req  *crawl.Request
 	b    *browser
-	hung atomic.Bool // a call to the tab got no answer: its browser is killed
+	ctx  context.Context // the input's: the page's requests are made under it
+	hung atomic.Bool     // a call to the tab got no answer: its browser is killed
 
 	mu       sync.Mutex
 	inflight int
@@ -79,30 +79,27 @@ type pageRun struct {
 func (pg *pageRun) run(ctx context.Context) (*crawl.Response, error) {
 	o := pg.r.Opts
 	u := crawl.RedactURL(pg.req.URL)
-	tctx, closeTab, err := pg.open(ctx)
+	win, err := pg.r.Pool.window(pg.b, o.Timeout)
 	if err != nil {
+		if errors.Is(err, context.DeadlineExceeded) {
+			pg.hung.Store(true)
+		}
 		return nil, fmt.Errorf("render %s: open a tab: %w", u, err)
 	}
+	tctx := win.ctx
+	win.page.Store(pg)
 	defer func() {
-		if pg.hung.Load() {
-			go closeTab() // the browser is killed; closing may wait on it
+		win.page.Store(nil)
+		if !pg.hung.Load() && ctx.Err() == nil {
+			pg.r.Pool.keep(pg.b, win, pg.req.URL)
 		} else {
-			closeTab()
+			win.close()
 		}
 	}()
-	// The tab lives in the browser's context: it closes when the input ends.
-	defer context.AfterFunc(ctx, func() { chromedp.Cancel(tctx) })() //nolint:errcheck
-	chromedp.ListenTarget(tctx, func(ev any) {
-		if e, ok := ev.(*cdpfetch.EventRequestPaused); ok {
-			pg.begin()
-			go pg.answer(ctx, tctx, e)
-		}
-	})
+	// A page that outlives its input is stopped where it is.
+	defer context.AfterFunc(ctx, func() { _ = chromedp.Run(tctx, page.StopLoading()) })()
 	w, h := o.ViewportSize()
-	err = pg.call(tctx, time.Now().Add(o.Timeout), chromedp.Tasks{
-		cdpfetch.Enable().WithPatterns([]*cdpfetch.RequestPattern{{URLPattern: "*", RequestStage: cdpfetch.RequestStageRequest}}),
-		emulation.SetDeviceMetricsOverride(int64(w), int64(h), 1, false),
-	})
+	err = pg.call(tctx, time.Now().Add(o.Timeout), emulation.SetDeviceMetricsOverride(int64(w), int64(h), 1, false))
 	if err != nil {
 		return nil, pg.fail(tctx, fmt.Errorf("render %s: open a tab: %w", u, err))
 	}
@@ -149,35 +146,6 @@ func (pg *pageRun) run(ctx context.Context) (*crawl.Response, error) {
 	return resp, nil
 }
 
-// open makes the page's tab in a browser context of its own, so no cookie or storage
-// carries from one page to the next; closing it disposes of the context.
-func (pg *pageRun) open(ctx context.Context) (context.Context, func(), error) {
-	c := chromedp.FromContext(pg.b.ctx)
-	ex := cdp.WithExecutor(pg.b.ctx, c.Browser)
-	id, err := target.CreateBrowserContext().WithDisposeOnDetach(true).Do(ex)
-	if err != nil {
-		return nil, nil, err
-	}
-	dispose := func() { _ = target.DisposeBrowserContext(id).Do(ex) }
-	tid, err := target.CreateTarget("about:blank").WithBrowserContextID(id).WithNewWindow(true).Do(ex)
-	if err != nil {
-		dispose()
-		return nil, nil, err
-	}
-	tctx, cancel := chromedp.NewContext(pg.b.ctx, chromedp.WithTargetID(tid))
-	// The first Run attaches to the tab for the lifetime of the context it is given:
-	// the tab's own, bounded by a timer instead of a deadline.
-	slow := time.AfterFunc(pg.r.Opts.Timeout, func() { pg.hung.Store(true); cancel() })
-	err = chromedp.Run(tctx)
-	slow.Stop()
-	if err != nil {
-		cancel()
-		dispose()
-		return nil, nil, err
-	}
-	return tctx, func() { cancel(); dispose() }, nil
-}
-
 // settle waits for what the step asks before the HTML is taken: the load, the
 // wait_for selector, an idle network.
 func (pg *pageRun) settle(ctx context.Context, deadline time.Time) error {
@@ -204,7 +172,7 @@ func (pg *pageRun) settle(ctx context.Context, deadline time.Time) error {
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
-		case <-time.After(100 * time.Millisecond):
+		case <-time.After(20 * time.Millisecond): // a poll is one round trip to the tab
 		}
 	}
 }
@@ -280,7 +248,7 @@ var blocked = map[string]network.ResourceType{
 }
 
 // answer serves one request of the page through the step's fetcher.
-func (pg *pageRun) answer(ctx, tctx context.Context, e *cdpfetch.EventRequestPaused) {
+func (pg *pageRun) answer(tctx context.Context, e *cdpfetch.EventRequestPaused) {
 	defer pg.end()
 	c := chromedp.FromContext(tctx)
 	if c == nil || c.Target == nil {
@@ -315,7 +283,7 @@ func (pg *pageRun) answer(ctx, tctx context.Context, e *cdpfetch.EventRequestPau
 		// A script or XHR answering 404 is the page's business, not a failure.
 		req.Accept = func(int) bool { return true }
 	}
-	resp, err := pg.r.Inner.Fetch(ctx, req)
+	resp, err := pg.r.Inner.Fetch(pg.ctx, req)
 	if isDoc {
 		pg.mu.Lock()
 		pg.doc, pg.docErr = resp, err
