@@ -47,3 +47,12 @@ func browserLine(o *render.Options) string {
 	}
 	return fmt.Sprintf("; renders with %s: %d browsers × %d tabs, at most %d MiB", o.Path, o.Browsers, o.Tabs, o.BoundMB())
 }
+
+// stackBrowser is the browser of the worker `trawler dev` and `trawler demo` start:
+// Debian's chromium when installed, with the pool's defaults.
+func stackBrowser() *render.Options {
+	if _, err := os.Stat(render.DefaultBrowser); err != nil {
+		return nil
+	}
+	return &render.Options{}
+}

@@ -200,15 +200,20 @@ func exceptionText(exc *runtime.ExceptionDetails) string {
 	return ""
 }
 
-// call runs one action on the tab by the deadline. A tab that does not answer by then
-// is hung (a script that never yields, a renderer stuck): its browser is killed.
+// hungAfter is how long past its deadline a call may take: a tab that works answers in
+// milliseconds, even when what the page waits for never comes.
+const hungAfter = 2 * time.Second
+
+// call runs one action on the tab. A tab that does not answer by the deadline and
+// hungAfter is hung (a script that never yields, a renderer stuck): its browser is
+// killed.
 func (pg *pageRun) call(ctx context.Context, deadline time.Time, a chromedp.Action) error {
-	cctx, cancel := context.WithDeadline(ctx, deadline)
+	cctx, cancel := context.WithDeadline(ctx, deadline.Add(hungAfter))
 	defer cancel()
 	err := chromedp.Run(cctx, a)
 	if err != nil && errors.Is(cctx.Err(), context.DeadlineExceeded) && ctx.Err() == nil {
 		pg.hung.Store(true)
-		return crawl.WithCause(fmt.Errorf("the page did not answer within %s (render.timeout); its browser is killed and replaced", pg.r.Opts.Timeout), crawl.CauseTimeout)
+		return crawl.WithCause(fmt.Errorf("the page did not answer within %s (render.timeout) and %s more; its browser is killed and replaced", pg.r.Opts.Timeout, hungAfter), crawl.CauseTimeout)
 	}
 	return err
 }

@@ -88,6 +88,25 @@ func TestRenderBuildsThePage(t *testing.T) {
 	}
 }
 
+// A page that never shows what the step waits for fails with the wait it timed out on,
+// and a screenshot of it is kept, named in the error.
+func TestFailedPageKeepsAScreenshot(t *testing.T) {
+	base := demo(t, demosite.Options{})
+	p := startPool(t, Options{Browsers: 1, Tabs: 1})
+	dir := t.TempDir()
+	r := renderer(p, crawl.Render{Mode: crawl.RenderAlways, WaitFor: "div.never", Timeout: time.Second, Viewport: "800x600", Screenshot: true})
+	r.Screenshots = dir
+	_, err := r.Fetch(context.Background(), &crawl.Request{URL: base + "/js/item/2"})
+	if err == nil || crawl.CauseOf(err) != crawl.CauseTimeout || !strings.Contains(err.Error(), `waited 1s for wait_for "div.never" to match (render.timeout)`) {
+		t.Fatalf("err %v (cause %s); want the wait that timed out", err, crawl.CauseOf(err))
+	}
+	_, shot, ok := strings.Cut(err.Error(), "(screenshot: ")
+	png, rerr := os.ReadFile(strings.TrimSuffix(shot, ")"))
+	if !ok || rerr != nil || !strings.HasPrefix(string(png), "\x89PNG") || !strings.HasPrefix(shot, dir) {
+		t.Errorf("no PNG named in %q: %v", err, rerr)
+	}
+}
+
 // A page whose script never ends hangs its tab: the render fails with a timeout, the
 // browser is killed (no process left of it), and the next page gets a new one.
 func TestHungPageKillsItsBrowser(t *testing.T) {

@@ -83,11 +83,12 @@ type WorkerOptions struct {
 	// File configures the file sink; an empty Dir leaves it off.
 	File FileOptions
 	Hot  HotOptions
+	Log  *slog.Logger
+
 	// Browser gives the worker a pool of headless browsers for the steps that render
 	// pages; nil: none, and the worker does not poll their queue
 	// (workflows.RenderQueue).
 	Browser *render.Options
-	Log     *slog.Logger
 }
 
 // Worker is a running Temporal worker with Trawler's workflow and activities.
@@ -96,14 +97,15 @@ type Worker struct {
 	Sinks storage.Set
 	JSONL *jsonl.Sink
 	// Identity names the worker in histories and in `trawler status`.
-	Identity string
-	monitor  *monitor.Recorder // nil without Redis
-	sites    *siteWorkers      // nil without Redis
-	// renderer polls the render queue with the browser pool; nil without a browser.
-	renderer  worker.Worker
-	browsers  *render.Pool
+	Identity  string
+	monitor   *monitor.Recorder // nil without Redis
+	sites     *siteWorkers      // nil without Redis
 	taskQueue string
 	stopLoops context.CancelFunc
+
+	// renderer polls the render queue with the browser pool; nil without a browser.
+	renderer worker.Worker
+	browsers *render.Pool
 }
 
 // SiteQueues lists the site queues this worker polls now: those of steps with an
