@@ -3,6 +3,7 @@ package tests
 import (
 	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -214,8 +215,20 @@ func TestKilledRenderingWorkerLeavesNoOrphan(t *testing.T) {
 	second := workerProcess(t, bin, queue, out, browserFlags...)
 	s := wait(t, id, 3*time.Minute)
 	noFailures(t, s)
-	if left := browsersOf(first.Process.Pid); len(left) > 0 {
-		t.Errorf("the killed worker's browser processes outlived it: %+v", left)
+	// The successor finishes: it stops as a worker does, its pool closing.
+	if err := second.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	_ = second.Wait()
+	for _, w := range []*exec.Cmd{first, second} {
+		// A process being killed is gone in a moment.
+		deadline := time.Now().Add(5 * time.Second)
+		for len(browsersOf(w.Process.Pid)) > 0 && time.Now().Before(deadline) {
+			time.Sleep(50 * time.Millisecond)
+		}
+		if left := browsersOf(w.Process.Pid); len(left) > 0 {
+			t.Errorf("browser processes of worker %d outlived it: %+v", w.Process.Pid, left)
+		}
 	}
 	js, err := jsonl.Open(out)
 	if err != nil {
@@ -226,15 +239,6 @@ func TestKilledRenderingWorkerLeavesNoOrphan(t *testing.T) {
 	assertOnce(t, keys)
 	if n := countPrefix(keys, site+"/js/item/"); n != o.Stories() {
 		t.Errorf("stored %d stories, want %d", n, o.Stories())
-	}
-	_ = second.Process.Signal(syscall.SIGKILL)
-	_ = second.Wait()
-	deadline = time.Now().Add(5 * time.Second)
-	for len(browsersOf(second.Process.Pid)) > 0 && time.Now().Before(deadline) {
-		time.Sleep(50 * time.Millisecond)
-	}
-	if left := browsersOf(second.Process.Pid); len(left) > 0 {
-		t.Errorf("a killed worker's browser processes outlived it: %+v", left)
 	}
 }
 

@@ -98,6 +98,7 @@ type Pool struct {
 	slots   []*browser // nil: free; a browser may still be starting
 	changed chan struct{}
 	closed  bool
+	done    chan struct{} // closed by Close
 }
 
 // browser is one Chromium process group and its chromedp contexts.
@@ -123,10 +124,31 @@ func NewPool(o Options) (*Pool, error) {
 	if _, err := exec.LookPath(o.Path); err != nil {
 		return nil, fmt.Errorf("browser %s: %v; install Debian's chromium package or give --browser PATH", o.Path, err)
 	}
+	p := &Pool{o: o, slots: make([]*browser, o.Browsers), changed: make(chan struct{}), done: make(chan struct{})}
+	p.sweep()
+	go func() {
+		for {
+			select {
+			case <-p.done:
+				return
+			case <-time.After(sweepEvery):
+				p.sweep()
+			}
+		}
+	}()
+	return p, nil
+}
+
+// sweepEvery is how often a pool looks for what dead workers left behind.
+const sweepEvery = 5 * time.Second
+
+// sweep kills what dead workers on this machine left behind. The pool sweeps when it
+// is made, every sweepEvery, before each browser it starts and when it closes: a
+// helper of a killed worker's browser may take a while to die, or outlive it.
+func (p *Pool) sweep() {
 	if n := SweepOrphans(); n > 0 {
-		o.Log.Warn("killed browser processes a dead worker left behind", "processes", n)
+		p.o.Log.Warn("killed browser processes a dead worker left behind", "processes", n)
 	}
-	return &Pool{o: o, slots: make([]*browser, o.Browsers), changed: make(chan struct{})}, nil
 }
 
 // Options are the pool's settings, defaults applied.
@@ -227,6 +249,7 @@ var starter = sync.OnceValue(func() chan func() {
 
 // start launches a browser in its own process group, which dies with the worker.
 func (p *Pool) start(b *browser) {
+	p.sweep()
 	done := make(chan struct{})
 	starter() <- func() {
 		defer close(done)
@@ -349,7 +372,11 @@ func (p *Pool) kill(b *browser) {
 
 // Close kills every browser of the pool; pages still rendering fail.
 func (p *Pool) Close() {
+	defer p.sweep()
 	p.mu.Lock()
+	if !p.closed {
+		close(p.done)
+	}
 	p.closed = true
 	bs := append([]*browser(nil), p.slots...)
 	p.mu.Unlock()
