@@ -52,6 +52,11 @@ type Render struct {
 	Screenshot bool `json:"screenshot,omitempty"`
 }
 
+// DefaultRender is `render: MODE` with every option at its default.
+func DefaultRender(mode string) *Render {
+	return &Render{Mode: mode, Timeout: DefaultRenderWait, Viewport: DefaultViewport, Block: DefaultRenderBlock, Idle: true}
+}
+
 // Renders reports whether a step may render pages at all (always or auto).
 func (r *Render) Renders() bool { return r != nil && r.Mode != RenderNever }
 
@@ -71,7 +76,7 @@ var (
 // render reads a step's `render:`: a mode alone (`render: auto`) or a mapping with
 // `mode:` and the options.
 func (l *loader) render(v *yaml.Node, where string) *Render {
-	r := &Render{Timeout: DefaultRenderWait, Viewport: DefaultViewport, Block: DefaultRenderBlock, Idle: true}
+	r := DefaultRender(RenderAlways)
 	if v.Kind == yaml.ScalarNode {
 		r.Mode = v.Value
 	} else {

@@ -21,8 +21,9 @@ import (
 
 // addBrowser gives the worker its browser pool and a second Temporal worker polling
 // the render queue: the batches of steps that render come only to workers with a
-// browser. It takes at most as many batches at once as the pool has tabs, since each
-// of their pages holds a tab.
+// browser. It takes few of them at once (one per browser, at least two): each runs
+// its step's concurrency of pages, which is already more than a browser's tabs, and
+// a page waiting for a tab spends its input's timeout.
 func (w *Worker) addBrowser(c client.Client, acts *activities.Activities, o WorkerOptions) error {
 	bo := *o.Browser
 	bo.Log = o.Log
@@ -33,7 +34,7 @@ func (w *Worker) addBrowser(c client.Client, acts *activities.Activities, o Work
 	acts.Render = &activities.Rendering{Pool: pool, Screenshots: filepath.Join(o.OutDir, "screenshots")}
 	po := pool.Options()
 	rw := worker.New(c, workflows.RenderQueue(o.TaskQueue), worker.Options{
-		MaxConcurrentActivityExecutionSize: max(1, min(o.MaxBatches, po.Browsers*po.Tabs)), Identity: o.Identity,
+		MaxConcurrentActivityExecutionSize: max(1, min(o.MaxBatches, max(2, po.Browsers))), Identity: o.Identity,
 		DisableWorkflowWorker: true, WorkerStopTimeout: 5 * time.Second,
 	})
 	RegisterBatches(rw, acts)
