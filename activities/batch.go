@@ -56,6 +56,10 @@ type Activities struct {
 	// (default 10): smaller means less redone work after a crash, larger fewer writes.
 	FlushEvery int
 	once       sync.Once
+
+	// Render renders the pages of steps with `render:`; nil: the worker has no
+	// browser and refuses their batches (render.go).
+	Render *Rendering
 }
 
 // outcome is what became of one input. Finished outcomes are checkpointed through the
@@ -195,6 +199,11 @@ func (a *Activities) begin(ctx context.Context, b crawl.Batch) (*batchRun, crawl
 		// input fails with the reason instead of the batch failing forever.
 		return fail(r.failAll(fmt.Sprintf("task %s is not registered on this worker (it has: %v); deploy a worker that includes the site package", b.Step.Task, a.Registry.Names())))
 	}
+	if _, err := a.rendering(task, b); err != nil {
+		// A worker without a browser refuses the batch, so that Temporal hands it to
+		// one that has one.
+		return fail(crawl.BatchResult{}, err)
+	}
 	running.Add(1)
 	own, err := a.openLane(b, 0, task)
 	if err == nil {
@@ -268,6 +277,9 @@ func (a *Activities) openLane(b crawl.Batch, k int, task crawl.Task) (*lane, err
 		Fetcher: fetcher, Log: a.Log.With("chain", lb.Chain, "step", lb.Step.ID, "run", lb.RunID),
 		Params: lb.Step.Params, Chain: lb.Chain, Step: lb.Step.ID, RunID: lb.RunID, Tenant: lb.Tenant,
 		Services: a.Services,
+	}
+	if l.task, err = a.rendering(task, lb); err != nil {
+		return nil, err
 	}
 	if p, ok := task.(crawl.Preparer); ok {
 		// The task compiles its params once for the whole batch.

@@ -89,7 +89,9 @@ type Step struct {
 	FollowLine int
 	// Recrawl plans each record's next visit from its change history; the step's
 	// inputs are then the records due now and the ones nobody has seen yet.
-	Recrawl    *Recrawl
+	Recrawl *Recrawl
+	// Render renders the step's pages in a headless browser (nil: never).
+	Render     *Render
 	Line       int
 	ParamLines map[string]int // line of each param in the file
 }
@@ -156,7 +158,7 @@ var (
 	chainKeys    = []string{"name", "tenant", "robots", "priority", "quota", "max_outage", "middlewares", "defaults", "steps"}
 	quotaKeys    = []string{"pages", "items", "pages_per_day", "items_per_day"}
 	defaultsKeys = []string{"timeout", "retries", "batch", "concurrency", "parallel", "store", "params", "dedup"}
-	stepKeys     = []string{"id", "task", "params", "from", "each", "max_depth", "store", "dedup", "timeout", "retries", "batch", "concurrency", "parallel", "priority", "shared", "affinity", "middlewares", "follow", "recrawl"}
+	stepKeys     = []string{"id", "task", "params", "from", "each", "max_depth", "store", "dedup", "timeout", "retries", "batch", "concurrency", "parallel", "priority", "shared", "affinity", "middlewares", "follow", "recrawl", "render"}
 	affinityKeys = []string{"probe", "max_latency", "min_kbps"}
 	dedupModes   = []string{DedupChanged, DedupNew, DedupOff}
 	nameRE       = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]*$`)
@@ -402,6 +404,8 @@ func (l *loader) parse(data []byte) *Chain {
 				s.Follow, s.FollowLine = l.boolean(v, "follow"), v.Line
 			case "recrawl":
 				s.Recrawl = l.recrawl(v, where)
+			case "render":
+				s.Render = l.render(v, where)
 			}
 		})
 		c.Steps = append(c.Steps, s)
@@ -682,6 +686,7 @@ func (l *loader) validateStep(c *Chain, s Step, ids map[string]int) {
 			}
 		}
 	}
+	l.checkRender(s, spec, known, where)
 	self := false
 	for _, from := range s.From {
 		if from == s.ID {

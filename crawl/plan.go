@@ -55,6 +55,9 @@ type PlanStep struct {
 	// Recrawl plans when each record of the step is visited again; nil: every input
 	// the step gets is run.
 	Recrawl *Recrawl `json:"recrawl,omitempty"`
+	// Render renders the step's pages in a headless browser; nil: never. Its batches
+	// go to the workers that have one (workflows.SiteQueueOf).
+	Render *Render `json:"render,omitempty"`
 }
 
 // SiteQueue is a site's task queue and the affinity that guards it. The workflow names
@@ -144,6 +147,9 @@ func (c *Chain) Compile(reg *Registry) (*Plan, error) {
 			Middlewares: append(slices.Clip(c.Middlewares), s.Middlewares...),
 			Follow:      s.Follow,
 			Recrawl:     s.Recrawl,
+		}
+		if s.Render.Renders() {
+			ps.Render = s.Render
 		}
 		if ps.Root && spec.Seeds != nil {
 			ps.Seeds = spec.Seeds(params)

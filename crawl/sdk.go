@@ -67,7 +67,7 @@ func JSONTask[T any](name string, fn func(p *Page, out *Out[T]) error, opts ...T
 }
 
 func newPageTask[T any](name string, html bool, fn func(p *Page, out *Out[T]) error, opts []TaskOption) Task {
-	spec := TaskSpec{Name: name, Output: FieldsOf[T](), Timeout: 30 * time.Second, Retries: 3}
+	spec := TaskSpec{Name: name, Output: FieldsOf[T](), Timeout: 30 * time.Second, Retries: 3, HTML: html}
 	t := &htmlTask[T]{fn: fn, html: html}
 	for _, o := range opts {
 		o(&spec, &t.hooks)

@@ -65,6 +65,9 @@ type TaskSpec struct {
 	// HostConcurrency bounds parallel requests per host (0: the fetcher's default).
 	RateLimit       float64
 	HostConcurrency int
+	// HTML says the task reads HTML pages, so a step may render them in a browser
+	// first (`render:`).
+	HTML bool
 	// Needs lists external resources (proxy, user_agent, cookie, device_id, sign).
 	Needs []string
 	// Check, when set, validates a step's params beyond their types (compiles selectors,

@@ -7,8 +7,12 @@ import (
 )
 
 // SiteQueueOf is the task queue a step's batches go to, for workers polling base: the
-// queue of the step's site (base@site) when the step has an affinity, else base.
+// render queue (RenderQueue) when the step renders pages, the queue of the step's site
+// (base@site) when it has an affinity, else base.
 func SiteQueueOf(s crawl.PlanStep, base string) string {
+	if s.Render.Renders() {
+		return RenderQueue(base)
+	}
 	if s.Affinity == nil {
 		return base
 	}
@@ -28,3 +32,7 @@ func siteQueues(p *crawl.Plan, base string) []crawl.SiteQueue {
 	}
 	return out
 }
+
+// RenderQueue is the task queue of the batches of steps that render pages: only
+// workers with a browser poll it, so a worker without one never gets them.
+func RenderQueue(base string) string { return base + "@render" }

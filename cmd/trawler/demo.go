@@ -169,7 +169,7 @@ func (st *stack) startWorker(ctx context.Context, s *settings) error {
 	// The embedded stack's own worker crawls the demo site on loopback.
 	w, err := engine.NewWorker(c, engine.WorkerOptions{TaskQueue: s.taskQueue, OutDir: s.out, Redis: s.redis,
 		Kafka: s.kafkaBrokers(), Mongo: s.mongo, ES: s.es, HBase: s.hbase, Log: s.logger(),
-		Fetch: fetch.Options{AllowPrivate: true}})
+		Fetch: fetch.Options{AllowPrivate: true}, Browser: stackBrowser()})
 	if err != nil {
 		return err
 	}

@@ -207,6 +207,12 @@ func printStatus(st *engine.Status) {
 			fmt.Printf("    %s\n", f)
 		}
 	}
+	if len(st.Waiting) > 0 {
+		fmt.Printf("  waiting for a worker: %d batch(es):\n", len(st.Waiting))
+		for _, w := range st.Waiting {
+			fmt.Printf("    %s\n", w)
+		}
+	}
 	p := st.Progress
 	if p == nil {
 		return

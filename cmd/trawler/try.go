@@ -16,6 +16,7 @@ import (
 
 	"trawler/crawl"
 	"trawler/fetch"
+	"trawler/fetch/render"
 	"trawler/internal/stream"
 )
 
@@ -28,6 +29,7 @@ func tryCmd(s *settings) *cobra.Command {
 		timeout    time.Duration
 		limit      int
 		private    privateFlag
+		renderPage bool
 	)
 	cmd := &cobra.Command{
 		Use:   "try TASK [URL]",
@@ -55,7 +57,8 @@ cloud metadata addresses always and loopback and private ones unless --allow-pri
       --set 'fields.score={css: .meta .score, type: int, regex: "(\\d+)"}'
   trawler try generic.html_list --params examples/generic-html.yaml 'http://127.0.0.1:8089/news?p=2' --allow-private
   trawler try generic.json --params examples/generic-json.yaml 'http://127.0.0.1:8089/api/stories?per_page=3' --allow-private --json
-  trawler try generic.sitemap https://example.com/sitemap.xml --set include='[/blog/]'`,
+  trawler try generic.sitemap https://example.com/sitemap.xml --set include='[/blog/]'
+  trawler try generic.html_detail --params examples/render.yaml http://127.0.0.1:8089/js/item/4 --allow-private --render`,
 		Args: cobra.RangeArgs(1, 2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			allowPrivate, err := private.resolve(cmd)
@@ -113,9 +116,18 @@ cloud metadata addresses always and loopback and private ones unless --allow-pri
 				}
 				f = f.With(mws...)
 			}
+			var fetcher crawl.Fetcher = tryFetcher{f: f, ignoreRobots: noRobots}
+			if renderPage {
+				pool, err := render.NewPool(render.Options{Browsers: 1, Tabs: 1, Log: s.logger()})
+				if err != nil {
+					return err
+				}
+				defer pool.Close()
+				fetcher = render.Renderer{Pool: pool, Inner: fetcher, Opts: *crawl.DefaultRender(crawl.RenderAlways)}
+			}
 			env := &crawl.Env{
 				Params:  typed,
-				Fetcher: tryFetcher{f: f, ignoreRobots: noRobots},
+				Fetcher: fetcher,
 				Log:     s.logger(),
 				Chain:   "try",
 			}
@@ -148,6 +160,7 @@ cloud metadata addresses always and loopback and private ones unless --allow-pri
 	f.StringVar(&stepID, "step", "", "with a chain file in --params: the step whose params to use")
 	f.StringArrayVar(&sets, "set", nil, "set a param: name=value, or name.key=value inside a mapping (repeatable; values are YAML)")
 	f.BoolVar(&noRobots, "no-robots", false, "ignore robots.txt")
+	f.BoolVar(&renderPage, "render", false, "render the page in headless Chromium (Debian's chromium) first, as a step with render: always does, for pages built by JavaScript")
 	f.DurationVar(&timeout, "timeout", 0, "give up after this long (default: the task's timeout)")
 	f.IntVar(&limit, "limit", 10, "items to print in full (0: all); --json prints all")
 	private.add(cmd, "fetch loopback and private addresses (a local site); link-local and cloud metadata stay refused")

@@ -64,6 +64,7 @@ func workerCmd(s *settings) *cobra.Command {
 	var hot engine.HotOptions
 	var private privateFlag
 	var files fileSinkFlags
+	var browser browserFlags
 	cmd := &cobra.Command{
 		Use:   "worker",
 		Short: "Run a worker: executes chain workflows and batch activities until interrupted",
@@ -71,14 +72,23 @@ func workerCmd(s *settings) *cobra.Command {
 Workers are stateless: start as many as you like on as many machines as you like; each
 polls the task queue, runs batches, and stores items in the configured sinks. Killing a
 worker costs only its in-flight batches, which Temporal retries elsewhere after their
-heartbeat timeout and which resume from their last stored input.`,
+heartbeat timeout and which resume from their last stored input.
+
+Steps with render: (pages built by JavaScript) run only on workers with a browser: a
+worker with one polls the render queue (<task-queue>@render) too, and renders with at
+most --browsers Chromium processes of --tabs pages each, each replaced after
+--browser-pages pages or above --browser-mb MiB, so its memory stays within
+browsers × (browser-mb + tabs × 64) MiB. Debian's chromium is used when installed;
+--browser none leaves rendering to other workers.`,
 		Example: `  trawler worker --data .data/dev
   TRAWLER_TEMPORAL=temporal.internal:7233 TRAWLER_NAMESPACE=crawl trawler worker --out /var/lib/trawler/out
   trawler worker --temporal temporal.internal:7233 --out /var/lib/trawler/out \
     --kafka kafka-1:9092,kafka-2:9092,kafka-3:9092 --kafka-replication 3 \
     --mongo "mongodb://mongo-1,mongo-2,mongo-3/?replicaSet=rs0" --hot-retention 720h
   trawler worker --data .data/dev --metrics 127.0.0.1:9464 \
-    --alert-webhook https://hooks.example.com/trawler --alert-backlog 100000 --alert-failure-rate 0.2`,
+    --alert-webhook https://hooks.example.com/trawler --alert-backlog 100000 --alert-failure-rate 0.2
+  trawler worker --data .data/dev --allow-private --browsers 4 --tabs 2 --browser-mb 768   # a rendering worker
+  trawler worker --data .data/dev --allow-private --browser none                          # plain pages only`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := s.resolve(); err != nil {
 				return err
@@ -104,6 +114,10 @@ heartbeat timeout and which resume from their last stored input.`,
 			if err != nil {
 				return err
 			}
+			browserOpts, err := browser.options(cmd)
+			if err != nil {
+				return err
+			}
 			c, err := s.dial(cmd.Context())
 			if err != nil {
 				return err
@@ -113,7 +127,7 @@ heartbeat timeout and which resume from their last stored input.`,
 				Redis: s.redis, RedisAuth: redisAuth,
 				ResourceTuned: tuned, TargetCPU: targetCPU, TargetMem: targetMem,
 				Kafka: s.kafkaBrokers(), Mongo: s.mongo, ES: s.es, HBase: s.hbase, File: fileOpts, Auth: storeAuth, Hot: hot, Log: s.logger(),
-				Fetch: fetch.Options{AllowPrivate: allowPrivate}})
+				Fetch: fetch.Options{AllowPrivate: allowPrivate}, Browser: browserOpts})
 			if err != nil {
 				return err
 			}
@@ -124,12 +138,13 @@ heartbeat timeout and which resume from their last stored input.`,
 				w.Stop()
 				return err
 			}
-			fmt.Fprintf(os.Stderr, "worker polling task queue %q on %s (namespace %s); items → %s\n", s.taskQueue, s.temporal, s.namespace, s.sinksLine()+fileLine(fileOpts))
+			fmt.Fprintf(os.Stderr, "worker polling task queue %q on %s (namespace %s); items → %s\n", s.taskQueue, s.temporal, s.namespace, s.sinksLine()+fileLine(fileOpts)+browserLine(browserOpts))
 			<-cmd.Context().Done()
 			w.Stop()
 			return nil
 		},
 	}
+	browser.add(cmd)
 	cmd.Flags().IntVar(&maxBatches, "max-batches", 16, "batch activities this worker runs at once (with --tune-resources: at most)")
 	cmd.Flags().BoolVar(&tuned, "tune-resources", false, "let the machine's CPU and memory use decide how many batches run at once, 1 to --max-batches (Temporal's resource-based tuner)")
 	cmd.Flags().Float64Var(&targetCPU, "target-cpu", 0.8, "with --tune-resources: the machine CPU use (0–1) the worker aims at")

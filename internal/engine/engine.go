@@ -32,6 +32,7 @@ import (
 	"trawler/dedup"
 	"trawler/external"
 	"trawler/fetch"
+	"trawler/fetch/render"
 	"trawler/internal/affinity"
 	"trawler/internal/monitor"
 	"trawler/internal/quota"
@@ -87,6 +88,11 @@ type WorkerOptions struct {
 	File FileOptions
 	Hot  HotOptions
 	Log  *slog.Logger
+
+	// Browser gives the worker a pool of headless browsers for the steps that render
+	// pages; nil: none, and the worker does not poll their queue
+	// (workflows.RenderQueue).
+	Browser *render.Options
 }
 
 // Worker is a running Temporal worker with Trawler's workflow and activities.
@@ -100,16 +106,27 @@ type Worker struct {
 	sites     *siteWorkers      // nil without Redis
 	taskQueue string
 	stopLoops context.CancelFunc
+
+	// renderer polls the render queue with the browser pool; nil without a browser.
+	renderer worker.Worker
+	browsers *render.Pool
 }
 
 // SiteQueues lists the site queues this worker polls now: those of steps with an
-// affinity whose probe it passes.
+// affinity whose probe it passes, and the render queue when it has a browser.
 func (w *Worker) SiteQueues() []string {
-	if w.sites == nil {
-		return nil
+	var qs []string
+	if w.renderer != nil {
+		qs = append(qs, workflows.RenderQueue(w.taskQueue))
 	}
-	return w.sites.queues()
+	if w.sites != nil {
+		qs = append(qs, w.sites.queues()...)
+	}
+	return qs
 }
+
+// Browsers is the worker's browser pool; nil when it has none.
+func (w *Worker) Browsers() *render.Pool { return w.browsers }
 
 // NewWorker builds (but does not start) a worker.
 func NewWorker(c client.Client, o WorkerOptions) (*Worker, error) {
@@ -203,6 +220,12 @@ func NewWorker(c client.Client, o WorkerOptions) (*Worker, error) {
 	}
 	Register(w, acts, o.Workflow)
 	ww := &Worker{taskQueue: o.TaskQueue, Worker: w, Sinks: sinks, JSONL: js, Identity: o.Identity, monitor: acts.Monitor}
+	if o.Browser != nil {
+		if err := ww.addBrowser(c, acts, o); err != nil {
+			_ = sinks.Close()
+			return nil, err
+		}
+	}
 	if acts.Sites != nil {
 		ww.sites = &siteWorkers{c: c, acts: acts, registry: acts.Sites, base: o.TaskQueue, identity: o.Identity,
 			slots: o.MaxBatches, every: cmp.Or(o.ProbeEvery, 5*time.Second), log: o.Log,
@@ -216,6 +239,12 @@ func NewWorker(c client.Client, o WorkerOptions) (*Worker, error) {
 func (w *Worker) Start() error {
 	if err := w.Worker.Start(); err != nil {
 		return err
+	}
+	if w.renderer != nil {
+		if err := w.renderer.Start(); err != nil {
+			w.Worker.Stop()
+			return err
+		}
 	}
 	if w.monitor == nil {
 		return nil
@@ -306,6 +335,9 @@ type Status struct {
 	// its attempt and last error, e.g. a store that is down:
 	// "batch story/12, attempt 3, next in 4s: store 42 items of step story in kafka: …".
 	Failing []string `json:"failing,omitempty"`
+	// Waiting lists batches no worker has taken for a while, and why: those of a
+	// step that renders pages wait for a worker with a browser.
+	Waiting []string `json:"waiting,omitempty"`
 }
 
 // ErrNoRun is the error Describe wraps when the namespace has no run with the id.
@@ -327,6 +359,7 @@ func Describe(ctx context.Context, c client.Client, runID string) (*Status, erro
 		st.Closed = info.GetCloseTime().AsTime()
 	}
 	st.Failing = failingActivities(d.GetPendingActivities())
+	st.Waiting = waitingForBrowser(d.GetPendingActivities(), MemoString(info.GetMemo(), "render_steps"))
 	switch info.GetStatus() {
 	case enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING:
 		v, err := c.QueryWorkflow(ctx, runID, "", workflows.ProgressQuery)

@@ -40,7 +40,11 @@ func LoadChainVars(file string, data []byte, sets []string, vars map[string]stri
 // runMemo is what a run records about itself in Temporal's visibility store, so a
 // listing can show and filter chain and tenant without reading every run's input.
 func runMemo(p *crawl.Plan) map[string]any {
-	return map[string]any{"chain": p.Chain, "tenant": p.Tenant}
+	m := map[string]any{"chain": p.Chain, "tenant": p.Tenant}
+	if steps := renderSteps(p); steps != "" {
+		m["render_steps"] = steps // status explains their batches waiting for a browser
+	}
+	return m
 }
 
 // RunInfo is one run in a listing.

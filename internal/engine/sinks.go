@@ -139,6 +139,10 @@ func (w *Worker) Stop() {
 		_ = w.monitor.Forget(ctx, w.Identity, w.taskQueue)
 		cancel()
 	}
+	if w.renderer != nil {
+		w.renderer.Stop() // its batches finish (or fail) before the browsers go
+		w.browsers.Close()
+	}
 	w.Worker.Stop()
 	_ = w.Sinks.Close()
 }

@@ -43,6 +43,11 @@ var (
 	QuotaStops = promauto.NewCounterVec(prometheus.CounterOpts{
 		Name: "trawler_quota_skipped_total", Help: "Inputs left unrun because a budget ran out.",
 	}, []string{"tenant", "chain"})
+	// RenderPages counts the pages of steps with `render:`, by how they were read:
+	// rendered, or plain when `auto` found what it needed without a browser.
+	RenderPages = promauto.NewCounterVec(prometheus.CounterOpts{
+		Name: "trawler_render_pages_total", Help: "Pages of rendering steps, rendered in a browser or read plain (auto).",
+	}, []string{"task", "how"})
 	FetchSeconds = promauto.NewHistogramVec(prometheus.HistogramOpts{
 		Name: "trawler_fetch_seconds", Help: "Time to fetch a page, per host.",
 		Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30},

@@ -43,6 +43,7 @@ var htmlListSpec = crawl.TaskSpec{
 	Output:  commonOutput,
 	Timeout: 30 * time.Second,
 	Retries: 3,
+	HTML:    true,
 }
 
 var htmlDetailSpec = crawl.TaskSpec{
@@ -60,6 +61,7 @@ var htmlDetailSpec = crawl.TaskSpec{
 	Output:  commonOutput,
 	Timeout: 30 * time.Second,
 	Retries: 3,
+	HTML:    true,
 }
 
 // The HTML tasks.

@@ -63,6 +63,9 @@ const (
 	FaultTruncated        // the story page is cut off inside the title's opening tag
 	FaultHugeBody         // the story page streams HugeBodySize bytes
 	FaultHang             // the story page never answers until the client goes away
+	// FaultScriptHang: the story's page built by script (/js/item/ID) runs a script
+	// that never ends on its first load, later loads work.
+	FaultScriptHang
 )
 
 // HugeBodySize is the length of a FaultHugeBody response.
@@ -82,6 +85,8 @@ func (f Fault) String() string {
 		return "huge-body"
 	case FaultHang:
 		return "hang"
+	case FaultScriptHang:
+		return "script-hang"
 	}
 	return fmt.Sprintf("Fault(%d)", int(f))
 }

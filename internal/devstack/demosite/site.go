@@ -79,6 +79,7 @@ func newSite(o Options) *site {
 	s.addFormats()
 	s.addProtected()
 	s.addStreams()
+	s.addJS()
 	return s
 }
 
@@ -122,13 +123,17 @@ func (s *site) storyParam(w http.ResponseWriter, r *http.Request) (Story, bool) 
 	return st, true
 }
 
-func (s *site) feed(w http.ResponseWriter, r *http.Request) {
+func (s *site) feed(w http.ResponseWriter, r *http.Request) { s.feedOf(w, r, false) }
+
+// feedOf serves a news page; a mixed one links its even stories to their pages built
+// by script.
+func (s *site) feedOf(w http.ResponseWriter, r *http.Request, mixed bool) {
 	p, ok := pageParam(r, s.o.Pages)
 	if !ok {
 		http.NotFound(w, r)
 		return
 	}
-	data := feedPage{Page: p, Rank: (p - 1) * s.o.PerPage}
+	data := feedPage{Page: p, Rank: (p - 1) * s.o.PerPage, Mixed: mixed}
 	for id := data.Rank + 1; id <= p*s.o.PerPage; id++ {
 		st, _ := s.o.Story(id)
 		data.Stories = append(data.Stories, st)
@@ -264,7 +269,8 @@ type feedPage struct {
 	Page    int
 	Rank    int // rank of the first story minus one
 	Stories []Story
-	Next    int // next page, 0 on the last
+	Next    int  // next page, 0 on the last
+	Mixed   bool // the /mixed list: even stories link to their pages built by script
 }
 
 type commentsPage struct {
@@ -285,6 +291,13 @@ var funcs = template.FuncMap{
 		return u.Host
 	},
 	"add": func(a, b int) int { return a + b },
+	// storyPath links a story's page: on the mixed list, the even ones are built by script.
+	"storyPath": func(mixed bool, id int) string {
+		if mixed && JSStory(id) {
+			return "/js/item/" + strconv.Itoa(id)
+		}
+		return "/item/" + strconv.Itoa(id)
+	},
 	"commentsLabel": func(n int) string {
 		if n == 0 {
 			return "discuss"
@@ -305,12 +318,12 @@ var feedTmpl = template.Must(template.New("feed").Funcs(funcs).Parse(pageHead + 
 {{- range $i, $s := .Stories}}
 <tr class="athing" id="{{$s.ID}}">
   <td class="rank">{{add $rank (add $i 1)}}.</td>
-  <td class="title"><span class="titleline"><a href="/item/{{$s.ID}}">{{$s.Title}}</a>{{if $s.URL}} <span class="sitestr">({{host $s.URL}})</span>{{end}}</span></td>
+  <td class="title"><span class="titleline"><a href="{{storyPath $.Mixed $s.ID}}">{{$s.Title}}</a>{{if $s.URL}} <span class="sitestr">({{host $s.URL}})</span>{{end}}</span></td>
 </tr>
 <tr><td></td><td class="subtext"><span class="score" id="score_{{$s.ID}}">{{$s.Score}} points</span> by <a class="hnuser" href="/user/{{$s.Author}}">{{$s.Author}}</a> <span class="age" title="{{rfc3339 $s.Time}}"><a href="/item/{{$s.ID}}">{{age $s.Time}}</a></span> | <a href="/item/{{$s.ID}}/comments?p=1">{{commentsLabel $s.Comments}}</a></td></tr>
 {{- end}}
 </table>
-{{if .Next}}<a class="morelink" href="/news?p={{.Next}}" rel="next">More</a>
+{{if .Next}}<a class="morelink" href="{{if .Mixed}}/mixed{{end}}/news?p={{.Next}}" rel="next">More</a>
 {{end}}</body>
 </html>
 `))

@@ -1,0 +1,74 @@
+package activities
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"trawler/crawl"
+	"trawler/fetch/render"
+	"trawler/internal/monitor"
+)
+
+// Rendering is what a worker with a browser lends the steps that render (`render:`).
+type Rendering struct {
+	Pool *render.Pool
+	// Screenshots is where PNGs of failed pages are kept (render.screenshot).
+	Screenshots string
+	memory      sync.Once
+	auto        *render.Memory
+}
+
+// rendering wraps a step's task so that it reads rendered pages: every page for
+// `always`; for `auto`, a page whose plain HTML gives the task nothing, and at once
+// the kinds of page that needed it lately (render.Memory). A worker without a browser
+// refuses the batch: runs send rendering steps to workers with one
+// (workflows.SiteQueueOf), so it only gets one from a plan made before that.
+func (a *Activities) rendering(task crawl.Task, b crawl.Batch) (crawl.Task, error) {
+	if !b.Step.Render.Renders() {
+		return task, nil
+	}
+	if a.Render == nil || a.Render.Pool == nil {
+		return nil, fmt.Errorf("step %s renders pages (render: %s) and this worker has no browser; it runs on workers started with one (trawler worker --browser PATH)", b.Step.ID, b.Step.Render.Mode)
+	}
+	a.Render.memory.Do(func() { a.Render.auto = render.NewMemory(0) })
+	return renderTask{Task: task, r: a.Render, opts: *b.Step.Render}, nil
+}
+
+type renderTask struct {
+	crawl.Task
+	r    *Rendering
+	opts crawl.Render
+}
+
+func (t renderTask) Run(ctx context.Context, env *crawl.Env, in crawl.Input) (crawl.Result, error) {
+	rendered := *env
+	rendered.Fetcher = render.Renderer{Pool: t.r.Pool, Inner: env.Fetcher, Opts: t.opts, Screenshots: t.r.Screenshots}
+	name := t.Spec().Name
+	kind := render.Kind(env.Step, in.URL)
+	if t.opts.Mode == crawl.RenderAlways || t.r.auto.Needs(kind) {
+		monitor.RenderPages.WithLabelValues(name, "rendered").Inc()
+		return t.Task.Run(ctx, &rendered, in)
+	}
+	res, err := t.Task.Run(ctx, env, in)
+	if !foundNothing(res, err) {
+		monitor.RenderPages.WithLabelValues(name, "plain").Inc()
+		return res, err
+	}
+	monitor.RenderPages.WithLabelValues(name, "rendered").Inc()
+	res, err = t.Task.Run(ctx, &rendered, in)
+	if !foundNothing(res, err) {
+		t.r.auto.Remember(kind)
+	}
+	return res, err
+}
+
+// foundNothing reports whether a task found nothing on a page: no item, no link to
+// follow, nothing skipped, or a required field or key that read nothing (a parse
+// failure). The page may be an empty shell its scripts fill.
+func foundNothing(res crawl.Result, err error) bool {
+	if err != nil {
+		return crawl.CauseOf(err) == crawl.CauseParse
+	}
+	return len(res.Items) == 0 && len(res.Next) == 0 && res.Skipped == 0
+}

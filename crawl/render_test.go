@@ -1,0 +1,104 @@
+package crawl_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"trawler/crawl"
+)
+
+func renderRegistry() *crawl.Registry {
+	r := testRegistry()
+	noop := func(context.Context, *crawl.Env, crawl.Input) (crawl.Result, error) { return crawl.Result{}, nil }
+	r.Register(crawl.TaskFunc(crawl.TaskSpec{Name: "news.page", HTML: true, Output: []crawl.Field{{Name: "title", Type: crawl.String}}}, noop))
+	return r
+}
+
+// `render:` reads as a mode alone or a mapping of options, and reaches the plan
+// with its defaults; `never` leaves the step without one.
+func TestRenderReachesThePlan(t *testing.T) {
+	reg := renderRegistry()
+	src := `name: news
+steps:
+  - id: a
+    task: news.page
+    render: auto
+  - id: b
+    task: news.page
+    render: {mode: always, wait_for: '#list li', idle: false, timeout: 5s, block: [], viewport: 800x600, script: 'window.scrollTo(0, 1e6)', screenshot: true}
+  - id: c
+    task: news.page
+    render: never
+  - id: d
+    task: news.page
+    render: {mode: auto, wait_for: '#list li'}
+`
+	c, err := crawl.Load("news.yaml", []byte(src), crawl.LoadOptions{Registry: reg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := c.Compile(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, b := p.Steps[0].Render, p.Steps[1].Render
+	if a == nil || a.Mode != "auto" || a.Timeout != crawl.DefaultRenderWait || !a.Idle || len(a.Block) != 3 || a.Viewport != "1280x800" {
+		t.Errorf("a: %+v", a)
+	}
+	if b == nil || b.Mode != "always" || b.WaitFor != "#list li" || b.Idle || b.Timeout != 5*time.Second || len(b.Block) != 0 || !b.Screenshot || b.Script == "" {
+		t.Errorf("b: %+v", b)
+	}
+	if w, h := b.ViewportSize(); w != 800 || h != 600 {
+		t.Errorf("viewport %dx%d", w, h)
+	}
+	if d := p.Steps[3].Render; d.Idle || d.WaitFor != "#list li" {
+		t.Errorf("d: with wait_for, no idle wait unless asked: %+v", d)
+	}
+	if p.Steps[2].Render != nil {
+		t.Errorf("never: %+v", p.Steps[2].Render)
+	}
+}
+
+// Every mistake in `render:` is reported on its line with the fix.
+func TestRenderProblems(t *testing.T) {
+	src := `name: news
+steps:
+  - id: a
+    task: news.page
+    render: sometimes
+  - id: b
+    task: news.page
+    render: {mode: auto, timeout: 10}
+  - id: c
+    task: news.page
+    render: {mode: always, wait: '#x'}
+  - id: d
+    task: news.story
+    render: always
+  - id: e
+    task: news.page
+    render: {mode: always, block: [images], viewport: big}
+  - id: f
+    task: news.page
+    render: {mode: always, timeout: 1m}
+`
+	_, err := crawl.Load("news.yaml", []byte(src), crawl.LoadOptions{Registry: renderRegistry()})
+	if err == nil {
+		t.Fatal("no error")
+	}
+	for _, want := range []string{
+		`news.yaml:5: step 1: render "sometimes": use never (plain HTTP), always (every page in a browser) or auto`,
+		"news.yaml:8: `render.timeout`: bad duration \"10\": give a unit, e.g. 10s or 10m",
+		"news.yaml:11: step 3.render: unknown field `wait`; valid fields: mode, wait_for, idle, timeout,",
+		`news.yaml:12: step "d": render: task news.story does not read HTML pages; render applies to HTML steps`,
+		`news.yaml:17: step 5: render.block: "images" is not a resource type (did you mean "image"?)`,
+		`news.yaml:17: step 5: render.viewport "big": write WIDTHxHEIGHT in pixels`,
+		`news.yaml:18: step "f": render.timeout 1m0s leaves no time in the step's timeout 30s`,
+	} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("missing %q in:\n%v", want, err)
+		}
+	}
+}

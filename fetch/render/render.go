@@ -1,0 +1,356 @@
+package render
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/emulation"
+	cdpfetch "github.com/chromedp/cdproto/fetch"
+	"github.com/chromedp/cdproto/network"
+	"github.com/chromedp/cdproto/page"
+	"github.com/chromedp/cdproto/runtime"
+	"github.com/chromedp/chromedp"
+
+	"trawler/crawl"
+)
+
+// idleFor is how long no request may be in flight for the network to count as idle.
+const idleFor = 500 * time.Millisecond
+
+// Renderer fetches pages by rendering them in a browser of the pool. Every request
+// the page makes — the document, its scripts, their XHRs — is answered through Inner,
+// the step's own fetcher, so a rendered page is as polite, guarded and lent the same
+// resources as a plain one; the browser itself reaches nothing.
+type Renderer struct {
+	Pool  *Pool
+	Inner crawl.Fetcher
+	Opts  crawl.Render
+	// Screenshots is the directory that keeps a PNG of each page that failed, when
+	// Opts.Screenshot asks; "" keeps none.
+	Screenshots string
+}
+
+var _ crawl.Fetcher = Renderer{}
+
+// Fetch renders a GET; other requests go to Inner as they are. The Response carries
+// the document's status and headers and the rendered HTML, as UTF-8.
+func (r Renderer) Fetch(ctx context.Context, req *crawl.Request) (*crawl.Response, error) {
+	if req.Method != "" && req.Method != http.MethodGet {
+		return r.Inner.Fetch(ctx, req)
+	}
+	b, err := r.Pool.acquire(ctx)
+	if err != nil {
+		return nil, crawl.WithCause(fmt.Errorf("render %s: %w", crawl.RedactURL(req.URL), err), crawl.CauseTimeout)
+	}
+	pg := &pageRun{r: r, req: req, b: b, ctx: ctx}
+	resp, err := pg.run(ctx)
+	r.Pool.release(b, pg.hung.Load())
+	return resp, err
+}
+
+// pageRun is one page in one tab.
+type pageRun struct {
+	r    Renderer
+	req  *crawl.Request
+	b    *browser
+	ctx  context.Context // the input's: the page's requests are made under it
+	hung atomic.Bool     // a call to the tab got no answer: its browser is killed
+
+	mu       sync.Mutex
+	inflight int
+	quietAt  time.Time // when the last request in flight ended
+	claimed  bool      // the page's own request was made
+	doc      *crawl.Response
+	docErr   error
+}
+
+func (pg *pageRun) run(ctx context.Context) (*crawl.Response, error) {
+	o := pg.r.Opts
+	u := crawl.RedactURL(pg.req.URL)
+	win, err := pg.r.Pool.window(pg.b, o.Timeout)
+	if err != nil {
+		if errors.Is(err, context.DeadlineExceeded) {
+			pg.hung.Store(true)
+		}
+		return nil, fmt.Errorf("render %s: open a tab: %w", u, err)
+	}
+	tctx := win.ctx
+	win.page.Store(pg)
+	defer func() {
+		win.page.Store(nil)
+		if !pg.hung.Load() && ctx.Err() == nil {
+			pg.r.Pool.keep(pg.b, win, pg.req.URL)
+		} else {
+			win.close()
+		}
+	}()
+	// A page that outlives its input is stopped where it is.
+	defer context.AfterFunc(ctx, func() { _ = chromedp.Run(tctx, page.StopLoading()) })()
+	w, h := o.ViewportSize()
+	err = pg.call(tctx, time.Now().Add(o.Timeout), emulation.SetDeviceMetricsOverride(int64(w), int64(h), 1, false))
+	if err != nil {
+		return nil, pg.fail(tctx, fmt.Errorf("render %s: open a tab: %w", u, err))
+	}
+	var errText string
+	err = pg.call(tctx, time.Now().Add(o.Timeout), chromedp.ActionFunc(func(ctx context.Context) error {
+		_, _, text, _, err := page.Navigate(pg.req.URL).Do(ctx)
+		errText = text
+		return err
+	}))
+	if doc, docErr := pg.document(); docErr != nil {
+		return nil, docErr // the document's own error, as a plain fetch gives it
+	} else if err == nil && doc == nil && errText != "" {
+		err = errors.New(errText)
+	}
+	if err != nil {
+		return nil, pg.fail(tctx, fmt.Errorf("render %s: load: %w", u, err))
+	}
+	deadline := time.Now().Add(o.Timeout)
+	if err := pg.settle(tctx, deadline); err != nil {
+		return nil, pg.fail(tctx, fmt.Errorf("render %s: %w", u, err))
+	}
+	if o.Script != "" {
+		if err := pg.eval(tctx, deadline, o.Script, nil); err != nil {
+			return nil, pg.fail(tctx, fmt.Errorf("render %s: script: %w", u, err))
+		}
+		if err := pg.settle(tctx, deadline); err != nil {
+			return nil, pg.fail(tctx, fmt.Errorf("render %s: after the script: %w", u, err))
+		}
+	}
+	var out struct {
+		URL  string `json:"url"`
+		HTML string `json:"html"`
+	}
+	if err := pg.eval(tctx, deadline, `({url: location.href, html: document.documentElement.outerHTML})`, &out); err != nil {
+		return nil, pg.fail(tctx, fmt.Errorf("render %s: read the page: %w", u, err))
+	}
+	doc, _ := pg.document()
+	resp := &crawl.Response{URL: out.URL, Status: http.StatusOK, Header: http.Header{}, Body: []byte("<!DOCTYPE html>\n" + out.HTML), Attempts: 1}
+	if doc != nil {
+		resp.Status, resp.Header, resp.Attempts = doc.Status, doc.Header.Clone(), doc.Attempts
+	}
+	// The DOM is text now: whatever charset the document came in, this is UTF-8.
+	resp.Header.Set("Content-Type", "text/html; charset=utf-8")
+	return resp, nil
+}
+
+// settle waits for what the step asks before the HTML is taken: the load, the
+// wait_for selector, an idle network.
+func (pg *pageRun) settle(ctx context.Context, deadline time.Time) error {
+	o := pg.r.Opts
+	cond, what := `document.readyState === "complete"`, "the page to load"
+	if o.WaitFor != "" {
+		cond += fmt.Sprintf(` && document.querySelector(%q) !== null`, o.WaitFor)
+		what = fmt.Sprintf("wait_for %q to match", o.WaitFor)
+	}
+	for {
+		var ok bool
+		if err := pg.eval(ctx, deadline, cond, &ok); err != nil {
+			return err
+		}
+		if ok && (!o.Idle || pg.idle()) {
+			return nil
+		}
+		if ok {
+			what = "the network to go idle"
+		}
+		if time.Now().After(deadline) {
+			return crawl.WithCause(fmt.Errorf("waited %s for %s (render.timeout)", o.Timeout, what), crawl.CauseTimeout)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(20 * time.Millisecond): // a poll is one round trip to the tab
+		}
+	}
+}
+
+// eval evaluates an expression in the page, into out when it is not nil.
+func (pg *pageRun) eval(ctx context.Context, deadline time.Time, expr string, out any) error {
+	return pg.call(ctx, deadline, chromedp.ActionFunc(func(ctx context.Context) error {
+		v, exc, err := runtime.Evaluate(expr).WithReturnByValue(true).WithAwaitPromise(true).Do(ctx)
+		switch {
+		case err != nil:
+			return err
+		case exc != nil:
+			return fmt.Errorf("%s", strings.TrimSpace(exc.Text+" "+exceptionText(exc)))
+		case out != nil && v != nil:
+			return json.Unmarshal(v.Value, out)
+		}
+		return nil
+	}))
+}
+
+func exceptionText(exc *runtime.ExceptionDetails) string {
+	if exc.Exception != nil && exc.Exception.Description != "" {
+		return exc.Exception.Description
+	}
+	return ""
+}
+
+// hungAfter is how long past its deadline a call may take: a tab that works answers in
+// milliseconds, even when what the page waits for never comes.
+const hungAfter = 2 * time.Second
+
+// call runs one action on the tab. A tab that does not answer by the deadline and
+// hungAfter is hung (a script that never yields, a renderer stuck): its browser is
+// killed.
+func (pg *pageRun) call(ctx context.Context, deadline time.Time, a chromedp.Action) error {
+	cctx, cancel := context.WithDeadline(ctx, deadline.Add(hungAfter))
+	defer cancel()
+	err := chromedp.Run(cctx, a)
+	if err != nil && errors.Is(cctx.Err(), context.DeadlineExceeded) && ctx.Err() == nil {
+		pg.hung.Store(true)
+		return crawl.WithCause(fmt.Errorf("the page did not answer within %s (render.timeout) and %s more; its browser is killed and replaced", pg.r.Opts.Timeout, hungAfter), crawl.CauseTimeout)
+	}
+	return err
+}
+
+func (pg *pageRun) begin() {
+	pg.mu.Lock()
+	pg.inflight++
+	pg.mu.Unlock()
+}
+
+func (pg *pageRun) end() {
+	pg.mu.Lock()
+	pg.inflight--
+	pg.quietAt = time.Now()
+	pg.mu.Unlock()
+}
+
+// idle reports whether no request has been in flight for idleFor.
+func (pg *pageRun) idle() bool {
+	pg.mu.Lock()
+	defer pg.mu.Unlock()
+	return pg.inflight == 0 && time.Since(pg.quietAt) >= idleFor
+}
+
+// document is the answer to the page's own request, once it came.
+func (pg *pageRun) document() (*crawl.Response, error) {
+	pg.mu.Lock()
+	defer pg.mu.Unlock()
+	return pg.doc, pg.docErr
+}
+
+// blocked maps render.block names to the browser's resource types.
+var blocked = map[string]network.ResourceType{
+	"image": network.ResourceTypeImage, "font": network.ResourceTypeFont, "media": network.ResourceTypeMedia,
+	"stylesheet": network.ResourceTypeStylesheet, "script": network.ResourceTypeScript, "xhr": network.ResourceTypeXHR,
+	"fetch": network.ResourceTypeFetch, "websocket": network.ResourceTypeWebSocket, "other": network.ResourceTypeOther,
+}
+
+// answer serves one request of the page through the step's fetcher.
+func (pg *pageRun) answer(tctx context.Context, e *cdpfetch.EventRequestPaused) {
+	defer pg.end()
+	c := chromedp.FromContext(tctx)
+	if c == nil || c.Target == nil {
+		return
+	}
+	exec := cdp.WithExecutor(tctx, c.Target)
+	fail := func() { _ = cdpfetch.FailRequest(e.RequestID, network.ErrorReasonBlockedByClient).Do(exec) }
+	if slices.ContainsFunc(pg.r.Opts.Block, func(b string) bool { return blocked[b] == e.ResourceType }) {
+		fail()
+		return
+	}
+	isDoc := e.ResourceType == network.ResourceTypeDocument && string(e.FrameID) == string(c.Target.TargetID)
+	req := &crawl.Request{Method: e.Request.Method, URL: e.Request.URL, Header: http.Header{}}
+	if isDoc && pg.docTaken() {
+		isDoc = false // a later navigation of the page (a form, a redirect by script)
+	}
+	if isDoc {
+		// The page's own request is the task's: its headers, what statuses it accepts.
+		cp := *pg.req
+		req = &cp
+	} else {
+		for k, v := range e.Request.Headers {
+			req.Header.Set(k, fmt.Sprint(v))
+		}
+		req.Header.Del("User-Agent") // the worker's (or a leased one), not the browser's
+		if e.Request.HasPostData {
+			for _, entry := range e.Request.PostDataEntries {
+				b, _ := base64.StdEncoding.DecodeString(entry.Bytes)
+				req.Body = append(req.Body, b...)
+			}
+		}
+		// A script or XHR answering 404 is the page's business, not a failure.
+		req.Accept = func(int) bool { return true }
+	}
+	resp, err := pg.r.Inner.Fetch(pg.ctx, req)
+	if isDoc {
+		pg.mu.Lock()
+		pg.doc, pg.docErr = resp, err
+		pg.mu.Unlock()
+	}
+	if err != nil {
+		fail()
+		return
+	}
+	var headers []*cdpfetch.HeaderEntry
+	for k, vs := range resp.Header {
+		switch http.CanonicalHeaderKey(k) {
+		case "Content-Encoding", "Content-Length", "Transfer-Encoding": // the body is decoded
+			continue
+		}
+		for _, v := range vs {
+			headers = append(headers, &cdpfetch.HeaderEntry{Name: k, Value: v})
+		}
+	}
+	_ = cdpfetch.FulfillRequest(e.RequestID, int64(resp.Status)).WithResponseHeaders(headers).
+		WithBody(base64.StdEncoding.EncodeToString(resp.Body)).Do(exec)
+}
+
+// docTaken reports whether the page's document was requested already; the first
+// call claims it.
+func (pg *pageRun) docTaken() bool {
+	pg.mu.Lock()
+	defer pg.mu.Unlock()
+	taken := pg.claimed
+	pg.claimed = true
+	return taken
+}
+
+// fail is err, with a screenshot of the page kept beside it when the step asks.
+func (pg *pageRun) fail(ctx context.Context, err error) error {
+	if !pg.r.Opts.Screenshot || pg.r.Screenshots == "" || pg.hung.Load() {
+		return err
+	}
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 3*time.Second)
+	defer cancel()
+	var png []byte
+	if chromedp.Run(sctx, chromedp.CaptureScreenshot(&png)) != nil || len(png) == 0 {
+		return err
+	}
+	if os.MkdirAll(pg.r.Screenshots, 0o755) != nil {
+		return err
+	}
+	name := filepath.Join(pg.r.Screenshots, fmt.Sprintf("%s-%d.png", safeName(pg.req.URL), time.Now().UnixNano()))
+	if os.WriteFile(name, png, 0o644) != nil {
+		return err
+	}
+	return fmt.Errorf("%w (screenshot: %s)", err, name)
+}
+
+// safeName is a URL as a file name.
+func safeName(u string) string {
+	u = strings.TrimPrefix(strings.TrimPrefix(crawl.RedactURL(u), "https://"), "http://")
+	b := []byte(u)
+	for i, c := range b {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '-') {
+			b[i] = '_'
+		}
+	}
+	return string(b[:min(len(b), 80)])
+}

@@ -1,0 +1,273 @@
+package tests
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"trawler/fetch/render"
+	"trawler/internal/devstack/demosite"
+	"trawler/internal/engine"
+	"trawler/storage/jsonl"
+)
+
+// renderWorkers starts two workers on their own task queue, as a fleet where only some
+// machines have a browser: one with a pool of headless Chromium, one without.
+func renderWorkers(t *testing.T, queue string) *engine.Worker {
+	t.Helper()
+	if _, err := os.Stat(render.DefaultBrowser); err != nil {
+		t.Fatalf("%s is missing: install Debian's chromium package (bash .ci/run does)", render.DefaultBrowser)
+	}
+	t.Cleanup(func() {
+		// The workers have stopped (cleanups run last first): no browser process is left.
+		if left := browsersOf(os.Getpid()); len(left) > 0 {
+			t.Errorf("browser processes left after the worker stopped: %+v", left)
+		}
+	})
+	var browser *engine.Worker
+	for _, o := range []engine.WorkerOptions{
+		{Identity: queue + "-browser", Browser: &render.Options{Browsers: 1, Tabs: 3}},
+		{Identity: queue + "-plain"},
+	} {
+		o.TaskQueue, o.OutDir, o.Redis = queue, shared.dir+"/out", shared.redis.Addr()
+		if w := testWorker(t, o); o.Browser != nil {
+			browser = w
+		}
+	}
+	return browser
+}
+
+// browsersOf lists the live browser processes a worker process started.
+func browsersOf(pid int) []render.Process {
+	var out []render.Process
+	for _, p := range render.Processes() {
+		if p.Owner == pid {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// rendered counts a task's pages read in a browser and read plain so far.
+func rendered(task string) (browser, plain int) {
+	counts := map[string]int{}
+	mfs, _ := prometheus.DefaultGatherer.Gather()
+	for _, mf := range mfs {
+		if mf.GetName() != "trawler_render_pages_total" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			labels := map[string]string{}
+			for _, l := range m.GetLabel() {
+				labels[l.GetName()] = l.GetValue()
+			}
+			if labels["task"] == task {
+				counts[labels["how"]] = int(m.GetCounter().GetValue())
+			}
+		}
+	}
+	return counts["rendered"], counts["plain"]
+}
+
+// assertStories checks that a run stored exactly the site's stories from their
+// rendered pages, each field as the site's data says.
+func assertStories(t *testing.T, id string, o demosite.Options) {
+	t.Helper()
+	got := items(t, id)["generic.html_detail"]
+	if len(got) != o.Stories() {
+		t.Fatalf("stored %d stories, want %d: %v", len(got), o.Stories(), sortedKeysOf(got))
+	}
+	for _, it := range got {
+		n, _ := it.Data["id"].(float64)
+		st, ok := o.Story(int(n))
+		if !ok {
+			t.Errorf("stored story %v the site does not have", it.Data["id"])
+			continue
+		}
+		if it.Data["title"] != st.Title || it.Data["author"] != st.Author || it.Data["score"] != float64(st.Score) {
+			t.Errorf("story %d stored as %v; the site says %q by %s, %d points", st.ID, it.Data, st.Title, st.Author, st.Score)
+		}
+	}
+}
+
+// A list and story pages built by JavaScript are stored exactly, every batch runs on
+// the worker with a browser although a worker without one polls the same queue, and
+// each page is rendered once.
+func TestRenderedListAndDetailsStoredExactly(t *testing.T) {
+	renderWorkers(t, "render-js")
+	o := demosite.Options{Pages: 2, PerPage: 4}
+	site := startSite(t, o)
+	listBefore, _ := rendered("generic.html_list")
+	storyBefore, storyPlainBefore := rendered("generic.html_detail")
+	id := start(t, plan(t, "render.yaml", "", "base_url="+site), "render-js")
+	s := wait(t, id, 2*time.Minute)
+	noFailures(t, s)
+	assertStories(t, id, o)
+	list, _ := rendered("generic.html_list")
+	story, storyPlain := rendered("generic.html_detail")
+	if list-listBefore != o.Pages || story-storyBefore != o.Stories() || storyPlain != storyPlainBefore {
+		t.Errorf("rendered %d list pages and %d stories (%d plain); want %d, %d and 0", list-listBefore, story-storyBefore, storyPlain-storyPlainBefore, o.Pages, o.Stories())
+	}
+	for who := range workersIn(t, id) {
+		if who != "render-js-browser" {
+			t.Errorf("a batch ran on %s, a worker without a browser", who)
+		}
+	}
+}
+
+// On a site where only some pages are built by script, `auto` renders those and reads
+// the others plain.
+func TestAutoRendersOnlyTheJSPages(t *testing.T) {
+	renderWorkers(t, "render-mixed")
+	o := demosite.Options{Pages: 2, PerPage: 5}
+	site := startSite(t, o)
+	listBefore, listPlainBefore := rendered("generic.html_list")
+	before, plainBefore := rendered("generic.html_detail")
+	id := start(t, plan(t, "render.yaml", "", "base_url="+site, "list.urls=/mixed/news?p=1"), "render-mixed")
+	s := wait(t, id, 2*time.Minute)
+	noFailures(t, s)
+	assertStories(t, id, o)
+	js := 0
+	for n := 1; n <= o.Stories(); n++ {
+		if demosite.JSStory(n) {
+			js++
+		}
+	}
+	list, listPlain := rendered("generic.html_list")
+	story, plain := rendered("generic.html_detail")
+	t.Logf("stories: %d rendered, %d plain; list pages: %d rendered, %d plain", story-before, plain-plainBefore, list-listBefore, listPlain-listPlainBefore)
+	if story-before != js || plain-plainBefore != o.Stories()-js || list != listBefore || listPlain-listPlainBefore != o.Pages {
+		t.Errorf("rendered %d stories and read %d plain, list pages %d rendered %d plain; want %d, %d, 0, %d",
+			story-before, plain-plainBefore, list-listBefore, listPlain-listPlainBefore, js, o.Stories()-js, o.Pages)
+	}
+}
+
+// A page whose script never ends hangs its tab: the browser is killed and replaced,
+// the page is retried and stored, and no process of the killed browser is left.
+func TestHungPageIsKilledAndRetried(t *testing.T) {
+	w := renderWorkers(t, "render-hang")
+	o := demosite.Options{Pages: 1, PerPage: 4, Faults: map[int]demosite.Fault{3: demosite.FaultScriptHang}}
+	site := startSite(t, o)
+	yaml := `name: render-hang
+steps:
+  - id: list
+    task: generic.html_list
+    render: {mode: always, wait_for: tr.athing, timeout: 5s}
+    params: {urls: ['` + site + `/js/news?p=1'], items: tr.athing, fields: {link: {css: span.titleline > a, attr: href, type: url}}, detail: link}
+  - id: story
+    task: generic.html_detail
+    from: list
+    retries: 2
+    render: {mode: always, wait_for: article.story, timeout: 3s}
+    params:
+      fields:
+        id: {css: article.story, attr: data-id, type: int, required: true}
+        title: {css: h1.title, required: true}
+        author: .meta .author
+        score: {css: .meta .score, type: int, regex: '(\d+) points?'}
+`
+	id := start(t, plan(t, "render-hang.yaml", yaml), "render-hang")
+	s := wait(t, id, 2*time.Minute)
+	noFailures(t, s)
+	assertStories(t, id, o)
+	if st := w.Browsers().Stats(); st.Hung != 1 {
+		t.Errorf("pool stats %+v: want exactly one browser killed for a hang", st)
+	}
+	groups := map[int]bool{}
+	for _, p := range browsersOf(os.Getpid()) {
+		groups[p.PGID] = true
+	}
+	if len(groups) > 1 {
+		t.Errorf("%d browser process groups alive; the pool has 1 browser (the hung one was left behind?)", len(groups))
+	}
+}
+
+// A worker SIGKILLed while it renders leaves no Chromium behind once its successor
+// has finished the run, and the run stores every story exactly once.
+func TestKilledRenderingWorkerLeavesNoOrphan(t *testing.T) {
+	bin := buildTrawler(t)
+	o := demosite.Options{Pages: 2, PerPage: 8, Latency: 150 * time.Millisecond}
+	site := startSite(t, o)
+	const queue = "render-kill"
+	out := filepath.Join(shared.dir, "render-kill-out")
+	browserFlags := []string{"--browsers", "1", "--tabs", "2"}
+	first := workerProcess(t, bin, queue, out, browserFlags...)
+	id := start(t, plan(t, "render.yaml", "", "base_url="+site), queue)
+	deadline := time.Now().Add(time.Minute)
+	for len(browsersOf(first.Process.Pid)) == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the worker started no browser")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	waitPages(t, id, 3)
+	if err := first.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_ = first.Wait()
+	second := workerProcess(t, bin, queue, out, browserFlags...)
+	s := wait(t, id, 3*time.Minute)
+	noFailures(t, s)
+	// The successor finishes: it stops as a worker does, its pool closing.
+	if err := second.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	_ = second.Wait()
+	for _, w := range []*exec.Cmd{first, second} {
+		// A process being killed is gone in a moment.
+		deadline := time.Now().Add(5 * time.Second)
+		for len(browsersOf(w.Process.Pid)) > 0 && time.Now().Before(deadline) {
+			time.Sleep(50 * time.Millisecond)
+		}
+		if left := browsersOf(w.Process.Pid); len(left) > 0 {
+			t.Errorf("browser processes of worker %d outlived it: %+v", w.Process.Pid, left)
+		}
+	}
+	js, err := jsonl.Open(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer js.Close()
+	keys := runRecords(t, js, id)
+	assertOnce(t, keys)
+	if n := countPrefix(keys, site+"/js/item/"); n != o.Stories() {
+		t.Errorf("stored %d stories, want %d", n, o.Stories())
+	}
+}
+
+// A fleet without a browser never takes a rendering step's batches, and the run's
+// status says why they wait.
+func TestStatusSaysRenderBatchesWaitForABrowser(t *testing.T) {
+	testWorker(t, engine.WorkerOptions{TaskQueue: "render-none", Identity: "render-none-plain"})
+	site := startSite(t, demosite.Options{Pages: 1, PerPage: 2})
+	id := start(t, plan(t, "render.yaml", "", "base_url="+site), "render-none")
+	defer func() { _ = shared.client.TerminateWorkflow(context.Background(), id, "", "test over") }()
+	deadline := time.Now().Add(time.Minute)
+	for {
+		st, err := engine.Describe(context.Background(), shared.client, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(st.Waiting) > 0 {
+			want := "for a worker with a browser: step list renders pages, and no worker polls the render queue (<task queue>@render); start one with `trawler worker --browser PATH`"
+			if !strings.Contains(st.Waiting[0], want) {
+				t.Fatalf("status says %q; want %q", st.Waiting, want)
+			}
+			if pages, _, _, _ := st.Progress.Totals(); pages != 0 {
+				t.Errorf("%d pages done by a fleet without a browser", pages)
+			}
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("status never said why the batches wait: %+v", st)
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+}
