@@ -219,7 +219,18 @@ func (x *exec) buildRequest(name string, params map[string]any, headers map[stri
 }
 
 var catchStatus = map[string]int{"bad_request": 400, "unauthorized": 401, "forbidden": 403, "missing": 404,
-	"request_timeout": 408, "conflict": 409, "unavailable": 503}
+	"request_timeout": 408, "conflict": 409, "gone": 410, "unavailable": 503}
+
+// requestCatch reports whether status is what `catch: request` expects: an error other
+// than those the named catches stand for (400, 401, 403, 404, 408, 409, 410), as
+// Elasticsearch's DoSection decides.
+func requestCatch(status int) bool {
+	switch status {
+	case 400, 401, 403, 404, 408, 409, 410:
+		return false
+	}
+	return status >= 400
+}
 
 func (x *exec) do(m map[string]any) error {
 	catch := ""
@@ -299,8 +310,8 @@ func (x *exec) do(m map[string]any) error {
 			return fmt.Errorf("%s %s: status %d: %s", req.Method, req.URL.RequestURI(), resp.StatusCode, clip(raw))
 		}
 	case catch == "request":
-		if resp.StatusCode < 400 {
-			return fmt.Errorf("expected an error status, got %d", resp.StatusCode)
+		if !requestCatch(resp.StatusCode) {
+			return fmt.Errorf("expected a 4xx or 5xx error other than 400, 401, 403, 404, 408, 409 and 410, got %d: %s", resp.StatusCode, clip(raw))
 		}
 	case strings.HasPrefix(catch, "/"):
 		if resp.StatusCode < 400 {

@@ -6,8 +6,9 @@
 //
 // The runner implements the suite's semantics: setup and teardown sections, `do` with
 // `catch` (bad_request, unauthorized, forbidden, missing, request_timeout, conflict,
-// unavailable, param, request and /regex/), `headers` and `ignore`, the assertions
-// match, length, is_true, is_false, gt, gte, lt, lte, contains, exists, not_exists and
+// gone, unavailable, param, request (any error but those) and /regex/), `headers` and
+// `ignore`, the assertions match, length, is_true, is_false, gt, gte, lt, lte, contains,
+// exists, not_exists and
 // close_to, `set` and `transform_and_set` with $stash substitution in values, keys and
 // paths, and `skip`/`requires` gates on versions, runner features, cluster features,
 // awaits_fix and known_issues. A test gated on a runner feature or cluster feature this

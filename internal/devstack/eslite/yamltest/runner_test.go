@@ -71,3 +71,12 @@ func TestNonStringKeys(t *testing.T) {
 		t.Errorf("steps: %s %v", b, err)
 	}
 }
+
+func TestRequestCatch(t *testing.T) {
+	// catch: request is any error but the ones the named catches stand for.
+	for status, want := range map[int]bool{200: false, 400: false, 404: false, 409: false, 410: false, 413: true, 429: true, 500: true, 503: true} {
+		if got := requestCatch(status); got != want {
+			t.Errorf("requestCatch(%d) = %v, want %v", status, got, want)
+		}
+	}
+}
