@@ -24,8 +24,8 @@ type aggDef struct {
 	// terms
 	size        int
 	minDocCount int
-	orderKey    string // _count or _key
-	orderDesc   bool
+	order       []termsOrder
+	valueType   string // value_type: the type an unmapped field's missing value takes
 	// histograms
 	interval float64        // histogram interval, or fixed date interval in ms
 	calUnit  string         // calendar unit for date_histogram
@@ -42,7 +42,7 @@ type aggDef struct {
 	filters     []aggFilter
 	filterNamed bool
 	docKey      func(map[string]any) string
-	// rare_terms include and exclude clauses
+	// terms and rare_terms include and exclude clauses
 	termFilter []termFilter
 	// weighted_avg: the value and weight sources
 	weighted []*aggDef
@@ -127,6 +127,11 @@ func parseAggs(v any, fields map[string]fieldInfo) ([]*aggDef, error) {
 				return nil, err
 			}
 		}
+		if a.kind == "terms" {
+			if err := a.checkTermsOrder(); err != nil {
+				return nil, err
+			}
+		}
 		out = append(out, a)
 	}
 	return out, nil
@@ -168,25 +173,8 @@ func (a *aggDef) configure(fields map[string]fieldInfo) error {
 	var err error
 	switch a.kind {
 	case "terms":
-		for _, k := range []string{"size", "order", "min_doc_count", "shard_size"} {
-			allowed[k] = true
-		}
-		if a.size, err = intParam(a.opts["size"], "size", 10); err != nil {
+		if err := a.configureTerms(allowed); err != nil {
 			return err
-		}
-		if a.minDocCount, err = intParam(a.opts["min_doc_count"], "min_doc_count", 1); err != nil {
-			return err
-		}
-		a.orderKey, a.orderDesc = "_count", true
-		if o, ok := a.opts["order"].(map[string]any); ok {
-			for k, v := range o {
-				if k != "_count" && k != "_key" {
-					return parsingErr("[terms] aggregation [%s]: order by [%s] is not supported by eslite (_count, _key)", a.name, k)
-				}
-				a.orderKey, a.orderDesc = k, strings.EqualFold(scalarString(v), "desc")
-			}
-		} else if a.opts["order"] != nil {
-			return parsingErr("[terms] aggregation [%s]: [order] must be an object", a.name)
 		}
 	case "histogram":
 		for _, k := range []string{"interval", "min_doc_count", "offset", "extended_bounds", "keyed", "hard_bounds"} {
@@ -387,11 +375,14 @@ func (a *aggDef) values(doc map[string]any) []any {
 	if len(vals) == 0 && a.missing != nil {
 		fi := a.fi
 		if fi.Type == "unmapped" {
-			// An unmapped field with a missing value aggregates that value as a number
-			// when it is one, as Elasticsearch does.
-			fi.Type = "double"
-			if _, ok := toFloat(a.missing); !ok {
-				fi.Type = "keyword"
+			// An unmapped field with a missing value aggregates that value as its
+			// value_type, or as a number when it is one, as Elasticsearch does.
+			fi.Type = a.valueType
+			if fi.Type == "" {
+				fi.Type = "double"
+				if _, ok := toFloat(a.missing); !ok {
+					fi.Type = "keyword"
+				}
 			}
 		}
 		if v, ok := typedValue(fi, a.missing); ok {
@@ -556,86 +547,6 @@ func (a *aggDef) metric(docs []map[string]any) map[string]any {
 		out["value_as_string"] = millisString(v)
 	}
 	return out
-}
-
-func (a *aggDef) terms(docs []map[string]any) (map[string]any, error) {
-	type group struct {
-		key  any
-		docs []map[string]any
-	}
-	groups := map[string]*group{}
-	for _, d := range docs {
-		seen := map[string]bool{}
-		for _, v := range a.values(d) {
-			k := fmt.Sprint(v)
-			if seen[k] {
-				continue
-			}
-			seen[k] = true
-			g, ok := groups[k]
-			if !ok {
-				g = &group{key: v}
-				groups[k] = g
-			}
-			g.docs = append(g.docs, d)
-		}
-	}
-	list := make([]*group, 0, len(groups))
-	for _, g := range groups {
-		if docCount(g.docs) >= a.minDocCount {
-			list = append(list, g)
-		}
-	}
-	sort.Slice(list, func(i, j int) bool {
-		ci, cj := docCount(list[i].docs), docCount(list[j].docs)
-		kc := compareValues(list[i].key, list[j].key)
-		if a.orderKey == "_count" && ci != cj {
-			if a.orderDesc {
-				return ci > cj
-			}
-			return ci < cj
-		}
-		if a.orderKey == "_key" && a.orderDesc {
-			return kc > 0
-		}
-		return kc < 0
-	})
-	other := 0
-	if len(list) > a.size {
-		for _, g := range list[a.size:] {
-			other += docCount(g.docs)
-		}
-		list = list[:a.size]
-	}
-	buckets := []any{}
-	for _, g := range list {
-		var key any = g.key
-		extra := map[string]any{}
-		switch k := g.key.(type) {
-		case float64:
-			key = jsonNumber(k)
-			if a.fi.Type == "date" {
-				extra["key_as_string"] = millisString(k)
-			}
-		case bool:
-			if k {
-				key = 1
-			} else {
-				key = 0
-			}
-			extra["key_as_string"] = strconv.FormatBool(k)
-		}
-		b, err := a.bucket(key, g.docs, extra)
-		if err != nil {
-			return nil, err
-		}
-		buckets = append(buckets, b)
-	}
-	var err error
-	if buckets, err = a.applyParentPipelines(buckets); err != nil {
-		return nil, err
-	}
-	return map[string]any{"doc_count_error_upper_bound": 0, "sum_other_doc_count": other, "buckets": buckets}, nil
 }
 
 func (a *aggDef) histogram(docs []map[string]any) (map[string]any, error) {
@@ -1116,7 +1027,7 @@ func prepareAggs(defs []*aggDef, p aggPrep) error {
 	match, docKey, all := p.match, p.docKey, p.all
 	for _, a := range defs {
 		a.hits, a.score = p.hits, p.score
-		if a.kind == "global" {
+		if a.kind == "global" || (a.kind == "terms" && a.minDocCount == 0) {
 			docs, err := all()
 			if err != nil {
 				return err

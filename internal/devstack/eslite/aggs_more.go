@@ -290,28 +290,8 @@ func (a *aggDef) configureMore(fields map[string]fieldInfo) (bool, error) {
 				}
 				a.size = int(n)
 			case "include", "exclude":
-				switch t := v.(type) {
-				case string:
-					if (fi.Type != "keyword" && fi.Type != "unmapped") || fi.ESType == "ip" {
-						return true, badRequest("aggregation_execution_exception", "Aggregation [%s] cannot support regular expression style include/exclude settings as they can only be applied to string fields. Use an array of values for include/exclude clauses", a.name)
-					}
-					re, err := regexp.Compile("^(?:" + t + ")$")
-					if err != nil {
-						return true, badRequest("illegal_argument_exception", "invalid regular expression [%s] in [%s]", t, a.name)
-					}
-					a.termFilter = append(a.termFilter, termFilter{exclude: k == "exclude", re: re})
-				case []any:
-					set := map[string]bool{}
-					for _, x := range t {
-						if tv, ok := typedValue(fi, x); ok && fi.Type != "unmapped" {
-							set[fmt.Sprint(tv)] = true
-						} else {
-							set[scalarString(x)] = true
-						}
-					}
-					a.termFilter = append(a.termFilter, termFilter{exclude: k == "exclude", set: set})
-				default:
-					return true, parsingErr("[rare_terms] aggregation [%s]: [%s] must be a string or an array", a.name, k)
+				if err := a.addTermFilter(k, v); err != nil {
+					return true, err
 				}
 			default:
 				return true, parsingErr("[rare_terms] aggregation [%s] does not support [%s] in eslite", a.name, k)
@@ -483,26 +463,6 @@ func (a *aggDef) configureMore(fields map[string]fieldInfo) (bool, error) {
 	return false, nil
 }
 
-// termFilter is one include or exclude clause of rare_terms.
-type termFilter struct {
-	exclude bool
-	set     map[string]bool
-	re      *regexp.Regexp
-}
-
-func (a *aggDef) keepTerm(v any) bool {
-	for _, tf := range a.termFilter {
-		hit := tf.set[fmt.Sprint(v)]
-		if tf.re != nil {
-			hit = tf.re.MatchString(scalarString(v))
-		}
-		if hit == tf.exclude {
-			return false
-		}
-	}
-	return true
-}
-
 // runMore runs the aggregations configureMore configured, except pipelines, which
 // runPipeline runs once their siblings ran.
 func (a *aggDef) runMore(docs []map[string]any) (map[string]any, bool, error) {
@@ -537,29 +497,8 @@ func (a *aggDef) runMore(docs []map[string]any) (map[string]any, bool, error) {
 		}
 		return out, true, nil
 	case "rare_terms":
-		type group struct {
-			key  any
-			docs []map[string]any
-		}
-		groups := map[string]*group{}
-		for _, d := range docs {
-			seen := map[string]bool{}
-			for _, v := range a.values(d) {
-				k := fmt.Sprint(v)
-				if seen[k] || !a.keepTerm(v) {
-					continue
-				}
-				seen[k] = true
-				g, ok := groups[k]
-				if !ok {
-					g = &group{key: v}
-					groups[k] = g
-				}
-				g.docs = append(g.docs, d)
-			}
-		}
-		var list []*group
-		for _, g := range groups {
+		var list []*termGroup
+		for _, g := range a.termGroups(docs) {
 			if len(g.docs) <= a.size {
 				list = append(list, g)
 			}
@@ -572,22 +511,7 @@ func (a *aggDef) runMore(docs []map[string]any) (map[string]any, bool, error) {
 		})
 		buckets := []any{}
 		for _, g := range list {
-			var key any = g.key
-			extra := map[string]any{}
-			switch k := g.key.(type) {
-			case float64:
-				key = jsonNumber(k)
-				if a.fi.Type == "date" {
-					extra["key_as_string"] = millisString(k)
-				}
-			case bool:
-				key = 0
-				if k {
-					key = 1
-				}
-				extra["key_as_string"] = strconv.FormatBool(k)
-			}
-			b, err := a.bucket(key, g.docs, extra)
+			b, err := a.termBucket(g)
 			if err != nil {
 				return nil, true, err
 			}
