@@ -402,15 +402,18 @@ func (a *aggDef) configureMore(fields map[string]fieldInfo) (bool, error) {
 			a.ranges = append(a.ranges, ar)
 		}
 		return true, nil
-	case a.kind == "ip_range":
+	case a.kind == "ip_range" || a.kind == "ip_prefix":
 		f, _ := a.opts["field"].(string)
 		if f == "" {
-			return true, parsingErr("Required one of fields [field, script], but none were specified in [ip_range] aggregation [%s]", a.name)
+			return true, parsingErr("Required one of fields [field, script], but none were specified in [%s] aggregation [%s]", a.kind, a.name)
 		}
 		a.field = f
 		fi := mappedOrUnmapped(fields, f)
 		a.fi = fi
 		a.missing = a.opts["missing"]
+		if a.kind == "ip_prefix" {
+			return true, a.configureIPPrefix()
+		}
 		return true, a.configureIPRange()
 	case a.kind == "sampler" || a.kind == "diversified_sampler":
 		a.size = 100
@@ -579,6 +582,9 @@ func (a *aggDef) runMore(docs []map[string]any) (map[string]any, bool, error) {
 			return nil, true, fmt.Errorf("eslite: top_hits [%s] not prepared", a.name)
 		}
 		out, err := a.hits(docs, a.opts)
+		return out, true, err
+	case "ip_prefix":
+		out, err := a.ipPrefixRun(docs)
 		return out, true, err
 	case "ip_range":
 		out, err := a.ipRangeRun(docs)
