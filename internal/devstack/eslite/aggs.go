@@ -55,6 +55,9 @@ type aggDef struct {
 	// ip_prefix: the prefix length and whether addresses are read as IPv6
 	prefixLen int
 	isIPv6    bool
+	// composite: its sources and the after key, a value per source
+	sources []*compositeSource
+	after   []any
 	// sampler, diversified_sampler: a document's relevance score
 	score func(doc map[string]any) float64
 }
@@ -73,7 +76,7 @@ type aggRange struct {
 var metricKinds = map[string]bool{"avg": true, "sum": true, "min": true, "max": true, "value_count": true, "cardinality": true,
 	"stats": true, "extended_stats": true, "percentiles": true, "percentile_ranks": true, "weighted_avg": true, "top_hits": true}
 var bucketKinds = map[string]bool{"terms": true, "date_histogram": true, "histogram": true, "range": true, "filters": true,
-	"rare_terms": true, "filter": true, "global": true, "nested": true, "sampler": true, "diversified_sampler": true, "ip_range": true, "ip_prefix": true, "date_range": true, "adjacency_matrix": true}
+	"rare_terms": true, "filter": true, "global": true, "nested": true, "sampler": true, "diversified_sampler": true, "ip_range": true, "ip_prefix": true, "date_range": true, "adjacency_matrix": true, "composite": true}
 
 func parseAggs(v any, fields map[string]fieldInfo) ([]*aggDef, error) {
 	if v == nil {
@@ -112,7 +115,7 @@ func parseAggs(v any, fields map[string]fieldInfo) ([]*aggDef, error) {
 					return nil, parsingErr("[%s] aggregation [%s] malformed", k, name)
 				}
 			default:
-				return nil, parsingErr("Unknown aggregation type [%s] in [%s] (eslite supports terms, rare_terms, date_histogram, histogram, range, date_range, ip_range, ip_prefix, filter, filters, adjacency_matrix, global, nested, sampler, diversified_sampler, top_hits, avg, weighted_avg, sum, min, max, value_count, cardinality, stats, extended_stats, percentiles, percentile_ranks, avg_bucket, max_bucket, min_bucket, sum_bucket, stats_bucket, cumulative_sum, derivative, serial_diff, bucket_sort)", k, name)
+				return nil, parsingErr("Unknown aggregation type [%s] in [%s] (eslite supports terms, rare_terms, date_histogram, histogram, range, date_range, ip_range, ip_prefix, composite, filter, filters, adjacency_matrix, global, nested, sampler, diversified_sampler, top_hits, avg, weighted_avg, sum, min, max, value_count, cardinality, stats, extended_stats, percentiles, percentile_ranks, avg_bucket, max_bucket, min_bucket, sum_bucket, stats_bucket, cumulative_sum, derivative, serial_diff, bucket_sort)", k, name)
 			}
 		}
 		if a.kind == "" {
@@ -134,6 +137,9 @@ func parseAggs(v any, fields map[string]fieldInfo) ([]*aggDef, error) {
 			if err := a.checkTermsOrder(); err != nil {
 				return nil, err
 			}
+		}
+		if err := checkCompositeParent(a); err != nil {
+			return nil, err
 		}
 		out = append(out, a)
 	}
@@ -552,22 +558,25 @@ func (a *aggDef) metric(docs []map[string]any) map[string]any {
 	return out
 }
 
-func (a *aggDef) histogram(docs []map[string]any) (map[string]any, error) {
-	keyOf := func(v float64) float64 {
-		if a.calUnit != "" {
-			if a.loc != nil {
-				return float64(floorUnitIn(time.UnixMilli(int64(v-a.offset)).In(a.loc), a.calUnit).UnixMilli()) + a.offset
-			}
-			return float64(floorUnit(time.UnixMilli(int64(v-a.offset)), a.calUnit).UnixMilli()) + a.offset
+// histKey is the key of the histogram or date_histogram bucket value v falls in.
+func (a *aggDef) histKey(v float64) float64 {
+	if a.calUnit != "" {
+		if a.loc != nil {
+			return float64(floorUnitIn(time.UnixMilli(int64(v-a.offset)).In(a.loc), a.calUnit).UnixMilli()) + a.offset
 		}
-		if a.loc != nil && a.kind == "date_histogram" {
-			// Fixed intervals are rounded in local time too.
-			_, off := time.UnixMilli(int64(v)).In(a.loc).Zone()
-			o := float64(off) * 1000
-			return math.Floor((v+o-a.offset)/a.interval)*a.interval + a.offset - o
-		}
-		return math.Floor((v-a.offset)/a.interval)*a.interval + a.offset
+		return float64(floorUnit(time.UnixMilli(int64(v-a.offset)), a.calUnit).UnixMilli()) + a.offset
 	}
+	if a.loc != nil && a.kind == "date_histogram" {
+		// Fixed intervals are rounded in local time too.
+		_, off := time.UnixMilli(int64(v)).In(a.loc).Zone()
+		o := float64(off) * 1000
+		return math.Floor((v+o-a.offset)/a.interval)*a.interval + a.offset - o
+	}
+	return math.Floor((v-a.offset)/a.interval)*a.interval + a.offset
+}
+
+func (a *aggDef) histogram(docs []map[string]any) (map[string]any, error) {
+	keyOf := a.histKey
 	next := func(k float64) float64 {
 		if a.calUnit != "" {
 			t := time.UnixMilli(int64(k)).UTC()

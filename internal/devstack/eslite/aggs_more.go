@@ -402,6 +402,8 @@ func (a *aggDef) configureMore(fields map[string]fieldInfo) (bool, error) {
 			a.ranges = append(a.ranges, ar)
 		}
 		return true, nil
+	case a.kind == "composite":
+		return true, a.configureComposite(fields)
 	case a.kind == "ip_range" || a.kind == "ip_prefix":
 		f, _ := a.opts["field"].(string)
 		if f == "" {
@@ -582,6 +584,9 @@ func (a *aggDef) runMore(docs []map[string]any) (map[string]any, bool, error) {
 			return nil, true, fmt.Errorf("eslite: top_hits [%s] not prepared", a.name)
 		}
 		out, err := a.hits(docs, a.opts)
+		return out, true, err
+	case "composite":
+		out, err := a.composite(docs)
 		return out, true, err
 	case "ip_prefix":
 		out, err := a.ipPrefixRun(docs)
