@@ -22,9 +22,6 @@ type compositeSource struct {
 	precision     int // geotile_grid zoom
 }
 
-// maxBuckets is search.max_buckets' default: no aggregation may ask for more buckets.
-const maxBuckets = 65536
-
 func (a *aggDef) configureComposite(fields map[string]fieldInfo) error {
 	for k := range a.opts {
 		switch k {
@@ -47,9 +44,6 @@ func (a *aggDef) configureComposite(fields map[string]fieldInfo) error {
 	}
 	if a.size <= 0 {
 		return badRequest("illegal_argument_exception", "[size] must be greater than 0. Found [%d] in [%s]", a.size, a.name)
-	}
-	if a.size > maxBuckets {
-		return tooManyBuckets(a.size)
 	}
 	seen := map[string]bool{}
 	var dups []string
@@ -77,11 +71,6 @@ func (a *aggDef) configureComposite(fields map[string]fieldInfo) error {
 		return a.parseAfter(after)
 	}
 	return nil
-}
-
-func tooManyBuckets(n int) error {
-	return &esError{status: 400, typ: "too_many_buckets_exception", reason: fmt.Sprintf("Trying to create too many buckets. Must be less than or equal to: [%d] but was [%d]. This limit can be set by changing the [search.max_buckets] cluster level setting.", maxBuckets, n),
-		extra: map[string]any{"max_buckets": maxBuckets}}
 }
 
 func (a *aggDef) compositeSource(name string, body any, fields map[string]fieldInfo) (*compositeSource, error) {

@@ -262,6 +262,8 @@ type server struct {
 	dir     string
 	mu      sync.RWMutex
 	indexes map[string]*esIndex
+	pits    pits
+	cluster clusterSettings
 }
 
 func (s *server) load() error {
@@ -437,6 +439,10 @@ func (s *server) route(r *http.Request) (int, any, error) {
 				"active_primary_shards": len(s.resolve("_all")), "active_shards": len(s.resolve("_all")), "relocating_shards": 0, "initializing_shards": 0,
 				"unassigned_shards": 0, "delayed_unassigned_shards": 0, "number_of_pending_tasks": 0, "number_of_in_flight_fetch": 0,
 				"task_max_waiting_in_queue_millis": 0, "active_shards_percent_as_number": 100.0}, nil
+		case first == "_cluster" && len(parts) == 2 && parts[1] == "settings":
+			return s.clusterSettingsAPI(r, body)
+		case first == "_pit" && len(parts) == 1 && m == http.MethodDelete:
+			return s.closePIT(body)
 		case first == "_bulk" && len(parts) == 1:
 			return s.bulk(r, "", body)
 		case first == "_search" && len(parts) == 1:
@@ -487,6 +493,8 @@ func (s *server) route(r *http.Request) (int, any, error) {
 	switch {
 	case op == "_search" && len(parts) == 2:
 		return s.search(r, target, body)
+	case op == "_pit" && len(parts) == 2 && m == http.MethodPost:
+		return s.openPIT(r, target)
 	case op == "_count" && len(parts) == 2:
 		return s.count(r, target, body)
 	case op == "_bulk" && len(parts) == 2:

@@ -21,6 +21,7 @@ type target struct {
 	fields map[string]fieldInfo
 	alias  bleve.Index
 	server *server
+	pit    *pointInTime // the point in time the search reads through, if any
 }
 
 func (s *server) searchTarget(r *http.Request, expr string) (*target, error) {
@@ -241,6 +242,9 @@ func matchDocs(t *target, q query.Query, scored bool) ([]*scoredDoc, error) {
 			continue
 		}
 		d := &scoredDoc{ix: ix, id: h.ID, src: decodeSource(h.Fields[fSource]), seq: parseSeq(h.Fields[fSeqNo]), hit: h}
+		if t.pit != nil && !t.pit.holds(ix.name, d.id, d.seq) {
+			continue
+		}
 		docs = append(docs, d)
 		perIndex[ix] = append(perIndex[ix], d)
 	}
@@ -630,7 +634,7 @@ var searchKeys = map[string]bool{"query": true, "from": true, "size": true, "sor
 	"stored_fields": true, "docvalue_fields": true, "fields": true, "min_score": true, "indices_boost": true,
 	"collapse": true, "profile": true, "version": true, "seq_no_primary_term": true, "search_after": true,
 	"post_filter": true, "terminate_after": true, "stats": true, "script_fields": true, "rescore": true,
-	"runtime_mappings": true, "ext": true, "pit": false, "suggest": false, "knn": false, "retriever": false}
+	"runtime_mappings": true, "ext": true, "pit": true, "suggest": false, "knn": false, "retriever": false}
 
 func boolOpt(v any) bool {
 	b, _ := toBool(v)

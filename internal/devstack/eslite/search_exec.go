@@ -128,10 +128,22 @@ func (s *server) search(r *http.Request, expr string, body []byte) (int, any, er
 	if asInt && !trackOff && trackLimit != -1 && req["track_total_hits"] != nil {
 		return 0, nil, badRequest("illegal_argument_exception", "[rest_total_hits_as_int] cannot be used if the tracking of total hits is not accurate, got %d", trackLimit)
 	}
+	var pit *pointInTime
+	var pitID string
+	if spec, ok := req["pit"]; ok {
+		if expr != "_all" {
+			return 0, nil, badRequest("action_request_validation_exception", "Validation Failed: 1: [indices] cannot be used with point in time. Do not specify any index with point in time.;")
+		}
+		if pit, pitID, err = s.pit(spec); err != nil {
+			return 0, nil, err
+		}
+		expr = pit.pitIndexes()
+	}
 	t, err := s.searchTarget(r, expr)
 	if err != nil {
 		return 0, nil, err
 	}
+	t.pit = pit
 	// The query is parsed before the limits are checked, as a shard creates its search
 	// context: an invalid query reports its own error first.
 	c := &qctx{fields: t.fields, now: time.Now(), t: t}
@@ -163,6 +175,10 @@ func (s *server) search(r *http.Request, expr string, body []byte) (int, any, er
 		return 0, nil, err
 	}
 	if err := checkParents(aggs, nil); err != nil {
+		return 0, nil, err
+	}
+	maxBuckets := s.maxBuckets()
+	if err := checkBucketLimits(aggs, maxBuckets); err != nil {
 		return 0, nil, err
 	}
 	dvFields, err := parseFieldRequests(req["docvalue_fields"], "docvalue_fields")
@@ -273,6 +289,9 @@ func (s *server) search(r *http.Request, expr string, body []byte) (int, any, er
 		if aggOut, err = runAggs(aggs, srcs); err != nil {
 			return 0, nil, err
 		}
+		if countBuckets(aggOut) > maxBuckets {
+			return 0, nil, tooManyBuckets(maxBuckets, " but this number of buckets was exceeded")
+		}
 	}
 	if pf := req["post_filter"]; pf != nil {
 		fq, err := c.translate(pf)
@@ -352,6 +371,9 @@ func (s *server) search(r *http.Request, expr string, body []byte) (int, any, er
 	}
 	if aggOut != nil {
 		out["aggregations"] = aggOut
+	}
+	if pit != nil {
+		out["pit_id"] = pitID
 	}
 	if boolOpt(req["profile"]) {
 		out["profile"] = profileOut(t, req["query"], aggs, time.Since(start))
