@@ -73,6 +73,10 @@ var apis = map[string]api{
 	"indices.exists_index_template": {method: "HEAD", paths: []string{"/_index_template/{name}"}, required: []string{"name"}},
 	"indices.analyze":               {method: "POST", paths: []string{"/{index}/_analyze", "/_analyze"}},
 	"cluster.health":                {method: "GET", paths: []string{"/_cluster/health/{index}", "/_cluster/health"}},
+	"cluster.put_settings":          {method: "PUT", paths: []string{"/_cluster/settings"}},
+	"cluster.get_settings":          {method: "GET", paths: []string{"/_cluster/settings"}},
+	"open_point_in_time":            {method: "POST", paths: []string{"/{index}/_pit"}, required: []string{"index", "keep_alive"}},
+	"close_point_in_time":           {method: "DELETE", paths: []string{"/_pit"}},
 }
 
 var partRE = regexp.MustCompile(`\{([a-z_]+)\}`)

@@ -219,7 +219,10 @@ func (r *Runner) RunFile(path string) ([]Result, error) {
 			err = x.run(t.steps)
 		}
 		if teardown != nil {
-			_ = x.run(teardown.steps)
+			// A failing teardown fails the test, as in Elasticsearch's runner.
+			if terr := x.run(teardown.steps); terr != nil && err == nil {
+				err = fmt.Errorf("teardown: %w", terr)
+			}
 		}
 		if err != nil {
 			res.Status, res.Reason = "fail", err.Error()
@@ -232,13 +235,43 @@ func (r *Runner) RunFile(path string) ([]Result, error) {
 	return out, nil
 }
 
-// wipe deletes every index, as the real runner cleans the cluster between tests.
+// wipe deletes every index and resets the cluster settings, as the real runner cleans
+// the cluster between tests.
 func (r *Runner) wipe() {
-	req, _ := http.NewRequest(http.MethodDelete, r.URL+"/_all", nil)
-	if resp, err := r.client().Do(req); err == nil {
-		_, _ = io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
+	r.call(http.MethodDelete, "/_all", "")
+	var settings map[string]map[string]any
+	if err := json.Unmarshal(r.call(http.MethodGet, "/_cluster/settings?flat_settings=true", ""), &settings); err != nil {
+		return
 	}
+	reset := map[string]map[string]any{}
+	for _, scope := range []string{"persistent", "transient"} {
+		for k := range settings[scope] {
+			if reset[scope] == nil {
+				reset[scope] = map[string]any{}
+			}
+			reset[scope][k] = nil
+		}
+	}
+	if len(reset) > 0 {
+		b, _ := json.Marshal(reset)
+		r.call(http.MethodPut, "/_cluster/settings", string(b))
+	}
+}
+
+// call sends one request and returns its body (nil on failure).
+func (r *Runner) call(method, path, body string) []byte {
+	req, err := http.NewRequest(method, r.URL+path, strings.NewReader(body))
+	if err != nil {
+		return nil
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := r.client().Do(req)
+	if err != nil {
+		return nil
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return b
 }
 
 func (r *Runner) client() *http.Client {
