@@ -58,6 +58,8 @@ type aggDef struct {
 	// composite: its sources and the after key, a value per source
 	sources []*compositeSource
 	after   []any
+	// significant_terms, significant_text
+	heuristic significance
 	// sampler, diversified_sampler: a document's relevance score
 	score func(doc map[string]any) float64
 }
@@ -76,7 +78,8 @@ type aggRange struct {
 var metricKinds = map[string]bool{"avg": true, "sum": true, "min": true, "max": true, "value_count": true, "cardinality": true,
 	"stats": true, "extended_stats": true, "percentiles": true, "percentile_ranks": true, "weighted_avg": true, "top_hits": true}
 var bucketKinds = map[string]bool{"terms": true, "date_histogram": true, "histogram": true, "range": true, "filters": true,
-	"rare_terms": true, "filter": true, "global": true, "nested": true, "sampler": true, "diversified_sampler": true, "ip_range": true, "ip_prefix": true, "date_range": true, "adjacency_matrix": true, "composite": true}
+	"rare_terms": true, "filter": true, "global": true, "nested": true, "sampler": true, "diversified_sampler": true, "ip_range": true, "ip_prefix": true, "date_range": true, "adjacency_matrix": true, "composite": true,
+	"significant_terms": true, "significant_text": true}
 
 func parseAggs(v any, fields map[string]fieldInfo) ([]*aggDef, error) {
 	if v == nil {
@@ -115,7 +118,7 @@ func parseAggs(v any, fields map[string]fieldInfo) ([]*aggDef, error) {
 					return nil, parsingErr("[%s] aggregation [%s] malformed", k, name)
 				}
 			default:
-				return nil, parsingErr("Unknown aggregation type [%s] in [%s] (eslite supports terms, rare_terms, date_histogram, histogram, range, date_range, ip_range, ip_prefix, composite, filter, filters, adjacency_matrix, global, nested, sampler, diversified_sampler, top_hits, avg, weighted_avg, sum, min, max, value_count, cardinality, stats, extended_stats, percentiles, percentile_ranks, avg_bucket, max_bucket, min_bucket, sum_bucket, stats_bucket, cumulative_sum, derivative, serial_diff, bucket_sort)", k, name)
+				return nil, parsingErr("Unknown aggregation type [%s] in [%s] (eslite supports terms, rare_terms, date_histogram, histogram, range, date_range, ip_range, ip_prefix, composite, significant_terms, significant_text, filter, filters, adjacency_matrix, global, nested, sampler, diversified_sampler, top_hits, avg, weighted_avg, sum, min, max, value_count, cardinality, stats, extended_stats, percentiles, percentile_ranks, avg_bucket, max_bucket, min_bucket, sum_bucket, stats_bucket, cumulative_sum, derivative, serial_diff, bucket_sort)", k, name)
 			}
 		}
 		if a.kind == "" {
@@ -170,7 +173,7 @@ func (a *aggDef) configure(fields map[string]fieldInfo) error {
 		}
 	}
 	a.fi = fi
-	if fi.Type == "text" {
+	if fi.Type == "text" && !fi.Fielddata {
 		return badRequest("illegal_argument_exception", "Text fields are not optimised for operations that require per-document field data like aggregations and sorting, so these operations are disabled by default. Please use a keyword field instead. Alternatively, set fielddata=true on [%s] in order to load field data by uninverting the inverted index.", f)
 	}
 	allowed := map[string]bool{"field": true, "missing": true, "format": true}
@@ -378,7 +381,14 @@ func runAggs(defs []*aggDef, docs []map[string]any) (map[string]any, error) {
 
 func (a *aggDef) values(doc map[string]any) []any {
 	var vals []any
-	if a.fi.Type != "unmapped" {
+	switch a.fi.Type {
+	case "unmapped":
+	case "text":
+		// A text field with fielddata aggregates the tokens it was indexed with.
+		for _, t := range fieldTokens(a.fi, doc) {
+			vals = append(vals, t)
+		}
+	default:
 		vals = fieldValues(a.fi, doc)
 	}
 	if len(vals) == 0 && a.missing != nil {
@@ -1039,14 +1049,15 @@ func prepareAggs(defs []*aggDef, p aggPrep) error {
 	match, docKey, all := p.match, p.docKey, p.all
 	for _, a := range defs {
 		a.hits, a.score = p.hits, p.score
-		if a.kind == "global" || (a.kind == "terms" && a.minDocCount == 0) {
+		significant := a.kind == "significant_terms" || a.kind == "significant_text"
+		if a.kind == "global" || (a.kind == "terms" && a.minDocCount == 0) || significant {
 			docs, err := all()
 			if err != nil {
 				return err
 			}
 			a.allDocs = docs
 		}
-		if a.kind == "filters" || a.kind == "filter" || a.kind == "adjacency_matrix" {
+		if a.kind == "filters" || a.kind == "filter" || a.kind == "adjacency_matrix" || significant {
 			a.docKey = docKey
 			for i := range a.filters {
 				if a.filters[i].query == nil {

@@ -272,7 +272,7 @@ func (a *aggDef) configureMore(fields map[string]fieldInfo) (bool, error) {
 		a.field = f
 		fi := mappedOrUnmapped(fields, f)
 		a.fi = fi
-		if fi.Type == "text" {
+		if fi.Type == "text" && !fi.Fielddata {
 			return true, badRequest("illegal_argument_exception", "Text fields are not optimised for operations that require per-document field data like aggregations and sorting, so these operations are disabled by default. Please use a keyword field instead. Alternatively, set fielddata=true on [%s] in order to load field data by uninverting the inverted index.", f)
 		}
 		a.missing = a.opts["missing"]
@@ -404,6 +404,8 @@ func (a *aggDef) configureMore(fields map[string]fieldInfo) (bool, error) {
 		return true, nil
 	case a.kind == "composite":
 		return true, a.configureComposite(fields)
+	case a.kind == "significant_terms" || a.kind == "significant_text":
+		return true, a.configureSignificant(fields)
 	case a.kind == "ip_range" || a.kind == "ip_prefix":
 		f, _ := a.opts["field"].(string)
 		if f == "" {
@@ -587,6 +589,9 @@ func (a *aggDef) runMore(docs []map[string]any) (map[string]any, bool, error) {
 		return out, true, err
 	case "composite":
 		out, err := a.composite(docs)
+		return out, true, err
+	case "significant_terms", "significant_text":
+		out, err := a.significant(docs)
 		return out, true, err
 	case "ip_prefix":
 		out, err := a.ipPrefixRun(docs)

@@ -274,7 +274,7 @@ func (a *aggDef) addTermFilter(k string, v any) error {
 	fi := a.fi
 	switch t := v.(type) {
 	case string:
-		if (fi.Type != "keyword" && fi.Type != "unmapped") || fi.ESType == "ip" {
+		if (fi.Type != "keyword" && fi.Type != "text" && fi.Type != "unmapped") || fi.ESType == "ip" {
 			// A shard-level failure in Elasticsearch, hence its 500.
 			return &esError{status: 500, typ: "aggregation_execution_exception", reason: fmt.Sprintf("Aggregation [%s] cannot support regular expression style include/exclude settings as they can only be applied to string fields. Use an array of values for include/exclude clauses", a.name)}
 		}

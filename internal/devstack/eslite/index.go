@@ -80,6 +80,7 @@ type fieldInfo struct {
 	Store       bool   // "store": true, so stored_fields returns it
 	Malformed   bool   // ignore_malformed: values that do not parse are kept in _source only
 	DateFormat  string // a date field's format, when the mapping sets one
+	Fielddata   bool   // a text field with fielddata: true aggregates its tokens
 }
 
 type esIndex struct {
@@ -472,6 +473,7 @@ func leafInfo(p map[string]any, ct, src string) fieldInfo {
 		fi.DateFormat = f
 	}
 	fi.Malformed = fmt.Sprint(p["ignore_malformed"]) == "true"
+	fi.Fielddata = fmt.Sprint(p["fielddata"]) == "true"
 	return fi
 }
 
