@@ -406,6 +406,10 @@ func (a *aggDef) configureMore(fields map[string]fieldInfo) (bool, error) {
 		return true, a.configureComposite(fields)
 	case a.kind == "significant_terms" || a.kind == "significant_text":
 		return true, a.configureSignificant(fields)
+	case a.kind == "geohash_grid" || a.kind == "geotile_grid":
+		return true, a.configureGeoGrid(fields)
+	case a.kind == "geo_bounds" || a.kind == "geo_centroid":
+		return true, a.configureGeoMetric(fields)
 	case a.kind == "ip_range" || a.kind == "ip_prefix":
 		f, _ := a.opts["field"].(string)
 		if f == "" {
@@ -593,6 +597,11 @@ func (a *aggDef) runMore(docs []map[string]any) (map[string]any, bool, error) {
 	case "significant_terms", "significant_text":
 		out, err := a.significant(docs)
 		return out, true, err
+	case "geohash_grid", "geotile_grid":
+		out, err := a.geoGrid(docs)
+		return out, true, err
+	case "geo_bounds", "geo_centroid":
+		return a.geoMetric(docs), true, nil
 	case "ip_prefix":
 		out, err := a.ipPrefixRun(docs)
 		return out, true, err
