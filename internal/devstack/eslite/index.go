@@ -968,7 +968,8 @@ func addLeaf(doc *document.Document, path string, p map[string]any, v any, ap []
 		}
 		doc.AddField(document.NewTextFieldCustom(path, ap, []byte(s), bindex.IndexField|bindex.DocValues, keywordAnalyzer))
 	case "long", "double":
-		f, ok := toFloat(v)
+		tv, ok := typedValue(fi, v)
+		f, _ := tv.(float64)
 		if !ok {
 			return malformed()
 		}

@@ -496,9 +496,11 @@ func decimalFormat(f float64, pattern string) string {
 	return strconv.FormatFloat(f, 'f', len(frac), 64)
 }
 
-// fieldRequest is one entry of docvalue_fields or fields: a name or pattern, a format.
+// fieldRequest is one entry of docvalue_fields or fields: a name or pattern, a format,
+// and (fields only) whether unmapped _source paths count too.
 type fieldRequest struct {
 	pattern, format string
+	unmapped        bool
 }
 
 func parseFieldRequests(v any, what string) ([]fieldRequest, error) {
@@ -512,7 +514,7 @@ func parseFieldRequests(v any, what string) ([]fieldRequest, error) {
 			if !ok {
 				return nil, parsingErr("[%s] entries need a [field]", what)
 			}
-			out = append(out, fieldRequest{pattern: f, format: scalarString(orDefault(t["format"], ""))})
+			out = append(out, fieldRequest{pattern: f, format: scalarString(orDefault(t["format"], "")), unmapped: boolOpt(t["include_unmapped"])})
 		default:
 			return nil, parsingErr("[%s] malformed: [%v]", what, x)
 		}
@@ -520,8 +522,8 @@ func parseFieldRequests(v any, what string) ([]fieldRequest, error) {
 	return out, nil
 }
 
-// fetchFields fills a hit's fields for docvalue_fields / fields requests.
-func fetchFields(reqs []fieldRequest, fields map[string]fieldInfo, src map[string]any, out map[string]any, docValues bool) error {
+// docValueFields fills a hit's fields for docvalue_fields requests.
+func docValueFields(reqs []fieldRequest, fields map[string]fieldInfo, src map[string]any, out map[string]any) error {
 	for _, fr := range reqs {
 		var names []string
 		if strings.ContainsAny(fr.pattern, "*?") {
@@ -535,18 +537,13 @@ func fetchFields(reqs []fieldRequest, fields map[string]fieldInfo, src map[strin
 		}
 		for _, n := range names {
 			fi, ok := fields[n]
-			if !ok || fi.Type == "none" && docValues {
+			if !ok || fi.Type == "none" {
 				continue
 			}
-			if docValues && fi.Type == "text" {
+			if fi.Type == "text" {
 				return badRequest("illegal_argument_exception", "Can't load fielddata on [%s] because fielddata is unsupported on fields of type [text]. Use a field with doc values instead.", n)
 			}
-			var vals []any
-			if fi.Type == "text" || fi.Type == "none" {
-				vals = sourceValues(src, fi.Src)
-			} else {
-				vals = formatValues(fi, fieldValues(fi, src))
-			}
+			vals := formatValues(fi, fieldValues(fi, src))
 			if fr.format != "" && (fi.Type == "long" || fi.Type == "double") {
 				for i, v := range vals {
 					if f, ok := toFloat(v); ok {

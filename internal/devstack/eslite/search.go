@@ -71,6 +71,10 @@ func typedValue(fi fieldInfo, v any) (any, bool) {
 		}
 		return scalarString(v), true
 	case "long", "double":
+		if s, isStr := v.(string); isStr && fi.ESType == "token_count" {
+			// A token_count field holds the number of tokens of its text.
+			return float64(len(analyze(s))), true
+		}
 		f, ok := toFloat(v)
 		if ok && fi.Type == "long" {
 			f = math.Trunc(f)

@@ -503,10 +503,10 @@ func (s *server) renderHit(d *scoredDoc, o hitOptions) (map[string]any, error) {
 			}
 		}
 	}
-	if err := fetchFields(o.dv, o.fields, d.src, fields, true); err != nil {
+	if err := docValueFields(o.dv, o.fields, d.src, fields); err != nil {
 		return nil, err
 	}
-	if err := fetchFields(o.fetch, o.fields, d.src, fields, false); err != nil {
+	if err := fieldsOption(o.fetch, d.ix, d.src, fields); err != nil {
 		return nil, err
 	}
 	if len(fields) > 0 {
