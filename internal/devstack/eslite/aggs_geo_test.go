@@ -48,4 +48,13 @@ func TestGeoBoundsAndCentroid(t *testing.T) {
 			t.Errorf("%s:\n got  %s\n want %s", aggs, got, want)
 		}
 	}
+	// distance_feature ranks the points nearest an origin first (kilometers apart).
+	m := e.search("geo", `{"query":{"distance_feature":{"field":"location","origin":[175,-4],"pivot":"1km"}}}`)
+	var order []string
+	for _, h := range m["hits"].(map[string]any)["hits"].([]any) {
+		order = append(order, jsonString(h.(map[string]any)["_source"].(map[string]any)["location"]))
+	}
+	if got := strings.Join(order, " "); got != `"-5,175" "10,170" "20,-170"` {
+		t.Errorf("distance_feature on geo points: %s", got)
+	}
 }

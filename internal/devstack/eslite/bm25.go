@@ -201,6 +201,8 @@ func namedQueries(q query.Query) []*namedQuery {
 			walk(t.inner)
 		case *constScoreQuery:
 			walk(t.inner)
+		case *functionScoreQuery:
+			walk(t.inner)
 		case *disMaxQuery:
 			for _, c := range t.Disjuncts {
 				walk(c)
@@ -233,6 +235,9 @@ type scorer struct {
 	docs   []*scoredDoc
 	// leaf match sets of constant-scoring leaves, by query pointer
 	matched map[query.Query]map[string]bool
+	// err is the first error a scoring function met (a field_value_factor without a
+	// value, say); it fails the search.
+	err error
 }
 
 func boostOf(q query.Query) float64 {
@@ -253,6 +258,18 @@ func (s *scorer) score(q query.Query, d *scoredDoc) (float64, bool) {
 		return 0, false
 	case *namedQuery:
 		return s.score(t.inner, d)
+	case *functionScoreQuery:
+		qs, ok := s.score(t.inner, d)
+		if !ok {
+			return 0, false
+		}
+		return s.functionScore(t, d, qs), true
+	case *distanceFeatureQuery:
+		dist, ok := t.dist(d)
+		if !ok {
+			return 0, false
+		}
+		return t.boost * t.pivot / (t.pivot + dist), true
 	case *constScoreQuery:
 		if _, ok := s.score(t.inner, d); !ok {
 			return 0, false
@@ -427,7 +444,7 @@ func scoreAll(ix *esIndex, q query.Query, fields map[string]fieldInfo, docs []*s
 			}
 		}
 	}
-	return nil
+	return s.err
 }
 
 // byScore orders documents by score, ties by index and then by the order they were

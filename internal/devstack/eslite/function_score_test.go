@@ -1,0 +1,43 @@
+package eslite_test
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestFunctionScoreAndDistanceFeature(t *testing.T) {
+	e := start(t, t.TempDir())
+	defer e.stop()
+	e.seed()
+	ids := func(q string) string {
+		t.Helper()
+		return strings.Join(hitIDs(e.search("news", `{"query":`+q+`}`)), ",")
+	}
+	// points: 1:120 2:80 3:200 4:45 5:150 6:5.
+	if got := ids(`{"function_score":{"field_value_factor":{"field":"points"},"boost_mode":"replace"}}`); got != "3,5,1,2,4,6" {
+		t.Errorf("field_value_factor: %s", got)
+	}
+	// Only go stories get their points; the others keep the weight-less default of 1.
+	if got := ids(`{"function_score":{"query":{"match_all":{}},"functions":[{"filter":{"term":{"tags":"go"}},"field_value_factor":{"field":"points","modifier":"sqrt"}}],"boost_mode":"replace"}}`); !strings.HasPrefix(got, "3,5,1,") {
+		t.Errorf("filtered function: %s", got)
+	}
+	// Closest to 100 points first, by a gaussian decay.
+	if got := ids(`{"function_score":{"gauss":{"points":{"origin":100,"scale":20}},"boost_mode":"replace"}}`); !strings.HasPrefix(got, "1,2,5,") {
+		t.Errorf("gauss: %s", got)
+	}
+	// The same seed and field give the same order.
+	q := `{"function_score":{"query":{"match":{"body":"go"}},"random_score":{"seed":10,"field":"_seq_no"}}}`
+	if a, b := ids(q), ids(q); a != b || len(strings.Split(a, ",")) != 2 {
+		t.Errorf("random_score: %s then %s", a, b)
+	}
+	if st, typ := e.searchStatus("news", `{"query":{"function_score":{"random_score":{"seed":10,"field":"_id"}}}}`); st != 400 || typ != "illegal_argument_exception" {
+		t.Errorf("random_score on _id: %d %s", st, typ)
+	}
+	if st, _ := e.searchStatus("news", `{"query":{"function_score":{"field_value_factor":{"field":"score"}}}}`); st != 500 {
+		t.Errorf("field_value_factor without a value: %d", st)
+	}
+	// Nearest publication to 2026-02-01 first.
+	if got := ids(`{"distance_feature":{"field":"published","origin":"2026-02-01","pivot":"7d"}}`); got != "4,5,3,2,1,6" {
+		t.Errorf("distance_feature on dates: %s", got)
+	}
+}
