@@ -410,6 +410,8 @@ func (a *aggDef) configureMore(fields map[string]fieldInfo) (bool, error) {
 		return true, a.configureGeoGrid(fields)
 	case a.kind == "geo_bounds" || a.kind == "geo_centroid":
 		return true, a.configureGeoMetric(fields)
+	case a.kind == "top_metrics":
+		return true, a.configureTopMetrics(fields)
 	case a.kind == "ip_range" || a.kind == "ip_prefix":
 		f, _ := a.opts["field"].(string)
 		if f == "" {
@@ -602,6 +604,8 @@ func (a *aggDef) runMore(docs []map[string]any) (map[string]any, bool, error) {
 		return out, true, err
 	case "geo_bounds", "geo_centroid":
 		return a.geoMetric(docs), true, nil
+	case "top_metrics":
+		return a.topMetricsRun(docs), true, nil
 	case "ip_prefix":
 		out, err := a.ipPrefixRun(docs)
 		return out, true, err
@@ -779,6 +783,8 @@ func bucketMetric(b map[string]any, path, full, name string) (*float64, error) {
 		}
 	} else if _, isBuckets := m["buckets"]; isBuckets {
 		return nil, badRequest("illegal_argument_exception", "buckets_path must reference either a number value or a single value numeric metric aggregation, got: [%s] at aggregation [%s]", full, agg)
+	} else if tv, ok := topMetric(m, stat); ok {
+		v = tv
 	} else {
 		var present bool
 		v, present = m[stat]

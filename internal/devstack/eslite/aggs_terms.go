@@ -161,6 +161,9 @@ func (a *aggDef) orderLeaf(path string) (*aggDef, error) {
 		if i < len(steps)-1 && !singleBucketKinds[next.kind] {
 			return nil, badRequest("aggregation_execution_exception", "Buckets can only be sorted on a sub-aggregator path that is built out of zero or more single-bucket aggregations within the path and a final single-bucket or a metrics aggregation at the path end.")
 		}
+		if _, metric, ok := strings.Cut(step, "."); ok && next.kind == "top_metrics" && !next.hasTopMetric(metric) {
+			return nil, badRequest("aggregation_execution_exception", "Invalid aggregation order path [%s]. unknown metric [%s]", path, metric)
+		}
 		cur = next
 	}
 	return cur, nil
@@ -168,15 +171,25 @@ func (a *aggDef) orderLeaf(path string) (*aggDef, error) {
 
 var singleBucketKinds = map[string]bool{"filter": true, "global": true, "nested": true, "sampler": true, "diversified_sampler": true}
 
-// orderValue is the value a bucket sorts by under a sub-aggregation path. An empty
-// metric sorts as Elasticsearch's does: max as -∞, min as +∞, others as NaN, which
-// sorts above every number.
-func (a *aggDef) orderValue(b map[string]any, path string) float64 {
+// orderValue is the value a bucket sorts by under a sub-aggregation path: a number,
+// or a top_metrics value, which may be a string. An empty metric sorts as
+// Elasticsearch's does: max as -∞, min as +∞, others as NaN, which sorts above every
+// number.
+func (a *aggDef) orderValue(b map[string]any, path string) any {
 	leaf, _ := a.orderLeaf(path)
-	if leaf != nil && singleBucketKinds[leaf.kind] {
+	if leaf != nil && (singleBucketKinds[leaf.kind] || leaf.kind == "top_metrics") {
+		steps := strings.Split(path, ">")
 		sub := b
-		for _, step := range strings.Split(path, ">") {
+		for _, step := range steps[:len(steps)-1] {
 			sub, _ = sub[step].(map[string]any)
+		}
+		name, metric, _ := strings.Cut(steps[len(steps)-1], ".")
+		sub, _ = sub[name].(map[string]any)
+		if leaf.kind == "top_metrics" {
+			if v, _ := topMetric(sub, metric); v != nil {
+				return v
+			}
+			return math.NaN()
 		}
 		f, _ := toFloat(sub["doc_count"])
 		return f
@@ -193,8 +206,21 @@ func (a *aggDef) orderValue(b map[string]any, path string) float64 {
 	return math.NaN()
 }
 
-// compareOrdered compares like Java's Double.compare: NaN above everything.
-func compareOrdered(x, y float64) int {
+// compareOrdered compares order values: strings as strings, numbers like Java's
+// Double.compare (NaN above everything), strings before numbers.
+func compareOrdered(a, b any) int {
+	xs, xStr := a.(string)
+	ys, yStr := b.(string)
+	switch {
+	case xStr && yStr:
+		return strings.Compare(xs, ys)
+	case xStr:
+		return -1
+	case yStr:
+		return 1
+	}
+	x, _ := toFloat(a)
+	y, _ := toFloat(b)
 	switch {
 	case math.IsNaN(x) && math.IsNaN(y):
 		return 0
@@ -220,7 +246,7 @@ type termsBucket struct {
 // sortTerms orders buckets by the aggregation's order, then by key ascending, as
 // Elasticsearch breaks ties.
 func (a *aggDef) sortTerms(list []termsBucket) {
-	vals := make([][]float64, len(list))
+	vals := make([][]any, len(list))
 	for i, tb := range list {
 		for _, o := range a.order {
 			if o.path != "_count" && o.path != "_key" {
