@@ -337,12 +337,14 @@ func (c *qctx) translate(v any) (query.Query, error) {
 			return c.boolQ(body)
 		case "query_string":
 			return c.queryString(body)
+		case "simple_query_string":
+			return c.simpleQueryString(body)
 		case "function_score":
 			return c.functionScoreQ(body)
 		case "distance_feature":
 			return c.distanceFeatureQ(body)
 		default:
-			return nil, parsingErr("unknown query [%s] (eslite supports match, match_phrase, match_bool_prefix, intervals, geo_bounding_box, multi_match, combined_fields, term, terms, range, exists, prefix, wildcard, regexp, ids, bool, nested, dis_max, constant_score, function_score, distance_feature, query_string, match_all, match_none)", kind)
+			return nil, parsingErr("unknown query [%s] (eslite supports match, match_phrase, match_bool_prefix, intervals, geo_bounding_box, multi_match, combined_fields, term, terms, range, exists, prefix, wildcard, regexp, ids, bool, nested, dis_max, constant_score, function_score, distance_feature, query_string, simple_query_string, match_all, match_none)", kind)
 		}
 	}
 	return nil, nil
