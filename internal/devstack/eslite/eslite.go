@@ -447,6 +447,8 @@ func (s *server) route(r *http.Request) (int, any, error) {
 			return s.bulk(r, "", body)
 		case first == "_search" && len(parts) == 1:
 			return s.search(r, "_all", body)
+		case first == "_msearch" && len(parts) == 1:
+			return s.msearch(r, "_all", body)
 		case first == "_count" && len(parts) == 1:
 			return s.count(r, "_all", body)
 		case first == "_refresh" && len(parts) == 1:
@@ -493,6 +495,8 @@ func (s *server) route(r *http.Request) (int, any, error) {
 	switch {
 	case op == "_search" && len(parts) == 2:
 		return s.search(r, target, body)
+	case op == "_msearch" && len(parts) == 2:
+		return s.msearch(r, target, body)
 	case op == "_pit" && len(parts) == 2 && m == http.MethodPost:
 		return s.openPIT(r, target)
 	case op == "_count" && len(parts) == 2:

@@ -42,6 +42,8 @@ const (
 	// fIgnoredTerms indexes the names of a document's ignored fields, for term and terms
 	// queries on _ignored.
 	fIgnoredTerms = "\x00ignored_terms"
+	// fIndexName holds the index's name, for queries on _index.
+	fIndexName = "\x00index"
 )
 
 var (
@@ -748,6 +750,7 @@ func (ix *esIndex) buildDoc(id string, source []byte, version, seq int64, routin
 	if err := addObject(doc, work, src, "", nil, names, &changed, dynamic, id); err != nil {
 		return nil, false, err
 	}
+	doc.AddField(document.NewTextFieldCustom(fIndexName, nil, []byte(ix.name), bindex.IndexField, keywordAnalyzer))
 	var ignored []string
 	for n := range names {
 		if strings.HasPrefix(n, ignoredMark) {

@@ -229,6 +229,9 @@ func (c *qctx) translate(v any) (query.Query, error) {
 			}
 			return &namedQuery{inner: q, name: name}, nil
 		}
+		if q, ok, err := indexNameQuery(kind, body); ok {
+			return q, err
+		}
 		switch kind {
 		case "match_all":
 			q := bleve.NewMatchAllQuery()
@@ -1769,4 +1772,43 @@ func numberValue(v any) any {
 		}
 	}
 	return v
+}
+
+// indexNameQuery answers term, terms, match, prefix and wildcard queries on the _index
+// metadata field, which match documents by the name of their index. ok is false for
+// any other query.
+func indexNameQuery(kind string, body any) (query.Query, bool, error) {
+	if kind != "term" && kind != "terms" && kind != "match" && kind != "prefix" && kind != "wildcard" {
+		return nil, false, nil
+	}
+	m, _ := body.(map[string]any)
+	v, ok := m["_index"]
+	if !ok {
+		return nil, false, nil
+	}
+	if o, isObj := v.(map[string]any); isObj {
+		v = orDefault(o["value"], orDefault(o["query"], o["wildcard"]))
+	}
+	var qs []query.Query
+	for _, x := range clauses(v) {
+		name := scalarString(x)
+		switch kind {
+		case "prefix":
+			pq := bleve.NewPrefixQuery(name)
+			pq.SetField(fIndexName)
+			qs = append(qs, pq)
+		case "wildcard":
+			wq := bleve.NewWildcardQuery(name)
+			wq.SetField(fIndexName)
+			qs = append(qs, wq)
+		default:
+			tq := bleve.NewTermQuery(name)
+			tq.SetField(fIndexName)
+			qs = append(qs, tq)
+		}
+	}
+	if len(qs) == 1 {
+		return qs[0], true, nil
+	}
+	return bleve.NewDisjunctionQuery(qs...), true, nil
 }
