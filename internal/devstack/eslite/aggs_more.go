@@ -412,6 +412,8 @@ func (a *aggDef) configureMore(fields map[string]fieldInfo) (bool, error) {
 		return true, a.configureGeoMetric(fields)
 	case a.kind == "top_metrics":
 		return true, a.configureTopMetrics(fields)
+	case a.kind == "auto_date_histogram":
+		return true, a.configureAutoDate(fields)
 	case a.kind == "ip_range" || a.kind == "ip_prefix":
 		f, _ := a.opts["field"].(string)
 		if f == "" {
@@ -606,6 +608,9 @@ func (a *aggDef) runMore(docs []map[string]any) (map[string]any, bool, error) {
 		return a.geoMetric(docs), true, nil
 	case "top_metrics":
 		return a.topMetricsRun(docs), true, nil
+	case "auto_date_histogram":
+		out, err := a.autoDateHistogram(docs)
+		return out, true, err
 	case "ip_prefix":
 		out, err := a.ipPrefixRun(docs)
 		return out, true, err

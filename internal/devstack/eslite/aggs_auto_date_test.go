@@ -1,0 +1,33 @@
+package eslite_test
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestAutoDateHistogram(t *testing.T) {
+	e := start(t, t.TempDir())
+	defer e.stop()
+	e.ok(e.es.Indices.Create("ad", e.es.Indices.Create.WithBody(strings.NewReader(`{"mappings":{"properties":{"date":{"type":"date"}}}}`))))
+	var b strings.Builder
+	for i, d := range []string{"2020-03-01", "2020-03-02", "2020-03-08", "2020-03-09"} {
+		b.WriteString(`{"index":{}}` + "\n" + `{"date":"` + d + `","v":` + string(rune('1'+i)) + "}\n")
+	}
+	e.ok(e.es.Bulk(strings.NewReader(b.String()), e.es.Bulk.WithIndex("ad"), e.es.Bulk.WithRefresh("true")))
+	// Nine days in two buckets: weeks from the first day.
+	got := e.aggJSON("ad", "", `{"h":{"auto_date_histogram":{"field":"date","buckets":2},"aggs":{"v":{"sum":{"field":"v"}}}}}`)
+	want := `{"h":{"buckets":[{"doc_count":2,"key":1583020800000,"key_as_string":"2020-03-01T00:00:00.000Z","v":{"value":3}},` +
+		`{"doc_count":2,"key":1583625600000,"key_as_string":"2020-03-08T00:00:00.000Z","v":{"value":7}}],"interval":"7d"}}`
+	if got != want {
+		t.Errorf("two buckets:\n got  %s\n want %s", got, want)
+	}
+	// Ten buckets fit days, the empty ones included.
+	got = e.aggJSON("ad", "", `{"h":{"auto_date_histogram":{"field":"date"}}}`)
+	if !strings.Contains(got, `"interval":"1d"`) || strings.Count(got, `"key":`) != 9 {
+		t.Errorf("default buckets: %s", got)
+	}
+	got = e.aggJSON("ad", "", `{"h":{"auto_date_histogram":{"field":"date","minimum_interval":"month"}}}`)
+	if !strings.Contains(got, `"interval":"1M"`) || strings.Count(got, `"key":`) != 1 {
+		t.Errorf("minimum_interval month: %s", got)
+	}
+}
