@@ -63,7 +63,7 @@ type aggDef struct {
 	heuristic significance
 	// auto_date_histogram: the finest rounding it may pick (minimum_interval)
 	minRounding int
-	// top_metrics: its sort and its metrics' fields
+	// top_metrics: its sort and its metrics' fields; matrix_stats: its fields
 	topSort    *termsOrder
 	topMetrics []*aggDef
 	// sampler, diversified_sampler: a document's relevance score
@@ -83,7 +83,7 @@ type aggRange struct {
 
 var metricKinds = map[string]bool{"avg": true, "sum": true, "min": true, "max": true, "value_count": true, "cardinality": true,
 	"stats": true, "extended_stats": true, "percentiles": true, "percentile_ranks": true, "weighted_avg": true, "top_hits": true,
-	"geo_bounds": true, "geo_centroid": true, "top_metrics": true}
+	"geo_bounds": true, "geo_centroid": true, "top_metrics": true, "matrix_stats": true}
 var bucketKinds = map[string]bool{"terms": true, "date_histogram": true, "histogram": true, "range": true, "filters": true,
 	"rare_terms": true, "filter": true, "global": true, "nested": true, "sampler": true, "diversified_sampler": true, "ip_range": true, "ip_prefix": true, "date_range": true, "adjacency_matrix": true, "composite": true,
 	"significant_terms": true, "significant_text": true, "geohash_grid": true, "geotile_grid": true, "auto_date_histogram": true}
@@ -125,7 +125,7 @@ func parseAggs(v any, fields map[string]fieldInfo) ([]*aggDef, error) {
 					return nil, parsingErr("[%s] aggregation [%s] malformed", k, name)
 				}
 			default:
-				return nil, parsingErr("Unknown aggregation type [%s] in [%s] (eslite supports terms, rare_terms, date_histogram, auto_date_histogram, histogram, range, date_range, ip_range, ip_prefix, composite, significant_terms, significant_text, geohash_grid, geotile_grid, filter, filters, adjacency_matrix, global, nested, sampler, diversified_sampler, top_hits, top_metrics, geo_bounds, geo_centroid, avg, weighted_avg, sum, min, max, value_count, cardinality, stats, extended_stats, percentiles, percentile_ranks, avg_bucket, max_bucket, min_bucket, sum_bucket, stats_bucket, cumulative_sum, derivative, serial_diff, bucket_sort)", k, name)
+				return nil, parsingErr("Unknown aggregation type [%s] in [%s] (eslite supports terms, rare_terms, date_histogram, auto_date_histogram, histogram, range, date_range, ip_range, ip_prefix, composite, significant_terms, significant_text, geohash_grid, geotile_grid, filter, filters, adjacency_matrix, global, nested, sampler, diversified_sampler, top_hits, top_metrics, matrix_stats, geo_bounds, geo_centroid, avg, weighted_avg, sum, min, max, value_count, cardinality, stats, extended_stats, percentiles, percentile_ranks, avg_bucket, max_bucket, min_bucket, sum_bucket, stats_bucket, cumulative_sum, derivative, serial_diff, bucket_sort)", k, name)
 			}
 		}
 		if a.kind == "" {

@@ -414,6 +414,8 @@ func (a *aggDef) configureMore(fields map[string]fieldInfo) (bool, error) {
 		return true, a.configureTopMetrics(fields)
 	case a.kind == "auto_date_histogram":
 		return true, a.configureAutoDate(fields)
+	case a.kind == "matrix_stats":
+		return true, a.configureMatrixStats(fields)
 	case a.kind == "ip_range" || a.kind == "ip_prefix":
 		f, _ := a.opts["field"].(string)
 		if f == "" {
@@ -611,6 +613,8 @@ func (a *aggDef) runMore(docs []map[string]any) (map[string]any, bool, error) {
 	case "auto_date_histogram":
 		out, err := a.autoDateHistogram(docs)
 		return out, true, err
+	case "matrix_stats":
+		return a.matrixStats(docs), true, nil
 	case "ip_prefix":
 		out, err := a.ipPrefixRun(docs)
 		return out, true, err

@@ -177,6 +177,9 @@ func (s *server) search(r *http.Request, expr string, body []byte) (int, any, er
 	if err := checkParents(aggs, nil); err != nil {
 		return 0, nil, err
 	}
+	if err := checkMatrixFields(aggs, t.ixs); err != nil {
+		return 0, nil, err
+	}
 	maxBuckets := s.maxBuckets()
 	if err := checkBucketLimits(aggs, maxBuckets); err != nil {
 		return 0, nil, err
