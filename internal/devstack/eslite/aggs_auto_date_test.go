@@ -31,3 +31,19 @@ func TestAutoDateHistogram(t *testing.T) {
 		t.Errorf("minimum_interval month: %s", got)
 	}
 }
+
+func TestVariableWidthHistogram(t *testing.T) {
+	e := start(t, t.TempDir())
+	defer e.stop()
+	var b strings.Builder
+	for _, n := range []string{"-3", "-2", "1", "4", "5"} {
+		b.WriteString(`{"index":{}}` + "\n" + `{"number":` + n + "}\n")
+	}
+	e.ok(e.es.Bulk(strings.NewReader(b.String()), e.es.Bulk.WithIndex("vw"), e.es.Bulk.WithRefresh("true")))
+	// The closest neighbours merge first: -3 with -2, then 4 with 5.
+	got := e.aggJSON("vw", "", `{"h":{"variable_width_histogram":{"field":"number","buckets":3}}}`)
+	want := `{"h":{"buckets":[{"doc_count":2,"key":-2.5,"max":-2,"min":-3},{"doc_count":1,"key":1,"max":1,"min":1},{"doc_count":2,"key":4.5,"max":5,"min":4}]}}`
+	if got != want {
+		t.Errorf("variable_width_histogram:\n got  %s\n want %s", got, want)
+	}
+}

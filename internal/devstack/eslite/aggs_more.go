@@ -416,6 +416,8 @@ func (a *aggDef) configureMore(fields map[string]fieldInfo) (bool, error) {
 		return true, a.configureAutoDate(fields)
 	case a.kind == "matrix_stats":
 		return true, a.configureMatrixStats(fields)
+	case a.kind == "variable_width_histogram":
+		return true, a.configureVariableWidth(fields)
 	case a.kind == "ip_range" || a.kind == "ip_prefix":
 		f, _ := a.opts["field"].(string)
 		if f == "" {
@@ -615,6 +617,9 @@ func (a *aggDef) runMore(docs []map[string]any) (map[string]any, bool, error) {
 		return out, true, err
 	case "matrix_stats":
 		return a.matrixStats(docs), true, nil
+	case "variable_width_histogram":
+		out, err := a.variableWidth(docs)
+		return out, true, err
 	case "ip_prefix":
 		out, err := a.ipPrefixRun(docs)
 		return out, true, err

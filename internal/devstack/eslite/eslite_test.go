@@ -494,7 +494,7 @@ func TestErrors(t *testing.T) {
 		{"bad option", "news", `{"query":{"match":{"title":{"query":"go","fuzziness":2}}}}`, 400, "parsing_exception", "fuzziness"},
 		{"bool key", "news", `{"query":{"bool":{"mustnt":[]}}}`, 400, "parsing_exception", "mustnt"},
 		{"terms agg on text", "news", `{"aggs":{"x":{"terms":{"field":"title"}}}}`, 400, "illegal_argument_exception", "[title]"},
-		{"unknown agg", "news", `{"aggs":{"x":{"variable_width_histogram":{"field":"published"}}}}`, 400, "parsing_exception", "variable_width_histogram"},
+		{"unknown agg", "news", `{"aggs":{"x":{"scripted_metric":{"map_script":"x"}}}}`, 400, "parsing_exception", "scripted_metric"},
 		{"bad interval", "news", `{"aggs":{"x":{"date_histogram":{"field":"published","calendar_interval":"fortnight"}}}}`, 400, "illegal_argument_exception", "fortnight"},
 		{"sort text", "news", `{"sort":["title"]}`, 400, "illegal_argument_exception", "[title]"},
 		{"sort unmapped", "news", `{"sort":["nope"]}`, 400, "query_shard_exception", "[nope]"},
