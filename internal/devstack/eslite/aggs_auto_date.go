@@ -26,11 +26,10 @@ func (a *aggDef) configureAutoDate(fields map[string]fieldInfo) error {
 			return parsingErr("[auto_date_histogram] unknown field [%s]", k)
 		}
 	}
-	f, _ := a.opts["field"].(string)
-	if f == "" {
-		return parsingErr("Required one of fields [field, script], but none were specified in [auto_date_histogram] aggregation [%s]", a.name)
+	if err := a.fieldOption(fields); err != nil {
+		return err
 	}
-	a.field, a.fi, a.missing = f, mappedOrUnmapped(fields, f), a.opts["missing"]
+	f := a.field
 	if a.fi.Type != "date" && a.fi.Type != "unmapped" {
 		return badRequest("illegal_argument_exception", "Field [%s] of type [%s] is not supported for aggregation [auto_date_histogram]", f, a.fi.ESType)
 	}

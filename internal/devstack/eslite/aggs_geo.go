@@ -179,14 +179,11 @@ func (a *aggDef) geoMetric(docs []map[string]any) map[string]any {
 
 // geoField reads the aggregation's field, which must be a geo_point (or unmapped).
 func (a *aggDef) geoField(fields map[string]fieldInfo) error {
-	f, _ := a.opts["field"].(string)
-	if f == "" {
-		return parsingErr("Required one of fields [field, script], but none were specified in [%s] aggregation [%s]", a.kind, a.name)
+	if err := a.fieldOption(fields); err != nil {
+		return err
 	}
-	a.field = f
-	a.fi = mappedOrUnmapped(fields, f)
 	if a.fi.Type != "unmapped" && a.fi.ESType != "geo_point" {
-		return badRequest("illegal_argument_exception", "Field [%s] of type [%s] is not supported for aggregation [%s]", f, a.fi.ESType, a.kind)
+		return badRequest("illegal_argument_exception", "Field [%s] of type [%s] is not supported for aggregation [%s]", a.field, a.fi.ESType, a.kind)
 	}
 	return nil
 }

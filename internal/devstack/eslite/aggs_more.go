@@ -188,6 +188,17 @@ func mappedOrUnmapped(fields map[string]fieldInfo, f string) fieldInfo {
 	return fieldInfo{Type: "unmapped", Src: f}
 }
 
+// fieldOption reads the field an aggregation requires: its name, its mapping (or an
+// unmapped field) and the missing value.
+func (a *aggDef) fieldOption(fields map[string]fieldInfo) error {
+	f, _ := a.opts["field"].(string)
+	if f == "" {
+		return parsingErr("Required one of fields [field, script], but none were specified in [%s] aggregation [%s]", a.kind, a.name)
+	}
+	a.field, a.fi, a.missing = f, mappedOrUnmapped(fields, f), a.opts["missing"]
+	return nil
+}
+
 func (a *aggDef) configureMore(fields map[string]fieldInfo) (bool, error) {
 	switch {
 	case pipelineKinds[a.kind]:
@@ -265,17 +276,12 @@ func (a *aggDef) configureMore(fields map[string]fieldInfo) (bool, error) {
 		}
 		return true, nil
 	case a.kind == "rare_terms":
-		f, _ := a.opts["field"].(string)
-		if f == "" {
-			return true, parsingErr("Required one of fields [field, script], but none were specified in [rare_terms] aggregation [%s]", a.name)
+		if err := a.fieldOption(fields); err != nil {
+			return true, err
 		}
-		a.field = f
-		fi := mappedOrUnmapped(fields, f)
-		a.fi = fi
-		if fi.Type == "text" && !fi.Fielddata {
-			return true, badRequest("illegal_argument_exception", "Text fields are not optimised for operations that require per-document field data like aggregations and sorting, so these operations are disabled by default. Please use a keyword field instead. Alternatively, set fielddata=true on [%s] in order to load field data by uninverting the inverted index.", f)
+		if a.fi.Type == "text" && !a.fi.Fielddata {
+			return true, badRequest("illegal_argument_exception", "Text fields are not optimised for operations that require per-document field data like aggregations and sorting, so these operations are disabled by default. Please use a keyword field instead. Alternatively, set fielddata=true on [%s] in order to load field data by uninverting the inverted index.", a.field)
 		}
-		a.missing = a.opts["missing"]
 		a.size = 1
 		for k, v := range a.opts {
 			switch k {
@@ -336,17 +342,12 @@ func (a *aggDef) configureMore(fields map[string]fieldInfo) (bool, error) {
 		}
 		return true, nil
 	case a.kind == "date_range":
-		f, _ := a.opts["field"].(string)
-		if f == "" {
-			return true, parsingErr("Required one of fields [field, script], but none were specified in [date_range] aggregation [%s]", a.name)
+		if err := a.fieldOption(fields); err != nil {
+			return true, err
 		}
-		a.field = f
-		fi := mappedOrUnmapped(fields, f)
-		if fi.Type != "date" && fi.Type != "unmapped" {
-			return true, badRequest("illegal_argument_exception", "Field [%s] of type [%s] is not supported for aggregation [date_range]", f, fi.ESType)
+		if a.fi.Type != "date" && a.fi.Type != "unmapped" {
+			return true, badRequest("illegal_argument_exception", "Field [%s] of type [%s] is not supported for aggregation [date_range]", a.field, a.fi.ESType)
 		}
-		a.fi = fi
-		a.missing = a.opts["missing"]
 		for k := range a.opts {
 			switch k {
 			case "field", "ranges", "keyed", "missing", "format":
@@ -419,14 +420,9 @@ func (a *aggDef) configureMore(fields map[string]fieldInfo) (bool, error) {
 	case a.kind == "variable_width_histogram":
 		return true, a.configureVariableWidth(fields)
 	case a.kind == "ip_range" || a.kind == "ip_prefix":
-		f, _ := a.opts["field"].(string)
-		if f == "" {
-			return true, parsingErr("Required one of fields [field, script], but none were specified in [%s] aggregation [%s]", a.kind, a.name)
+		if err := a.fieldOption(fields); err != nil {
+			return true, err
 		}
-		a.field = f
-		fi := mappedOrUnmapped(fields, f)
-		a.fi = fi
-		a.missing = a.opts["missing"]
 		if a.kind == "ip_prefix" {
 			return true, a.configureIPPrefix()
 		}

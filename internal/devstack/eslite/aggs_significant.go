@@ -69,12 +69,10 @@ func (a *aggDef) configureSignificant(fields map[string]fieldInfo) error {
 			return unknownField(a.kind, k, known)
 		}
 	}
-	f, _ := a.opts["field"].(string)
-	if f == "" {
-		return parsingErr("Required one of fields [field, script], but none were specified in [%s] aggregation [%s]", a.kind, a.name)
+	if err := a.fieldOption(fields); err != nil {
+		return err
 	}
-	a.field = f
-	a.fi = mappedOrUnmapped(fields, f)
+	f := a.field
 	if a.kind == "significant_terms" && a.fi.Type == "text" && !a.fi.Fielddata {
 		return badRequest("illegal_argument_exception", "Text fields are not optimised for operations that require per-document field data like aggregations and sorting, so these operations are disabled by default. Please use a keyword field instead. Alternatively, set fielddata=true on [%s] in order to load field data by uninverting the inverted index.", f)
 	}

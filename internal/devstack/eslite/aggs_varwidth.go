@@ -14,11 +14,10 @@ func (a *aggDef) configureVariableWidth(fields map[string]fieldInfo) error {
 			return parsingErr("[variable_width_histogram] unknown field [%s]", k)
 		}
 	}
-	f, _ := a.opts["field"].(string)
-	if f == "" {
-		return parsingErr("Required one of fields [field, script], but none were specified in [variable_width_histogram] aggregation [%s]", a.name)
+	if err := a.fieldOption(fields); err != nil {
+		return err
 	}
-	a.field, a.fi, a.missing = f, mappedOrUnmapped(fields, f), a.opts["missing"]
+	f := a.field
 	if a.fi.Type != "long" && a.fi.Type != "double" && a.fi.Type != "unmapped" {
 		return badRequest("illegal_argument_exception", "Field [%s] of type [%s] is not supported for aggregation [variable_width_histogram]", f, a.fi.ESType)
 	}
