@@ -71,9 +71,9 @@
 // Unmapped fields are mapped dynamically as Elasticsearch does: strings as text with a
 // `keyword` sub-field (or date when they parse as one), integers as long, other numbers
 // as float, booleans as boolean, objects as object. A value that does not fit its mapping
-// fails that document with mapper_parsing_exception (Elasticsearch 8.8+ says
-// document_parsing_exception; Trawler's es sink tests expect the older name). An index
-// without fields reports its mappings as {}.
+// fails that document with document_parsing_exception, as Elasticsearch 8.8+ says (a
+// mapping that does not parse is a mapper_parsing_exception). An index without fields
+// reports its mappings as {}.
 //
 // Query DSL: match (operator, minimum_should_match), match_phrase (slop 0), multi_match
 // (fields with ^boost and wildcards; best_fields and phrase as dis_max with tie_breaker,

@@ -589,7 +589,7 @@ func TestDocsBulkAliasesRestart(t *testing.T) {
 		action string
 		st     float64
 		typ    string
-	}{{"index", 201, ""}, {"index", 400, "mapper_parsing_exception"}, {"create", 409, "version_conflict_engine_exception"}, {"delete", 200, ""}} {
+	}{{"index", 201, ""}, {"index", 400, "document_parsing_exception"}, {"create", 409, "version_conflict_engine_exception"}, {"delete", 200, ""}} {
 		if st, typ := status(i, w.action); st != w.st || typ != w.typ {
 			t.Fatalf("item %d: %v %q want %v %q", i, st, typ, w.st, w.typ)
 		}
@@ -680,7 +680,7 @@ func TestIndexAPI(t *testing.T) {
 	}
 	// metadata fields cannot be indexed; unknown endpoints are named
 	st, m = e.raw(e.es.Index("news", strings.NewReader(`{"_id":"x"}`), e.es.Index.WithDocumentID("9")))
-	if st != 400 || m["error"].(map[string]any)["type"] != "mapper_parsing_exception" {
+	if st != 400 || m["error"].(map[string]any)["type"] != "document_parsing_exception" {
 		t.Fatalf("metadata field: %d %v", st, m)
 	}
 	st, m = e.raw(e.es.Indices.Forcemerge(e.es.Indices.Forcemerge.WithIndex("news")))

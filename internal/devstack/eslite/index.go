@@ -651,7 +651,7 @@ func (ix *esIndex) apply(ops []*writeOp) error {
 			}
 			metaChanged = metaChanged || changed
 			if err := batch.IndexAdvanced(doc); err != nil {
-				fail(badRequest("mapper_parsing_exception", "failed to index document [%s]: %v", op.id, err))
+				fail(badRequest("document_parsing_exception", "failed to index document [%s]: %v", op.id, err))
 				continue
 			}
 			op.version2 = newVer
@@ -732,7 +732,7 @@ func (ix *esIndex) buildDoc(id string, source []byte, version, seq int64, routin
 	dec := json.NewDecoder(bytes.NewReader(source))
 	dec.UseNumber()
 	if err := dec.Decode(&src); err != nil || src == nil {
-		return nil, false, badRequest("mapper_parsing_exception", "failed to parse document [%s]: not a JSON object", id)
+		return nil, false, badRequest("document_parsing_exception", "failed to parse document [%s]: not a JSON object", id)
 	}
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
@@ -829,7 +829,7 @@ func addValue(doc *document.Document, props map[string]any, name string, v any, 
 		return nil
 	}
 	if prefix == "" && metadataFields[name] {
-		return badRequest("mapper_parsing_exception", "Field [%s] is a metadata field and cannot be added inside a document. Use the index API request parameters.", name)
+		return badRequest("document_parsing_exception", "Field [%s] is a metadata field and cannot be added inside a document. Use the index API request parameters.", name)
 	}
 	p, mapped := props[name].(map[string]any)
 	if !mapped {
@@ -851,7 +851,7 @@ func addValue(doc *document.Document, props map[string]any, name string, v any, 
 	if t == "object" {
 		o, ok := v.(map[string]any)
 		if !ok {
-			return badRequest("mapper_parsing_exception", "object mapping for [%s] tried to parse field [%s] as object, but found a concrete value (document id [%s])", path, path, id)
+			return badRequest("document_parsing_exception", "object mapping for [%s] tried to parse field [%s] as object, but found a concrete value (document id [%s])", path, path, id)
 		}
 		sub, _ := p["properties"].(map[string]any)
 		if sub == nil {
@@ -908,7 +908,7 @@ func dynamicMapping(v any) map[string]any {
 }
 
 func mapperErr(path, typ string, v any, id string, why string) *esError {
-	return badRequest("mapper_parsing_exception", "failed to parse field [%s] of type [%s] in document with id '%s'. Preview of field's value: '%s'%s", path, typ, id, javaPreview(v), why)
+	return badRequest("document_parsing_exception", "failed to parse field [%s] of type [%s] in document with id '%s'. Preview of field's value: '%s'%s", path, typ, id, javaPreview(v), why)
 }
 
 // ignoredMark prefixes, in the names a document collects, the fields whose values were
