@@ -291,6 +291,7 @@ func (a *aggDef) configure(fields map[string]fieldInfo) error {
 			}
 			a.ranges = append(a.ranges, ar)
 		}
+		sortRanges(a.ranges)
 	}
 	if err := a.configureStats(allowed); err != nil {
 		return err
@@ -485,13 +486,13 @@ func (a *aggDef) run(docs []map[string]any) (map[string]any, error) {
 			if r.from != nil {
 				extra["from"] = jsonNumber(*r.from)
 				if a.kind == "date_range" {
-					extra["from_as_string"] = millisString(*r.from)
+					extra["from_as_string"] = formatDate(*r.from, outputFormat(a.dateFormat()), a.loc)
 				}
 			}
 			if r.to != nil {
 				extra["to"] = jsonNumber(*r.to)
 				if a.kind == "date_range" {
-					extra["to_as_string"] = millisString(*r.to)
+					extra["to_as_string"] = formatDate(*r.to, outputFormat(a.dateFormat()), a.loc)
 				}
 			}
 			b, err := a.bucket(r.key, in, extra)

@@ -47,3 +47,27 @@ func TestVariableWidthHistogram(t *testing.T) {
 		t.Errorf("variable_width_histogram:\n got  %s\n want %s", got, want)
 	}
 }
+
+func TestDateRangeFormatsAndOrder(t *testing.T) {
+	e := start(t, t.TempDir())
+	defer e.stop()
+	e.ok(e.es.Indices.Create("es", e.es.Indices.Create.WithBody(strings.NewReader(`{"mappings":{"properties":{"date":{"type":"date","format":"epoch_second"}}}}`))))
+	var b strings.Builder
+	for _, d := range []string{`{"date":1000}`, `{"date":2000}`, `{"date":"3000"}`, `{}`} {
+		b.WriteString(`{"index":{}}` + "\n" + d + "\n")
+	}
+	e.ok(e.es.Bulk(strings.NewReader(b.String()), e.es.Bulk.WithIndex("es"), e.es.Bulk.WithRefresh("true")))
+	// Bounds, keys and missing read in the field's format (seconds); from and to are
+	// millis; buckets come ordered by their bounds, whatever the request's order.
+	got := e.aggJSON("es", "", `{"r":{"date_range":{"field":"date","missing":"0","ranges":[{"from":3000,"to":4000},{"from":1000,"to":3000},{"key":"early","to":"1000"}]}}}`)
+	want := `{"r":{"buckets":[{"doc_count":1,"key":"early","to":1000000,"to_as_string":"1000"},` +
+		`{"doc_count":2,"from":1000000,"from_as_string":"1000","key":"1000-3000","to":3000000,"to_as_string":"3000"},` +
+		`{"doc_count":1,"from":3000000,"from_as_string":"3000","key":"3000-4000","to":4000000,"to_as_string":"4000"}]}}`
+	if got != want {
+		t.Errorf("date_range:\n got  %s\n want %s", got, want)
+	}
+	got = e.aggJSON("es", "", `{"r":{"date_range":{"field":"date","format":"yyyy-MM-dd'T'HH:mm","time_zone":"+01:00","ranges":[{"from":"1970-01-01T01:20"}]}}}`)
+	if !strings.Contains(got, `"key":"1970-01-01T01:20-*"`) || !strings.Contains(got, `"from":1200000`) || !strings.Contains(got, `"doc_count":2`) {
+		t.Errorf("date_range with format and time_zone: %s", got)
+	}
+}

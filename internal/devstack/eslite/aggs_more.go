@@ -352,9 +352,11 @@ func (a *aggDef) configureMore(fields map[string]fieldInfo) (bool, error) {
 			switch k {
 			case "field", "ranges", "keyed", "missing", "format":
 			case "time_zone":
-				if tz := scalarString(a.opts[k]); tz != "UTC" && tz != "Z" && tz != "+00:00" {
-					return true, parsingErr("[date_range] aggregation [%s]: time_zone [%s] is not supported by eslite (UTC only)", a.name, tz)
+				loc, err := loadZone(scalarString(a.opts[k]))
+				if err != nil {
+					return true, parsingErr("[date_range] aggregation [%s]: time_zone [%v] is not known", a.name, a.opts[k])
 				}
+				a.loc = loc
 			default:
 				return true, parsingErr("[date_range] aggregation [%s] does not support [%s]", a.name, k)
 			}
@@ -365,6 +367,7 @@ func (a *aggDef) configureMore(fields map[string]fieldInfo) (bool, error) {
 			return true, badRequest("illegal_argument_exception", "No [ranges] specified for the [%s] aggregation", a.name)
 		}
 		now := time.Now()
+		format := a.dateFormat()
 		for _, r := range rs {
 			rm, _ := r.(map[string]any)
 			var ar aggRange
@@ -374,7 +377,11 @@ func (a *aggDef) configureMore(fields map[string]fieldInfo) (bool, error) {
 				}
 				switch k {
 				case "from", "to":
-					t, err := parseDateMath(v, now, false)
+					// Bounds read in the aggregation's or the field's format and time zone.
+					t, err := parseDateIn(v, format, a.loc)
+					if s, isStr := v.(string); err != nil || (isStr && (strings.HasPrefix(s, "now") || strings.Contains(s, "||"))) {
+						t, err = parseDateMathFormat(v, now, false, format)
+					}
 					if err != nil {
 						return true, badRequest("parse_exception", "failed to parse date field [%v] in [date_range] aggregation [%s]", v, a.name)
 					}
@@ -393,15 +400,16 @@ func (a *aggDef) configureMore(fields map[string]fieldInfo) (bool, error) {
 			if ar.key == "" {
 				f, t := "*", "*"
 				if ar.from != nil {
-					f = millisString(*ar.from)
+					f = formatDate(*ar.from, outputFormat(format), a.loc)
 				}
 				if ar.to != nil {
-					t = millisString(*ar.to)
+					t = formatDate(*ar.to, outputFormat(format), a.loc)
 				}
 				ar.key = f + "-" + t
 			}
 			a.ranges = append(a.ranges, ar)
 		}
+		sortRanges(a.ranges)
 		return true, nil
 	case a.kind == "composite":
 		return true, a.configureComposite(fields)
@@ -918,4 +926,38 @@ func movingFn(fn string, win []float64) any {
 		v = compensatedSum(win) / float64(len(win))
 	}
 	return v
+}
+
+// dateFormat is the format an aggregation reads and writes dates in: its own, else its
+// field's.
+func (a *aggDef) dateFormat() string {
+	if f, ok := a.opts["format"].(string); ok {
+		return f
+	}
+	return a.fi.DateFormat
+}
+
+// outputFormat is the format dates are written in: the first of a format's
+// alternatives.
+func outputFormat(format string) string {
+	f, _, _ := strings.Cut(format, "||")
+	return f
+}
+
+// sortRanges orders ranges by from, then to, an open bound first for from and last
+// for to, as Elasticsearch orders range buckets.
+func sortRanges(rs []aggRange) {
+	bound := func(f *float64, open float64) float64 {
+		if f == nil {
+			return open
+		}
+		return *f
+	}
+	sort.SliceStable(rs, func(i, j int) bool {
+		fi, fj := bound(rs[i].from, math.Inf(-1)), bound(rs[j].from, math.Inf(-1))
+		if fi != fj {
+			return fi < fj
+		}
+		return bound(rs[i].to, math.Inf(1)) < bound(rs[j].to, math.Inf(1))
+	})
 }

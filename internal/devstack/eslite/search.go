@@ -81,7 +81,7 @@ func typedValue(fi fieldInfo, v any) (any, bool) {
 		}
 		return f, ok
 	case "date":
-		t, err := parseDateValue(v)
+		t, err := parseDateFormat(v, fi.DateFormat)
 		if err != nil {
 			return nil, false
 		}
