@@ -34,7 +34,7 @@ type aggDef struct {
 	bounds   *[2]float64
 	keyed    bool // buckets as an object keyed by their key instead of a list
 	ranges   []aggRange
-	// stats, extended_stats, percentiles
+	// stats, extended_stats, percentiles; random_sampler: the probability
 	sigma    float64
 	percents []float64
 	// filters: the named (or, anonymous, numbered) filter queries, and once the search
@@ -86,7 +86,7 @@ var metricKinds = map[string]bool{"avg": true, "sum": true, "min": true, "max": 
 	"geo_bounds": true, "geo_centroid": true, "top_metrics": true, "matrix_stats": true}
 var bucketKinds = map[string]bool{"terms": true, "date_histogram": true, "histogram": true, "range": true, "filters": true,
 	"rare_terms": true, "filter": true, "global": true, "nested": true, "sampler": true, "diversified_sampler": true, "ip_range": true, "ip_prefix": true, "date_range": true, "adjacency_matrix": true, "composite": true,
-	"significant_terms": true, "significant_text": true, "geohash_grid": true, "geotile_grid": true, "auto_date_histogram": true, "variable_width_histogram": true}
+	"significant_terms": true, "significant_text": true, "geohash_grid": true, "geotile_grid": true, "auto_date_histogram": true, "variable_width_histogram": true, "random_sampler": true}
 
 func parseAggs(v any, fields map[string]fieldInfo) ([]*aggDef, error) {
 	if v == nil {
@@ -125,7 +125,7 @@ func parseAggs(v any, fields map[string]fieldInfo) ([]*aggDef, error) {
 					return nil, parsingErr("[%s] aggregation [%s] malformed", k, name)
 				}
 			default:
-				return nil, parsingErr("Unknown aggregation type [%s] in [%s] (eslite supports terms, rare_terms, date_histogram, auto_date_histogram, variable_width_histogram, histogram, range, date_range, ip_range, ip_prefix, composite, significant_terms, significant_text, geohash_grid, geotile_grid, filter, filters, adjacency_matrix, global, nested, sampler, diversified_sampler, top_hits, top_metrics, matrix_stats, geo_bounds, geo_centroid, avg, weighted_avg, sum, min, max, value_count, cardinality, stats, extended_stats, percentiles, percentile_ranks, avg_bucket, max_bucket, min_bucket, sum_bucket, stats_bucket, cumulative_sum, derivative, serial_diff, bucket_sort)", k, name)
+				return nil, parsingErr("Unknown aggregation type [%s] in [%s] (eslite supports terms, rare_terms, date_histogram, auto_date_histogram, variable_width_histogram, histogram, range, date_range, ip_range, ip_prefix, composite, significant_terms, significant_text, geohash_grid, geotile_grid, filter, filters, adjacency_matrix, global, nested, sampler, diversified_sampler, random_sampler, top_hits, top_metrics, matrix_stats, geo_bounds, geo_centroid, avg, weighted_avg, sum, min, max, value_count, cardinality, stats, extended_stats, percentiles, percentile_ranks, avg_bucket, max_bucket, min_bucket, sum_bucket, stats_bucket, cumulative_sum, derivative, serial_diff, bucket_sort)", k, name)
 			}
 		}
 		if a.kind == "" {
@@ -1064,6 +1064,9 @@ func prepareAggs(defs []*aggDef, p aggPrep) error {
 				return err
 			}
 			a.allDocs = docs
+		}
+		if a.kind == "random_sampler" {
+			a.docKey = docKey
 		}
 		if a.kind == "filters" || a.kind == "filter" || a.kind == "adjacency_matrix" || significant {
 			a.docKey = docKey

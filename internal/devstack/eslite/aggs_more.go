@@ -31,9 +31,12 @@ func checkParents(defs []*aggDef, parent *aggDef) error {
 				return badRequest("action_request_validation_exception", "Validation Failed: 1: %s aggregation [%s] must be declared inside of another aggregation;", a.kind, a.name)
 			case parent == nil:
 				return badRequest("action_request_validation_exception", "Validation Failed: 1: %s aggregation [%s] must have a histogram, date_histogram or auto_date_histogram as parent but doesn't have a parent;", a.kind, a.name)
-			case histoOnly && parent.kind != "histogram" && parent.kind != "date_histogram":
+			case histoOnly && parent.kind != "histogram" && parent.kind != "date_histogram" && parent.kind != "auto_date_histogram":
 				return badRequest("action_request_validation_exception", "Validation Failed: 1: %s aggregation [%s] must have a histogram, date_histogram or auto_date_histogram as parent;", a.kind, a.name)
 			}
+		}
+		if err := checkRandomSampler(a, parent); err != nil {
+			return err
 		}
 		if err := checkParents(a.subs, a); err != nil {
 			return err
@@ -427,6 +430,8 @@ func (a *aggDef) configureMore(fields map[string]fieldInfo) (bool, error) {
 		return true, a.configureMatrixStats(fields)
 	case a.kind == "variable_width_histogram":
 		return true, a.configureVariableWidth(fields)
+	case a.kind == "random_sampler":
+		return true, a.configureRandomSampler()
 	case a.kind == "ip_range" || a.kind == "ip_prefix":
 		if err := a.fieldOption(fields); err != nil {
 			return true, err
@@ -623,6 +628,9 @@ func (a *aggDef) runMore(docs []map[string]any) (map[string]any, bool, error) {
 		return a.matrixStats(docs), true, nil
 	case "variable_width_histogram":
 		out, err := a.variableWidth(docs)
+		return out, true, err
+	case "random_sampler":
+		out, err := a.randomSampler(docs)
 		return out, true, err
 	case "ip_prefix":
 		out, err := a.ipPrefixRun(docs)

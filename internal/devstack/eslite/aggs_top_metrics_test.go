@@ -1,6 +1,7 @@
 package eslite_test
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 )
@@ -42,5 +43,47 @@ func TestTopMetrics(t *testing.T) {
 		`{"aggs":{"h":{"terms":{"field":"uuid","order":{"hit.unknown":"desc"}},"aggs":{"hit":{"top_metrics":{"sort":{"timestamp":"desc"},"metrics":{"field":"metric"}}}}}}}`))))
 	if st != 400 || !strings.Contains(jsonString(m), "unknown metric [unknown]") {
 		t.Errorf("unknown metric: %d %v", st, m)
+	}
+}
+
+func TestRandomSampler(t *testing.T) {
+	e := start(t, t.TempDir())
+	defer e.stop()
+	var b strings.Builder
+	for i := 0; i < 400; i++ {
+		b.WriteString(`{"index":{}}` + "\n" + `{"value":4}` + "\n")
+	}
+	e.ok(e.es.Bulk(strings.NewReader(b.String()), e.es.Bulk.WithIndex("rs"), e.es.Bulk.WithRefresh("true")))
+	var m struct {
+		S struct {
+			DocCount    int     `json:"doc_count"`
+			Probability float64 `json:"probability"`
+			Mean        struct{ Value float64 }
+			Sum         struct{ Value float64 }
+		}
+	}
+	agg := `{"s":{"random_sampler":{"probability":0.5,"seed":7},"aggs":{"mean":{"avg":{"field":"value"}},"sum":{"sum":{"field":"value"}}}}}`
+	got := e.aggJSON("rs", "", agg)
+	if err := json.Unmarshal([]byte(got), &m); err != nil {
+		t.Fatal(err)
+	}
+	// About half the documents are sampled; counts and sums are scaled back up, means
+	// are the sample's; the same seed samples the same documents.
+	if m.S.Mean.Value != 4 || m.S.DocCount < 300 || m.S.DocCount > 500 || m.S.Sum.Value != 4*float64(m.S.DocCount) || m.S.Probability != 0.5 {
+		t.Errorf("random_sampler: %s", got)
+	}
+	if again := e.aggJSON("rs", "", agg); again != got {
+		t.Errorf("same seed, another sample: %s vs %s", again, got)
+	}
+	for body, want := range map[string]string{
+		`{"aggs":{"s":{"random_sampler":{"probability":1.5},"aggs":{"m":{"max":{"field":"value"}}}}}}`:                                          "[probability] must be between 0 and 1",
+		`{"aggs":{"s":{"random_sampler":{"probability":0.2}}}}`:                                                                                 "must have sub-aggregations",
+		`{"aggs":{"s":{"random_sampler":{"probability":0.1},"aggs":{"u":{"cardinality":{"field":"value"}}}}}}`:                                  "does not support sampling [cardinality] aggregation [u]",
+		`{"aggs":{"t":{"terms":{"field":"value"},"aggs":{"s":{"random_sampler":{"probability":0.1},"aggs":{"m":{"max":{"field":"value"}}}}}}}}`: "cannot have a parent aggregation",
+	} {
+		st, m := e.raw(e.es.Search(e.es.Search.WithIndex("rs"), e.es.Search.WithBody(strings.NewReader(body))))
+		if st != 400 || !strings.Contains(jsonString(m), want) {
+			t.Errorf("%s: %d %v", body, st, m)
+		}
 	}
 }
