@@ -71,3 +71,17 @@ func TestDateRangeFormatsAndOrder(t *testing.T) {
 		t.Errorf("date_range with format and time_zone: %s", got)
 	}
 }
+
+func TestDateRangeOffsetsInFormat(t *testing.T) {
+	e := start(t, t.TempDir())
+	defer e.stop()
+	e.ok(e.es.Indices.Create("tz", e.es.Indices.Create.WithBody(strings.NewReader(`{"mappings":{"properties":{"d":{"type":"date","format":"uuuu-MM-dd'T'HH:mm:ss.SSSSSSSSSZZZZZ"}}}}`))))
+	e.ok(e.es.Index("tz", strings.NewReader(`{"d":"2021-08-12T01:00:00.000000000+02:00"}`), e.es.Index.WithRefresh("true")))
+	// Offsets in the bounds count; the output is in the requested time zone.
+	got := e.aggJSON("tz", "", `{"r":{"date_range":{"field":"d","time_zone":"America/New_York","ranges":[{"from":"2021-08-12T00:00:00.000000000+02:00","to":"2021-08-12T02:00:00.000000000+02:00"}]}}}`)
+	for _, want := range []string{`"from":1628719200000`, `"from_as_string":"2021-08-11T18:00:00.000000000-04:00"`, `"to_as_string":"2021-08-11T20:00:00.000000000-04:00"`, `"doc_count":1`} {
+		if !strings.Contains(got, want) {
+			t.Errorf("date_range: %s lacks %s", got, want)
+		}
+	}
+}

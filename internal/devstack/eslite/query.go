@@ -1719,7 +1719,8 @@ func parseDateMathFormat(v any, now time.Time, roundUp bool, format string) (tim
 }
 
 var javaDateTokens = strings.NewReplacer("yyyy", "2006", "uuuu", "2006", "MM", "01", "dd", "02", "HH", "15",
-	"mm", "04", "ss", "05", "SSSSSSSSS", "000000000", "SSSSSS", "000000", "SSS", "000", "'T'", "T", "XXX", "Z07:00", "Z", "Z0700")
+	"mm", "04", "ss", "05", "SSSSSSSSS", "000000000", "SSSSSS", "000000", "SSS", "000", "'T'", "T", "XXX", "Z07:00",
+	"ZZZZZ", "Z07:00", "Z", "Z0700")
 
 // parseDateFormat reads a date in a mapping's format: alternatives joined by ||, each
 // epoch_millis, epoch_second, one of the built-in ISO formats, or a Java pattern made of
