@@ -323,6 +323,8 @@ func (a *aggDef) configure(fields map[string]fieldInfo) error {
 			v := eb[k]
 			if f, ok := toFloat(v); ok {
 				b[i] = f
+			} else if t, err := parseDateIn(v, a.dateFormat(), a.loc); err == nil && a.kind == "date_histogram" {
+				b[i] = float64(t.UnixMilli())
 			} else if t, err := parseDateMath(v, time.Now(), i == 1); err == nil {
 				b[i] = float64(t.UnixMilli())
 			} else {
@@ -653,10 +655,8 @@ func (a *aggDef) histogram(docs []map[string]any) (map[string]any, error) {
 		var key any = k
 		if a.kind == "date_histogram" {
 			key = int64(k)
-			extra["key_as_string"] = millisString(k)
-			if a.loc != nil {
-				extra["key_as_string"] = time.UnixMilli(int64(k)).In(a.loc).Format("2006-01-02T15:04:05.000Z07:00")
-			}
+			// In the aggregation's or the field's format, in the time zone.
+			extra["key_as_string"] = formatDate(k, outputFormat(a.dateFormat()), a.loc)
 		} else if fm, ok := a.opts["format"].(string); ok && a.kind == "histogram" {
 			extra["key_as_string"] = decimalFormat(k, fm)
 		}

@@ -85,3 +85,15 @@ func TestDateRangeOffsetsInFormat(t *testing.T) {
 		}
 	}
 }
+
+func TestDateHistogramFormatInTimeZone(t *testing.T) {
+	e := start(t, t.TempDir())
+	defer e.stop()
+	e.ok(e.es.Indices.Create("dh", e.es.Indices.Create.WithBody(strings.NewReader(`{"mappings":{"properties":{"date":{"type":"date","format":"yyyy-MM-dd HH:mm:ss"}}}}`))))
+	e.ok(e.es.Index("dh", strings.NewReader(`{"date":"2021-05-01 20:00:00"}`), e.es.Index.WithRefresh("true")))
+	got := e.aggJSON("dh", "", `{"h":{"date_histogram":{"field":"date","calendar_interval":"hour","time_zone":"Asia/Jakarta"}},"u":{"date_histogram":{"field":"date","calendar_interval":"hour"}}}`)
+	want := `{"h":{"buckets":[{"doc_count":1,"key":1619899200000,"key_as_string":"2021-05-02 03:00:00"}]},"u":{"buckets":[{"doc_count":1,"key":1619899200000,"key_as_string":"2021-05-01 20:00:00"}]}}`
+	if got != want {
+		t.Errorf("date_histogram in the field's format:\n got  %s\n want %s", got, want)
+	}
+}
