@@ -452,10 +452,6 @@ func (a *aggDef) bucket(key any, docs []map[string]any, extra map[string]any) (m
 	return b, nil
 }
 
-func millisString(ms float64) string {
-	return time.UnixMilli(int64(ms)).UTC().Format("2006-01-02T15:04:05.000Z")
-}
-
 func (a *aggDef) run(docs []map[string]any) (map[string]any, error) {
 	if out, ok, err := a.runMore(docs); ok {
 		return out, err
@@ -573,7 +569,7 @@ func (a *aggDef) metric(docs []map[string]any) map[string]any {
 	}
 	out := map[string]any{"value": v}
 	if a.fi.Type == "date" && (a.kind == "min" || a.kind == "max" || a.kind == "avg") {
-		out["value_as_string"] = millisString(v)
+		out["value_as_string"] = formatDate(v, outputFormat(a.dateFormat()), nil)
 	}
 	return out
 }

@@ -471,7 +471,7 @@ func (a *aggDef) termBucket(g *termGroup) (map[string]any, error) {
 	case float64:
 		key = jsonNumber(k)
 		if a.keyType() == "date" {
-			extra["key_as_string"] = millisString(k)
+			extra["key_as_string"] = formatDate(k, outputFormat(a.dateFormat()), nil)
 		}
 	case bool:
 		key = 0

@@ -123,7 +123,7 @@ func renderValue(fi fieldInfo, v any) any {
 	case !ok:
 		return v
 	case fi.Type == "date":
-		return millisString(f)
+		return formatDate(f, outputFormat(fi.DateFormat), nil)
 	case fi.Type == "long":
 		return jsonNumber(f)
 	}
