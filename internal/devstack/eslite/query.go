@@ -342,12 +342,14 @@ func (c *qctx) translate(v any) (query.Query, error) {
 			return c.queryString(body)
 		case "simple_query_string":
 			return c.simpleQueryString(body)
+		case "span_term", "span_multi", "span_near", "span_or", "span_first", "span_not", "span_containing", "span_within", "span_field_masking":
+			return c.spanQ(kind, body)
 		case "function_score":
 			return c.functionScoreQ(body)
 		case "distance_feature":
 			return c.distanceFeatureQ(body)
 		default:
-			return nil, parsingErr("unknown query [%s] (eslite supports match, match_phrase, match_bool_prefix, intervals, geo_bounding_box, multi_match, combined_fields, term, terms, range, exists, prefix, wildcard, regexp, ids, bool, nested, dis_max, constant_score, function_score, distance_feature, query_string, simple_query_string, match_all, match_none)", kind)
+			return nil, parsingErr("unknown query [%s] (eslite supports match, match_phrase, match_bool_prefix, intervals, geo_bounding_box, multi_match, combined_fields, term, terms, range, exists, prefix, wildcard, regexp, ids, bool, nested, dis_max, constant_score, function_score, distance_feature, query_string, simple_query_string, span_term, span_multi, span_near, span_or, span_first, span_not, span_containing, span_within, span_field_masking, match_all, match_none)", kind)
 		}
 	}
 	return nil, nil
