@@ -17,6 +17,12 @@ func (e *env) aggJSON(index, query, aggs string) string {
 	return string(b)
 }
 
+// queryIDs runs query over index and returns the ids of its hits, in hit order.
+func (e *env) queryIDs(index, query string) []string {
+	e.t.Helper()
+	return hitIDs(e.search(index, `{"query":`+query+`}`))
+}
+
 // searchStatus runs a search and returns its status and error type.
 func (e *env) searchStatus(index, body string) (int, string) {
 	e.t.Helper()

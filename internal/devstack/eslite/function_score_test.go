@@ -9,10 +9,7 @@ func TestFunctionScoreAndDistanceFeature(t *testing.T) {
 	e := start(t, t.TempDir())
 	defer e.stop()
 	e.seed()
-	ids := func(q string) string {
-		t.Helper()
-		return strings.Join(hitIDs(e.search("news", `{"query":`+q+`}`)), ",")
-	}
+	ids := func(q string) string { return strings.Join(e.queryIDs("news", q), ",") }
 	// points: 1:120 2:80 3:200 4:45 5:150 6:5.
 	if got := ids(`{"function_score":{"field_value_factor":{"field":"points"},"boost_mode":"replace"}}`); got != "3,5,1,2,4,6" {
 		t.Errorf("field_value_factor: %s", got)

@@ -9,10 +9,6 @@ func TestSimpleQueryString(t *testing.T) {
 	e := start(t, t.TempDir())
 	defer e.stop()
 	e.seed()
-	ids := func(body string) string {
-		t.Helper()
-		return strings.Join(sorted(hitIDs(e.search("news", `{"query":{"simple_query_string":`+body+`}}`))), ",")
-	}
 	for body, want := range map[string]string{
 		`{"query":"rust database","fields":["title"]}`:                              "2,4",
 		`{"query":"go +generics","fields":["title"]}`:                               "1",
@@ -24,7 +20,7 @@ func TestSimpleQueryString(t *testing.T) {
 		`{"query":"alice","fields":["author"]}`:                                     "1,3",
 		`{"query":"go) (( \"unclosed","fields":["title"]}`:                          "1,3",
 	} {
-		if got := ids(body); got != want {
+		if got := strings.Join(sorted(e.queryIDs("news", `{"simple_query_string":`+body+`}`)), ","); got != want {
 			t.Errorf("%s: %s, want %s", body, got, want)
 		}
 	}

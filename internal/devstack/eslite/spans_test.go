@@ -9,10 +9,6 @@ func TestSpanQueries(t *testing.T) {
 	e := start(t, t.TempDir())
 	defer e.stop()
 	e.seed()
-	ids := func(q string) string {
-		t.Helper()
-		return strings.Join(sorted(hitIDs(e.search("news", `{"query":`+q+`}`))), ",")
-	}
 	// Titles: 1 "Go generics explained", 3 "Go concurrency patterns", 5 "Search engines from scratch".
 	for q, want := range map[string]string{
 		`{"span_term":{"title":"go"}}`: "1,3",
@@ -27,7 +23,7 @@ func TestSpanQueries(t *testing.T) {
 		`{"span_containing":{"big":{"span_near":{"clauses":[{"span_term":{"title":"go"}},{"span_term":{"title":"explained"}}],"slop":1}},"little":{"span_term":{"title":"generics"}}}}`: "1",
 		`{"span_within":{"little":{"span_term":{"title":"concurrency"}},"big":{"span_near":{"clauses":[{"span_term":{"title":"go"}},{"span_term":{"title":"patterns"}}],"slop":1}}}}`:   "3",
 	} {
-		if got := ids(q); got != want {
+		if got := strings.Join(sorted(e.queryIDs("news", q)), ","); got != want {
 			t.Errorf("%s: %q, want %q", q, got, want)
 		}
 	}
