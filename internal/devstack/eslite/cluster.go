@@ -157,3 +157,26 @@ func countBuckets(v any) int {
 	}
 	return n
 }
+
+// allowExpensive is search.allow_expensive_queries (true unless set to false).
+func (s *server) allowExpensive() bool {
+	cs := &s.cluster
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	for _, m := range []map[string]any{cs.transient, cs.persistent} {
+		if v, ok := m["search.allow_expensive_queries"]; ok {
+			return scalarString(v) != "false"
+		}
+	}
+	return true
+}
+
+// expensive refuses an expensive query (prefix, wildcard, regexp, fuzzy, ranges on
+// strings, joining queries) when search.allow_expensive_queries is false, with
+// Elasticsearch's message.
+func (c *qctx) expensive(what, hint string) error {
+	if c.t == nil || c.t.server == nil || c.t.server.allowExpensive() {
+		return nil
+	}
+	return &esError{status: 500, typ: "exception", reason: what + " cannot be executed when 'search.allow_expensive_queries' is set to false." + hint}
+}

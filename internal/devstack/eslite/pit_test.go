@@ -92,3 +92,28 @@ func TestClusterSettingsMaxBuckets(t *testing.T) {
 }
 
 func jsonDecode(r io.Reader, v any) error { return json.NewDecoder(r).Decode(v) }
+
+func TestDisallowExpensiveQueriesAndFuzzy(t *testing.T) {
+	e := start(t, t.TempDir())
+	defer e.stop()
+	e.seed()
+	if got := strings.Join(sorted(e.queryIDs("news", `{"fuzzy":{"author":{"value":"alise"}}}`)), ","); got != "1,3" {
+		t.Errorf("fuzzy: %s", got)
+	}
+	if got := e.queryIDs("news", `{"fuzzy":{"author":{"value":"alise","fuzziness":0}}}`); len(got) != 0 {
+		t.Errorf("fuzzy with fuzziness 0: %v", got)
+	}
+	if st, m := e.do("PUT", "/_cluster/settings?flat_settings=true", `{"persistent":{"search.allow_expensive_queries":"false"}}`); st != 200 || jsonString(m["persistent"]) != `{"search.allow_expensive_queries":"false"}` {
+		t.Fatalf("put: %d %v", st, m)
+	}
+	for _, q := range []string{`{"prefix":{"title":"go"}}`, `{"wildcard":{"title":"g*"}}`, `{"regexp":{"title":"g.*"}}`,
+		`{"fuzzy":{"author":"alise"}}`, `{"range":{"author":{"gte":"b"}}}`} {
+		st, m := e.raw(e.es.Search(e.es.Search.WithIndex("news"), e.es.Search.WithBody(strings.NewReader(`{"query":`+q+`}`))))
+		if st < 400 || !strings.Contains(jsonString(m), "cannot be executed when 'search.allow_expensive_queries' is set to false") {
+			t.Errorf("%s: %d %v", q, st, m)
+		}
+	}
+	if st, _ := e.searchStatus("news", `{"query":{"range":{"points":{"gte":100}}}}`); st != 200 {
+		t.Errorf("numeric range: %d", st)
+	}
+}

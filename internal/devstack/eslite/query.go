@@ -342,6 +342,8 @@ func (c *qctx) translate(v any) (query.Query, error) {
 			return c.queryString(body)
 		case "simple_query_string":
 			return c.simpleQueryString(body)
+		case "fuzzy":
+			return c.fuzzyQ(body)
 		case "span_term", "span_multi", "span_near", "span_or", "span_first", "span_not", "span_containing", "span_within", "span_field_masking":
 			return c.spanQ(kind, body)
 		case "function_score":
@@ -349,7 +351,7 @@ func (c *qctx) translate(v any) (query.Query, error) {
 		case "distance_feature":
 			return c.distanceFeatureQ(body)
 		default:
-			return nil, parsingErr("unknown query [%s] (eslite supports match, match_phrase, match_bool_prefix, intervals, geo_bounding_box, multi_match, combined_fields, term, terms, range, exists, prefix, wildcard, regexp, ids, bool, nested, dis_max, constant_score, function_score, distance_feature, query_string, simple_query_string, span_term, span_multi, span_near, span_or, span_first, span_not, span_containing, span_within, span_field_masking, match_all, match_none)", kind)
+			return nil, parsingErr("unknown query [%s] (eslite supports match, match_phrase, match_bool_prefix, intervals, geo_bounding_box, multi_match, combined_fields, term, terms, range, exists, prefix, wildcard, regexp, ids, bool, nested, dis_max, constant_score, function_score, distance_feature, query_string, simple_query_string, fuzzy, span_term, span_multi, span_near, span_or, span_first, span_not, span_containing, span_within, span_field_masking, match_all, match_none)", kind)
 		}
 	}
 	return nil, nil
@@ -697,6 +699,9 @@ func (c *qctx) regexpQ(body any) (query.Query, error) {
 	if !ok {
 		return bleve.NewMatchNoneQuery(), nil
 	}
+	if err := c.expensive("[regexp] queries", ""); err != nil {
+		return nil, err
+	}
 	if fi.Type != "text" && fi.Type != "keyword" {
 		return nil, badRequest("query_shard_exception", "Can only use regexp queries on keyword and text fields - not on [%s] which is of type [%s]", f, fi.ESType)
 	}
@@ -749,6 +754,11 @@ func (c *qctx) rangeQ(body any) (query.Query, error) {
 	fi, ok := c.fields[f]
 	if !ok {
 		return bleve.NewMatchNoneQuery(), nil
+	}
+	if fi.Type == "text" || fi.Type == "keyword" {
+		if err := c.expensive("[range] queries on [text] or [keyword] fields", ""); err != nil {
+			return nil, err
+		}
 	}
 	switch fi.Type {
 	case "long", "double":
@@ -847,6 +857,13 @@ func (c *qctx) patternQ(kind string, body any) (query.Query, error) {
 	}
 	if fi.Type != "text" && fi.Type != "keyword" {
 		return nil, badRequest("query_shard_exception", "Can only use %s queries on keyword and text fields - not on [%s] which is of type [%s]", kind, f, fi.Type)
+	}
+	hint := ""
+	if kind == "prefix" {
+		hint = " For optimised prefix queries on text fields please enable [index_prefixes]."
+	}
+	if err := c.expensive("["+kind+"] queries", hint); err != nil {
+		return nil, err
 	}
 	s := scalarString(v)
 	if kind == "prefix" {
@@ -1514,6 +1531,9 @@ func (c *qctx) nestedQ(body any) (query.Query, error) {
 	if !ok {
 		return nil, parsingErr("[nested] requires 'query' field")
 	}
+	if err := c.expensive("[joining] queries", ""); err != nil {
+		return nil, err
+	}
 	mapped := false
 	for f := range c.fields {
 		if strings.HasPrefix(f, path+".") {
@@ -1814,4 +1834,39 @@ func indexNameQuery(kind string, body any) (query.Query, bool, error) {
 		return qs[0], true, nil
 	}
 	return bleve.NewDisjunctionQuery(qs...), true, nil
+}
+
+// fuzzyQ answers a fuzzy query: terms within an edit distance (fuzziness, AUTO by
+// default) of the value, on text and keyword fields; the value is not analysed.
+func (c *qctx) fuzzyQ(body any) (query.Query, error) {
+	f, v, opts, err := fieldAndValue("fuzzy", body, "value")
+	if err != nil {
+		return nil, err
+	}
+	for k := range opts {
+		switch k {
+		case "value", "fuzziness", "prefix_length", "max_expansions", "transpositions", "rewrite", "boost", "_name":
+		default:
+			return nil, parsingErr("[fuzzy] query does not support [%s]", k)
+		}
+	}
+	fi, ok := c.fields[f]
+	if !ok {
+		return bleve.NewMatchNoneQuery(), nil
+	}
+	if err := c.expensive("[fuzzy] queries", ""); err != nil {
+		return nil, err
+	}
+	if fi.Type != "text" && fi.Type != "keyword" {
+		return c.exactValue(f, fi, scalarString(v))
+	}
+	term := scalarString(v)
+	fq := bleve.NewFuzzyQuery(term)
+	fq.SetField(f)
+	fq.SetFuzziness(fuzzDistance(orDefault(opts["fuzziness"], "AUTO"), term))
+	if p, ok := toFloat(opts["prefix_length"]); ok {
+		fq.SetPrefix(int(p))
+	}
+	c.addHL(f, term)
+	return boosted(fq, opts["boost"]), nil
 }
