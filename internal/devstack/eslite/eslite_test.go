@@ -488,7 +488,7 @@ func TestErrors(t *testing.T) {
 		status            int
 		typ, mention      string
 	}{
-		{"unknown query", "news", `{"query":{"fuzzy":{"title":"go"}}}`, 400, "parsing_exception", "fuzzy"},
+		{"unknown query", "news", `{"query":{"more_like_this":{"like":"go"}}}`, 400, "parsing_exception", "more_like_this"},
 		{"two fields", "news", `{"query":{"match":{"title":"go","body":"go"}}}`, 400, "parsing_exception", "match"},
 		{"two query types", "news", `{"query":{"match_all":{},"term":{"tags":"go"}}}`, 400, "parsing_exception", "match_all, term"},
 		{"bad option", "news", `{"query":{"match":{"title":{"query":"go","fuzziness":2}}}}`, 400, "parsing_exception", "fuzziness"},
