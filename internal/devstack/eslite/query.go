@@ -344,6 +344,18 @@ func (c *qctx) translate(v any) (query.Query, error) {
 			return c.simpleQueryString(body)
 		case "fuzzy":
 			return c.fuzzyQ(body)
+		case "match_phrase_prefix":
+			f, v, opts, err := fieldAndValue(kind, body, "query")
+			if err != nil {
+				return nil, err
+			}
+			for k := range opts {
+				if k != "query" && k != "slop" && k != "max_expansions" && k != "analyzer" && k != "boost" && k != "zero_terms_query" {
+					return nil, parsingErr("[match_phrase_prefix] query does not support [%s]", k)
+				}
+			}
+			slop, _ := toFloat(opts["slop"])
+			return c.sloppyPhrase(f, scalarString(v), int(slop), true, opts)
 		case "span_term", "span_multi", "span_near", "span_or", "span_first", "span_not", "span_containing", "span_within", "span_field_masking":
 			return c.spanQ(kind, body)
 		case "function_score":
@@ -351,7 +363,7 @@ func (c *qctx) translate(v any) (query.Query, error) {
 		case "distance_feature":
 			return c.distanceFeatureQ(body)
 		default:
-			return nil, parsingErr("unknown query [%s] (eslite supports match, match_phrase, match_bool_prefix, intervals, geo_bounding_box, multi_match, combined_fields, term, terms, range, exists, prefix, wildcard, regexp, ids, bool, nested, dis_max, constant_score, function_score, distance_feature, query_string, simple_query_string, fuzzy, span_term, span_multi, span_near, span_or, span_first, span_not, span_containing, span_within, span_field_masking, match_all, match_none)", kind)
+			return nil, parsingErr("unknown query [%s] (eslite supports match, match_phrase, match_bool_prefix, intervals, geo_bounding_box, multi_match, combined_fields, term, terms, range, exists, prefix, wildcard, regexp, ids, bool, nested, dis_max, constant_score, function_score, distance_feature, query_string, simple_query_string, fuzzy, match_phrase_prefix, span_term, span_multi, span_near, span_or, span_first, span_not, span_containing, span_within, span_field_masking, match_all, match_none)", kind)
 		}
 	}
 	return nil, nil
@@ -386,12 +398,12 @@ func (c *qctx) matchQ(body any, phrase bool) (query.Query, error) {
 		switch k {
 		case "query", "operator", "minimum_should_match", "boost", "analyzer", "lenient", "zero_terms_query":
 		case "slop":
-			if n, _ := toFloat(opts[k]); n != 0 {
-				return nil, parsingErr("[%s] option [slop] is not supported by eslite (only 0)", kind)
-			}
 		default:
 			return nil, parsingErr("[%s] query does not support [%s]", kind, k)
 		}
+	}
+	if n, _ := toFloat(opts["slop"]); n != 0 && phrase {
+		return c.sloppyPhrase(f, scalarString(v), int(n), false, opts)
 	}
 	op := strings.ToLower(fmt.Sprint(orDefault(opts["operator"], "or")))
 	if op != "or" && op != "and" {

@@ -3,6 +3,7 @@ package eslite
 import (
 	"strings"
 
+	"github.com/blevesearch/bleve/v2"
 	"github.com/blevesearch/bleve/v2/search/query"
 )
 
@@ -163,4 +164,27 @@ func parseSpan(kind string, body any) (string, *ivRule, error) {
 		return f, r, nil
 	}
 	return "", nil, parsingErr("unknown query [%s]", kind)
+}
+
+// sloppyPhrase answers match_phrase with a slop (the analysed terms in order, with at
+// most slop positions between them) and match_phrase_prefix (the last term a prefix),
+// over token positions.
+func (c *qctx) sloppyPhrase(field, text string, slop int, prefix bool, opts map[string]any) (query.Query, error) {
+	terms := analyzeWith(opts["analyzer"], text)
+	if len(terms) == 0 {
+		return bleve.NewMatchNoneQuery(), nil
+	}
+	rule := &ivRule{kind: "all_of", ordered: true, maxGaps: slop}
+	for i, t := range terms {
+		t := t
+		pred := func(s string) bool { return s == t }
+		if prefix && i == len(terms)-1 {
+			pred = func(s string) bool { return strings.HasPrefix(s, t) }
+			c.addHLPrefix(field, t)
+		} else {
+			c.addHL(field, t)
+		}
+		rule.terms = append(rule.terms, &ivRule{kind: "terms", maxGaps: -1, pred: pred})
+	}
+	return c.positionsQuery(field, rule, opts["boost"])
 }

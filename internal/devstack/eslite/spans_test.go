@@ -31,3 +31,20 @@ func TestSpanQueries(t *testing.T) {
 		t.Errorf("clauses on two fields: %d", st)
 	}
 }
+
+func TestSloppyPhraseAndPhrasePrefix(t *testing.T) {
+	e := start(t, t.TempDir())
+	defer e.stop()
+	e.seed()
+	for q, want := range map[string]string{
+		`{"match_phrase":{"title":{"query":"go patterns","slop":1}}}`:   "3",
+		`{"match_phrase":{"title":{"query":"go patterns","slop":0}}}`:   "",
+		`{"match_phrase_prefix":{"title":"go gen"}}`:                    "1",
+		`{"match_phrase_prefix":{"title":{"query":"go","slop":0}}}`:     "1,3",
+		`{"match_phrase_prefix":{"title":{"query":"go pat","slop":1}}}`: "3",
+	} {
+		if got := strings.Join(sorted(e.queryIDs("news", q)), ","); got != want {
+			t.Errorf("%s: %q, want %q", q, got, want)
+		}
+	}
+}
