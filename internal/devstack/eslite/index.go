@@ -531,6 +531,9 @@ type writeOp struct {
 	ifSeqNo     *int64
 	ifTerm      *int64
 	routing     string
+	// dynamicTemplates names, per field path, the dynamic template a new field takes
+	// (bulk's dynamic_templates)
+	dynamicTemplates map[string]string
 	// update only: the partial document, an upsert document, doc_as_upsert
 	update map[string]any
 	// results
@@ -644,7 +647,7 @@ func (ix *esIndex) apply(ops []*writeOp) error {
 				}
 				source, _ = json.Marshal(merged)
 			}
-			doc, changed, err := ix.buildDoc(op.id, source, newVer, nextSeq, op.routing)
+			doc, changed, err := ix.buildDoc(op.id, source, newVer, nextSeq, op.routing, op.dynamicTemplates)
 			if err != nil {
 				fail(asESError(err))
 				continue
@@ -727,7 +730,7 @@ func mergeDoc(dst, part map[string]any) bool {
 
 // buildDoc turns a _source into a bleve document, mapping unmapped fields dynamically.
 // It reports whether the mappings changed.
-func (ix *esIndex) buildDoc(id string, source []byte, version, seq int64, routing string) (*document.Document, bool, error) {
+func (ix *esIndex) buildDoc(id string, source []byte, version, seq int64, routing string, templates map[string]string) (*document.Document, bool, error) {
 	var src map[string]any
 	dec := json.NewDecoder(bytes.NewReader(source))
 	dec.UseNumber()
@@ -741,15 +744,15 @@ func (ix *esIndex) buildDoc(id string, source []byte, version, seq int64, routin
 		props = map[string]any{}
 		ix.meta.Mappings["properties"] = props
 	}
-	dynamic := fmt.Sprint(ix.meta.Mappings["dynamic"])
 	// Work on a copy so a failing document leaves the mappings untouched.
 	work := deepCopy(props).(map[string]any)
 	doc := document.NewDocument(id)
-	names := map[string]bool{}
-	changed := false
-	if err := addObject(doc, work, src, "", nil, names, &changed, dynamic, id); err != nil {
+	dp := &docParse{doc: doc, names: map[string]bool{}, dynamic: fmt.Sprint(ix.meta.Mappings["dynamic"]), id: id,
+		templates: parseDynamicTemplates(ix.meta.Mappings["dynamic_templates"]), chosen: templates}
+	if err := dp.object(work, src, "", nil); err != nil {
 		return nil, false, err
 	}
+	names, changed := dp.names, dp.changed
 	doc.AddField(document.NewTextFieldCustom(fIndexName, nil, []byte(ix.name), bindex.IndexField, keywordAnalyzer))
 	var ignored []string
 	for n := range names {
@@ -801,28 +804,42 @@ func deepCopy(v any) any {
 	return v
 }
 
-func addObject(doc *document.Document, props map[string]any, obj map[string]any, prefix string, ap []uint64, names map[string]bool, changed *bool, dynamic, id string) error {
+// docParse is one document being turned into a bleve document: the fields it names
+// (and ignores), whether it changed the mappings, the index's dynamic setting and
+// templates, and the templates the request chose per field.
+type docParse struct {
+	doc       *document.Document
+	names     map[string]bool
+	changed   bool
+	dynamic   string
+	id        string
+	templates []dynamicTemplate
+	chosen    map[string]string
+}
+
+func (dp *docParse) object(props map[string]any, obj map[string]any, prefix string, ap []uint64) error {
 	keys := make([]string, 0, len(obj))
 	for k := range obj {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
 	for _, k := range keys {
-		if err := addValue(doc, props, k, obj[k], prefix, ap, names, changed, dynamic, id); err != nil {
+		if err := dp.value(props, k, obj[k], prefix, ap); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-func addValue(doc *document.Document, props map[string]any, name string, v any, prefix string, ap []uint64, names map[string]bool, changed *bool, dynamic, id string) error {
+func (dp *docParse) value(props map[string]any, name string, v any, prefix string, ap []uint64) error {
+	doc, names, dynamic, id := dp.doc, dp.names, dp.dynamic, dp.id
 	path := prefix + name
 	if v == nil {
 		return nil
 	}
 	if arr, ok := v.([]any); ok {
 		for i, x := range arr {
-			if err := addValue(doc, props, name, x, prefix, append(append([]uint64(nil), ap...), uint64(i)), names, changed, dynamic, id); err != nil {
+			if err := dp.value(props, name, x, prefix, append(append([]uint64(nil), ap...), uint64(i))); err != nil {
 				return err
 			}
 		}
@@ -839,9 +856,12 @@ func addValue(doc *document.Document, props map[string]any, name string, v any, 
 		if dynamic == "strict" {
 			return badRequest("strict_dynamic_mapping_exception", "[_doc] mapping set to strict, dynamic introduction of [%s] within [_doc] is not allowed", path)
 		}
-		p = dynamicMapping(v)
+		var err error
+		if p, err = dp.newFieldMapping(path, name, v); err != nil {
+			return err
+		}
 		props[name] = p
-		*changed = true
+		dp.changed = true
 	}
 	t, _ := canonicalType(typeOf(p))
 	if t == "none" {
@@ -859,7 +879,7 @@ func addValue(doc *document.Document, props map[string]any, name string, v any, 
 			p["properties"] = sub
 		}
 		names[path] = true
-		return addObject(doc, sub, o, path+".", ap, names, changed, dynamic, id)
+		return dp.object(sub, o, path+".", ap)
 	}
 	if err := addLeaf(doc, path, p, v, ap, id, names); err != nil {
 		return err
@@ -1368,6 +1388,12 @@ lines:
 					idStr = randomID()
 				}
 				e.op = &writeOp{action: e.action, id: idStr, source: src}
+				if dt, ok := meta["dynamic_templates"].(map[string]any); ok {
+					e.op.dynamicTemplates = map[string]string{}
+					for f, name := range dt {
+						e.op.dynamicTemplates[f] = scalarString(name)
+					}
+				}
 				if action == "update" {
 					upd, err := decodeObject(src)
 					if err != nil {
