@@ -61,6 +61,11 @@ type aggDef struct {
 	after   []any
 	// significant_terms, significant_text
 	heuristic significance
+	// bucket_script, bucket_selector: the script, its params and the buckets paths
+	// its variables read
+	scriptSrc    string
+	scriptParams map[string]any
+	scriptPaths  map[string]string
 	// auto_date_histogram: the finest rounding it may pick (minimum_interval)
 	minRounding int
 	// top_metrics: its sort and its metrics' fields; matrix_stats: its fields
@@ -125,7 +130,7 @@ func parseAggs(v any, fields map[string]fieldInfo) ([]*aggDef, error) {
 					return nil, parsingErr("[%s] aggregation [%s] malformed", k, name)
 				}
 			default:
-				return nil, parsingErr("Unknown aggregation type [%s] in [%s] (eslite supports terms, rare_terms, date_histogram, auto_date_histogram, variable_width_histogram, histogram, range, date_range, ip_range, ip_prefix, composite, significant_terms, significant_text, geohash_grid, geotile_grid, filter, filters, adjacency_matrix, global, nested, sampler, diversified_sampler, random_sampler, top_hits, top_metrics, matrix_stats, geo_bounds, geo_centroid, avg, weighted_avg, sum, min, max, value_count, cardinality, stats, extended_stats, percentiles, percentile_ranks, avg_bucket, max_bucket, min_bucket, sum_bucket, stats_bucket, cumulative_sum, derivative, serial_diff, bucket_sort)", k, name)
+				return nil, parsingErr("Unknown aggregation type [%s] in [%s] (eslite supports terms, rare_terms, date_histogram, auto_date_histogram, variable_width_histogram, histogram, range, date_range, ip_range, ip_prefix, composite, significant_terms, significant_text, geohash_grid, geotile_grid, filter, filters, adjacency_matrix, global, nested, sampler, diversified_sampler, random_sampler, top_hits, top_metrics, matrix_stats, geo_bounds, geo_centroid, avg, weighted_avg, sum, min, max, value_count, cardinality, stats, extended_stats, percentiles, percentile_ranks, avg_bucket, max_bucket, min_bucket, sum_bucket, stats_bucket, cumulative_sum, derivative, serial_diff, bucket_sort, bucket_script, bucket_selector, moving_fn)", k, name)
 			}
 		}
 		if a.kind == "" {

@@ -18,14 +18,15 @@ var pipelineKinds = map[string]bool{"avg_bucket": true, "max_bucket": true, "min
 // the multi-bucket aggregation they are declared in.
 var movingFnRe = regexp.MustCompile(`^\s*MovingFunctions\.(max|min|sum|unweightedAvg)\(values\)\s*;?\s*$`)
 
-var parentPipelineKinds = map[string]bool{"cumulative_sum": true, "derivative": true, "serial_diff": true, "bucket_sort": true, "moving_fn": true}
+var parentPipelineKinds = map[string]bool{"cumulative_sum": true, "derivative": true, "serial_diff": true, "bucket_sort": true, "moving_fn": true,
+	"bucket_script": true, "bucket_selector": true}
 
 // checkParents rejects parent pipelines declared outside a multi-bucket aggregation (or,
 // for the histogram-only ones, outside a histogram).
 func checkParents(defs []*aggDef, parent *aggDef) error {
 	for _, a := range defs {
 		if parentPipelineKinds[a.kind] {
-			histoOnly := a.kind != "bucket_sort"
+			histoOnly := a.kind != "bucket_sort" && a.kind != "bucket_script" && a.kind != "bucket_selector"
 			switch {
 			case parent == nil && !histoOnly:
 				return badRequest("action_request_validation_exception", "Validation Failed: 1: %s aggregation [%s] must be declared inside of another aggregation;", a.kind, a.name)
@@ -52,9 +53,14 @@ func (a *aggDef) applyParentPipelines(buckets []any) ([]any, error) {
 		if !parentPipelineKinds[p.kind] {
 			continue
 		}
-		if p.kind == "bucket_sort" {
+		if p.kind == "bucket_sort" || p.kind == "bucket_script" || p.kind == "bucket_selector" {
 			var err error
-			if buckets, err = p.bucketSort(buckets); err != nil {
+			if p.kind == "bucket_sort" {
+				buckets, err = p.bucketSort(buckets)
+			} else {
+				buckets, err = p.bucketScript(buckets)
+			}
+			if err != nil {
 				return nil, err
 			}
 			continue
@@ -225,6 +231,9 @@ func (a *aggDef) configureMore(fields map[string]fieldInfo) (bool, error) {
 		}
 		return true, nil
 	case parentPipelineKinds[a.kind]:
+		if a.kind == "bucket_script" || a.kind == "bucket_selector" {
+			return true, a.configureBucketScript()
+		}
 		if a.kind == "moving_fn" {
 			if w, ok := toFloat(a.opts["window"]); !ok || w <= 0 || w != math.Trunc(w) {
 				return true, badRequest("illegal_argument_exception", "[window] must be a positive, non-zero integer.")

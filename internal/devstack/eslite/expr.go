@@ -1,0 +1,236 @@
+package eslite
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"unicode"
+)
+
+// The scripts of bucket_script and bucket_selector are read as arithmetic expressions,
+// the part of Painless those scripts use: numbers, params.<name> (and bare names),
+// + - * / %, comparisons, && || !, ?:, parentheses and Math.abs, min, max, pow, sqrt,
+// log, log10, exp, floor, ceil and round, with an optional `return` and `;`. Anything
+// else is refused rather than guessed at.
+
+type exprParser struct {
+	src  string
+	pos  int
+	vars map[string]any
+}
+
+// evalExpr evaluates src with vars (numbers or booleans) bound to params.<name>.
+func evalExpr(src string, vars map[string]any) (any, error) {
+	s := strings.TrimSpace(src)
+	s = strings.TrimSuffix(strings.TrimPrefix(s, "return "), ";")
+	p := &exprParser{src: s, vars: vars}
+	v, err := p.ternary()
+	if err != nil {
+		return nil, err
+	}
+	p.space()
+	if p.pos < len(p.src) {
+		return nil, fmt.Errorf("unexpected [%s]", p.src[p.pos:])
+	}
+	return v, nil
+}
+
+func (p *exprParser) space() {
+	for p.pos < len(p.src) && unicode.IsSpace(rune(p.src[p.pos])) {
+		p.pos++
+	}
+}
+
+func (p *exprParser) eat(tok string) bool {
+	p.space()
+	if strings.HasPrefix(p.src[p.pos:], tok) {
+		p.pos += len(tok)
+		return true
+	}
+	return false
+}
+
+func (p *exprParser) ternary() (any, error) {
+	c, err := p.binary(0)
+	if err != nil || !p.eat("?") {
+		return c, err
+	}
+	a, err := p.ternary()
+	if err != nil {
+		return nil, err
+	}
+	if !p.eat(":") {
+		return nil, fmt.Errorf("expected [:]")
+	}
+	b, err := p.ternary()
+	if err != nil {
+		return nil, err
+	}
+	if truthy(c) {
+		return a, nil
+	}
+	return b, nil
+}
+
+// levels of binary operators, loosest first.
+var exprLevels = [][]string{{"||"}, {"&&"}, {"==", "!="}, {"<=", ">=", "<", ">"}, {"+", "-"}, {"*", "/", "%"}}
+
+func (p *exprParser) binary(level int) (any, error) {
+	if level == len(exprLevels) {
+		return p.unary()
+	}
+	left, err := p.binary(level + 1)
+	if err != nil {
+		return nil, err
+	}
+	for {
+		op := ""
+		for _, o := range exprLevels[level] {
+			if p.eat(o) {
+				op = o
+				break
+			}
+		}
+		if op == "" {
+			return left, nil
+		}
+		right, err := p.binary(level + 1)
+		if err != nil {
+			return nil, err
+		}
+		if left, err = applyOp(op, left, right); err != nil {
+			return nil, err
+		}
+	}
+}
+
+func truthy(v any) bool {
+	if b, ok := v.(bool); ok {
+		return b
+	}
+	f, _ := toFloat(v)
+	return f != 0
+}
+
+func applyOp(op string, a, b any) (any, error) {
+	switch op {
+	case "&&":
+		return truthy(a) && truthy(b), nil
+	case "||":
+		return truthy(a) || truthy(b), nil
+	}
+	x, ok1 := toFloat(a)
+	y, ok2 := toFloat(b)
+	if !ok1 || !ok2 {
+		return nil, fmt.Errorf("[%s] needs numbers, got [%v] and [%v]", op, a, b)
+	}
+	switch op {
+	case "==":
+		return x == y, nil
+	case "!=":
+		return x != y, nil
+	case "<":
+		return x < y, nil
+	case "<=":
+		return x <= y, nil
+	case ">":
+		return x > y, nil
+	case ">=":
+		return x >= y, nil
+	case "+":
+		return x + y, nil
+	case "-":
+		return x - y, nil
+	case "*":
+		return x * y, nil
+	case "/":
+		return x / y, nil
+	}
+	return math.Mod(x, y), nil
+}
+
+var exprFuncs = map[string]func(args []float64) float64{
+	"abs": func(a []float64) float64 { return math.Abs(a[0]) }, "sqrt": func(a []float64) float64 { return math.Sqrt(a[0]) },
+	"log": func(a []float64) float64 { return math.Log(a[0]) }, "log10": func(a []float64) float64 { return math.Log10(a[0]) },
+	"exp": func(a []float64) float64 { return math.Exp(a[0]) }, "floor": func(a []float64) float64 { return math.Floor(a[0]) },
+	"ceil": func(a []float64) float64 { return math.Ceil(a[0]) }, "round": func(a []float64) float64 { return math.Floor(a[0] + 0.5) },
+	"min": func(a []float64) float64 { return math.Min(a[0], a[1]) }, "max": func(a []float64) float64 { return math.Max(a[0], a[1]) },
+	"pow": func(a []float64) float64 { return math.Pow(a[0], a[1]) },
+}
+
+func (p *exprParser) unary() (any, error) {
+	switch {
+	case p.eat("!"):
+		v, err := p.unary()
+		return !truthy(v), err
+	case p.eat("-"):
+		v, err := p.unary()
+		if err != nil {
+			return nil, err
+		}
+		f, ok := toFloat(v)
+		if !ok {
+			return nil, fmt.Errorf("cannot negate [%v]", v)
+		}
+		return -f, nil
+	case p.eat("("):
+		v, err := p.ternary()
+		if err != nil {
+			return nil, err
+		}
+		if !p.eat(")") {
+			return nil, fmt.Errorf("expected [)]")
+		}
+		return v, nil
+	}
+	p.space()
+	start := p.pos
+	for p.pos < len(p.src) && (unicode.IsLetter(rune(p.src[p.pos])) || unicode.IsDigit(rune(p.src[p.pos])) || strings.ContainsRune("._", rune(p.src[p.pos]))) {
+		p.pos++
+	}
+	word := p.src[start:p.pos]
+	if word == "" {
+		return nil, fmt.Errorf("unexpected [%s]", p.src[p.pos:])
+	}
+	if f, err := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSuffix(word, "d"), "f"), 64); err == nil && (unicode.IsDigit(rune(word[0])) || word[0] == '.') {
+		return f, nil
+	}
+	switch word {
+	case "true":
+		return true, nil
+	case "false":
+		return false, nil
+	case "null":
+		return nil, nil
+	}
+	if fn, ok := strings.CutPrefix(word, "Math."); ok {
+		f := exprFuncs[fn]
+		if f == nil || !p.eat("(") {
+			return nil, fmt.Errorf("unknown function [%s]", word)
+		}
+		var args []float64
+		for !p.eat(")") {
+			v, err := p.ternary()
+			if err != nil {
+				return nil, err
+			}
+			x, _ := toFloat(v)
+			args = append(args, x)
+			p.eat(",")
+			if len(args) > 2 {
+				return nil, fmt.Errorf("too many arguments to [%s]", word)
+			}
+		}
+		if (fn == "min" || fn == "max" || fn == "pow") != (len(args) == 2) || len(args) == 0 {
+			return nil, fmt.Errorf("wrong arguments to [%s]", word)
+		}
+		return f(args), nil
+	}
+	name := strings.TrimPrefix(word, "params.")
+	v, ok := p.vars[name]
+	if !ok {
+		return nil, fmt.Errorf("unknown variable [%s]", word)
+	}
+	return v, nil
+}
