@@ -23,18 +23,12 @@ func (a *aggDef) configureBucketScript() error {
 	default:
 		return parsingErr("Required parameter [buckets_path] not specified in [%s]", a.name)
 	}
-	src, params := scalarString(a.opts["script"]), map[string]any{}
-	if m, ok := a.opts["script"].(map[string]any); ok {
-		src = scalarString(m["source"])
-		if lang := scalarString(orDefault(m["lang"], "painless")); lang != "painless" && lang != "expression" {
-			return badRequest("illegal_argument_exception", "script_lang not supported [%s]", lang)
-		}
-		if ps, ok := m["params"].(map[string]any); ok {
-			params = ps
-		}
-	}
 	if a.opts["script"] == nil {
 		return parsingErr("Required parameter [script] not specified in [%s]", a.name)
+	}
+	src, params, err := scriptSource(a.opts["script"], a.kind)
+	if err != nil {
+		return err
 	}
 	vars := map[string]any{}
 	for k, v := range params {

@@ -203,6 +203,8 @@ func namedQueries(q query.Query) []*namedQuery {
 			walk(t.inner)
 		case *functionScoreQuery:
 			walk(t.inner)
+		case *scriptScoreQuery:
+			walk(t.inner)
 		case *disMaxQuery:
 			for _, c := range t.Disjuncts {
 				walk(c)
@@ -264,6 +266,23 @@ func (s *scorer) score(q query.Query, d *scoredDoc) (float64, bool) {
 			return 0, false
 		}
 		return s.functionScore(t, d, qs), true
+	case *scriptScoreQuery:
+		qs, ok := s.score(t.inner, d)
+		if !ok {
+			return 0, false
+		}
+		r, err := t.script.run(s.fields, d, qs)
+		f, isNum := toFloat(r)
+		if err == nil && (!isNum || f < 0) {
+			err = badRequest("illegal_argument_exception", "script_score script returned an invalid score [%v] for doc [%s]. Must be a non-negative score!", r, d.id)
+		}
+		if err != nil {
+			if s.err == nil {
+				s.err = err
+			}
+			return 0, true
+		}
+		return t.boost * f, true
 	case *distanceFeatureQuery:
 		dist, ok := t.dist(d)
 		if !ok {

@@ -18,13 +18,24 @@ type exprParser struct {
 	src  string
 	pos  int
 	vars map[string]any
+	// doc reads a field's values for doc['field'] (.value, .size(), .empty, [i]); nil
+	// where there is no document.
+	doc func(field string) ([]any, bool)
+	// skip counts the enclosing branches that are parsed but not taken (the right of a
+	// decided && or ||, the other arm of ?:): reading a missing value there is no error.
+	skip int
 }
 
 // evalExpr evaluates src with vars (numbers or booleans) bound to params.<name>.
 func evalExpr(src string, vars map[string]any) (any, error) {
+	return evalDocExpr(src, vars, nil)
+}
+
+// evalDocExpr evaluates src over a document's fields as well.
+func evalDocExpr(src string, vars map[string]any, doc func(string) ([]any, bool)) (any, error) {
 	s := strings.TrimSpace(src)
 	s = strings.TrimSuffix(strings.TrimPrefix(s, "return "), ";")
-	p := &exprParser{src: s, vars: vars}
+	p := &exprParser{src: s, vars: vars, doc: doc}
 	v, err := p.ternary()
 	if err != nil {
 		return nil, err
@@ -56,14 +67,14 @@ func (p *exprParser) ternary() (any, error) {
 	if err != nil || !p.eat("?") {
 		return c, err
 	}
-	a, err := p.ternary()
+	a, err := p.branch(!truthy(c), p.ternary)
 	if err != nil {
 		return nil, err
 	}
 	if !p.eat(":") {
 		return nil, fmt.Errorf("expected [:]")
 	}
-	b, err := p.ternary()
+	b, err := p.branch(truthy(c), p.ternary)
 	if err != nil {
 		return nil, err
 	}
@@ -71,6 +82,15 @@ func (p *exprParser) ternary() (any, error) {
 		return a, nil
 	}
 	return b, nil
+}
+
+// branch parses with parse, skipping (not evaluating) when skipped is true.
+func (p *exprParser) branch(skipped bool, parse func() (any, error)) (any, error) {
+	if skipped {
+		p.skip++
+		defer func() { p.skip-- }()
+	}
+	return parse()
 }
 
 // levels of binary operators, loosest first.
@@ -95,7 +115,8 @@ func (p *exprParser) binary(level int) (any, error) {
 		if op == "" {
 			return left, nil
 		}
-		right, err := p.binary(level + 1)
+		decided := (op == "&&" && !truthy(left)) || (op == "||" && truthy(left))
+		right, err := p.branch(decided, func() (any, error) { return p.binary(level + 1) })
 		if err != nil {
 			return nil, err
 		}
@@ -185,6 +206,9 @@ func (p *exprParser) unary() (any, error) {
 		return v, nil
 	}
 	p.space()
+	if strings.HasPrefix(p.src[p.pos:], "doc[") {
+		return p.docValue()
+	}
 	start := p.pos
 	for p.pos < len(p.src) && (unicode.IsLetter(rune(p.src[p.pos])) || unicode.IsDigit(rune(p.src[p.pos])) || strings.ContainsRune("._", rune(p.src[p.pos]))) {
 		p.pos++
@@ -233,4 +257,55 @@ func (p *exprParser) unary() (any, error) {
 		return nil, fmt.Errorf("unknown variable [%s]", word)
 	}
 	return v, nil
+}
+
+// docValue reads doc['field'] followed by .value, .size(), .length, .empty,
+// .isEmpty() or [i].
+func (p *exprParser) docValue() (any, error) {
+	p.pos += len("doc[")
+	rest := p.src[p.pos:]
+	if len(rest) < 2 || (rest[0] != '\'' && rest[0] != '"') {
+		return nil, fmt.Errorf("expected a quoted field name after doc[")
+	}
+	end := strings.IndexByte(rest[1:], rest[0])
+	if end < 0 || !strings.HasPrefix(rest[end+2:], "]") {
+		return nil, fmt.Errorf("unterminated doc[...]")
+	}
+	field := rest[1 : end+1]
+	p.pos += end + 3
+	if p.doc == nil {
+		return nil, fmt.Errorf("no document to read [%s] from", field)
+	}
+	vals, mapped := p.doc(field)
+	if !mapped {
+		return nil, fmt.Errorf("No field found for [%s] in mapping", field)
+	}
+	if p.skip > 0 && len(vals) == 0 {
+		vals = []any{0.0}
+	}
+	switch {
+	case p.eat(".value"):
+		if len(vals) == 0 {
+			return nil, fmt.Errorf("A document doesn't have a value for a field! Use doc[<field>].size()==0 to check if a document is missing a field!")
+		}
+		return vals[0], nil
+	case p.eat(".size()"), p.eat(".length"):
+		return float64(len(vals)), nil
+	case p.eat(".empty"), p.eat(".isEmpty()"):
+		return len(vals) == 0, nil
+	case p.eat("["):
+		i, err := p.ternary()
+		if err != nil {
+			return nil, err
+		}
+		if !p.eat("]") {
+			return nil, fmt.Errorf("expected []]")
+		}
+		n, _ := toFloat(i)
+		if int(n) < 0 || int(n) >= len(vals) {
+			return nil, fmt.Errorf("index %d out of bounds for length %d", int(n), len(vals))
+		}
+		return vals[int(n)], nil
+	}
+	return nil, fmt.Errorf("unsupported use of doc['%s']", field)
 }

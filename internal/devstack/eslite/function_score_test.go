@@ -38,3 +38,29 @@ func TestFunctionScoreAndDistanceFeature(t *testing.T) {
 		t.Errorf("distance_feature on dates: %s", got)
 	}
 }
+
+func TestScriptScoreAndScriptQueries(t *testing.T) {
+	e := start(t, t.TempDir())
+	defer e.stop()
+	e.seed()
+	// points: 1:120 2:80 3:200 4:45 5:150 6:5.
+	ids := func(q string) string { return strings.Join(e.queryIDs("news", q), ",") }
+	if got := ids(`{"script_score":{"query":{"match_all":{}},"script":{"source":"doc['points'].value * params.f","params":{"f":2}}}}`); got != "3,5,1,2,4,6" {
+		t.Errorf("script_score: %s", got)
+	}
+	if got := ids(`{"script_score":{"query":{"match_all":{}},"script":"doc['score'].size() == 0 ? 1000 : _score"}}`); !strings.HasPrefix(got, "6,") {
+		t.Errorf("script_score over a missing field: %s", got)
+	}
+	if got := strings.Join(sorted(e.queryIDs("news", `{"bool":{"filter":{"script":{"script":"doc['points'].value > 100 && doc['hot'].value"}}}}`)), ","); got != "1,3,5" {
+		t.Errorf("script query: %s", got)
+	}
+	for _, q := range []string{
+		`{"script_score":{"query":{"match_all":{}},"script":"doc['points'].value - 100"}}`,
+		`{"script_score":{"query":{"match_all":{}},"script":"doc['score'].value"}}`,
+		`{"script_score":{"query":{"match_all":{}},"script":"doc['points'].value.toString()"}}`,
+	} {
+		if st, _ := e.searchStatus("news", `{"query":`+q+`}`); st != 400 {
+			t.Errorf("%s: %d", q, st)
+		}
+	}
+}

@@ -344,6 +344,10 @@ func (c *qctx) translate(v any) (query.Query, error) {
 			return c.simpleQueryString(body)
 		case "fuzzy":
 			return c.fuzzyQ(body)
+		case "script_score":
+			return c.scriptScoreQ(body)
+		case "script":
+			return c.scriptQ(body)
 		case "match_phrase_prefix":
 			f, v, opts, err := fieldAndValue(kind, body, "query")
 			if err != nil {
@@ -363,7 +367,7 @@ func (c *qctx) translate(v any) (query.Query, error) {
 		case "distance_feature":
 			return c.distanceFeatureQ(body)
 		default:
-			return nil, parsingErr("unknown query [%s] (eslite supports match, match_phrase, match_bool_prefix, intervals, geo_bounding_box, multi_match, combined_fields, term, terms, range, exists, prefix, wildcard, regexp, ids, bool, nested, dis_max, constant_score, function_score, distance_feature, query_string, simple_query_string, fuzzy, match_phrase_prefix, span_term, span_multi, span_near, span_or, span_first, span_not, span_containing, span_within, span_field_masking, match_all, match_none)", kind)
+			return nil, parsingErr("unknown query [%s] (eslite supports match, match_phrase, match_bool_prefix, intervals, geo_bounding_box, multi_match, combined_fields, term, terms, range, exists, prefix, wildcard, regexp, ids, bool, nested, dis_max, constant_score, function_score, distance_feature, query_string, simple_query_string, script_score, script, fuzzy, match_phrase_prefix, span_term, span_multi, span_near, span_or, span_first, span_not, span_containing, span_within, span_field_masking, match_all, match_none)", kind)
 		}
 	}
 	return nil, nil
