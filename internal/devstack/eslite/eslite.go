@@ -110,7 +110,9 @@
 // phrases, groups, prefixes, default_operator, minimum_should_match; never fails on
 // syntax), function_score (weight, random_score, field_value_factor, gauss/exp/linear
 // decay on numbers, dates and geo points; filters, score_mode, boost_mode, max_boost),
-// distance_feature (dates and geo points), match_all and match_none; a `_name` puts
+// distance_feature (dates and geo points), script_score and script (scripts read as
+// expressions over doc['field'] values, _score and params; see expr.go), match_all and
+// match_none; a `_name` puts
 // matched_queries on the hits (with their scores under include_named_queries_score).
 // Queries on unmapped fields match nothing, as in Elasticsearch; sorting or aggregating
 // on a text field is an error unless it has fielddata. With the cluster setting
@@ -232,10 +234,11 @@
 // span queries, fuzzy, match_phrase slop and match_phrase_prefix; queries on _index;
 // date formats and time zones in date_range, date_histogram keys and date values; range
 // buckets in Elasticsearch's order; dynamic templates and bulk's dynamic_templates;
-// bucket_script and bucket_selector; and document_parsing_exception. Each is checked by
-// the package's own tests against the outputs the suite's files expect. The runner has
-// become stricter meanwhile, as Elasticsearch's is: `catch: request` no longer accepts a
-// 400, and a failing teardown fails its test.
+// bucket_script, bucket_selector, script_score and script queries over expression
+// scripts; and document_parsing_exception. Each is checked by the package's own tests
+// against the outputs the suite's files expect. The runner has become stricter
+// meanwhile, as Elasticsearch's is: `catch: request` no longer accepts a 400, and a
+// failing teardown fails its test.
 //
 // What still fails, by cause: synthetic and columnar _source (eslite returns _source as
 // it was sent; the reordering, dotted-name expansion and ignore_above trimming of
@@ -243,7 +246,7 @@
 // _index_template), refresh_interval -1 and realtime=false (writes are always
 // visible), index.mapping.total_tokens_per_document limits, the _type that 7.x-era file
 // versions still expect in responses, HDR histograms over negative values, rescore,
-// knn and exact queries, scripts over documents (script_score, script fields,
+// knn and exact queries, scripts beyond expressions (and script fields, script sorts,
 // scripted_metric), request-cache, fielddata and shard statistics, aggregation
 // profiles' debug sections, shard failures (a value_type that does not fit one index's
 // mapping), explain in top_hits, nested top_hits and sorts, and the positions

@@ -8,11 +8,13 @@ import (
 	"unicode"
 )
 
-// The scripts of bucket_script and bucket_selector are read as arithmetic expressions,
-// the part of Painless those scripts use: numbers, params.<name> (and bare names),
-// + - * / %, comparisons, && || !, ?:, parentheses and Math.abs, min, max, pow, sqrt,
-// log, log10, exp, floor, ceil and round, with an optional `return` and `;`. Anything
-// else is refused rather than guessed at.
+// The scripts of bucket_script, bucket_selector, script_score and script queries are
+// read as expressions, the part of Painless those scripts mostly use: numbers,
+// params.<name> (and bare names), _score, doc['field'] (.value, .size(), .length,
+// .empty, .isEmpty(), [i]), + - * / %, comparisons, && || ! (short-circuiting), ?:,
+// parentheses and Math.abs, min, max, pow, sqrt, log, log10, exp, floor, ceil and
+// round, with an optional `return` and `;`. Anything else is refused rather than
+// guessed at.
 
 type exprParser struct {
 	src  string
