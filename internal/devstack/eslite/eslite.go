@@ -138,6 +138,7 @@
 // "#.0"; index.max_docvalue_fields_search), fields (typed values in the mapping's or the
 // request's format, grouped per object under nested fields, include_unmapped), pit,
 // version, seq_no_primary_term,
+// script_fields (expression scripts, ignore_failure; index.max_script_fields),
 // post_filter, terminate_after, collapse (on keyword, numeric and date fields, with
 // inner_hits: name, size, from, sort, fields, version), profile (Elasticsearch's shape,
 // whole-request timings, the fetch sub-phases the request runs), highlight (fields with
@@ -145,7 +146,7 @@
 // highlight_query per field,
 // max_analyzed_offset and index.highlight.max_analyzed_offset; each value is returned
 // whole with the matched terms wrapped) and aggs/aggregations. search_type other than
-// query_then_fetch / dfs_query_then_fetch, scroll, rescore and script_fields are refused
+// query_then_fetch / dfs_query_then_fetch, scroll and rescore are refused
 // with Elasticsearch's messages (including its window and count limits).
 //
 // Aggregations: terms (size, order by _count, _key or a sub-aggregation path such as
@@ -246,7 +247,7 @@
 // _index_template), refresh_interval -1 and realtime=false (writes are always
 // visible), index.mapping.total_tokens_per_document limits, the _type that 7.x-era file
 // versions still expect in responses, HDR histograms over negative values, rescore,
-// knn and exact queries, scripts beyond expressions (and script fields, script sorts,
+// knn and exact queries, scripts beyond expressions (and script sorts,
 // scripted_metric), request-cache, fielddata and shard statistics, aggregation
 // profiles' debug sections, shard failures (a value_type that does not fit one index's
 // mapping), explain in top_hits, nested top_hits and sorts, and the positions

@@ -64,3 +64,18 @@ func TestScriptScoreAndScriptQueries(t *testing.T) {
 		}
 	}
 }
+
+func TestScriptFields(t *testing.T) {
+	e := start(t, t.TempDir())
+	defer e.stop()
+	e.seed()
+	m := e.search("news", `{"query":{"ids":{"values":["1"]}},"script_fields":{"double":{"script":{"source":"doc['points'].value * params.k","params":{"k":2}}},
+		"bad":{"script":"doc['score'].value + doc['nope'].value","ignore_failure":true}}}`)
+	h := m["hits"].(map[string]any)["hits"].([]any)[0].(map[string]any)
+	if got := jsonString(h["fields"]); got != `{"double":[240]}` {
+		t.Errorf("script_fields: %s", got)
+	}
+	if st, _ := e.searchStatus("news", `{"script_fields":{"x":{"script":"doc['nope'].value"}}}`); st != 400 {
+		t.Errorf("a failing script field: %d", st)
+	}
+}

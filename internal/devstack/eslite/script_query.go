@@ -2,6 +2,8 @@ package eslite
 
 import (
 	"context"
+	"maps"
+	"slices"
 
 	"github.com/blevesearch/bleve/v2"
 	"github.com/blevesearch/bleve/v2/mapping"
@@ -144,4 +146,33 @@ func scriptSource(v any, what string) (string, map[string]any, error) {
 		}
 	}
 	return src, params, nil
+}
+
+// scriptField is one entry of script_fields: a name and the script giving its value.
+type scriptField struct {
+	name          string
+	script        docScript
+	ignoreFailure bool
+}
+
+func parseScriptFields(v any) ([]scriptField, error) {
+	m, _ := v.(map[string]any)
+	var out []scriptField
+	for _, name := range slices.Sorted(maps.Keys(m)) {
+		o, ok := m[name].(map[string]any)
+		if !ok {
+			return nil, parsingErr("[script_fields] entry [%s] must be an object", name)
+		}
+		for k := range o {
+			if k != "script" && k != "ignore_failure" {
+				return nil, parsingErr("Unknown key for a START_OBJECT in [%s].", k)
+			}
+		}
+		s, err := parseScript(o["script"], "script_fields")
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, scriptField{name: name, script: s, ignoreFailure: boolOpt(o["ignore_failure"])})
+	}
+	return out, nil
 }

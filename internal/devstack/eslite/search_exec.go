@@ -58,7 +58,6 @@ func searchLimits(r *http.Request, req map[string]any, t *target, from, size int
 		if max := t.intSetting("max_script_fields", 32); len(sf) > max {
 			return badRequest("illegal_argument_exception", "Trying to retrieve too many script_fields. Must be less than or equal to: [%d] but was [%d]. This limit can be set by changing the [index.max_script_fields] index level setting.", max, len(sf))
 		}
-		return badRequest("illegal_argument_exception", "eslite does not run scripts ([script_fields])")
 	}
 	if c, ok := req["collapse"].(map[string]any); ok && req["search_after"] != nil {
 		specs := clauses(req["sort"])
@@ -189,6 +188,10 @@ func (s *server) search(r *http.Request, expr string, body []byte) (int, any, er
 		return 0, nil, err
 	}
 	fetch, err := parseFieldRequests(req["fields"], "fields")
+	if err != nil {
+		return 0, nil, err
+	}
+	scripts, err := parseScriptFields(req["script_fields"])
 	if err != nil {
 		return 0, nil, err
 	}
@@ -346,7 +349,7 @@ func (s *server) search(r *http.Request, expr string, body []byte) (int, any, er
 	for _, d := range page {
 		hit, err := s.renderHit(d, hitOptions{specs: specs, scored: scored && (len(specs) == 0 || trackScores || hasScoreSort(specs)),
 			src: srcFilter, withSource: withSource, storedNone: storedNone, stored: storedList, dv: dvFields, fetch: fetch,
-			hl: hl, c: c, fields: t.fields, version: boolOpt(req["version"]), seqNo: boolOpt(req["seq_no_primary_term"]), asInt: asInt,
+			hl: hl, c: c, fields: t.fields, version: boolOpt(req["version"]), seqNo: boolOpt(req["seq_no_primary_term"]), asInt: asInt, scripts: scripts,
 			namedScores: q.Get("include_named_queries_score") == "true"})
 		if err != nil {
 			return 0, nil, err
@@ -469,6 +472,8 @@ type hitOptions struct {
 	asInt      bool
 	// namedScores reports matched_queries with their scores (include_named_queries_score).
 	namedScores bool
+	// scripts are the script_fields, each hit's values computed by a script.
+	scripts []scriptField
 }
 
 func (s *server) renderHit(d *scoredDoc, o hitOptions) (map[string]any, error) {
@@ -511,6 +516,16 @@ func (s *server) renderHit(d *scoredDoc, o hitOptions) (map[string]any, error) {
 	}
 	if err := fieldsOption(o.fetch, d.ix, d.src, fields); err != nil {
 		return nil, err
+	}
+	for _, sf := range o.scripts {
+		v, err := sf.script.run(o.fields, d, d.score)
+		if err != nil {
+			if sf.ignoreFailure {
+				continue
+			}
+			return nil, err
+		}
+		fields[sf.name] = []any{v}
 	}
 	if len(fields) > 0 {
 		hit["fields"] = fields
