@@ -67,23 +67,22 @@
 // keyword, wildcard, constant_keyword, ip and version (exact values; ip checks the
 // address), long, integer, short, byte, unsigned_long, double, float, half_float,
 // scaled_float, date and date_nanos (strict_date_optional_time||epoch_millis, or the
-// mapping's format: epoch_second, epoch_millis or a pattern such as yyyy/MM/dd), boolean,
-// object, nested (indexed as object; the nested query and aggregation see each object)
-// and multi-fields (`fields`). geo_point is kept in _source and read from there by
-// geo_bounding_box. Stored in _source only, matched by exists but by no other query:
-// geo_shape, point, shape, binary, the range
-// types (integer_range ... date_range, ip_range), dense_vector, sparse_vector,
-// rank_feature(s), flattened, histogram, join, percolator and the like. ignore_above and
-// ignore_malformed keep offending values in _source only and list them in _ignored.
-// Unmapped fields are mapped dynamically as Elasticsearch does: strings as text with a
-// `keyword` sub-field (or date when they parse as one), integers as long, other numbers
-// as float, booleans as boolean, objects as object, unless one of the mapping's
-// dynamic_templates (match, unmatch, path_match, path_unmatch, match_mapping_type,
-// regex patterns, {name} and {dynamic_type}) or the template bulk's dynamic_templates
-// names for the field maps it. A value that does not fit its mapping
-// fails that document with document_parsing_exception, as Elasticsearch 8.8+ says (a
-// mapping that does not parse is a mapper_parsing_exception). An index without fields
-// reports its mappings as {}.
+// mapping's format: epoch_second, epoch_millis or a pattern such as yyyy/MM/dd),
+// boolean, object, nested (indexed as object; the nested query and aggregation see each
+// object) and multi-fields (`fields`). geo_point is kept in _source and read from there
+// by geo_bounding_box. Stored in _source only, matched by exists but by no other query:
+// geo_shape, point, shape, binary, the range types (integer_range ... date_range,
+// ip_range), dense_vector, sparse_vector, rank_feature(s), flattened, histogram, join,
+// percolator and the like. ignore_above and ignore_malformed keep offending values in
+// _source only and list them in _ignored. Unmapped fields are mapped dynamically as
+// Elasticsearch does: strings as text with a `keyword` sub-field (or date when they
+// parse as one), integers as long, other numbers as float, booleans as boolean, objects
+// as object, unless one of the mapping's dynamic_templates (match, unmatch, path_match,
+// path_unmatch, match_mapping_type, regex patterns, {name} and {dynamic_type}) or the
+// template bulk's dynamic_templates names for the field maps it. A value that does not
+// fit its mapping fails that document with document_parsing_exception, as Elasticsearch
+// 8.8+ says (a mapping that does not parse is a mapper_parsing_exception). An index
+// without fields reports its mappings as {}.
 //
 // Query DSL: match (operator, minimum_should_match), match_phrase (with a slop: the
 // terms in order, at most slop positions apart), match_phrase_prefix, multi_match
@@ -112,12 +111,12 @@
 // decay on numbers, dates and geo points; filters, score_mode, boost_mode, max_boost),
 // distance_feature (dates and geo points), script_score and script (scripts read as
 // expressions over doc['field'] values, _score and params; see expr.go), match_all and
-// match_none; a `_name` puts
-// matched_queries on the hits (with their scores under include_named_queries_score).
-// Queries on unmapped fields match nothing, as in Elasticsearch; sorting or aggregating
-// on a text field is an error unless it has fielddata. With the cluster setting
-// search.allow_expensive_queries false, prefix, wildcard, regexp, fuzzy, string range
-// and joining queries are refused with Elasticsearch's messages.
+// match_none; a `_name` puts matched_queries on the hits (with their scores under
+// include_named_queries_score). Queries on unmapped fields match nothing, as in
+// Elasticsearch; sorting or aggregating on a text field is an error unless it has
+// fielddata. With the cluster setting search.allow_expensive_queries false, prefix,
+// wildcard, regexp, fuzzy, string range and joining queries are refused with
+// Elasticsearch's messages.
 //
 // Relevance is Elasticsearch's BM25 (see bm25.go): k1 = 1.2, b = 0.75, the (k1 + 1) factor
 // of Elasticsearch's LegacyBM25Similarity, idf = ln(1 + (N − n + 0.5)/(n + 0.5)) and
@@ -131,22 +130,21 @@
 // (index.max_result_window), sort (keyword, numeric, date and boolean fields, `_score`,
 // `_doc`, {"f":"desc"}, {"f":{"order":"asc"}}; multi-valued fields sort by their min
 // ascending and max descending, missing values last; hits carry `sort` values),
-// search_after, track_total_hits (bool or a number), rest_total_hits_as_int, track_scores,
-// min_score, indices_boost (names, aliases, patterns; first match wins), _source (bool,
-// pattern, list, includes/excludes) and _source_includes / _source_excludes,
-// stored_fields (a list, or _none_), docvalue_fields (with a numeric format such as
-// "#.0"; index.max_docvalue_fields_search), fields (typed values in the mapping's or the
-// request's format, grouped per object under nested fields, include_unmapped), pit,
-// version, seq_no_primary_term,
-// script_fields (expression scripts, ignore_failure; index.max_script_fields),
-// post_filter, terminate_after, collapse (on keyword, numeric and date fields, with
-// inner_hits: name, size, from, sort, fields, version), profile (Elasticsearch's shape,
-// whole-request timings, the fetch sub-phases the request runs), highlight (fields with
-// wildcards on text and keyword fields, pre_tags and post_tags, require_field_match,
-// highlight_query per field,
-// max_analyzed_offset and index.highlight.max_analyzed_offset; each value is returned
-// whole with the matched terms wrapped) and aggs/aggregations. search_type other than
-// query_then_fetch / dfs_query_then_fetch, scroll and rescore are refused
+// search_after, track_total_hits (bool or a number), rest_total_hits_as_int,
+// track_scores, min_score, indices_boost (names, aliases, patterns; first match wins),
+// _source (bool, pattern, list, includes/excludes) and _source_includes /
+// _source_excludes, stored_fields (a list, or _none_), docvalue_fields (with a numeric
+// format such as "#.0"; index.max_docvalue_fields_search), fields (typed values in the
+// mapping's or the request's format, grouped per object under nested fields,
+// include_unmapped), pit, version, seq_no_primary_term, script_fields (expression
+// scripts, ignore_failure; index.max_script_fields), post_filter, terminate_after,
+// collapse (on keyword, numeric and date fields, with inner_hits: name, size, from,
+// sort, fields, version), profile (Elasticsearch's shape, whole-request timings, the
+// fetch sub-phases the request runs), highlight (fields with wildcards on text and
+// keyword fields, pre_tags and post_tags, require_field_match, highlight_query per
+// field, max_analyzed_offset and index.highlight.max_analyzed_offset; each value is
+// returned whole with the matched terms wrapped) and aggs/aggregations. search_type
+// other than query_then_fetch / dfs_query_then_fetch, scroll and rescore are refused
 // with Elasticsearch's messages (including its window and count limits).
 //
 // Aggregations: terms (size, order by _count, _key or a sub-aggregation path such as
@@ -162,27 +160,27 @@
 // data; keys in the aggregation's or the field's format; empty buckets filled with
 // min_doc_count 0), auto_date_histogram, histogram (interval, min_doc_count, offset,
 // extended_bounds, keyed, format), variable_width_histogram, range, date_range (format
-// and time_zone) and ip_range (from, to, key, mask; keyed) with buckets ordered by
-// their bounds, ip_prefix, geohash_grid and geotile_grid, filter, filters (named or
-// anonymous, other_bucket, keyed), adjacency_matrix, global, nested, sampler,
-// diversified_sampler and random_sampler (counts and sums scaled back by the
-// probability); avg, weighted_avg, sum, min, max, value_count, cardinality (exact;
-// precision_threshold accepted), stats, extended_stats (sigma), percentiles and
-// percentile_ranks (exact values interpolated as a t-digest that keeps every value, or
-// an HDR histogram's equivalent values with hdr), matrix_stats, geo_bounds,
-// geo_centroid, top_metrics and top_hits (size, from, sort, _source, highlight, fields,
-// docvalue_fields, stored_fields, version, seq_no_primary_term); the sibling pipelines
-// avg_bucket, max_bucket, min_bucket, sum_bucket and stats_bucket (buckets_path,
-// gap_policy, format) and the parent pipelines cumulative_sum, derivative, serial_diff,
-// bucket_sort, moving_fn (MovingFunctions max, min, sum and unweightedAvg only),
-// bucket_script and bucket_selector (scripts read as arithmetic and boolean expressions
-// over params, numbers, comparisons, &&, ||, !, ?: and Math functions: the part of
-// Painless they use; any other script is refused). Each
-// takes missing and meta where Elasticsearch does; sub-aggregations work under any
-// bucket aggregation, documents with a _doc_count field count as that many, keys of
-// flattened fields aggregate as keywords, and search.max_buckets (cluster setting,
-// default 65536) bounds the buckets of a search. Not supported: scripted_metric,
-// time_series and the aggregations of downsampled indexes.
+// and time_zone) and ip_range (from, to, key, mask; keyed) with buckets ordered by their
+// bounds, ip_prefix, geohash_grid and geotile_grid, filter, filters (named or anonymous,
+// other_bucket, keyed), adjacency_matrix, global, nested, sampler, diversified_sampler
+// and random_sampler (counts and sums scaled back by the probability); avg,
+// weighted_avg, sum, min, max, value_count, cardinality (exact; precision_threshold
+// accepted), stats, extended_stats (sigma), percentiles and percentile_ranks (exact
+// values interpolated as a t-digest that keeps every value, or an HDR histogram's
+// equivalent values with hdr), matrix_stats, geo_bounds, geo_centroid, top_metrics and
+// top_hits (size, from, sort, _source, highlight, fields, docvalue_fields,
+// stored_fields, version, seq_no_primary_term); the sibling pipelines avg_bucket,
+// max_bucket, min_bucket, sum_bucket and stats_bucket (buckets_path, gap_policy, format)
+// and the parent pipelines cumulative_sum, derivative, serial_diff, bucket_sort,
+// moving_fn (MovingFunctions max, min, sum and unweightedAvg only), bucket_script and
+// bucket_selector (scripts read as arithmetic and boolean expressions over params,
+// numbers, comparisons, &&, ||, !, ?: and Math functions: the part of Painless they use;
+// any other script is refused). Each takes missing and meta where Elasticsearch does;
+// sub-aggregations work under any bucket aggregation, documents with a _doc_count field
+// count as that many, keys of flattened fields aggregate as keywords, and
+// search.max_buckets (cluster setting, default 65536) bounds the buckets of a search.
+// Not supported: scripted_metric, time_series and the aggregations of downsampled
+// indexes.
 //
 // Errors are shaped like Elasticsearch's: {"error":{"root_cause":[...],"type":...,
 // "reason":...},"status":400}, with Elasticsearch's types, statuses and, where the REST
