@@ -94,6 +94,8 @@ type esIndex struct {
 	wmu    sync.Mutex   // serialises writes
 	meta   *indexMeta
 	fields map[string]fieldInfo
+	// refreshed is the last sequence number a refresh made visible (refresh.go).
+	refreshed int64
 
 	// gen counts writes, so cached BM25 statistics know when they are stale.
 	gen     atomic.Uint64
@@ -114,7 +116,7 @@ func createIndexOnDisk(dir string, meta *indexMeta) (*esIndex, error) {
 		return nil, fmt.Errorf("eslite: create index %s: %w", meta.Name, err)
 	}
 	bi.SetName(meta.Name)
-	ix := &esIndex{name: meta.Name, dir: dir, bi: bi, meta: meta}
+	ix := &esIndex{name: meta.Name, dir: dir, bi: bi, meta: meta, refreshed: meta.SeqNo - 1}
 	ix.fields = flattenMappings(meta.Mappings)
 	if err := ix.saveMeta(); err != nil {
 		_ = bi.Close()
@@ -144,7 +146,7 @@ func openIndex(dir string) (*esIndex, error) {
 		return nil, fmt.Errorf("eslite: open index %s: %w", meta.Name, err)
 	}
 	bi.SetName(meta.Name)
-	return &esIndex{name: meta.Name, dir: dir, bi: bi, meta: meta, fields: flattenMappings(meta.Mappings)}, nil
+	return &esIndex{name: meta.Name, dir: dir, bi: bi, meta: meta, fields: flattenMappings(meta.Mappings), refreshed: meta.SeqNo - 1}, nil
 }
 
 func (ix *esIndex) close() error { return ix.bi.Close() }
@@ -1130,12 +1132,6 @@ func (ix *esIndex) shards() int {
 	return n
 }
 
-func forcedRefresh(q url.Values, out map[string]any) {
-	if v, ok := q["refresh"]; ok && (v[0] == "" || v[0] == "true") {
-		out["forced_refresh"] = true
-	}
-}
-
 func (s *server) doc(r *http.Request, target, op, id string, body []byte) (int, any, error) {
 	q := r.URL.Query()
 	switch r.Method {
@@ -1158,6 +1154,10 @@ func (s *server) doc(r *http.Request, target, op, id string, body []byte) (int, 
 		// With several shards a routed document lives where its routing sends it: a
 		// get with another routing looks in another shard and does not find it.
 		if sd != nil && ix.shards() > 1 && sd.routing != q.Get("routing") {
+			sd = nil
+		}
+		// A get with realtime=false reads what searches see.
+		if limit, limited := ix.visibleUpTo(); sd != nil && limited && q.Get("realtime") == "false" && sd.seq > limit {
 			sd = nil
 		}
 		if sd == nil {
@@ -1263,7 +1263,7 @@ func (s *server) doc(r *http.Request, target, op, id string, body []byte) (int, 
 			return 0, nil, o.err
 		}
 		out := writeResult(ixs[0].name, o)
-		forcedRefresh(q, out)
+		refreshParam(q, out, ixs[0])
 		return o.status, out, nil
 	}
 	if id == "" {
@@ -1297,7 +1297,7 @@ func (s *server) doc(r *http.Request, target, op, id string, body []byte) (int, 
 		return 0, nil, o.err
 	}
 	out := writeResult(ix.name, o)
-	forcedRefresh(q, out)
+	refreshParam(q, out, ix)
 	return o.status, out, nil
 }
 
@@ -1497,6 +1497,7 @@ lines:
 		if err := ix.apply(ops); err != nil {
 			return 0, nil, err
 		}
+		refreshParam(q, nil, ix)
 	}
 	items := make([]any, 0, len(entries))
 	hasErr := false

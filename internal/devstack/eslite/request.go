@@ -228,8 +228,12 @@ func matchDocs(t *target, q query.Query, scored bool) ([]*scoredDoc, error) {
 		return nil, searchErr(err)
 	}
 	byName := map[string]*esIndex{}
+	limits := map[*esIndex]int64{}
 	for _, ix := range t.ixs {
 		byName[ix.name] = ix
+		if limit, limited := ix.visibleUpTo(); limited {
+			limits[ix] = limit
+		}
 	}
 	perIndex := map[*esIndex][]*scoredDoc{}
 	docs := make([]*scoredDoc, 0, len(res.Hits))
@@ -243,6 +247,9 @@ func matchDocs(t *target, q query.Query, scored bool) ([]*scoredDoc, error) {
 		}
 		d := &scoredDoc{ix: ix, id: h.ID, src: decodeSource(h.Fields[fSource]), seq: parseSeq(h.Fields[fSeqNo]), hit: h}
 		if t.pit != nil && !t.pit.holds(ix.name, d.id, d.seq) {
+			continue
+		}
+		if limit, ok := limits[ix]; ok && d.seq > limit {
 			continue
 		}
 		docs = append(docs, d)
