@@ -41,6 +41,9 @@
 //	POST /[<index>/]_refresh                makes writes visible where refresh_interval is -1
 //	GET|POST /[<index>/]_count              query DSL or ?q= (df, default_operator, lenient), min_score
 //	GET|POST /[<index>/]_search             see below
+//	GET|HEAD|DELETE /_index_template[/<name>], /_component_template[/<name>], /_template[/<name>]
+//	                                        eslite keeps no templates: these find none, and
+//	                                        creating one is refused
 //	POST /[<index>/]_msearch                header and body lines; each search answers in its slot
 //	POST /<index>/_pit?keep_alive=, DELETE /_pit
 //	                                        points in time: a search with pit sees the documents the
@@ -494,6 +497,12 @@ func (s *server) route(r *http.Request) (int, any, error) {
 				"task_max_waiting_in_queue_millis": 0, "active_shards_percent_as_number": 100.0}, nil
 		case first == "_cluster" && len(parts) == 2 && parts[1] == "settings":
 			return s.clusterSettingsAPI(r, body)
+		case (first == "_index_template" || first == "_component_template" || first == "_template") && len(parts) <= 2:
+			name := ""
+			if len(parts) == 2 {
+				name = parts[1]
+			}
+			return s.templatesAPI(r, first, name)
 		case first == "_pit" && len(parts) == 1 && m == http.MethodDelete:
 			return s.closePIT(body)
 		case first == "_bulk" && len(parts) == 1:

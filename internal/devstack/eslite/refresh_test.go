@@ -37,3 +37,28 @@ func TestRefreshIntervalOff(t *testing.T) {
 		t.Errorf("refresh_interval 1s: %v hits", n)
 	}
 }
+
+func TestNoTemplates(t *testing.T) {
+	e := start(t, t.TempDir())
+	defer e.stop()
+	// eslite keeps no templates: creating one is refused, reading or deleting one finds
+	// none, as Elasticsearch answers when there is none.
+	for _, c := range []struct {
+		method, path, body string
+		status             int
+		want               string
+	}{
+		{"PUT", "/_index_template/t", `{"index_patterns":["x*"]}`, 400, "does not support index templates"},
+		{"GET", "/_index_template", "", 200, `{"index_templates":[]}`},
+		{"GET", "/_index_template/t", "", 404, "index template matching [t] not found"},
+		{"DELETE", "/_index_template/t", "", 404, "index_template [t] missing"},
+		{"DELETE", "/_component_template/c", "", 404, "component_template [c] missing"},
+		{"DELETE", "/_template/old", "", 404, "index_template_missing_exception"},
+		{"GET", "/_template", "", 200, `{}`},
+	} {
+		st, m := e.do(c.method, c.path, c.body)
+		if st != c.status || !strings.Contains(jsonString(m), c.want) {
+			t.Errorf("%s %s: %d %s", c.method, c.path, st, jsonString(m))
+		}
+	}
+}
