@@ -205,6 +205,8 @@ func namedQueries(q query.Query) []*namedQuery {
 			walk(t.inner)
 		case *scriptScoreQuery:
 			walk(t.inner)
+		case *boostingQuery:
+			walk(t.positive)
 		case *disMaxQuery:
 			for _, c := range t.Disjuncts {
 				walk(c)
@@ -266,6 +268,15 @@ func (s *scorer) score(q query.Query, d *scoredDoc) (float64, bool) {
 			return 0, false
 		}
 		return s.functionScore(t, d, qs), true
+	case *boostingQuery:
+		ps, ok := s.score(t.positive, d)
+		if !ok {
+			return 0, false
+		}
+		if _, neg := s.score(t.negative, d); neg {
+			ps *= t.factor
+		}
+		return t.boost * ps, true
 	case *scriptScoreQuery:
 		qs, ok := s.score(t.inner, d)
 		if !ok {

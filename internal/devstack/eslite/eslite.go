@@ -106,20 +106,20 @@
 // positions), span_term, span_multi, span_near, span_or, span_first, span_not,
 // span_containing, span_within and span_field_masking (as interval rules over the same
 // positions), geo_bounding_box (corners as objects, arrays, "lat,lon" strings or
-// geohashes; top/left/bottom/right; wkt BBOX; geohash and geotile cells), exists on
-// metadata fields (_id, _index, _routing, _ignored, ...), term and terms on _ignored,
-// term, terms, match, prefix and wildcard on _index, simple_query_string (+, |, -,
-// phrases, groups, prefixes, default_operator, minimum_should_match; never fails on
-// syntax), function_score (weight, random_score, field_value_factor, gauss/exp/linear
-// decay on numbers, dates and geo points; filters, score_mode, boost_mode, max_boost),
-// distance_feature (dates and geo points), script_score and script (scripts read as
-// expressions over doc['field'] values, _score and params; see expr.go), match_all and
-// match_none; a `_name` puts matched_queries on the hits (with their scores under
-// include_named_queries_score). Queries on unmapped fields match nothing, as in
-// Elasticsearch; sorting or aggregating on a text field is an error unless it has
-// fielddata. With the cluster setting search.allow_expensive_queries false, prefix,
-// wildcard, regexp, fuzzy, string range and joining queries are refused with
-// Elasticsearch's messages.
+// geohashes; top/left/bottom/right; wkt BBOX; geohash and geotile cells), geo_distance,
+// boosting, exists on metadata fields (_id, _index, _routing, _ignored, ...), term and
+// terms on _ignored, term, terms, match, prefix and wildcard on _index,
+// simple_query_string (+, |, -, phrases, groups, prefixes, default_operator,
+// minimum_should_match; never fails on syntax), function_score (weight, random_score,
+// field_value_factor, gauss/exp/linear decay on numbers, dates and geo points; filters,
+// score_mode, boost_mode, max_boost), distance_feature (dates and geo points),
+// script_score and script (scripts read as expressions over doc['field'] values, _score
+// and params; see expr.go), match_all and match_none; a `_name` puts matched_queries on
+// the hits (with their scores under include_named_queries_score). Queries on unmapped
+// fields match nothing, as in Elasticsearch; sorting or aggregating on a text field is
+// an error unless it has fielddata. With the cluster setting
+// search.allow_expensive_queries false, prefix, wildcard, regexp, fuzzy, string range
+// and joining queries are refused with Elasticsearch's messages.
 //
 // Relevance is Elasticsearch's BM25 (see bm25.go): k1 = 1.2, b = 0.75, the (k1 + 1) factor
 // of Elasticsearch's LegacyBM25Similarity, idf = ln(1 + (N − n + 0.5)/(n + 0.5)) and

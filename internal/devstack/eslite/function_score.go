@@ -519,3 +519,45 @@ func (s *scorer) functionScore(q *functionScoreQuery, d *scoredDoc, queryScore f
 	}
 	return q.boost * out
 }
+
+// boostingQuery matches what positive matches, scoring the documents negative also
+// matches by negative_boost times their score (boosting).
+type boostingQuery struct {
+	positive, negative query.Query
+	factor, boost      float64
+}
+
+func (q *boostingQuery) Searcher(ctx context.Context, i bindex.IndexReader, m mapping.IndexMapping, o bsearch.SearcherOptions) (bsearch.Searcher, error) {
+	return q.positive.Searcher(ctx, i, m, o)
+}
+
+func (c *qctx) boostingQ(body any) (query.Query, error) {
+	o, ok := body.(map[string]any)
+	if !ok {
+		return nil, parsingErr("[boosting] malformed query")
+	}
+	for k := range o {
+		if k != "positive" && k != "negative" && k != "negative_boost" && k != "boost" && k != "_name" {
+			return nil, parsingErr("[boosting] query does not support [%s]", k)
+		}
+	}
+	if o["positive"] == nil {
+		return nil, parsingErr("boosting query requires 'positive' query to be set'")
+	}
+	if o["negative"] == nil {
+		return nil, parsingErr("boosting query requires 'negative' query to be set'")
+	}
+	f, ok := toFloat(o["negative_boost"])
+	if !ok || f < 0 {
+		return nil, parsingErr("boosting query requires 'negative_boost' to be set to be a positive value'")
+	}
+	pos, err := c.translate(o["positive"])
+	if err != nil {
+		return nil, err
+	}
+	neg, err := c.translate(o["negative"])
+	if err != nil {
+		return nil, err
+	}
+	return &boostingQuery{positive: pos, negative: neg, factor: f, boost: boostValue(o["boost"])}, nil
+}

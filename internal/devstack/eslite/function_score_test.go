@@ -79,3 +79,27 @@ func TestScriptFields(t *testing.T) {
 		t.Errorf("a failing script field: %d", st)
 	}
 }
+
+func TestBoostingAndGeoDistance(t *testing.T) {
+	e := start(t, t.TempDir())
+	defer e.stop()
+	e.seed()
+	// Go stories by alice drop below dave's.
+	got := strings.Join(e.queryIDs("news", `{"boosting":{"positive":{"term":{"tags":"go"}},"negative":{"term":{"author":"alice"}},"negative_boost":0.1}}`), ",")
+	if got != "5,1,3" {
+		t.Errorf("boosting: %s", got)
+	}
+	e.ok(e.es.Indices.Create("geo", e.es.Indices.Create.WithBody(strings.NewReader(`{"mappings":{"properties":{"loc":{"type":"geo_point"}}}}`))))
+	var b strings.Builder
+	for i, p := range []string{"52.374081,4.912350", "52.369219,4.901618", "48.861111,2.336389"} {
+		b.WriteString(`{"index":{"_id":"` + string(rune('a'+i)) + `"}}` + "\n" + `{"loc":"` + p + `"}` + "\n")
+	}
+	e.ok(e.es.Bulk(strings.NewReader(b.String()), e.es.Bulk.WithIndex("geo"), e.es.Bulk.WithRefresh("true")))
+	// Amsterdam's two points are within 2km of the centre, Paris is not.
+	if got := strings.Join(sorted(e.queryIDs("geo", `{"geo_distance":{"distance":"2km","loc":{"lat":52.37,"lon":4.90}}}`)), ","); got != "a,b" {
+		t.Errorf("geo_distance: %s", got)
+	}
+	if got := strings.Join(sorted(e.queryIDs("geo", `{"geo_distance":{"distance":"500km","loc":[4.90,52.37]}}`)), ","); got != "a,b,c" {
+		t.Errorf("geo_distance 500km: %s", got)
+	}
+}

@@ -320,6 +320,10 @@ func (c *qctx) translate(v any) (query.Query, error) {
 			return c.intervalsQ(body)
 		case "geo_bounding_box":
 			return c.geoBoundingBoxQ(body)
+		case "geo_distance":
+			return c.geoDistanceQ(body)
+		case "boosting":
+			return c.boostingQ(body)
 		case "ids":
 			o, _ := body.(map[string]any)
 			vals, ok := o["values"].([]any)
@@ -367,7 +371,7 @@ func (c *qctx) translate(v any) (query.Query, error) {
 		case "distance_feature":
 			return c.distanceFeatureQ(body)
 		default:
-			return nil, parsingErr("unknown query [%s] (eslite supports match, match_phrase, match_bool_prefix, intervals, geo_bounding_box, multi_match, combined_fields, term, terms, range, exists, prefix, wildcard, regexp, ids, bool, nested, dis_max, constant_score, function_score, distance_feature, query_string, simple_query_string, script_score, script, fuzzy, match_phrase_prefix, span_term, span_multi, span_near, span_or, span_first, span_not, span_containing, span_within, span_field_masking, match_all, match_none)", kind)
+			return nil, parsingErr("unknown query [%s] (eslite supports match, match_phrase, match_bool_prefix, intervals, geo_bounding_box, geo_distance, boosting, multi_match, combined_fields, term, terms, range, exists, prefix, wildcard, regexp, ids, bool, nested, dis_max, constant_score, function_score, distance_feature, query_string, simple_query_string, script_score, script, fuzzy, match_phrase_prefix, span_term, span_multi, span_near, span_or, span_first, span_not, span_containing, span_within, span_field_masking, match_all, match_none)", kind)
 		}
 	}
 	return nil, nil

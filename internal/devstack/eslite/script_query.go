@@ -5,7 +5,6 @@ import (
 	"maps"
 	"slices"
 
-	"github.com/blevesearch/bleve/v2"
 	"github.com/blevesearch/bleve/v2/mapping"
 	bsearch "github.com/blevesearch/bleve/v2/search"
 	"github.com/blevesearch/bleve/v2/search/query"
@@ -104,30 +103,24 @@ func (c *qctx) scriptQ(body any) (query.Query, error) {
 	if err != nil {
 		return nil, err
 	}
-	if c.t == nil {
-		return bleve.NewMatchNoneQuery(), nil
-	}
 	if err := c.expensive("[script] queries", ""); err != nil {
 		return nil, err
 	}
-	docs, err := matchDocs(c.t, bleve.NewMatchAllQuery(), false)
+	var runErr error
+	q, err := c.scanQuery(func(src map[string]any) bool {
+		r, err := s.run(c.fields, &scoredDoc{src: src}, 0)
+		if err != nil && runErr == nil {
+			runErr = err
+		}
+		return err == nil && truthy(r)
+	})
+	if err == nil {
+		err = runErr
+	}
 	if err != nil {
 		return nil, err
 	}
-	var ids []string
-	for _, d := range docs {
-		r, err := s.run(c.fields, d, 0)
-		if err != nil {
-			return nil, err
-		}
-		if truthy(r) {
-			ids = append(ids, d.id)
-		}
-	}
-	if len(ids) == 0 {
-		return bleve.NewMatchNoneQuery(), nil
-	}
-	return &constScoreQuery{inner: bleve.NewDocIDQuery(ids), boost: boostValue(o["boost"])}, nil
+	return &constScoreQuery{inner: q, boost: boostValue(o["boost"])}, nil
 }
 
 // scriptSource reads a script given as a string or as {source, params, lang}.
