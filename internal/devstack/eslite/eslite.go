@@ -233,11 +233,12 @@
 // (and the runner's cluster.put_settings, cluster.get_settings, open_point_in_time and
 // close_point_in_time); the fields option's nested grouping, formats, token_count, geo
 // points and include_unmapped; function_score, distance_feature, simple_query_string,
-// span queries, fuzzy, match_phrase slop and match_phrase_prefix; queries on _index;
-// date formats and time zones in date_range, date_histogram keys and date values; range
-// buckets in Elasticsearch's order; dynamic templates and bulk's dynamic_templates;
-// bucket_script, bucket_selector, script_score, script queries and script_fields over
-// expression scripts; refresh_interval -1 and realtime=false; and
+// span queries, fuzzy, geo_distance, boosting, match_phrase slop and
+// match_phrase_prefix; queries on _index; date formats and time zones in date_range,
+// date_histogram keys and date values; range buckets in Elasticsearch's order; dynamic
+// templates and bulk's dynamic_templates; bucket_script, bucket_selector, script_score,
+// script queries and script_fields over expression scripts; refresh_interval -1 and
+// realtime=false; answers of the template APIs (eslite has none); and
 // document_parsing_exception. Each is checked by the package's own tests against the
 // outputs the suite's files expect. The runner has become stricter meanwhile, as
 // Elasticsearch's is: `catch: request` no longer accepts a 400, and a failing teardown
