@@ -174,16 +174,11 @@ func (a *aggDef) configure(fields map[string]fieldInfo) error {
 	if f == "" {
 		return parsingErr("Required one of fields [field, script], but none were specified in [%s] aggregation [%s]", a.kind, a.name)
 	}
-	a.field = f
-	fi, ok := fields[f]
-	if !ok {
-		// Unmapped fields aggregate nothing, as in Elasticsearch.
-		fi = fieldInfo{Type: "unmapped", Src: f}
-		if flattenedKey(fields, f) {
-			// A key under a flattened field aggregates as a keyword.
-			fi = fieldInfo{Type: "keyword", Src: f, ESType: "keyword"}
-		}
+	if f == "_id" {
+		return idFielddataErr()
 	}
+	a.field = f
+	fi := mappedOrUnmapped(fields, f)
 	a.fi = fi
 	if fi.Type == "text" && !fi.Fielddata {
 		return badRequest("illegal_argument_exception", "Text fields are not optimised for operations that require per-document field data like aggregations and sorting, so these operations are disabled by default. Please use a keyword field instead. Alternatively, set fielddata=true on [%s] in order to load field data by uninverting the inverted index.", f)
@@ -396,9 +391,16 @@ func runAggs(defs []*aggDef, docs []map[string]any) (map[string]any, error) {
 
 func (a *aggDef) values(doc map[string]any) []any {
 	var vals []any
-	switch a.fi.Type {
-	case "unmapped":
-	case "text":
+	switch {
+	case a.fi.ESType == "_index":
+		// The index name comes from the document's identity.
+		if a.docKey != nil {
+			if ix, _, ok := strings.Cut(a.docKey(doc), "\x00"); ok {
+				vals = []any{ix}
+			}
+		}
+	case a.fi.Type == "unmapped":
+	case a.fi.Type == "text":
 		// A text field with fielddata aggregates the tokens it was indexed with.
 		for _, t := range fieldTokens(a.fi, doc) {
 			vals = append(vals, t)
@@ -1057,7 +1059,7 @@ type aggPrep struct {
 func prepareAggs(defs []*aggDef, p aggPrep) error {
 	match, docKey, all := p.match, p.docKey, p.all
 	for _, a := range defs {
-		a.hits, a.score = p.hits, p.score
+		a.hits, a.score, a.docKey = p.hits, p.score, docKey
 		significant := a.kind == "significant_terms" || a.kind == "significant_text"
 		if a.kind == "global" || (a.kind == "terms" && a.minDocCount == 0) || significant {
 			docs, err := all()

@@ -188,11 +188,18 @@ func (a *aggDef) bucketSort(buckets []any) ([]any, error) {
 // configureMore checks the options of the aggregations that configure does not know:
 // pipelines, weighted_avg, rare_terms, filter and global. It reports whether a.kind is
 // one of them.
-// mappedOrUnmapped is field f's mapping, or an unmapped field, which aggregates
-// nothing, as in Elasticsearch.
+// mappedOrUnmapped is field f's mapping; for _index, a keyword read from the
+// document's identity; for a key under a flattened field, a keyword; else an unmapped
+// field, which aggregates nothing, as in Elasticsearch.
 func mappedOrUnmapped(fields map[string]fieldInfo, f string) fieldInfo {
 	if fi, ok := fields[f]; ok {
 		return fi
+	}
+	switch {
+	case f == "_index":
+		return fieldInfo{Type: "keyword", Src: f, ESType: f}
+	case flattenedKey(fields, f):
+		return fieldInfo{Type: "keyword", Src: f, ESType: "keyword"}
 	}
 	return fieldInfo{Type: "unmapped", Src: f}
 }
@@ -203,6 +210,9 @@ func (a *aggDef) fieldOption(fields map[string]fieldInfo) error {
 	f, _ := a.opts["field"].(string)
 	if f == "" {
 		return parsingErr("Required one of fields [field, script], but none were specified in [%s] aggregation [%s]", a.kind, a.name)
+	}
+	if f == "_id" {
+		return idFielddataErr()
 	}
 	a.field, a.fi, a.missing = f, mappedOrUnmapped(fields, f), a.opts["missing"]
 	return nil
@@ -977,4 +987,9 @@ func sortRanges(rs []aggRange) {
 		}
 		return bound(rs[i].to, math.Inf(1)) < bound(rs[j].to, math.Inf(1))
 	})
+}
+
+// idFielddataErr is Elasticsearch's refusal to aggregate, sort or score on _id values.
+func idFielddataErr() error {
+	return badRequest("illegal_argument_exception", "Fielddata access on the _id field is disallowed, you can re-enable it by updating the dynamic cluster setting: indices.id_field_data.enabled")
 }

@@ -180,7 +180,8 @@
 // numbers, comparisons, &&, ||, !, ?: and Math functions: the part of Painless they use;
 // any other script is refused). Each takes missing and meta where Elasticsearch does;
 // sub-aggregations work under any bucket aggregation, documents with a _doc_count field
-// count as that many, keys of flattened fields aggregate as keywords, and
+// count as that many, keys of flattened fields aggregate as keywords, _index aggregates
+// the documents' index names (_id is refused, as in Elasticsearch), and
 // search.max_buckets (cluster setting, default 65536) bounds the buckets of a search.
 // Not supported: scripted_metric, time_series and the aggregations of downsampled
 // indexes.

@@ -189,7 +189,7 @@ func (c *qctx) randomScore(v any) (func(d *scoredDoc) (float64, error), error) {
 	}
 	field := scalarString(orDefault(o["field"], ""))
 	if field == "_id" {
-		return nil, badRequest("illegal_argument_exception", "Fielddata access on the _id field is disallowed, you can re-enable it by updating the dynamic cluster setting: indices.id_field_data.enabled")
+		return nil, idFielddataErr()
 	}
 	fi, mapped := c.fields[field]
 	if field != "" && field != "_seq_no" && !mapped {

@@ -29,3 +29,17 @@ func TestMsearchAndIndexQueries(t *testing.T) {
 		}
 	}
 }
+
+func TestAggregateOnIndexName(t *testing.T) {
+	e := start(t, t.TempDir())
+	defer e.stop()
+	e.seed()
+	e.ok(e.es.Index("other", strings.NewReader(`{"author":"zed"}`), e.es.Index.WithRefresh("true")))
+	got := e.aggJSON("news,other", "", `{"i":{"terms":{"field":"_index"}}}`)
+	if got != `{"i":{"buckets":[{"doc_count":6,"key":"news"},{"doc_count":1,"key":"other"}],"doc_count_error_upper_bound":0,"sum_other_doc_count":0}}` {
+		t.Errorf("terms on _index: %s", got)
+	}
+	if st, _ := e.searchStatus("news", `{"aggs":{"i":{"terms":{"field":"_id"}}}}`); st != 400 {
+		t.Errorf("terms on _id: %d", st)
+	}
+}
