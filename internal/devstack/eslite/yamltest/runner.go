@@ -8,14 +8,14 @@
 // `catch` (bad_request, unauthorized, forbidden, missing, request_timeout, conflict,
 // gone, unavailable, param, request (any error but those) and /regex/), `headers` and
 // `ignore`, the assertions match, length, is_true, is_false, gt, gte, lt, lte, contains,
-// exists, not_exists and
-// close_to, `set` and `transform_and_set` with $stash substitution in values, keys and
-// paths, and `skip`/`requires` gates on versions, runner features, cluster features,
-// awaits_fix and known_issues. A test gated on a runner feature or cluster feature this
-// runner does not declare is skipped, as Elasticsearch's own runner does; so is a test
-// whose setup or body calls an X-Pack API (security.*, xpack.*, ...), which only
-// Elasticsearch's X-Pack suites run. Everything else runs. Between tests every
-// index is deleted, as the real runner wipes the cluster.
+// exists, not_exists and close_to, `set` and `transform_and_set` with $stash
+// substitution in values, keys and paths, and `skip`/`requires` gates on versions,
+// runner features, cluster features, awaits_fix and known_issues. A test gated on a
+// runner feature or cluster feature this runner does not declare is skipped, as
+// Elasticsearch's own runner does; so is a test whose setup or body calls an X-Pack API
+// (security.*, xpack.*, ...), which only Elasticsearch's X-Pack suites run. Everything
+// else runs. A failing teardown fails its test, and between tests every index is deleted
+// and the cluster settings reset, as the real runner wipes the cluster.
 package yamltest
 
 import (
