@@ -131,24 +131,25 @@
 //
 // Search body and URL: query, q (with df, default_operator, lenient), from, size
 // (index.max_result_window), sort (keyword, numeric, date and boolean fields, `_score`,
-// `_doc`, {"f":"desc"}, {"f":{"order":"asc"}}; multi-valued fields sort by their min
-// ascending and max descending, missing values last; hits carry `sort` values),
-// search_after, track_total_hits (bool or a number), rest_total_hits_as_int,
-// track_scores, min_score, indices_boost (names, aliases, patterns; first match wins),
-// _source (bool, pattern, list, includes/excludes) and _source_includes /
-// _source_excludes, stored_fields (a list, or _none_), docvalue_fields (with a numeric
-// format such as "#.0"; index.max_docvalue_fields_search), fields (typed values in the
-// mapping's or the request's format, grouped per object under nested fields,
-// include_unmapped), pit, version, seq_no_primary_term, script_fields (expression
-// scripts, ignore_failure; index.max_script_fields), post_filter, terminate_after,
-// collapse (on keyword, numeric and date fields, with inner_hits: name, size, from,
-// sort, fields, version), profile (Elasticsearch's shape, whole-request timings, the
-// fetch sub-phases the request runs), highlight (fields with wildcards on text and
-// keyword fields, pre_tags and post_tags, require_field_match, highlight_query per
-// field, max_analyzed_offset and index.highlight.max_analyzed_offset; each value is
-// returned whole with the matched terms wrapped) and aggs/aggregations. search_type
-// other than query_then_fetch / dfs_query_then_fetch, scroll and rescore are refused
-// with Elasticsearch's messages (including its window and count limits).
+// `_doc`, {"f":"desc"}, {"f":{"order":"asc"}}, _script sorts of type number or string
+// over expression scripts; multi-valued fields sort by their min ascending and max
+// descending, missing values last; hits carry `sort` values), search_after,
+// track_total_hits (bool or a number), rest_total_hits_as_int, track_scores, min_score,
+// indices_boost (names, aliases, patterns; first match wins), _source (bool, pattern,
+// list, includes/excludes) and _source_includes / _source_excludes, stored_fields (a
+// list, or _none_), docvalue_fields (with a numeric format such as "#.0";
+// index.max_docvalue_fields_search), fields (typed values in the mapping's or the
+// request's format, grouped per object under nested fields, include_unmapped), pit,
+// version, seq_no_primary_term, script_fields (expression scripts, ignore_failure;
+// index.max_script_fields), post_filter, terminate_after, collapse (on keyword, numeric
+// and date fields, with inner_hits: name, size, from, sort, fields, version), profile
+// (Elasticsearch's shape, whole-request timings, the fetch sub-phases the request runs),
+// highlight (fields with wildcards on text and keyword fields, pre_tags and post_tags,
+// require_field_match, highlight_query per field, max_analyzed_offset and
+// index.highlight.max_analyzed_offset; each value is returned whole with the matched
+// terms wrapped) and aggs/aggregations. search_type other than query_then_fetch /
+// dfs_query_then_fetch, scroll and rescore are refused with Elasticsearch's messages
+// (including its window and count limits).
 //
 // Aggregations: terms (size, order by _count, _key or a sub-aggregation path such as
 // "max", "stats.avg", "filter>max" or a top_metrics value, lists of orders, include and
@@ -251,12 +252,11 @@
 // _index_template), documents changed after the last refresh of a refresh_interval -1
 // index (hidden rather than shown as they were), index.mapping.total_tokens_per_document
 // limits, the _type that 7.x-era file versions still expect in responses, HDR histograms
-// over negative values, rescore, knn and exact queries, scripts beyond expressions (and
-// script sorts, scripted_metric), request-cache, fielddata and shard statistics,
-// aggregation profiles' debug sections, shard failures (a value_type that does not fit
-// one index's mapping), explain in top_hits, nested top_hits and sorts, and the
-// positions Elasticsearch puts in some document parsing errors ("[-1:386] failed to
-// parse: ...").
+// over negative values, rescore, knn and exact queries, scripts beyond expressions and
+// scripted_metric, request-cache, fielddata and shard statistics, aggregation profiles'
+// debug sections, shard failures (a value_type that does not fit one index's mapping),
+// explain in top_hits, nested top_hits and sorts, and the positions Elasticsearch puts
+// in some document parsing errors ("[-1:386] failed to parse: ...").
 package eslite
 
 import (

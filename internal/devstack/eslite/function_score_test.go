@@ -103,3 +103,21 @@ func TestBoostingAndGeoDistance(t *testing.T) {
 		t.Errorf("geo_distance 500km: %s", got)
 	}
 }
+
+func TestScriptSort(t *testing.T) {
+	e := start(t, t.TempDir())
+	defer e.stop()
+	e.seed()
+	// points: 1:120 2:80 3:200 4:45 5:150 6:5; distance from 100 ascending.
+	m := e.search("news", `{"size":3,"sort":[{"_script":{"type":"number","script":{"source":"Math.abs(doc['points'].value - params.p)","params":{"p":100}},"order":"asc"}}]}`)
+	if got := strings.Join(hitIDs(m), ","); got != "1,2,5" {
+		t.Errorf("_script sort: %s", got)
+	}
+	if got := jsonString(m["hits"].(map[string]any)["hits"].([]any)[0].(map[string]any)["sort"]); got != "[20]" {
+		t.Errorf("sort values: %s", got)
+	}
+	next := e.search("news", `{"size":2,"sort":[{"_script":{"type":"number","script":{"source":"Math.abs(doc['points'].value - params.p)","params":{"p":100}},"order":"asc"}}],"search_after":[50]}`)
+	if got := strings.Join(hitIDs(next), ","); got != "4,6" {
+		t.Errorf("search_after on a _script sort: %s", got)
+	}
+}

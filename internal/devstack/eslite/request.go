@@ -308,9 +308,11 @@ func (s *server) count(r *http.Request, expr string, body []byte) (int, any, err
 }
 
 type sortSpec struct {
-	field string // "_score", "_doc" or a field
+	field string // "_score", "_doc", "_script" or a field
 	desc  bool
 	fi    fieldInfo
+	// script computes a _script sort's value for a document.
+	script func(d *scoredDoc) []any
 }
 
 func (c *qctx) parseSort(v any) ([]sortSpec, error) {
@@ -322,6 +324,14 @@ func (c *qctx) parseSort(v any) ([]sortSpec, error) {
 		case map[string]any:
 			for _, f := range slices.Sorted(maps.Keys(t)) {
 				o := t[f]
+				if f == "_script" {
+					sp, err := c.scriptSort(o)
+					if err != nil {
+						return nil, err
+					}
+					out = append(out, sp)
+					continue
+				}
 				sp := sortSpec{field: f, desc: f == "_score"}
 				switch ov := o.(type) {
 				case string:
@@ -349,7 +359,7 @@ func (c *qctx) parseSort(v any) ([]sortSpec, error) {
 		}
 	}
 	for i, sp := range out {
-		if sp.field == "_score" || sp.field == "_doc" || sp.field == "_id" {
+		if sp.field == "_score" || sp.field == "_doc" || sp.field == "_id" || sp.script != nil {
 			continue
 		}
 		if sp.field == "_shard_doc" {
@@ -385,7 +395,7 @@ func docSortKeys(specs []sortSpec, d *scoredDoc) []sortKey {
 		case "_id":
 			keys[i] = sortKey{v: d.id}
 		default:
-			vals := fieldValues(sp.fi, d.src)
+			vals := sortSource(sp, d)
 			if len(vals) == 0 {
 				keys[i] = sortKey{missing: true}
 				continue

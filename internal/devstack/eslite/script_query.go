@@ -4,6 +4,7 @@ import (
 	"context"
 	"maps"
 	"slices"
+	"strings"
 
 	"github.com/blevesearch/bleve/v2/mapping"
 	bsearch "github.com/blevesearch/bleve/v2/search"
@@ -168,4 +169,49 @@ func parseScriptFields(v any) ([]scriptField, error) {
 		out = append(out, scriptField{name: name, script: s, ignoreFailure: boolOpt(o["ignore_failure"])})
 	}
 	return out, nil
+}
+
+// scriptSort reads a _script sort: {type: number or string, script, order}.
+func (c *qctx) scriptSort(v any) (sortSpec, error) {
+	o, ok := v.(map[string]any)
+	if !ok {
+		return sortSpec{}, parsingErr("[_script] sort malformed")
+	}
+	sp := sortSpec{field: "_script", desc: strings.EqualFold(scalarString(o["order"]), "desc")}
+	switch typ := scalarString(o["type"]); typ {
+	case "number":
+		sp.fi = fieldInfo{Type: "double"}
+	case "string":
+		sp.fi = fieldInfo{Type: "keyword"}
+	default:
+		return sp, parsingErr("[_script] unknown sort type [%s]", typ)
+	}
+	s, err := parseScript(o["script"], "_script")
+	if err != nil {
+		return sp, err
+	}
+	fields, typ := c.fields, sp.fi.Type
+	sp.script = func(d *scoredDoc) []any {
+		r, err := s.run(fields, d, d.score)
+		if err != nil || r == nil {
+			return nil
+		}
+		if typ == "double" {
+			if f, ok := toFloat(r); ok {
+				return []any{f}
+			}
+			return nil
+		}
+		return []any{scalarString(r)}
+	}
+	return sp, nil
+}
+
+// sortSource is the values a document sorts by under a sort clause: its script's, or
+// its field's.
+func sortSource(sp sortSpec, d *scoredDoc) []any {
+	if sp.script != nil {
+		return sp.script(d)
+	}
+	return fieldValues(sp.fi, d.src)
 }

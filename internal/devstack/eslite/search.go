@@ -110,18 +110,18 @@ func jsonNumber(f float64) any {
 	return f
 }
 
-func sortValues(specs []sortSpec, src map[string]any, score float64, id string) []any {
+func sortValues(specs []sortSpec, d *scoredDoc) []any {
 	out := make([]any, 0, len(specs))
 	for _, sp := range specs {
 		switch sp.field {
 		case "_score":
-			out = append(out, score)
+			out = append(out, d.score)
 			continue
 		case "_doc", "_id":
-			out = append(out, id)
+			out = append(out, d.id)
 			continue
 		}
-		vals := fieldValues(sp.fi, src)
+		vals := sortSource(sp, d)
 		if len(vals) == 0 {
 			if sp.desc {
 				out = append(out, math.MinInt64)

@@ -501,7 +501,7 @@ func (s *server) renderHit(d *scoredDoc, o hitOptions) (map[string]any, error) {
 		hit["_source"] = o.src.apply(d.src)
 	}
 	if len(o.specs) > 0 {
-		hit["sort"] = sortValues(o.specs, d.src, d.score, d.id)
+		hit["sort"] = sortValues(o.specs, d)
 	}
 	fields := map[string]any{}
 	for _, n := range o.stored {
