@@ -239,12 +239,12 @@
 // match_phrase_prefix; queries on _index; date formats and time zones in date_range,
 // date_histogram keys and date values; range buckets in Elasticsearch's order; dynamic
 // templates and bulk's dynamic_templates; bucket_script, bucket_selector, script_score,
-// script queries and script_fields over expression scripts; refresh_interval -1 and
-// realtime=false; answers of the template APIs (eslite has none); and
-// document_parsing_exception. Each is checked by the package's own tests against the
-// outputs the suite's files expect. The runner has become stricter meanwhile, as
-// Elasticsearch's is: `catch: request` no longer accepts a 400, and a failing teardown
-// fails its test.
+// script queries, script_fields and _script sorts over expression scripts; aggregations
+// on _index; refresh_interval -1 and realtime=false; answers of the template APIs
+// (eslite has none); and document_parsing_exception. Each is checked by the package's
+// own tests against the outputs the suite's files expect. The runner has become stricter
+// meanwhile, as Elasticsearch's is: `catch: request` no longer accepts a 400, and a
+// failing teardown fails its test.
 //
 // What still fails, by cause: synthetic and columnar _source (eslite returns _source as
 // it was sent; the reordering, dotted-name expansion and ignore_above trimming of
