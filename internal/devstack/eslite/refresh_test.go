@@ -54,6 +54,7 @@ func TestNoTemplates(t *testing.T) {
 		{"DELETE", "/_index_template/t", "", 404, "index_template [t] missing"},
 		{"DELETE", "/_component_template/c", "", 404, "component_template [c] missing"},
 		{"DELETE", "/_template/old", "", 404, "index_template_missing_exception"},
+		{"DELETE", "/_index_template/*", "", 200, `{"acknowledged":true}`},
 		{"GET", "/_template", "", 200, `{}`},
 	} {
 		st, m := e.do(c.method, c.path, c.body)

@@ -1,6 +1,9 @@
 package eslite
 
-import "net/http"
+import (
+	"net/http"
+	"strings"
+)
 
 // eslite has no index templates (composable, component or legacy): creating one is
 // refused as unsupported, so reading or deleting one answers as Elasticsearch does when
@@ -23,6 +26,10 @@ func (s *server) templatesAPI(r *http.Request, kind, name string) (int, any, err
 	case http.MethodDelete:
 		if name == "" {
 			return 0, nil, unsupported(r)
+		}
+		if strings.Contains(name, "*") {
+			// A pattern that matches no template deletes nothing and succeeds.
+			return 200, map[string]any{"acknowledged": true}, nil
 		}
 		if kind == "_template" {
 			return 0, nil, &esError{status: 404, typ: "index_template_missing_exception", reason: "index_template [" + name + "] missing"}
