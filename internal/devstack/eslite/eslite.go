@@ -41,9 +41,9 @@
 //	POST /[<index>/]_refresh                makes writes visible where refresh_interval is -1
 //	GET|POST /[<index>/]_count              query DSL or ?q= (df, default_operator, lenient), min_score
 //	GET|POST /[<index>/]_search             see below
-//	GET|HEAD|DELETE /_index_template[/<name>], /_component_template[/<name>], /_template[/<name>]
-//	                                        eslite keeps no templates: these find none, and
-//	                                        creating one is refused
+//	GET|HEAD|DELETE /_index_template[/<name>], /_component_template[/<name>], /_template[/<name>],
+//	GET|DELETE /_ingest/pipeline[/<id>]     eslite keeps no templates or pipelines: these find
+//	                                        none, and creating one is refused
 //	POST /[<index>/]_msearch                header and body lines; each search answers in its slot
 //	POST /<index>/_pit?keep_alive=, DELETE /_pit
 //	                                        points in time: a search with pit sees the documents the
@@ -505,6 +505,12 @@ func (s *server) route(r *http.Request) (int, any, error) {
 				name = parts[1]
 			}
 			return s.templatesAPI(r, first, name)
+		case first == "_ingest" && len(parts) >= 2 && len(parts) <= 3 && parts[1] == "pipeline":
+			id := ""
+			if len(parts) == 3 {
+				id = parts[2]
+			}
+			return s.pipelinesAPI(r, id)
 		case first == "_pit" && len(parts) == 1 && m == http.MethodDelete:
 			return s.closePIT(body)
 		case first == "_bulk" && len(parts) == 1:

@@ -38,10 +38,10 @@ func TestRefreshIntervalOff(t *testing.T) {
 	}
 }
 
-func TestNoTemplates(t *testing.T) {
+func TestNoTemplatesOrPipelines(t *testing.T) {
 	e := start(t, t.TempDir())
 	defer e.stop()
-	// eslite keeps no templates: creating one is refused, reading or deleting one finds
+	// eslite keeps no templates or pipelines: creating one is refused, reading or deleting one finds
 	// none, as Elasticsearch answers when there is none.
 	for _, c := range []struct {
 		method, path, body string
@@ -56,6 +56,9 @@ func TestNoTemplates(t *testing.T) {
 		{"DELETE", "/_template/old", "", 404, "index_template_missing_exception"},
 		{"DELETE", "/_index_template/*", "", 200, `{"acknowledged":true}`},
 		{"GET", "/_template", "", 200, `{}`},
+		{"PUT", "/_ingest/pipeline/p", `{"processors":[]}`, 400, "does not support ingest pipelines"},
+		{"DELETE", "/_ingest/pipeline/p", "", 404, "pipeline [p] is missing"},
+		{"DELETE", "/_ingest/pipeline/*", "", 200, `{"acknowledged":true}`},
 	} {
 		st, m := e.do(c.method, c.path, c.body)
 		if st != c.status || !strings.Contains(jsonString(m), c.want) {

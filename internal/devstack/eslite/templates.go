@@ -39,3 +39,19 @@ func (s *server) templatesAPI(r *http.Request, kind, name string) (int, any, err
 	}
 	return 0, nil, badRequest("illegal_argument_exception", "eslite does not support index templates [%s %s]", r.Method, r.URL.Path)
 }
+
+// eslite has no ingest pipelines either (a write naming one fails): reading or deleting
+// one answers as Elasticsearch does when there is none, and creating one is refused.
+func (s *server) pipelinesAPI(r *http.Request, id string) (int, any, error) {
+	switch {
+	case r.Method == http.MethodGet && (id == "" || strings.Contains(id, "*")):
+		return 200, map[string]any{}, nil
+	case r.Method == http.MethodGet:
+		return 404, map[string]any{}, nil
+	case r.Method == http.MethodDelete && strings.Contains(id, "*"):
+		return 200, map[string]any{"acknowledged": true}, nil
+	case r.Method == http.MethodDelete && id != "":
+		return 0, nil, &esError{status: 404, typ: "resource_not_found_exception", reason: "pipeline [" + id + "] is missing"}
+	}
+	return 0, nil, badRequest("illegal_argument_exception", "eslite does not support ingest pipelines [%s %s]", r.Method, r.URL.Path)
+}
