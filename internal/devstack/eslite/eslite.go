@@ -240,11 +240,11 @@
 // date_histogram keys and date values; range buckets in Elasticsearch's order; dynamic
 // templates and bulk's dynamic_templates; bucket_script, bucket_selector, script_score,
 // script queries, script_fields and _script sorts over expression scripts; aggregations
-// on _index; refresh_interval -1 and realtime=false; answers of the template APIs
-// (eslite has none); and document_parsing_exception. Each is checked by the package's
-// own tests against the outputs the suite's files expect. The runner has become stricter
-// meanwhile, as Elasticsearch's is: `catch: request` no longer accepts a 400, and a
-// failing teardown fails its test.
+// on _index; refresh_interval -1 and realtime=false; answers of the template and ingest
+// pipeline APIs (eslite has neither); and document_parsing_exception. Each is checked by
+// the package's own tests against the outputs the suite's files expect. The runner has
+// become stricter meanwhile, as Elasticsearch's is: `catch: request` no longer accepts a
+// 400, and a failing teardown fails its test.
 //
 // What still fails, by cause: synthetic and columnar _source (eslite returns _source as
 // it was sent; the reordering, dotted-name expansion and ignore_above trimming of
