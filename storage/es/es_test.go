@@ -118,10 +118,10 @@ func TestSink(t *testing.T) {
 	// per-document errors name the failing keys; the good documents are stored
 	err = s.Write(ctx, []crawl.Item{story("4", "r3", 4), story("5", "r3", "many"), story("6", "r3", map[string]any{"x": 1})})
 	var be *es.BulkError
-	if !errors.As(err, &be) || len(be.Failures) != 2 || be.Failures[0].Key != "5" || be.Failures[1].Key != "6" || be.Failures[0].Type != "mapper_parsing_exception" {
+	if !errors.As(err, &be) || len(be.Failures) != 2 || be.Failures[0].Key != "5" || be.Failures[1].Key != "6" || be.Failures[0].Type != "document_parsing_exception" {
 		t.Fatalf("bulk error: %v", err)
 	}
-	if !strings.Contains(err.Error(), "5 (trawler-demo-story, 400 mapper_parsing_exception") {
+	if !strings.Contains(err.Error(), "5 (trawler-demo-story, 400 document_parsing_exception") {
 		t.Fatalf("message: %v", err)
 	}
 	if n, _ := s.Count(ctx, "r3"); n != 1 {

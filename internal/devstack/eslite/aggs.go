@@ -24,8 +24,8 @@ type aggDef struct {
 	// terms
 	size        int
 	minDocCount int
-	orderKey    string // _count or _key
-	orderDesc   bool
+	order       []termsOrder
+	valueType   string // value_type: the type an unmapped field's missing value takes
 	// histograms
 	interval float64        // histogram interval, or fixed date interval in ms
 	calUnit  string         // calendar unit for date_histogram
@@ -34,7 +34,7 @@ type aggDef struct {
 	bounds   *[2]float64
 	keyed    bool // buckets as an object keyed by their key instead of a list
 	ranges   []aggRange
-	// stats, extended_stats, percentiles
+	// stats, extended_stats, percentiles; random_sampler: the probability
 	sigma    float64
 	percents []float64
 	// filters: the named (or, anonymous, numbered) filter queries, and once the search
@@ -42,7 +42,7 @@ type aggDef struct {
 	filters     []aggFilter
 	filterNamed bool
 	docKey      func(map[string]any) string
-	// rare_terms include and exclude clauses
+	// terms and rare_terms include and exclude clauses
 	termFilter []termFilter
 	// weighted_avg: the value and weight sources
 	weighted []*aggDef
@@ -52,6 +52,25 @@ type aggDef struct {
 	hits func(docs []map[string]any, opts map[string]any) (map[string]any, error)
 	// ip_range
 	ipRanges []ipRange
+	// ip_prefix: the prefix length and whether addresses are read as IPv6;
+	// geohash_grid, geotile_grid: the precision
+	prefixLen int
+	isIPv6    bool
+	// composite: its sources and the after key, a value per source
+	sources []*compositeSource
+	after   []any
+	// significant_terms, significant_text
+	heuristic significance
+	// bucket_script, bucket_selector: the script, its params and the buckets paths
+	// its variables read
+	scriptSrc    string
+	scriptParams map[string]any
+	scriptPaths  map[string]string
+	// auto_date_histogram: the finest rounding it may pick (minimum_interval)
+	minRounding int
+	// top_metrics: its sort and its metrics' fields; matrix_stats: its fields
+	topSort    *termsOrder
+	topMetrics []*aggDef
 	// sampler, diversified_sampler: a document's relevance score
 	score func(doc map[string]any) float64
 }
@@ -68,9 +87,11 @@ type aggRange struct {
 }
 
 var metricKinds = map[string]bool{"avg": true, "sum": true, "min": true, "max": true, "value_count": true, "cardinality": true,
-	"stats": true, "extended_stats": true, "percentiles": true, "percentile_ranks": true, "weighted_avg": true, "top_hits": true}
+	"stats": true, "extended_stats": true, "percentiles": true, "percentile_ranks": true, "weighted_avg": true, "top_hits": true,
+	"geo_bounds": true, "geo_centroid": true, "top_metrics": true, "matrix_stats": true}
 var bucketKinds = map[string]bool{"terms": true, "date_histogram": true, "histogram": true, "range": true, "filters": true,
-	"rare_terms": true, "filter": true, "global": true, "nested": true, "sampler": true, "diversified_sampler": true, "ip_range": true, "date_range": true, "adjacency_matrix": true}
+	"rare_terms": true, "filter": true, "global": true, "nested": true, "sampler": true, "diversified_sampler": true, "ip_range": true, "ip_prefix": true, "date_range": true, "adjacency_matrix": true, "composite": true,
+	"significant_terms": true, "significant_text": true, "geohash_grid": true, "geotile_grid": true, "auto_date_histogram": true, "variable_width_histogram": true, "random_sampler": true}
 
 func parseAggs(v any, fields map[string]fieldInfo) ([]*aggDef, error) {
 	if v == nil {
@@ -109,7 +130,7 @@ func parseAggs(v any, fields map[string]fieldInfo) ([]*aggDef, error) {
 					return nil, parsingErr("[%s] aggregation [%s] malformed", k, name)
 				}
 			default:
-				return nil, parsingErr("Unknown aggregation type [%s] in [%s] (eslite supports terms, rare_terms, date_histogram, histogram, range, date_range, ip_range, filter, filters, adjacency_matrix, global, nested, sampler, diversified_sampler, top_hits, avg, weighted_avg, sum, min, max, value_count, cardinality, stats, extended_stats, percentiles, percentile_ranks, avg_bucket, max_bucket, min_bucket, sum_bucket, stats_bucket, cumulative_sum, derivative, serial_diff, bucket_sort)", k, name)
+				return nil, parsingErr("Unknown aggregation type [%s] in [%s] (eslite supports terms, rare_terms, date_histogram, auto_date_histogram, variable_width_histogram, histogram, range, date_range, ip_range, ip_prefix, composite, significant_terms, significant_text, geohash_grid, geotile_grid, filter, filters, adjacency_matrix, global, nested, sampler, diversified_sampler, random_sampler, top_hits, top_metrics, matrix_stats, geo_bounds, geo_centroid, avg, weighted_avg, sum, min, max, value_count, cardinality, stats, extended_stats, percentiles, percentile_ranks, avg_bucket, max_bucket, min_bucket, sum_bucket, stats_bucket, cumulative_sum, derivative, serial_diff, bucket_sort, bucket_script, bucket_selector, moving_fn)", k, name)
 			}
 		}
 		if a.kind == "" {
@@ -126,6 +147,14 @@ func parseAggs(v any, fields map[string]fieldInfo) ([]*aggDef, error) {
 			if a.subs, err = parseAggs(subs, fields); err != nil {
 				return nil, err
 			}
+		}
+		if a.kind == "terms" {
+			if err := a.checkTermsOrder(); err != nil {
+				return nil, err
+			}
+		}
+		if err := checkCompositeParent(a); err != nil {
+			return nil, err
 		}
 		out = append(out, a)
 	}
@@ -145,18 +174,13 @@ func (a *aggDef) configure(fields map[string]fieldInfo) error {
 	if f == "" {
 		return parsingErr("Required one of fields [field, script], but none were specified in [%s] aggregation [%s]", a.kind, a.name)
 	}
-	a.field = f
-	fi, ok := fields[f]
-	if !ok {
-		// Unmapped fields aggregate nothing, as in Elasticsearch.
-		fi = fieldInfo{Type: "unmapped", Src: f}
-		if flattenedKey(fields, f) {
-			// A key under a flattened field aggregates as a keyword.
-			fi = fieldInfo{Type: "keyword", Src: f, ESType: "keyword"}
-		}
+	if f == "_id" {
+		return idFielddataErr()
 	}
+	a.field = f
+	fi := mappedOrUnmapped(fields, f)
 	a.fi = fi
-	if fi.Type == "text" {
+	if fi.Type == "text" && !fi.Fielddata {
 		return badRequest("illegal_argument_exception", "Text fields are not optimised for operations that require per-document field data like aggregations and sorting, so these operations are disabled by default. Please use a keyword field instead. Alternatively, set fielddata=true on [%s] in order to load field data by uninverting the inverted index.", f)
 	}
 	allowed := map[string]bool{"field": true, "missing": true, "format": true}
@@ -168,25 +192,8 @@ func (a *aggDef) configure(fields map[string]fieldInfo) error {
 	var err error
 	switch a.kind {
 	case "terms":
-		for _, k := range []string{"size", "order", "min_doc_count", "shard_size"} {
-			allowed[k] = true
-		}
-		if a.size, err = intParam(a.opts["size"], "size", 10); err != nil {
+		if err := a.configureTerms(allowed); err != nil {
 			return err
-		}
-		if a.minDocCount, err = intParam(a.opts["min_doc_count"], "min_doc_count", 1); err != nil {
-			return err
-		}
-		a.orderKey, a.orderDesc = "_count", true
-		if o, ok := a.opts["order"].(map[string]any); ok {
-			for k, v := range o {
-				if k != "_count" && k != "_key" {
-					return parsingErr("[terms] aggregation [%s]: order by [%s] is not supported by eslite (_count, _key)", a.name, k)
-				}
-				a.orderKey, a.orderDesc = k, strings.EqualFold(scalarString(v), "desc")
-			}
-		} else if a.opts["order"] != nil {
-			return parsingErr("[terms] aggregation [%s]: [order] must be an object", a.name)
 		}
 	case "histogram":
 		for _, k := range []string{"interval", "min_doc_count", "offset", "extended_bounds", "keyed", "hard_bounds"} {
@@ -284,6 +291,7 @@ func (a *aggDef) configure(fields map[string]fieldInfo) error {
 			}
 			a.ranges = append(a.ranges, ar)
 		}
+		sortRanges(a.ranges)
 	}
 	if err := a.configureStats(allowed); err != nil {
 		return err
@@ -315,6 +323,8 @@ func (a *aggDef) configure(fields map[string]fieldInfo) error {
 			v := eb[k]
 			if f, ok := toFloat(v); ok {
 				b[i] = f
+			} else if t, err := parseDateIn(v, a.dateFormat(), a.loc); err == nil && a.kind == "date_histogram" {
+				b[i] = float64(t.UnixMilli())
 			} else if t, err := parseDateMath(v, time.Now(), i == 1); err == nil {
 				b[i] = float64(t.UnixMilli())
 			} else {
@@ -381,17 +391,34 @@ func runAggs(defs []*aggDef, docs []map[string]any) (map[string]any, error) {
 
 func (a *aggDef) values(doc map[string]any) []any {
 	var vals []any
-	if a.fi.Type != "unmapped" {
+	switch {
+	case a.fi.ESType == "_index":
+		// The index name comes from the document's identity.
+		if a.docKey != nil {
+			if ix, _, ok := strings.Cut(a.docKey(doc), "\x00"); ok {
+				vals = []any{ix}
+			}
+		}
+	case a.fi.Type == "unmapped":
+	case a.fi.Type == "text":
+		// A text field with fielddata aggregates the tokens it was indexed with.
+		for _, t := range fieldTokens(a.fi, doc) {
+			vals = append(vals, t)
+		}
+	default:
 		vals = fieldValues(a.fi, doc)
 	}
 	if len(vals) == 0 && a.missing != nil {
 		fi := a.fi
 		if fi.Type == "unmapped" {
-			// An unmapped field with a missing value aggregates that value as a number
-			// when it is one, as Elasticsearch does.
-			fi.Type = "double"
-			if _, ok := toFloat(a.missing); !ok {
-				fi.Type = "keyword"
+			// An unmapped field with a missing value aggregates that value as its
+			// value_type, or as a number when it is one, as Elasticsearch does.
+			fi.Type = a.valueType
+			if fi.Type == "" {
+				fi.Type = "double"
+				if _, ok := toFloat(a.missing); !ok {
+					fi.Type = "keyword"
+				}
 			}
 		}
 		if v, ok := typedValue(fi, a.missing); ok {
@@ -432,10 +459,6 @@ func (a *aggDef) bucket(key any, docs []map[string]any, extra map[string]any) (m
 	return b, nil
 }
 
-func millisString(ms float64) string {
-	return time.UnixMilli(int64(ms)).UTC().Format("2006-01-02T15:04:05.000Z")
-}
-
 func (a *aggDef) run(docs []map[string]any) (map[string]any, error) {
 	if out, ok, err := a.runMore(docs); ok {
 		return out, err
@@ -468,13 +491,13 @@ func (a *aggDef) run(docs []map[string]any) (map[string]any, error) {
 			if r.from != nil {
 				extra["from"] = jsonNumber(*r.from)
 				if a.kind == "date_range" {
-					extra["from_as_string"] = millisString(*r.from)
+					extra["from_as_string"] = formatDate(*r.from, outputFormat(a.dateFormat()), a.loc)
 				}
 			}
 			if r.to != nil {
 				extra["to"] = jsonNumber(*r.to)
 				if a.kind == "date_range" {
-					extra["to_as_string"] = millisString(*r.to)
+					extra["to_as_string"] = formatDate(*r.to, outputFormat(a.dateFormat()), a.loc)
 				}
 			}
 			b, err := a.bucket(r.key, in, extra)
@@ -553,107 +576,30 @@ func (a *aggDef) metric(docs []map[string]any) map[string]any {
 	}
 	out := map[string]any{"value": v}
 	if a.fi.Type == "date" && (a.kind == "min" || a.kind == "max" || a.kind == "avg") {
-		out["value_as_string"] = millisString(v)
+		out["value_as_string"] = formatDate(v, outputFormat(a.dateFormat()), nil)
 	}
 	return out
 }
 
-func (a *aggDef) terms(docs []map[string]any) (map[string]any, error) {
-	type group struct {
-		key  any
-		docs []map[string]any
+// histKey is the key of the histogram or date_histogram bucket value v falls in.
+func (a *aggDef) histKey(v float64) float64 {
+	if a.calUnit != "" {
+		if a.loc != nil {
+			return float64(floorUnitIn(time.UnixMilli(int64(v-a.offset)).In(a.loc), a.calUnit).UnixMilli()) + a.offset
+		}
+		return float64(floorUnit(time.UnixMilli(int64(v-a.offset)), a.calUnit).UnixMilli()) + a.offset
 	}
-	groups := map[string]*group{}
-	for _, d := range docs {
-		seen := map[string]bool{}
-		for _, v := range a.values(d) {
-			k := fmt.Sprint(v)
-			if seen[k] {
-				continue
-			}
-			seen[k] = true
-			g, ok := groups[k]
-			if !ok {
-				g = &group{key: v}
-				groups[k] = g
-			}
-			g.docs = append(g.docs, d)
-		}
+	if a.loc != nil && a.kind == "date_histogram" {
+		// Fixed intervals are rounded in local time too.
+		_, off := time.UnixMilli(int64(v)).In(a.loc).Zone()
+		o := float64(off) * 1000
+		return math.Floor((v+o-a.offset)/a.interval)*a.interval + a.offset - o
 	}
-	list := make([]*group, 0, len(groups))
-	for _, g := range groups {
-		if docCount(g.docs) >= a.minDocCount {
-			list = append(list, g)
-		}
-	}
-	sort.Slice(list, func(i, j int) bool {
-		ci, cj := docCount(list[i].docs), docCount(list[j].docs)
-		kc := compareValues(list[i].key, list[j].key)
-		if a.orderKey == "_count" && ci != cj {
-			if a.orderDesc {
-				return ci > cj
-			}
-			return ci < cj
-		}
-		if a.orderKey == "_key" && a.orderDesc {
-			return kc > 0
-		}
-		return kc < 0
-	})
-	other := 0
-	if len(list) > a.size {
-		for _, g := range list[a.size:] {
-			other += docCount(g.docs)
-		}
-		list = list[:a.size]
-	}
-	buckets := []any{}
-	for _, g := range list {
-		var key any = g.key
-		extra := map[string]any{}
-		switch k := g.key.(type) {
-		case float64:
-			key = jsonNumber(k)
-			if a.fi.Type == "date" {
-				extra["key_as_string"] = millisString(k)
-			}
-		case bool:
-			if k {
-				key = 1
-			} else {
-				key = 0
-			}
-			extra["key_as_string"] = strconv.FormatBool(k)
-		}
-		b, err := a.bucket(key, g.docs, extra)
-		if err != nil {
-			return nil, err
-		}
-		buckets = append(buckets, b)
-	}
-	var err error
-	if buckets, err = a.applyParentPipelines(buckets); err != nil {
-		return nil, err
-	}
-	return map[string]any{"doc_count_error_upper_bound": 0, "sum_other_doc_count": other, "buckets": buckets}, nil
+	return math.Floor((v-a.offset)/a.interval)*a.interval + a.offset
 }
 
 func (a *aggDef) histogram(docs []map[string]any) (map[string]any, error) {
-	keyOf := func(v float64) float64 {
-		if a.calUnit != "" {
-			if a.loc != nil {
-				return float64(floorUnitIn(time.UnixMilli(int64(v-a.offset)).In(a.loc), a.calUnit).UnixMilli()) + a.offset
-			}
-			return float64(floorUnit(time.UnixMilli(int64(v-a.offset)), a.calUnit).UnixMilli()) + a.offset
-		}
-		if a.loc != nil && a.kind == "date_histogram" {
-			// Fixed intervals are rounded in local time too.
-			_, off := time.UnixMilli(int64(v)).In(a.loc).Zone()
-			o := float64(off) * 1000
-			return math.Floor((v+o-a.offset)/a.interval)*a.interval + a.offset - o
-		}
-		return math.Floor((v-a.offset)/a.interval)*a.interval + a.offset
-	}
+	keyOf := a.histKey
 	next := func(k float64) float64 {
 		if a.calUnit != "" {
 			t := time.UnixMilli(int64(k)).UTC()
@@ -712,10 +658,8 @@ func (a *aggDef) histogram(docs []map[string]any) (map[string]any, error) {
 		var key any = k
 		if a.kind == "date_histogram" {
 			key = int64(k)
-			extra["key_as_string"] = millisString(k)
-			if a.loc != nil {
-				extra["key_as_string"] = time.UnixMilli(int64(k)).In(a.loc).Format("2006-01-02T15:04:05.000Z07:00")
-			}
+			// In the aggregation's or the field's format, in the time zone.
+			extra["key_as_string"] = formatDate(k, outputFormat(a.dateFormat()), a.loc)
 		} else if fm, ok := a.opts["format"].(string); ok && a.kind == "histogram" {
 			extra["key_as_string"] = decimalFormat(k, fm)
 		}
@@ -1115,15 +1059,19 @@ type aggPrep struct {
 func prepareAggs(defs []*aggDef, p aggPrep) error {
 	match, docKey, all := p.match, p.docKey, p.all
 	for _, a := range defs {
-		a.hits, a.score = p.hits, p.score
-		if a.kind == "global" {
+		a.hits, a.score, a.docKey = p.hits, p.score, docKey
+		significant := a.kind == "significant_terms" || a.kind == "significant_text"
+		if a.kind == "global" || (a.kind == "terms" && a.minDocCount == 0) || significant {
 			docs, err := all()
 			if err != nil {
 				return err
 			}
 			a.allDocs = docs
 		}
-		if a.kind == "filters" || a.kind == "filter" || a.kind == "adjacency_matrix" {
+		if a.kind == "random_sampler" {
+			a.docKey = docKey
+		}
+		if a.kind == "filters" || a.kind == "filter" || a.kind == "adjacency_matrix" || significant {
 			a.docKey = docKey
 			for i := range a.filters {
 				if a.filters[i].query == nil {

@@ -18,22 +18,26 @@ var pipelineKinds = map[string]bool{"avg_bucket": true, "max_bucket": true, "min
 // the multi-bucket aggregation they are declared in.
 var movingFnRe = regexp.MustCompile(`^\s*MovingFunctions\.(max|min|sum|unweightedAvg)\(values\)\s*;?\s*$`)
 
-var parentPipelineKinds = map[string]bool{"cumulative_sum": true, "derivative": true, "serial_diff": true, "bucket_sort": true, "moving_fn": true}
+var parentPipelineKinds = map[string]bool{"cumulative_sum": true, "derivative": true, "serial_diff": true, "bucket_sort": true, "moving_fn": true,
+	"bucket_script": true, "bucket_selector": true}
 
 // checkParents rejects parent pipelines declared outside a multi-bucket aggregation (or,
 // for the histogram-only ones, outside a histogram).
 func checkParents(defs []*aggDef, parent *aggDef) error {
 	for _, a := range defs {
 		if parentPipelineKinds[a.kind] {
-			histoOnly := a.kind != "bucket_sort"
+			histoOnly := a.kind != "bucket_sort" && a.kind != "bucket_script" && a.kind != "bucket_selector"
 			switch {
 			case parent == nil && !histoOnly:
 				return badRequest("action_request_validation_exception", "Validation Failed: 1: %s aggregation [%s] must be declared inside of another aggregation;", a.kind, a.name)
 			case parent == nil:
 				return badRequest("action_request_validation_exception", "Validation Failed: 1: %s aggregation [%s] must have a histogram, date_histogram or auto_date_histogram as parent but doesn't have a parent;", a.kind, a.name)
-			case histoOnly && parent.kind != "histogram" && parent.kind != "date_histogram":
+			case histoOnly && parent.kind != "histogram" && parent.kind != "date_histogram" && parent.kind != "auto_date_histogram":
 				return badRequest("action_request_validation_exception", "Validation Failed: 1: %s aggregation [%s] must have a histogram, date_histogram or auto_date_histogram as parent;", a.kind, a.name)
 			}
+		}
+		if err := checkRandomSampler(a, parent); err != nil {
+			return err
 		}
 		if err := checkParents(a.subs, a); err != nil {
 			return err
@@ -49,9 +53,14 @@ func (a *aggDef) applyParentPipelines(buckets []any) ([]any, error) {
 		if !parentPipelineKinds[p.kind] {
 			continue
 		}
-		if p.kind == "bucket_sort" {
+		if p.kind == "bucket_sort" || p.kind == "bucket_script" || p.kind == "bucket_selector" {
 			var err error
-			if buckets, err = p.bucketSort(buckets); err != nil {
+			if p.kind == "bucket_sort" {
+				buckets, err = p.bucketSort(buckets)
+			} else {
+				buckets, err = p.bucketScript(buckets)
+			}
+			if err != nil {
 				return nil, err
 			}
 			continue
@@ -179,13 +188,34 @@ func (a *aggDef) bucketSort(buckets []any) ([]any, error) {
 // configureMore checks the options of the aggregations that configure does not know:
 // pipelines, weighted_avg, rare_terms, filter and global. It reports whether a.kind is
 // one of them.
-// mappedOrUnmapped is field f's mapping, or an unmapped field, which aggregates
-// nothing, as in Elasticsearch.
+// mappedOrUnmapped is field f's mapping; for _index, a keyword read from the
+// document's identity; for a key under a flattened field, a keyword; else an unmapped
+// field, which aggregates nothing, as in Elasticsearch.
 func mappedOrUnmapped(fields map[string]fieldInfo, f string) fieldInfo {
 	if fi, ok := fields[f]; ok {
 		return fi
 	}
+	switch {
+	case f == "_index":
+		return fieldInfo{Type: "keyword", Src: f, ESType: f}
+	case flattenedKey(fields, f):
+		return fieldInfo{Type: "keyword", Src: f, ESType: "keyword"}
+	}
 	return fieldInfo{Type: "unmapped", Src: f}
+}
+
+// fieldOption reads the field an aggregation requires: its name, its mapping (or an
+// unmapped field) and the missing value.
+func (a *aggDef) fieldOption(fields map[string]fieldInfo) error {
+	f, _ := a.opts["field"].(string)
+	if f == "" {
+		return parsingErr("Required one of fields [field, script], but none were specified in [%s] aggregation [%s]", a.kind, a.name)
+	}
+	if f == "_id" {
+		return idFielddataErr()
+	}
+	a.field, a.fi, a.missing = f, mappedOrUnmapped(fields, f), a.opts["missing"]
+	return nil
 }
 
 func (a *aggDef) configureMore(fields map[string]fieldInfo) (bool, error) {
@@ -211,6 +241,9 @@ func (a *aggDef) configureMore(fields map[string]fieldInfo) (bool, error) {
 		}
 		return true, nil
 	case parentPipelineKinds[a.kind]:
+		if a.kind == "bucket_script" || a.kind == "bucket_selector" {
+			return true, a.configureBucketScript()
+		}
 		if a.kind == "moving_fn" {
 			if w, ok := toFloat(a.opts["window"]); !ok || w <= 0 || w != math.Trunc(w) {
 				return true, badRequest("illegal_argument_exception", "[window] must be a positive, non-zero integer.")
@@ -265,17 +298,12 @@ func (a *aggDef) configureMore(fields map[string]fieldInfo) (bool, error) {
 		}
 		return true, nil
 	case a.kind == "rare_terms":
-		f, _ := a.opts["field"].(string)
-		if f == "" {
-			return true, parsingErr("Required one of fields [field, script], but none were specified in [rare_terms] aggregation [%s]", a.name)
+		if err := a.fieldOption(fields); err != nil {
+			return true, err
 		}
-		a.field = f
-		fi := mappedOrUnmapped(fields, f)
-		a.fi = fi
-		if fi.Type == "text" {
-			return true, badRequest("illegal_argument_exception", "Text fields are not optimised for operations that require per-document field data like aggregations and sorting, so these operations are disabled by default. Please use a keyword field instead. Alternatively, set fielddata=true on [%s] in order to load field data by uninverting the inverted index.", f)
+		if a.fi.Type == "text" && !a.fi.Fielddata {
+			return true, badRequest("illegal_argument_exception", "Text fields are not optimised for operations that require per-document field data like aggregations and sorting, so these operations are disabled by default. Please use a keyword field instead. Alternatively, set fielddata=true on [%s] in order to load field data by uninverting the inverted index.", a.field)
 		}
-		a.missing = a.opts["missing"]
 		a.size = 1
 		for k, v := range a.opts {
 			switch k {
@@ -290,28 +318,8 @@ func (a *aggDef) configureMore(fields map[string]fieldInfo) (bool, error) {
 				}
 				a.size = int(n)
 			case "include", "exclude":
-				switch t := v.(type) {
-				case string:
-					if (fi.Type != "keyword" && fi.Type != "unmapped") || fi.ESType == "ip" {
-						return true, badRequest("aggregation_execution_exception", "Aggregation [%s] cannot support regular expression style include/exclude settings as they can only be applied to string fields. Use an array of values for include/exclude clauses", a.name)
-					}
-					re, err := regexp.Compile("^(?:" + t + ")$")
-					if err != nil {
-						return true, badRequest("illegal_argument_exception", "invalid regular expression [%s] in [%s]", t, a.name)
-					}
-					a.termFilter = append(a.termFilter, termFilter{exclude: k == "exclude", re: re})
-				case []any:
-					set := map[string]bool{}
-					for _, x := range t {
-						if tv, ok := typedValue(fi, x); ok && fi.Type != "unmapped" {
-							set[fmt.Sprint(tv)] = true
-						} else {
-							set[scalarString(x)] = true
-						}
-					}
-					a.termFilter = append(a.termFilter, termFilter{exclude: k == "exclude", set: set})
-				default:
-					return true, parsingErr("[rare_terms] aggregation [%s]: [%s] must be a string or an array", a.name, k)
+				if err := a.addTermFilter(k, v); err != nil {
+					return true, err
 				}
 			default:
 				return true, parsingErr("[rare_terms] aggregation [%s] does not support [%s] in eslite", a.name, k)
@@ -356,24 +364,21 @@ func (a *aggDef) configureMore(fields map[string]fieldInfo) (bool, error) {
 		}
 		return true, nil
 	case a.kind == "date_range":
-		f, _ := a.opts["field"].(string)
-		if f == "" {
-			return true, parsingErr("Required one of fields [field, script], but none were specified in [date_range] aggregation [%s]", a.name)
+		if err := a.fieldOption(fields); err != nil {
+			return true, err
 		}
-		a.field = f
-		fi := mappedOrUnmapped(fields, f)
-		if fi.Type != "date" && fi.Type != "unmapped" {
-			return true, badRequest("illegal_argument_exception", "Field [%s] of type [%s] is not supported for aggregation [date_range]", f, fi.ESType)
+		if a.fi.Type != "date" && a.fi.Type != "unmapped" {
+			return true, badRequest("illegal_argument_exception", "Field [%s] of type [%s] is not supported for aggregation [date_range]", a.field, a.fi.ESType)
 		}
-		a.fi = fi
-		a.missing = a.opts["missing"]
 		for k := range a.opts {
 			switch k {
 			case "field", "ranges", "keyed", "missing", "format":
 			case "time_zone":
-				if tz := scalarString(a.opts[k]); tz != "UTC" && tz != "Z" && tz != "+00:00" {
-					return true, parsingErr("[date_range] aggregation [%s]: time_zone [%s] is not supported by eslite (UTC only)", a.name, tz)
+				loc, err := loadZone(scalarString(a.opts[k]))
+				if err != nil {
+					return true, parsingErr("[date_range] aggregation [%s]: time_zone [%v] is not known", a.name, a.opts[k])
 				}
+				a.loc = loc
 			default:
 				return true, parsingErr("[date_range] aggregation [%s] does not support [%s]", a.name, k)
 			}
@@ -384,6 +389,7 @@ func (a *aggDef) configureMore(fields map[string]fieldInfo) (bool, error) {
 			return true, badRequest("illegal_argument_exception", "No [ranges] specified for the [%s] aggregation", a.name)
 		}
 		now := time.Now()
+		format := a.dateFormat()
 		for _, r := range rs {
 			rm, _ := r.(map[string]any)
 			var ar aggRange
@@ -393,7 +399,11 @@ func (a *aggDef) configureMore(fields map[string]fieldInfo) (bool, error) {
 				}
 				switch k {
 				case "from", "to":
-					t, err := parseDateMath(v, now, false)
+					// Bounds read in the aggregation's or the field's format and time zone.
+					t, err := parseDateIn(v, format, a.loc)
+					if s, isStr := v.(string); err != nil || (isStr && (strings.HasPrefix(s, "now") || strings.Contains(s, "||"))) {
+						t, err = parseDateMathFormat(v, now, false, format)
+					}
 					if err != nil {
 						return true, badRequest("parse_exception", "failed to parse date field [%v] in [date_range] aggregation [%s]", v, a.name)
 					}
@@ -412,25 +422,42 @@ func (a *aggDef) configureMore(fields map[string]fieldInfo) (bool, error) {
 			if ar.key == "" {
 				f, t := "*", "*"
 				if ar.from != nil {
-					f = millisString(*ar.from)
+					f = formatDate(*ar.from, outputFormat(format), a.loc)
 				}
 				if ar.to != nil {
-					t = millisString(*ar.to)
+					t = formatDate(*ar.to, outputFormat(format), a.loc)
 				}
 				ar.key = f + "-" + t
 			}
 			a.ranges = append(a.ranges, ar)
 		}
+		sortRanges(a.ranges)
 		return true, nil
-	case a.kind == "ip_range":
-		f, _ := a.opts["field"].(string)
-		if f == "" {
-			return true, parsingErr("Required one of fields [field, script], but none were specified in [ip_range] aggregation [%s]", a.name)
+	case a.kind == "composite":
+		return true, a.configureComposite(fields)
+	case a.kind == "significant_terms" || a.kind == "significant_text":
+		return true, a.configureSignificant(fields)
+	case a.kind == "geohash_grid" || a.kind == "geotile_grid":
+		return true, a.configureGeoGrid(fields)
+	case a.kind == "geo_bounds" || a.kind == "geo_centroid":
+		return true, a.configureGeoMetric(fields)
+	case a.kind == "top_metrics":
+		return true, a.configureTopMetrics(fields)
+	case a.kind == "auto_date_histogram":
+		return true, a.configureAutoDate(fields)
+	case a.kind == "matrix_stats":
+		return true, a.configureMatrixStats(fields)
+	case a.kind == "variable_width_histogram":
+		return true, a.configureVariableWidth(fields)
+	case a.kind == "random_sampler":
+		return true, a.configureRandomSampler()
+	case a.kind == "ip_range" || a.kind == "ip_prefix":
+		if err := a.fieldOption(fields); err != nil {
+			return true, err
 		}
-		a.field = f
-		fi := mappedOrUnmapped(fields, f)
-		a.fi = fi
-		a.missing = a.opts["missing"]
+		if a.kind == "ip_prefix" {
+			return true, a.configureIPPrefix()
+		}
 		return true, a.configureIPRange()
 	case a.kind == "sampler" || a.kind == "diversified_sampler":
 		a.size = 100
@@ -483,26 +510,6 @@ func (a *aggDef) configureMore(fields map[string]fieldInfo) (bool, error) {
 	return false, nil
 }
 
-// termFilter is one include or exclude clause of rare_terms.
-type termFilter struct {
-	exclude bool
-	set     map[string]bool
-	re      *regexp.Regexp
-}
-
-func (a *aggDef) keepTerm(v any) bool {
-	for _, tf := range a.termFilter {
-		hit := tf.set[fmt.Sprint(v)]
-		if tf.re != nil {
-			hit = tf.re.MatchString(scalarString(v))
-		}
-		if hit == tf.exclude {
-			return false
-		}
-	}
-	return true
-}
-
 // runMore runs the aggregations configureMore configured, except pipelines, which
 // runPipeline runs once their siblings ran.
 func (a *aggDef) runMore(docs []map[string]any) (map[string]any, bool, error) {
@@ -537,29 +544,8 @@ func (a *aggDef) runMore(docs []map[string]any) (map[string]any, bool, error) {
 		}
 		return out, true, nil
 	case "rare_terms":
-		type group struct {
-			key  any
-			docs []map[string]any
-		}
-		groups := map[string]*group{}
-		for _, d := range docs {
-			seen := map[string]bool{}
-			for _, v := range a.values(d) {
-				k := fmt.Sprint(v)
-				if seen[k] || !a.keepTerm(v) {
-					continue
-				}
-				seen[k] = true
-				g, ok := groups[k]
-				if !ok {
-					g = &group{key: v}
-					groups[k] = g
-				}
-				g.docs = append(g.docs, d)
-			}
-		}
-		var list []*group
-		for _, g := range groups {
+		var list []*termGroup
+		for _, g := range a.termGroups(docs) {
 			if len(g.docs) <= a.size {
 				list = append(list, g)
 			}
@@ -572,22 +558,7 @@ func (a *aggDef) runMore(docs []map[string]any) (map[string]any, bool, error) {
 		})
 		buckets := []any{}
 		for _, g := range list {
-			var key any = g.key
-			extra := map[string]any{}
-			switch k := g.key.(type) {
-			case float64:
-				key = jsonNumber(k)
-				if a.fi.Type == "date" {
-					extra["key_as_string"] = millisString(k)
-				}
-			case bool:
-				key = 0
-				if k {
-					key = 1
-				}
-				extra["key_as_string"] = strconv.FormatBool(k)
-			}
-			b, err := a.bucket(key, g.docs, extra)
+			b, err := a.termBucket(g)
 			if err != nil {
 				return nil, true, err
 			}
@@ -655,6 +626,33 @@ func (a *aggDef) runMore(docs []map[string]any) (map[string]any, bool, error) {
 			return nil, true, fmt.Errorf("eslite: top_hits [%s] not prepared", a.name)
 		}
 		out, err := a.hits(docs, a.opts)
+		return out, true, err
+	case "composite":
+		out, err := a.composite(docs)
+		return out, true, err
+	case "significant_terms", "significant_text":
+		out, err := a.significant(docs)
+		return out, true, err
+	case "geohash_grid", "geotile_grid":
+		out, err := a.geoGrid(docs)
+		return out, true, err
+	case "geo_bounds", "geo_centroid":
+		return a.geoMetric(docs), true, nil
+	case "top_metrics":
+		return a.topMetricsRun(docs), true, nil
+	case "auto_date_histogram":
+		out, err := a.autoDateHistogram(docs)
+		return out, true, err
+	case "matrix_stats":
+		return a.matrixStats(docs), true, nil
+	case "variable_width_histogram":
+		out, err := a.variableWidth(docs)
+		return out, true, err
+	case "random_sampler":
+		out, err := a.randomSampler(docs)
+		return out, true, err
+	case "ip_prefix":
+		out, err := a.ipPrefixRun(docs)
 		return out, true, err
 	case "ip_range":
 		out, err := a.ipRangeRun(docs)
@@ -830,6 +828,8 @@ func bucketMetric(b map[string]any, path, full, name string) (*float64, error) {
 		}
 	} else if _, isBuckets := m["buckets"]; isBuckets {
 		return nil, badRequest("illegal_argument_exception", "buckets_path must reference either a number value or a single value numeric metric aggregation, got: [%s] at aggregation [%s]", full, agg)
+	} else if tv, ok := topMetric(m, stat); ok {
+		v = tv
 	} else {
 		var present bool
 		v, present = m[stat]
@@ -953,4 +953,43 @@ func movingFn(fn string, win []float64) any {
 		v = compensatedSum(win) / float64(len(win))
 	}
 	return v
+}
+
+// dateFormat is the format an aggregation reads and writes dates in: its own, else its
+// field's.
+func (a *aggDef) dateFormat() string {
+	if f, ok := a.opts["format"].(string); ok {
+		return f
+	}
+	return a.fi.DateFormat
+}
+
+// outputFormat is the format dates are written in: the first of a format's
+// alternatives.
+func outputFormat(format string) string {
+	f, _, _ := strings.Cut(format, "||")
+	return f
+}
+
+// sortRanges orders ranges by from, then to, an open bound first for from and last
+// for to, as Elasticsearch orders range buckets.
+func sortRanges(rs []aggRange) {
+	bound := func(f *float64, open float64) float64 {
+		if f == nil {
+			return open
+		}
+		return *f
+	}
+	sort.SliceStable(rs, func(i, j int) bool {
+		fi, fj := bound(rs[i].from, math.Inf(-1)), bound(rs[j].from, math.Inf(-1))
+		if fi != fj {
+			return fi < fj
+		}
+		return bound(rs[i].to, math.Inf(1)) < bound(rs[j].to, math.Inf(1))
+	})
+}
+
+// idFielddataErr is Elasticsearch's refusal to aggregate, sort or score on _id values.
+func idFielddataErr() error {
+	return badRequest("illegal_argument_exception", "Fielddata access on the _id field is disallowed, you can re-enable it by updating the dynamic cluster setting: indices.id_field_data.enabled")
 }

@@ -201,6 +201,12 @@ func namedQueries(q query.Query) []*namedQuery {
 			walk(t.inner)
 		case *constScoreQuery:
 			walk(t.inner)
+		case *functionScoreQuery:
+			walk(t.inner)
+		case *scriptScoreQuery:
+			walk(t.inner)
+		case *boostingQuery:
+			walk(t.positive)
 		case *disMaxQuery:
 			for _, c := range t.Disjuncts {
 				walk(c)
@@ -233,6 +239,9 @@ type scorer struct {
 	docs   []*scoredDoc
 	// leaf match sets of constant-scoring leaves, by query pointer
 	matched map[query.Query]map[string]bool
+	// err is the first error a scoring function met (a field_value_factor without a
+	// value, say); it fails the search.
+	err error
 }
 
 func boostOf(q query.Query) float64 {
@@ -253,6 +262,44 @@ func (s *scorer) score(q query.Query, d *scoredDoc) (float64, bool) {
 		return 0, false
 	case *namedQuery:
 		return s.score(t.inner, d)
+	case *functionScoreQuery:
+		qs, ok := s.score(t.inner, d)
+		if !ok {
+			return 0, false
+		}
+		return s.functionScore(t, d, qs), true
+	case *boostingQuery:
+		ps, ok := s.score(t.positive, d)
+		if !ok {
+			return 0, false
+		}
+		if _, neg := s.score(t.negative, d); neg {
+			ps *= t.factor
+		}
+		return t.boost * ps, true
+	case *scriptScoreQuery:
+		qs, ok := s.score(t.inner, d)
+		if !ok {
+			return 0, false
+		}
+		r, err := t.script.run(s.fields, d, qs)
+		f, isNum := toFloat(r)
+		if err == nil && (!isNum || f < 0) {
+			err = badRequest("illegal_argument_exception", "script_score script returned an invalid score [%v] for doc [%s]. Must be a non-negative score!", r, d.id)
+		}
+		if err != nil {
+			if s.err == nil {
+				s.err = err
+			}
+			return 0, true
+		}
+		return t.boost * f, true
+	case *distanceFeatureQuery:
+		dist, ok := t.dist(d)
+		if !ok {
+			return 0, false
+		}
+		return t.boost * t.pivot / (t.pivot + dist), true
 	case *constScoreQuery:
 		if _, ok := s.score(t.inner, d); !ok {
 			return 0, false
@@ -427,7 +474,7 @@ func scoreAll(ix *esIndex, q query.Query, fields map[string]fieldInfo, docs []*s
 			}
 		}
 	}
-	return nil
+	return s.err
 }
 
 // byScore orders documents by score, ties by index and then by the order they were

@@ -488,13 +488,13 @@ func TestErrors(t *testing.T) {
 		status            int
 		typ, mention      string
 	}{
-		{"unknown query", "news", `{"query":{"fuzzy":{"title":"go"}}}`, 400, "parsing_exception", "fuzzy"},
+		{"unknown query", "news", `{"query":{"more_like_this":{"like":"go"}}}`, 400, "parsing_exception", "more_like_this"},
 		{"two fields", "news", `{"query":{"match":{"title":"go","body":"go"}}}`, 400, "parsing_exception", "match"},
 		{"two query types", "news", `{"query":{"match_all":{},"term":{"tags":"go"}}}`, 400, "parsing_exception", "match_all, term"},
 		{"bad option", "news", `{"query":{"match":{"title":{"query":"go","fuzziness":2}}}}`, 400, "parsing_exception", "fuzziness"},
 		{"bool key", "news", `{"query":{"bool":{"mustnt":[]}}}`, 400, "parsing_exception", "mustnt"},
 		{"terms agg on text", "news", `{"aggs":{"x":{"terms":{"field":"title"}}}}`, 400, "illegal_argument_exception", "[title]"},
-		{"unknown agg", "news", `{"aggs":{"x":{"significant_terms":{"field":"tags"}}}}`, 400, "parsing_exception", "significant_terms"},
+		{"unknown agg", "news", `{"aggs":{"x":{"scripted_metric":{"map_script":"x"}}}}`, 400, "parsing_exception", "scripted_metric"},
 		{"bad interval", "news", `{"aggs":{"x":{"date_histogram":{"field":"published","calendar_interval":"fortnight"}}}}`, 400, "illegal_argument_exception", "fortnight"},
 		{"sort text", "news", `{"sort":["title"]}`, 400, "illegal_argument_exception", "[title]"},
 		{"sort unmapped", "news", `{"sort":["nope"]}`, 400, "query_shard_exception", "[nope]"},
@@ -589,7 +589,7 @@ func TestDocsBulkAliasesRestart(t *testing.T) {
 		action string
 		st     float64
 		typ    string
-	}{{"index", 201, ""}, {"index", 400, "mapper_parsing_exception"}, {"create", 409, "version_conflict_engine_exception"}, {"delete", 200, ""}} {
+	}{{"index", 201, ""}, {"index", 400, "document_parsing_exception"}, {"create", 409, "version_conflict_engine_exception"}, {"delete", 200, ""}} {
 		if st, typ := status(i, w.action); st != w.st || typ != w.typ {
 			t.Fatalf("item %d: %v %q want %v %q", i, st, typ, w.st, w.typ)
 		}
@@ -680,7 +680,7 @@ func TestIndexAPI(t *testing.T) {
 	}
 	// metadata fields cannot be indexed; unknown endpoints are named
 	st, m = e.raw(e.es.Index("news", strings.NewReader(`{"_id":"x"}`), e.es.Index.WithDocumentID("9")))
-	if st != 400 || m["error"].(map[string]any)["type"] != "mapper_parsing_exception" {
+	if st != 400 || m["error"].(map[string]any)["type"] != "document_parsing_exception" {
 		t.Fatalf("metadata field: %d %v", st, m)
 	}
 	st, m = e.raw(e.es.Indices.Forcemerge(e.es.Indices.Forcemerge.WithIndex("news")))

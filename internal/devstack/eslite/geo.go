@@ -49,23 +49,34 @@ func (c *qctx) scanQuery(keep func(src map[string]any) bool) (query.Query, error
 }
 
 func (c *qctx) geoBoundingBoxQ(body any) (query.Query, error) {
+	return c.geoPointQuery("geo_bounding_box", body, []string{"type"}, func(spec any, _ map[string]any) (func(geoPoint) bool, error) {
+		box, err := parseGeoBox(spec)
+		return box.contains, err
+	})
+}
+
+// geoPointQuery answers a query on one geo_point field: body names the field (with its
+// spec) beside the options common to geo queries and extra ones; keep, built from the
+// spec and the whole body, says which points match. Documents with a matching point
+// match.
+func (c *qctx) geoPointQuery(kind string, body any, extra []string, build func(spec any, body map[string]any) (func(geoPoint) bool, error)) (query.Query, error) {
 	m, ok := body.(map[string]any)
 	if !ok {
-		return nil, parsingErr("[geo_bounding_box] query malformed")
+		return nil, parsingErr("[%s] query malformed", kind)
 	}
 	var field string
 	var spec any
 	for k, v := range m {
-		switch k {
-		case "boost", "_name", "validation_method", "type", "ignore_unmapped":
+		switch {
+		case k == "boost" || k == "_name" || k == "validation_method" || k == "ignore_unmapped" || contains(extra, k):
 		default:
 			if field != "" {
-				return nil, parsingErr("[geo_bounding_box] query doesn't support multiple fields, found [%s] and [%s]", field, k)
+				return nil, parsingErr("[%s] query doesn't support multiple fields, found [%s] and [%s]", kind, field, k)
 			}
 			field, spec = k, v
 		}
 	}
-	box, err := parseGeoBox(spec)
+	keep, err := build(spec, m)
 	if err != nil {
 		return nil, err
 	}
@@ -77,11 +88,11 @@ func (c *qctx) geoBoundingBoxQ(body any) (query.Query, error) {
 		return nil, badRequest("query_shard_exception", "failed to find geo field [%s]", field)
 	}
 	if fi.ESType != "geo_point" {
-		return nil, badRequest("query_shard_exception", "Field [%s] is of unsupported type [%s] for [geo_bounding_box] query", field, fi.ESType)
+		return nil, badRequest("query_shard_exception", "Field [%s] is of unsupported type [%s] for [%s] query", field, fi.ESType, kind)
 	}
 	q, err := c.scanQuery(func(src map[string]any) bool {
 		for _, p := range geoPoints(sourceValues(src, fi.Src)) {
-			if box.contains(p) {
+			if keep(p) {
 				return true
 			}
 		}
@@ -268,4 +279,19 @@ func geoPoints(vals []any) []geoPoint {
 		}
 	}
 	return out
+}
+
+// geoDistanceQ matches documents with a point within distance of an origin (geo_distance).
+func (c *qctx) geoDistanceQ(body any) (query.Query, error) {
+	return c.geoPointQuery("geo_distance", body, []string{"distance", "distance_type"}, func(origin any, m map[string]any) (func(geoPoint) bool, error) {
+		dist, err := parseDistance(scalarString(m["distance"]))
+		if err != nil || m["distance"] == nil {
+			return nil, parsingErr("[geo_distance] requires a valid [distance]: %v", m["distance"])
+		}
+		center := geoPoints([]any{origin})
+		if len(center) == 0 {
+			return nil, parsingErr("[geo_distance] cannot parse the point [%v]", origin)
+		}
+		return func(p geoPoint) bool { return haversine(center[0], p) <= dist }, nil
+	})
 }

@@ -42,6 +42,8 @@ const (
 	// fIgnoredTerms indexes the names of a document's ignored fields, for term and terms
 	// queries on _ignored.
 	fIgnoredTerms = "\x00ignored_terms"
+	// fIndexName holds the index's name, for queries on _index.
+	fIndexName = "\x00index"
 )
 
 var (
@@ -80,6 +82,7 @@ type fieldInfo struct {
 	Store       bool   // "store": true, so stored_fields returns it
 	Malformed   bool   // ignore_malformed: values that do not parse are kept in _source only
 	DateFormat  string // a date field's format, when the mapping sets one
+	Fielddata   bool   // a text field with fielddata: true aggregates its tokens
 }
 
 type esIndex struct {
@@ -91,6 +94,8 @@ type esIndex struct {
 	wmu    sync.Mutex   // serialises writes
 	meta   *indexMeta
 	fields map[string]fieldInfo
+	// refreshed is the last sequence number a refresh made visible (refresh.go).
+	refreshed int64
 
 	// gen counts writes, so cached BM25 statistics know when they are stale.
 	gen     atomic.Uint64
@@ -111,7 +116,7 @@ func createIndexOnDisk(dir string, meta *indexMeta) (*esIndex, error) {
 		return nil, fmt.Errorf("eslite: create index %s: %w", meta.Name, err)
 	}
 	bi.SetName(meta.Name)
-	ix := &esIndex{name: meta.Name, dir: dir, bi: bi, meta: meta}
+	ix := &esIndex{name: meta.Name, dir: dir, bi: bi, meta: meta, refreshed: meta.SeqNo - 1}
 	ix.fields = flattenMappings(meta.Mappings)
 	if err := ix.saveMeta(); err != nil {
 		_ = bi.Close()
@@ -141,7 +146,7 @@ func openIndex(dir string) (*esIndex, error) {
 		return nil, fmt.Errorf("eslite: open index %s: %w", meta.Name, err)
 	}
 	bi.SetName(meta.Name)
-	return &esIndex{name: meta.Name, dir: dir, bi: bi, meta: meta, fields: flattenMappings(meta.Mappings)}, nil
+	return &esIndex{name: meta.Name, dir: dir, bi: bi, meta: meta, fields: flattenMappings(meta.Mappings), refreshed: meta.SeqNo - 1}, nil
 }
 
 func (ix *esIndex) close() error { return ix.bi.Close() }
@@ -472,6 +477,7 @@ func leafInfo(p map[string]any, ct, src string) fieldInfo {
 		fi.DateFormat = f
 	}
 	fi.Malformed = fmt.Sprint(p["ignore_malformed"]) == "true"
+	fi.Fielddata = fmt.Sprint(p["fielddata"]) == "true"
 	return fi
 }
 
@@ -527,6 +533,9 @@ type writeOp struct {
 	ifSeqNo     *int64
 	ifTerm      *int64
 	routing     string
+	// dynamicTemplates names, per field path, the dynamic template a new field takes
+	// (bulk's dynamic_templates)
+	dynamicTemplates map[string]string
 	// update only: the partial document, an upsert document, doc_as_upsert
 	update map[string]any
 	// results
@@ -640,14 +649,14 @@ func (ix *esIndex) apply(ops []*writeOp) error {
 				}
 				source, _ = json.Marshal(merged)
 			}
-			doc, changed, err := ix.buildDoc(op.id, source, newVer, nextSeq, op.routing)
+			doc, changed, err := ix.buildDoc(op.id, source, newVer, nextSeq, op.routing, op.dynamicTemplates)
 			if err != nil {
 				fail(asESError(err))
 				continue
 			}
 			metaChanged = metaChanged || changed
 			if err := batch.IndexAdvanced(doc); err != nil {
-				fail(badRequest("mapper_parsing_exception", "failed to index document [%s]: %v", op.id, err))
+				fail(badRequest("document_parsing_exception", "failed to index document [%s]: %v", op.id, err))
 				continue
 			}
 			op.version2 = newVer
@@ -723,12 +732,12 @@ func mergeDoc(dst, part map[string]any) bool {
 
 // buildDoc turns a _source into a bleve document, mapping unmapped fields dynamically.
 // It reports whether the mappings changed.
-func (ix *esIndex) buildDoc(id string, source []byte, version, seq int64, routing string) (*document.Document, bool, error) {
+func (ix *esIndex) buildDoc(id string, source []byte, version, seq int64, routing string, templates map[string]string) (*document.Document, bool, error) {
 	var src map[string]any
 	dec := json.NewDecoder(bytes.NewReader(source))
 	dec.UseNumber()
 	if err := dec.Decode(&src); err != nil || src == nil {
-		return nil, false, badRequest("mapper_parsing_exception", "failed to parse document [%s]: not a JSON object", id)
+		return nil, false, badRequest("document_parsing_exception", "failed to parse document [%s]: not a JSON object", id)
 	}
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
@@ -737,15 +746,16 @@ func (ix *esIndex) buildDoc(id string, source []byte, version, seq int64, routin
 		props = map[string]any{}
 		ix.meta.Mappings["properties"] = props
 	}
-	dynamic := fmt.Sprint(ix.meta.Mappings["dynamic"])
 	// Work on a copy so a failing document leaves the mappings untouched.
 	work := deepCopy(props).(map[string]any)
 	doc := document.NewDocument(id)
-	names := map[string]bool{}
-	changed := false
-	if err := addObject(doc, work, src, "", nil, names, &changed, dynamic, id); err != nil {
+	dp := &docParse{doc: doc, names: map[string]bool{}, dynamic: fmt.Sprint(ix.meta.Mappings["dynamic"]), id: id,
+		templates: parseDynamicTemplates(ix.meta.Mappings["dynamic_templates"]), chosen: templates}
+	if err := dp.object(work, src, "", nil); err != nil {
 		return nil, false, err
 	}
+	names, changed := dp.names, dp.changed
+	doc.AddField(document.NewTextFieldCustom(fIndexName, nil, []byte(ix.name), bindex.IndexField, keywordAnalyzer))
 	var ignored []string
 	for n := range names {
 		if strings.HasPrefix(n, ignoredMark) {
@@ -796,35 +806,49 @@ func deepCopy(v any) any {
 	return v
 }
 
-func addObject(doc *document.Document, props map[string]any, obj map[string]any, prefix string, ap []uint64, names map[string]bool, changed *bool, dynamic, id string) error {
+// docParse is one document being turned into a bleve document: the fields it names
+// (and ignores), whether it changed the mappings, the index's dynamic setting and
+// templates, and the templates the request chose per field.
+type docParse struct {
+	doc       *document.Document
+	names     map[string]bool
+	changed   bool
+	dynamic   string
+	id        string
+	templates []dynamicTemplate
+	chosen    map[string]string
+}
+
+func (dp *docParse) object(props map[string]any, obj map[string]any, prefix string, ap []uint64) error {
 	keys := make([]string, 0, len(obj))
 	for k := range obj {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
 	for _, k := range keys {
-		if err := addValue(doc, props, k, obj[k], prefix, ap, names, changed, dynamic, id); err != nil {
+		if err := dp.value(props, k, obj[k], prefix, ap); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-func addValue(doc *document.Document, props map[string]any, name string, v any, prefix string, ap []uint64, names map[string]bool, changed *bool, dynamic, id string) error {
+func (dp *docParse) value(props map[string]any, name string, v any, prefix string, ap []uint64) error {
+	doc, names, dynamic, id := dp.doc, dp.names, dp.dynamic, dp.id
 	path := prefix + name
 	if v == nil {
 		return nil
 	}
 	if arr, ok := v.([]any); ok {
 		for i, x := range arr {
-			if err := addValue(doc, props, name, x, prefix, append(append([]uint64(nil), ap...), uint64(i)), names, changed, dynamic, id); err != nil {
+			if err := dp.value(props, name, x, prefix, append(append([]uint64(nil), ap...), uint64(i))); err != nil {
 				return err
 			}
 		}
 		return nil
 	}
 	if prefix == "" && metadataFields[name] {
-		return badRequest("mapper_parsing_exception", "Field [%s] is a metadata field and cannot be added inside a document. Use the index API request parameters.", name)
+		return badRequest("document_parsing_exception", "Field [%s] is a metadata field and cannot be added inside a document. Use the index API request parameters.", name)
 	}
 	p, mapped := props[name].(map[string]any)
 	if !mapped {
@@ -834,9 +858,12 @@ func addValue(doc *document.Document, props map[string]any, name string, v any, 
 		if dynamic == "strict" {
 			return badRequest("strict_dynamic_mapping_exception", "[_doc] mapping set to strict, dynamic introduction of [%s] within [_doc] is not allowed", path)
 		}
-		p = dynamicMapping(v)
+		var err error
+		if p, err = dp.newFieldMapping(path, name, v); err != nil {
+			return err
+		}
 		props[name] = p
-		*changed = true
+		dp.changed = true
 	}
 	t, _ := canonicalType(typeOf(p))
 	if t == "none" {
@@ -846,7 +873,7 @@ func addValue(doc *document.Document, props map[string]any, name string, v any, 
 	if t == "object" {
 		o, ok := v.(map[string]any)
 		if !ok {
-			return badRequest("mapper_parsing_exception", "object mapping for [%s] tried to parse field [%s] as object, but found a concrete value (document id [%s])", path, path, id)
+			return badRequest("document_parsing_exception", "object mapping for [%s] tried to parse field [%s] as object, but found a concrete value (document id [%s])", path, path, id)
 		}
 		sub, _ := p["properties"].(map[string]any)
 		if sub == nil {
@@ -854,7 +881,7 @@ func addValue(doc *document.Document, props map[string]any, name string, v any, 
 			p["properties"] = sub
 		}
 		names[path] = true
-		return addObject(doc, sub, o, path+".", ap, names, changed, dynamic, id)
+		return dp.object(sub, o, path+".", ap)
 	}
 	if err := addLeaf(doc, path, p, v, ap, id, names); err != nil {
 		return err
@@ -903,7 +930,7 @@ func dynamicMapping(v any) map[string]any {
 }
 
 func mapperErr(path, typ string, v any, id string, why string) *esError {
-	return badRequest("mapper_parsing_exception", "failed to parse field [%s] of type [%s] in document with id '%s'. Preview of field's value: '%s'%s", path, typ, id, javaPreview(v), why)
+	return badRequest("document_parsing_exception", "failed to parse field [%s] of type [%s] in document with id '%s'. Preview of field's value: '%s'%s", path, typ, id, javaPreview(v), why)
 }
 
 // ignoredMark prefixes, in the names a document collects, the fields whose values were
@@ -966,7 +993,8 @@ func addLeaf(doc *document.Document, path string, p map[string]any, v any, ap []
 		}
 		doc.AddField(document.NewTextFieldCustom(path, ap, []byte(s), bindex.IndexField|bindex.DocValues, keywordAnalyzer))
 	case "long", "double":
-		f, ok := toFloat(v)
+		tv, ok := typedValue(fi, v)
+		f, _ := tv.(float64)
 		if !ok {
 			return malformed()
 		}
@@ -1104,12 +1132,6 @@ func (ix *esIndex) shards() int {
 	return n
 }
 
-func forcedRefresh(q url.Values, out map[string]any) {
-	if v, ok := q["refresh"]; ok && (v[0] == "" || v[0] == "true") {
-		out["forced_refresh"] = true
-	}
-}
-
 func (s *server) doc(r *http.Request, target, op, id string, body []byte) (int, any, error) {
 	q := r.URL.Query()
 	switch r.Method {
@@ -1132,6 +1154,10 @@ func (s *server) doc(r *http.Request, target, op, id string, body []byte) (int, 
 		// With several shards a routed document lives where its routing sends it: a
 		// get with another routing looks in another shard and does not find it.
 		if sd != nil && ix.shards() > 1 && sd.routing != q.Get("routing") {
+			sd = nil
+		}
+		// A get with realtime=false reads what searches see.
+		if limit, limited := ix.visibleUpTo(); sd != nil && limited && q.Get("realtime") == "false" && sd.seq > limit {
 			sd = nil
 		}
 		if sd == nil {
@@ -1237,7 +1263,7 @@ func (s *server) doc(r *http.Request, target, op, id string, body []byte) (int, 
 			return 0, nil, o.err
 		}
 		out := writeResult(ixs[0].name, o)
-		forcedRefresh(q, out)
+		refreshParam(q, out, ixs[0])
 		return o.status, out, nil
 	}
 	if id == "" {
@@ -1271,7 +1297,7 @@ func (s *server) doc(r *http.Request, target, op, id string, body []byte) (int, 
 		return 0, nil, o.err
 	}
 	out := writeResult(ix.name, o)
-	forcedRefresh(q, out)
+	refreshParam(q, out, ix)
 	return o.status, out, nil
 }
 
@@ -1362,6 +1388,12 @@ lines:
 					idStr = randomID()
 				}
 				e.op = &writeOp{action: e.action, id: idStr, source: src}
+				if dt, ok := meta["dynamic_templates"].(map[string]any); ok {
+					e.op.dynamicTemplates = map[string]string{}
+					for f, name := range dt {
+						e.op.dynamicTemplates[f] = scalarString(name)
+					}
+				}
 				if action == "update" {
 					upd, err := decodeObject(src)
 					if err != nil {
@@ -1465,6 +1497,7 @@ lines:
 		if err := ix.apply(ops); err != nil {
 			return 0, nil, err
 		}
+		refreshParam(q, nil, ix)
 	}
 	items := make([]any, 0, len(entries))
 	hasErr := false

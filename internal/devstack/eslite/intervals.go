@@ -30,6 +30,9 @@ type ivRule struct {
 	maxGaps  int
 	filter   string
 	filterOn *ivRule
+	// span_first keeps the intervals that end before position end (0: no bound);
+	// span_not widens its exclusion by pre positions before and post after.
+	end, pre, post int
 }
 
 type posTok struct {
@@ -56,6 +59,12 @@ func (c *qctx) intervalsQ(body any) (query.Query, error) {
 	if err != nil {
 		return nil, err
 	}
+	return c.positionsQuery(field, rule, boost)
+}
+
+// positionsQuery matches the documents in which rule finds intervals among the token
+// positions of a text field, each scored by its intervals' sloppy frequency.
+func (c *qctx) positionsQuery(field string, rule *ivRule, boost any) (query.Query, error) {
 	fi, ok := c.fields[field]
 	if !ok || fi.Type != "text" || c.t == nil {
 		return bleve.NewMatchNoneQuery(), nil
@@ -298,7 +307,23 @@ func (r *ivRule) eval(toks []posTok) []interval {
 		}
 	}
 	if r.filterOn != nil {
-		out = filterIntervals(out, r.filter, r.filterOn.eval(toks))
+		ref := r.filterOn.eval(toks)
+		if r.pre > 0 || r.post > 0 {
+			for i := range ref {
+				// Widening the exclusions is widening what they overlap.
+				ref[i] = interval{ref[i].start - r.post, ref[i].end + r.pre}
+			}
+		}
+		out = filterIntervals(out, r.filter, ref)
+	}
+	if r.end > 0 {
+		kept := out[:0]
+		for _, iv := range out {
+			if iv.end < r.end {
+				kept = append(kept, iv)
+			}
+		}
+		out = kept
 	}
 	sort.Slice(out, func(i, j int) bool {
 		if out[i].start != out[j].start {

@@ -229,6 +229,9 @@ func (c *qctx) translate(v any) (query.Query, error) {
 			}
 			return &namedQuery{inner: q, name: name}, nil
 		}
+		if q, ok, err := indexNameQuery(kind, body); ok {
+			return q, err
+		}
 		switch kind {
 		case "match_all":
 			q := bleve.NewMatchAllQuery()
@@ -317,6 +320,10 @@ func (c *qctx) translate(v any) (query.Query, error) {
 			return c.intervalsQ(body)
 		case "geo_bounding_box":
 			return c.geoBoundingBoxQ(body)
+		case "geo_distance":
+			return c.geoDistanceQ(body)
+		case "boosting":
+			return c.boostingQ(body)
 		case "ids":
 			o, _ := body.(map[string]any)
 			vals, ok := o["values"].([]any)
@@ -337,8 +344,34 @@ func (c *qctx) translate(v any) (query.Query, error) {
 			return c.boolQ(body)
 		case "query_string":
 			return c.queryString(body)
+		case "simple_query_string":
+			return c.simpleQueryString(body)
+		case "fuzzy":
+			return c.fuzzyQ(body)
+		case "script_score":
+			return c.scriptScoreQ(body)
+		case "script":
+			return c.scriptQ(body)
+		case "match_phrase_prefix":
+			f, v, opts, err := fieldAndValue(kind, body, "query")
+			if err != nil {
+				return nil, err
+			}
+			for k := range opts {
+				if k != "query" && k != "slop" && k != "max_expansions" && k != "analyzer" && k != "boost" && k != "zero_terms_query" {
+					return nil, parsingErr("[match_phrase_prefix] query does not support [%s]", k)
+				}
+			}
+			slop, _ := toFloat(opts["slop"])
+			return c.sloppyPhrase(f, scalarString(v), int(slop), true, opts)
+		case "span_term", "span_multi", "span_near", "span_or", "span_first", "span_not", "span_containing", "span_within", "span_field_masking":
+			return c.spanQ(kind, body)
+		case "function_score":
+			return c.functionScoreQ(body)
+		case "distance_feature":
+			return c.distanceFeatureQ(body)
 		default:
-			return nil, parsingErr("unknown query [%s] (eslite supports match, match_phrase, match_bool_prefix, intervals, geo_bounding_box, multi_match, combined_fields, term, terms, range, exists, prefix, wildcard, regexp, ids, bool, nested, dis_max, constant_score, query_string, match_all, match_none)", kind)
+			return nil, parsingErr("unknown query [%s] (eslite supports match, match_phrase, match_bool_prefix, intervals, geo_bounding_box, geo_distance, boosting, multi_match, combined_fields, term, terms, range, exists, prefix, wildcard, regexp, ids, bool, nested, dis_max, constant_score, function_score, distance_feature, query_string, simple_query_string, script_score, script, fuzzy, match_phrase_prefix, span_term, span_multi, span_near, span_or, span_first, span_not, span_containing, span_within, span_field_masking, match_all, match_none)", kind)
 		}
 	}
 	return nil, nil
@@ -373,12 +406,12 @@ func (c *qctx) matchQ(body any, phrase bool) (query.Query, error) {
 		switch k {
 		case "query", "operator", "minimum_should_match", "boost", "analyzer", "lenient", "zero_terms_query":
 		case "slop":
-			if n, _ := toFloat(opts[k]); n != 0 {
-				return nil, parsingErr("[%s] option [slop] is not supported by eslite (only 0)", kind)
-			}
 		default:
 			return nil, parsingErr("[%s] query does not support [%s]", kind, k)
 		}
+	}
+	if n, _ := toFloat(opts["slop"]); n != 0 && phrase {
+		return c.sloppyPhrase(f, scalarString(v), int(n), false, opts)
 	}
 	op := strings.ToLower(fmt.Sprint(orDefault(opts["operator"], "or")))
 	if op != "or" && op != "and" {
@@ -686,6 +719,9 @@ func (c *qctx) regexpQ(body any) (query.Query, error) {
 	if !ok {
 		return bleve.NewMatchNoneQuery(), nil
 	}
+	if err := c.expensive("[regexp] queries", ""); err != nil {
+		return nil, err
+	}
 	if fi.Type != "text" && fi.Type != "keyword" {
 		return nil, badRequest("query_shard_exception", "Can only use regexp queries on keyword and text fields - not on [%s] which is of type [%s]", f, fi.ESType)
 	}
@@ -738,6 +774,11 @@ func (c *qctx) rangeQ(body any) (query.Query, error) {
 	fi, ok := c.fields[f]
 	if !ok {
 		return bleve.NewMatchNoneQuery(), nil
+	}
+	if fi.Type == "text" || fi.Type == "keyword" {
+		if err := c.expensive("[range] queries on [text] or [keyword] fields", ""); err != nil {
+			return nil, err
+		}
 	}
 	switch fi.Type {
 	case "long", "double":
@@ -836,6 +877,13 @@ func (c *qctx) patternQ(kind string, body any) (query.Query, error) {
 	}
 	if fi.Type != "text" && fi.Type != "keyword" {
 		return nil, badRequest("query_shard_exception", "Can only use %s queries on keyword and text fields - not on [%s] which is of type [%s]", kind, f, fi.Type)
+	}
+	hint := ""
+	if kind == "prefix" {
+		hint = " For optimised prefix queries on text fields please enable [index_prefixes]."
+	}
+	if err := c.expensive("["+kind+"] queries", hint); err != nil {
+		return nil, err
 	}
 	s := scalarString(v)
 	if kind == "prefix" {
@@ -1503,6 +1551,9 @@ func (c *qctx) nestedQ(body any) (query.Query, error) {
 	if !ok {
 		return nil, parsingErr("[nested] requires 'query' field")
 	}
+	if err := c.expensive("[joining] queries", ""); err != nil {
+		return nil, err
+	}
 	mapped := false
 	for f := range c.fields {
 		if strings.HasPrefix(f, path+".") {
@@ -1710,7 +1761,8 @@ func parseDateMathFormat(v any, now time.Time, roundUp bool, format string) (tim
 }
 
 var javaDateTokens = strings.NewReplacer("yyyy", "2006", "uuuu", "2006", "MM", "01", "dd", "02", "HH", "15",
-	"mm", "04", "ss", "05", "SSSSSSSSS", "000000000", "SSSSSS", "000000", "SSS", "000", "'T'", "T", "XXX", "Z07:00", "Z", "Z0700")
+	"mm", "04", "ss", "05", "SSSSSSSSS", "000000000", "SSSSSS", "000000", "SSS", "000", "'T'", "T", "XXX", "Z07:00",
+	"ZZZZZ", "Z07:00", "Z", "Z0700")
 
 // parseDateFormat reads a date in a mapping's format: alternatives joined by ||, each
 // epoch_millis, epoch_second, one of the built-in ISO formats, or a Java pattern made of
@@ -1763,4 +1815,78 @@ func numberValue(v any) any {
 		}
 	}
 	return v
+}
+
+// indexNameQuery answers term, terms, match, prefix and wildcard queries on the _index
+// metadata field, which match documents by the name of their index. ok is false for
+// any other query.
+func indexNameQuery(kind string, body any) (query.Query, bool, error) {
+	if kind != "term" && kind != "terms" && kind != "match" && kind != "prefix" && kind != "wildcard" {
+		return nil, false, nil
+	}
+	m, _ := body.(map[string]any)
+	v, ok := m["_index"]
+	if !ok {
+		return nil, false, nil
+	}
+	if o, isObj := v.(map[string]any); isObj {
+		v = orDefault(o["value"], orDefault(o["query"], o["wildcard"]))
+	}
+	var qs []query.Query
+	for _, x := range clauses(v) {
+		name := scalarString(x)
+		switch kind {
+		case "prefix":
+			pq := bleve.NewPrefixQuery(name)
+			pq.SetField(fIndexName)
+			qs = append(qs, pq)
+		case "wildcard":
+			wq := bleve.NewWildcardQuery(name)
+			wq.SetField(fIndexName)
+			qs = append(qs, wq)
+		default:
+			tq := bleve.NewTermQuery(name)
+			tq.SetField(fIndexName)
+			qs = append(qs, tq)
+		}
+	}
+	if len(qs) == 1 {
+		return qs[0], true, nil
+	}
+	return bleve.NewDisjunctionQuery(qs...), true, nil
+}
+
+// fuzzyQ answers a fuzzy query: terms within an edit distance (fuzziness, AUTO by
+// default) of the value, on text and keyword fields; the value is not analysed.
+func (c *qctx) fuzzyQ(body any) (query.Query, error) {
+	f, v, opts, err := fieldAndValue("fuzzy", body, "value")
+	if err != nil {
+		return nil, err
+	}
+	for k := range opts {
+		switch k {
+		case "value", "fuzziness", "prefix_length", "max_expansions", "transpositions", "rewrite", "boost", "_name":
+		default:
+			return nil, parsingErr("[fuzzy] query does not support [%s]", k)
+		}
+	}
+	fi, ok := c.fields[f]
+	if !ok {
+		return bleve.NewMatchNoneQuery(), nil
+	}
+	if err := c.expensive("[fuzzy] queries", ""); err != nil {
+		return nil, err
+	}
+	if fi.Type != "text" && fi.Type != "keyword" {
+		return c.exactValue(f, fi, scalarString(v))
+	}
+	term := scalarString(v)
+	fq := bleve.NewFuzzyQuery(term)
+	fq.SetField(f)
+	fq.SetFuzziness(fuzzDistance(orDefault(opts["fuzziness"], "AUTO"), term))
+	if p, ok := toFloat(opts["prefix_length"]); ok {
+		fq.SetPrefix(int(p))
+	}
+	c.addHL(f, term)
+	return boosted(fq, opts["boost"]), nil
 }

@@ -21,6 +21,7 @@ type target struct {
 	fields map[string]fieldInfo
 	alias  bleve.Index
 	server *server
+	pit    *pointInTime // the point in time the search reads through, if any
 }
 
 func (s *server) searchTarget(r *http.Request, expr string) (*target, error) {
@@ -227,8 +228,12 @@ func matchDocs(t *target, q query.Query, scored bool) ([]*scoredDoc, error) {
 		return nil, searchErr(err)
 	}
 	byName := map[string]*esIndex{}
+	limits := map[*esIndex]int64{}
 	for _, ix := range t.ixs {
 		byName[ix.name] = ix
+		if limit, limited := ix.visibleUpTo(); limited {
+			limits[ix] = limit
+		}
 	}
 	perIndex := map[*esIndex][]*scoredDoc{}
 	docs := make([]*scoredDoc, 0, len(res.Hits))
@@ -241,6 +246,12 @@ func matchDocs(t *target, q query.Query, scored bool) ([]*scoredDoc, error) {
 			continue
 		}
 		d := &scoredDoc{ix: ix, id: h.ID, src: decodeSource(h.Fields[fSource]), seq: parseSeq(h.Fields[fSeqNo]), hit: h}
+		if t.pit != nil && !t.pit.holds(ix.name, d.id, d.seq) {
+			continue
+		}
+		if limit, ok := limits[ix]; ok && d.seq > limit {
+			continue
+		}
 		docs = append(docs, d)
 		perIndex[ix] = append(perIndex[ix], d)
 	}
@@ -297,9 +308,11 @@ func (s *server) count(r *http.Request, expr string, body []byte) (int, any, err
 }
 
 type sortSpec struct {
-	field string // "_score", "_doc" or a field
+	field string // "_score", "_doc", "_script" or a field
 	desc  bool
 	fi    fieldInfo
+	// script computes a _script sort's value for a document.
+	script func(d *scoredDoc) []any
 }
 
 func (c *qctx) parseSort(v any) ([]sortSpec, error) {
@@ -311,6 +324,14 @@ func (c *qctx) parseSort(v any) ([]sortSpec, error) {
 		case map[string]any:
 			for _, f := range slices.Sorted(maps.Keys(t)) {
 				o := t[f]
+				if f == "_script" {
+					sp, err := c.scriptSort(o)
+					if err != nil {
+						return nil, err
+					}
+					out = append(out, sp)
+					continue
+				}
 				sp := sortSpec{field: f, desc: f == "_score"}
 				switch ov := o.(type) {
 				case string:
@@ -338,7 +359,7 @@ func (c *qctx) parseSort(v any) ([]sortSpec, error) {
 		}
 	}
 	for i, sp := range out {
-		if sp.field == "_score" || sp.field == "_doc" || sp.field == "_id" {
+		if sp.field == "_score" || sp.field == "_doc" || sp.field == "_id" || sp.script != nil {
 			continue
 		}
 		if sp.field == "_shard_doc" {
@@ -374,7 +395,7 @@ func docSortKeys(specs []sortSpec, d *scoredDoc) []sortKey {
 		case "_id":
 			keys[i] = sortKey{v: d.id}
 		default:
-			vals := fieldValues(sp.fi, d.src)
+			vals := sortSource(sp, d)
 			if len(vals) == 0 {
 				keys[i] = sortKey{missing: true}
 				continue
@@ -492,9 +513,11 @@ func decimalFormat(f float64, pattern string) string {
 	return strconv.FormatFloat(f, 'f', len(frac), 64)
 }
 
-// fieldRequest is one entry of docvalue_fields or fields: a name or pattern, a format.
+// fieldRequest is one entry of docvalue_fields or fields: a name or pattern, a format,
+// and (fields only) whether unmapped _source paths count too.
 type fieldRequest struct {
 	pattern, format string
+	unmapped        bool
 }
 
 func parseFieldRequests(v any, what string) ([]fieldRequest, error) {
@@ -508,7 +531,7 @@ func parseFieldRequests(v any, what string) ([]fieldRequest, error) {
 			if !ok {
 				return nil, parsingErr("[%s] entries need a [field]", what)
 			}
-			out = append(out, fieldRequest{pattern: f, format: scalarString(orDefault(t["format"], ""))})
+			out = append(out, fieldRequest{pattern: f, format: scalarString(orDefault(t["format"], "")), unmapped: boolOpt(t["include_unmapped"])})
 		default:
 			return nil, parsingErr("[%s] malformed: [%v]", what, x)
 		}
@@ -516,8 +539,8 @@ func parseFieldRequests(v any, what string) ([]fieldRequest, error) {
 	return out, nil
 }
 
-// fetchFields fills a hit's fields for docvalue_fields / fields requests.
-func fetchFields(reqs []fieldRequest, fields map[string]fieldInfo, src map[string]any, out map[string]any, docValues bool) error {
+// docValueFields fills a hit's fields for docvalue_fields requests.
+func docValueFields(reqs []fieldRequest, fields map[string]fieldInfo, src map[string]any, out map[string]any) error {
 	for _, fr := range reqs {
 		var names []string
 		if strings.ContainsAny(fr.pattern, "*?") {
@@ -531,18 +554,13 @@ func fetchFields(reqs []fieldRequest, fields map[string]fieldInfo, src map[strin
 		}
 		for _, n := range names {
 			fi, ok := fields[n]
-			if !ok || fi.Type == "none" && docValues {
+			if !ok || fi.Type == "none" {
 				continue
 			}
-			if docValues && fi.Type == "text" {
+			if fi.Type == "text" {
 				return badRequest("illegal_argument_exception", "Can't load fielddata on [%s] because fielddata is unsupported on fields of type [text]. Use a field with doc values instead.", n)
 			}
-			var vals []any
-			if fi.Type == "text" || fi.Type == "none" {
-				vals = sourceValues(src, fi.Src)
-			} else {
-				vals = formatValues(fi, fieldValues(fi, src))
-			}
+			vals := formatValues(fi, fieldValues(fi, src))
 			if fr.format != "" && (fi.Type == "long" || fi.Type == "double") {
 				for i, v := range vals {
 					if f, ok := toFloat(v); ok {
@@ -630,7 +648,7 @@ var searchKeys = map[string]bool{"query": true, "from": true, "size": true, "sor
 	"stored_fields": true, "docvalue_fields": true, "fields": true, "min_score": true, "indices_boost": true,
 	"collapse": true, "profile": true, "version": true, "seq_no_primary_term": true, "search_after": true,
 	"post_filter": true, "terminate_after": true, "stats": true, "script_fields": true, "rescore": true,
-	"runtime_mappings": true, "ext": true, "pit": false, "suggest": false, "knn": false, "retriever": false}
+	"runtime_mappings": true, "ext": true, "pit": true, "suggest": false, "knn": false, "retriever": false}
 
 func boolOpt(v any) bool {
 	b, _ := toBool(v)

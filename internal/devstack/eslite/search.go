@@ -71,13 +71,17 @@ func typedValue(fi fieldInfo, v any) (any, bool) {
 		}
 		return scalarString(v), true
 	case "long", "double":
+		if s, isStr := v.(string); isStr && fi.ESType == "token_count" {
+			// A token_count field holds the number of tokens of its text.
+			return float64(len(analyze(s))), true
+		}
 		f, ok := toFloat(v)
 		if ok && fi.Type == "long" {
 			f = math.Trunc(f)
 		}
 		return f, ok
 	case "date":
-		t, err := parseDateValue(v)
+		t, err := parseDateFormat(v, fi.DateFormat)
 		if err != nil {
 			return nil, false
 		}
@@ -106,18 +110,18 @@ func jsonNumber(f float64) any {
 	return f
 }
 
-func sortValues(specs []sortSpec, src map[string]any, score float64, id string) []any {
+func sortValues(specs []sortSpec, d *scoredDoc) []any {
 	out := make([]any, 0, len(specs))
 	for _, sp := range specs {
 		switch sp.field {
 		case "_score":
-			out = append(out, score)
+			out = append(out, d.score)
 			continue
 		case "_doc", "_id":
-			out = append(out, id)
+			out = append(out, d.id)
 			continue
 		}
-		vals := fieldValues(sp.fi, src)
+		vals := sortSource(sp, d)
 		if len(vals) == 0 {
 			if sp.desc {
 				out = append(out, math.MinInt64)

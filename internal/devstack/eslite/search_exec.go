@@ -58,7 +58,6 @@ func searchLimits(r *http.Request, req map[string]any, t *target, from, size int
 		if max := t.intSetting("max_script_fields", 32); len(sf) > max {
 			return badRequest("illegal_argument_exception", "Trying to retrieve too many script_fields. Must be less than or equal to: [%d] but was [%d]. This limit can be set by changing the [index.max_script_fields] index level setting.", max, len(sf))
 		}
-		return badRequest("illegal_argument_exception", "eslite does not run scripts ([script_fields])")
 	}
 	if c, ok := req["collapse"].(map[string]any); ok && req["search_after"] != nil {
 		specs := clauses(req["sort"])
@@ -128,10 +127,22 @@ func (s *server) search(r *http.Request, expr string, body []byte) (int, any, er
 	if asInt && !trackOff && trackLimit != -1 && req["track_total_hits"] != nil {
 		return 0, nil, badRequest("illegal_argument_exception", "[rest_total_hits_as_int] cannot be used if the tracking of total hits is not accurate, got %d", trackLimit)
 	}
+	var pit *pointInTime
+	var pitID string
+	if spec, ok := req["pit"]; ok {
+		if expr != "_all" {
+			return 0, nil, badRequest("action_request_validation_exception", "Validation Failed: 1: [indices] cannot be used with point in time. Do not specify any index with point in time.;")
+		}
+		if pit, pitID, err = s.pit(spec); err != nil {
+			return 0, nil, err
+		}
+		expr = pit.pitIndexes()
+	}
 	t, err := s.searchTarget(r, expr)
 	if err != nil {
 		return 0, nil, err
 	}
+	t.pit = pit
 	// The query is parsed before the limits are checked, as a shard creates its search
 	// context: an invalid query reports its own error first.
 	c := &qctx{fields: t.fields, now: time.Now(), t: t}
@@ -165,11 +176,22 @@ func (s *server) search(r *http.Request, expr string, body []byte) (int, any, er
 	if err := checkParents(aggs, nil); err != nil {
 		return 0, nil, err
 	}
+	if err := checkMatrixFields(aggs, t.ixs); err != nil {
+		return 0, nil, err
+	}
+	maxBuckets := s.maxBuckets()
+	if err := checkBucketLimits(aggs, maxBuckets); err != nil {
+		return 0, nil, err
+	}
 	dvFields, err := parseFieldRequests(req["docvalue_fields"], "docvalue_fields")
 	if err != nil {
 		return 0, nil, err
 	}
 	fetch, err := parseFieldRequests(req["fields"], "fields")
+	if err != nil {
+		return 0, nil, err
+	}
+	scripts, err := parseScriptFields(req["script_fields"])
 	if err != nil {
 		return 0, nil, err
 	}
@@ -273,6 +295,9 @@ func (s *server) search(r *http.Request, expr string, body []byte) (int, any, er
 		if aggOut, err = runAggs(aggs, srcs); err != nil {
 			return 0, nil, err
 		}
+		if countBuckets(aggOut) > maxBuckets {
+			return 0, nil, tooManyBuckets(maxBuckets, " but this number of buckets was exceeded")
+		}
 	}
 	if pf := req["post_filter"]; pf != nil {
 		fq, err := c.translate(pf)
@@ -324,7 +349,7 @@ func (s *server) search(r *http.Request, expr string, body []byte) (int, any, er
 	for _, d := range page {
 		hit, err := s.renderHit(d, hitOptions{specs: specs, scored: scored && (len(specs) == 0 || trackScores || hasScoreSort(specs)),
 			src: srcFilter, withSource: withSource, storedNone: storedNone, stored: storedList, dv: dvFields, fetch: fetch,
-			hl: hl, c: c, fields: t.fields, version: boolOpt(req["version"]), seqNo: boolOpt(req["seq_no_primary_term"]), asInt: asInt,
+			hl: hl, c: c, fields: t.fields, version: boolOpt(req["version"]), seqNo: boolOpt(req["seq_no_primary_term"]), asInt: asInt, scripts: scripts,
 			namedScores: q.Get("include_named_queries_score") == "true"})
 		if err != nil {
 			return 0, nil, err
@@ -352,6 +377,9 @@ func (s *server) search(r *http.Request, expr string, body []byte) (int, any, er
 	}
 	if aggOut != nil {
 		out["aggregations"] = aggOut
+	}
+	if pit != nil {
+		out["pit_id"] = pitID
 	}
 	if boolOpt(req["profile"]) {
 		out["profile"] = profileOut(t, req["query"], aggs, time.Since(start))
@@ -444,6 +472,8 @@ type hitOptions struct {
 	asInt      bool
 	// namedScores reports matched_queries with their scores (include_named_queries_score).
 	namedScores bool
+	// scripts are the script_fields, each hit's values computed by a script.
+	scripts []scriptField
 }
 
 func (s *server) renderHit(d *scoredDoc, o hitOptions) (map[string]any, error) {
@@ -471,7 +501,7 @@ func (s *server) renderHit(d *scoredDoc, o hitOptions) (map[string]any, error) {
 		hit["_source"] = o.src.apply(d.src)
 	}
 	if len(o.specs) > 0 {
-		hit["sort"] = sortValues(o.specs, d.src, d.score, d.id)
+		hit["sort"] = sortValues(o.specs, d)
 	}
 	fields := map[string]any{}
 	for _, n := range o.stored {
@@ -481,11 +511,21 @@ func (s *server) renderHit(d *scoredDoc, o hitOptions) (map[string]any, error) {
 			}
 		}
 	}
-	if err := fetchFields(o.dv, o.fields, d.src, fields, true); err != nil {
+	if err := docValueFields(o.dv, o.fields, d.src, fields); err != nil {
 		return nil, err
 	}
-	if err := fetchFields(o.fetch, o.fields, d.src, fields, false); err != nil {
+	if err := fieldsOption(o.fetch, d.ix, d.src, fields); err != nil {
 		return nil, err
+	}
+	for _, sf := range o.scripts {
+		v, err := sf.script.run(o.fields, d, d.score)
+		if err != nil {
+			if sf.ignoreFailure {
+				continue
+			}
+			return nil, err
+		}
+		fields[sf.name] = []any{v}
 	}
 	if len(fields) > 0 {
 		hit["fields"] = fields

@@ -63,16 +63,27 @@ var apis = map[string]api{
 	"indices.stats":          {method: "GET", paths: []string{"/{index}/_stats/{metric}", "/{index}/_stats", "/_stats/{metric}", "/_stats"}},
 	"indices.get_field_mapping": {method: "GET", paths: []string{"/{index}/_mapping/field/{fields}", "/_mapping/field/{fields}"},
 		required: []string{"fields"}},
-	"indices.put_template":          {method: "PUT", paths: []string{"/_template/{name}"}, required: []string{"name"}},
-	"indices.get_template":          {method: "GET", paths: []string{"/_template/{name}", "/_template"}},
-	"indices.delete_template":       {method: "DELETE", paths: []string{"/_template/{name}"}, required: []string{"name"}},
-	"indices.exists_template":       {method: "HEAD", paths: []string{"/_template/{name}"}, required: []string{"name"}},
-	"indices.put_index_template":    {method: "PUT", paths: []string{"/_index_template/{name}"}, required: []string{"name"}},
-	"indices.get_index_template":    {method: "GET", paths: []string{"/_index_template/{name}", "/_index_template"}},
-	"indices.delete_index_template": {method: "DELETE", paths: []string{"/_index_template/{name}"}, required: []string{"name"}},
-	"indices.exists_index_template": {method: "HEAD", paths: []string{"/_index_template/{name}"}, required: []string{"name"}},
-	"indices.analyze":               {method: "POST", paths: []string{"/{index}/_analyze", "/_analyze"}},
-	"cluster.health":                {method: "GET", paths: []string{"/_cluster/health/{index}", "/_cluster/health"}},
+	"indices.put_template":              {method: "PUT", paths: []string{"/_template/{name}"}, required: []string{"name"}},
+	"indices.get_template":              {method: "GET", paths: []string{"/_template/{name}", "/_template"}},
+	"indices.delete_template":           {method: "DELETE", paths: []string{"/_template/{name}"}, required: []string{"name"}},
+	"indices.exists_template":           {method: "HEAD", paths: []string{"/_template/{name}"}, required: []string{"name"}},
+	"indices.put_index_template":        {method: "PUT", paths: []string{"/_index_template/{name}"}, required: []string{"name"}},
+	"indices.get_index_template":        {method: "GET", paths: []string{"/_index_template/{name}", "/_index_template"}},
+	"indices.delete_index_template":     {method: "DELETE", paths: []string{"/_index_template/{name}"}, required: []string{"name"}},
+	"indices.exists_index_template":     {method: "HEAD", paths: []string{"/_index_template/{name}"}, required: []string{"name"}},
+	"indices.analyze":                   {method: "POST", paths: []string{"/{index}/_analyze", "/_analyze"}},
+	"cluster.health":                    {method: "GET", paths: []string{"/_cluster/health/{index}", "/_cluster/health"}},
+	"ingest.put_pipeline":               {method: "PUT", paths: []string{"/_ingest/pipeline/{id}"}, required: []string{"id"}},
+	"ingest.get_pipeline":               {method: "GET", paths: []string{"/_ingest/pipeline/{id}", "/_ingest/pipeline"}},
+	"ingest.delete_pipeline":            {method: "DELETE", paths: []string{"/_ingest/pipeline/{id}"}, required: []string{"id"}},
+	"cluster.put_settings":              {method: "PUT", paths: []string{"/_cluster/settings"}},
+	"cluster.put_component_template":    {method: "PUT", paths: []string{"/_component_template/{name}"}, required: []string{"name"}},
+	"cluster.get_component_template":    {method: "GET", paths: []string{"/_component_template/{name}", "/_component_template"}},
+	"cluster.delete_component_template": {method: "DELETE", paths: []string{"/_component_template/{name}"}, required: []string{"name"}},
+	"cluster.exists_component_template": {method: "HEAD", paths: []string{"/_component_template/{name}"}, required: []string{"name"}},
+	"cluster.get_settings":              {method: "GET", paths: []string{"/_cluster/settings"}},
+	"open_point_in_time":                {method: "POST", paths: []string{"/{index}/_pit"}, required: []string{"index", "keep_alive"}},
+	"close_point_in_time":               {method: "DELETE", paths: []string{"/_pit"}},
 }
 
 var partRE = regexp.MustCompile(`\{([a-z_]+)\}`)
@@ -219,7 +230,18 @@ func (x *exec) buildRequest(name string, params map[string]any, headers map[stri
 }
 
 var catchStatus = map[string]int{"bad_request": 400, "unauthorized": 401, "forbidden": 403, "missing": 404,
-	"request_timeout": 408, "conflict": 409, "unavailable": 503}
+	"request_timeout": 408, "conflict": 409, "gone": 410, "unavailable": 503}
+
+// requestCatch reports whether status is what `catch: request` expects: an error other
+// than those the named catches stand for (400, 401, 403, 404, 408, 409, 410), as
+// Elasticsearch's DoSection decides.
+func requestCatch(status int) bool {
+	switch status {
+	case 400, 401, 403, 404, 408, 409, 410:
+		return false
+	}
+	return status >= 400
+}
 
 func (x *exec) do(m map[string]any) error {
 	catch := ""
@@ -299,8 +321,8 @@ func (x *exec) do(m map[string]any) error {
 			return fmt.Errorf("%s %s: status %d: %s", req.Method, req.URL.RequestURI(), resp.StatusCode, clip(raw))
 		}
 	case catch == "request":
-		if resp.StatusCode < 400 {
-			return fmt.Errorf("expected an error status, got %d", resp.StatusCode)
+		if !requestCatch(resp.StatusCode) {
+			return fmt.Errorf("expected a 4xx or 5xx error other than 400, 401, 403, 404, 408, 409 and 410, got %d: %s", resp.StatusCode, clip(raw))
 		}
 	case strings.HasPrefix(catch, "/"):
 		if resp.StatusCode < 400 {

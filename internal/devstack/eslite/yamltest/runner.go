@@ -6,15 +6,16 @@
 //
 // The runner implements the suite's semantics: setup and teardown sections, `do` with
 // `catch` (bad_request, unauthorized, forbidden, missing, request_timeout, conflict,
-// unavailable, param, request and /regex/), `headers` and `ignore`, the assertions
-// match, length, is_true, is_false, gt, gte, lt, lte, contains, exists, not_exists and
-// close_to, `set` and `transform_and_set` with $stash substitution in values, keys and
-// paths, and `skip`/`requires` gates on versions, runner features, cluster features,
-// awaits_fix and known_issues. A test gated on a runner feature or cluster feature this
-// runner does not declare is skipped, as Elasticsearch's own runner does; so is a test
-// whose setup or body calls an X-Pack API (security.*, xpack.*, ...), which only
-// Elasticsearch's X-Pack suites run. Everything else runs. Between tests every
-// index is deleted, as the real runner wipes the cluster.
+// gone, unavailable, param, request (any error but those) and /regex/), `headers` and
+// `ignore`, the assertions match, length, is_true, is_false, gt, gte, lt, lte, contains,
+// exists, not_exists and close_to, `set` and `transform_and_set` with $stash
+// substitution in values, keys and paths, and `skip`/`requires` gates on versions,
+// runner features, cluster features, awaits_fix and known_issues. A test gated on a
+// runner feature or cluster feature this runner does not declare is skipped, as
+// Elasticsearch's own runner does; so is a test whose setup or body calls an X-Pack API
+// (security.*, xpack.*, ...), which only Elasticsearch's X-Pack suites run. Everything
+// else runs. A failing teardown fails its test, and between tests every index is deleted
+// and the cluster settings reset, as the real runner wipes the cluster.
 package yamltest
 
 import (
@@ -218,7 +219,10 @@ func (r *Runner) RunFile(path string) ([]Result, error) {
 			err = x.run(t.steps)
 		}
 		if teardown != nil {
-			_ = x.run(teardown.steps)
+			// A failing teardown fails the test, as in Elasticsearch's runner.
+			if terr := x.run(teardown.steps); terr != nil && err == nil {
+				err = fmt.Errorf("teardown: %w", terr)
+			}
 		}
 		if err != nil {
 			res.Status, res.Reason = "fail", err.Error()
@@ -231,13 +235,43 @@ func (r *Runner) RunFile(path string) ([]Result, error) {
 	return out, nil
 }
 
-// wipe deletes every index, as the real runner cleans the cluster between tests.
+// wipe deletes every index and resets the cluster settings, as the real runner cleans
+// the cluster between tests.
 func (r *Runner) wipe() {
-	req, _ := http.NewRequest(http.MethodDelete, r.URL+"/_all", nil)
-	if resp, err := r.client().Do(req); err == nil {
-		_, _ = io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
+	r.call(http.MethodDelete, "/_all", "")
+	var settings map[string]map[string]any
+	if err := json.Unmarshal(r.call(http.MethodGet, "/_cluster/settings?flat_settings=true", ""), &settings); err != nil {
+		return
 	}
+	reset := map[string]map[string]any{}
+	for _, scope := range []string{"persistent", "transient"} {
+		for k := range settings[scope] {
+			if reset[scope] == nil {
+				reset[scope] = map[string]any{}
+			}
+			reset[scope][k] = nil
+		}
+	}
+	if len(reset) > 0 {
+		b, _ := json.Marshal(reset)
+		r.call(http.MethodPut, "/_cluster/settings", string(b))
+	}
+}
+
+// call sends one request and returns its body (nil on failure).
+func (r *Runner) call(method, path, body string) []byte {
+	req, err := http.NewRequest(method, r.URL+path, strings.NewReader(body))
+	if err != nil {
+		return nil
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := r.client().Do(req)
+	if err != nil {
+		return nil
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return b
 }
 
 func (r *Runner) client() *http.Client {

@@ -3,6 +3,8 @@ package yamltest
 import (
 	"encoding/json"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -69,5 +71,39 @@ func TestNonStringKeys(t *testing.T) {
 	b, err := json.Marshal(tests[0].steps)
 	if err != nil || !strings.Contains(string(b), `"1":{"match_all":{}}`) {
 		t.Errorf("steps: %s %v", b, err)
+	}
+}
+
+func TestRequestCatch(t *testing.T) {
+	// catch: request is any error but the ones the named catches stand for.
+	for status, want := range map[int]bool{200: false, 400: false, 404: false, 409: false, 410: false, 413: true, 429: true, 500: true, 503: true} {
+		if got := requestCatch(status); got != want {
+			t.Errorf("requestCatch(%d) = %v, want %v", status, got, want)
+		}
+	}
+}
+
+func TestFailingTeardownFailsTheTest(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		if r.Method == http.MethodDelete && r.URL.Path == "/broken" {
+			w.WriteHeader(500)
+			_, _ = w.Write([]byte(`{"error":{"type":"exception","reason":"boom"},"status":500}`))
+			return
+		}
+		_, _ = w.Write([]byte(`{}`))
+	}))
+	defer srv.Close()
+	f := filepath.Join(t.TempDir(), "t.yml")
+	yml := "teardown:\n  - do:\n      indices.delete:\n        index: broken\n---\n\"t\":\n  - do:\n      info: {}\n"
+	if err := os.WriteFile(f, []byte(yml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	res, err := (&Runner{URL: srv.URL}).RunFile(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res) != 1 || res[0].Status != "fail" || !strings.Contains(res[0].Reason, "teardown") {
+		t.Errorf("results: %+v", res)
 	}
 }
