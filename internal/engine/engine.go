@@ -33,6 +33,7 @@ import (
 	"trawler/external"
 	"trawler/fetch"
 	"trawler/internal/affinity"
+	"trawler/internal/capacity"
 	"trawler/internal/monitor"
 	"trawler/internal/quota"
 	"trawler/internal/redisurl"
@@ -56,6 +57,11 @@ type WorkerOptions struct {
 	// once (1 to MaxBatches), aiming at TargetCPU and TargetMem (0.8 each by default).
 	ResourceTuned        bool
 	TargetCPU, TargetMem float64
+	// Capacity is the CPU (cores) and memory (MB) this worker places batches in: it
+	// takes a batch only while what is free covers the batch's need learned from its
+	// task (see placement.go). Zero: the machine's cores and memory, placing by needs
+	// only when ResourceTuned (else every batch is taken, as slots allow).
+	Capacity capacity.Resources
 	// ProbeEvery is how often the worker probes the sites of steps with an affinity
 	// (default 5 s).
 	ProbeEvery time.Duration
@@ -96,6 +102,8 @@ type Worker struct {
 	sites     *siteWorkers      // nil without Redis
 	taskQueue string
 	stopLoops context.CancelFunc
+	place     *placement
+	slots     int
 }
 
 // SiteQueues lists the site queues this worker polls now: those of steps with an
@@ -156,6 +164,8 @@ func NewWorker(c client.Client, o WorkerOptions) (*Worker, error) {
 		}
 		wo.Tuner, wo.MaxConcurrentActivityExecutionSize = t, 0
 	}
+	place := newPlacement(o.Identity, o.TaskQueue, o.Capacity, o.ResourceTuned, cmp.Or(o.TargetCPU, 0.8), cmp.Or(o.TargetMem, 0.8), o.Log)
+	wo.Interceptors = append(wo.Interceptors, &placementInterceptor{p: place})
 	w := worker.New(c, o.TaskQueue, wo)
 	acts := &activities.Activities{Registry: o.Registry, Fetcher: fetch.New(o.Fetch), Sinks: sinks, Failures: js, Log: o.Log}
 	// One stream hub per worker: subscriptions of one source share its connection.
@@ -185,6 +195,7 @@ func NewWorker(c client.Client, o WorkerOptions) (*Worker, error) {
 		// keeps the fleet's rates and heartbeats.
 		acts.Quotas = quota.New(rdb, 0)
 		acts.Monitor = monitor.NewRecorder(rdb)
+		place.rec = acts.Monitor
 		hub.Record(rdb) // stream subscriptions, for `trawler status`
 		acts.Sources = activities.NewSharedSources(rdb)
 		acts.Sites = affinity.NewRegistry(rdb)
@@ -197,7 +208,7 @@ func NewWorker(c client.Client, o WorkerOptions) (*Worker, error) {
 		o.Log.Warn("no Redis configured (--redis / TRAWLER_REDIS): dedup is off on this worker, every item is stored")
 	}
 	Register(w, acts, o.Workflow)
-	ww := &Worker{taskQueue: o.TaskQueue, Worker: w, Sinks: sinks, JSONL: js, Identity: o.Identity, monitor: acts.Monitor}
+	ww := &Worker{taskQueue: o.TaskQueue, Worker: w, Sinks: sinks, JSONL: js, Identity: o.Identity, monitor: acts.Monitor, place: place, slots: o.MaxBatches}
 	if acts.Sites != nil {
 		ww.sites = &siteWorkers{c: c, acts: acts, registry: acts.Sites, base: o.TaskQueue, identity: o.Identity,
 			slots: o.MaxBatches, every: cmp.Or(o.ProbeEvery, 5*time.Second), log: o.Log,
@@ -224,7 +235,7 @@ func (w *Worker) Start() error {
 		t := time.NewTicker(5 * time.Second)
 		defer t.Stop()
 		for {
-			_ = w.monitor.Beat(ctx, w.Identity, w.taskQueue, w.SiteQueues())
+			_ = w.monitor.Beat(ctx, w.Identity, w.taskQueue, w.SiteQueues(), &w.place.whole, w.slots)
 			select {
 			case <-ctx.Done():
 				return

@@ -20,6 +20,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"trawler/crawl"
+	"trawler/internal/capacity"
 )
 
 // Metrics on the default Prometheus registry, served at /metrics by `trawler worker
@@ -114,17 +115,22 @@ func (r *Recorder) PerMinute(ctx context.Context, tenant, chain string) (int, er
 
 // WorkerBeat is one worker's last sign of life.
 type WorkerBeat struct {
-	Identity  string    `json:"identity"`
-	TaskQueue string    `json:"task_queue"`
-	Sites     []string  `json:"sites,omitempty"` // site queues it polls (its probes pass)
-	At        time.Time `json:"at"`
-	AgeS      float64   `json:"age_s"`
+	Identity  string   `json:"identity"`
+	TaskQueue string   `json:"task_queue"`
+	Sites     []string `json:"sites,omitempty"` // site queues it polls (its probes pass)
+	// Capacity is the CPU and memory the worker places batches in, and its batch
+	// slots (see internal/capacity); absent from workers that do not say.
+	Capacity *capacity.Resources `json:"capacity,omitempty"`
+	Slots    int                 `json:"slots,omitempty"`
+	At       time.Time           `json:"at"`
+	AgeS     float64             `json:"age_s"`
 }
 
-// Beat records that a worker is alive. Workers beat every few seconds; status shows
-// the age of each one's last beat, so a stuck or dead worker stands out.
-func (r *Recorder) Beat(ctx context.Context, identity, queue string, sites []string) error {
-	b, _ := json.Marshal(WorkerBeat{Identity: identity, TaskQueue: queue, Sites: sites, At: r.now().UTC()})
+// Beat records that a worker is alive, with its capacity. Workers beat every few
+// seconds; status shows the age of each one's last beat, so a stuck or dead worker
+// stands out.
+func (r *Recorder) Beat(ctx context.Context, identity, queue string, sites []string, capa *capacity.Resources, slots int) error {
+	b, _ := json.Marshal(WorkerBeat{Identity: identity, TaskQueue: queue, Sites: sites, Capacity: capa, Slots: slots, At: r.now().UTC()})
 	return r.rdb.HSet(ctx, workersKey, beatField(identity, queue), b).Err()
 }
 
