@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -75,6 +76,22 @@ func TestPlacementFollowsLearnedNeeds(t *testing.T) {
 		t.Errorf("with both workers: needs %v, qualifying %v, decay %d; want 12 cores, only big, no decay", tp.Need, tp.Qualify, tp.DecaySteps)
 	}
 
+	// The admin report, as `trawler status --needs` prints it: the task's row.
+	needsRow := func() string {
+		t.Helper()
+		stdout, stderr, code := trawler(t, "status", "--needs", "--data", shared.dir, "--redis", shared.redis.Addr())
+		for _, line := range strings.Split(stdout, "\n") {
+			if strings.HasPrefix(line, "synth.heavy ") {
+				return line
+			}
+		}
+		t.Fatalf("status --needs: exit %d, no synth.heavy row:\n%s%s", code, stdout, stderr)
+		return ""
+	}
+	if row := needsRow(); !strings.HasSuffix(row, " big") || !strings.Contains(row, " 12.00 ") || !strings.Contains(row, " none ") {
+		t.Errorf("status --needs with both workers: %q; want 12.00 cores, no decay, only big qualifying", row)
+	}
+
 	run := func() (string, map[string]int) {
 		t.Helper()
 		id := startTuned(t, plan(t, "heavy.yaml", heavyTree), queue, fast)
@@ -100,6 +117,9 @@ func TestPlacementFollowsLearnedNeeds(t *testing.T) {
 	tp = report(func(tp *engine.TaskPlacement) bool { return len(tp.Qualify) == 0 })
 	if tp.DecaySteps != 3 || tp.DecayedConcurrency != 2 || !tp.Runnable {
 		t.Errorf("without the big worker: decay %d steps to %d pages at once (runnable %v); want 3 steps to 2", tp.DecaySteps, tp.DecayedConcurrency, tp.Runnable)
+	}
+	if row := needsRow(); !strings.Contains(row, " 16→2 ") || !strings.HasSuffix(row, " none live") {
+		t.Errorf("status --needs without the big worker: %q; want decay 16→2, no worker qualifying whole", row)
 	}
 	_, ran = run()
 	decayed := decayedCount() - decayedBefore
