@@ -3,6 +3,7 @@ package tests
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -20,7 +21,7 @@ import (
 )
 
 // A worker pointed at a three-master Redis Cluster (redis-cluster://…) keeps dedup,
-// pools, quotas, task needs and heartbeats there exactly as on one Redis: a recrawl
+// pools, quotas, task needs, rates and heartbeats there exactly as on one Redis: a recrawl
 // stores nothing, farming fills the pools to their targets, a budget stops its run at
 // its exact end, and the keys spread over every master.
 func TestRedisClusterRunsDedupPoolsAndQuotas(t *testing.T) {
@@ -99,6 +100,12 @@ func TestRedisClusterRunsDedupPoolsAndQuotas(t *testing.T) {
 			t.Errorf("the run's counters on the cluster read %+v (%v); want 40 pages, 40 items", use, err)
 		}
 	})
+
+	// The worker's heartbeat, with its capacity, is on the cluster too.
+	beats, err := monitor.NewRecorder(rdb).Workers(ctx)
+	if err != nil || !slices.ContainsFunc(beats, func(b monitor.WorkerBeat) bool { return b.Identity == "cluster-worker" && b.Capacity != nil }) {
+		t.Errorf("heartbeats on the cluster: %+v (%v); want cluster-worker's, with its capacity", beats, err)
+	}
 
 	// Every master holds some of it: the cluster really spread the keys.
 	cc := rdb.(*redis.ClusterClient)

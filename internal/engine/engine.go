@@ -212,7 +212,7 @@ func NewWorker(c client.Client, o WorkerOptions) (*Worker, error) {
 	if acts.Sites != nil {
 		ww.sites = &siteWorkers{c: c, acts: acts, registry: acts.Sites, base: o.TaskQueue, identity: o.Identity,
 			slots: o.MaxBatches, every: cmp.Or(o.ProbeEvery, 5*time.Second), log: o.Log,
-			hc: &http.Client{}, polling: map[string]worker.Worker{}}
+			hc: &http.Client{}, polling: map[string]worker.Worker{}, place: place}
 	}
 	return ww, nil
 }
