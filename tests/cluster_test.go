@@ -2,9 +2,9 @@ package tests
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
@@ -27,7 +27,7 @@ import (
 func TestRedisClusterRunsDedupPoolsAndQuotas(t *testing.T) {
 	cl, err := redisproc.StartCluster(3)
 	if err != nil {
-		if strings.Contains(err.Error(), "not installed") {
+		if errors.Is(err, redisproc.ErrNotInstalled) {
 			t.Skip(err)
 		}
 		t.Fatal(err)

@@ -2,9 +2,9 @@ package redisops_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"testing"
 
 	"github.com/redis/go-redis/v9"
@@ -22,7 +22,7 @@ import (
 func TestOnACluster(t *testing.T) {
 	cl, err := redisproc.StartCluster(3)
 	if err != nil {
-		if strings.Contains(err.Error(), "not installed") {
+		if errors.Is(err, redisproc.ErrNotInstalled) {
 			t.Skip(err)
 		}
 		t.Fatal(err)

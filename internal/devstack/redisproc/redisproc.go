@@ -7,6 +7,7 @@ import (
 	"bufio"
 	"context"
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -17,6 +18,9 @@ import (
 
 	"github.com/redis/go-redis/v9"
 )
+
+// ErrNotInstalled says there is no redis-server to start; tests that need one skip on it.
+var ErrNotInstalled = errors.New("redis-server is not installed: apt-get install -y redis-server (bash .ci/run does this)")
 
 // Server is a running redis-server.
 type Server struct {
@@ -45,7 +49,7 @@ func StartConfig(conf Config) (*Server, error) { return start(conf) }
 func start(conf Config, extra ...string) (*Server, error) {
 	bin, err := exec.LookPath("redis-server")
 	if err != nil {
-		return nil, fmt.Errorf("redis-server is not installed: apt-get install -y redis-server (bash .ci/run does this)")
+		return nil, ErrNotInstalled
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
