@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -110,8 +111,11 @@ func TestRedisClusterRunsDedupPoolsAndQuotas(t *testing.T) {
 	// Every master holds some of it: the cluster really spread the keys.
 	cc := rdb.(*redis.ClusterClient)
 	var sizes []int64
+	var mu sync.Mutex // ForEachMaster calls in parallel
 	_ = cc.ForEachMaster(ctx, func(ctx context.Context, c *redis.Client) error {
 		n, err := c.DBSize(ctx).Result()
+		mu.Lock()
+		defer mu.Unlock()
 		if err == nil {
 			sizes = append(sizes, n)
 		}

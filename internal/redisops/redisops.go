@@ -12,6 +12,7 @@ package redisops
 import (
 	"context"
 	"errors"
+	"sync"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -29,11 +30,15 @@ func Scan(ctx context.Context, rdb redis.UniversalClient, match string, count in
 		return iter.Err()
 	}
 	if cc, ok := rdb.(*redis.ClusterClient); ok {
-		// fn may not be safe for concurrent use: visit the masters one at a time.
+		// ForEachMaster calls in parallel and fn may not be safe for concurrent use:
+		// collect the masters, then visit them one at a time.
 		var errs []error
 		var masters []*redis.Client
+		var mu sync.Mutex
 		if err := cc.ForEachMaster(ctx, func(_ context.Context, c *redis.Client) error {
+			mu.Lock()
 			masters = append(masters, c)
+			mu.Unlock()
 			return nil
 		}); err != nil {
 			return err
