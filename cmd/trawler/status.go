@@ -53,6 +53,9 @@ for capacity.`,
   trawler status demo-20261122-101500-a1b2c3 --data .data/dev --json`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkDrain("drain", drain); err != nil {
+				return err
+			}
 			c, err := s.connect(cmd.Context())
 			if err != nil {
 				return err
@@ -76,9 +79,6 @@ for capacity.`,
 					return err
 				}
 				defer rdb.Close()
-			}
-			if err := checkDrain("drain", drain); err != nil {
-				return err
 			}
 			ov, err := engine.GetOverview(cmd.Context(), c, rdb, time.Second)
 			if err != nil {
