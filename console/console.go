@@ -186,6 +186,7 @@ func (s *Server) register() {
 	api("POST /api/runs/{id}/cancel", s.cancelRun)
 	api("GET /api/runs/{id}/chain", s.runChain)
 	api("GET /api/fleet", s.fleet)
+	api("GET /api/capacity", s.capacityReport)
 	api("GET /api/chains", s.listChains)
 	api("GET /api/chains/registered/{name}", s.registeredChain)
 	api("POST /api/chains/validate", s.validateChain)

@@ -2,6 +2,7 @@ package console
 
 import (
 	"fmt"
+	"math"
 	"net/http"
 	"net/url"
 	"slices"
@@ -218,4 +219,37 @@ func TestBrowserFleet(t *testing.T) {
 		t.Errorf("worker row reads %q", text)
 	}
 	b.shot("fleet")
+}
+
+// /api/capacity lists the learned needs of the tasks that ran, with the live workers
+// that qualify, and refuses a drain target it cannot use, naming the field.
+func TestAPICapacity(t *testing.T) {
+	demoRun(t)
+	status, out := api(t, "GET", "/api/capacity?drain=5m", nil)
+	if status != http.StatusOK || out["drain"] != "5m0s" {
+		t.Fatalf("capacity: %d %v", status, out)
+	}
+	found := false
+	for _, tp := range list(out["tasks"]) {
+		tp := obj(tp)
+		if tp["task"] != "demo.story" {
+			continue
+		}
+		found = true
+		// A batch of 16 pages keeps 16 × (CPU ms / ms) cores busy; on a loopback site a
+		// page is nearly all CPU, so the test machine's worker qualifies only for a
+		// decayed batch.
+		cost, need := obj(tp["cost"]), obj(tp["need"])
+		share := min(cost["cpu_ms_per_page"].(float64)/cost["ms_per_page"].(float64), 1)
+		qualifies := slices.Contains(list(tp["qualifying_workers"]), any(stack.worker.Identity))
+		if math.Abs(need["cpu"].(float64)-16*share) > 1e-6 || tp["runnable"] != true || qualifies != (tp["decay_steps"] == 0.0) {
+			t.Errorf("demo.story: %v; want a need of 16 × %.2f cores, runnable, decayed exactly when the worker does not qualify", tp, share)
+		}
+	}
+	if !found {
+		t.Errorf("capacity: %v; want demo.story's learned needs", out)
+	}
+	if status, out := api(t, "GET", "/api/capacity?drain=5s", nil); status != http.StatusBadRequest || out["field"] != "drain" {
+		t.Errorf("drain=5s: %d %v, want 400 naming drain", status, out)
+	}
 }

@@ -56,8 +56,12 @@
 //
 // # Redis Cluster
 //
-// Every command touches exactly one bucket key, and the cluster client runs one
-// MULTI/EXEC block per hash slot, so every block is single-slot.
+// A Cluster refuses a MULTI/EXEC block whose keys lie in several hash slots, and the
+// buckets of a batch lie in many. There Check runs one small script per bucket instead
+// (checkEach), all in one pipeline that the cluster client splits by node: each bucket
+// is still checked and recorded atomically, and two entries of one key still meet in
+// one script, in order. Lookup, Record and Forget are plain pipelines of one-key
+// commands, which need nothing special.
 package dedup
 
 import (
@@ -74,6 +78,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"trawler/internal/redisops"
 )
 
 // State is what Check found for an entry.
@@ -264,12 +270,11 @@ func lastSeen(day int32, now time.Time) time.Time {
 type group struct {
 	key     string
 	idx     []int
-	args    []any
 	fields  []int32
 	content []int32
 }
 
-func (d *Deduper) group(ctx context.Context, ns string, entries []Entry, day int32) ([]*group, error) {
+func (d *Deduper) group(ctx context.Context, ns string, entries []Entry) ([]*group, error) {
 	b, err := d.Buckets(ctx, ns)
 	if err != nil {
 		return nil, err
@@ -283,7 +288,7 @@ func (d *Deduper) group(ctx context.Context, ns string, entries []Entry, day int
 		bk := Bucket(e.Key, b)
 		g, ok := byBucket[bk]
 		if !ok {
-			g = &group{key: BucketKey(ns, bk), args: []any{day}}
+			g = &group{key: BucketKey(ns, bk)}
 			byBucket[bk] = g
 			order = append(order, bk)
 		}
@@ -291,7 +296,6 @@ func (d *Deduper) group(ctx context.Context, ns string, entries []Entry, day int
 		g.idx = append(g.idx, i)
 		g.fields = append(g.fields, f)
 		g.content = append(g.content, c)
-		g.args = append(g.args, f, c)
 	}
 	sort.Ints(order)
 	out := make([]*group, len(order))
@@ -316,6 +320,9 @@ func (d *Deduper) Check(ctx context.Context, ns string, entries []Entry) ([]Verd
 	}
 	now := d.now()
 	day := dayOf(now)
+	if _, ok := d.rdb.(*redis.ClusterClient); ok {
+		return d.checkEach(ctx, ns, entries, now)
+	}
 	pipe := d.rdb.TxPipeline()
 	olds := make([]*redis.StringCmd, len(entries))
 	contents := make([]int32, len(entries))
@@ -346,6 +353,59 @@ func (d *Deduper) Check(ctx context.Context, ns string, entries []Entry) ([]Verd
 	return verdicts, nil
 }
 
+// checkBucket is Check for the entries of one bucket (KEYS[1]): ARGV holds pairs of
+// field and new value; it returns the old values in order (nil where none).
+var checkBucket = redis.NewScript(`
+local old = {}
+for i = 1, #ARGV, 2 do
+  old[#old + 1] = redis.call('HGET', KEYS[1], ARGV[i])
+  redis.call('HSET', KEYS[1], ARGV[i], ARGV[i + 1])
+end
+return old
+`)
+
+// checkEach is Check on a Redis Cluster: one script per bucket (see the package doc).
+func (d *Deduper) checkEach(ctx context.Context, ns string, entries []Entry, now time.Time) ([]Verdict, error) {
+	day := dayOf(now)
+	groups, err := d.group(ctx, ns, entries)
+	if err != nil {
+		return nil, err
+	}
+	calls := make([]redisops.Call, len(groups))
+	for i, g := range groups {
+		calls[i] = redisops.Call{Keys: []string{g.key}, Args: g.pairs(day)}
+	}
+	verdicts := make([]Verdict, len(entries))
+	for i, cmd := range redisops.EvalEach(ctx, d.rdb, checkBucket, calls) {
+		olds, err := cmd.Slice()
+		if err != nil {
+			return nil, fmt.Errorf("dedup: check %d entries in namespace %s: %w", len(entries), ns, err)
+		}
+		groups[i].judge(verdicts, olds, now)
+	}
+	return verdicts, nil
+}
+
+// judge fills in the verdicts of a group's entries from their old values (in order).
+func (g *group) judge(verdicts []Verdict, olds []any, now time.Time) {
+	for j := range g.idx {
+		var old any
+		if j < len(olds) {
+			old = olds[j]
+		}
+		verdicts[g.idx[j]] = verdictFor(old, g.content[j], now)
+	}
+}
+
+// pairs are a group's fields with their new values, as HSET takes them.
+func (g *group) pairs(day int32) []any {
+	out := make([]any, 0, 2*len(g.fields))
+	for j, f := range g.fields {
+		out = append(out, strconv.Itoa(int(f)), strconv.Itoa(int(value(g.content[j], day))))
+	}
+	return out
+}
+
 func verdictFor(old any, content int32, now time.Time) Verdict {
 	s, ok := old.(string)
 	if !ok || s == "" {
@@ -368,7 +428,7 @@ func verdictFor(old any, content int32, now time.Time) Verdict {
 // crash in between re-checks them as new rather than losing them.
 func (d *Deduper) Lookup(ctx context.Context, ns string, entries []Entry) ([]Verdict, error) {
 	now := d.now()
-	groups, err := d.group(ctx, ns, entries, dayOf(now))
+	groups, err := d.group(ctx, ns, entries)
 	if err != nil || len(groups) == 0 {
 		return nil, err
 	}
@@ -386,14 +446,7 @@ func (d *Deduper) Lookup(ctx context.Context, ns string, entries []Entry) ([]Ver
 	}
 	verdicts := make([]Verdict, len(entries))
 	for i, g := range groups {
-		vals := cmds[i].Val()
-		for j := range g.idx {
-			var old any
-			if j < len(vals) {
-				old = vals[j]
-			}
-			verdicts[g.idx[j]] = verdictFor(old, g.content[j], now)
-		}
+		g.judge(verdicts, cmds[i].Val(), now)
 	}
 	return verdicts, nil
 }
@@ -402,17 +455,13 @@ func (d *Deduper) Lookup(ctx context.Context, ns string, entries []Entry) ([]Ver
 func (d *Deduper) Record(ctx context.Context, ns string, entries []Entry) error {
 	now := d.now()
 	day := dayOf(now)
-	groups, err := d.group(ctx, ns, entries, day)
+	groups, err := d.group(ctx, ns, entries)
 	if err != nil || len(groups) == 0 {
 		return err
 	}
 	pipe := d.rdb.Pipeline()
 	for _, g := range groups {
-		pairs := make([]any, 0, 2*len(g.fields))
-		for j, f := range g.fields {
-			pairs = append(pairs, strconv.Itoa(int(f)), strconv.Itoa(int(value(g.content[j], day))))
-		}
-		pipe.HSet(ctx, g.key, pairs...)
+		pipe.HSet(ctx, g.key, g.pairs(day)...)
 	}
 	if _, err := pipe.Exec(ctx); err != nil {
 		return fmt.Errorf("dedup: record %d entries in namespace %s: %w", len(entries), ns, err)

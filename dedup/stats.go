@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"github.com/redis/go-redis/v9"
+
+	"trawler/internal/redisops"
 )
 
 // Stats describes one namespace.
@@ -41,12 +43,11 @@ func FalseDupRate(perBucket float64) float64 {
 // Namespaces lists the namespaces in Redis (those with a meta key).
 func (d *Deduper) Namespaces(ctx context.Context) ([]string, error) {
 	var out []string
-	iter := d.rdb.Scan(ctx, 0, "dd:*:meta", 1000).Iterator()
-	for iter.Next(ctx) {
-		k := iter.Val()
+	err := redisops.Scan(ctx, d.rdb, "dd:*:meta", 1000, func(k string) error {
 		out = append(out, strings.TrimSuffix(strings.TrimPrefix(k, "dd:"), ":meta"))
-	}
-	return out, iter.Err()
+		return nil
+	})
+	return out, err
 }
 
 // Stats counts a namespace's entries (HLEN of every bucket, pipelined) and samples up to

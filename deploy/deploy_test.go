@@ -357,7 +357,7 @@ func TestDeployManifests(t *testing.T) {
 			if str(get(tr, "type")) != "prometheus" || str(get(tr, "metadata", "serverAddress")) == "" || str(get(tr, "metadata", "threshold")) == "" {
 				t.Errorf("ScaledObject %s: want a prometheus trigger with serverAddress, query and threshold: %v", name, tr)
 			}
-			checkMetrics(t, "ScaledObject "+name, q, registered, "trawler_backlog")
+			checkMetrics(t, "ScaledObject "+name, q, registered, "trawler_desired_workers")
 		}
 	}
 	for name, hpa := range byKind["HorizontalPodAutoscaler"] {
@@ -365,7 +365,7 @@ func TestDeployManifests(t *testing.T) {
 			t.Errorf("HPA %s scales %q, no Deployment", name, target)
 		}
 		for _, m := range list(get(hpa, "spec", "metrics")) {
-			checkMetrics(t, "HPA "+name, str(get(m, "external", "metric", "name")), registered, "trawler_backlog")
+			checkMetrics(t, "HPA "+name, str(get(m, "external", "metric", "name")), registered, "trawler_desired_workers")
 		}
 	}
 }

@@ -61,11 +61,18 @@ func (p *Pools) Configure(ctx context.Context, tenant, site string, k Kind, c Co
 	if len(f) == 0 {
 		return nil
 	}
-	pipe := p.rdb.TxPipeline()
-	pipe.HSet(ctx, keysOf(tenant, site, k).conf, f)
-	pipe.SAdd(ctx, registryKey, tenant+"|"+site+"|"+string(k))
-	_, err := pipe.Exec(ctx)
-	return err
+	if err := p.rdb.HSet(ctx, keysOf(tenant, site, k).conf, f).Err(); err != nil {
+		return err
+	}
+	return p.register(ctx, tenant, site, k)
+}
+
+// register lists a pool in the registry. The registry is one key for all pools, in
+// another hash slot than the pool's own keys, so it is written after them, never in
+// their MULTI block (a Redis Cluster refuses blocks that span slots); a pool listed
+// late is only missing from listings for a moment.
+func (p *Pools) register(ctx context.Context, tenant, site string, k Kind) error {
+	return p.rdb.SAdd(ctx, registryKey, tenant+"|"+site+"|"+string(k)).Err()
 }
 
 // Config returns a pool's effective config: its stored settings over the kind's defaults.
@@ -115,9 +122,10 @@ func (p *Pools) Add(ctx context.Context, tenant, site string, k Kind, items ...R
 		}
 	}
 	pipe.HIncrBy(ctx, keys.counters, "added", int64(len(items)))
-	pipe.SAdd(ctx, registryKey, tenant+"|"+site+"|"+string(k))
-	_, err = pipe.Exec(ctx)
-	return err
+	if _, err := pipe.Exec(ctx); err != nil {
+		return err
+	}
+	return p.register(ctx, tenant, site, k)
 }
 
 var itemStats = []string{"uses", "ok", "failures", "strikes", "bans", "throttles", "health"}
@@ -179,11 +187,12 @@ func (p *Pools) Remove(ctx context.Context, tenant, site string, k Kind, refs ..
 // Clear removes a pool with its items, counters and config.
 func (p *Pools) Clear(ctx context.Context, tenant, site string, k Kind) error {
 	keys := keysOf(tenant, site, k)
-	pipe := p.rdb.TxPipeline()
-	pipe.Del(ctx, keys.items, keys.ready, keys.inuse, keys.expires, keys.banned, keys.counters, keys.stat, keys.conf)
-	pipe.SRem(ctx, registryKey, tenant+"|"+site+"|"+string(k))
-	_, err := pipe.Exec(ctx)
-	return err
+	// One DEL: the pool's keys share a hash tag. The registry entry goes first, so a
+	// pool is never listed without its keys.
+	if err := p.rdb.SRem(ctx, registryKey, tenant+"|"+site+"|"+string(k)).Err(); err != nil {
+		return err
+	}
+	return p.rdb.Del(ctx, keys.items, keys.ready, keys.inuse, keys.expires, keys.banned, keys.counters, keys.stat, keys.conf).Err()
 }
 
 // checkout takes the best free item, or says how long to wait for one.

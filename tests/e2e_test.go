@@ -56,7 +56,7 @@ var fastFetch = fetch.Options{Timeout: time.Second, Retries: 1, Backoff: 20 * ti
 var quiet = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))
 
 func TestMain(m *testing.M) {
-	crawl.Default.Register(synth.Node)
+	crawl.Default.Register(synth.Node, synth.Heavy)
 	// The trawler processes the tests start (workers, try) crawl loopback sites too.
 	os.Setenv("TRAWLER_ALLOW_PRIVATE", "1")
 	dir, err := os.MkdirTemp("", "trawler-e2e-")

@@ -18,6 +18,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"trawler/dedup"
+	"trawler/internal/redisops"
 )
 
 func dedupCmd(s *settings) *cobra.Command {
@@ -159,20 +160,22 @@ func runDedupBench(ctx context.Context, s *settings, n, batch, workers int) (*de
 		}
 	}
 	// Clear the previous run's structures.
-	iter := rdb.Scan(ctx, 0, "dd:"+ns+":*", 5000).Iterator()
-	var old []string
-	for iter.Next(ctx) {
-		old = append(old, iter.Val())
-		if len(old) == 5000 {
-			rdb.Unlink(ctx, old...)
-			old = old[:0]
+	// One UNLINK per key, pipelined: the keys lie in many Redis Cluster slots.
+	pipe := rdb.Pipeline()
+	flush := func() error { _, err := pipe.Exec(ctx); return err }
+	if err := redisops.Scan(ctx, rdb, "dd:"+ns+":*", 5000, func(key string) error {
+		pipe.Unlink(ctx, key)
+		if pipe.Len() < 5000 {
+			return nil
 		}
-	}
-	if err := iter.Err(); err != nil {
+		return flush()
+	}); err != nil {
 		return nil, err
 	}
-	old = append(old, setKey)
-	rdb.Unlink(ctx, old...)
+	pipe.Unlink(ctx, setKey)
+	if err := flush(); err != nil {
+		return nil, err
+	}
 
 	d, err := dedup.Open(ctx, rdb, dedup.Config{Expected: int64(n), Log: s.logger()})
 	if err != nil {

@@ -30,10 +30,14 @@ func (w *watchFlags) add(cmd *cobra.Command, metricsDefault string) {
 	f.IntVar(&w.MaxBacklog, "alert-backlog", 0, "alert when a chain's backlog (inputs queued or in flight) exceeds this; 0: off")
 	f.Float64Var(&w.MaxFailureRate, "alert-failure-rate", 0, "alert when failures / attempts of a chain since the last look exceed this (0–1); 0: off")
 	f.DurationVar(&w.Every, "watch-every", 15*time.Second, "how often the backlog gauge and the alerts look at the running chains")
+	f.DurationVar(&w.Drain, "scale-drain", engine.DefaultDrain, "the autoscaling target: trawler_desired_workers counts the workers that drain each queue's backlog within this")
 }
 
 // start serves /metrics and runs the watcher (backlog gauge, alerts) until ctx ends.
 func (w *watchFlags) start(ctx context.Context, s *settings, c client.Client) error {
+	if err := checkDrain("scale-drain", w.Drain); err != nil {
+		return err
+	}
 	if w.metrics != "" {
 		ln, err := net.Listen("tcp", w.metrics)
 		if err != nil {

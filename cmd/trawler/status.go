@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"trawler/crawl"
+	"trawler/internal/capacity"
 	"trawler/internal/engine"
 	"trawler/internal/recrawl"
 	"trawler/internal/stream"
@@ -20,6 +21,8 @@ import (
 
 func statusCmd(s *settings) *cobra.Command {
 	var limit int
+	var needs bool
+	var drain time.Duration
 	cmd := &cobra.Command{
 		Use:   "status [RUN_ID]",
 		Short: "Show one run's progress, or the whole fleet: backlog, rates, failures, budgets, workers",
@@ -38,12 +41,24 @@ against the budgets (trawler quota); then each worker with the age of its last
 heartbeat (a worker silent for more than ~15 s is stuck or gone); per recrawl step
 (tenant:task), its planned pages, how many are due now or claimed by a run, how many are
 planned how far apart, and the estimated share of changes seen later than the policy's
-min; then the most recent runs, newest first. Rates, budgets and workers need the Redis the workers share
-(--redis, or --data of a dev stack).`,
+min; then the most recent runs, newest first. Rates, budgets and workers need the Redis
+the workers share (--redis, or --data of a dev stack).
+
+Each task queue also shows the workers it wants: enough to drain its backlog within
+--drain at the rates its tasks' learned needs give a typical worker of the queue (the
+trawler_desired_workers metric an autoscaler reads; see the README's Capacity and
+autoscaling). --needs lists per task what a batch needs (cores, MB), the live workers
+whose capacity covers it, how far it decays when none does, and its batches waiting
+for capacity.`,
 		Example: `  trawler status --data .data/dev
+  trawler status --needs --data .data/dev
+  trawler status --json --drain 5m --data .data/dev | jq '.capacity.queues'
   trawler status demo-20261122-101500-a1b2c3 --data .data/dev --json`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkDrain("drain", drain); err != nil {
+				return err
+			}
 			c, err := s.connect(cmd.Context())
 			if err != nil {
 				return err
@@ -72,14 +87,20 @@ min; then the most recent runs, newest first. Rates, budgets and workers need th
 			if err != nil {
 				return err
 			}
+			ov.PlanCapacity(capacity.Target{Drain: drain, Min: 1})
+			if needs && !s.json {
+				printNeeds(ov.Capacity)
+				return nil
+			}
 			rows, err := engine.ListRuns(cmd.Context(), c, engine.ListOptions{Limit: limit})
 			if err != nil {
 				return err
 			}
 			if s.json {
-				return printJSON(map[string]any{"chains": ov.Chains, "tenants": ov.Tenants, "workers": ov.Workers, "tasks": ov.Tasks, "recrawl": ov.Recrawl, "runs": rows})
+				return printJSON(map[string]any{"chains": ov.Chains, "tenants": ov.Tenants, "workers": ov.Workers, "tasks": ov.Tasks, "recrawl": ov.Recrawl, "capacity": ov.Capacity, "runs": rows})
 			}
 			printOverview(ov, rdb != nil)
+			printDesired(ov.Capacity)
 			if len(rows) == 0 {
 				fmt.Println("no runs yet; start one with `trawler run FILE`")
 			} else {
@@ -92,6 +113,8 @@ min; then the most recent runs, newest first. Rates, budgets and workers need th
 		},
 	}
 	cmd.Flags().IntVar(&limit, "limit", 20, "how many runs to list")
+	cmd.Flags().BoolVar(&needs, "needs", false, "list per task its learned needs, the workers that qualify, its decay and batches waiting for capacity")
+	cmd.Flags().DurationVar(&drain, "drain", engine.DefaultDrain, "the autoscaling target: workers wanted to drain each queue's backlog within this")
 	return cmd
 }
 

@@ -60,6 +60,7 @@ func workerCmd(s *settings) *cobra.Command {
 	var maxBatches int
 	var tuned bool
 	var targetCPU, targetMem float64
+	var capa capacityFlags
 	var watch watchFlags
 	var hot engine.HotOptions
 	var private privateFlag
@@ -118,6 +119,10 @@ browsers × (browser-mb + tabs × 64) MiB. Debian's chromium is used when instal
 			if err != nil {
 				return err
 			}
+			declared, err := capa.resources()
+			if err != nil {
+				return err
+			}
 			c, err := s.dial(cmd.Context())
 			if err != nil {
 				return err
@@ -125,7 +130,7 @@ browsers × (browser-mb + tabs × 64) MiB. Debian's chromium is used when instal
 			defer c.Close()
 			w, err := engine.NewWorker(c, engine.WorkerOptions{TaskQueue: s.taskQueue, OutDir: s.out, MaxBatches: maxBatches,
 				Redis: s.redis, RedisAuth: redisAuth,
-				ResourceTuned: tuned, TargetCPU: targetCPU, TargetMem: targetMem,
+				ResourceTuned: tuned, TargetCPU: targetCPU, TargetMem: targetMem, Capacity: declared,
 				Kafka: s.kafkaBrokers(), Mongo: s.mongo, ES: s.es, HBase: s.hbase, File: fileOpts, Auth: storeAuth, Hot: hot, Log: s.logger(),
 				Fetch: fetch.Options{AllowPrivate: allowPrivate}, Browser: browserOpts})
 			if err != nil {
@@ -149,6 +154,7 @@ browsers × (browser-mb + tabs × 64) MiB. Debian's chromium is used when instal
 	cmd.Flags().BoolVar(&tuned, "tune-resources", false, "let the machine's CPU and memory use decide how many batches run at once, 1 to --max-batches (Temporal's resource-based tuner)")
 	cmd.Flags().Float64Var(&targetCPU, "target-cpu", 0.8, "with --tune-resources: the machine CPU use (0–1) the worker aims at")
 	cmd.Flags().Float64Var(&targetMem, "target-mem", 0.8, "with --tune-resources: the machine memory use (0–1) the worker aims at")
+	capa.add(cmd)
 	watch.add(cmd, "")
 	private.add(cmd, "chains on this worker may fetch loopback and private addresses (10/8, 172.16/12, 192.168/16, fc00::/7 …); link-local and cloud metadata stay refused")
 	cmd.Flags().IntVar(&hot.KafkaPartitions, "kafka-partitions", 3, "partitions of a topic the kafka sink creates")

@@ -34,6 +34,7 @@ import (
 	"trawler/fetch"
 	"trawler/fetch/render"
 	"trawler/internal/affinity"
+	"trawler/internal/capacity"
 	"trawler/internal/monitor"
 	"trawler/internal/quota"
 	"trawler/internal/recrawl"
@@ -58,6 +59,11 @@ type WorkerOptions struct {
 	// once (1 to MaxBatches), aiming at TargetCPU and TargetMem (0.8 each by default).
 	ResourceTuned        bool
 	TargetCPU, TargetMem float64
+	// Capacity is the CPU (cores) and memory (MB) this worker places batches in: it
+	// takes a batch only while what is free covers the batch's need learned from its
+	// task (see placement.go). Zero: the machine's cores and memory, placing by needs
+	// only when ResourceTuned (else every batch is taken, as slots allow).
+	Capacity capacity.Resources
 	// ProbeEvery is how often the worker probes the sites of steps with an affinity
 	// (default 5 s).
 	ProbeEvery time.Duration
@@ -110,6 +116,8 @@ type Worker struct {
 	// renderer polls the render queue with the browser pool; nil without a browser.
 	renderer worker.Worker
 	browsers *render.Pool
+	place    *placement
+	slots    int
 }
 
 // SiteQueues lists the site queues this worker polls now: those of steps with an
@@ -177,6 +185,8 @@ func NewWorker(c client.Client, o WorkerOptions) (*Worker, error) {
 		}
 		wo.Tuner, wo.MaxConcurrentActivityExecutionSize = t, 0
 	}
+	place := newPlacement(o.Identity, o.TaskQueue, o.Capacity, o.ResourceTuned, cmp.Or(o.TargetCPU, 0.8), cmp.Or(o.TargetMem, 0.8), o.Log)
+	wo.Interceptors = append(wo.Interceptors, &placementInterceptor{p: place})
 	w := worker.New(c, o.TaskQueue, wo)
 	acts := &activities.Activities{Registry: o.Registry, Fetcher: fetch.New(o.Fetch), Sinks: sinks, Failures: js, Log: o.Log}
 	// One stream hub per worker: subscriptions of one source share its connection.
@@ -207,6 +217,7 @@ func NewWorker(c client.Client, o WorkerOptions) (*Worker, error) {
 		acts.Quotas = quota.New(rdb, 0)
 		acts.Recrawl = recrawl.New(rdb, o.Clock)
 		acts.Monitor = monitor.NewRecorder(rdb)
+		place.rec = acts.Monitor
 		hub.Record(rdb) // stream subscriptions, for `trawler status`
 		acts.Sources = activities.NewSharedSources(rdb)
 		acts.Sites = affinity.NewRegistry(rdb)
@@ -219,7 +230,7 @@ func NewWorker(c client.Client, o WorkerOptions) (*Worker, error) {
 		o.Log.Warn("no Redis configured (--redis / TRAWLER_REDIS): dedup is off on this worker, every item is stored")
 	}
 	Register(w, acts, o.Workflow)
-	ww := &Worker{taskQueue: o.TaskQueue, Worker: w, Sinks: sinks, JSONL: js, Identity: o.Identity, monitor: acts.Monitor}
+	ww := &Worker{taskQueue: o.TaskQueue, Worker: w, Sinks: sinks, JSONL: js, Identity: o.Identity, monitor: acts.Monitor, place: place, slots: o.MaxBatches}
 	if o.Browser != nil {
 		if err := ww.addBrowser(c, acts, o); err != nil {
 			_ = sinks.Close()
@@ -229,7 +240,7 @@ func NewWorker(c client.Client, o WorkerOptions) (*Worker, error) {
 	if acts.Sites != nil {
 		ww.sites = &siteWorkers{c: c, acts: acts, registry: acts.Sites, base: o.TaskQueue, identity: o.Identity,
 			slots: o.MaxBatches, every: cmp.Or(o.ProbeEvery, 5*time.Second), log: o.Log,
-			hc: &http.Client{}, polling: map[string]worker.Worker{}}
+			hc: &http.Client{}, polling: map[string]worker.Worker{}, place: place}
 	}
 	return ww, nil
 }
@@ -258,7 +269,7 @@ func (w *Worker) Start() error {
 		t := time.NewTicker(5 * time.Second)
 		defer t.Stop()
 		for {
-			_ = w.monitor.Beat(ctx, w.Identity, w.taskQueue, w.SiteQueues())
+			_ = w.monitor.Beat(ctx, w.Identity, w.taskQueue, w.SiteQueues(), &w.place.whole, w.slots)
 			select {
 			case <-ctx.Done():
 				return

@@ -76,6 +76,9 @@ type Overview struct {
 	// Recrawl is, per recrawl step (tenant:task), its pages with a plan, how many are
 	// due, the spread of their intervals and the estimated share of changes seen late.
 	Recrawl []recrawl.Stats `json:"recrawl,omitempty"`
+	// Capacity is placement and autoscaling by learned needs (PlanCapacity).
+	Capacity  *CapacityReport `json:"capacity,omitempty"`
+	taskLoads []TaskLoad
 }
 
 // loadKey names one chain of one tenant.
@@ -84,6 +87,7 @@ type loadKey struct{ tenant, chain string }
 // runLoad is one running workflow (a root or a partition) sampled once.
 type runLoad struct {
 	root, tenant, chain string
+	queue               string
 	sum                 *workflows.Summary
 	failing             []string
 }
@@ -114,7 +118,7 @@ func sampleRunning(ctx context.Context, c client.Client) ([]runLoad, error) {
 				defer func() { <-sem; wg.Done() }()
 				id := e.GetExecution().GetWorkflowId()
 				root, _, _ := strings.Cut(id, "/")
-				rl := runLoad{root: root, tenant: MemoString(e.GetMemo(), "tenant"), chain: MemoString(e.GetMemo(), "chain")}
+				rl := runLoad{root: root, tenant: MemoString(e.GetMemo(), "tenant"), chain: MemoString(e.GetMemo(), "chain"), queue: e.GetTaskQueue()}
 				qctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 				defer cancel()
 				if v, err := c.QueryWorkflow(qctx, id, "", workflows.ProgressQuery); err == nil {
@@ -216,7 +220,7 @@ func GetOverview(ctx context.Context, c client.Client, rdb redis.UniversalClient
 			l.Rate1s = math.Round(float64(max(a-before[k], 0))/sample.Seconds()*10) / 10
 		}
 	}
-	ov := &Overview{}
+	ov := &Overview{taskLoads: taskLoadsOf(first, second, sample)}
 	if rdb != nil {
 		if err := ov.fromRedis(ctx, rdb, loads); err != nil {
 			return nil, err
@@ -306,7 +310,10 @@ type WatchOptions struct {
 	Webhook        string        // URL alerts are POSTed to as JSON; empty: no alerts
 	MaxBacklog     int           // alert when a chain's backlog exceeds this
 	MaxFailureRate float64       // alert when failures / (pages + failures) since the last look exceed this (0–1)
-	Log            *slog.Logger
+	// Drain is the autoscaling target: trawler_desired_workers counts the workers that
+	// drain each task queue's backlog within it (default 10 min).
+	Drain time.Duration
+	Log   *slog.Logger
 }
 
 // Alert is what Watch POSTs to the webhook when a threshold is crossed, and again with
@@ -336,11 +343,13 @@ func Watch(ctx context.Context, c client.Client, rdb redis.UniversalClient, o Wa
 	}
 	firing := map[string]bool{}
 	last := map[string][2]int{} // tenant/chain → pages, failures at the last look
+	var history []*Overview     // the last two looks, newest first (desired workers)
 	for {
 		ov, err := GetOverview(ctx, c, rdb, 0)
 		if err != nil {
 			o.Log.Warn("watch: overview", "err", err)
 		} else {
+			history = watchCapacity(ov, o.Drain, history)
 			monitor.Backlog.Reset()
 			seen := map[string]bool{}
 			down := map[string]bool{} // outage alert ids checked in this look

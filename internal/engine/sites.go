@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/interceptor"
 	"go.temporal.io/sdk/worker"
 
 	"trawler/activities"
@@ -27,6 +28,8 @@ type siteWorkers struct {
 	every    time.Duration
 	log      *slog.Logger
 	hc       *http.Client
+	// place is the worker's placement: site queue batches share its capacity.
+	place *placement
 
 	mu      sync.Mutex
 	polling map[string]worker.Worker // site queue → its worker
@@ -61,6 +64,7 @@ func (s *siteWorkers) probeAll(ctx context.Context) {
 			w = worker.New(s.c, site.Queue, worker.Options{
 				MaxConcurrentActivityExecutionSize: s.slots, Identity: s.identity,
 				DisableWorkflowWorker: true, WorkerStopTimeout: 5 * time.Second,
+				Interceptors: []interceptor.WorkerInterceptor{&placementInterceptor{p: s.place}},
 			})
 			RegisterBatches(w, s.acts)
 			if err := w.Start(); err != nil {

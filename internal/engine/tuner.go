@@ -48,9 +48,18 @@ type procInfo struct {
 }
 
 func (p *procInfo) MemoryUsage(*worker.SysInfoContext) (float64, error) {
-	f, err := os.Open("/proc/meminfo")
+	total, avail, err := meminfo()
 	if err != nil {
 		return 0, fmt.Errorf("memory use: %w", err)
+	}
+	return (total - avail) / total, nil
+}
+
+// meminfo reads the machine's total and available memory (kB) from /proc/meminfo.
+func meminfo() (total, avail float64, err error) {
+	f, err := os.Open("/proc/meminfo")
+	if err != nil {
+		return 0, 0, err
 	}
 	defer f.Close()
 	vals := map[string]float64{}
@@ -65,11 +74,10 @@ func (p *procInfo) MemoryUsage(*worker.SysInfoContext) (float64, error) {
 			vals[name], _ = strconv.ParseFloat(fields[0], 64)
 		}
 	}
-	total, avail := vals["MemTotal"], vals["MemAvailable"]
-	if total <= 0 {
-		return 0, errors.New("memory use: /proc/meminfo has no MemTotal")
+	if vals["MemTotal"] <= 0 {
+		return 0, 0, errors.New("/proc/meminfo has no MemTotal")
 	}
-	return (total - avail) / total, nil
+	return vals["MemTotal"], vals["MemAvailable"], nil
 }
 
 func (p *procInfo) CpuUsage(*worker.SysInfoContext) (float64, error) {

@@ -20,6 +20,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"trawler/crawl"
+	"trawler/internal/capacity"
 )
 
 // Metrics on the default Prometheus registry, served at /metrics by `trawler worker
@@ -119,17 +120,22 @@ func (r *Recorder) PerMinute(ctx context.Context, tenant, chain string) (int, er
 
 // WorkerBeat is one worker's last sign of life.
 type WorkerBeat struct {
-	Identity  string    `json:"identity"`
-	TaskQueue string    `json:"task_queue"`
-	Sites     []string  `json:"sites,omitempty"` // site queues it polls (its probes pass)
-	At        time.Time `json:"at"`
-	AgeS      float64   `json:"age_s"`
+	Identity  string   `json:"identity"`
+	TaskQueue string   `json:"task_queue"`
+	Sites     []string `json:"sites,omitempty"` // site queues it polls (its probes pass)
+	// Capacity is the CPU and memory the worker places batches in, and its batch
+	// slots (see internal/capacity); absent from workers that do not say.
+	Capacity *capacity.Resources `json:"capacity,omitempty"`
+	Slots    int                 `json:"slots,omitempty"`
+	At       time.Time           `json:"at"`
+	AgeS     float64             `json:"age_s"`
 }
 
-// Beat records that a worker is alive. Workers beat every few seconds; status shows
-// the age of each one's last beat, so a stuck or dead worker stands out.
-func (r *Recorder) Beat(ctx context.Context, identity, queue string, sites []string) error {
-	b, _ := json.Marshal(WorkerBeat{Identity: identity, TaskQueue: queue, Sites: sites, At: r.now().UTC()})
+// Beat records that a worker is alive, with its capacity. Workers beat every few
+// seconds; status shows the age of each one's last beat, so a stuck or dead worker
+// stands out.
+func (r *Recorder) Beat(ctx context.Context, identity, queue string, sites []string, capa *capacity.Resources, slots int) error {
+	b, _ := json.Marshal(WorkerBeat{Identity: identity, TaskQueue: queue, Sites: sites, Capacity: capa, Slots: slots, At: r.now().UTC()})
 	return r.rdb.HSet(ctx, workersKey, beatField(identity, queue), b).Err()
 }
 
@@ -193,7 +199,6 @@ for i, name in ipairs(names) do
   local old = tonumber(redis.call('HGET', KEYS[1], name) or '0')
   redis.call('HSET', KEYS[1], name, tostring(old * 0.98 + tonumber(ARGV[i])))
 end
-redis.call('SADD', KEYS[2], ARGV[5])
 return 1
 `)
 
@@ -208,8 +213,12 @@ func (r *Recorder) TaskCost(ctx context.Context, task string, pages int, wall, c
 	if pages == 0 {
 		return nil
 	}
-	return addCost.Run(ctx, r.rdb, []string{taskKey(task), tasksKey},
-		pages, wall.Milliseconds(), bytes, cpu.Milliseconds(), task).Err()
+	// The script touches the task's own key only, and the task joins the list apart,
+	// so the two need not share a Redis Cluster slot.
+	if err := addCost.Run(ctx, r.rdb, []string{taskKey(task)}, pages, wall.Milliseconds(), bytes, cpu.Milliseconds()).Err(); err != nil {
+		return err
+	}
+	return r.rdb.SAdd(ctx, tasksKey, task).Err()
 }
 
 // Needs reads every task's running averages, by task name.

@@ -35,6 +35,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"trawler/crawl"
+	"trawler/internal/redisops"
 )
 
 // DefaultBlock is how many units a lease takes from Redis at once.
@@ -249,14 +250,21 @@ type Usage struct {
 
 func day(t time.Time) string { return t.UTC().Format("2006-01-02") }
 
+// A lease's script reads a counter, its reservations and the tenant's budgets together,
+// so on a Redis Cluster they must share a hash slot: every counter of a tenant carries
+// its budget key as hash tag ("{trawler:quota:tenant:acme}:run:…"), and that key, which
+// has no braces, hashes as its tag does. A tenant's budgets thus sit on one node; the
+// tenants spread over the cluster.
+func counterKey(tenant, rest string) string { return "{" + tenantKey(tenant) + "}:" + rest }
+
 func runKey(tenant, run, unit string) string {
-	return fmt.Sprintf("trawler:quota:%s:run:%s:%s", tenant, run, unit)
+	return counterKey(tenant, fmt.Sprintf("run:%s:%s", run, unit))
 }
 func chainDayKey(tenant, chain, unit string, t time.Time) string {
-	return fmt.Sprintf("trawler:quota:%s:chain:%s:%s:%s", tenant, chain, day(t), unit)
+	return counterKey(tenant, fmt.Sprintf("chain:%s:%s:%s", chain, day(t), unit))
 }
 func tenantDayKey(tenant, unit string, t time.Time) string {
-	return fmt.Sprintf("trawler:quota:%s:day:%s:%s", tenant, day(t), unit)
+	return counterKey(tenant, fmt.Sprintf("day:%s:%s", day(t), unit))
 }
 
 // RunUsage reads what a run has spent so far (what running batches spent in the last
@@ -447,20 +455,12 @@ func (l *Lease) sync(ctx context.Context, giveBack bool) error {
 		}
 		return 0
 	}
-	pipe := l.m.rdb.Pipeline()
-	cmds := make([]*redis.Cmd, len(hs))
+	calls := make([]redisops.Call, len(hs))
 	for i, h := range hs {
 		keys, args := l.args(h, give(h), 0)
-		cmds[i] = lease.EvalSha(ctx, pipe, keys, args...)
+		calls[i] = redisops.Call{Keys: keys, Args: args}
 	}
-	_, _ = pipe.Exec(ctx) // each answer carries its own error
-	for i, h := range hs {
-		// A pipeline cannot fall back from EVALSHA to EVAL by itself: a Redis that
-		// restarted or flushed its scripts answers NOSCRIPT, and did nothing.
-		if redis.HasErrorPrefix(cmds[i].Err(), "NOSCRIPT") {
-			cmds[i] = l.call(ctx, h, give(h), 0)
-		}
-	}
+	cmds := redisops.EvalEach(ctx, l.m.rdb, lease, calls)
 	var errs []error
 	for i, h := range hs {
 		if _, _, err := l.apply(h, cmds[i]); err != nil {

@@ -18,8 +18,9 @@
 // be in the address, where process lists and shell histories would show it.
 //
 // Clients are redis.UniversalClient: *redis.Client, *redis.ClusterClient or the
-// failover client. What Trawler keeps in Redis works on all three, because every
-// command and script touches one key (see the README's Running in production).
+// failover client. What Trawler keeps in Redis works on all three, because no command,
+// script or MULTI/EXEC block spans hash slots (see internal/redisops and the README's
+// Redis Cluster).
 package redisurl
 
 import (

@@ -7,6 +7,7 @@ import (
 	"bufio"
 	"context"
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -17,6 +18,9 @@ import (
 
 	"github.com/redis/go-redis/v9"
 )
+
+// ErrNotInstalled says there is no redis-server to start; tests that need one skip on it.
+var ErrNotInstalled = errors.New("redis-server is not installed: apt-get install -y redis-server (bash .ci/run does this)")
 
 // Server is a running redis-server.
 type Server struct {
@@ -40,10 +44,12 @@ type Config struct {
 func Start() (*Server, error) { return StartConfig(Config{}) }
 
 // StartConfig is Start with a password, ACL users or TLS.
-func StartConfig(conf Config) (*Server, error) {
+func StartConfig(conf Config) (*Server, error) { return start(conf) }
+
+func start(conf Config, extra ...string) (*Server, error) {
 	bin, err := exec.LookPath("redis-server")
 	if err != nil {
-		return nil, fmt.Errorf("redis-server is not installed: apt-get install -y redis-server (bash .ci/run does this)")
+		return nil, ErrNotInstalled
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -63,6 +69,7 @@ func StartConfig(conf Config) (*Server, error) {
 	for user, pw := range conf.Users {
 		args = append(args, "--user", user, "on", ">"+pw, "~*", "&*", "+@all")
 	}
+	args = append(args, extra...)
 	var tlsc *tls.Config
 	if conf.TLSCert != "" {
 		args[1] = "0"
@@ -112,4 +119,81 @@ func (s *Server) Stop() {
 		_ = s.cmd.Wait()
 	}
 	os.RemoveAll(filepath.Clean(s.dir))
+}
+
+// Cluster is a Redis Cluster of masters on loopback, without replicas.
+type Cluster struct {
+	Servers []*Server
+}
+
+// Addrs lists the masters' addresses, comma-separated, as a redis-cluster:// address
+// takes them.
+func (c *Cluster) Addrs() string {
+	addrs := make([]string, len(c.Servers))
+	for i, s := range c.Servers {
+		addrs[i] = s.Addr
+	}
+	return strings.Join(addrs, ",")
+}
+
+// URL is the cluster's address for --redis.
+func (c *Cluster) URL() string { return "redis-cluster://" + c.Addrs() }
+
+// Stop stops every server.
+func (c *Cluster) Stop() {
+	for _, s := range c.Servers {
+		s.Stop()
+	}
+}
+
+// StartCluster builds a cluster of n masters from plain redis-server processes, as
+// `redis-cli --cluster create` would: each takes an even share of the 16384 hash slots,
+// they meet, and it returns once every node reports the cluster ok.
+func StartCluster(n int) (*Cluster, error) {
+	if n < 1 {
+		return nil, fmt.Errorf("a cluster needs at least one master, not %d", n)
+	}
+	c := &Cluster{}
+	ctx := context.Background()
+	for i := range n {
+		s, err := start(Config{}, "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf", "--cluster-node-timeout", "5000")
+		if err != nil {
+			c.Stop()
+			return nil, err
+		}
+		c.Servers = append(c.Servers, s)
+		rc := redis.NewClient(&redis.Options{Addr: s.Addr})
+		from, to := i*16384/n, (i+1)*16384/n-1
+		err = rc.Do(ctx, "CLUSTER", "ADDSLOTSRANGE", from, to).Err()
+		if err == nil {
+			err = rc.Do(ctx, "CLUSTER", "SET-CONFIG-EPOCH", i+1).Err()
+		}
+		if err == nil && i > 0 {
+			host, port, _ := net.SplitHostPort(c.Servers[0].Addr)
+			err = rc.Do(ctx, "CLUSTER", "MEET", host, port).Err()
+		}
+		rc.Close()
+		if err != nil {
+			c.Stop()
+			return nil, fmt.Errorf("form the cluster on %s: %w", s.Addr, err)
+		}
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for _, s := range c.Servers {
+		rc := redis.NewClient(&redis.Options{Addr: s.Addr})
+		for {
+			info, err := rc.ClusterInfo(ctx).Result()
+			if err == nil && strings.Contains(info, "cluster_state:ok") && strings.Contains(info, fmt.Sprintf("cluster_known_nodes:%d", n)) {
+				break
+			}
+			if time.Now().After(deadline) {
+				rc.Close()
+				c.Stop()
+				return nil, fmt.Errorf("the cluster on %s did not come up: %v\n%s", c.Addrs(), err, info)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		rc.Close()
+	}
+	return c, nil
 }
