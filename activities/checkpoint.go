@@ -171,10 +171,13 @@ func (c *checkpointer) heartbeat(force bool) {
 	c.last, c.dirty = time.Now(), false
 }
 
-// payload is the checkpoint with the finished inputs as ranges.
+// payload is the checkpoint with the finished inputs as ranges. It is sent from another
+// goroutine while the batch goes on (keepAlive), so it owns the sums of the steps
+// downstream; appends to the other lists only write past its ends.
 func (c *checkpointer) payload() checkpoint {
 	p := c.sum
 	p.Done = spans(c.done)
+	p.Down = slices.Clone(c.sum.Down)
 	return p
 }
 

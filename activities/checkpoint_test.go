@@ -117,3 +117,17 @@ func TestCheckpointResumesEachStepOfABatch(t *testing.T) {
 		t.Errorf("an older checkpoint resumes with todo %v", todo)
 	}
 }
+
+// A checkpoint being sent (keepAlive heartbeats one while a write blocks) stays as it
+// was taken while the batch finishes more inputs of a step downstream.
+func TestCheckpointSentIsASnapshot(t *testing.T) {
+	c := &checkpointer{n: 1, done: map[int]bool{}, unrun: map[int]bool{}}
+	i := c.follow(crawl.Work{Input: crawl.Input{URL: "https://news.example.com/item/1"}}, 1)
+	c.finish(outcome{Index: i, OK: true, Items: 1}, 1)
+	sent := c.payload()
+	j := c.follow(crawl.Work{Input: crawl.Input{URL: "https://news.example.com/item/2"}}, 1)
+	c.finish(outcome{Index: j, OK: true, Items: 1}, 1)
+	if sent.Down[0].Pages != 1 || c.tally(1).Pages != 2 {
+		t.Fatalf("sent %d pages downstream, batch has %d; want 1 and 2", sent.Down[0].Pages, c.tally(1).Pages)
+	}
+}
