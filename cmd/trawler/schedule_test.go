@@ -184,6 +184,7 @@ func TestScheduleCommands(t *testing.T) {
 	// Backfill: validated, then the firings of the range start.
 	now := time.Now().UTC()
 	day := func(d int) string { return now.AddDate(0, 0, d).Format(time.RFC3339) }
+	midnight := now.Truncate(24 * time.Hour)
 	for _, c := range []struct {
 		args []string
 		want string
@@ -193,7 +194,8 @@ func TestScheduleCommands(t *testing.T) {
 		{[]string{"--from", day(-1), "--to", day(-2)}, `--to "` + day(-2) + `": must be after from`},
 		{[]string{"--from", day(-2), "--to", day(1)}, `is in the future: a backfill replays past firings; trigger starts a run now`},
 		{[]string{"--from", day(-3), "--to", day(-1), "--overlap", "queue"}, `--overlap "queue": must be one of skip`},
-		{[]string{"--from", now.Add(-3 * time.Hour).Format(time.RFC3339), "--to", now.Add(-2 * time.Hour).Format(time.RFC3339)}, `does not fire between from and to`},
+		// 21:00 to 22:00 yesterday: the @daily schedule fires at midnight only.
+		{[]string{"--from", midnight.Add(-3 * time.Hour).Format(time.RFC3339), "--to", midnight.Add(-2 * time.Hour).Format(time.RFC3339)}, `does not fire between from and to`},
 		{[]string{"--from", "2020-01-01T00:00:00Z", "--to", day(-1)}, `fires more than 1000 times between from and to`},
 	} {
 		name := "ov-allow-all"
