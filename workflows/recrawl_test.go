@@ -64,12 +64,14 @@ steps:
 				i, r.at, st.Due, st.Pages, s.Steps[0].Pages, r.due, r.page)
 		}
 	}
-	// A page the site says is gone (404) loses its plan: the listing finds it anew.
+	// A page the site says is gone (404) loses its plan: the listing finds it anew. In
+	// the same run that is a second visit when the listing's batch routes its pages
+	// after the plan was dropped, and none when before.
 	now = now.Add(24 * time.Hour)
 	p.Steps[1].Params["gone"] = []any{"3"}
 	s := newRun().run(t, workflows.ChainInput{RunID: "rc-gone", Plan: *p})
-	if st := s.Steps[1]; st.Due != 6 || st.Failed != 1 {
-		t.Fatalf("a day later: %d due, %d failed; want 6 due, page 3 failed", st.Due, st.Failed)
+	if st := s.Steps[1]; st.Due != 6 || st.Failed < 1 || st.Failed > 2 || st.Pages != 5 {
+		t.Fatalf("a day later: %d due, %d pages, %d failed; want 6 due, 5 pages and page 3 failed (once, or again when the listing found it)", st.Due, st.Pages, st.Failed)
 	}
 	ns := p.Tenant + ":synth.node"
 	if _, ok, err := planner.Lookup(context.Background(), ns, crawl.Input{Value: "3"}); ok || err != nil {
