@@ -115,7 +115,7 @@ func startStack(ctx context.Context, s *settings, o stackOptions) (*stack, error
 		st.stop()
 		return nil, fmt.Errorf("start the embedded Elasticsearch: %w", err)
 	}
-	// Full history: hbaselite, a single-node HBase over pebble, back on its ZooKeeper
+	// Full history: hbaselite, a single-node HBase over bbolt, back on its ZooKeeper
 	// port when free so workers started with --data before a restart find it.
 	hbaseAddr := "127.0.0.1:0"
 	if p := portIfFree(portOf(prev.HBaseZK)); p != 0 {

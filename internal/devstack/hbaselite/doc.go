@@ -1,7 +1,7 @@
 // Package hbaselite is a single-node HBase for the dev stack and for tests: a
 // ZooKeeper endpoint and an HBase RPC endpoint (master and region server in one) that
 // speak the parts of both protocols github.com/tsuna/gohbase uses, with cells in a
-// local pebble store under <dataDir>/hbaselite, so data survives a restart. It is a
+// local bbolt file under <dataDir>/hbaselite, so data survives a restart. It is a
 // test and development server, not a product: one process serving every region, no
 // replication, no security. Production runs real HBase; the same gohbase code talks to
 // both. It is trusted as far as gohbase's own integration suite passes against it (see
@@ -81,17 +81,25 @@
 // "default" namespace; a qualifier "ns:table" there is read as table "table" of
 // namespace "ns".
 //
-// Storage: every cell is a pebble key table/row/family/qualifier/timestamp (newest
-// first, order-preserving escapes), so reads are range scans; regions are row ranges
-// of that one key space, so splits cost nothing. A put replaces the cell at the same
-// row, column and timestamp (a retried write is idempotent), then the column is
-// trimmed to its family's VERSIONS. Deletes remove cells at once; there are no delete
-// markers, so unlike HBase a later put with an older timestamp is visible. Cell TTLs
-// are kept beside the cells; expired cells (cell or family TTL) are not returned. A
-// snapshot is a full copy of the table's cells taken while writes wait.
+// Storage: every cell is a key table/row/family/qualifier/timestamp (newest first,
+// order-preserving escapes) in the one bucket of a bbolt file, so reads are range
+// scans; regions are row ranges of that one key space, so splits cost nothing. A put
+// replaces the cell at the same row, column and timestamp (a retried write is
+// idempotent), then the column is trimmed to its family's VERSIONS. Deletes remove
+// cells at once; there are no delete markers, so unlike HBase a later put with an
+// older timestamp is visible. Cell TTLs are kept beside the cells; expired cells (cell
+// or family TTL) are not returned. A snapshot is a full copy of the table's cells
+// taken while writes wait. Each mutation is its own transaction; a Mutate or Multi
+// request is flushed to disk (fdatasync) once, before it is answered, and admin
+// changes before theirs. A directory holding the pebble store of an earlier hbaselite
+// is refused with an error rather than read as empty.
 //
 // Limits: rows up to 32767 bytes, cells (row + qualifier + value) up to
-// Options.MaxCellSize (10 MiB), requests up to Options.MaxRequestSize (256 MiB).
+// Options.MaxCellSize (10 MiB), requests up to Options.MaxRequestSize (256 MiB). A
+// cell's key (table, row, family and qualifier, plus a byte per zero byte and a few
+// for framing) is limited to 31744 bytes, bbolt's key limit less room for snapshot
+// names: a put past it gets a DoNotRetryIOException, so a row near 32767 bytes can
+// only be written with short columns.
 //
 // # Errors
 //

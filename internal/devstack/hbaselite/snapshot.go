@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/cockroachdb/pebble"
 	"github.com/tsuna/gohbase/pb"
+	"go.etcd.io/bbolt"
 	"google.golang.org/protobuf/proto"
 )
 
@@ -46,69 +46,73 @@ func tableCells(tableName string, kind byte) []byte {
 }
 
 func (s *store) snapshot(name string) (*snapshotDesc, error) {
-	v, closer, err := s.db.Get(snapKey(name))
-	if err == pebble.ErrNotFound {
-		return nil, nil
-	}
+	var d *snapshotDesc
+	err := s.view(func(b *bbolt.Bucket) error {
+		v := b.Get(snapKey(name))
+		if v == nil {
+			return nil
+		}
+		d = &snapshotDesc{}
+		if err := json.Unmarshal(v, d); err != nil {
+			return fmt.Errorf("hbaselite: corrupt descriptor of snapshot %s: %w", name, err)
+		}
+		return nil
+	})
 	if err != nil {
 		return nil, err
 	}
-	defer closer.Close()
-	var d snapshotDesc
-	if err := json.Unmarshal(v, &d); err != nil {
-		return nil, fmt.Errorf("hbaselite: corrupt descriptor of snapshot %s: %w", name, err)
-	}
-	return &d, nil
+	return d, nil
 }
 
 // snapshots lists the snapshots by name.
 func (s *store) snapshots() ([]*snapshotDesc, error) {
-	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: []byte{snapPrefix}, UpperBound: []byte{snapPrefix + 1}})
-	if err != nil {
-		return nil, err
-	}
-	defer it.Close()
 	var out []*snapshotDesc
-	for it.First(); it.Valid(); it.Next() {
-		var d snapshotDesc
-		if err := json.Unmarshal(it.Value(), &d); err != nil {
-			return nil, fmt.Errorf("hbaselite: corrupt snapshot descriptor %q: %w", it.Key(), err)
-		}
-		out = append(out, &d)
-	}
-	return out, it.Error()
+	err := s.view(func(b *bbolt.Bucket) error {
+		return scanPrefix(b, []byte{snapPrefix}, func(k, v []byte) error {
+			var d snapshotDesc
+			if err := json.Unmarshal(v, &d); err != nil {
+				return fmt.Errorf("hbaselite: corrupt snapshot descriptor %q: %w", k, err)
+			}
+			out = append(out, &d)
+			return nil
+		})
+	})
+	return out, err
 }
 
-// copyPrefix copies every key under from to the same key under to, in batches of a few
-// MiB so a big table does not build one huge batch.
+// copyPrefix copies every key under from to the same key under to (a disjoint range),
+// a few MiB per transaction so a big table does not build one huge transaction, and
+// syncs once at the end. Callers hold s.mu, so no write moves the keys in between.
 func (s *store) copyPrefix(from, to []byte) error {
-	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: from, UpperBound: prefixEnd(from)})
-	if err != nil {
-		return err
-	}
-	defer it.Close()
-	b := s.db.NewBatch()
-	for it.First(); it.Valid(); it.Next() {
-		k := append(bytes.Clone(to), it.Key()[len(from):]...)
-		if err := b.Set(k, it.Value(), nil); err != nil {
-			b.Close()
+	type kv struct{ k, v []byte }
+	for next := from; next != nil; {
+		err := s.update(false, func(b *bbolt.Bucket) error {
+			var chunk []kv
+			size := 0
+			c := b.Cursor()
+			k, v := c.Seek(next)
+			next = nil
+			for ; k != nil && bytes.HasPrefix(k, from); k, v = c.Next() {
+				if size > 4<<20 {
+					next = bytes.Clone(k)
+					break
+				}
+				chunk = append(chunk, kv{append(bytes.Clone(to), k[len(from):]...), bytes.Clone(v)})
+				size += len(k) + len(v)
+			}
+			// Written after the scan: a cursor does not survive writes.
+			for _, e := range chunk {
+				if err := b.Put(e.k, e.v); err != nil {
+					return fmt.Errorf("hbaselite: copy %q: %w", e.k, err)
+				}
+			}
+			return nil
+		})
+		if err != nil {
 			return err
 		}
-		if b.Len() > 4<<20 {
-			if err := b.Commit(pebble.NoSync); err != nil {
-				b.Close()
-				return err
-			}
-			b.Close()
-			b = s.db.NewBatch()
-		}
 	}
-	if err := it.Error(); err != nil {
-		b.Close()
-		return err
-	}
-	defer b.Close()
-	return b.Commit(pebble.Sync)
+	return s.db.Sync()
 }
 
 // takeSnapshot copies table t under a new snapshot. Writes wait meanwhile, so the copy
@@ -125,20 +129,16 @@ func (s *store) takeSnapshot(name string, t *table) error {
 	if err != nil {
 		return err
 	}
-	return s.db.Set(snapKey(name), data, pebble.Sync)
+	return s.update(true, func(b *bbolt.Bucket) error { return b.Put(snapKey(name), data) })
 }
 
 func (s *store) deleteSnapshot(name string) error {
-	b := s.db.NewBatch()
-	defer b.Close()
-	lo := escape([]byte{snapCellPrefix}, []byte(name))
-	if err := b.DeleteRange(lo, prefixEnd(lo), nil); err != nil {
-		return err
-	}
-	if err := b.Delete(snapKey(name), nil); err != nil {
-		return err
-	}
-	return b.Commit(pebble.Sync)
+	return s.update(true, func(b *bbolt.Bucket) error {
+		if err := deletePrefix(b, escape([]byte{snapCellPrefix}, []byte(name))); err != nil {
+			return err
+		}
+		return b.Delete(snapKey(name))
+	})
 }
 
 // restoreSnapshot replaces the cells of table t (an existing disabled table, or a new
@@ -146,16 +146,14 @@ func (s *store) deleteSnapshot(name string) error {
 func (s *store) restoreSnapshot(d *snapshotDesc, t *table) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	b := s.db.NewBatch()
-	for _, kind := range []byte{cellPrefix, ttlPrefix} {
-		lo := tableCells(t.Name(), kind)
-		if err := b.DeleteRange(lo, prefixEnd(lo), nil); err != nil {
-			b.Close()
-			return err
+	err := s.update(false, func(b *bbolt.Bucket) error {
+		for _, kind := range []byte{cellPrefix, ttlPrefix} {
+			if err := deletePrefix(b, tableCells(t.Name(), kind)); err != nil {
+				return err
+			}
 		}
-	}
-	err := b.Commit(pebble.NoSync)
-	b.Close()
+		return nil
+	})
 	if err != nil {
 		return err
 	}

@@ -8,17 +8,20 @@ import (
 	"fmt"
 	"maps"
 	"math"
+	"os"
+	"path/filepath"
 	"slices"
 	"sort"
 	"sync"
 	"time"
 
-	"github.com/cockroachdb/pebble"
+	"go.etcd.io/bbolt"
 )
 
-// Key layout in pebble. Every variable-length part is escaped (0x00 → 0x00 0xFF) and
-// terminated (0x00 0x01), which keeps the byte order of the raw parts, so rows sort as
-// HBase sorts them and a table, a row or a column is one contiguous key range:
+// Key layout in the store's one bbolt bucket, whose keys sort byte-wise. Every
+// variable-length part is escaped (0x00 → 0x00 0xFF) and terminated (0x00 0x01),
+// which keeps the byte order of the raw parts, so rows sort as HBase sorts them and a
+// table, a row or a column is one contiguous key range:
 //
 //	'c' table row family qualifier ^timestamp   a cell (newest version first)
 //	'x' table row family qualifier ^timestamp   the cell's time to live in ms, when its put set one
@@ -89,10 +92,20 @@ func (t *table) family(name []byte) *family {
 	return nil
 }
 
-// store keeps namespaces, tables and cells in one pebble database. Writes are
-// serialized: one region server, one writer, which keeps version trimming simple.
+// store keeps namespaces, tables and cells in one bbolt database, in one bucket. Writes
+// are serialized: one region server, one writer, which keeps version trimming simple.
+//
+// Durability: the database runs with NoSync, so a commit writes its pages to the file
+// without waiting for the disk, and the store calls db.Sync (fdatasync) where the
+// write must be durable before it is acknowledged: after every metadata change and
+// snapshot, and once per data request (sync), never per mutation, since the HBase
+// sink sends many small ones. A crash of the process loses nothing committed (the
+// pages are in the OS's cache). A power failure or kernel crash loses what was not
+// synced yet, none of it acknowledged to a client, and since bbolt orders its page
+// and meta writes only with the syncs it skips, it may leave the file unreadable; a
+// dev and test server accepts that to keep one disk flush per request.
 type store struct {
-	db *pebble.DB
+	db *bbolt.DB
 	mu sync.Mutex // serializes writes
 
 	metaMu sync.RWMutex
@@ -100,18 +113,48 @@ type store struct {
 	tables map[string]*table // by full name
 }
 
-type quietLog struct{}
+// bucketName is the store's one bucket: every key of the layout above lives in it.
+var bucketName = []byte("hbaselite")
 
-func (quietLog) Infof(string, ...any)         {}
-func (quietLog) Fatalf(f string, args ...any) { panic(fmt.Sprintf(f, args...)) }
+// storeFile is the database file inside the store's directory.
+const storeFile = "store.bolt"
+
+// maxKeyLen bounds a cell key (table, row, family, qualifier and timestamp, escaped):
+// bbolt's key limit, less room for the longest snapshot or table name a snapshot or
+// a restore puts in place of the key's table name.
+const maxKeyLen = bbolt.MaxKeySize - 1024
 
 func openStore(dir string) (*store, error) {
-	db, err := pebble.Open(dir, &pebble.Options{Logger: quietLog{}})
+	path := filepath.Join(dir, storeFile)
+	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
+		// Earlier versions kept a pebble store in the same directory. It cannot be
+		// read here; starting empty beside it would look like lost history.
+		if m, _ := filepath.Glob(filepath.Join(dir, "MANIFEST-*")); len(m) > 0 {
+			return nil, fmt.Errorf("hbaselite: %s holds a store of an earlier hbaselite (pebble) that this version cannot read: move it away or delete it to start empty", dir)
+		}
+	}
+	db, err := bbolt.Open(path, 0o644, &bbolt.Options{
+		// bbolt waits for the file lock forever by default; a second server on the
+		// same directory should fail instead.
+		Timeout: 2 * time.Second,
+		NoSync:  true, // see store: syncs are explicit
+		// Not writing the free list on each commit saves a page write per small
+		// mutation; opening rebuilds it, which is quick for a dev store.
+		NoFreelistSync: true,
+		FreelistType:   bbolt.FreelistMapType,
+	})
 	if err != nil {
-		return nil, fmt.Errorf("hbaselite: open store %s: %w", dir, err)
+		return nil, fmt.Errorf("hbaselite: open store %s: %w", path, err)
 	}
 	s := &store{db: db, ns: map[string]bool{"default": true, "hbase": true}, tables: map[string]*table{}}
-	if err := s.load(); err != nil {
+	err = db.Update(func(tx *bbolt.Tx) error {
+		_, err := tx.CreateBucketIfNotExists(bucketName)
+		return err
+	})
+	if err == nil {
+		err = s.load()
+	}
+	if err != nil {
 		db.Close()
 		return nil, err
 	}
@@ -120,31 +163,88 @@ func openStore(dir string) (*store, error) {
 
 func (s *store) close() error { return s.db.Close() }
 
-// load reads namespaces and table descriptors.
-func (s *store) load() error {
-	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: []byte{nsPrefix}, UpperBound: []byte{tablePrefix + 1}})
-	if err != nil {
+// view runs fn with the bucket in a read transaction. Keys and values it sees are only
+// valid inside fn. Read transactions must stay short and must not be open while the
+// same goroutine writes: a commit that grows the file waits for them to end.
+func (s *store) view(fn func(b *bbolt.Bucket) error) error {
+	return s.db.View(func(tx *bbolt.Tx) error { return fn(tx.Bucket(bucketName)) })
+}
+
+// update runs fn with the bucket in a write transaction, whose reads see its own
+// writes, committed when fn returns nil and discarded otherwise. durable syncs the
+// file after the commit, so the write is on disk when update returns.
+func (s *store) update(durable bool, fn func(b *bbolt.Bucket) error) error {
+	err := s.db.Update(func(tx *bbolt.Tx) error { return fn(tx.Bucket(bucketName)) })
+	if err != nil || !durable {
 		return err
 	}
-	defer it.Close()
-	for it.First(); it.Valid(); it.Next() {
-		k := it.Key()
-		name, _, err := unescape(k[1:])
-		if err != nil {
-			return fmt.Errorf("hbaselite: corrupt key %q: %w", k, err)
-		}
-		switch k[0] {
-		case nsPrefix:
-			s.ns[string(name)] = true
-		case tablePrefix:
-			var t table
-			if err := json.Unmarshal(it.Value(), &t); err != nil {
-				return fmt.Errorf("hbaselite: corrupt descriptor of table %s: %w", name, err)
-			}
-			s.tables[t.Name()] = &t
+	return s.db.Sync()
+}
+
+// scanPrefix calls fn for every key starting with p, in order. k and v are only valid
+// during the call, and fn must not write to b (bbolt cursors do not survive writes).
+func scanPrefix(b *bbolt.Bucket, p []byte, fn func(k, v []byte) error) error {
+	c := b.Cursor()
+	for k, v := c.Seek(p); k != nil && bytes.HasPrefix(k, p); k, v = c.Next() {
+		if err := fn(k, v); err != nil {
+			return err
 		}
 	}
-	return it.Error()
+	return nil
+}
+
+// deletePrefix deletes every key starting with p. Keys are gathered before they are
+// deleted, a bounded number at a time, as cursors do not survive writes.
+func deletePrefix(b *bbolt.Bucket, p []byte) error {
+	for {
+		var keys [][]byte
+		c := b.Cursor()
+		for k, _ := c.Seek(p); k != nil && bytes.HasPrefix(k, p) && len(keys) < 1024; k, _ = c.Next() {
+			keys = append(keys, bytes.Clone(k))
+		}
+		for _, k := range keys {
+			if err := b.Delete(k); err != nil {
+				return err
+			}
+		}
+		if len(keys) < 1024 {
+			return nil
+		}
+	}
+}
+
+// seekLT positions c at the last key before k and returns it; nil when there is none.
+func seekLT(c *bbolt.Cursor, k []byte) []byte {
+	if found, _ := c.Seek(k); found == nil {
+		found, _ = c.Last()
+		return found
+	}
+	found, _ := c.Prev()
+	return found
+}
+
+// load reads namespaces and table descriptors.
+func (s *store) load() error {
+	return s.view(func(b *bbolt.Bucket) error {
+		c := b.Cursor()
+		for k, v := c.Seek([]byte{nsPrefix}); k != nil && k[0] <= tablePrefix; k, v = c.Next() {
+			name, _, err := unescape(k[1:])
+			if err != nil {
+				return fmt.Errorf("hbaselite: corrupt key %q: %w", k, err)
+			}
+			switch k[0] {
+			case nsPrefix:
+				s.ns[string(name)] = true
+			case tablePrefix:
+				var t table
+				if err := json.Unmarshal(v, &t); err != nil {
+					return fmt.Errorf("hbaselite: corrupt descriptor of table %s: %w", name, err)
+				}
+				s.tables[t.Name()] = &t
+			}
+		}
+		return nil
+	})
 }
 
 func (s *store) hasNamespace(name string) bool {
@@ -162,7 +262,10 @@ func (s *store) namespaces() []string {
 func (s *store) putNamespace(name string) error {
 	s.metaMu.Lock()
 	defer s.metaMu.Unlock()
-	if err := s.db.Set(append([]byte{nsPrefix}, escape(nil, []byte(name))...), []byte("{}"), pebble.Sync); err != nil {
+	err := s.update(true, func(b *bbolt.Bucket) error {
+		return b.Put(append([]byte{nsPrefix}, escape(nil, []byte(name))...), []byte("{}"))
+	})
+	if err != nil {
 		return err
 	}
 	s.ns[name] = true
@@ -172,7 +275,10 @@ func (s *store) putNamespace(name string) error {
 func (s *store) deleteNamespace(name string) error {
 	s.metaMu.Lock()
 	defer s.metaMu.Unlock()
-	if err := s.db.Delete(append([]byte{nsPrefix}, escape(nil, []byte(name))...), pebble.Sync); err != nil {
+	err := s.update(true, func(b *bbolt.Bucket) error {
+		return b.Delete(append([]byte{nsPrefix}, escape(nil, []byte(name))...))
+	})
+	if err != nil {
 		return err
 	}
 	delete(s.ns, name)
@@ -204,7 +310,10 @@ func (s *store) putTable(t *table) error {
 	}
 	s.metaMu.Lock()
 	defer s.metaMu.Unlock()
-	if err := s.db.Set(append([]byte{tablePrefix}, escape(nil, []byte(t.Name()))...), data, pebble.Sync); err != nil {
+	err = s.update(true, func(b *bbolt.Bucket) error {
+		return b.Put(append([]byte{tablePrefix}, escape(nil, []byte(t.Name()))...), data)
+	})
+	if err != nil {
 		return err
 	}
 	s.tables[t.Name()] = t
@@ -215,18 +324,17 @@ func (s *store) putTable(t *table) error {
 func (s *store) dropTable(t *table) error {
 	s.metaMu.Lock()
 	defer s.metaMu.Unlock()
-	b := s.db.NewBatch()
-	lo := tableKey(t.Name())
-	if err := b.DeleteRange(lo, prefixEnd(lo), nil); err != nil {
-		return err
-	}
-	if err := b.DeleteRange(ttlKey(lo), prefixEnd(ttlKey(lo)), nil); err != nil {
-		return err
-	}
-	if err := b.Delete(append([]byte{tablePrefix}, escape(nil, []byte(t.Name()))...), nil); err != nil {
-		return err
-	}
-	if err := b.Commit(pebble.Sync); err != nil {
+	err := s.update(true, func(b *bbolt.Bucket) error {
+		lo := tableKey(t.Name())
+		if err := deletePrefix(b, lo); err != nil {
+			return err
+		}
+		if err := deletePrefix(b, ttlKey(lo)); err != nil {
+			return err
+		}
+		return b.Delete(append([]byte{tablePrefix}, escape(nil, []byte(t.Name()))...))
+	})
+	if err != nil {
 		return err
 	}
 	delete(s.tables, t.Name())
@@ -316,17 +424,28 @@ func decodeCell(rest, value []byte) (cell, error) {
 // readRow reads the live cells of one row, in HBase order (family, qualifier, newest
 // first): cells past their family's TTL or their own are left out.
 func (s *store) readRow(t *table, row []byte) ([]cell, error) {
-	cells, err := s.readRowAll(t.Name(), row)
+	var cells []cell
+	err := s.view(func(b *bbolt.Bucket) (err error) {
+		cells, err = readRowAll(b, t.Name(), row)
+		return err
+	})
 	if err != nil || len(cells) == 0 {
 		return cells, err
 	}
+	// Read after the cells, outside the transaction (metadata writers hold metaMu
+	// while they commit): a put may have set CellTTL since the caller read the
+	// descriptor, and it does so before writing its cells.
 	if cur := s.table(t.Name()); cur != nil {
-		t = cur // a put may have set CellTTL since the caller read the descriptor
+		t = cur
 	}
 	now := uint64(time.Now().UnixMilli())
 	var ttls map[colVersion]uint64
 	if t.CellTTL {
-		if ttls, err = s.cellTTLs(t.Name(), row); err != nil {
+		err := s.view(func(b *bbolt.Bucket) (err error) {
+			ttls, err = cellTTLs(b, t.Name(), row)
+			return err
+		})
+		if err != nil {
 			return nil, err
 		}
 	}
@@ -350,22 +469,18 @@ type colVersion struct {
 }
 
 // cellTTLs reads the TTLs (ms) of a row's cells that have one.
-func (s *store) cellTTLs(tableName string, row []byte) (map[colVersion]uint64, error) {
+func cellTTLs(b *bbolt.Bucket, tableName string, row []byte) (map[colVersion]uint64, error) {
 	rk := ttlKey(rowKey(tableName, row))
-	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: rk, UpperBound: prefixEnd(rk)})
-	if err != nil {
-		return nil, err
-	}
-	defer it.Close()
 	out := map[colVersion]uint64{}
-	for it.First(); it.Valid(); it.Next() {
-		c, err := decodeCell(it.Key()[len(rk):], nil)
-		if err != nil || len(it.Value()) != 8 {
-			return nil, fmt.Errorf("hbaselite: corrupt TTL key %q", it.Key())
+	err := scanPrefix(b, rk, func(k, v []byte) error {
+		c, err := decodeCell(k[len(rk):], nil)
+		if err != nil || len(v) != 8 {
+			return fmt.Errorf("hbaselite: corrupt TTL key %q", k)
 		}
-		out[colVersion{string(c.family), string(c.qualifier), c.ts}] = binary.BigEndian.Uint64(it.Value())
-	}
-	return out, it.Error()
+		out[colVersion{string(c.family), string(c.qualifier), c.ts}] = binary.BigEndian.Uint64(v)
+		return nil
+	})
+	return out, err
 }
 
 // ttlKey is where the TTL of the cell (or of the cells under the prefix) at k lives.
@@ -374,22 +489,18 @@ func ttlKey(k []byte) []byte {
 }
 
 // readRowAll reads every stored cell of one row, expired or not.
-func (s *store) readRowAll(tableName string, row []byte) ([]cell, error) {
+func readRowAll(b *bbolt.Bucket, tableName string, row []byte) ([]cell, error) {
 	rk := rowKey(tableName, row)
-	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: rk, UpperBound: prefixEnd(rk)})
-	if err != nil {
-		return nil, err
-	}
-	defer it.Close()
 	var cells []cell
-	for it.First(); it.Valid(); it.Next() {
-		c, err := decodeCell(it.Key()[len(rk):], it.Value())
+	err := scanPrefix(b, rk, func(k, v []byte) error {
+		c, err := decodeCell(k[len(rk):], v) // copies the value out of the transaction
 		if err != nil {
-			return nil, fmt.Errorf("hbaselite: corrupt cell key %q: %w", it.Key(), err)
+			return fmt.Errorf("hbaselite: corrupt cell key %q: %w", k, err)
 		}
 		cells = append(cells, c)
-	}
-	return cells, it.Error()
+		return nil
+	})
+	return cells, err
 }
 
 // nextRow finds the first row of a table at or after from (forward), or at or before
@@ -397,41 +508,46 @@ func (s *store) readRowAll(tableName string, row []byte) ([]cell, error) {
 // first (last) row.
 func (s *store) nextRow(tableName string, from []byte, fromInclusive, reverse bool) ([]byte, error) {
 	tk := tableKey(tableName)
-	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: tk, UpperBound: prefixEnd(tk)})
+	var row []byte
+	err := s.view(func(b *bbolt.Bucket) error {
+		c := b.Cursor()
+		var k []byte
+		switch {
+		case !reverse && from == nil:
+			k, _ = c.Seek(tk)
+		case !reverse:
+			rk := rowKey(tableName, from)
+			if fromInclusive {
+				k, _ = c.Seek(rk)
+			} else {
+				k, _ = c.Seek(prefixEnd(rk))
+			}
+		case from == nil:
+			k = seekLT(c, prefixEnd(tk))
+		default:
+			rk := rowKey(tableName, from)
+			if fromInclusive {
+				k = seekLT(c, prefixEnd(rk))
+			} else {
+				k = seekLT(c, rk)
+			}
+		}
+		// Forward seeks start inside the table and reverse ones before its end, so
+		// the table's prefix is the only bound left to check.
+		if k == nil || !bytes.HasPrefix(k, tk) {
+			return nil
+		}
+		var err error
+		if row, _, err = unescape(k[len(tk):]); err != nil {
+			return fmt.Errorf("hbaselite: corrupt cell key %q: %w", k, err)
+		}
+		if row == nil {
+			row = []byte{}
+		}
+		return nil
+	})
 	if err != nil {
 		return nil, err
-	}
-	defer it.Close()
-	var ok bool
-	switch {
-	case !reverse && from == nil:
-		ok = it.First()
-	case !reverse:
-		rk := rowKey(tableName, from)
-		if fromInclusive {
-			ok = it.SeekGE(rk)
-		} else {
-			ok = it.SeekGE(prefixEnd(rk))
-		}
-	case from == nil:
-		ok = it.Last()
-	default:
-		rk := rowKey(tableName, from)
-		if fromInclusive {
-			ok = it.SeekLT(prefixEnd(rk))
-		} else {
-			ok = it.SeekLT(rk)
-		}
-	}
-	if !ok {
-		return nil, it.Error()
-	}
-	row, _, err := unescape(it.Key()[len(tk):])
-	if err != nil {
-		return nil, fmt.Errorf("hbaselite: corrupt cell key %q: %w", it.Key(), err)
-	}
-	if row == nil {
-		row = []byte{}
 	}
 	return row, nil
 }
@@ -519,82 +635,86 @@ func (s *store) apply(t *table, m mutation) (bool, []cell, error) {
 		t = &nt
 	}
 	rk := rowKey(t.Name(), m.row)
-	b := s.db.NewIndexedBatch() // reads through it see its own writes
-	defer b.Close()
 	type col struct{ fam, qual string }
-	touched := map[col]bool{}
 	var result []cell
-	if m.kind == mutDelete && len(m.cells) == 0 { // the whole row
-		cells, err := s.readRowAll(t.Name(), m.row)
-		if err != nil {
-			return false, nil, err
-		}
-		for _, c := range cells {
-			if m.ts == latest || c.ts <= m.ts {
-				if err := s.deleteCell(b, t, cellKey(rk, c.family, c.qualifier, c.ts)); err != nil {
-					return false, nil, err
+	// One write transaction per mutation, not synced (see store): its reads see its
+	// own writes, so the trimming below counts the versions this mutation adds, and
+	// an error discards all of it.
+	err := s.update(false, func(b *bbolt.Bucket) error {
+		touched := map[col]bool{}
+		result = nil
+		if m.kind == mutDelete && len(m.cells) == 0 { // the whole row
+			cells, err := readRowAll(b, t.Name(), m.row)
+			if err != nil {
+				return err
+			}
+			for _, c := range cells {
+				if m.ts == latest || c.ts <= m.ts {
+					if err := deleteCell(b, t, cellKey(rk, c.family, c.qualifier, c.ts)); err != nil {
+						return err
+					}
 				}
 			}
 		}
-	}
-	for _, mc := range m.cells {
-		if mc.kind != kindPut {
-			if err := s.deleteCells(b, t, rk, mc); err != nil {
-				return false, nil, err
+		for _, mc := range m.cells {
+			if mc.kind != kindPut {
+				if err := deleteCells(b, t, rk, mc); err != nil {
+					return err
+				}
+				continue
 			}
-			continue
-		}
-		ts := mc.ts
-		if ts == latest {
-			ts = now
-		}
-		ck := cellKey(rk, mc.family, mc.qualifier, ts)
-		if err := b.Set(ck, mc.value, nil); err != nil {
-			return false, nil, err
-		}
-		var err error
-		switch {
-		case m.ttl > 0:
-			err = b.Set(ttlKey(ck), binary.BigEndian.AppendUint64(nil, m.ttl), nil)
-		case t.CellTTL: // a put without a TTL replaces one with
-			err = b.Delete(ttlKey(ck), nil)
-		}
-		if err != nil {
-			return false, nil, err
-		}
-		touched[col{string(mc.family), string(mc.qualifier)}] = true
-		if m.kind == mutIncrement || m.kind == mutAppend {
-			result = append(result, cell{family: mc.family, qualifier: mc.qualifier, ts: ts, value: mc.value})
-		}
-	}
-	for c := range touched {
-		f := t.family([]byte(c.fam))
-		if f == nil || f.MaxVersions <= 0 {
-			continue
-		}
-		// The batch is indexed, so the iterator sees the versions this mutation adds.
-		ck := columnKey(rk, []byte(c.fam), []byte(c.qual))
-		it, err := b.NewIter(&pebble.IterOptions{LowerBound: ck, UpperBound: prefixEnd(ck)})
-		if err != nil {
-			return false, nil, err
-		}
-		var drop [][]byte
-		n := 0
-		for it.First(); it.Valid(); it.Next() {
-			if n++; n > f.MaxVersions {
-				drop = append(drop, bytes.Clone(it.Key()))
+			ts := mc.ts
+			if ts == latest {
+				ts = now
+			}
+			ck := cellKey(rk, mc.family, mc.qualifier, ts)
+			if len(ck) > maxKeyLen {
+				return rpcError{class: excDoNotRetry, msg: fmt.Sprintf("row %q and column %s:%s need a %d-byte key, over hbaselite's limit of %d bytes", abbrev(m.row), mc.family, abbrev(mc.qualifier), len(ck), maxKeyLen)}
+			}
+			if err := b.Put(ck, mc.value); err != nil {
+				return err
+			}
+			var err error
+			switch {
+			case m.ttl > 0:
+				err = b.Put(ttlKey(ck), binary.BigEndian.AppendUint64(nil, m.ttl))
+			case t.CellTTL: // a put without a TTL replaces one with
+				err = b.Delete(ttlKey(ck))
+			}
+			if err != nil {
+				return err
+			}
+			touched[col{string(mc.family), string(mc.qualifier)}] = true
+			if m.kind == mutIncrement || m.kind == mutAppend {
+				result = append(result, cell{family: mc.family, qualifier: mc.qualifier, ts: ts, value: mc.value})
 			}
 		}
-		if err := it.Close(); err != nil {
-			return false, nil, err
-		}
-		for _, k := range drop {
-			if err := s.deleteCell(b, t, k); err != nil {
-				return false, nil, err
+		for c := range touched {
+			f := t.family([]byte(c.fam))
+			if f == nil || f.MaxVersions <= 0 {
+				continue
+			}
+			// Gathered first, deleted after: a cursor does not survive writes.
+			var drop [][]byte
+			n := 0
+			err := scanPrefix(b, columnKey(rk, []byte(c.fam), []byte(c.qual)), func(k, _ []byte) error {
+				if n++; n > f.MaxVersions {
+					drop = append(drop, bytes.Clone(k))
+				}
+				return nil
+			})
+			if err != nil {
+				return err
+			}
+			for _, k := range drop {
+				if err := deleteCell(b, t, k); err != nil {
+					return err
+				}
 			}
 		}
-	}
-	if err := b.Commit(pebble.NoSync); err != nil {
+		return nil
+	})
+	if err != nil {
 		return false, nil, err
 	}
 	sort.Slice(result, func(i, j int) bool {
@@ -606,9 +726,9 @@ func (s *store) apply(t *table, m mutation) (bool, []cell, error) {
 	return true, result, nil
 }
 
-// sync makes every applied mutation durable: one WAL sync for a whole request.
+// sync makes every applied mutation durable: one fdatasync for a whole request.
 func (s *store) sync() error {
-	return s.db.LogData(nil, pebble.Sync)
+	return s.db.Sync()
 }
 
 // newest is the newest cell of a column among a row's cells.
@@ -653,19 +773,19 @@ func readModifyWrite(m *mutation, live []cell, now uint64) error {
 }
 
 // deleteCell deletes the cell at key k and its TTL.
-func (s *store) deleteCell(b *pebble.Batch, t *table, k []byte) error {
-	if err := b.Delete(k, nil); err != nil {
+func deleteCell(b *bbolt.Bucket, t *table, k []byte) error {
+	if err := b.Delete(k); err != nil {
 		return err
 	}
 	if t.CellTTL {
-		return b.Delete(ttlKey(k), nil)
+		return b.Delete(ttlKey(k))
 	}
 	return nil
 }
 
 // deleteCells removes the cells a delete marker covers. Deletes take effect at once
 // (there are no tombstones): a later put with an older timestamp is visible again.
-func (s *store) deleteCells(b *pebble.Batch, t *table, rk []byte, mc mutCell) error {
+func deleteCells(b *bbolt.Bucket, t *table, rk []byte, mc mutCell) error {
 	var lo []byte
 	switch mc.kind {
 	case kindDelete, kindDeleteColumn:
@@ -675,33 +795,34 @@ func (s *store) deleteCells(b *pebble.Batch, t *table, rk []byte, mc mutCell) er
 	default:
 		return fmt.Errorf("unknown cell type %d", mc.kind)
 	}
-	it, err := b.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: prefixEnd(lo)})
-	if err != nil {
-		return err
-	}
-	defer it.Close()
-	for it.First(); it.Valid(); it.Next() {
-		c, err := decodeCell(it.Key()[len(rk):], nil)
+	var hits [][]byte
+	c := b.Cursor()
+	for k, _ := c.Seek(lo); k != nil && bytes.HasPrefix(k, lo); k, _ = c.Next() {
+		dc, err := decodeCell(k[len(rk):], nil)
 		if err != nil {
 			return err
 		}
 		var hit bool
 		switch mc.kind {
 		case kindDelete: // one version: the given one, or the newest
-			hit = mc.ts == latest || c.ts == mc.ts
+			hit = mc.ts == latest || dc.ts == mc.ts
 		case kindDeleteFamilyVersion:
-			hit = c.ts == mc.ts
+			hit = dc.ts == mc.ts
 		default: // every version up to the timestamp
-			hit = mc.ts == latest || c.ts <= mc.ts
+			hit = mc.ts == latest || dc.ts <= mc.ts
 		}
 		if hit {
-			if err := s.deleteCell(b, t, bytes.Clone(it.Key())); err != nil {
-				return err
-			}
+			hits = append(hits, bytes.Clone(k))
 			if mc.kind == kindDelete && mc.ts == latest {
 				break
 			}
 		}
 	}
-	return it.Error()
+	// Deleted after the scan: a cursor does not survive writes.
+	for _, k := range hits {
+		if err := deleteCell(b, t, k); err != nil {
+			return err
+		}
+	}
+	return nil
 }
