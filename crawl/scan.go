@@ -3,6 +3,7 @@ package crawl
 import (
 	"cmp"
 	"fmt"
+	"math"
 	"net/url"
 	"reflect"
 	"regexp"
@@ -10,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode"
 
 	"github.com/PuerkitoBio/goquery"
 )
@@ -249,21 +251,21 @@ func setField(fv reflect.Value, s, layout string) error {
 	case reflect.String:
 		fv.SetString(s)
 	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
-		n, err := strconv.ParseInt(strings.ReplaceAll(s, ",", ""), 10, 64)
-		if err != nil {
-			return err
+		n, ok := ParseInt(s)
+		if !ok {
+			return fmt.Errorf("%q is not a number", s)
 		}
 		fv.SetInt(n)
 	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
-		n, err := strconv.ParseUint(strings.ReplaceAll(s, ",", ""), 10, 64)
-		if err != nil {
-			return err
+		n, ok := ParseInt(s)
+		if !ok || n < 0 {
+			return fmt.Errorf("%q is not a number of 0 or more", s)
 		}
-		fv.SetUint(n)
+		fv.SetUint(uint64(n))
 	case reflect.Float32, reflect.Float64:
-		f, err := strconv.ParseFloat(strings.ReplaceAll(s, ",", ""), 64)
-		if err != nil {
-			return err
+		f, ok := ParseFloat(s)
+		if !ok {
+			return fmt.Errorf("%q is not a number", s)
 		}
 		fv.SetFloat(f)
 	case reflect.Bool:
@@ -276,4 +278,34 @@ func setField(fv reflect.Value, s, layout string) error {
 		return fmt.Errorf("a %s field cannot be scanned; fill it in the task", fv.Type())
 	}
 	return nil
+}
+
+var numberNoise = strings.NewReplacer(",", "", "_", "", " ", "", "\u00a0", "", "\u202f", "", "'", "")
+
+// currency trims currency signs around a number: ￥2,859.34, $12, 12 €.
+func currency(s string) string {
+	return strings.TrimFunc(s, func(r rune) bool { return unicode.Is(unicode.Sc, r) || unicode.IsSpace(r) })
+}
+
+// ParseInt reads an integer as pages write it: with thousands separators (1,204,
+// 1 204, 1'204, 1_204), a sign, currency signs around it (￥2,859, $12, 12 €), or as a
+// float with no fraction (3.0).
+func ParseInt(s string) (int64, bool) {
+	s = numberNoise.Replace(currency(s))
+	s = strings.TrimPrefix(s, "+")
+	if n, err := strconv.ParseInt(s, 10, 64); err == nil {
+		return n, true
+	}
+	if x, err := strconv.ParseFloat(s, 64); err == nil && x == math.Trunc(x) && math.Abs(x) < 1<<53 {
+		return int64(x), true
+	}
+	return 0, false
+}
+
+// ParseFloat reads a number as ParseInt does, with a fraction: ￥2,859.34 is 2859.34.
+// The decimal separator is the point; a comma always separates thousands.
+func ParseFloat(s string) (float64, bool) {
+	s = strings.TrimPrefix(numberNoise.Replace(currency(s)), "+")
+	x, err := strconv.ParseFloat(s, 64)
+	return x, err == nil && !math.IsNaN(x) && !math.IsInf(x, 0)
 }

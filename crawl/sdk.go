@@ -15,6 +15,8 @@ import (
 
 	"github.com/PuerkitoBio/goquery"
 	"golang.org/x/net/html"
+
+	"trawler/fetch/charset"
 )
 
 // HTMLTask defines a task over HTML pages in one function: the engine fetches the
@@ -190,7 +192,12 @@ func (t *htmlTask[T]) Run(ctx context.Context, env *Env, in Input) (Result, erro
 	// A JSON page gets an empty document, so links still resolve against its URL.
 	doc := goquery.NewDocumentFromNode(&html.Node{Type: html.DocumentNode})
 	if t.html {
-		if doc, err = goquery.NewDocumentFromReader(bytes.NewReader(resp.Body)); err != nil {
+		// Parsed as UTF-8, whatever the page's charset: selectors and fields read text.
+		body, err := charset.HTML(resp.Body, resp.Header.Get("Content-Type"), nil)
+		if err != nil {
+			return Result{}, Permanentf("GET %s: %v", u, err)
+		}
+		if doc, err = goquery.NewDocumentFromReader(bytes.NewReader(body)); err != nil {
 			return Result{}, Permanentf("GET %s: parse HTML: %v", u, err)
 		}
 	}
@@ -253,7 +260,7 @@ type Page struct {
 	URL      string // after redirects; links resolve against it (or the page's <base>)
 	Status   int
 	Header   http.Header
-	Body     []byte
+	Body     []byte // as fetched, in the page's own charset; Doc is decoded to UTF-8
 	Doc      *goquery.Document
 	Input    Input
 	Env      *Env

@@ -11,6 +11,9 @@ import (
 	"time"
 
 	"github.com/PuerkitoBio/goquery"
+	"golang.org/x/text/encoding/charmap"
+	"golang.org/x/text/encoding/japanese"
+	"golang.org/x/text/encoding/simplifiedchinese"
 
 	"trawler/crawl"
 	"trawler/fetch"
@@ -314,5 +317,55 @@ func TestJSONTaskDecodesOmitsAndFollows(t *testing.T) {
 	}
 	if want := (map[string]crawl.Type{"id": crawl.Int, "title": crawl.String, "score": crawl.Int, "tags": crawl.List}); !reflect.DeepEqual(schema, want) {
 		t.Errorf("schema %v, want %v", schema, want)
+	}
+}
+
+type product struct {
+	Name  string  `css:"h1" required:"true"`
+	Price float64 `css:".price"`
+	Note  string  `css:".note"`
+}
+
+var productTask = crawl.HTMLTask("demo.sdkproduct", func(p *crawl.Page, out *crawl.Out[product]) error {
+	out.Item(p.URL, out.Scan(p))
+	return nil
+})
+
+// Pages in GBK, Shift_JIS or windows-1252 are read as a browser reads them: by the
+// Content-Type charset or the page's <meta> declaration, else as UTF-8 when valid.
+func TestHTMLTaskReadsThePagesCharset(t *testing.T) {
+	gbk := func(s string) string { out, _ := simplifiedchinese.GBK.NewEncoder().String(s); return out }
+	sjis := func(s string) string { out, _ := japanese.ShiftJIS.NewEncoder().String(s); return out }
+	latin := func(s string) string { out, _ := charmap.Windows1252.NewEncoder().String(s); return out }
+	pages := map[string]struct{ contentType, body string }{
+		"/meta-gbk":    {"text/html", gbk(`<html><head><meta charset="gbk"></head><body><h1>苹果手机</h1><span class="price">￥2,859.34</span><p class="note">包邮</p></body></html>`)},
+		"/header-sjis": {"text/html; charset=Shift_JIS", sjis(`<h1>りんご</h1><span class="price">120</span><p class="note">送料無料</p>`)},
+		"/http-equiv":  {"text/html", latin(`<meta http-equiv="Content-Type" content="text/html; charset=windows-1252"><h1>Café crème</h1><span class="price">3.5</span><p class="note">naïve – “quoted”</p>`)},
+		"/utf8":        {"text/html", `<h1>Straße</h1><span class="price">1</span><p class="note">ok</p>`},
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p, ok := pages[r.URL.Path]
+		if !ok {
+			http.NotFound(w, r)
+			return
+		}
+		w.Header().Set("Content-Type", p.contentType)
+		w.Write([]byte(p.body))
+	}))
+	defer srv.Close()
+	want := map[string]map[string]any{
+		"/meta-gbk":    {"name": "苹果手机", "price": 2859.34, "note": "包邮"},
+		"/header-sjis": {"name": "りんご", "price": 120.0, "note": "送料無料"},
+		"/http-equiv":  {"name": "Café crème", "price": 3.5, "note": "naïve – “quoted”"},
+		"/utf8":        {"name": "Straße", "price": 1.0, "note": "ok"},
+	}
+	for path, w := range want {
+		res, err := runTask(t, productTask, srv.URL+path)
+		if err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		if len(res.Items) != 1 || !reflect.DeepEqual(res.Items[0].Data, w) {
+			t.Errorf("%s: items %+v, want data %v", path, res.Items, w)
+		}
 	}
 }

@@ -17,6 +17,7 @@ import (
 
 	"trawler/crawl"
 	"trawler/fetch"
+	"trawler/fetch/charset"
 	"trawler/internal/scaffold"
 )
 
@@ -249,7 +250,11 @@ func fetchDoc(ctx context.Context, f crawl.Fetcher, u string) (*goquery.Document
 	if err != nil {
 		return nil, nil, err
 	}
-	doc, err := goquery.NewDocumentFromReader(bytes.NewReader(resp.Body))
+	body, err := charset.HTML(resp.Body, resp.Header.Get("Content-Type"), nil)
+	if err != nil {
+		return nil, nil, fmt.Errorf("GET %s: %v", u, err)
+	}
+	doc, err := goquery.NewDocumentFromReader(bytes.NewReader(body))
 	if err != nil {
 		return nil, nil, fmt.Errorf("GET %s: parse HTML: %v", u, err)
 	}

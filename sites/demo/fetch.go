@@ -12,6 +12,7 @@ import (
 	"github.com/PuerkitoBio/goquery"
 
 	"trawler/crawl"
+	"trawler/fetch/charset"
 )
 
 // getHTML fetches u and parses it as HTML. The fetcher fails statuses other than 2xx,
@@ -21,7 +22,11 @@ func getHTML(ctx context.Context, env *crawl.Env, u string) (*goquery.Document, 
 	if err != nil {
 		return nil, nil, fmt.Errorf("GET %s: %w", u, err)
 	}
-	doc, err := goquery.NewDocumentFromReader(bytes.NewReader(resp.Body))
+	body, err := charset.HTML(resp.Body, resp.Header.Get("Content-Type"), nil)
+	if err != nil {
+		return nil, nil, crawl.Permanentf("GET %s: %v", u, err)
+	}
+	doc, err := goquery.NewDocumentFromReader(bytes.NewReader(body))
 	if err != nil {
 		return nil, nil, crawl.Permanentf("GET %s: parse HTML: %v", u, err)
 	}

@@ -15,6 +15,7 @@ import (
 	"golang.org/x/text/encoding"
 
 	"trawler/crawl"
+	"trawler/fetch/charset"
 )
 
 var csvSpec = crawl.TaskSpec{
@@ -105,7 +106,7 @@ func (c *csvConfig) page(ctx context.Context, env *crawl.Env, u string) (crawl.R
 	if err != nil {
 		return crawl.Result{}, err
 	}
-	body, err := decodeText(resp.Body, resp.Header.Get("Content-Type"), c.enc)
+	body, err := charset.Text(resp.Body, resp.Header.Get("Content-Type"), c.enc)
 	if err != nil {
 		return crawl.Result{}, crawl.Permanentf("%s: %s: %v", CSVTask, u, err)
 	}

@@ -13,6 +13,7 @@ import (
 	"golang.org/x/net/html"
 
 	"trawler/crawl"
+	"trawler/fetch/charset"
 )
 
 // feedFields are what an entry of any feed format becomes, and what generic.feed stores
@@ -86,15 +87,16 @@ func (c *feedConfig) page(ctx context.Context, env *crawl.Env, u string) (crawl.
 	if err != nil {
 		return crawl.Result{}, err
 	}
-	body := resp.Body
-	if t := bytes.TrimLeft(body, " \t\r\n"); len(t) == 0 || t[0] != '{' {
-		// RSS and Atom: decode to UTF-8 here; the parsers do not always honour the
-		// declared encoding.
-		if body, err = decodeXML(body, resp.Header.Get("Content-Type"), nil); err != nil {
-			return crawl.Result{}, crawl.Permanentf("%s: %s: %v", FeedTask, u, err)
-		}
+	// RSS and Atom are decoded to UTF-8 here, as the parsers do not always honour the
+	// declared encoding; a JSON feed as text (byte-order mark, Content-Type charset).
+	decode := charset.XML
+	if t := bytes.TrimLeft(resp.Body, " \t\r\n\xef\xbb\xbf"); len(t) > 0 && t[0] == '{' {
+		decode = charset.Text
 	}
-	body = bytes.TrimPrefix(body, utf8BOM)
+	body, err := decode(resp.Body, resp.Header.Get("Content-Type"), nil)
+	if err != nil {
+		return crawl.Result{}, crawl.Permanentf("%s: %s: %v", FeedTask, u, err)
+	}
 	feed, err := gofeed.NewParser().Parse(bytes.NewReader(body))
 	if err != nil {
 		return crawl.Result{}, crawl.Permanentf("%s: %s: not an RSS, Atom or JSON feed: %v", FeedTask, u, err)

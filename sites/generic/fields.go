@@ -12,7 +12,6 @@ import (
 	"sync"
 	"time"
 	_ "time/tzdata" // time zones work on hosts without a zoneinfo database
-	"unicode"
 
 	"github.com/andybalholm/cascadia"
 	"github.com/antchfx/htmlquery"
@@ -1039,11 +1038,11 @@ func (f *fieldSpec) convert(s, typ string, base *url.URL) (any, miss) {
 	case typeAuto, typeString:
 		return s, miss{}
 	case typeInt:
-		if n, ok := parseInt(s); ok {
+		if n, ok := crawl.ParseInt(s); ok {
 			return n, miss{}
 		}
 	case typeFloat:
-		if x, ok := parseFloat(s); ok {
+		if x, ok := crawl.ParseFloat(s); ok {
 			return x, miss{}
 		}
 	case typeBool:
@@ -1070,31 +1069,6 @@ func clip(s string) string {
 		return s[:57] + "..."
 	}
 	return s
-}
-
-var numberNoise = strings.NewReplacer(",", "", "_", "", " ", "", "\u00a0", "", "\u202f", "", "'", "")
-
-// currency trims currency signs around a number: ￥2,859.34, $12, 12 €.
-func currency(s string) string {
-	return strings.TrimFunc(s, func(r rune) bool { return unicode.Is(unicode.Sc, r) || unicode.IsSpace(r) })
-}
-
-func parseInt(s string) (int64, bool) {
-	s = numberNoise.Replace(currency(s))
-	s = strings.TrimPrefix(s, "+")
-	if n, err := strconv.ParseInt(s, 10, 64); err == nil {
-		return n, true
-	}
-	if x, err := strconv.ParseFloat(s, 64); err == nil && x == math.Trunc(x) && math.Abs(x) < 1<<53 {
-		return int64(x), true
-	}
-	return 0, false
-}
-
-func parseFloat(s string) (float64, bool) {
-	s = strings.TrimPrefix(numberNoise.Replace(currency(s)), "+")
-	x, err := strconv.ParseFloat(s, 64)
-	return x, err == nil && !math.IsNaN(x) && !math.IsInf(x, 0)
 }
 
 // dateLayouts are tried in order when a date field gives no layout.

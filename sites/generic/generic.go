@@ -27,7 +27,10 @@ import (
 	"strings"
 	"time"
 
+	"golang.org/x/text/encoding"
+
 	"trawler/crawl"
+	"trawler/fetch/charset"
 )
 
 // Task names.
@@ -569,4 +572,17 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	sort.Strings(keys)
 	return keys
+}
+
+// parseEncodingParam reads a task's `encoding` param: empty means "from the page".
+func parseEncodingParam(v any) (encoding.Encoding, []error) {
+	name := str(v)
+	if strings.TrimSpace(name) == "" {
+		return nil, nil
+	}
+	e, _, err := charset.Lookup(name)
+	if err != nil {
+		return nil, []error{fmt.Errorf("param encoding: %v", err)}
+	}
+	return e, nil
 }

@@ -17,6 +17,7 @@ import (
 	"golang.org/x/text/encoding"
 
 	"trawler/crawl"
+	"trawler/fetch/charset"
 )
 
 const selectorDoc = "CSS, or XPath when it starts with / ./ ../ or ( ; or a mapping {css: …} or {xpath: …}"
@@ -211,7 +212,7 @@ func getHTML(ctx context.Context, env *crawl.Env, c common, u string, enc encodi
 	if err != nil {
 		return nil, nil, err
 	}
-	body, err := decodeHTML(resp.Body, resp.Header.Get("Content-Type"), enc)
+	body, err := charset.HTML(resp.Body, resp.Header.Get("Content-Type"), enc)
 	if err != nil {
 		return nil, nil, crawl.Permanentf("%s: %s: %v", c.task, u, err)
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"trawler/crawl"
+	"trawler/fetch/charset"
 )
 
 var jsonSpec = crawl.TaskSpec{
@@ -149,7 +150,7 @@ func (c *jsonConfig) page(ctx context.Context, env *crawl.Env, u string, page in
 	if err != nil {
 		return crawl.Result{}, err
 	}
-	body, err := decodeText(resp.Body, resp.Header.Get("Content-Type"), nil)
+	body, err := charset.Text(resp.Body, resp.Header.Get("Content-Type"), nil)
 	if err != nil {
 		return crawl.Result{}, crawl.Permanentf("%s: %s: %v", JSONTask, u, err)
 	}

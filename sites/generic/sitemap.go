@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"trawler/crawl"
+	"trawler/fetch/charset"
 )
 
 // maxSitemapBytes bounds a decompressed sitemap (the protocol allows 50 MB).
@@ -202,7 +203,7 @@ func gunzipIfGzip(body []byte) ([]byte, error) {
 
 // parseSitemap reads a sitemap index, a urlset, or a text sitemap (one URL per line).
 func parseSitemap(body []byte, contentType string) ([]sitemapEntry, error) {
-	body, err := decodeXML(body, contentType, nil)
+	body, err := charset.XML(body, contentType, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -215,7 +216,7 @@ func parseSitemap(body []byte, contentType string) ([]sitemapEntry, error) {
 	}
 	d := xml.NewDecoder(bytes.NewReader(body))
 	d.Strict = false
-	d.CharsetReader = passThroughCharset
+	d.CharsetReader = charset.PassThrough
 	var (
 		out     []sitemapEntry
 		cur     *sitemapEntry

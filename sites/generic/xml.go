@@ -13,6 +13,7 @@ import (
 	"golang.org/x/text/encoding"
 
 	"trawler/crawl"
+	"trawler/fetch/charset"
 )
 
 var xmlSpec = crawl.TaskSpec{
@@ -121,7 +122,7 @@ func (c *xmlConfig) page(ctx context.Context, env *crawl.Env, u string) (crawl.R
 // parseXML parses an XML body leniently (HTML entities, unclosed tags), in the encoding
 // its BOM, declaration or Content-Type names, or the forced one.
 func parseXML(body []byte, contentType string, forced encoding.Encoding) (*xmlquery.Node, error) {
-	data, err := decodeXML(body, contentType, forced)
+	data, err := charset.XML(body, contentType, forced)
 	if err != nil {
 		return nil, err
 	}
@@ -129,7 +130,7 @@ func parseXML(body []byte, contentType string, forced encoding.Encoding) (*xmlqu
 		Strict:        false,
 		AutoClose:     xml.HTMLAutoClose,
 		Entity:        xml.HTMLEntity,
-		CharsetReader: passThroughCharset,
+		CharsetReader: charset.PassThrough,
 	}})
 	if err != nil {
 		return nil, fmt.Errorf("parse XML: %v", err)

@@ -1,4 +1,7 @@
-package generic
+// Package charset turns fetched bodies into UTF-8, the one encoding the parsers and
+// extractors downstream read: HTML by its declarations as a browser would, XML by its
+// <?xml?> declaration, text (CSV, JSON) by its byte-order mark or Content-Type.
+package charset
 
 import (
 	"bytes"
@@ -8,7 +11,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"golang.org/x/net/html/charset"
+	htmlcharset "golang.org/x/net/html/charset"
 	"golang.org/x/text/encoding"
 	"golang.org/x/text/encoding/unicode"
 	"golang.org/x/text/transform"
@@ -16,27 +19,15 @@ import (
 
 var utf8BOM = []byte{0xEF, 0xBB, 0xBF}
 
-// lookupEncoding finds an encoding by its WHATWG label (gbk, gb2312, gb18030, big5,
+// Lookup finds an encoding by its WHATWG label (gbk, gb2312, gb18030, big5,
 // shift_jis, euc-kr, iso-8859-1, windows-1251, utf-8, …).
-func lookupEncoding(name string) (encoding.Encoding, string, error) {
+func Lookup(name string) (encoding.Encoding, string, error) {
 	name = strings.TrimSpace(name)
-	e, canonical := charset.Lookup(name)
+	e, canonical := htmlcharset.Lookup(name)
 	if e == nil {
 		return nil, "", fmt.Errorf("unknown encoding %q; use a name like utf-8, gbk, gb18030, big5, shift_jis, euc-kr or iso-8859-1", name)
 	}
 	return e, canonical, nil
-}
-
-func parseEncodingParam(v any) (encoding.Encoding, []error) {
-	name := str(v)
-	if strings.TrimSpace(name) == "" {
-		return nil, nil
-	}
-	e, _, err := lookupEncoding(name)
-	if err != nil {
-		return nil, []error{fmt.Errorf("param encoding: %v", err)}
-	}
-	return e, nil
 }
 
 // headerCharset is the charset parameter of a Content-Type header, or "".
@@ -51,11 +42,11 @@ func headerCharset(contentType string) string {
 	return params["charset"]
 }
 
-// decodeHTML returns an HTML body as UTF-8. The encoding is, in order: forced (the
+// HTML returns an HTML body as UTF-8. The encoding is, in order: forced (the
 // encoding param), a byte-order mark, the Content-Type charset, a <meta charset> or
 // <meta http-equiv="Content-Type"> in the first 1024 bytes, UTF-8 when the body is
 // valid UTF-8, else windows-1252 (what browsers assume).
-func decodeHTML(body []byte, contentType string, forced encoding.Encoding) ([]byte, error) {
+func HTML(body []byte, contentType string, forced encoding.Encoding) ([]byte, error) {
 	if forced != nil {
 		return decodeWith(forced, bytes.TrimPrefix(body, utf8BOM))
 	}
@@ -66,7 +57,7 @@ func decodeHTML(body []byte, contentType string, forced encoding.Encoding) ([]by
 	if len(head) > 1024 {
 		head = head[:1024]
 	}
-	e, name, certain := charset.DetermineEncoding(head, contentType)
+	e, name, certain := htmlcharset.DetermineEncoding(head, contentType)
 	if !certain && (name == "windows-1252" || name == "utf-8") && !declaresCharset(head) {
 		// Nothing declared: DetermineEncoding only guessed from the first bytes.
 		if utf8.Valid(body) {
@@ -84,9 +75,9 @@ func declaresCharset(head []byte) bool {
 	return bytes.Contains(bytes.ToLower(head), []byte("charset"))
 }
 
-// decodeText returns a text body (CSV, JSON) as UTF-8: forced encoding, then a byte-order
+// Text returns a text body (CSV, JSON) as UTF-8: forced encoding, then a byte-order
 // mark, then the Content-Type charset, else the body as is.
-func decodeText(body []byte, contentType string, forced encoding.Encoding) ([]byte, error) {
+func Text(body []byte, contentType string, forced encoding.Encoding) ([]byte, error) {
 	if forced != nil {
 		return decodeWith(forced, bytes.TrimPrefix(body, utf8BOM))
 	}
@@ -97,18 +88,18 @@ func decodeText(body []byte, contentType string, forced encoding.Encoding) ([]by
 		return decodeWith(unicode.UTF16(unicode.BigEndian, unicode.UseBOM), body)
 	}
 	if cs := headerCharset(contentType); cs != "" {
-		if e, name, err := lookupEncoding(cs); err == nil && name != "utf-8" {
+		if e, name, err := Lookup(cs); err == nil && name != "utf-8" {
 			return decodeWith(e, body)
 		}
 	}
 	return body, nil
 }
 
-// decodeXML returns an XML body as UTF-8, in the encoding (in order) forced, of its
+// XML returns an XML body as UTF-8, in the encoding (in order) forced, of its
 // byte-order mark, of its <?xml … encoding="…"?> declaration, or of the Content-Type
 // charset. A declaration naming another encoding is rewritten to say UTF-8, so a parser
 // that honours declarations does not decode twice.
-func decodeXML(body []byte, contentType string, forced encoding.Encoding) ([]byte, error) {
+func XML(body []byte, contentType string, forced encoding.Encoding) ([]byte, error) {
 	label, start, end := xmlDeclaredEncoding(body)
 	e := forced
 	switch {
@@ -118,7 +109,7 @@ func decodeXML(body []byte, contentType string, forced encoding.Encoding) ([]byt
 	case len(body) >= 2 && (body[0] == 0xFF && body[1] == 0xFE || body[0] == 0xFE && body[1] == 0xFF):
 		e = unicode.UTF16(unicode.BigEndian, unicode.UseBOM)
 	case label != "":
-		found, name, err := lookupEncoding(label)
+		found, name, err := Lookup(label)
 		if err != nil {
 			return nil, err
 		}
@@ -127,7 +118,7 @@ func decodeXML(body []byte, contentType string, forced encoding.Encoding) ([]byt
 		}
 	default:
 		if cs := headerCharset(contentType); cs != "" {
-			if found, name, err := lookupEncoding(cs); err == nil && name != "utf-8" {
+			if found, name, err := Lookup(cs); err == nil && name != "utf-8" {
 				e = found
 			}
 		}
@@ -180,8 +171,8 @@ func xmlDeclaredEncoding(body []byte) (label string, start, end int) {
 	return string(decl[j+1 : j+1+k]), lead + j + 1, lead + j + 1 + k
 }
 
-// passThroughCharset is an xml.Decoder CharsetReader for bodies already decoded to UTF-8.
-func passThroughCharset(_ string, input io.Reader) (io.Reader, error) {
+// PassThrough is an xml.Decoder CharsetReader for bodies already decoded to UTF-8.
+func PassThrough(_ string, input io.Reader) (io.Reader, error) {
 	return input, nil
 }
 
