@@ -1,7 +1,6 @@
 package crawl
 
 import (
-	"cmp"
 	"fmt"
 	"math"
 	"net/url"
@@ -23,7 +22,8 @@ import (
 //	regex:"(\\d+)"    the first group of a pattern over the value (the whole match
 //	                  when it has none); a value it does not match counts as empty
 //	type:"url"        a link, made absolute against the page (and declared a url)
-//	layout:"2006-01-02"  how a time.Time field is written (default RFC 3339)
+//	layout:"2006-01-02"  how a time.Time field is written (default: RFC 3339 and the
+//	                     common layouts of pages, see ParseTime; "unix", "unix_ms")
 //	required:"true"   an empty value fails the input, naming the field
 //	json:"name"       the field's name in the stored item (default: lower case);
 //	                  json:"name,omitempty" leaves a zero value (a nil pointer) out
@@ -240,9 +240,12 @@ func setField(fv reflect.Value, s, layout string) error {
 		return nil
 	}
 	if fv.Type() == reflect.TypeFor[time.Time]() {
-		t, err := time.Parse(cmp.Or(layout, time.RFC3339), s)
-		if err != nil {
-			return err
+		t, ok := ParseTime(s, layout, nil)
+		if !ok && layout != "" {
+			return fmt.Errorf("%q is not a time in layout %q", s, layout)
+		}
+		if !ok {
+			return fmt.Errorf("%q is not a time in a layout Trawler knows; give the field a layout:\"…\" tag", s)
 		}
 		fv.Set(reflect.ValueOf(t))
 		return nil
@@ -308,4 +311,84 @@ func ParseFloat(s string) (float64, bool) {
 	s = strings.TrimPrefix(numberNoise.Replace(currency(s)), "+")
 	x, err := strconv.ParseFloat(s, 64)
 	return x, err == nil && !math.IsNaN(x) && !math.IsInf(x, 0)
+}
+
+// dateLayouts are tried in order when a date field gives no layout.
+var dateLayouts = []string{
+	time.RFC3339Nano,
+	"2006-01-02T15:04:05Z0700",
+	"2006-01-02T15:04:05",
+	"2006-01-02T15:04",
+	"2006-01-02 15:04:05Z07:00",
+	"2006-01-02 15:04:05 -0700",
+	"2006-01-02 15:04:05",
+	"2006-01-02 15:04",
+	"2006-01-02",
+	time.RFC1123Z,
+	time.RFC1123,
+	"Mon, 2 Jan 2006 15:04:05 -0700",
+	"Mon, 2 Jan 2006 15:04:05 MST",
+	"2 Jan 2006 15:04:05 -0700",
+	time.RFC850,
+	time.RFC822Z,
+	time.RFC822,
+	time.ANSIC,
+	time.UnixDate,
+	time.RubyDate,
+	"2006/01/02 15:04:05",
+	"2006/01/02 15:04",
+	"2006/01/02",
+	"Jan 2, 2006",
+	"January 2, 2006",
+	"2 Jan 2006",
+	"2 January 2006",
+	"2006年1月2日 15:04:05",
+	"2006年1月2日 15:04",
+	"2006年1月2日",
+}
+
+// ParseTime reads s with layout (a Go layout, "unix" or "unix_ms"; "" tries the common
+// layouts of pages and feeds) in loc (default UTC) and gives the instant in UTC. A value with no time of day (2026-12-24, 2026年12月24日) is a
+// calendar date, not an instant: it is that date at 00:00 UTC whatever loc says, so a
+// zone east of UTC does not move it to the day before.
+func ParseTime(s, layout string, loc *time.Location) (time.Time, bool) {
+	if loc == nil {
+		loc = time.UTC
+	}
+	switch strings.ToLower(layout) {
+	case "unix", "unix_ms":
+		x, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
+		if err != nil {
+			return time.Time{}, false
+		}
+		if strings.ToLower(layout) == "unix_ms" {
+			return time.UnixMilli(int64(x)).UTC(), true
+		}
+		sec, frac := math.Modf(x)
+		return time.Unix(int64(sec), int64(frac*1e9)).UTC(), true
+	case "":
+		for _, l := range dateLayouts {
+			if t, ok := parseIn(l, s, loc); ok {
+				return t, true
+			}
+		}
+		return time.Time{}, false
+	}
+	return parseIn(layout, s, loc)
+}
+
+func parseIn(layout, s string, loc *time.Location) (time.Time, bool) {
+	t, err := time.ParseInLocation(layout, s, loc)
+	if err != nil {
+		return time.Time{}, false
+	}
+	if !hasClock(layout) {
+		return time.Date(t.Year(), t.Month(), t.Day(), 0, 0, 0, 0, time.UTC), true
+	}
+	return t.UTC(), true
+}
+
+// hasClock reports whether a Go time layout reads a time of day (an hour: 15, 3, 03).
+func hasClock(layout string) bool {
+	return strings.Contains(layout, "15") || strings.Contains(layout, "3") || layout == time.Kitchen
 }

@@ -369,3 +369,30 @@ func TestHTMLTaskReadsThePagesCharset(t *testing.T) {
 		}
 	}
 }
+
+type release struct {
+	Day  time.Time `css:".day"`
+	When time.Time `css:".when"`
+	Unix time.Time `css:".unix" layout:"unix"`
+}
+
+// A time.Time field reads the layouts pages use without a layout tag; a date without a
+// time of day keeps its calendar day.
+func TestHTMLTaskReadsCommonTimes(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Write([]byte(`<p class="day">2026年12月24日</p><p class="when">Nov 20, 2026</p><p class="unix">1795000000</p>`))
+	}))
+	defer srv.Close()
+	task := crawl.HTMLTask("demo.sdkrelease", func(p *crawl.Page, out *crawl.Out[release]) error {
+		out.Item(p.URL, out.Scan(p))
+		return nil
+	})
+	res, err := runTask(t, task, srv.URL+"/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]any{"day": "2026-12-24T00:00:00Z", "when": "2026-11-20T00:00:00Z", "unix": "2026-11-18T11:06:40Z"}
+	if len(res.Items) != 1 || !reflect.DeepEqual(res.Items[0].Data, want) {
+		t.Errorf("items %+v, want data %v", res.Items, want)
+	}
+}

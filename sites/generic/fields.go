@@ -1053,7 +1053,7 @@ func (f *fieldSpec) convert(s, typ string, base *url.URL) (any, miss) {
 			return false, miss{}
 		}
 	case typeDate:
-		if t, ok := parseDate(s, f.layout, f.loc); ok {
+		if t, ok := crawl.ParseTime(s, f.layout, f.loc); ok {
 			return t.Format(time.RFC3339Nano), miss{}
 		}
 	case typeURL:
@@ -1069,86 +1069,6 @@ func clip(s string) string {
 		return s[:57] + "..."
 	}
 	return s
-}
-
-// dateLayouts are tried in order when a date field gives no layout.
-var dateLayouts = []string{
-	time.RFC3339Nano,
-	"2006-01-02T15:04:05Z0700",
-	"2006-01-02T15:04:05",
-	"2006-01-02T15:04",
-	"2006-01-02 15:04:05Z07:00",
-	"2006-01-02 15:04:05 -0700",
-	"2006-01-02 15:04:05",
-	"2006-01-02 15:04",
-	"2006-01-02",
-	time.RFC1123Z,
-	time.RFC1123,
-	"Mon, 2 Jan 2006 15:04:05 -0700",
-	"Mon, 2 Jan 2006 15:04:05 MST",
-	"2 Jan 2006 15:04:05 -0700",
-	time.RFC850,
-	time.RFC822Z,
-	time.RFC822,
-	time.ANSIC,
-	time.UnixDate,
-	time.RubyDate,
-	"2006/01/02 15:04:05",
-	"2006/01/02 15:04",
-	"2006/01/02",
-	"Jan 2, 2006",
-	"January 2, 2006",
-	"2 Jan 2006",
-	"2 January 2006",
-	"2006年1月2日 15:04:05",
-	"2006年1月2日 15:04",
-	"2006年1月2日",
-}
-
-// parseDate reads s with layout (or the common layouts) in loc (default UTC) and gives
-// the instant in UTC. A value with no time of day (2026-12-24, 2026年12月24日) is a
-// calendar date, not an instant: it is that date at 00:00 UTC whatever loc says, so a
-// zone east of UTC does not move it to the day before.
-func parseDate(s, layout string, loc *time.Location) (time.Time, bool) {
-	if loc == nil {
-		loc = time.UTC
-	}
-	switch strings.ToLower(layout) {
-	case "unix", "unix_ms":
-		x, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
-		if err != nil {
-			return time.Time{}, false
-		}
-		if strings.ToLower(layout) == "unix_ms" {
-			return time.UnixMilli(int64(x)).UTC(), true
-		}
-		sec, frac := math.Modf(x)
-		return time.Unix(int64(sec), int64(frac*1e9)).UTC(), true
-	case "":
-		for _, l := range dateLayouts {
-			if t, ok := parseIn(l, s, loc); ok {
-				return t, true
-			}
-		}
-		return time.Time{}, false
-	}
-	return parseIn(layout, s, loc)
-}
-
-func parseIn(layout, s string, loc *time.Location) (time.Time, bool) {
-	t, err := time.ParseInLocation(layout, s, loc)
-	if err != nil {
-		return time.Time{}, false
-	}
-	if !hasClock(layout) {
-		return time.Date(t.Year(), t.Month(), t.Day(), 0, 0, 0, 0, time.UTC), true
-	}
-	return t.UTC(), true
-}
-
-// hasClock reports whether a Go time layout reads a time of day (an hour: 15, 3, 03).
-func hasClock(layout string) bool {
-	return strings.Contains(layout, "15") || strings.Contains(layout, "3") || layout == time.Kitchen
 }
 
 // resolveLink makes a link absolute against base; script and data links are not links.
