@@ -30,7 +30,8 @@ func newCmd(s *settings) *cobra.Command {
   trawler new site NAME    a Go package sites/NAME with a feed and a detail task on the task
                            SDK, recorded pages and a test, and examples/NAME.yaml
   trawler new chain URL    fetch a list page, find its items, title, links and next page,
-                           and write a chain of generic.html_list (+ generic.html_detail)`,
+                           and write a chain of generic.html_list (+ generic.html_detail);
+                           or a JSON API response: a chain of generic.json`,
 		Args: cobra.NoArgs,
 	}
 	cmd.AddCommand(newSiteCmd(s), newChainCmd(s))
@@ -114,8 +115,9 @@ func relOrAbs(p string) string {
 type newChainResult struct {
 	File     string                   `json:"file"`
 	Name     string                   `json:"name"`
-	List     scaffold.ListFindings    `json:"list"`
+	List     scaffold.ListFindings    `json:"list,omitzero"` // an HTML list page
 	Detail   *scaffold.DetailFindings `json:"detail,omitempty"`
+	JSON     *scaffold.JSONFindings   `json:"json,omitempty"` // a JSON API response
 	Valid    bool                     `json:"valid"`
 	Problems []string                 `json:"problems,omitempty"`
 }
@@ -133,7 +135,7 @@ func newChainCmd(s *settings) *cobra.Command {
 	)
 	cmd := &cobra.Command{
 		Use:   "chain URL",
-		Short: "Fetch a list page, find its items, links and next page, and write a generic chain",
+		Short: "Fetch a list page or JSON API response, find its items and next page, and write a generic chain",
 		Long: `Fetch a list page with the real fetcher and write a config-driven chain for it:
 
   items   the list: groups of 3 or more sibling elements with the same tag and class that
@@ -144,6 +146,17 @@ func newChainCmd(s *settings) *cobra.Command {
           step reading title (the first h1) and text (article, main, or the element with
           the most paragraph text) from the first item's page
 
+When the response is JSON (Content-Type application/json or *+json, or a body opening
+with { or [), it writes one generic.json step instead:
+
+  items   the largest array of objects (the document itself when it is one), stored
+          with every key as it is
+  key     a field set and distinct in every item: id, _id, uuid, key, slug or *_id
+  paging  a next link in the response (next, links.next, …) → next_path, else a cursor
+          (next_cursor, paging.cursors.after, …) → cursor_path, else a page number
+          (page, p) or an offset (offset, start, skip) in the URL; has_more_path when
+          the response has a boolean has_more
+
 It prints what it found and why, the runner-up lists, and checks the written file as
 ` + "`trawler validate`" + ` does. Like a worker, it refuses loopback and private addresses unless
 --allow-private (or TRAWLER_ALLOW_PRIVATE=1). robots.txt is obeyed. --json prints one
@@ -151,7 +164,8 @@ object: the file, the findings and the validation.`,
 		Example: `  trawler new chain 'https://news.example.com/latest'
   trawler new chain 'http://127.0.0.1:8089/news?p=1' --allow-private --name demo-news --out chains/demo-news.yaml
   trawler new chain 'https://shop.example.com/c/shoes' --max-pages 10 --json
-  trawler try generic.html_list --params chains/demo-news.yaml --allow-private`,
+  trawler try generic.html_list --params chains/demo-news.yaml --allow-private
+  trawler new chain 'http://127.0.0.1:8089/api/stories?page=1' --allow-private --name demo-api`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			allowPrivate, err := private.resolve(cmd)
@@ -177,30 +191,21 @@ object: the file, the findings and the validation.`,
 			ctx, cancel := context.WithTimeout(cmd.Context(), timeout)
 			defer cancel()
 			fetcher := fetch.New(fetch.Options{AllowPrivate: allowPrivate, Timeout: timeout})
-			doc, final, err := fetchDoc(ctx, fetcher, u.String())
+			page, err := fetchPage(ctx, fetcher, u.String())
 			if err != nil {
 				return err
 			}
-			list, err := scaffold.AnalyzeList(doc, final)
-			if err != nil {
-				return fmt.Errorf("%s: %v", u, err)
+			opts := scaffold.ChainOptions{Name: name, URL: u, MaxPages: maxPages}
+			res := newChainResult{File: out, Name: name, Valid: true}
+			var data []byte
+			if scaffold.IsJSON(page.contentType, page.body) {
+				data, err = jsonChain(opts, page, &res)
+			} else {
+				data, err = htmlChain(ctx, fetcher, opts, page, &res)
 			}
-			var detail *scaffold.DetailFindings
-			if list.Detail {
-				ddoc, dfinal, err := fetchDoc(ctx, fetcher, list.Links[0])
-				if err != nil {
-					list.Detail = false
-					list.DetailWhy += fmt.Sprintf("; but its first page did not load (%v): the items are stored from the list", err)
-				} else {
-					d := scaffold.AnalyzeDetail(ddoc, dfinal.String())
-					detail = &d
-				}
-			}
-			data, err := scaffold.ChainYAML(scaffold.ChainOptions{Name: name, URL: u, MaxPages: maxPages}, list, detail)
 			if err != nil {
 				return err
 			}
-			res := newChainResult{File: out, Name: name, List: list, Detail: detail, Valid: true}
 			if _, err := crawl.Load(out, data, crawl.LoadOptions{Sinks: knownSinks}); err != nil {
 				res.Valid = false
 				var ps crawl.Problems
@@ -243,20 +248,21 @@ object: the file, the findings and the validation.`,
 	return cmd
 }
 
-// fetchDoc fetches and parses one HTML page with the project's fetcher: robots.txt, the
-// fetch guard and statuses as a worker sees them.
-func fetchDoc(ctx context.Context, f crawl.Fetcher, u string) (*goquery.Document, *url.URL, error) {
+// fetchedPage is one response as the project's fetcher returns it, before it is read
+// as HTML or JSON.
+type fetchedPage struct {
+	url         string // as requested
+	final       *url.URL
+	contentType string
+	body        []byte
+}
+
+// fetchPage fetches one page with the project's fetcher: robots.txt, the fetch guard and
+// statuses as a worker sees them.
+func fetchPage(ctx context.Context, f crawl.Fetcher, u string) (fetchedPage, error) {
 	resp, err := f.Fetch(ctx, &crawl.Request{Method: "GET", URL: u})
 	if err != nil {
-		return nil, nil, err
-	}
-	body, err := charset.HTML(resp.Body, resp.Header.Get("Content-Type"), nil)
-	if err != nil {
-		return nil, nil, fmt.Errorf("GET %s: %v", u, err)
-	}
-	doc, err := goquery.NewDocumentFromReader(bytes.NewReader(body))
-	if err != nil {
-		return nil, nil, fmt.Errorf("GET %s: parse HTML: %v", u, err)
+		return fetchedPage{}, err
 	}
 	final := resp.URL
 	if final == "" {
@@ -264,13 +270,83 @@ func fetchDoc(ctx context.Context, f crawl.Fetcher, u string) (*goquery.Document
 	}
 	fu, err := url.Parse(final)
 	if err != nil {
+		return fetchedPage{}, err
+	}
+	return fetchedPage{url: u, final: fu, contentType: resp.Header.Get("Content-Type"), body: resp.Body}, nil
+}
+
+// html parses the page as HTML in its charset.
+func (p fetchedPage) html() (*goquery.Document, error) {
+	body, err := charset.HTML(p.body, p.contentType, nil)
+	if err != nil {
+		return nil, fmt.Errorf("GET %s: %v", p.url, err)
+	}
+	doc, err := goquery.NewDocumentFromReader(bytes.NewReader(body))
+	if err != nil {
+		return nil, fmt.Errorf("GET %s: parse HTML: %v", p.url, err)
+	}
+	doc.Url = p.final
+	return doc, nil
+}
+
+// fetchDoc fetches and parses one HTML page.
+func fetchDoc(ctx context.Context, f crawl.Fetcher, u string) (*goquery.Document, *url.URL, error) {
+	p, err := fetchPage(ctx, f, u)
+	if err != nil {
 		return nil, nil, err
 	}
-	doc.Url = fu
-	return doc, fu, nil
+	doc, err := p.html()
+	if err != nil {
+		return nil, nil, err
+	}
+	return doc, p.final, nil
+}
+
+// htmlChain reads an HTML list page (and its first item's page) into res and writes a
+// generic.html_list chain.
+func htmlChain(ctx context.Context, fetcher crawl.Fetcher, o scaffold.ChainOptions, page fetchedPage, res *newChainResult) ([]byte, error) {
+	doc, err := page.html()
+	if err != nil {
+		return nil, err
+	}
+	list, err := scaffold.AnalyzeList(doc, page.final)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %v", o.URL, err)
+	}
+	if list.Detail {
+		ddoc, dfinal, err := fetchDoc(ctx, fetcher, list.Links[0])
+		if err != nil {
+			list.Detail = false
+			list.DetailWhy += fmt.Sprintf("; but its first page did not load (%v): the items are stored from the list", err)
+		} else {
+			d := scaffold.AnalyzeDetail(ddoc, dfinal.String())
+			res.Detail = &d
+		}
+	}
+	res.List = list
+	return scaffold.ChainYAML(o, list, res.Detail)
+}
+
+// jsonChain reads a JSON API response into res and writes a generic.json chain.
+func jsonChain(o scaffold.ChainOptions, page fetchedPage, res *newChainResult) ([]byte, error) {
+	body, err := charset.Text(page.body, page.contentType, nil)
+	if err != nil {
+		return nil, fmt.Errorf("GET %s: %v", page.url, err)
+	}
+	j, err := scaffold.AnalyzeJSON(body, page.final)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %v", o.URL, err)
+	}
+	res.JSON = &j
+	return scaffold.JSONChainYAML(o, j)
 }
 
 func printNewChain(r newChainResult) {
+	if r.JSON != nil {
+		printJSONFindings(*r.JSON)
+		printWritten(r, "generic.json")
+		return
+	}
 	l := r.List
 	fmt.Printf("items   %s: %s\n", l.Items.Selector, l.Items.Why)
 	for _, c := range l.Candidates[1:] {
@@ -287,15 +363,54 @@ func printNewChain(r newChainResult) {
 	if d := r.Detail; d != nil {
 		fmt.Printf("        title %s: %s\n        text  %s: %s\n", d.Title, d.TitleWhy, d.Text, d.TextWhy)
 	}
+	printWritten(r, "generic.html_list")
+}
+
+func printJSONFindings(j scaffold.JSONFindings) {
+	fmt.Printf("items   %s: %s\n", orDocument(j.Items.Path), j.Items.Why)
+	for _, c := range j.Candidates[1:] {
+		fmt.Printf("        runner-up %s (%d objects)\n", orDocument(c.Path), c.Count)
+	}
+	fmt.Printf("fields  every key of the item as it is: %s\n", strings.Join(j.Fields, ", "))
+	fmt.Printf("key     %s: %s\n", orNone(j.Key), j.KeyWhy)
+	switch j.Paging {
+	case "":
+		fmt.Printf("paging  none: %s\n", j.PagingWhy)
+	case "cursor_path":
+		fmt.Printf("paging  cursor_path %s, cursor_param %s: %s\n", j.CursorPath, j.CursorParam, j.PagingWhy)
+	default:
+		fmt.Printf("paging  %s %s: %s\n", j.Paging, j.NextPath+j.PageParam+j.OffsetParam, j.PagingWhy)
+	}
+	if j.HasMorePath != "" {
+		fmt.Printf("        has_more_path %s: %s\n", j.HasMorePath, j.HasMoreWhy)
+	}
+}
+
+// printWritten says where the chain went and whether it validates.
+func printWritten(r newChainResult, task string) {
 	if r.Valid {
 		fmt.Printf("wrote %s: ok (checked as trawler validate does)\n", r.File)
-		fmt.Printf("next: trawler try generic.html_list --params %s; trawler run %s --wait\n", r.File, r.File)
+		fmt.Printf("next: trawler try %s --params %s; trawler run %s --wait\n", task, r.File, r.File)
 		return
 	}
 	fmt.Printf("wrote %s, with problems:\n", r.File)
 	for _, p := range r.Problems {
 		fmt.Fprintln(os.Stderr, "  "+p)
 	}
+}
+
+func orDocument(path string) string {
+	if path == "" {
+		return "(the document)"
+	}
+	return path
+}
+
+func orNone(path string) string {
+	if path == "" {
+		return "none"
+	}
+	return path
 }
 
 func orItem(sel string) string {

@@ -17,6 +17,7 @@ import (
 	"trawler/crawl"
 	"trawler/fetch"
 	"trawler/internal/devstack/demosite"
+	"trawler/internal/scaffold"
 	"trawler/sites/generic"
 )
 
@@ -106,18 +107,7 @@ func TestNewChainOnDemoSite(t *testing.T) {
 	}
 	defer stop()
 	out := filepath.Join(t.TempDir(), "chains", "news.yaml")
-	if err := runCLI(t, "new", "chain", base+"/news?p=1", "--allow-private", "--name", "news", "--out", out); err != nil {
-		t.Fatal(err)
-	}
-	data, err := os.ReadFile(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("%s", data)
-	c, err := crawl.Load(out, data, crawl.LoadOptions{Sinks: knownSinks})
-	if err != nil {
-		t.Fatalf("written chain does not validate: %v\n%s", err, data)
-	}
+	c, data := newChainFile(t, out, base+"/news?p=1", "--name", "news")
 	var file struct {
 		Steps []struct {
 			ID     string         `yaml:"id"`
@@ -140,23 +130,8 @@ func TestNewChainOnDemoSite(t *testing.T) {
 		t.Fatalf("detail params %s: want title h1.title, text article.story", dp)
 	}
 
-	// The list step as a worker runs it: compiled params, through JSON as in history.
-	plan, err := c.Compile(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	raw, _ := json.Marshal(plan.Steps[0].Params)
-	var params crawl.Params
-	if err := json.Unmarshal(raw, &params); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	env := &crawl.Env{Params: params, Fetcher: fetch.New(fetch.Options{Retries: -1, AllowPrivate: true})}
-	res, err := generic.HTMLList.Run(ctx, env, crawl.Input{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	// The list step as a worker runs it.
+	res := runFirstStep(t, c, generic.HTMLList)
 	var gotURLs, wantURLs, gotTitles, wantTitles []string
 	next := ""
 	for _, in := range res.Next {
@@ -191,8 +166,106 @@ func TestNewChainOnDemoSite(t *testing.T) {
 	}
 }
 
+// newChainFile runs `trawler new chain URL --allow-private --out out ARGS…` and returns
+// the written chain, which must validate.
+func newChainFile(t *testing.T, out, pageURL string, args ...string) (*crawl.Chain, []byte) {
+	t.Helper()
+	if err := runCLI(t, append([]string{"new", "chain", pageURL, "--allow-private", "--out", out}, args...)...); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%s", data)
+	c, err := crawl.Load(out, data, crawl.LoadOptions{Sinks: knownSinks})
+	if err != nil {
+		t.Fatalf("written chain does not validate: %v\n%s", err, data)
+	}
+	return c, data
+}
+
+// runFirstStep runs the chain's first step as a worker does: compiled params, through
+// JSON as in history, no input but its start URLs.
+func runFirstStep(t *testing.T, c *crawl.Chain, task crawl.Task) crawl.Result {
+	t.Helper()
+	plan, err := c.Compile(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := json.Marshal(plan.Steps[0].Params)
+	var params crawl.Params
+	if err := json.Unmarshal(raw, &params); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	env := &crawl.Env{Params: params, Fetcher: fetch.New(fetch.Options{Retries: -1, AllowPrivate: true})}
+	res, err := task.Run(ctx, env, crawl.Input{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
 // carried is the list item's fields riding along to its detail page.
 func carried(in crawl.Input) map[string]any {
 	m, _ := in.Vars[generic.VarFields].(map[string]any)
 	return m
+}
+
+// `trawler new chain` on the demo site's JSON API finds the stories array, their id and
+// the next link, writes a valid generic.json chain, and its step stores exactly the
+// stories of the first page and follows the second.
+func TestNewChainOnDemoJSONAPI(t *testing.T) {
+	o := demosite.Options{Pages: 3, PerPage: 7}
+	base, stop, err := demosite.Start("127.0.0.1:0", o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	out := filepath.Join(t.TempDir(), "api.yaml")
+	c, data := newChainFile(t, out, base+"/api/stories?page=1", "--name", "api", "--max-pages", "2")
+	var file struct {
+		Steps []struct {
+			Task   string         `yaml:"task"`
+			Store  []string       `yaml:"store"`
+			Params map[string]any `yaml:"params"`
+		} `yaml:"steps"`
+	}
+	if err := yaml.Unmarshal(data, &file); err != nil {
+		t.Fatal(err)
+	}
+	if len(file.Steps) != 1 || file.Steps[0].Task != generic.JSONTask || !reflect.DeepEqual(file.Steps[0].Store, []string{"all"}) {
+		t.Fatalf("steps %+v, want one generic.json step storing all", file.Steps)
+	}
+	p := file.Steps[0].Params
+	if p["items"] != "stories" || fmt.Sprint(p["key"]) != "map[path:id]" || p["next_path"] != "next" || p["has_more_path"] != "has_more" || p["max_pages"] != 2 {
+		t.Fatalf("params %v: want items stories, key {path: id}, next_path next, has_more_path has_more, max_pages 2", p)
+	}
+	if _, ok := p["fields"]; ok {
+		t.Fatalf("params %v: want no fields (every key of the item as it is)", p)
+	}
+
+	// The step as a worker runs it.
+	res := runFirstStep(t, c, generic.JSON)
+	var keys, wantKeys []string
+	for _, it := range res.Items {
+		keys = append(keys, it.Key)
+	}
+	for id := 1; id <= o.PerPage; id++ {
+		wantKeys = append(wantKeys, fmt.Sprint(id))
+	}
+	if !reflect.DeepEqual(keys, wantKeys) {
+		t.Fatalf("first page: item keys %v, want the page's story ids %v", keys, wantKeys)
+	}
+	if len(res.Next) != 1 || res.Next[0].URL != base+"/api/stories?page=2&per_page=7" {
+		t.Fatalf("next %+v, want %s/api/stories?page=2&per_page=7", res.Next, base)
+	}
+
+	// --json shows the JSON findings and no HTML list.
+	js, _ := json.Marshal(newChainResult{File: out, JSON: &scaffold.JSONFindings{Items: scaffold.JSONArray{Path: "stories"}}})
+	if strings.Contains(string(js), `"list"`) || !strings.Contains(string(js), `"json":{`) {
+		t.Fatalf("--json result %s: want json findings and no list", js)
+	}
 }

@@ -394,7 +394,6 @@ type ChainOptions struct {
 // ChainYAML writes a chain: a generic.html_list step over the list (and its next pages),
 // and a generic.html_detail step over its items' pages when they link to detail pages.
 func ChainYAML(o ChainOptions, l ListFindings, d *DetailFindings) ([]byte, error) {
-	base := &url.URL{Scheme: o.URL.Scheme, Host: o.URL.Host}
 	start := o.URL.RequestURI()
 	link := map[string]any{"attr": "href", "type": "url"}
 	if l.Items.Link != "" {
@@ -431,10 +430,17 @@ func ChainYAML(o ChainOptions, l ListFindings, d *DetailFindings) ([]byte, error
 	} else {
 		listStep["store"] = []string{"all"}
 	}
+	return encodeChain(o, "generic.html_list", "selectors", steps)
+}
+
+// encodeChain writes the chain file: a comment saying where it came from and how to
+// check it, the site's root as the default base_url, and the steps.
+func encodeChain(o ChainOptions, task, adjust string, steps []any) ([]byte, error) {
+	base := &url.URL{Scheme: o.URL.Scheme, Host: o.URL.Host}
 	chain := map[string]any{"name": o.Name, "defaults": map[string]any{"params": map[string]any{"base_url": base.String()}}, "steps": steps}
 	var b strings.Builder
 	fmt.Fprintf(&b, "# %s: written by `trawler new chain %s`.\n", o.Name, o.URL)
-	b.WriteString("# Check what it extracts with `trawler try generic.html_list --params THIS_FILE`,\n# adjust the selectors, then `trawler validate` and `trawler run` it.\n")
+	fmt.Fprintf(&b, "# Check what it extracts with `trawler try %s --params THIS_FILE`,\n# adjust the %s, then `trawler validate` and `trawler run` it.\n", task, adjust)
 	enc := yaml.NewEncoder(&b)
 	enc.SetIndent(2)
 	if err := enc.Encode(orderedChain(chain)); err != nil {
@@ -447,7 +453,8 @@ func ChainYAML(o ChainOptions, l ListFindings, d *DetailFindings) ([]byte, error
 // first, so the file reads like the examples.
 func orderedChain(c map[string]any) *yaml.Node {
 	return toNode(c, []string{"name", "defaults", "steps", "id", "task", "from", "max_depth", "store", "params",
-		"urls", "items", "fields", "key", "detail", "next", "max_pages", "title", "link", "text", "css", "attr", "type", "required"})
+		"urls", "items", "fields", "key", "detail", "next", "next_path", "cursor_path", "cursor_param", "page_param", "start_page", "offset_param",
+		"has_more_path", "max_pages", "title", "link", "text", "css", "path", "attr", "type", "required"})
 }
 
 func toNode(v any, order []string) *yaml.Node {
