@@ -86,7 +86,8 @@ chain of hops that would cost a round trip each; a batch follows such pages itse
 worker (checkpointed in its heartbeat), so only a few hops go through the server. Over a
 real network both sides wait on the site with at most C requests in flight, and the
 overhead matters less; the goal is Trawler ≥ 0.6× Colly even here. The CPU column is
-each side's process CPU per page; Trawler's includes the embedded Temporal server.
+each side's process CPU per page over the timed span; Trawler's includes the embedded
+Temporal server. Reading the stores back to check a run comes after the span.
 
 Timing: Colly from its first request until its output file is flushed; Trawler from the
 run's start until the workflow completes (as ` + "`duration_s`" + ` of ` + "`trawler run --wait`" + `),
@@ -344,26 +345,34 @@ func benchCrawl(ctx context.Context, s *settings, o benchOptions) (*benchResult,
 	}
 	quiet := *s
 	quiet.json = false // progress goes to a terminal's stderr only, never to stdout
-	trawl := func(pages int) (*result, error) {
+	// trawl runs the chain over pages list pages and gives its result and the CPU the
+	// process spent until the run completed: reading the stores back to check the run
+	// comes after, as Colly's side is not charged for checking its output either.
+	trawl := func(pages int) (*result, time.Duration, error) {
 		p, err := plan(pages)
 		if err != nil {
-			return nil, err
+			return nil, 0, err
 		}
-		res, err := runAndWait(ctx, &quiet, c, p, w.Sinks)
+		cpu := processCPU()
+		res, err := startAndWait(ctx, &quiet, c, p)
 		if err != nil {
-			return nil, err
+			return nil, 0, err
+		}
+		cpu = processCPU() - cpu
+		if err := res.readBack(ctx, p, w.Sinks); err != nil {
+			return nil, 0, err
 		}
 		if res.Failed > 0 {
-			return nil, fmt.Errorf("%d inputs failed (first: %s)", res.Failed, firstFailure(res))
+			return nil, 0, fmt.Errorf("%d inputs failed (first: %s)", res.Failed, firstFailure(res))
 		}
 		if n := res.Sinks["jsonl"]; n != res.Items {
-			return nil, fmt.Errorf("run %s counted %d items but its jsonl sink holds %d", res.RunID, res.Items, n)
+			return nil, 0, fmt.Errorf("run %s counted %d items but its jsonl sink holds %d", res.RunID, res.Items, n)
 		}
-		return res, nil
+		return res, cpu, nil
 	}
 
 	note("trawler: warm-up run (1 feed page), then %d timed run(s)…", o.runs)
-	if _, err := trawl(1); err != nil {
+	if _, _, err := trawl(1); err != nil {
 		return nil, fmt.Errorf("trawler warm-up: %w", err)
 	}
 	var (
@@ -371,12 +380,11 @@ func benchCrawl(ctx context.Context, s *settings, o benchOptions) (*benchResult,
 		runIDs      []string
 	)
 	for range o.runs {
-		cpu := processCPU()
-		res, err := trawl(o.pages)
+		res, cpu, err := trawl(o.pages)
 		if err != nil {
 			return nil, fmt.Errorf("trawler: %w", err)
 		}
-		ts := newBenchSide(res.Pages, res.Items, time.Duration(res.DurationS*float64(time.Second)), processCPU()-cpu)
+		ts := newBenchSide(res.Pages, res.Items, time.Duration(res.DurationS*float64(time.Second)), cpu)
 		// The comparison is only fair when both did the same, complete work.
 		if ts.Pages != wantPages || ts.Items != wantItems {
 			return nil, fmt.Errorf("the crawls differ: colly fetched %d pages and stored %d items (as the demo site holds), trawler %d pages and %d items (run %s); the comparison would not be fair",

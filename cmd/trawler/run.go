@@ -117,6 +117,8 @@ type result struct {
 	// Status is "completed", or "quota_reached" when a budget stopped the run (Quota).
 	Status string `json:"status"`
 	Quota  string `json:"quota,omitempty"`
+
+	start time.Time // when the run was started: a log's part of it begins after
 }
 
 // sinceCounter is a sink that counts a run's records from a time on (Kafka).
@@ -125,6 +127,15 @@ type sinceCounter interface {
 }
 
 func runAndWait(ctx context.Context, s *settings, c client.Client, plan *crawl.Plan, sinks storage.Set) (*result, error) {
+	res, err := startAndWait(ctx, s, c, plan)
+	if err != nil {
+		return nil, err
+	}
+	return res, res.readBack(ctx, plan, sinks)
+}
+
+// startAndWait starts a run of plan and waits for it, showing progress.
+func startAndWait(ctx context.Context, s *settings, c client.Client, plan *crawl.Plan) (*result, error) {
 	start := time.Now()
 	id, err := engine.Start(ctx, c, plan, engine.RunOptions{TaskQueue: s.taskQueue})
 	if err != nil {
@@ -139,7 +150,13 @@ func runAndWait(ctx context.Context, s *settings, c client.Client, plan *crawl.P
 	pages, items, skipped, failed := sum.Totals()
 	res := &result{Chain: plan.Chain, RunID: id, Pages: pages, Items: items, Skipped: skipped, Unchanged: sum.Unchanged(), Failed: failed,
 		DurationS: roundTo(time.Since(start).Seconds(), 2), Sinks: map[string]int{}, Steps: sum.Steps, Failures: sum.Failures,
-		Status: cmp.Or(sum.Status, workflows.StatusCompleted), Quota: sum.Quota}
+		Status: cmp.Or(sum.Status, workflows.StatusCompleted), Quota: sum.Quota, start: start}
+	return res, nil
+}
+
+// readBack counts the records of the run in each store it wrote to (what the summary's
+// sinks show: read from the store, not what the workers claim).
+func (res *result) readBack(ctx context.Context, plan *crawl.Plan, sinks storage.Set) error {
 	used := map[string]bool{} // count the stores the run wrote to, not every one the worker has
 	for _, st := range plan.Steps {
 		for _, name := range st.Store {
@@ -160,16 +177,16 @@ func runAndWait(ctx context.Context, s *settings, c client.Client, plan *crawl.P
 		var n int
 		var err error
 		if sc, ok := sinks[name].(sinceCounter); ok { // a log holding every run: read this run's part
-			n, err = sc.CountSince(ctx, id, start.Add(-10*time.Minute))
+			n, err = sc.CountSince(ctx, res.RunID, res.start.Add(-10*time.Minute))
 		} else {
-			n, err = sinks[name].Count(ctx, id)
+			n, err = sinks[name].Count(ctx, res.RunID)
 		}
 		if err != nil {
-			return nil, fmt.Errorf("read back %s: %w", name, err)
+			return fmt.Errorf("read back %s: %w", name, err)
 		}
 		res.Sinks[name] = n
 	}
-	return res, nil
+	return nil
 }
 
 func (r *result) print(asJSON bool) error {
