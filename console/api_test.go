@@ -291,6 +291,8 @@ func TestSchedules(t *testing.T) {
 		{map[string]any{"cron": "@daily", "catchup_window": "5"}, "catchup_window", `catchup_window "5": give a duration with a unit`},
 		{map[string]any{"cron": "@daily", "catchup_window": "1s"}, "catchup_window", `must be 10s or more`},
 		{map[string]any{"cron": "@daily", "jitter": "-5m"}, "jitter", `jitter "-5m0s": must be 0 or more`},
+		{map[string]any{"cron": "0 2 * * *", "time_zone": "Asia/Shangai"}, "time_zone", `time_zone "Asia/Shangai": unknown time zone; did you mean Asia/Shanghai? give an IANA name such as Europe/Berlin, America/New_York or Asia/Shanghai`},
+		{map[string]any{"cron": "@every 6h", "time_zone": "Asia/Shanghai"}, "time_zone", `time_zone "Asia/Shanghai": does not apply to @every`},
 		{map[string]any{"id": "no spaces", "cron": "0 * * * *"}, "id", `name the schedule with letters`},
 		{map[string]any{}, "cron", `cron is required`},
 	} {
@@ -306,15 +308,22 @@ func TestSchedules(t *testing.T) {
 	// Every option, read back; a trigger starts a run that the listing shows to its end.
 	src := strings.Replace(demoSource(t, "schedules"), "store: [jsonl, mongo, es]", "store: [jsonl]", 1)
 	opts := map[string]any{"id": "console-opts", "cron": "30 6 * * MON-FRI", "source": src, "file": "chains/demo.yaml",
-		"sets": []string{"base_url=" + stack.site, "feed.pages=1"}, "overlap": "buffer-one", "catchup_window": "1h", "pause_on_failure": true, "jitter": "5m"}
-	if status, out := api(t, "POST", "/api/schedules", opts); status != http.StatusCreated || out["overlap"] != "buffer-one" || out["file"] != "chains/demo.yaml" {
+		"sets": []string{"base_url=" + stack.site, "feed.pages=1"}, "overlap": "buffer-one", "catchup_window": "1h", "pause_on_failure": true, "jitter": "5m",
+		"time_zone": "Asia/Shanghai"}
+	if status, out := api(t, "POST", "/api/schedules", opts); status != http.StatusCreated || out["overlap"] != "buffer-one" || out["file"] != "chains/demo.yaml" ||
+		out["time_zone"] != "Asia/Shanghai" {
 		t.Fatalf("create with options: %d %v", status, out)
 	}
 	defer api(t, "DELETE", "/api/schedules/console-opts", nil)
 	waitFor(t, "console-opts in the listing", func() bool { return find("console-opts") != nil })
 	if s := find("console-opts"); s["cron"] != "30 6 * * MON-FRI" || s["chain"] != "demo" || s["file"] != "chains/demo.yaml" || s["overlap"] != "buffer-one" ||
-		s["catchup_window"] != "1h" || s["pause_on_failure"] != true || s["jitter"] != "5m" || s["tenant"] != "schedules" {
+		s["catchup_window"] != "1h" || s["pause_on_failure"] != true || s["jitter"] != "5m" || s["tenant"] != "schedules" || s["time_zone"] != "Asia/Shanghai" {
 		t.Errorf("console-opts listed as %v", s)
+	}
+	// 06:30 in Shanghai (UTC+8) is 22:30 UTC, the evening before (5m jitter).
+	nextText, _ := find("console-opts")["next"].(string)
+	if next, err := time.Parse(time.RFC3339, nextText); err != nil || next.UTC().Hour() != 22 || next.UTC().Minute() < 30 || next.UTC().Minute() > 35 {
+		t.Errorf("console-opts next %q (%v), want 22:30-22:35 UTC", nextText, err)
 	}
 	status, out := api(t, "POST", "/api/schedules/console-opts/trigger", nil)
 	runID, _ := out["run_id"].(string)
@@ -347,14 +356,16 @@ func TestSchedules(t *testing.T) {
 		{map[string]any{"from": day(-1), "to": day(-2)}, "to", `must be after from`},
 		{map[string]any{"from": day(-1), "to": day(1)}, "to", `is in the future`},
 		{map[string]any{"from": day(-3), "to": day(-1), "overlap": "later"}, "overlap", `overlap "later": must be one of`},
-		{map[string]any{"from": "2026-03-07T00:00:00Z", "to": "2026-03-08T23:00:00Z"}, "from", `does not fire between from and to`}, // a weekend
+		// A weekend in Shanghai, where the schedule's days are counted (its Monday 06:30
+		// is Sunday 22:30 UTC, so the same range in UTC would hold a firing).
+		{map[string]any{"from": "2026-03-07T00:00:00+08:00", "to": "2026-03-08T23:00:00+08:00"}, "from", `the schedule (30 6 * * MON-FRI Asia/Shanghai) does not fire between from and to`},
 	} {
 		if status, out := api(t, "POST", "/api/schedules/console-opts/backfill", c.body); status != http.StatusBadRequest || out["field"] != c.field || !strings.Contains(out["error"].(string), c.want) {
 			t.Errorf("backfill %v: %d %v, want 400 %s: %s", c.body, status, out, c.field, c.want)
 		}
 	}
 	status, out = api(t, "POST", "/api/schedules/console-opts/backfill", map[string]any{"from": "2026-03-02T00:00:00Z", "to": "2026-03-03T23:59:00Z", "overlap": "buffer-all"})
-	if status != http.StatusOK || out["firings"] != 2.0 || out["overlap"] != "buffer-all" {
+	if status != http.StatusOK || out["firings"] != 2.0 || out["overlap"] != "buffer-all" || out["time_zone"] != "Asia/Shanghai" {
 		t.Fatalf("backfill: %d %v", status, out)
 	}
 	waitFor(t, "the backfilled runs", func() bool { return find("console-opts")["runs"].(float64) >= 2 })

@@ -314,13 +314,14 @@ func TestBrowserSchedules(t *testing.T) {
 		return strings.Contains(s, "never fires: day-of-month 31 does not exist in February")
 	})
 	b.run("create the schedule",
-		chromedp.SetValue("#s-cron", "15 3 * * *", chromedp.ByQuery), chromedp.SetValue("#s-overlap", "buffer-all", chromedp.ByQuery),
+		chromedp.SetValue("#s-cron", "15 3 * * *", chromedp.ByQuery), chromedp.SetValue("#s-tz", "Europe/Berlin", chromedp.ByQuery),
+		chromedp.SetValue("#s-overlap", "buffer-all", chromedp.ByQuery),
 		chromedp.SetValue("#s-catchup", "30m", chromedp.ByQuery), chromedp.SetValue("#s-jitter", "1m", chromedp.ByQuery),
 		chromedp.Click("#s-pause-on-failure", chromedp.ByQuery),
 		chromedp.SetValue("#s-sets", "base_url="+stack.site+", feed.pages=1", chromedp.ByQuery),
 		chromedp.Click(`#new-schedule button[type="submit"]`, chromedp.ByQuery))
 	listed := b.waitText(row, "the new schedule listed", 30*time.Second, func(s string) bool { return strings.Contains(s, "15 3 * * *") })
-	for _, want := range []string{"demo", "examples/demo.yaml", "active", "never", "buffer-all", "catch-up 30m", "jitter 1m", "pauses on failure"} {
+	for _, want := range []string{"demo", "examples/demo.yaml", "Europe/Berlin", "active", "never", "buffer-all", "catch-up 30m", "jitter 1m", "pauses on failure"} {
 		if !strings.Contains(listed, want) {
 			t.Errorf("row %q lacks %q", listed, want)
 		}

@@ -21,6 +21,7 @@ import (
 type scheduleRequest struct {
 	ID             string `json:"id"`
 	Cron           string `json:"cron"`
+	TimeZone       string `json:"time_zone,omitempty"`      // IANA name the cron is read in, e.g. "Asia/Shanghai"; default UTC
 	Overlap        string `json:"overlap,omitempty"`        // one of engine.OverlapPolicies; default skip
 	CatchupWindow  string `json:"catchup_window,omitempty"` // a duration, e.g. "1h"
 	PauseOnFailure bool   `json:"pause_on_failure,omitempty"`
@@ -71,8 +72,8 @@ func writeScheduleError(w http.ResponseWriter, id string, err error) {
 	}
 }
 
-// createSchedule: POST /api/schedules {"id", "cron", "overlap", "catchup_window",
-// "pause_on_failure", "jitter", "note", "chain"|"source", "file", "sets"}
+// createSchedule: POST /api/schedules {"id", "cron", "time_zone", "overlap",
+// "catchup_window", "pause_on_failure", "jitter", "note", "chain"|"source", "file", "sets"}
 func (s *Server) createSchedule(w http.ResponseWriter, r *http.Request) {
 	var req scheduleRequest
 	if !decode(w, r, &req) {
@@ -86,7 +87,7 @@ func (s *Server) createSchedule(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "cron is required: minute hour day-of-month month day-of-week, e.g. \"0 * * * *\" for hourly", "cron")
 		return
 	}
-	cfg := engine.ScheduleConfig{Cron: req.Cron, Overlap: req.Overlap, PauseOnFailure: req.PauseOnFailure, Note: req.Note}
+	cfg := engine.ScheduleConfig{Cron: req.Cron, TimeZone: req.TimeZone, Overlap: req.Overlap, PauseOnFailure: req.PauseOnFailure, Note: req.Note}
 	var err error
 	if cfg.CatchupWindow, err = engine.ParseScheduleDuration("catchup_window", req.CatchupWindow); err == nil {
 		cfg.Jitter, err = engine.ParseScheduleDuration("jitter", req.Jitter)
@@ -117,7 +118,11 @@ func (s *Server) createSchedule(w http.ResponseWriter, r *http.Request) {
 	}
 	switch {
 	case err == nil:
-		writeJSON(w, http.StatusCreated, map[string]string{"id": req.ID, "cron": strings.TrimSpace(req.Cron), "chain": p.Chain, "file": file, "overlap": overlap})
+		res := map[string]string{"id": req.ID, "cron": strings.TrimSpace(req.Cron), "chain": p.Chain, "file": file, "overlap": overlap}
+		if tz := strings.TrimSpace(req.TimeZone); tz != "" && tz != "UTC" && tz != "Etc/UTC" {
+			res["time_zone"] = tz // as the listing: left out for UTC
+		}
+		writeJSON(w, http.StatusCreated, res)
 	case errors.As(err, &exists) || strings.Contains(err.Error(), "already"):
 		writeError(w, http.StatusConflict, fmt.Sprintf("a schedule %q exists already: delete it first or pick another id", req.ID), "id")
 	case errors.As(err, &bad):

@@ -883,16 +883,23 @@ func fieldNames(s TaskSpec) []string {
 // Suggest returns ` (did you mean "x"?)` for the closest candidate within a small edit
 // distance, or "": error messages about names use it to point at the likely fix.
 func Suggest(got string, candidates []string) string {
+	best := Closest(got, candidates)
+	if best == "" {
+		return ""
+	}
+	return fmt.Sprintf(" (did you mean %q?)", best)
+}
+
+// Closest is the candidate at most two edits from got (the nearest), or "", for a
+// message that words its did-you-mean itself.
+func Closest(got string, candidates []string) string {
 	best, bestD := "", 3
 	for _, c := range candidates {
 		if d := editDistance(got, c); d < bestD && d < len(c) {
 			best, bestD = c, d
 		}
 	}
-	if best == "" {
-		return ""
-	}
-	return fmt.Sprintf(" (did you mean %q?)", best)
+	return best
 }
 
 func editDistance(a, b string) int {

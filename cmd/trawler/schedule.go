@@ -12,15 +12,19 @@ import (
 	"trawler/internal/engine"
 )
 
-const cronHelp = `A spec is five fields, in UTC: minute hour day-of-month month day-of-week. Each field
-takes *, a value, a list (1,15), a range (9-17), a step (*/15, 0-30/10, 5/20 = from 5 to
-the end by 20); month takes JAN-DEC, day-of-week SUN-SAT (0 and 7 are Sunday). When both
-day-of-month and day-of-week are given a day must match both (Temporal's rule: "0 0 13 *
-FRI" is Friday the 13th), unlike classic cron. Or a descriptor: @hourly, @daily (also
-@midnight), @weekly, @monthly, @yearly (also @annually); or @every DURATION[/OFFSET], at
-least 1m, counted from the Unix epoch (@every 6h fires at 00:00, 06:00 … UTC; @every
-6h/30m at 00:30, 06:30 …). Seconds, years, time zone prefixes and '#' are refused, and so
-is a spec that never fires ("0 0 31 2 *").`
+const cronHelp = `A spec is five fields: minute hour day-of-month month day-of-week, read in UTC, or in
+the zone --tz names (an IANA name such as Asia/Shanghai or America/New_York; Temporal
+follows its daylight saving: "0 2 * * *" --tz Europe/Berlin fires at 02:00 Berlin time
+in winter and summer; a local time the clocks skip does not fire, one they repeat fires
+twice). Each field takes *, a value, a list (1,15), a range (9-17), a step (*/15, 0-30/10,
+5/20 = from 5 to the end by 20); month takes JAN-DEC, day-of-week SUN-SAT (0 and 7 are
+Sunday). When both day-of-month and day-of-week are given a day must match both
+(Temporal's rule: "0 0 13 * FRI" is Friday the 13th), unlike classic cron. Or a
+descriptor: @hourly, @daily (also @midnight), @weekly, @monthly, @yearly (also
+@annually); or @every DURATION[/OFFSET], at least 1m, counted from the Unix epoch
+(@every 6h fires at 00:00, 06:00 … UTC; @every 6h/30m at 00:30, 06:30 …; no --tz).
+Seconds, years, TZ= prefixes and '#' are refused, and so is a spec that never fires
+("0 0 31 2 *").`
 
 const overlapHelp = `What a firing does while the previous run still goes (--overlap):
   skip             do not start it (default)
@@ -75,10 +79,13 @@ checked before anything is sent to Temporal.
 
 ` + overlapHelp + `
 
+--tz: the IANA time zone the cron fields are read in (default UTC); Temporal moves the
+firings with its daylight saving.
 --catchup-window: how late a firing missed while Temporal was down still starts (default
 1 year; at least 10s). --pause-on-failure: pause the schedule when a run it started fails.
 --jitter: start each firing up to this much later, at random (spreads many schedules).`,
 		Example: `  trawler schedule create hn-hourly examples/hackernews.yaml --cron "0 * * * *" --data .data/dev
+  trawler schedule create hn-nightly examples/hackernews.yaml --cron "0 2 * * *" --tz Asia/Shanghai
   trawler schedule create demo-5m examples/demo.yaml --cron "*/5 * * * *" --set feed.pages=2
   trawler schedule create demo-weekdays examples/demo.yaml --cron "30 6 * * MON-FRI" --overlap buffer-one --catchup-window 1h
   trawler schedule create demo-nightly examples/demo.yaml --cron @daily --jitter 10m --pause-on-failure --json`,
@@ -117,16 +124,25 @@ checked before anything is sent to Temporal.
 			if overlap == "" {
 				overlap = "skip"
 			}
+			zone := strings.TrimSpace(cfg.TimeZone)
+			if zone == "" || zone == "Etc/UTC" {
+				zone = "UTC"
+			}
 			out := cmd.OutOrStdout()
 			if s.json {
-				return writeJSONTo(out, map[string]any{"schedule": name, "cron": strings.TrimSpace(cfg.Cron), "chain": plan.Chain, "file": file, "overlap": overlap})
+				res := map[string]any{"schedule": name, "cron": strings.TrimSpace(cfg.Cron), "chain": plan.Chain, "file": file, "overlap": overlap}
+				if zone != "UTC" {
+					res["time_zone"] = zone
+				}
+				return writeJSONTo(out, res)
 			}
-			fmt.Fprintf(out, "schedule %s runs chain %s (%s) on %q (UTC), overlap %s\n", name, plan.Chain, file, strings.TrimSpace(cfg.Cron), overlap)
+			fmt.Fprintf(out, "schedule %s runs chain %s (%s) on %q (%s), overlap %s\n", name, plan.Chain, file, strings.TrimSpace(cfg.Cron), zone, overlap)
 			return nil
 		},
 	}
 	f := create.Flags()
-	f.StringVar(&cfg.Cron, "cron", "", "cron spec: minute hour day-of-month month day-of-week (UTC), or @hourly, @daily …, or @every DURATION")
+	f.StringVar(&cfg.Cron, "cron", "", "cron spec: minute hour day-of-month month day-of-week (UTC, or --tz), or @hourly, @daily …, or @every DURATION")
+	f.StringVar(&cfg.TimeZone, "tz", "", "IANA time zone `NAME` the cron fields are read in, e.g. Asia/Shanghai (default UTC; Temporal handles daylight saving)")
 	f.StringArrayVar(&sets, "set", nil, "override a param: step.param=value or param=value (repeatable)")
 	f.StringVar(&cfg.Overlap, "overlap", "skip", "while the previous run still goes: "+strings.Join(engine.OverlapPolicies, "|"))
 	f.StringVar(&catchup, "catchup-window", "", "how late a missed firing still starts, e.g. 1h (default 1 year, at least 10s)")
@@ -140,11 +156,11 @@ func scheduleListCmd(s *settings) *cobra.Command {
 	return &cobra.Command{
 		Use:   "list",
 		Short: "List schedules: cron, chain, state, next and last run, overlap",
-		Long: `List every schedule: its cron spec, the chain it runs (name and file), whether it is
-paused, when it fires next (UTC), its last run with that run's state (running, completed,
-failed, canceled, terminated), and its overlap policy. --json prints one array with every
-setting (catchup_window, pause_on_failure, jitter, note, runs, skipped, running,
-recent_runs too).`,
+		Long: `List every schedule: its cron spec (followed by its time zone unless UTC), the chain it
+runs (name and file), whether it is paused, when it fires next (UTC), its last run with
+that run's state (running, completed, failed, canceled, terminated), and its overlap
+policy. --json prints one array with every setting (time_zone when not UTC,
+catchup_window, pause_on_failure, jitter, note, runs, skipped, running, recent_runs too).`,
 		Example: `  trawler schedule list --data .data/dev
   trawler schedule list --json | jq '.[] | select(.last.state == "failed") | .id'`,
 		Args: cobra.NoArgs,
@@ -187,7 +203,7 @@ recent_runs too).`,
 				if r.Last != nil {
 					last = r.Last.At.UTC().Format("2006-01-02 15:04") + " " + r.Last.State + " " + r.Last.RunID
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.ID, r.Cron, chain, state, next, last, r.Overlap)
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.ID, r.Spec(), chain, state, next, last, r.Overlap)
 			}
 			return tw.Flush()
 		},
@@ -310,8 +326,12 @@ another.`,
 			if s.json {
 				return writeJSONTo(cmd.OutOrStdout(), res)
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "schedule %s backfills %d firings of %q from %s to %s (overlap %s)\n",
-				res.ID, res.Firings, res.Schedule, res.From.Format(time.RFC3339), res.To.Format(time.RFC3339), res.Overlap)
+			spec := fmt.Sprintf("%q", res.Schedule)
+			if res.TimeZone != "" {
+				spec += " (" + res.TimeZone + ")"
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "schedule %s backfills %d firings of %s from %s to %s (overlap %s)\n",
+				res.ID, res.Firings, spec, res.From.Format(time.RFC3339), res.To.Format(time.RFC3339), res.Overlap)
 			return nil
 		},
 	}

@@ -82,7 +82,10 @@ func TestScheduleCommands(t *testing.T) {
 		must("schedule", "create", "ov-"+o, "../../examples/demo.yaml", "--cron", "@daily", "--overlap", o)
 	}
 	must("schedule", "create", "every", "../../examples/demo.yaml", "--cron", "@every 90m")
-	m := waitList("the new schedules", func(m map[string]engine.ScheduleInfo) bool { return len(m) == 2+len(engine.OverlapPolicies) })
+	if out := must("schedule", "create", "shanghai", "../../examples/demo.yaml", "--cron", "0 2 * * *", "--tz", "Asia/Shanghai"); !strings.Contains(out, `on "0 2 * * *" (Asia/Shanghai)`) {
+		t.Errorf("create --tz: %s", out)
+	}
+	m := waitList("the new schedules", func(m map[string]engine.ScheduleInfo) bool { return len(m) == 3+len(engine.OverlapPolicies) })
 	o := m["opts"]
 	if o.Cron != "30 6 * * MON-FRI" || o.Chain != "demo" || o.File != "../../examples/demo.yaml" || o.Overlap != "buffer-one" ||
 		o.CatchupWindow != "1h" || !o.PauseOnFailure || o.Jitter != "5m" || o.Paused || o.Next == nil || o.Last != nil {
@@ -96,11 +99,20 @@ func TestScheduleCommands(t *testing.T) {
 			t.Errorf("ov-%s listed as %+v", p, got)
 		}
 	}
-	if e := m["every"]; e.Cron != "@every 90m" || e.Next == nil || e.Next.Sub(time.Now()) > 90*time.Minute {
+	if e := m["every"]; e.Cron != "@every 90m" || e.TimeZone != "" || e.Next == nil || e.Next.Sub(time.Now()) > 90*time.Minute {
 		t.Errorf("every listed as %+v", e)
 	}
+	// Temporal reads the fields in the zone: 02:00 in Shanghai (UTC+8) is 18:00 UTC.
+	if sh := m["shanghai"]; sh.Cron != "0 2 * * *" || sh.TimeZone != "Asia/Shanghai" || sh.Next == nil ||
+		sh.Next.UTC().Hour() != 18 || sh.Next.UTC().Minute() != 0 || sh.Next.Sub(time.Now()) > 24*time.Hour {
+		t.Errorf("shanghai listed as %+v, want the next firing at 18:00 UTC", sh)
+	}
+	if o.TimeZone != "" || strings.Contains(must("schedule", "list", "--json"), `"time_zone":"UTC"`) {
+		t.Errorf("a UTC schedule lists a time zone: %+v", o)
+	}
 	text := must("schedule", "list")
-	for _, want := range []string{"NAME", "OVERLAP", "opts", "30 6 * * MON-FRI", "demo (../../examples/demo.yaml)", "active", "buffer-one", "never", "terminate-other"} {
+	for _, want := range []string{"NAME", "OVERLAP", "opts", "30 6 * * MON-FRI", "demo (../../examples/demo.yaml)", "active", "buffer-one", "never", "terminate-other",
+		"0 2 * * * Asia/Shanghai"} {
 		if !strings.Contains(text, want) {
 			t.Errorf("list lacks %q:\n%s", want, text)
 		}
@@ -119,6 +131,8 @@ func TestScheduleCommands(t *testing.T) {
 		{[]string{"--cron", "@daily", "--catchup-window", "5"}, `--catchup-window "5": give a duration with a unit`},
 		{[]string{"--cron", "@daily", "--catchup-window", "2s"}, `--catchup-window "2s": must be 10s or more`},
 		{[]string{"--cron", "@daily", "--jitter", "-1m"}, `--jitter "-1m0s": must be 0 or more`},
+		{[]string{"--cron", "0 2 * * *", "--tz", "Asia/Shangai"}, `--tz "Asia/Shangai": unknown time zone; did you mean Asia/Shanghai? give an IANA name such as Europe/Berlin, America/New_York or Asia/Shanghai`},
+		{[]string{"--cron", "@every 6h", "--tz", "Asia/Shanghai"}, `--tz "Asia/Shanghai": does not apply to @every: intervals count from the Unix epoch`},
 		{nil, `--cron is required`},
 	} {
 		_, err := run(append([]string{"schedule", "create", "bad", "../../examples/demo.yaml"}, c.args...)...)

@@ -4,11 +4,18 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"regexp"
 	"slices"
 	"sort"
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
+
+	// The zone database goes into the binary: a schedule's time zone is checked here
+	// (and an embedded Temporal server fires by it), and a slim container image often
+	// has no /usr/share/zoneinfo, where LoadLocation would refuse every name but UTC.
+	_ "time/tzdata"
 
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
@@ -49,16 +56,25 @@ const MinCatchupWindow = 10 * time.Second
 const MaxBackfill = 1000
 
 // ScheduleError is a setting of a schedule or of an action on it that is refused before
-// anything is sent to Temporal. Field is the API's name of the setting (cron, overlap,
-// catchup_window, jitter, from, to); Flag is the CLI's.
+// anything is sent to Temporal. Field is the API's name of the setting (cron, time_zone,
+// overlap, catchup_window, jitter, from, to); Flag is the CLI's.
 type ScheduleError struct {
 	Field, Value, Why string
 }
 
 func (e *ScheduleError) Error() string { return fmt.Sprintf("%s %q: %s", e.Field, e.Value, e.Why) }
 
-// Flag is the CLI's name of the setting: --catchup-window for catchup_window.
-func (e *ScheduleError) Flag() string { return "--" + strings.ReplaceAll(e.Field, "_", "-") }
+// flagNames are the CLI's names of the settings whose flag is not their field's name.
+var flagNames = map[string]string{"time_zone": "--tz"}
+
+// Flag is the CLI's name of the setting: --catchup-window for catchup_window, --tz for
+// time_zone.
+func (e *ScheduleError) Flag() string {
+	if f, ok := flagNames[e.Field]; ok {
+		return f
+	}
+	return "--" + strings.ReplaceAll(e.Field, "_", "-")
+}
 
 // FlagError is the message with the flag's name, as the CLI prints it.
 func (e *ScheduleError) FlagError() string {
@@ -87,6 +103,7 @@ func scheduleErr(id, verb string, err error) error {
 // ScheduleConfig is when a schedule fires and what it does when firings overlap.
 type ScheduleConfig struct {
 	Cron           string        // five fields, a descriptor or @every DURATION (ParseCron)
+	TimeZone       string        // IANA name the cron fields are read in; "" is UTC
 	Overlap        string        // one of OverlapPolicies; "" is skip
 	CatchupWindow  time.Duration // how late a missed firing (server down) still starts; 0: Temporal's 1 year
 	PauseOnFailure bool          // pause the schedule when a run it started fails
@@ -97,8 +114,12 @@ type ScheduleConfig struct {
 // Validate checks every setting; the error is a *ScheduleError naming the first one
 // at fault.
 func (c ScheduleConfig) Validate() error {
-	if _, err := ParseCron(c.Cron); err != nil {
+	spec, err := ParseCron(c.Cron)
+	if err != nil {
 		return &ScheduleError{Field: "cron", Value: c.Cron, Why: err.Error()}
+	}
+	if err := checkTimeZone(c.TimeZone, spec); err != nil {
+		return err
 	}
 	if _, ok := overlapEnums[c.Overlap]; !ok && c.Overlap != "" {
 		return &ScheduleError{Field: "overlap", Value: c.Overlap, Why: "must be one of " + strings.Join(OverlapPolicies, ", ")}
@@ -110,6 +131,86 @@ func (c ScheduleConfig) Validate() error {
 		return &ScheduleError{Field: "jitter", Value: c.Jitter.String(), Why: "must be 0 or more, e.g. 30s or 5m"}
 	}
 	return nil
+}
+
+// tzExamples is what a time zone message offers in place of a name that is none.
+const tzExamples = "give an IANA name such as Europe/Berlin, America/New_York or Asia/Shanghai"
+
+// checkTimeZone refuses a zone Go (and so Temporal, which loads zones the same way)
+// does not know, the machine's own zone, and a zone on an interval, which would not
+// change when it fires.
+func checkTimeZone(tz string, spec *CronSpec) error {
+	name := strings.TrimSpace(tz)
+	switch {
+	case name == "":
+		return nil
+	case spec.Every > 0:
+		return &ScheduleError{Field: "time_zone", Value: tz, Why: "does not apply to @every: intervals count from the Unix epoch, not from a local clock; " +
+			`to fire at a local time give five fields, e.g. "0 2 * * *", or leave the time zone out`}
+	case name == "Local":
+		return &ScheduleError{Field: "time_zone", Value: tz, Why: "Local would be the zone of whichever machine reads it; " + tzExamples}
+	}
+	if _, err := time.LoadLocation(name); err != nil {
+		why := "unknown time zone; " + tzExamples
+		if s := suggestZone(name); strings.HasPrefix(s, "Etc/GMT") {
+			why = "unknown time zone; did you mean " + s + " (a fixed offset, no daylight saving; Etc names reverse the sign)? " + tzExamples
+		} else if s != "" {
+			why = "unknown time zone; did you mean " + s + "? " + tzExamples
+		}
+		return &ScheduleError{Field: "time_zone", Value: tz, Why: why}
+	}
+	return nil
+}
+
+// commonZones are the names a did-you-mean compares a misspelt zone with: the zone
+// database has no list Go exposes, and these are the ones most often typed.
+var commonZones = []string{
+	"Africa/Cairo", "Africa/Johannesburg", "Africa/Lagos", "Africa/Nairobi",
+	"America/Chicago", "America/Denver", "America/Los_Angeles", "America/Mexico_City", "America/New_York",
+	"America/Phoenix", "America/Sao_Paulo", "America/Toronto", "America/Vancouver", "America/Buenos_Aires",
+	"Asia/Bangkok", "Asia/Dubai", "Asia/Hong_Kong", "Asia/Jakarta", "Asia/Kolkata", "Asia/Seoul",
+	"Asia/Shanghai", "Asia/Singapore", "Asia/Taipei", "Asia/Tokyo", "Asia/Ho_Chi_Minh", "Asia/Karachi",
+	"Australia/Melbourne", "Australia/Sydney", "Australia/Perth", "Pacific/Auckland", "Pacific/Honolulu",
+	"Europe/Amsterdam", "Europe/Berlin", "Europe/Istanbul", "Europe/London", "Europe/Madrid", "Europe/Moscow",
+	"Europe/Paris", "Europe/Rome", "Europe/Stockholm", "Europe/Warsaw", "Europe/Zurich", "Europe/Kyiv",
+}
+
+// utcOffset matches a fixed offset as people write it: UTC+8, GMT-05:00, +08.
+var utcOffset = regexp.MustCompile(`^(?i:UTC|GMT)?\s*([+-])(\d{1,2})(?::?00)?$`)
+
+// suggestZone is a name close to tz that the database knows, or "": the same name
+// with each word capitalised (asia/shanghai) or in capitals (utc), the Etc/GMT name of a whole-hour offset,
+// or a common zone at most two edits away.
+func suggestZone(tz string) string {
+	if m := utcOffset.FindStringSubmatch(tz); m != nil {
+		h, _ := strconv.Atoi(m[2])
+		if h == 0 {
+			return "UTC"
+		}
+		// Etc/GMT names carry the sign reversed (POSIX): UTC+8 is Etc/GMT-8.
+		sign := "-"
+		if m[1] == "-" {
+			sign = "+"
+		}
+		name := fmt.Sprintf("Etc/GMT%s%d", sign, h)
+		if _, err := time.LoadLocation(name); err != nil {
+			return ""
+		}
+		return name
+	}
+	capitalised := []rune(strings.ToLower(tz))
+	for i := range capitalised {
+		if i == 0 || strings.ContainsRune("/_-", capitalised[i-1]) {
+			capitalised[i] = unicode.ToUpper(capitalised[i])
+		}
+	}
+	// Both spellings: Asia/Shanghai for asia/shanghai, UTC or CET for utc or cet.
+	for _, c := range []string{string(capitalised), strings.ToUpper(tz)} {
+		if _, err := time.LoadLocation(c); err == nil && c != tz {
+			return c
+		}
+	}
+	return crawl.Closest(tz, commonZones)
 }
 
 // ParseScheduleDuration reads a duration setting (catchup_window, jitter); "" is 0.
@@ -125,13 +226,23 @@ func ParseScheduleDuration(field, s string) (time.Duration, error) {
 }
 
 // cronSpec turns a checked spec into Temporal's: five fields as a cron string (which
-// the server reads as calendars, in UTC), @every as an interval.
-func cronSpec(cron string, jitter time.Duration) client.ScheduleSpec {
+// the server reads as calendars, in tz, UTC when ""; it moves the firings with daylight
+// saving), @every as an interval (which has no zone).
+func cronSpec(cron, tz string, jitter time.Duration) client.ScheduleSpec {
 	c, _ := ParseCron(cron)
 	if c != nil && c.Every > 0 {
 		return client.ScheduleSpec{Intervals: []client.ScheduleIntervalSpec{{Every: c.Every, Offset: c.Offset}}, Jitter: jitter}
 	}
-	return client.ScheduleSpec{CronExpressions: []string{strings.TrimSpace(cron)}, Jitter: jitter}
+	return client.ScheduleSpec{CronExpressions: []string{strings.TrimSpace(cron)}, TimeZoneName: tz, Jitter: jitter}
+}
+
+// zoneName is the zone a schedule shows: "" for UTC, however it was spelt.
+func zoneName(tz string) string {
+	tz = strings.TrimSpace(tz)
+	if tz == "UTC" || tz == "Etc/UTC" {
+		return ""
+	}
+	return tz
 }
 
 // CreateSchedule makes a Temporal Schedule that starts a run of plan on a cron spec,
@@ -153,16 +264,16 @@ func CreateScheduleWith(ctx context.Context, c client.Client, id, file string, c
 	if cfg.Overlap == "" {
 		cfg.Overlap = "skip"
 	}
-	cron := strings.TrimSpace(cfg.Cron)
+	cron, tz := strings.TrimSpace(cfg.Cron), zoneName(cfg.TimeZone)
 	_, err := c.ScheduleClient().Create(ctx, client.ScheduleOptions{
 		ID:             id,
-		Spec:           cronSpec(cron, cfg.Jitter),
+		Spec:           cronSpec(cron, tz, cfg.Jitter),
 		Overlap:        overlapEnums[cfg.Overlap],
 		CatchupWindow:  cfg.CatchupWindow,
 		PauseOnFailure: cfg.PauseOnFailure,
 		Note:           cfg.Note,
-		// The server keeps the spec as calendars; the memo keeps the cron as written.
-		Memo: map[string]any{"cron": cron, "chain": plan.Chain, "tenant": plan.Tenant, "file": file},
+		// The server keeps the spec as calendars; the memo keeps the cron and zone as written.
+		Memo: map[string]any{"cron": cron, "time_zone": tz, "chain": plan.Chain, "tenant": plan.Tenant, "file": file},
 		Action: &client.ScheduleWorkflowAction{
 			ID:        id,
 			Workflow:  workflows.ChainWorkflowName,
@@ -188,6 +299,7 @@ type ScheduleRun struct {
 type ScheduleInfo struct {
 	ID             string       `json:"id"`
 	Cron           string       `json:"cron"`
+	TimeZone       string       `json:"time_zone,omitempty"` // the zone cron is read in; "" is UTC
 	Chain          string       `json:"chain,omitempty"`
 	File           string       `json:"file,omitempty"`
 	Tenant         string       `json:"tenant,omitempty"`
@@ -203,6 +315,14 @@ type ScheduleInfo struct {
 	Skipped        int          `json:"skipped"`     // firings skipped by the overlap policy
 	Running        []string     `json:"running"`     // its runs still going
 	RecentRuns     []string     `json:"recent_runs"` // its latest runs, oldest first
+}
+
+// Spec is the cron with its zone, as the listing shows it: "0 2 * * * Asia/Shanghai".
+func (s ScheduleInfo) Spec() string {
+	if s.TimeZone == "" {
+		return s.Cron
+	}
+	return s.Cron + " " + s.TimeZone
 }
 
 // shortDuration prints 8760h0m0s as 8760h and 1m30s as is.
@@ -228,9 +348,14 @@ func DescribeSchedule(ctx context.Context, c client.Client, id string) (Schedule
 	if sp := d.Schedule.Spec; info.Cron == "" && sp != nil {
 		info.Cron = strings.Join(sp.CronExpressions, " | ")
 	}
+	info.TimeZone = MemoString(d.Memo, "time_zone")
 	if sp := d.Schedule.Spec; sp != nil {
 		info.Jitter = shortDuration(sp.Jitter)
+		if sp.TimeZoneName != "" {
+			info.TimeZone = sp.TimeZoneName // what the server fires by, when it says
+		}
 	}
+	info.TimeZone = zoneName(info.TimeZone)
 	if st := d.Schedule.State; st != nil {
 		info.Paused, info.Note = st.Paused, st.Note
 	}
@@ -382,6 +507,7 @@ type BackfillResult struct {
 	Firings  int       `json:"firings"` // firings of the spec in [from, to]
 	Overlap  string    `json:"overlap"`
 	Schedule string    `json:"cron"`
+	TimeZone string    `json:"time_zone,omitempty"` // the zone the cron is read in; "" is UTC
 }
 
 // BackfillSchedule starts the runs the schedule would have started between from and
@@ -401,17 +527,25 @@ func BackfillSchedule(ctx context.Context, c client.Client, id string, from, to 
 	if err != nil {
 		return BackfillResult{}, err
 	}
-	res := BackfillResult{ID: id, From: from, To: to, Overlap: info.Overlap, Schedule: info.Cron}
+	res := BackfillResult{ID: id, From: from, To: to, Overlap: info.Overlap, Schedule: info.Cron, TimeZone: info.TimeZone}
 	if overlap != "" {
 		res.Overlap = overlap
 	}
-	if spec, err := ParseCron(info.Cron); err == nil {
+	spec, err := ParseCron(info.Cron)
+	if err == nil && info.TimeZone != "" {
+		loc, lerr := time.LoadLocation(info.TimeZone)
+		if lerr != nil {
+			err = lerr // the count would be in the wrong zone: leave it to Temporal
+		}
+		spec.Location = loc
+	}
+	if err == nil {
 		res.Firings = spec.Count(from, to, MaxBackfill)
 		if res.Firings == 0 {
-			return res, &ScheduleError{Field: "from", Value: from.Format(time.RFC3339), Why: fmt.Sprintf("the schedule (%s) does not fire between from and to (%s): nothing to backfill", info.Cron, to.Format(time.RFC3339))}
+			return res, &ScheduleError{Field: "from", Value: from.Format(time.RFC3339), Why: fmt.Sprintf("the schedule (%s) does not fire between from and to (%s): nothing to backfill", info.Spec(), to.Format(time.RFC3339))}
 		}
 		if res.Firings > MaxBackfill {
-			return res, &ScheduleError{Field: "to", Value: to.Format(time.RFC3339), Why: fmt.Sprintf("the schedule (%s) fires more than %d times between from and to: backfill a shorter range", info.Cron, MaxBackfill)}
+			return res, &ScheduleError{Field: "to", Value: to.Format(time.RFC3339), Why: fmt.Sprintf("the schedule (%s) fires more than %d times between from and to: backfill a shorter range", info.Spec(), MaxBackfill)}
 		}
 	}
 	err = c.ScheduleClient().GetHandle(ctx, id).Backfill(ctx, client.ScheduleBackfillOptions{
@@ -461,10 +595,11 @@ var (
 
 // CronSpec is a parsed spec: the set of each field's values, or an interval.
 type CronSpec struct {
-	Spec   string
-	fields [5]uint64 // bit v set: value v matches (day-of-week 7 folded onto 0)
-	Every  time.Duration
-	Offset time.Duration
+	Spec     string
+	fields   [5]uint64 // bit v set: value v matches (day-of-week 7 folded onto 0)
+	Every    time.Duration
+	Offset   time.Duration
+	Location *time.Location // the zone the fields are read in; nil is UTC (intervals have none)
 }
 
 const cronUsage = `give five fields: minute hour day-of-month month day-of-week, e.g. "0 * * * *" for hourly, or one of @hourly @daily @midnight @weekly @monthly @yearly @annually, or @every DURATION (e.g. @every 30m)`
@@ -477,7 +612,7 @@ func ParseCron(spec string) (*CronSpec, error) {
 	case s == "":
 		return nil, fmt.Errorf("is empty; %s", cronUsage)
 	case strings.HasPrefix(s, "TZ=") || strings.HasPrefix(s, "CRON_TZ="):
-		return nil, fmt.Errorf("time zone prefixes are not accepted: schedules fire in UTC; write the UTC hour")
+		return nil, fmt.Errorf("time zone prefixes are not accepted: give the zone apart (--tz, or time_zone in the API), e.g. Europe/Paris")
 	case strings.Contains(s, "#"):
 		return nil, fmt.Errorf("'#' is not accepted: Temporal reads the rest as a comment, so nth-weekday forms like MON#2 would silently mean every Monday")
 	case strings.HasPrefix(s, "@every"):
@@ -664,10 +799,16 @@ func (c *CronSpec) neverFires(dom string) string {
 	return fmt.Sprintf("day-of-month %s does not exist in %s", dom, strings.Join(months, " or "))
 }
 
-// Next is the first firing after t (UTC, on the minute), or the zero time when none
+// Next is the first firing after t (in UTC, on the minute), or the zero time when none
 // comes within the horizon. Like Temporal, a day must match both day-of-month and
-// day-of-week when both are given.
+// day-of-week when both are given, and the fields are read literally on the clock of
+// Location: a local time that daylight saving skips does not fire, one it repeats fires
+// twice.
 func (c *CronSpec) Next(after time.Time) time.Time {
+	loc := c.Location
+	if loc == nil {
+		loc = time.UTC
+	}
 	after = after.UTC()
 	if c.Every > 0 {
 		n := after.UnixNano() - int64(c.Offset)
@@ -677,24 +818,29 @@ func (c *CronSpec) Next(after time.Time) time.Time {
 		}
 		return time.Unix(0, k*int64(c.Every)+int64(c.Offset)).UTC()
 	}
-	t := after.Truncate(time.Minute).Add(time.Minute)
+	t := after.Truncate(time.Minute).Add(time.Minute).In(loc)
 	limit := t.AddDate(cronHorizon, 0, 0)
 	has := func(i, v int) bool { return c.fields[i]&(1<<v) != 0 }
 	for !t.After(limit) {
-		if !has(3, int(t.Month())) || !has(2, t.Day()) || !has(4, int(t.Weekday())) {
-			y, m, d := t.Date()
-			t = time.Date(y, m, d+1, 0, 0, 0, 0, time.UTC)
-			continue
+		y, m, d := t.Date()
+		next := t
+		switch {
+		case !has(3, int(m)) || !has(2, d) || !has(4, int(t.Weekday())):
+			next = time.Date(y, m, d+1, 0, 0, 0, 0, loc)
+		case !has(1, t.Hour()):
+			// The next hour on the local clock (not t+1h: zones such as +05:30 do not
+			// start their hours on UTC's).
+			next = time.Date(y, m, d, t.Hour()+1, 0, 0, 0, loc)
+		case !has(0, t.Minute()):
+			next = t.Add(time.Minute)
+		default:
+			return t.UTC()
 		}
-		if !has(1, t.Hour()) {
-			t = t.Truncate(time.Hour).Add(time.Hour)
-			continue
+		if !next.After(t) {
+			// A repeated hour read back maps to its first occurrence: keep going forward.
+			next = t.Add(time.Minute)
 		}
-		if !has(0, t.Minute()) {
-			t = t.Add(time.Minute)
-			continue
-		}
-		return t
+		t = next
 	}
 	return time.Time{}
 }

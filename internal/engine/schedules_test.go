@@ -49,7 +49,7 @@ func TestCronMessages(t *testing.T) {
 		{"0 1-,3 * * *", `hour has a range with an end missing`},
 		{"0 1,,3 * * *", `hour "1,,3" has an empty list item`},
 		{"0 0 * * MON#2", `'#' is not accepted: Temporal reads the rest as a comment`},
-		{"CRON_TZ=Europe/Paris 0 9 * * *", `time zone prefixes are not accepted: schedules fire in UTC`},
+		{"CRON_TZ=Europe/Paris 0 9 * * *", `time zone prefixes are not accepted: give the zone apart (--tz, or time_zone in the API), e.g. Europe/Paris`},
 		{"@reboot", `--cron "@reboot": unknown descriptor @reboot; the descriptors are @yearly @annually @monthly @weekly @daily @midnight @hourly, and @every DURATION`},
 		{"@every", `@every needs a duration, e.g. @every 30m or @every 6h`},
 		{"@every 1s", `--cron "@every 1s": @every 1s is shorter than the 1m minimum`},
@@ -84,10 +84,22 @@ func TestScheduleConfigMessages(t *testing.T) {
 		{ScheduleConfig{Cron: "@daily", CatchupWindow: time.Second}, "catchup_window", `--catchup-window "1s": must be 10s or more`},
 		{ScheduleConfig{Cron: "@daily", CatchupWindow: -time.Minute}, "catchup_window", `--catchup-window "-1m0s": must be 10s or more`},
 		{ScheduleConfig{Cron: "@daily", Jitter: -time.Second}, "jitter", `--jitter "-1s": must be 0 or more`},
+		{ScheduleConfig{Cron: "0 2 * * *", TimeZone: "Asia/Shangai"}, "time_zone", `--tz "Asia/Shangai": unknown time zone; did you mean Asia/Shanghai? give an IANA name such as Europe/Berlin, America/New_York or Asia/Shanghai`},
+		{ScheduleConfig{Cron: "0 2 * * *", TimeZone: "america/new_york"}, "time_zone", `unknown time zone; did you mean America/New_York?`},
+		{ScheduleConfig{Cron: "0 2 * * *", TimeZone: "utc"}, "time_zone", `--tz "utc": unknown time zone; did you mean UTC?`},
+		{ScheduleConfig{Cron: "0 2 * * *", TimeZone: "UTC+8"}, "time_zone", `unknown time zone; did you mean Etc/GMT-8 (a fixed offset, no daylight saving; Etc names reverse the sign)?`},
+		{ScheduleConfig{Cron: "0 2 * * *", TimeZone: "Mars/Olympus"}, "time_zone", `--tz "Mars/Olympus": unknown time zone; give an IANA name such as Europe/Berlin`},
+		{ScheduleConfig{Cron: "0 2 * * *", TimeZone: "Local"}, "time_zone", `Local would be the zone of whichever machine reads it`},
+		{ScheduleConfig{Cron: "@every 6h", TimeZone: "Europe/Berlin"}, "time_zone", `--tz "Europe/Berlin": does not apply to @every: intervals count from the Unix epoch, not from a local clock; to fire at a local time give five fields, e.g. "0 2 * * *", or leave the time zone out`},
 	} {
 		var se *ScheduleError
 		if err := c.cfg.Validate(); !errors.As(err, &se) || se.Field != c.field || !strings.Contains(se.FlagError(), c.want) {
 			t.Errorf("%+v: %v, want %s: %s", c.cfg, err, c.field, c.want)
+		}
+	}
+	for _, tz := range []string{"", "UTC", "Asia/Shanghai", "America/New_York", "Asia/Kolkata", " Europe/Berlin "} {
+		if err := (ScheduleConfig{Cron: "0 2 * * *", TimeZone: tz}).Validate(); err != nil {
+			t.Errorf("time zone %q: %v", tz, err)
 		}
 	}
 	for _, o := range OverlapPolicies {
@@ -135,5 +147,50 @@ func TestCronNext(t *testing.T) {
 	}
 	if n := spec.Count(from, from.AddDate(1, 0, 0), 100); n != 101 {
 		t.Errorf("counting stops past the cap: %d, want 101", n)
+	}
+}
+
+// In a zone the fields are read on its clock, daylight saving included, and Count
+// counts the local firings.
+func TestCronNextInZone(t *testing.T) {
+	zone := func(name string) *time.Location {
+		loc, err := time.LoadLocation(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return loc
+	}
+	for _, c := range []struct {
+		spec, zone  string
+		after, want time.Time
+	}{
+		// 02:00 in Shanghai (UTC+8, no DST) is 18:00 UTC the day before.
+		{"0 2 * * *", "Asia/Shanghai", time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC), time.Date(2026, 3, 1, 18, 0, 0, 0, time.UTC)},
+		// 09:00 New York: EST (UTC-5) before 8 March 2026, EDT (UTC-4) after.
+		{"0 9 * * *", "America/New_York", time.Date(2026, 3, 6, 15, 0, 0, 0, time.UTC), time.Date(2026, 3, 7, 14, 0, 0, 0, time.UTC)},
+		{"0 9 * * *", "America/New_York", time.Date(2026, 3, 7, 15, 0, 0, 0, time.UTC), time.Date(2026, 3, 8, 13, 0, 0, 0, time.UTC)},
+		// 02:30 does not exist in New York on 8 March 2026: the next is the 9th.
+		{"30 2 * * *", "America/New_York", time.Date(2026, 3, 7, 12, 0, 0, 0, time.UTC), time.Date(2026, 3, 9, 6, 30, 0, 0, time.UTC)},
+		// Hours in Kolkata start at :30 UTC.
+		{"0 * * * *", "Asia/Kolkata", time.Date(2026, 3, 1, 10, 7, 0, 0, time.UTC), time.Date(2026, 3, 1, 10, 30, 0, 0, time.UTC)},
+		// Monday 06:30 in Shanghai is Sunday 22:30 UTC.
+		{"30 6 * * MON", "Asia/Shanghai", time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC), time.Date(2026, 3, 1, 22, 30, 0, 0, time.UTC)},
+	} {
+		spec, err := ParseCron(c.spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		spec.Location = zone(c.zone)
+		if got := spec.Next(c.after); !got.Equal(c.want) {
+			t.Errorf("%s %s after %s: %s, want %s", c.spec, c.zone, c.after, got, c.want)
+		}
+	}
+	// 01:30 comes twice in New York on 1 November 2026 (EDT, then EST): Temporal matches
+	// the clock literally and fires at both.
+	spec, _ := ParseCron("30 1 * * *")
+	spec.Location = zone("America/New_York")
+	from := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
+	if n := spec.Count(from, from.Add(24*time.Hour), 10); n != 2 {
+		t.Errorf("01:30 New York on the day the clocks go back: %d firings, want 2", n)
 	}
 }

@@ -368,10 +368,12 @@ pages.schedules = () => {
         : d.outcome === "skipped" ? "schedule " + s.id + ": firing skipped, its previous run still goes (overlap " + d.overlap + ")"
           : "schedule " + s.id + " triggered; no run seen starting yet (overlap " + d.overlap + ")";
       const chain = s.file ? [s.chain, el("div", { class: "muted" }, s.file)] : [s.chain];
+      // The zone the fields are read in; an interval has none.
+      const zone = s.time_zone || (s.cron.startsWith("@every") ? "" : "UTC");
       const settings = [s.catchup_window ? "catch-up " + s.catchup_window : "", s.jitter ? "jitter " + s.jitter : "",
         s.pause_on_failure ? "pauses on failure" : ""].filter(Boolean).join(", ");
       return el("tr", { "data-schedule": s.id },
-        el("td", {}, s.id), el("td", { class: "cron" }, el("code", { style: "white-space: nowrap" }, s.cron)), el("td", { class: "chain" }, ...chain),
+        el("td", {}, s.id), el("td", { class: "cron" }, el("code", { style: "white-space: nowrap" }, s.cron), " ", zone), el("td", { class: "chain" }, ...chain),
         el("td", { class: "paused" }, s.paused ? ["paused", s.note ? el("div", { class: "muted" }, s.note) : ""] : "active"),
         el("td", { class: "next" }, s.paused || !s.next ? "—" : when(s.next)),
         el("td", { class: "last" }, s.last ? [state(s.last.state), " ", when(s.last.at), el("div", {}, runLink(s.last.run_id))] : "never"),
@@ -389,7 +391,7 @@ pages.schedules = () => {
   $("#new-schedule").addEventListener("submit", async (e) => {
     e.preventDefault();
     const { status, data } = await api("POST", "/api/schedules", {
-      id: $("#s-id").value.trim(), cron: $("#s-cron").value.trim(), chain: $("#s-chain").value, sets: setsOf($("#s-sets").value),
+      id: $("#s-id").value.trim(), cron: $("#s-cron").value.trim(), time_zone: $("#s-tz").value.trim() || undefined, chain: $("#s-chain").value, sets: setsOf($("#s-sets").value),
       overlap: $("#s-overlap").value || undefined, catchup_window: $("#s-catchup").value.trim() || undefined,
       jitter: $("#s-jitter").value.trim() || undefined, pause_on_failure: $("#s-pause-on-failure").checked || undefined,
     });
