@@ -24,8 +24,8 @@ import (
 
 func TestHistory(t *testing.T) {
 	key := twoVersions(t)
-	status, out := api(t, "GET", "/api/history/demo.story/"+url.PathEscape(key), nil)
-	if status != http.StatusOK {
+	status, out := api(t, "GET", "/api/history/demo.story/"+url.PathEscape(key)+"?tenant="+historyTenant, nil)
+	if status != http.StatusOK || out["tenant"] != historyTenant {
 		t.Fatalf("history: %d %v", status, out)
 	}
 	versions := list(out["versions"])
@@ -40,8 +40,13 @@ func TestHistory(t *testing.T) {
 	if toJSON(newer["changed"]) != `["score"]` {
 		t.Errorf("changed %v, want [score]", newer["changed"])
 	}
+	// History is per tenant: another tenant's crawls of the story are not among its
+	// versions, and a tenant that never stored it has none.
+	if status, out := api(t, "GET", "/api/history/demo.story/"+url.PathEscape(key)+"?tenant=nobody", nil); status != http.StatusNotFound {
+		t.Errorf("tenant nobody: %d %v, want no history", status, out)
+	}
 	// Story 3 did not change: one version.
-	if _, out := api(t, "GET", "/api/history/demo.story/"+url.PathEscape(demo.StoryKey(3)), nil); len(list(out["versions"])) != 1 {
+	if _, out := api(t, "GET", "/api/history/demo.story/"+url.PathEscape(demo.StoryKey(3))+"?tenant="+historyTenant, nil); len(list(out["versions"])) != 1 {
 		t.Errorf("story 3: %v, want one version", out)
 	}
 	status, out = api(t, "GET", "/api/history/demo.story/nope", nil)

@@ -244,7 +244,7 @@ func TestBrowserSearchOpensRecord(t *testing.T) {
 func TestBrowserHistoryTimeline(t *testing.T) {
 	key := twoVersions(t)
 	b := newBrowser(t)
-	b.run("open the record", chromedp.Navigate(stack.console.URL+"/items/demo.story/"+url.PathEscape(key)),
+	b.run("open the record", chromedp.Navigate(stack.console.URL+"/items/demo.story/"+url.PathEscape(key)+"?tenant="+historyTenant),
 		chromedp.WaitVisible("#timeline svg", chromedp.ByQuery))
 	var versions, changed int
 	var label string

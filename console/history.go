@@ -1,17 +1,22 @@
 package console
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"net/http"
 
+	"trawler/crawl"
 	"trawler/external"
 	"trawler/storage/hbase"
 )
 
-// itemHistory: GET /api/history/{biz}/{key}?n=50 — a record's stored versions in HBase,
-// newest first, each with the fields that changed from the version before.
+// itemHistory: GET /api/history/{biz}/{key}?tenant=default&n=50 — a tenant's stored
+// versions of a record in HBase, newest first, each with the fields that changed from
+// the version before. History is per tenant, like dedup: another tenant's crawls of the
+// same biz/key are another record. The tenant is a parameter, as for runs and pools:
+// every token of the console reads every tenant.
 func (s *Server) itemHistory(w http.ResponseWriter, r *http.Request) {
 	if s.hbase == nil {
 		writeError(w, http.StatusServiceUnavailable, "no HBase configured: record history needs --hbase ZK_HOST:PORT (or TRAWLER_HBASE)", "hbase")
@@ -21,7 +26,8 @@ func (s *Server) itemHistory(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	rec, err := s.hbase.History(r.Context(), r.PathValue("biz"), r.PathValue("key"), n)
+	tenant := cmp.Or(r.URL.Query().Get("tenant"), crawl.DefaultTenant)
+	rec, err := s.hbase.History(r.Context(), tenant, r.PathValue("biz"), r.PathValue("key"), n)
 	if errors.Is(err, hbase.ErrNotFound) {
 		writeError(w, http.StatusNotFound, err.Error(), "key")
 		return
@@ -35,7 +41,7 @@ func (s *Server) itemHistory(w http.ResponseWriter, r *http.Request) {
 
 // hbaseProbe reads a row no record uses: an answer, even "not found", means HBase serves.
 func (s *Server) hbaseProbe(ctx context.Context) error {
-	_, err := s.hbase.History(ctx, "_console", "healthz", 1)
+	_, err := s.hbase.History(ctx, crawl.DefaultTenant, "_console", "healthz", 1)
 	if errors.Is(err, hbase.ErrNotFound) {
 		return nil
 	}

@@ -257,6 +257,9 @@ var history struct {
 // to HBase (its rows are shared by every tenant).
 const historyStory = 31
 
+// historyTenant is the tenant of the history crawls: its HBase rows are its own.
+const historyTenant = "history"
+
 func twoVersions(t *testing.T) string {
 	t.Helper()
 	history.once.Do(func() {
@@ -268,7 +271,7 @@ func twoVersions(t *testing.T) string {
 			return
 		}
 		defer stop()
-		src := strings.Replace(demoSource(t, "history"), "store: [jsonl, mongo, es]", "store: [jsonl, hbase]", 1)
+		src := strings.Replace(demoSource(t, historyTenant), "store: [jsonl, mongo, es]", "store: [jsonl, hbase]", 1)
 		for _, base := range []string{stack.site, site} {
 			status, out := api(t, "POST", "/api/runs", map[string]any{"source": src, "sets": []string{"base_url=" + base, "feed.pages=2"}})
 			if status != http.StatusCreated {

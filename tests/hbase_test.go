@@ -46,6 +46,7 @@ func TestHBaseKeepsEveryVersion(t *testing.T) {
 	defer w.Stop()
 	sink := w.Sinks["hbase"].(*hbase.Sink)
 	ctx := context.Background()
+	tenant := tenantOf(t) // plan's tenant
 
 	// First crawl: every record is new and gets its first version.
 	o := demosite.Options{Pages: 1}
@@ -67,7 +68,7 @@ func TestHBaseKeepsEveryVersion(t *testing.T) {
 		t.Errorf("second run: %d unchanged, want %d", s2.Unchanged(), stories+comments-2)
 	}
 	for _, id := range []int{4, 17} {
-		rec, err := sink.History(ctx, "demo.story", fmt.Sprintf("demo:story:%d", id), 0)
+		rec, err := sink.History(ctx, tenant, "demo.story", fmt.Sprintf("demo:story:%d", id), 0)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -83,13 +84,25 @@ func TestHBaseKeepsEveryVersion(t *testing.T) {
 		}
 	}
 	for _, key := range []string{"demo:story:5", "demo:story:30"} {
-		if rec, err := sink.History(ctx, "demo.story", key, 0); err != nil || len(rec.Versions) != 1 || rec.Versions[0].RunID != first {
+		if rec, err := sink.History(ctx, tenant, "demo.story", key, 0); err != nil || len(rec.Versions) != 1 || rec.Versions[0].RunID != first {
 			t.Errorf("unchanged %s: %+v, %v; want one version from the first run", key, rec, err)
 		}
 	}
 
+	// Another tenant's crawl of story 4 is its own record: neither history shows the
+	// other's runs.
+	other := crawl.Item{Tenant: "other", Biz: "demo.story", Key: "demo:story:4", URL: "http://other/4", TS: time.Now(), Hash: "h", RunID: "other-run",
+		Data: map[string]any{"score": -1}}
+	if err := sink.Write(ctx, []crawl.Item{other}); err != nil {
+		t.Fatal(err)
+	}
+	stdout, stderr, code := trawler(t, "history", "demo:story:4", "--tenant", "other", "--hbase", zk)
+	if code != 0 || !strings.Contains(stdout, "1 version, newest first") || !strings.Contains(stdout, "run other-run") || strings.Contains(stdout, first) || strings.Contains(stdout, second) {
+		t.Errorf("trawler history --tenant other: exit %d, want only other-run:\n%s%s", code, stdout, stderr)
+	}
+
 	// What a user sees.
-	stdout, stderr, code := trawler(t, "history", "demo:story:4", "--hbase", zk)
+	stdout, stderr, code = trawler(t, "history", "demo:story:4", "--tenant", tenant, "--hbase", zk)
 	if code != 0 {
 		t.Fatalf("trawler history: exit %d: %s", code, stderr)
 	}
@@ -101,12 +114,15 @@ func TestHBaseKeepsEveryVersion(t *testing.T) {
 	if !strings.Contains(stdout, "* score") || !strings.Contains(stdout, "(was ") {
 		t.Errorf("trawler history does not mark the changed score:\n%s", stdout)
 	}
-	stdout, stderr, code = trawler(t, "history", "demo:story:4", "--biz", "demo.story", "--versions", "1", "--hbase", zk, "--json")
+	if strings.Contains(stdout, "other-run") {
+		t.Errorf("trawler history --tenant %s shows the other tenant's run:\n%s", tenant, stdout)
+	}
+	stdout, stderr, code = trawler(t, "history", "demo:story:4", "--tenant", tenant, "--biz", "demo.story", "--versions", "1", "--hbase", zk, "--json")
 	var rec hbase.Record
-	if code != 0 || json.Unmarshal([]byte(stdout), &rec) != nil || len(rec.Versions) != 1 || rec.Versions[0].RunID != second {
+	if code != 0 || json.Unmarshal([]byte(stdout), &rec) != nil || len(rec.Versions) != 1 || rec.Versions[0].RunID != second || rec.Tenant != tenant {
 		t.Errorf("trawler history --json --versions 1: exit %d, %q %s", code, stdout, stderr)
 	}
-	_, stderr, code = trawler(t, "history", "demo:story:999", "--hbase", zk)
+	_, stderr, code = trawler(t, "history", "demo:story:999", "--tenant", tenant, "--hbase", zk)
 	if code != 1 || !strings.Contains(stderr, `no record with key "demo:story:999"`) {
 		t.Errorf("history of a missing key: exit %d, %s", code, stderr)
 	}

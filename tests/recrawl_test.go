@@ -142,7 +142,7 @@ func TestRecrawlVisitsWhatChanges(t *testing.T) {
 				states, last = states+1, n
 			}
 		}
-		rec, err := sink.History(ctx, "demo.story", fmt.Sprintf("demo:story:%d", id), 0)
+		rec, err := sink.History(ctx, p.Tenant, "demo.story", fmt.Sprintf("demo:story:%d", id), 0)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -175,7 +175,7 @@ func TestRecrawlVisitsWhatChanges(t *testing.T) {
 		t.Errorf("status lists recrawl %+v; want %s with 60 pages, at least %d planned ≤15m apart", ov.Recrawl, ns, len(fast))
 	}
 	key := fmt.Sprintf("demo:story:%d", fast1)
-	stdout, stderr, code = trawler(t, "history", key, "--hbase", zk, "--redis", shared.redis.Addr())
+	stdout, stderr, code = trawler(t, "history", key, "--tenant", p.Tenant, "--hbase", zk, "--redis", shared.redis.Addr())
 	pl, _, _ := recrawl.New(rdb, nil).Lookup(ctx, ns, crawl.Input{URL: fmt.Sprintf("%s/item/%d", site, fast1)})
 	want := "next visit " + pl.Due.UTC().Format("2006-01-02 15:04 MST")
 	if code != 0 || !strings.Contains(stdout, want) || !strings.Contains(stdout, "[recrawl "+ns+"]") || !strings.Contains(stdout, "every 10m:") {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -27,7 +28,7 @@ import (
 type exportFlags struct {
 	from, out, outDir, format string
 	runID, biz, since, query  string
-	index, versions           string
+	index, versions, tenant   string
 }
 
 // exportSources are the stores `trawler export` reads, for messages.
@@ -47,7 +48,8 @@ memory. Sources (--from):
   es      Elasticsearch: --query (query-string syntax, as in trawler search) and/or --run,
           --biz, --since; pages with search_after, sorted by biz and key
   hbase   every stored version of each record of a --biz (--versions all), or the
-          newest (--versions latest, the default); --run, --since
+          newest (--versions latest, the default), of one --tenant (default "default":
+          history is kept per tenant, like dedup); --run, --since
 
 The format comes from --format, else from the --out extension (.jsonl, .csv, .parquet),
 else jsonl. JSON Lines holds the items as the jsonl sink writes them. CSV and Parquet
@@ -84,6 +86,7 @@ on stderr when it goes to stdout.`,
 	fl.StringVar(&f.query, "query", "", "with --from es: a query-string `QUERY` (as trawler search takes)")
 	fl.StringVar(&f.index, "index", "", "with --from es: index, alias or pattern `INDEX` (default the --biz index, else trawler-items)")
 	fl.StringVar(&f.versions, "versions", "latest", "with --from hbase: all (every stored version) or latest")
+	fl.StringVar(&f.tenant, "tenant", crawl.DefaultTenant, "with --from hbase: the tenant `TENANT` whose records to export")
 	return cmd
 }
 
@@ -132,6 +135,9 @@ func runExport(ctx context.Context, s *settings, f exportFlags, stdout, stderr i
 	}
 	if f.query != "" && f.from != "es" {
 		return errors.New("--query searches Elasticsearch: use it with --from es (other stores filter with --run, --biz and --since)")
+	}
+	if f.tenant != "" && f.tenant != crawl.DefaultTenant && f.from != "hbase" {
+		return errors.New("--tenant picks whose HBase history to read: use it with --from hbase (other stores export every tenant's records, each with its tenant column)")
 	}
 	if f.index != "" && f.from != "es" {
 		return errors.New("--index names an Elasticsearch index: use it with --from es")
@@ -404,14 +410,15 @@ func hbaseSource(ctx context.Context, s *settings, f exportFlags, since time.Tim
 		sink.Close()
 		return nil, err
 	}
+	tenant := cmp.Or(f.tenant, crawl.DefaultTenant)
 	which := "latest"
 	if allVersions {
 		which = "all versions"
 	}
 	return &exportSource{
-		name: fmt.Sprintf("hbase %s %s (%s)", hbase.Table, f.biz, which),
+		name: fmt.Sprintf("hbase %s %s of tenant %s (%s)", hbase.Table, f.biz, tenant, which),
 		each: func(ctx context.Context, fn func(crawl.Item) error) error {
-			return sink.ScanBiz(ctx, f.biz, allVersions, func(it crawl.Item) error {
+			return sink.ScanBiz(ctx, tenant, f.biz, allVersions, func(it crawl.Item) error {
 				if !keep(f, since, it) {
 					return nil
 				}

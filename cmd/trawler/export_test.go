@@ -387,8 +387,20 @@ func TestExportFromHBase(t *testing.T) {
 	s := &settings{hbase: st.hbase}
 	dir := t.TempDir()
 	all := filepath.Join(dir, "all.parquet")
-	if _, err := export(t, s, exportFlags{from: "hbase", biz: "demo.story", versions: "all", out: all}); err != nil {
+	if _, err := export(t, s, exportFlags{from: "hbase", tenant: "team-a", biz: "demo.story", versions: "all", out: all}); err != nil {
 		t.Fatal(err)
+	}
+	// History is per tenant: the default tenant stored none of team-a's records, and
+	// --tenant reads HBase only.
+	none := filepath.Join(dir, "none.jsonl")
+	if _, err := export(t, s, exportFlags{from: "hbase", biz: "demo.story", versions: "all", out: none}); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(none); err != nil || len(b) != 0 {
+		t.Errorf("default tenant: %q, %v; want no records", b, err)
+	}
+	if _, err := export(t, s, exportFlags{from: "jsonl", tenant: "team-a", out: none}); err == nil || !strings.Contains(err.Error(), "use it with --from hbase") {
+		t.Errorf("--tenant with --from jsonl: %v", err)
 	}
 	rows := readParquet(t, all)
 	if len(rows) != 50 {
@@ -402,7 +414,7 @@ func TestExportFromHBase(t *testing.T) {
 		t.Errorf("versions: %v %v", versions["demo:story:003"], versions["demo:story:033"])
 	}
 	latest := filepath.Join(dir, "latest.csv")
-	if _, err := export(t, s, exportFlags{from: "hbase", biz: "demo.story", out: latest}); err != nil {
+	if _, err := export(t, s, exportFlags{from: "hbase", tenant: "team-a", biz: "demo.story", out: latest}); err != nil {
 		t.Fatal(err)
 	}
 	crow := readCSV(t, latest)
@@ -410,12 +422,12 @@ func TestExportFromHBase(t *testing.T) {
 		t.Fatalf("latest: %d rows", len(crow))
 	}
 	for _, r := range crow[1:] {
-		if r[2] == "demo:story:003" && (r[13] != "1003" || r[7] != "h-run-2" || r[4] != "2026-11-20T08:00:00Z") {
+		if r[2] == "demo:story:003" && (r[13] != "1003" || r[7] != "h-run-2" || r[4] != "2026-11-20T08:00:00Z" || r[8] != "team-a") {
 			t.Errorf("latest of 003: %v", r)
 		}
 	}
 	run2 := filepath.Join(dir, "run2.jsonl")
-	if _, err := export(t, s, exportFlags{from: "hbase", biz: "demo.story", versions: "all", runID: "h-run-2", out: run2}); err != nil {
+	if _, err := export(t, s, exportFlags{from: "hbase", tenant: "team-a", biz: "demo.story", versions: "all", runID: "h-run-2", out: run2}); err != nil {
 		t.Fatal(err)
 	}
 	n := 0

@@ -18,7 +18,7 @@ import (
 )
 
 func historyCmd(s *settings) *cobra.Command {
-	var biz string
+	var biz, tenant string
 	var versions int
 	cmd := &cobra.Command{
 		Use:   "history KEY",
@@ -32,9 +32,12 @@ KEY is the item key (e.g. demo:story:5). --biz names the task that stored it (si
 e.g. demo.story), which makes this a single read; without it the key's row range is
 scanned for the tasks that hold it, and a key stored by several tasks needs --biz.
 
+History is per tenant, like dedup: --tenant (default "default") picks whose versions to
+show, and another tenant's crawls of the same record are not among them.
+
 The HBase cluster comes from --hbase (its ZooKeeper quorum), then TRAWLER_HBASE, then the
 "hbase_zk" field of --data's endpoints.json (a running 'trawler dev'). --json prints the
-record as one JSON object: {"biz","key","versions":[{"ts","run_id","hash","url",
+record as one JSON object: {"tenant","biz","key","versions":[{"ts","run_id","hash","url",
 "fields","changed"}]}, field values as JSON.
 
 When the record's step has a recrawl policy and Redis is known (--redis, TRAWLER_REDIS
@@ -42,6 +45,7 @@ or --data), the record's plan follows: when its page is visited next, the interv
 what it is estimated from (--json: "recrawl").`,
 		Example: `  trawler history demo:story:5 --data .data/dev
   trawler history demo:story:5 --biz demo.story --versions 3 --data .data/dev
+  trawler history demo:story:5 --tenant acme --data .data/dev
   trawler history hn:item:8863 --hbase zk1:2181,zk2:2181 --json`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -66,11 +70,11 @@ what it is estimated from (--json: "recrawl").`,
 			}
 			key := args[0]
 			if biz == "" {
-				if biz, err = findBiz(ctx, sink, key); err != nil {
+				if biz, err = findBiz(ctx, sink, tenant, key); err != nil {
 					return err
 				}
 			}
-			rec, err := sink.History(ctx, biz, key, versions)
+			rec, err := sink.History(ctx, tenant, biz, key, versions)
 			if err != nil {
 				return err
 			}
@@ -91,18 +95,19 @@ what it is estimated from (--json: "recrawl").`,
 	}
 	cmd.Flags().StringVar(&biz, "biz", "", "task that stored the record, site.task (default: looked up by key)")
 	cmd.Flags().IntVar(&versions, "versions", 0, "newest versions to show (0: all)")
+	cmd.Flags().StringVar(&tenant, "tenant", crawl.DefaultTenant, "tenant whose history to show: `TENANT` (each tenant's versions are kept apart)")
 	return cmd
 }
 
-// findBiz finds the one task holding a record with this key.
-func findBiz(ctx context.Context, sink *hbase.Sink, key string) (string, error) {
-	bizes, err := sink.Find(ctx, key)
+// findBiz finds the one task holding a record of tenant with this key.
+func findBiz(ctx context.Context, sink *hbase.Sink, tenant, key string) (string, error) {
+	bizes, err := sink.Find(ctx, tenant, key)
 	if err != nil {
 		return "", err
 	}
 	switch len(bizes) {
 	case 0:
-		return "", fmt.Errorf("no record with key %q in HBase table %s; check the key (e.g. demo:story:5) and that its step stores to hbase", key, hbase.Table)
+		return "", fmt.Errorf("no record with key %q of tenant %s in HBase table %s; check the key (e.g. demo:story:5), --tenant and that its step stores to hbase", key, tenant, hbase.Table)
 	case 1:
 		return bizes[0], nil
 	}
@@ -119,8 +124,9 @@ type recordPlan struct {
 	ChangesPerHr float64 `json:"changes_per_hour"`
 }
 
-// recrawlPlans looks up the plan of the record's page (its newest version's URL) in
-// every recrawl namespace of its task; none without Redis or a plan.
+// recrawlPlans looks up the plan of the record's page (its newest version's URL) in the
+// recrawl namespace of its tenant and task (namespaces are per tenant, like the record's
+// history); none without Redis or a plan.
 func (s *settings) recrawlPlans(ctx context.Context, rec *hbase.Record) ([]recordPlan, error) {
 	if s.redis == "" || len(rec.Versions) == 0 || rec.Versions[0].URL == "" {
 		return nil, nil
@@ -138,7 +144,9 @@ func (s *settings) recrawlPlans(ctx context.Context, rec *hbase.Record) ([]recor
 	page := crawl.Input{URL: rec.Versions[0].URL}
 	var out []recordPlan
 	for _, ns := range slices.Sorted(maps.Keys(pols)) {
-		if !strings.HasSuffix(ns, ":"+rec.Biz) {
+		// A run whose plan names no tenant keeps its plans under ":task", and its
+		// records in the default tenant's rows.
+		if ns != rec.Tenant+":"+rec.Biz && (rec.Tenant != crawl.DefaultTenant || ns != ":"+rec.Biz) {
 			continue
 		}
 		pl, ok, err := p.Lookup(ctx, ns, page)

@@ -2,8 +2,11 @@
 // analysts can see how a record changed over time (`trawler history`).
 //
 // Layout: table `trawler:items` (namespace and table are created when missing,
-// pre-split into one region per salt), one row per record, row key = 1-byte salt (crc32(key) % 16) + biz + 0x00 + key, so writes
-// spread over 16 key ranges and one record is one row. Family `d` keeps all versions.
+// pre-split into one region per salt), one row per record of a tenant, row key = 1-byte
+// salt (crc32(key) % 16) + biz + 0x00 + key for the default tenant, and salt + "@" +
+// tenant + 0x00 + biz + 0x00 + key for any other, so writes spread over 16 key ranges,
+// one record is one row, and tenants crawling the same task keep separate histories (as
+// their dedup namespaces are separate). Family `d` keeps all versions.
 // Every item field is a qualifier holding the field's JSON value, plus `_url`, `_hash`
 // and `_run` (the run that stored the version), and every cell's timestamp is the
 // item's fetch time in milliseconds. A version of a record is the set of its cells with
@@ -156,22 +159,51 @@ func SaltSplits() [][]byte {
 	return out
 }
 
-// RowKey is the row of a record: salt + biz + 0x00 + key.
-func RowKey(biz, key string) []byte {
-	row := make([]byte, 0, 2+len(biz)+len(key))
-	row = append(row, Salt(key))
+// tenantMark starts the row key of a tenant other than the default, after the salt. A
+// biz is "site.task" and never starts with it, so the two layouts cannot be confused.
+const tenantMark = '@'
+
+// isDefaultTenant reports whether tenant keeps the original row layout: rows written
+// before history was per tenant all belong to it and stay readable.
+func isDefaultTenant(tenant string) bool { return tenant == "" || tenant == crawl.DefaultTenant }
+
+// rowPrefix is what every row of tenant in one salt starts with: the salt alone for the
+// default tenant, else salt + "@" + tenant + 0x00. Tenant names are lowercase letters,
+// digits, - and _ (crawl validates them), so they hold no 0x00.
+func rowPrefix(tenant string, salt byte) []byte {
+	if isDefaultTenant(tenant) {
+		return []byte{salt}
+	}
+	row := make([]byte, 0, 3+len(tenant))
+	row = append(row, salt, tenantMark)
+	row = append(row, tenant...)
+	return append(row, 0)
+}
+
+// RowKey is the row of tenant's record biz/key: salt + biz + 0x00 + key for the default
+// tenant ("" or "default"), salt + "@" + tenant + 0x00 + biz + 0x00 + key for another.
+func RowKey(tenant, biz, key string) []byte {
+	row := rowPrefix(tenant, Salt(key))
 	row = append(row, biz...)
 	row = append(row, 0)
 	return append(row, key...)
 }
 
-// splitRow is RowKey's inverse.
-func splitRow(row []byte) (biz, key string, ok bool) {
+// splitRow is RowKey's inverse; a row of the original layout belongs to the default
+// tenant.
+func splitRow(row []byte) (tenant, biz, key string, ok bool) {
 	if len(row) < 2 {
-		return "", "", false
+		return "", "", "", false
 	}
-	b, k, ok := strings.Cut(string(row[1:]), "\x00")
-	return b, k, ok
+	rest := string(row[1:])
+	tenant = crawl.DefaultTenant
+	if rest[0] == tenantMark {
+		if tenant, rest, ok = strings.Cut(rest[1:], "\x00"); !ok || tenant == "" {
+			return "", "", "", false
+		}
+	}
+	biz, key, ok = strings.Cut(rest, "\x00")
+	return tenant, biz, key, ok
 }
 
 // Write implements storage.Sink: one put per item, every field a cell at the item's
@@ -260,7 +292,7 @@ func (s *Sink) put(ctx context.Context, it *crawl.Item) (*hrpc.Mutate, error) {
 	cols[colURL] = []byte(it.URL)
 	cols[colHash] = []byte(it.Hash)
 	cols[colRun] = []byte(it.RunID)
-	return hrpc.NewPut(ctx, []byte(Table), RowKey(it.Biz, it.Key), map[string]map[string][]byte{Family: cols}, hrpc.Timestamp(it.TS))
+	return hrpc.NewPut(ctx, []byte(Table), RowKey(it.Tenant, it.Biz, it.Key), map[string]map[string][]byte{Family: cols}, hrpc.Timestamp(it.TS))
 }
 
 // retryable says whether resending a put may help: not when HBase refused it for good

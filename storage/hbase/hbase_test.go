@@ -1,6 +1,7 @@
 package hbase_test
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -65,7 +66,7 @@ func TestWriteCountAndHistory(t *testing.T) {
 			t.Errorf("count %s = %d, %v; want %d", run, n, err, want)
 		}
 	}
-	rec, err := s.History(ctx, "demo.story", "demo:story:1", 0)
+	rec, err := s.History(ctx, "default", "demo.story", "demo:story:1", 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,16 +80,16 @@ func TestWriteCountAndHistory(t *testing.T) {
 	if !oldest.TS.Equal(t1) || oldest.RunID != "run-1" || string(oldest.Fields["title"]) != `"One"` || oldest.URL != "http://x/demo:story:1" || len(oldest.Changed) != 0 {
 		t.Errorf("oldest = %+v", oldest)
 	}
-	if rec, err := s.History(ctx, "demo.story", "demo:story:2", 0); err != nil || len(rec.Versions) != 1 {
+	if rec, err := s.History(ctx, "default", "demo.story", "demo:story:2", 0); err != nil || len(rec.Versions) != 1 {
 		t.Errorf("story 2: %+v, %v", rec, err)
 	}
-	if rec, err := s.History(ctx, "demo.story", "demo:story:1", 1); err != nil || len(rec.Versions) != 1 || rec.Versions[0].RunID != "run-2" {
+	if rec, err := s.History(ctx, "default", "demo.story", "demo:story:1", 1); err != nil || len(rec.Versions) != 1 || rec.Versions[0].RunID != "run-2" {
 		t.Errorf("--versions 1: %+v, %v", rec, err)
 	}
-	if _, err := s.History(ctx, "demo.story", "demo:story:9", 0); !errors.Is(err, hbase.ErrNotFound) {
+	if _, err := s.History(ctx, "default", "demo.story", "demo:story:9", 0); !errors.Is(err, hbase.ErrNotFound) {
 		t.Errorf("missing record: %v", err)
 	}
-	if bizes, err := s.Find(ctx, "demo:story:1"); err != nil || len(bizes) != 1 || bizes[0] != "demo.story" {
+	if bizes, err := s.Find(ctx, "default", "demo:story:1"); err != nil || len(bizes) != 1 || bizes[0] != "demo.story" {
 		t.Errorf("find = %v, %v", bizes, err)
 	}
 }
@@ -149,10 +150,10 @@ func TestTableIsSplitBySalt(t *testing.T) {
 		t.Errorf("count = %d, %v; want %d", n, err, len(items))
 	}
 	for _, it := range items {
-		if rec, err := s.History(ctx, it.Biz, it.Key, 0); err != nil || len(rec.Versions) != 1 {
+		if rec, err := s.History(ctx, it.Tenant, it.Biz, it.Key, 0); err != nil || len(rec.Versions) != 1 {
 			t.Errorf("history %s: %+v, %v", it.Key, rec, err)
 		}
-		if bizes, err := s.Find(ctx, it.Key); err != nil || len(bizes) != 1 {
+		if bizes, err := s.Find(ctx, it.Tenant, it.Key); err != nil || len(bizes) != 1 {
 			t.Errorf("find %s = %v, %v", it.Key, bizes, err)
 		}
 	}
@@ -185,8 +186,61 @@ func TestTableIsSplitBySalt(t *testing.T) {
 }
 
 func TestRowKey(t *testing.T) {
-	row := hbase.RowKey("demo.story", "demo:story:1")
-	if row[0] != hbase.Salt("demo:story:1") || row[0] >= hbase.Salts || string(row[1:]) != "demo.story\x00demo:story:1" {
+	row := hbase.RowKey("acme", "demo.story", "demo:story:1")
+	if row[0] != hbase.Salt("demo:story:1") || row[0] >= hbase.Salts || string(row[1:]) != "@acme\x00demo.story\x00demo:story:1" {
 		t.Errorf("row key %q", row)
+	}
+}
+
+// Two tenants crawling the same task store the same biz and key: each sees only its own
+// runs, in history, find and scans, and the default tenant's rows keep their old keys.
+func TestTenantsKeepSeparateHistories(t *testing.T) {
+	ctx := context.Background()
+	s := openSink(t, hbaselite.Options{})
+	t1 := time.Date(2026, 1, 1, 10, 0, 0, 0, time.UTC)
+	write := func(tenant, run string, ts time.Time, points int) {
+		t.Helper()
+		it := item("demo:story:1", run, ts, map[string]any{"points": points})
+		it.Tenant = tenant
+		if err := s.Write(ctx, []crawl.Item{it}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("default", "d-run-1", t1, 1)
+	write("team-a", "a-run-1", t1.Add(time.Minute), 10)
+	write("team-a", "a-run-2", t1.Add(2*time.Minute), 11)
+	write("team-b", "b-run-1", t1.Add(3*time.Minute), 100)
+	runs := func(rec *hbase.Record) string {
+		var out []string
+		for _, v := range rec.Versions {
+			out = append(out, v.RunID)
+		}
+		return strings.Join(out, ",")
+	}
+	for tenant, want := range map[string]string{"default": "d-run-1", "": "d-run-1", "team-a": "a-run-2,a-run-1", "team-b": "b-run-1"} {
+		rec, err := s.History(ctx, tenant, "demo.story", "demo:story:1", 0)
+		if err != nil {
+			t.Fatalf("tenant %q: %v", tenant, err)
+		}
+		if runs(rec) != want || rec.Tenant != cmp.Or(tenant, "default") {
+			t.Errorf("tenant %q: history of %s runs %s, want %s", tenant, rec.Tenant, runs(rec), want)
+		}
+		if bizes, err := s.Find(ctx, tenant, "demo:story:1"); err != nil || !slices.Equal(bizes, []string{"demo.story"}) {
+			t.Errorf("tenant %q: find = %v, %v", tenant, bizes, err)
+		}
+		var scanned []string
+		err = s.ScanBiz(ctx, tenant, "demo.story", true, func(it crawl.Item) error {
+			scanned = append(scanned, it.Tenant+"/"+it.RunID)
+			return nil
+		})
+		if err != nil || len(scanned) != strings.Count(want, ",")+1 || !strings.HasPrefix(scanned[0], cmp.Or(tenant, "default")+"/") {
+			t.Errorf("tenant %q: scan = %v, %v; want the runs %s", tenant, scanned, err, want)
+		}
+	}
+	if _, err := s.History(ctx, "team-c", "demo.story", "demo:story:1", 0); !errors.Is(err, hbase.ErrNotFound) {
+		t.Errorf("a tenant that stored nothing: %v", err)
+	}
+	if bizes, err := s.Find(ctx, "team-c", "demo:story:1"); err != nil || len(bizes) != 0 {
+		t.Errorf("find for a tenant that stored nothing = %v, %v", bizes, err)
 	}
 }

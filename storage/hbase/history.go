@@ -2,6 +2,7 @@ package hbase
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -15,10 +16,13 @@ import (
 	"github.com/tsuna/gohbase/filter"
 	"github.com/tsuna/gohbase/hrpc"
 	"github.com/tsuna/gohbase/pb"
+
+	"trawler/crawl"
 )
 
-// Record is the stored history of one record, newest version first.
+// Record is the stored history of one record of a tenant, newest version first.
 type Record struct {
+	Tenant   string    `json:"tenant"`
 	Biz      string    `json:"biz"`
 	Key      string    `json:"key"`
 	Versions []Version `json:"versions"`
@@ -42,19 +46,21 @@ func marshalField(v any) ([]byte, error) { return json.Marshal(v) }
 
 func isEOF(err error) bool { return errors.Is(err, io.EOF) }
 
-// History reads up to n versions (n <= 0: all) of the record biz/key, newest first.
-func (s *Sink) History(ctx context.Context, biz, key string, n int) (*Record, error) {
+// History reads up to n versions (n <= 0: all) of tenant's record biz/key, newest
+// first. Another tenant's versions of the same biz/key live in another row.
+func (s *Sink) History(ctx context.Context, tenant, biz, key string, n int) (*Record, error) {
+	tenant = cmp.Or(tenant, crawl.DefaultTenant)
 	versions := uint32(math.MaxInt32)
 	if n > 0 {
 		versions = uint32(n)
 	}
-	get, err := hrpc.NewGet(ctx, []byte(Table), RowKey(biz, key), hrpc.Families(map[string][]string{Family: nil}), hrpc.MaxVersions(versions))
+	get, err := hrpc.NewGet(ctx, []byte(Table), RowKey(tenant, biz, key), hrpc.Families(map[string][]string{Family: nil}), hrpc.MaxVersions(versions))
 	if err != nil {
 		return nil, err
 	}
 	res, err := s.client.Get(get)
 	if errors.Is(err, gohbase.TableNotFound) {
-		return nil, fmt.Errorf("%s %s: %w (table %s does not exist yet at %s)", biz, key, ErrNotFound, Table, s.cfg.ZK)
+		return nil, fmt.Errorf("%s %s of tenant %s: %w (table %s does not exist yet at %s)", biz, key, tenant, ErrNotFound, Table, s.cfg.ZK)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("read %s %s from %s: %w", biz, key, Table, err)
@@ -79,9 +85,9 @@ func (s *Sink) History(ctx context.Context, biz, key string, n int) (*Record, er
 		}
 	}
 	if len(byTS) == 0 {
-		return nil, fmt.Errorf("%s %s: %w in %s", biz, key, ErrNotFound, Table)
+		return nil, fmt.Errorf("%s %s of tenant %s: %w in %s", biz, key, tenant, ErrNotFound, Table)
 	}
-	rec := &Record{Biz: biz, Key: key}
+	rec := &Record{Tenant: tenant, Biz: biz, Key: key}
 	for _, v := range byTS {
 		rec.Versions = append(rec.Versions, *v)
 	}
@@ -112,12 +118,14 @@ func changed(older, newer map[string]json.RawMessage) []string {
 	return out
 }
 
-// Find lists the bizes that hold a record with this key. The key alone fixes the salt,
-// so this scans one of the 16 key ranges, reading row keys only.
-func (s *Sink) Find(ctx context.Context, key string) ([]string, error) {
-	salt := []byte{Salt(key)}
-	scan, err := hrpc.NewScanRange(ctx, []byte(Table), salt, []byte{Salt(key) + 1},
-		hrpc.Filters(filter.NewList(filter.MustPassAll, filter.NewPrefixFilter(salt), filter.NewKeyOnlyFilter(false))))
+// Find lists the bizes that hold a record of tenant with this key. The key alone fixes
+// the salt, so this scans one of the 16 key ranges (for a tenant other than the
+// default, only its part of it), reading row keys only.
+func (s *Sink) Find(ctx context.Context, tenant, key string) ([]string, error) {
+	tenant = cmp.Or(tenant, crawl.DefaultTenant)
+	prefix := rowPrefix(tenant, Salt(key))
+	scan, err := hrpc.NewScanRange(ctx, []byte(Table), prefix, []byte{Salt(key) + 1},
+		hrpc.Filters(filter.NewList(filter.MustPassAll, filter.NewPrefixFilter(prefix), filter.NewKeyOnlyFilter(false))))
 	if err != nil {
 		return nil, err
 	}
@@ -138,7 +146,8 @@ func (s *Sink) Find(ctx context.Context, key string) ([]string, error) {
 		if len(r.Cells) == 0 {
 			continue
 		}
-		if biz, k, ok := splitRow(r.Cells[0].Row); ok && k == key {
+		// The default tenant's prefix (the salt) also matches other tenants' rows.
+		if t, biz, k, ok := splitRow(r.Cells[0].Row); ok && t == tenant && k == key {
 			bizes = append(bizes, biz)
 		}
 	}

@@ -17,15 +17,15 @@ import (
 	"trawler/crawl"
 )
 
-// ScanBiz streams the stored records of a biz to fn: every version of every record,
-// oldest first within a record (allVersions), or the newest version of each. It scans
-// the biz's key range in each of the 16 salts, one row at a time, so memory holds one
-// record's versions. HBase keeps no item id, chain or tenant: those fields are empty;
-// data values are decoded from their JSON.
-func (s *Sink) ScanBiz(ctx context.Context, biz string, allVersions bool, fn func(crawl.Item) error) error {
+// ScanBiz streams tenant's stored records of a biz to fn: every version of every
+// record, oldest first within a record (allVersions), or the newest version of each. It
+// scans the tenant's biz key range in each of the 16 salts, one row at a time, so memory
+// holds one record's versions. The tenant comes from the row key; HBase keeps no item id
+// or chain, so those fields are empty; data values are decoded from their JSON.
+func (s *Sink) ScanBiz(ctx context.Context, tenant, biz string, allVersions bool, fn func(crawl.Item) error) error {
 	for salt := 0; salt < Salts; salt++ {
-		start := append(append([]byte{byte(salt)}, biz...), 0)
-		stop := append(append([]byte{byte(salt)}, biz...), 1)
+		start := append(append(rowPrefix(tenant, byte(salt)), biz...), 0)
+		stop := append(append(rowPrefix(tenant, byte(salt)), biz...), 1)
 		scan, err := hrpc.NewScanRange(ctx, []byte(Table), start, stop,
 			hrpc.Families(map[string][]string{Family: nil}), hrpc.MaxVersions(math.MaxInt32))
 		if err != nil {
@@ -60,7 +60,7 @@ func emitVersions(r *hrpc.Result, allVersions bool, fn func(crawl.Item) error) e
 	if len(r.Cells) == 0 {
 		return nil
 	}
-	biz, key, ok := splitRow(r.Cells[0].Row)
+	tenant, biz, key, ok := splitRow(r.Cells[0].Row)
 	if !ok {
 		return nil
 	}
@@ -69,7 +69,7 @@ func emitVersions(r *hrpc.Result, allVersions bool, fn func(crawl.Item) error) e
 		ts := (*pb.Cell)(c).GetTimestamp()
 		it := byTS[ts]
 		if it == nil {
-			it = &crawl.Item{Biz: biz, Key: key, TS: time.UnixMilli(int64(ts)).UTC(), Data: map[string]any{}}
+			it = &crawl.Item{Tenant: tenant, Biz: biz, Key: key, TS: time.UnixMilli(int64(ts)).UTC(), Data: map[string]any{}}
 			byTS[ts] = it
 		}
 		switch q := string(c.Qualifier); q {

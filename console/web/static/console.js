@@ -80,8 +80,10 @@ function state(s) { return el("span", { class: "state " + s }, s); }
 
 function runLink(id) { return el("a", { href: "/runs/" + encodeURIComponent(id) }, id); }
 
-function itemLink(biz, key) {
-  return el("a", { href: "/items/" + encodeURIComponent(biz) + "/" + encodeURIComponent(key) }, key);
+// itemLink opens a record's page; its tenant picks whose history the page shows.
+function itemLink(biz, key, tenant) {
+  const q = tenant ? "?tenant=" + encodeURIComponent(tenant) : "";
+  return el("a", { href: "/items/" + encodeURIComponent(biz) + "/" + encodeURIComponent(key) + q }, key);
 }
 
 const titleFields = ["title", "name", "headline", "subject", "text", "body", "description"];
@@ -434,7 +436,7 @@ pages.search = () => {
       const src = h._source || {};
       const biz = src.biz || h._index;
       return el("tr", { "data-key": src.key || h._id },
-        el("td", {}, itemLink(biz, src.key || h._id)), el("td", {}, biz),
+        el("td", {}, itemLink(biz, src.key || h._id, src.tenant)), el("td", {}, biz),
         el("td", { class: "n" }, h._score === null || h._score === undefined ? "" : h._score.toFixed(3)),
         el("td", {}, titleOf(src)), el("td", {}, when(src.ts)));
     }));
@@ -474,7 +476,7 @@ pages.items = () => {
     $("#prev").disabled = page <= 1;
     $("#next").disabled = page >= pagesTotal;
     fill($("#items tbody"), (data.items || []).map((it) => el("tr", {},
-      el("td", {}, itemLink(it.biz, it.key)), el("td", {}, titleOf(it)), el("td", {}, when(it.ts)),
+      el("td", {}, itemLink(it.biz, it.key, it.tenant)), el("td", {}, titleOf(it)), el("td", {}, when(it.ts)),
       el("td", {}, runLink(it.run_id)), el("td", { class: "n" }, it.flag))));
   };
   $("#prev").addEventListener("click", () => { page--; load(); });
@@ -513,7 +515,10 @@ pages.record = async () => {
     $("#record-missing").hidden = false;
     $("#record-missing").textContent = data.error;
   }
-  const h = await api("GET", "/api/history/" + path);
+  // History is per tenant: the one the link names, else the shown record's, else the
+  // default tenant.
+  const tenant = new URLSearchParams(location.search).get("tenant") || (status === 200 && data.tenant) || "";
+  const h = await api("GET", "/api/history/" + path + (tenant ? "?tenant=" + encodeURIComponent(tenant) : ""));
   if (h.status !== 200) {
     $("#history-note").textContent = h.data.error || "no history";
     return;
