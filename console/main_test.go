@@ -253,8 +253,8 @@ var history struct {
 
 // twoVersions makes the history crawls once and returns the key of story 1.
 // historyStory is the story whose history twoVersions writes: on the feed's second page,
-// which the other tests' runs (one feed page) never reach, so they add no version of it
-// to HBase (its rows are shared by every tenant).
+// which the other tests' runs (one feed page) never reach. Its HBase rows are the history
+// tenant's own anyway; the story keeps the test independent of what others crawl.
 const historyStory = 31
 
 // historyTenant is the tenant of the history crawls: its HBase rows are its own.
