@@ -2,6 +2,7 @@ package console
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -11,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"trawler/crawl"
 	"trawler/dedup"
 	"trawler/internal/recrawl"
 	"trawler/storage/es"
@@ -57,13 +59,16 @@ func (s *Server) listItems(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{"biz": biz, "page": page, "size": size, "total": total, "items": items})
 }
 
-// getItem: GET /api/items/{biz}/{key} — one record of the hot store.
+// getItem: GET /api/items/{biz}/{key}?tenant=default — one of a tenant's records in the
+// hot store. Records are per tenant, like history: another tenant's crawl of the same
+// biz/key is another record.
 func (s *Server) getItem(w http.ResponseWriter, r *http.Request) {
 	if s.mongo == nil {
 		writeError(w, http.StatusServiceUnavailable, "no MongoDB configured: start the console with --mongo mongodb://HOST:PORT (or TRAWLER_MONGO)", "mongo")
 		return
 	}
-	it, err := s.mongo.Get(r.Context(), r.PathValue("biz"), r.PathValue("key"))
+	tenant := cmp.Or(r.URL.Query().Get("tenant"), crawl.DefaultTenant)
+	it, err := s.mongo.Get(r.Context(), tenant, r.PathValue("biz"), r.PathValue("key"))
 	if errors.Is(err, mongo.ErrNoRecord) {
 		writeError(w, http.StatusNotFound, err.Error(), "key")
 		return

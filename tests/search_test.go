@@ -72,7 +72,7 @@ func TestSearchAfterTheDemoChain(t *testing.T) {
 	phrase, _ := json.Marshal(story.Title)
 	res := esSearch(t, c, `{"query":{"match_phrase":{"data.title":`+string(phrase)+`}}}`)
 	hits := res["hits"].(map[string]any)["hits"].([]any)
-	if len(hits) == 0 || hits[0].(map[string]any)["_id"] != "demo:story:7" {
+	if len(hits) == 0 || hits[0].(map[string]any)["_id"] != es.DocID(tenantOf(t), "demo:story:7") {
 		t.Fatalf("phrase %s: first hit %v, want demo:story:7", phrase, hits)
 	}
 	// A terms aggregation over biz matches what was stored.

@@ -176,12 +176,12 @@ func TestHotStorageHoldsExactlyTheDemo(t *testing.T) {
 	assertHotStored(t, id, o, 2, w.JSONL, k, m)
 
 	// The records are the hand-off to processors: each claimed exactly once, with flag 1.
-	// Other tests' runs share the collection, so claim until nothing is left and look
-	// at this run's records.
+	// Claims are per tenant and the test has its own, so claim until nothing is left
+	// and look at this run's records.
 	stories, _ := demosite.Expected(o, 2)
 	claimed := map[string]int{}
 	for {
-		got, err := m.Claim(context.Background(), "demo.story", 50)
+		got, err := m.Claim(context.Background(), tenantOf(t), "demo.story", 50)
 		if err != nil {
 			t.Fatal(err)
 		}

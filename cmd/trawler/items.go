@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"trawler/crawl"
 	"trawler/internal/engine"
 	"trawler/storage/mongo"
 )
@@ -23,10 +24,10 @@ func itemsCmd(s *settings) *cobra.Command {
 }
 
 func itemsClaimCmd(s *settings) *cobra.Command {
-	var biz string
+	var biz, tenant string
 	var n int
 	cmd := &cobra.Command{
-		Use:   "claim --biz SITE.TASK [--n N]",
+		Use:   "claim --biz SITE.TASK [--tenant TENANT] [--n N]",
 		Short: "Hand up to N new records of a task over to a downstream processor",
 		Long: `Claim is the hand-off from the crawl to downstream processors. The mongo sink keeps the
 latest copy of every record with a processing flag: 0 when it is new, 1 once claimed.
@@ -35,11 +36,16 @@ them, so each record is handed to exactly one processor even when several claim 
 once (findAndModify on MongoDB). A re-crawled record keeps its flag: it is not handed
 out again.
 
+Records are per tenant, like dedup and history: --tenant (default "default") picks whose
+records to claim. Two tenants crawling the same task keep separate records, and one
+tenant's claims never take the other's.
+
 Records come from the MongoDB of --mongo (or TRAWLER_MONGO, or the dev stack of
 --data), database "trawler", collection <site>_<task>. With --json stdout holds one JSON
 line per claimed record and nothing else (the item as the jsonl sink writes it, with
 flag 1), ready to pipe into a processor; the count goes to stderr.`,
 		Example: `  trawler items claim --biz demo.story --n 10 --data .data/dev
+  trawler items claim --biz demo.story --tenant acme --n 10 --data .data/dev
   trawler items claim --biz demo.comments --n 500 --json --mongo mongodb://mongo-1/?replicaSet=rs0 | my-processor`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -62,7 +68,7 @@ flag 1), ready to pipe into a processor; the count goes to stderr.`,
 			defer sinks.Close()
 			m := sinks["mongo"].(*mongo.Sink)
 			ctx := cmd.Context()
-			got, err := m.Claim(ctx, biz, n)
+			got, err := m.Claim(ctx, tenant, biz, n)
 			// Records already flipped are ours: print them even if a later one failed.
 			for _, it := range got {
 				if s.json {
@@ -83,14 +89,15 @@ flag 1), ready to pipe into a processor; the count goes to stderr.`,
 				return err
 			}
 			if len(got) == 0 {
-				fmt.Fprintf(os.Stderr, "no new records of %s to claim\n", biz)
+				fmt.Fprintf(os.Stderr, "no new records of %s (tenant %s) to claim\n", biz, tenant)
 			} else {
-				fmt.Fprintf(os.Stderr, "claimed %d record(s) of %s\n", len(got), biz)
+				fmt.Fprintf(os.Stderr, "claimed %d record(s) of %s (tenant %s)\n", len(got), biz, tenant)
 			}
 			return nil
 		},
 	}
 	cmd.Flags().StringVar(&biz, "biz", "", "the task whose records to claim, site.task (e.g. demo.story)")
 	cmd.Flags().IntVar(&n, "n", 100, "claim at most this many records")
+	cmd.Flags().StringVar(&tenant, "tenant", crawl.DefaultTenant, "tenant whose records to claim: `TENANT` (each tenant's records are kept apart)")
 	return cmd
 }

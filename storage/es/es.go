@@ -2,8 +2,10 @@
 //
 // Each task gets its own index, `trawler-<site>-<task>` (the biz with dots turned into
 // dashes, lowercased), and every such index carries the alias `trawler-items`, so one
-// search covers everything crawled. The document id is the item key, so storing an item
-// again (a retried batch, a later run) replaces the earlier version: the latest wins.
+// search covers everything crawled. The document id is DocID(tenant, key), so storing an
+// item again (a retried batch, a later run) replaces the earlier version: the latest
+// wins. Documents are per tenant, like dedup and history: two tenants crawling the same
+// task keep two documents.
 //
 // Documents are the crawl.Item JSON as is: the item fields id, biz, key, url, ts, hash,
 // flag, chain, run_id and tenant at the top level, and the task's own fields under
@@ -147,13 +149,20 @@ func IndexName(biz string) string {
 	return "trawler-" + b
 }
 
-// DocID is the document id of an item: its key, or a digest of keys longer than the
-// 512 bytes Elasticsearch allows.
-func DocID(key string) string {
-	if len(key) <= 512 {
-		return key
+// DocID is the document id of tenant's item key: the bare key for the default tenant
+// ("" or "default"), "@" + tenant + ":" + key for another, or a digest of that id when it
+// is longer than the 512 bytes Elasticsearch allows. The default tenant keeps the bare
+// key because the documents indexed before the index was per tenant all belong to it:
+// re-indexing its items replaces them instead of adding a second copy.
+func DocID(tenant, key string) string {
+	id := key
+	if tenant != "" && tenant != crawl.DefaultTenant {
+		id = "@" + tenant + ":" + key
 	}
-	sum := sha1.Sum([]byte(key))
+	if len(id) <= 512 {
+		return id
+	}
+	sum := sha1.Sum([]byte(id))
 	return "sha1-" + hex.EncodeToString(sum[:])
 }
 
@@ -419,7 +428,7 @@ func (s *Sink) Write(ctx context.Context, items []crawl.Item) error {
 			failures = append(failures, DocFailure{Key: it.Key, Index: IndexName(it.Biz), Status: 400, Type: "encode", Reason: err.Error()})
 			continue
 		}
-		action, _ := json.Marshal(map[string]any{"index": map[string]any{"_index": IndexName(it.Biz), "_id": DocID(it.Key)}})
+		action, _ := json.Marshal(map[string]any{"index": map[string]any{"_index": IndexName(it.Biz), "_id": DocID(it.Tenant, it.Key)}})
 		line := make([]byte, 0, len(action)+len(src)+2)
 		line = append(append(append(append(line, action...), '\n'), src...), '\n')
 		docs = append(docs, pendingDoc{key: it.Key, index: IndexName(it.Biz), line: line})

@@ -146,11 +146,83 @@ func TestSink(t *testing.T) {
 	}
 	_ = json.NewDecoder(res.Body).Decode(&sr)
 	res.Body.Close()
-	if len(sr.Hits.Hits) != 1 || sr.Hits.Hits[0].Index != "trawler-other-thing" || sr.Hits.Hits[0].ID != "k1" {
+	if len(sr.Hits.Hits) != 1 || sr.Hits.Hits[0].Index != "trawler-other-thing" || sr.Hits.Hits[0].ID != "@t:k1" {
 		t.Fatalf("inferred mapping search: %+v", sr)
 	}
 	if n, _ := s.Count(ctx, "nope"); n != 0 {
 		t.Fatal("count of unknown run")
+	}
+}
+
+func TestDocIDIsPerTenant(t *testing.T) {
+	for _, c := range []struct{ tenant, key, want string }{
+		{"", "demo:story:1", "demo:story:1"}, // the default tenant keeps the bare key
+		{crawl.DefaultTenant, "demo:story:1", "demo:story:1"},
+		{"acme", "demo:story:1", "@acme:demo:story:1"},
+		{"", strings.Repeat("k", 512), strings.Repeat("k", 512)},
+	} {
+		if got := es.DocID(c.tenant, c.key); got != c.want {
+			t.Errorf("DocID(%q, %q) = %q, want %q", c.tenant, c.key, got, c.want)
+		}
+	}
+	// Over 512 bytes the whole id is digested, so two tenants' long keys still differ.
+	long := strings.Repeat("k", 510)
+	a, b, d := es.DocID("a", long), es.DocID("b", long), es.DocID("", long)
+	if !strings.HasPrefix(a, "sha1-") || len(a) != 45 || a == b || d != long {
+		t.Errorf("long ids: %q %q %q", a, b, d)
+	}
+}
+
+// Two tenants indexing the same biz/key keep two documents; Count by run sees both.
+func TestTenantsKeepSeparateDocuments(t *testing.T) {
+	url, stop, err := eslite.Start(t.TempDir(), "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	ctx := context.Background()
+	s, err := es.Open(ctx, es.Options{Addresses: []string{url}, Specs: specs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	var batch []crawl.Item
+	for _, tenant := range []string{"a", "b", crawl.DefaultTenant} {
+		it := story("1", "r1", 10)
+		it.Tenant = tenant
+		batch = append(batch, it)
+	}
+	if err := s.Write(ctx, batch); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := s.Count(ctx, "r1"); err != nil || n != 3 {
+		t.Fatalf("count r1: %d %v; want 3, one document per tenant", n, err)
+	}
+	c := s.Client()
+	res, err := c.Search(c.Search.WithIndex(es.Alias), c.Search.WithBody(strings.NewReader(`{"sort":[{"tenant":"asc"}]}`)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	var sr struct {
+		Hits struct {
+			Hits []struct {
+				ID     string `json:"_id"`
+				Source struct {
+					Key, Tenant string
+				} `json:"_source"`
+			} `json:"hits"`
+		} `json:"hits"`
+	}
+	if err := json.NewDecoder(res.Body).Decode(&sr); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, h := range sr.Hits.Hits {
+		got = append(got, h.ID+"="+h.Source.Tenant+"/"+h.Source.Key)
+	}
+	if strings.Join(got, " ") != "@a:1=a/1 @b:1=b/1 1=default/1" {
+		t.Errorf("documents: %v", got)
 	}
 }
 

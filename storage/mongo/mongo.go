@@ -2,14 +2,17 @@
 // item key, for downstream processors to query and claim.
 //
 // Layout: database `trawler` (Config.Database), collection `<site>_<task>` (the item's
-// biz with `.` replaced by `_`), `_id` = the item's `key`, fields `id, biz, url, ts, hash,
-// flag, chain, run_id, tenant, data`. Write upserts (one bulk write per collection,
+// biz with `.` replaced by `_`), `_id` = DocID(tenant, key) (the bare key for the default
+// tenant, "@tenant:key" for another), fields `id, biz, url, ts, hash, flag, chain, run_id,
+// tenant, data`. Records are per tenant, like dedup and history: two tenants crawling the
+// same task keep two documents, and each tenant's processors claim only its records. Write upserts (one bulk write per collection,
 // unordered): a new key is inserted with `flag: 0`; an existing one gets the fields of
 // the latest copy and keeps its `flag`, so re-crawling a record never hands it out
 // again. Writing the same batch twice (a retried activity) leaves one document per key.
 //
-// Processing state: `flag` 0 = new, 1 = claimed. Claim flips up to n records from 0 to 1
-// with findAndModify and returns them, so two processors never receive the same record.
+// Processing state: `flag` 0 = new, 1 = claimed. Claim flips up to n records of one
+// tenant from 0 to 1 with findAndModify and returns them, so two processors never
+// receive the same record.
 //
 // Retention: a TTL index on `ts` deletes records Config.Retention after their last fetch
 // (default 30 days). A server without TTL indexes (FerretDB, the embedded server of
@@ -79,6 +82,35 @@ type Sink struct {
 // Collection is the collection items of one biz (site.task) go to.
 func Collection(biz string) string { return strings.ReplaceAll(biz, ".", "_") }
 
+// isDefaultTenant reports whether tenant is the default one: items that name no tenant
+// belong to it too.
+func isDefaultTenant(tenant string) bool { return tenant == "" || tenant == crawl.DefaultTenant }
+
+// DocID is the _id of tenant's record key: the bare key for the default tenant ("" or
+// "default"), "@" + tenant + ":" + key for another. The default tenant keeps the bare key
+// because every document written before the hot store was per tenant has it as _id and
+// belongs to that tenant: its records stay where they are, keep their flag and are not
+// written again as duplicates. Tenant names are lowercase letters, digits, - and _, so
+// the tenant part ends at the first ':'.
+func DocID(tenant, key string) string {
+	if isDefaultTenant(tenant) {
+		return key
+	}
+	return tenantMark + tenant + ":" + key
+}
+
+// tenantMark starts the _id of a record of a tenant other than the default.
+const tenantMark = "@"
+
+// tenantFilter selects the records of tenant. The default tenant's also match documents
+// whose tenant is empty or missing: items that named no tenant were stored that way.
+func tenantFilter(tenant string) bson.E {
+	if isDefaultTenant(tenant) {
+		return bson.E{Key: "tenant", Value: bson.D{{Key: "$in", Value: bson.A{crawl.DefaultTenant, "", nil}}}}
+	}
+	return bson.E{Key: "tenant", Value: tenant}
+}
+
 // Open returns a sink for the server at cfg.URI and starts its sweeper. It does not wait
 // for the server: the first Write does, and a server that is down fails that Write (and
 // Temporal retries the batch).
@@ -126,7 +158,7 @@ func (s *Sink) Write(ctx context.Context, items []crawl.Item) error {
 		// statement until the whole command ends, which starves its pool (100
 		// connections) on a bulk write of a few hundred existing records.
 		byColl[name] = append(byColl[name], mongo.NewUpdateManyModel().
-			SetFilter(bson.D{{Key: "_id", Value: it.Key}}).
+			SetFilter(bson.D{{Key: "_id", Value: DocID(it.Tenant, it.Key)}}).
 			SetUpdate(bson.D{
 				{Key: "$set", Value: bson.D{
 					{Key: "id", Value: it.ID}, {Key: "biz", Value: it.Biz}, {Key: "url", Value: it.URL},
@@ -325,7 +357,7 @@ func (s *Sink) Count(ctx context.Context, runID string) (int, error) {
 
 // record is a stored document.
 type record struct {
-	Key    string         `bson:"_id"`
+	DocID  string         `bson:"_id"`
 	ID     int64          `bson:"id"`
 	Biz    string         `bson:"biz"`
 	URL    string         `bson:"url"`
@@ -338,8 +370,16 @@ type record struct {
 	Data   map[string]any `bson:"data"`
 }
 
+// key is the item key of the record: its _id without the tenant prefix DocID added.
+func (r record) key() string {
+	if isDefaultTenant(r.Tenant) {
+		return r.DocID
+	}
+	return strings.TrimPrefix(r.DocID, DocID(r.Tenant, ""))
+}
+
 func (r record) item() crawl.Item {
-	return crawl.Item{ID: r.ID, Biz: r.Biz, Key: r.Key, URL: r.URL, TS: r.TS.UTC(), Hash: r.Hash, Flag: r.Flag,
+	return crawl.Item{ID: r.ID, Biz: r.Biz, Key: r.key(), URL: r.URL, TS: r.TS.UTC(), Hash: r.Hash, Flag: r.Flag,
 		Chain: r.Chain, RunID: r.RunID, Tenant: r.Tenant, Data: r.Data}
 }
 
@@ -360,10 +400,11 @@ func (s *Sink) Find(ctx context.Context, biz string, filter any) ([]crawl.Item, 
 	return out, nil
 }
 
-// Claim flips up to n records of a biz from flag 0 (new) to 1 (claimed), oldest fetch
-// first, and returns them with flag 1. On MongoDB each record is claimed with one
-// findAndModify filtered on flag 0, so concurrent claimers never receive the same record.
-func (s *Sink) Claim(ctx context.Context, biz string, n int) ([]crawl.Item, error) {
+// Claim flips up to n of tenant's records of a biz from flag 0 (new) to 1 (claimed),
+// oldest fetch first, and returns them with flag 1. On MongoDB each record is claimed
+// with one findAndModify filtered on flag 0, so concurrent claimers never receive the
+// same record. Another tenant's records of the biz are left for its own processors.
+func (s *Sink) Claim(ctx context.Context, tenant, biz string, n int) ([]crawl.Item, error) {
 	if n <= 0 {
 		return nil, nil
 	}
@@ -379,13 +420,14 @@ func (s *Sink) Claim(ctx context.Context, biz string, n int) ([]crawl.Item, erro
 			return nil, err
 		}
 		defer unlock()
-		return s.claimLocked(ctx, coll, n)
+		return s.claimLocked(ctx, coll, tenant, n)
 	}
+	filter := bson.D{{Key: "flag", Value: 0}, tenantFilter(tenant)}
 	opts := options.FindOneAndUpdate().SetSort(bson.D{{Key: "ts", Value: 1}}).SetReturnDocument(options.After)
 	var out []crawl.Item
 	for len(out) < n {
 		var r record
-		err := coll.FindOneAndUpdate(ctx, bson.D{{Key: "flag", Value: 0}}, bson.D{{Key: "$set", Value: bson.D{{Key: "flag", Value: 1}}}}, opts).Decode(&r)
+		err := coll.FindOneAndUpdate(ctx, filter, bson.D{{Key: "$set", Value: bson.D{{Key: "flag", Value: 1}}}}, opts).Decode(&r)
 		if errors.Is(err, mongo.ErrNoDocuments) {
 			break
 		}
@@ -401,14 +443,14 @@ func (s *Sink) Claim(ctx context.Context, biz string, n int) ([]crawl.Item, erro
 // picks the candidates, then a findAndModify by _id (the only filter FerretDB answers
 // from an index) flips each one. Nothing else flips a flag to 1 meanwhile, so a
 // candidate still at flag 0 in the returned pre-image is ours.
-func (s *Sink) claimLocked(ctx context.Context, coll *mongo.Collection, n int) ([]crawl.Item, error) {
-	cur, err := coll.Find(ctx, bson.D{{Key: "flag", Value: 0}},
+func (s *Sink) claimLocked(ctx context.Context, coll *mongo.Collection, tenant string, n int) ([]crawl.Item, error) {
+	cur, err := coll.Find(ctx, bson.D{{Key: "flag", Value: 0}, tenantFilter(tenant)},
 		options.Find().SetSort(bson.D{{Key: "ts", Value: 1}}).SetLimit(int64(n)).SetProjection(bson.D{{Key: "_id", Value: 1}}))
 	if err != nil {
 		return nil, fmt.Errorf("mongo sink: claim from %s.%s: %w", s.cfg.Database, coll.Name(), err)
 	}
 	var cands []struct {
-		Key string `bson:"_id"`
+		DocID string `bson:"_id"`
 	}
 	if err := cur.All(ctx, &cands); err != nil {
 		return nil, fmt.Errorf("mongo sink: claim from %s.%s: %w", s.cfg.Database, coll.Name(), err)
@@ -417,7 +459,7 @@ func (s *Sink) claimLocked(ctx context.Context, coll *mongo.Collection, n int) (
 	var out []crawl.Item
 	for _, c := range cands {
 		var r record
-		err := coll.FindOneAndUpdate(ctx, bson.D{{Key: "_id", Value: c.Key}}, bson.D{{Key: "$set", Value: bson.D{{Key: "flag", Value: 1}}}}, opts).Decode(&r)
+		err := coll.FindOneAndUpdate(ctx, bson.D{{Key: "_id", Value: c.DocID}}, bson.D{{Key: "$set", Value: bson.D{{Key: "flag", Value: 1}}}}, opts).Decode(&r)
 		if errors.Is(err, mongo.ErrNoDocuments) { // swept meanwhile
 			continue
 		}

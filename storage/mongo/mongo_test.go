@@ -2,6 +2,7 @@ package mongo_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	"go.mongodb.org/mongo-driver/bson"
+	"go.mongodb.org/mongo-driver/mongo/options"
 
 	"trawler/crawl"
 	"trawler/internal/devstack"
@@ -66,12 +68,13 @@ func TestUpsertCountAndRetriedBatch(t *testing.T) {
 	if err != nil || !embedded {
 		t.Errorf("Embedded = %v, %v; want FerretDB detected", embedded, err)
 	}
-	got, err := s.Find(ctx, "demo.story", bson.D{{Key: "_id", Value: "demo.story:7"}})
+	// The items are tenant "t"'s: their _id carries the tenant, their key does not.
+	got, err := s.Find(ctx, "demo.story", bson.D{{Key: "_id", Value: mongo.DocID("t", "demo.story:7")}})
 	if err != nil || len(got) != 1 {
 		t.Fatalf("find demo.story:7: %v %v", got, err)
 	}
 	it := got[0]
-	if it.ID != batch[7].ID || it.Biz != "demo.story" || !it.TS.Equal(now) || it.Hash != "h1" || it.Flag != 0 || it.RunID != "run-1" ||
+	if it.Key != "demo.story:7" || it.ID != batch[7].ID || it.Biz != "demo.story" || !it.TS.Equal(now) || it.Hash != "h1" || it.Flag != 0 || it.RunID != "run-1" ||
 		it.Tenant != "t" || it.Chain != "c" || it.URL != "http://site/7" || fmt.Sprint(it.Data["tags"]) != "[a b]" || fmt.Sprint(it.Data["n"]) != "7" {
 		t.Errorf("stored record %+v", it)
 	}
@@ -125,7 +128,7 @@ func TestClaimNeverHandsOutARecordTwice(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for {
-				got, err := c.Claim(ctx, "demo.story", 7)
+				got, err := c.Claim(ctx, "t", "demo.story", 7)
 				if err != nil {
 					errs <- err
 					return
@@ -161,7 +164,7 @@ func TestClaimNeverHandsOutARecordTwice(t *testing.T) {
 	if err := s.Write(ctx, items("run-2", 5, "demo.story", time.Now().UTC())); err != nil {
 		t.Fatal(err)
 	}
-	if got, err := s.Claim(ctx, "demo.story", 10); err != nil || len(got) != 0 {
+	if got, err := s.Claim(ctx, "t", "demo.story", 10); err != nil || len(got) != 0 {
 		t.Errorf("claim after a re-crawl of claimed records: %d records, %v", len(got), err)
 	}
 	// A new record is.
@@ -170,8 +173,86 @@ func TestClaimNeverHandsOutARecordTwice(t *testing.T) {
 	if err := s.Write(ctx, fresh); err != nil {
 		t.Fatal(err)
 	}
-	if got, err := s.Claim(ctx, "demo.story", 10); err != nil || len(got) != 1 || got[0].Key != "demo.story:new" {
+	if got, err := s.Claim(ctx, "t", "demo.story", 10); err != nil || len(got) != 1 || got[0].Key != "demo.story:new" {
 		t.Errorf("claim of a new record: %v, %v", got, err)
+	}
+}
+
+// Records are per tenant: the same biz/key crawled by two tenants is two documents, and
+// each tenant claims only its own. The default tenant keeps the bare key as _id, as
+// before records were per tenant.
+func TestTenantsKeepSeparateRecords(t *testing.T) {
+	uri := startMongo(t)
+	s := open(t, mongo.Config{URI: uri})
+	ctx := context.Background()
+	now := time.Now().UTC().Truncate(time.Millisecond)
+	var batch []crawl.Item
+	for _, tenant := range []string{"a", "b", crawl.DefaultTenant} {
+		it := items("run-1", 1, "demo.story", now)[0]
+		it.Tenant, it.Data["by"] = tenant, tenant
+		batch = append(batch, it)
+	}
+	if err := s.Write(ctx, batch); err != nil {
+		t.Fatal(err)
+	}
+	all, err := s.Find(ctx, "demo.story", bson.D{})
+	if err != nil || len(all) != 3 {
+		t.Fatalf("%d documents (%v) for one key of three tenants, want 3", len(all), err)
+	}
+	var raw []bson.M
+	cur, err := s.Database().Collection("demo_story").Find(ctx, bson.D{}, options.Find().SetSort(bson.D{{Key: "_id", Value: 1}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cur.All(ctx, &raw); err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, d := range raw {
+		ids = append(ids, fmt.Sprintf("%v=%v", d["_id"], d["tenant"]))
+	}
+	if got := strings.Join(ids, " "); got != "@a:demo.story:0=a @b:demo.story:0=b demo.story:0=default" {
+		t.Errorf("_id=tenant: %s", got)
+	}
+	// A document stored without a tenant is the default tenant's.
+	if _, err := s.Database().Collection("demo_story").InsertOne(ctx, bson.D{{Key: "_id", Value: "old"}, {Key: "biz", Value: "demo.story"},
+		{Key: "ts", Value: now.Add(-time.Hour)}, {Key: "flag", Value: 0}}); err != nil {
+		t.Fatal(err)
+	}
+
+	claim := func(tenant string, want ...string) {
+		t.Helper()
+		got, err := s.Claim(ctx, tenant, "demo.story", 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var keys []string
+		for _, it := range got {
+			keys = append(keys, it.Key+"/"+fmt.Sprint(it.Data["by"]))
+		}
+		if strings.Join(keys, " ") != strings.Join(want, " ") {
+			t.Errorf("claim for %s: %v, want %v", tenant, keys, want)
+		}
+	}
+	claim("a", "demo.story:0/a")
+	claim("a")
+	claim("b", "demo.story:0/b")
+	claim("", "old/<nil>", "demo.story:0/default")
+	claim(crawl.DefaultTenant)
+
+	r, err := mongo.OpenReader(uri, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	for _, tenant := range []string{"a", crawl.DefaultTenant} {
+		it, err := r.Get(ctx, tenant, "demo.story", "demo.story:0")
+		if err != nil || it.Key != "demo.story:0" || it.Tenant != tenant || it.Flag != 1 {
+			t.Errorf("Get of %s's record: %+v %v", tenant, it, err)
+		}
+	}
+	if _, err := r.Get(ctx, "c", "demo.story", "demo.story:0"); !errors.Is(err, mongo.ErrNoRecord) {
+		t.Errorf("Get of a tenant without the record: %v", err)
 	}
 }
 

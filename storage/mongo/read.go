@@ -109,11 +109,14 @@ func (r *Reader) Page(ctx context.Context, biz string, skip, limit int) ([]crawl
 	return out, total, nil
 }
 
-// Get returns the record of a biz with the key, or ErrNoRecord.
-func (r *Reader) Get(ctx context.Context, biz, key string) (crawl.Item, error) {
+// Get returns tenant's record of a biz with the key, or ErrNoRecord.
+func (r *Reader) Get(ctx context.Context, tenant, biz, key string) (crawl.Item, error) {
 	var rec record
-	err := r.db.Collection(Collection(biz)).FindOne(ctx, bson.D{{Key: "_id", Value: key}}).Decode(&rec)
+	err := r.db.Collection(Collection(biz)).FindOne(ctx, bson.D{{Key: "_id", Value: DocID(tenant, key)}}).Decode(&rec)
 	if errors.Is(err, mongo.ErrNoDocuments) {
+		if !isDefaultTenant(tenant) {
+			return crawl.Item{}, fmt.Errorf("%w: %s has no record %q of tenant %s", ErrNoRecord, biz, key, tenant)
+		}
 		return crawl.Item{}, fmt.Errorf("%w: %s has no record %q", ErrNoRecord, biz, key)
 	}
 	if err != nil {

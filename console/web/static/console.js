@@ -500,7 +500,9 @@ function show(v) {
 pages.record = async () => {
   const { biz, key } = $("#record").dataset;
   const path = encodeURIComponent(biz) + "/" + encodeURIComponent(key);
-  const { status, data } = await api("GET", "/api/items/" + path);
+  // Records are per tenant: the link names whose record this is (none: the default).
+  const linked = new URLSearchParams(location.search).get("tenant") || "";
+  const { status, data } = await api("GET", "/api/items/" + path + (linked ? "?tenant=" + encodeURIComponent(linked) : ""));
   if (status === 200) {
     const rows = [];
     for (const f of ["key", "biz", "url", "ts", "hash", "flag", "chain", "run_id", "tenant", "id"]) {
@@ -517,7 +519,7 @@ pages.record = async () => {
   }
   // History is per tenant: the one the link names, else the shown record's, else the
   // default tenant.
-  const tenant = new URLSearchParams(location.search).get("tenant") || (status === 200 && data.tenant) || "";
+  const tenant = linked || (status === 200 && data.tenant) || "";
   const h = await api("GET", "/api/history/" + path + (tenant ? "?tenant=" + encodeURIComponent(tenant) : ""));
   if (h.status !== 200) {
     $("#history-note").textContent = h.data.error || "no history";
