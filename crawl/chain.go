@@ -110,6 +110,11 @@ const (
 	DefaultTenant = "default"
 )
 
+// IsDefaultTenant reports whether tenant is the default one; items and code that name no
+// tenant ("") belong to it too. The stores keep the default tenant's records under their
+// bare keys, as before tenants had their own.
+func IsDefaultTenant(tenant string) bool { return tenant == "" || tenant == DefaultTenant }
+
 // Dedup modes: which items a step stores and passes downstream.
 const (
 	DedupChanged = "changed" // new items and items whose content changed (default)

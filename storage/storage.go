@@ -71,3 +71,14 @@ func (s Set) Close() error {
 	}
 	return first
 }
+
+// TenantKey is the document id of tenant's record key in a store keyed by id (MongoDB,
+// Elasticsearch): the bare key for the default tenant, so records written before tenants
+// had their own keep their ids, and "@tenant:key" for another. Tenant names cannot hold
+// "@" or ":", so the two never meet but for a default-tenant key that itself starts so.
+func TenantKey(tenant, key string) string {
+	if crawl.IsDefaultTenant(tenant) {
+		return key
+	}
+	return "@" + tenant + ":" + key
+}

@@ -45,6 +45,7 @@ import (
 	"github.com/elastic/go-elasticsearch/v8/esapi"
 
 	"trawler/crawl"
+	"trawler/storage"
 )
 
 // Alias names every Trawler index.
@@ -155,10 +156,7 @@ func IndexName(biz string) string {
 // key because the documents indexed before the index was per tenant all belong to it:
 // re-indexing its items replaces them instead of adding a second copy.
 func DocID(tenant, key string) string {
-	id := key
-	if tenant != "" && tenant != crawl.DefaultTenant {
-		id = "@" + tenant + ":" + key
-	}
+	id := storage.TenantKey(tenant, key)
 	if len(id) <= 512 {
 		return id
 	}

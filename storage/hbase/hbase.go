@@ -163,15 +163,11 @@ func SaltSplits() [][]byte {
 // biz is "site.task" and never starts with it, so the two layouts cannot be confused.
 const tenantMark = '@'
 
-// isDefaultTenant reports whether tenant keeps the original row layout: rows written
-// before history was per tenant all belong to it and stay readable.
-func isDefaultTenant(tenant string) bool { return tenant == "" || tenant == crawl.DefaultTenant }
-
 // rowPrefix is what every row of tenant in one salt starts with: the salt alone for the
 // default tenant, else salt + "@" + tenant + 0x00. Tenant names are lowercase letters,
 // digits, - and _ (crawl validates them), so they hold no 0x00.
 func rowPrefix(tenant string, salt byte) []byte {
-	if isDefaultTenant(tenant) {
+	if crawl.IsDefaultTenant(tenant) {
 		return []byte{salt}
 	}
 	row := make([]byte, 0, 3+len(tenant))

@@ -44,6 +44,7 @@ import (
 	"go.mongodb.org/mongo-driver/mongo/options"
 
 	"trawler/crawl"
+	"trawler/storage"
 )
 
 // Config configures the sink.
@@ -82,30 +83,18 @@ type Sink struct {
 // Collection is the collection items of one biz (site.task) go to.
 func Collection(biz string) string { return strings.ReplaceAll(biz, ".", "_") }
 
-// isDefaultTenant reports whether tenant is the default one: items that name no tenant
-// belong to it too.
-func isDefaultTenant(tenant string) bool { return tenant == "" || tenant == crawl.DefaultTenant }
-
 // DocID is the _id of tenant's record key: the bare key for the default tenant ("" or
 // "default"), "@" + tenant + ":" + key for another. The default tenant keeps the bare key
 // because every document written before the hot store was per tenant has it as _id and
 // belongs to that tenant: its records stay where they are, keep their flag and are not
 // written again as duplicates. Tenant names are lowercase letters, digits, - and _, so
 // the tenant part ends at the first ':'.
-func DocID(tenant, key string) string {
-	if isDefaultTenant(tenant) {
-		return key
-	}
-	return tenantMark + tenant + ":" + key
-}
-
-// tenantMark starts the _id of a record of a tenant other than the default.
-const tenantMark = "@"
+func DocID(tenant, key string) string { return storage.TenantKey(tenant, key) }
 
 // tenantFilter selects the records of tenant. The default tenant's also match documents
 // whose tenant is empty or missing: items that named no tenant were stored that way.
 func tenantFilter(tenant string) bson.E {
-	if isDefaultTenant(tenant) {
+	if crawl.IsDefaultTenant(tenant) {
 		return bson.E{Key: "tenant", Value: bson.D{{Key: "$in", Value: bson.A{crawl.DefaultTenant, "", nil}}}}
 	}
 	return bson.E{Key: "tenant", Value: tenant}
@@ -372,7 +361,7 @@ type record struct {
 
 // key is the item key of the record: its _id without the tenant prefix DocID added.
 func (r record) key() string {
-	if isDefaultTenant(r.Tenant) {
+	if crawl.IsDefaultTenant(r.Tenant) {
 		return r.DocID
 	}
 	return strings.TrimPrefix(r.DocID, DocID(r.Tenant, ""))

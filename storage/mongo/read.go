@@ -114,7 +114,7 @@ func (r *Reader) Get(ctx context.Context, tenant, biz, key string) (crawl.Item, 
 	var rec record
 	err := r.db.Collection(Collection(biz)).FindOne(ctx, bson.D{{Key: "_id", Value: DocID(tenant, key)}}).Decode(&rec)
 	if errors.Is(err, mongo.ErrNoDocuments) {
-		if !isDefaultTenant(tenant) {
+		if !crawl.IsDefaultTenant(tenant) {
 			return crawl.Item{}, fmt.Errorf("%w: %s has no record %q of tenant %s", ErrNoRecord, biz, key, tenant)
 		}
 		return crawl.Item{}, fmt.Errorf("%w: %s has no record %q", ErrNoRecord, biz, key)
