@@ -136,7 +136,7 @@ func runExport(ctx context.Context, s *settings, f exportFlags, stdout, stderr i
 	if f.query != "" && f.from != "es" {
 		return errors.New("--query searches Elasticsearch: use it with --from es (other stores filter with --run, --biz and --since)")
 	}
-	if f.tenant != "" && f.tenant != crawl.DefaultTenant && f.from != "hbase" {
+	if !crawl.IsDefaultTenant(f.tenant) && f.from != "hbase" {
 		return errors.New("--tenant picks whose HBase history to read: use it with --from hbase (other stores export every tenant's records, each with its tenant column)")
 	}
 	if f.index != "" && f.from != "es" {

@@ -146,7 +146,7 @@ func (s *settings) recrawlPlans(ctx context.Context, rec *hbase.Record) ([]recor
 	for _, ns := range slices.Sorted(maps.Keys(pols)) {
 		// A run whose plan names no tenant keeps its plans under ":task", and its
 		// records in the default tenant's rows.
-		if ns != rec.Tenant+":"+rec.Biz && (rec.Tenant != crawl.DefaultTenant || ns != ":"+rec.Biz) {
+		if ns != rec.Tenant+":"+rec.Biz && (!crawl.IsDefaultTenant(rec.Tenant) || ns != ":"+rec.Biz) {
 			continue
 		}
 		pl, ok, err := p.Lookup(ctx, ns, page)
