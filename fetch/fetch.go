@@ -23,6 +23,7 @@ package fetch
 
 import (
 	"context"
+	"net"
 	"strings"
 	"time"
 
@@ -142,6 +143,7 @@ type Fetcher struct {
 	inner crawl.Fetcher
 	user  []crawl.Middleware
 	chain crawl.Fetcher
+	guard *guard // for Dial
 }
 
 var _ crawl.Fetcher = (*Fetcher)(nil)
@@ -154,7 +156,9 @@ func New(o Options) *Fetcher {
 	// Each layer applies the defaults itself (applying them twice would turn "none",
 	// a negative value, into the default).
 	inner := crawl.Wrap(Transport(o), Resources(), Robots(o), Retry(o), Politeness(o))
-	return newFetcher(inner, o.Middlewares)
+	f := newFetcher(inner, o.Middlewares)
+	f.guard = newGuard(o.withDefaults())
+	return f
 }
 
 func newFetcher(inner crawl.Fetcher, user []crawl.Middleware) *Fetcher {
@@ -169,7 +173,9 @@ func (f *Fetcher) With(mws ...crawl.Middleware) *Fetcher {
 	if len(mws) == 0 {
 		return f
 	}
-	return newFetcher(f.inner, append(f.user[:len(f.user):len(f.user)], mws...))
+	g := newFetcher(f.inner, append(f.user[:len(f.user):len(f.user)], mws...))
+	g.guard = f.guard
+	return g
 }
 
 // Fetch performs r and returns the fully read response of an answer r accepts (2xx and
@@ -177,4 +183,13 @@ func (f *Fetcher) With(mws ...crawl.Middleware) *Fetcher {
 // (WithResources). Every error but an empty pool's external.WaitError is an *Error.
 func (f *Fetcher) Fetch(ctx context.Context, r *crawl.Request) (*crawl.Response, error) {
 	return f.chain.Fetch(ctx, r)
+}
+
+// Dial connects to addr ("host:port") through the address guard, as the transport
+// would: a refused address fails with ErrBlocked and nothing connects to it. It is for
+// connections that are not HTTP requests the chain can make, such as the tunnels a
+// rendering browser asks for (WebSockets, HTTPS outside the page's interception);
+// nothing else of the chain (robots.txt, politeness, leased proxies) applies to them.
+func (f *Fetcher) Dial(ctx context.Context, network, addr string) (net.Conn, error) {
+	return f.guard.dialContext(ctx, network, addr)
 }

@@ -25,6 +25,10 @@ import (
 	"github.com/chromedp/chromedp"
 )
 
+// bypassNothing is the proxy bypass list that sends loopback through the proxy too
+// (Chromium bypasses it by default).
+const bypassNothing = "<-loopback>"
+
 // DefaultBrowser is Debian's chromium.
 const DefaultBrowser = "/usr/bin/chromium"
 
@@ -107,6 +111,7 @@ type browser struct {
 	cancel   func()          // closes the contexts and reaps the process
 	pid      int
 	profile  string
+	proxy    *proxy        // the browser's own way out, which refuses everything
 	ready    chan struct{} // closed when started (err says how)
 	err      error
 	active   int       // tabs in use
@@ -259,14 +264,28 @@ func (p *Pool) start(b *browser) {
 			return
 		}
 		b.profile = profile
+		if b.proxy, err = startProxy(nil); err != nil {
+			b.err = err
+			return
+		}
 		opts := append(chromedp.DefaultExecAllocatorOptions[:],
 			chromedp.ExecPath(p.o.Path), chromedp.UserDataDir(profile),
 			chromedp.Flag("headless", true), chromedp.NoSandbox, chromedp.DisableGPU,
 			chromedp.Flag("disable-quic", true), chromedp.Flag("disable-crash-reporter", true),
 			chromedp.Flag("disable-breakpad", true), chromedp.Flag("disable-dev-shm-usage", true),
 			chromedp.Flag("renderer-process-limit", strconv.Itoa(p.o.Tabs)),
-			// No back-forward cache (it keeps every page left alive) and no spare renderer.
-			chromedp.Flag("disable-features", "Translate,MediaRouter,OptimizationHints,site-per-process,BackForwardCache,SpareRendererForSitePerProcess"),
+			// No back-forward cache (it keeps every page left alive), no spare renderer,
+			// none of the services that call home.
+			chromedp.Flag("disable-features", "Translate,MediaRouter,DialMediaRouteProvider,OptimizationHints,site-per-process,BackForwardCache,SpareRendererForSitePerProcess,"+
+				"AutofillServerCommunication,CertificateTransparencyComponentUpdater,NetworkTimeServiceQuerying,InterestFeedContentSuggestions"),
+			// The browser reaches nothing by itself (proxy.go): every connection goes to
+			// the worker's proxy, loopback included, no name is resolved, and WebRTC
+			// sends no UDP; the tabs' contexts each get a proxy of their own.
+			chromedp.ProxyServer(b.proxy.addr()), chromedp.Flag("proxy-bypass-list", bypassNothing),
+			chromedp.Flag("host-resolver-rules", "MAP * ~NOTFOUND , EXCLUDE 127.0.0.1"),
+			chromedp.Flag("force-webrtc-ip-handling-policy", "disable_non_proxied_udp"),
+			chromedp.Flag("disable-component-update", true), chromedp.Flag("disable-domain-reliability", true),
+			chromedp.Flag("no-pings", true), chromedp.Flag("disable-background-networking", true),
 			chromedp.ModifyCmdFunc(func(cmd *exec.Cmd) {
 				// Its own group, so one kill takes every helper; SIGKILL when the
 				// worker dies, so none outlives it.
@@ -367,6 +386,9 @@ func (p *Pool) kill(b *browser) {
 	}
 	if b.profile != "" {
 		_ = os.RemoveAll(b.profile)
+	}
+	if b.proxy != nil {
+		b.proxy.close()
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -32,11 +33,15 @@ const idleFor = 500 * time.Millisecond
 // Renderer fetches pages by rendering them in a browser of the pool. Every request
 // the page makes — the document, its scripts, their XHRs — is answered through Inner,
 // the step's own fetcher, so a rendered page is as polite, guarded and lent the same
-// resources as a plain one; the browser itself reaches nothing.
+// resources as a plain one; the browser itself reaches nothing (proxy.go).
 type Renderer struct {
 	Pool  *Pool
 	Inner crawl.Fetcher
-	Opts  crawl.Render
+	// Dial opens the tunnels the browser asks for (a WebSocket, HTTPS a service worker
+	// fetches) through the worker's address guard (fetch.Fetcher.Dial); nil refuses
+	// them.
+	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
+	Opts crawl.Render
 	// Screenshots is the directory that keeps a PNG of each page that failed, when
 	// Opts.Screenshot asks; "" keeps none.
 	Screenshots string
@@ -74,6 +79,7 @@ type pageRun struct {
 	claimed  bool      // the page's own request was made
 	doc      *crawl.Response
 	docErr   error
+	navErr   error // the main frame went on to an address the worker refuses
 }
 
 func (pg *pageRun) run(ctx context.Context) (*crawl.Response, error) {
@@ -135,6 +141,9 @@ func (pg *pageRun) run(ctx context.Context) (*crawl.Response, error) {
 	}
 	if err := pg.eval(tctx, deadline, `({url: location.href, html: document.documentElement.outerHTML})`, &out); err != nil {
 		return nil, pg.fail(tctx, fmt.Errorf("render %s: read the page: %w", u, err))
+	}
+	if nav := pg.navigationBlocked(); nav != nil {
+		return nil, pg.fail(tctx, nav)
 	}
 	doc, _ := pg.document()
 	resp := &crawl.Response{URL: out.URL, Status: http.StatusOK, Header: http.Header{}, Body: []byte("<!DOCTYPE html>\n" + out.HTML), Attempts: 1}
@@ -265,7 +274,8 @@ func (pg *pageRun) answer(tctx context.Context, e *cdpfetch.EventRequestPaused) 
 		fail()
 		return
 	}
-	isDoc := e.ResourceType == network.ResourceTypeDocument && string(e.FrameID) == string(c.Target.TargetID)
+	mainFrame := e.ResourceType == network.ResourceTypeDocument && string(e.FrameID) == string(c.Target.TargetID)
+	isDoc := mainFrame
 	req := &crawl.Request{Method: e.Request.Method, URL: e.Request.URL, Header: http.Header{}}
 	if isDoc && pg.docTaken() {
 		isDoc = false // a later navigation of the page (a form, a redirect by script)
@@ -289,11 +299,16 @@ func (pg *pageRun) answer(tctx context.Context, e *cdpfetch.EventRequestPaused) 
 		req.Accept = func(int) bool { return true }
 	}
 	resp, err := pg.r.Inner.Fetch(pg.ctx, req)
-	if isDoc {
-		pg.mu.Lock()
+	pg.mu.Lock()
+	switch {
+	case isDoc:
 		pg.doc, pg.docErr = resp, err
-		pg.mu.Unlock()
+	case mainFrame && crawl.CauseOf(err) == crawl.CauseBlocked && pg.navErr == nil:
+		// A script, a meta refresh or a form took the page where the worker may not
+		// go: what would be read is the browser's error page, not the page.
+		pg.navErr = fmt.Errorf("the page went on to %w", err)
 	}
+	pg.mu.Unlock()
 	if err != nil {
 		fail()
 		return
@@ -312,6 +327,16 @@ func (pg *pageRun) answer(tctx context.Context, e *cdpfetch.EventRequestPaused) 
 		WithBody(base64.StdEncoding.EncodeToString(resp.Body)).Do(exec)
 }
 
+// navigationBlocked is the refused request of a later navigation of the page, if any.
+func (pg *pageRun) navigationBlocked() error {
+	pg.mu.Lock()
+	defer pg.mu.Unlock()
+	if pg.navErr == nil {
+		return nil
+	}
+	return fmt.Errorf("render %s: %w", crawl.RedactURL(pg.req.URL), pg.navErr)
+}
+
 // docTaken reports whether the page's document was requested already; the first
 // call claims it.
 func (pg *pageRun) docTaken() bool {
@@ -322,8 +347,13 @@ func (pg *pageRun) docTaken() bool {
 	return taken
 }
 
-// fail is err, with a screenshot of the page kept beside it when the step asks.
+// fail is err, with a screenshot of the page kept beside it when the step asks. A page
+// whose main frame went on to a refused address failed for that reason, whatever err
+// says (a wait_for the browser's error page never matches).
 func (pg *pageRun) fail(ctx context.Context, err error) error {
+	if nav := pg.navigationBlocked(); nav != nil && !pg.hung.Load() {
+		err = nav
+	}
 	if !pg.r.Opts.Screenshot || pg.r.Screenshots == "" || pg.hung.Load() {
 		return err
 	}

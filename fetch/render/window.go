@@ -39,11 +39,19 @@ func (p *Pool) window(b *browser, timeout time.Duration) (*window, error) {
 	p.mu.Unlock()
 	c := chromedp.FromContext(b.ctx)
 	ex := cdp.WithExecutor(b.ctx, c.Browser)
-	id, err := target.CreateBrowserContext().WithDisposeOnDetach(true).Do(ex)
+	w := &window{}
+	// The tab's way out: its own proxy, which answers for the page the tab shows.
+	prx, err := startProxy(w.page.Load)
 	if err != nil {
 		return nil, err
 	}
-	dispose := func() { _ = target.DisposeBrowserContext(id).Do(ex) }
+	id, err := target.CreateBrowserContext().WithDisposeOnDetach(true).
+		WithProxyServer(prx.addr()).WithProxyBypassList(bypassNothing).Do(ex)
+	if err != nil {
+		prx.close()
+		return nil, err
+	}
+	dispose := func() { _ = target.DisposeBrowserContext(id).Do(ex); prx.close() }
 	// A new window: headless Chromium opens no tab in a new context otherwise.
 	tid, err := target.CreateTarget("about:blank").WithBrowserContextID(id).WithNewWindow(true).Do(ex)
 	if err != nil {
@@ -51,7 +59,7 @@ func (p *Pool) window(b *browser, timeout time.Duration) (*window, error) {
 		return nil, err
 	}
 	tctx, cancel := chromedp.NewContext(b.ctx, chromedp.WithTargetID(tid))
-	w := &window{ctx: tctx, id: id, close: func() { cancel(); dispose() }}
+	w.ctx, w.id, w.close = tctx, id, func() { cancel(); dispose() }
 	// The first Run attaches to the tab for the lifetime of the context it is given:
 	// the tab's own, bounded by a timer instead of a deadline.
 	slow := time.AfterFunc(timeout, cancel)
