@@ -3,6 +3,7 @@ package activities
 import (
 	"context"
 	"fmt"
+	"net"
 	"sync"
 
 	"trawler/crawl"
@@ -32,18 +33,28 @@ func (a *Activities) rendering(task crawl.Task, b crawl.Batch) (crawl.Task, erro
 		return nil, fmt.Errorf("step %s renders pages (render: %s) and this worker has no browser; it runs on workers started with one (trawler worker --browser PATH)", b.Step.ID, b.Step.Render.Mode)
 	}
 	a.Render.memory.Do(func() { a.Render.auto = render.NewMemory(0) })
-	return renderTask{Task: task, r: a.Render, opts: *b.Step.Render}, nil
+	t := renderTask{Task: task, r: a.Render, opts: *b.Step.Render}
+	// The tunnels the browser asks for (WebSockets, HTTPS outside the page's
+	// interception) go through the address guard of the worker's fetcher
+	// (fetch.Fetcher.Dial); a fetcher without one opens none.
+	if d, ok := a.Fetcher.(interface {
+		Dial(ctx context.Context, network, addr string) (net.Conn, error)
+	}); ok {
+		t.dial = d.Dial
+	}
+	return t, nil
 }
 
 type renderTask struct {
 	crawl.Task
 	r    *Rendering
 	opts crawl.Render
+	dial func(ctx context.Context, network, addr string) (net.Conn, error)
 }
 
 func (t renderTask) Run(ctx context.Context, env *crawl.Env, in crawl.Input) (crawl.Result, error) {
 	rendered := *env
-	rendered.Fetcher = render.Renderer{Pool: t.r.Pool, Inner: env.Fetcher, Opts: t.opts, Screenshots: t.r.Screenshots}
+	rendered.Fetcher = render.Renderer{Pool: t.r.Pool, Inner: env.Fetcher, Dial: t.dial, Opts: t.opts, Screenshots: t.r.Screenshots}
 	name := t.Spec().Name
 	kind := render.Kind(env.Step, in.URL)
 	if t.opts.Mode == crawl.RenderAlways || t.r.auto.Needs(kind) {

@@ -119,7 +119,8 @@ func benchRender(ctx context.Context, o render.Options, pages int, quiet bool) (
 	res := &renderBenchResult{Pages: pages, Browsers: o.Browsers, Tabs: o.Tabs, PagesPerBrowser: o.PagesPerBrowser, MaxMB: o.MaxMB,
 		StartMB: render.SelfRSS() >> 20}
 	res.BoundMB = res.StartMB + workerHeadroomMB + int64(o.BoundMB())
-	r := render.Renderer{Pool: pool, Inner: fetch.New(fetch.Options{AllowPrivate: true}),
+	inner := fetch.New(fetch.Options{AllowPrivate: true})
+	r := render.Renderer{Pool: pool, Inner: inner, Dial: inner.Dial,
 		Opts: crawl.Render{Mode: crawl.RenderAlways, WaitFor: "article.story", Timeout: 15 * time.Second, Viewport: crawl.DefaultViewport, Block: crawl.DefaultRenderBlock}}
 
 	var peak, peakRSS, peakChromium atomic.Int64

@@ -123,7 +123,7 @@ cloud metadata addresses always and loopback and private ones unless --allow-pri
 					return err
 				}
 				defer pool.Close()
-				fetcher = render.Renderer{Pool: pool, Inner: fetcher, Opts: *crawl.DefaultRender(crawl.RenderAlways)}
+				fetcher = render.Renderer{Pool: pool, Inner: fetcher, Dial: f.Dial, Opts: *crawl.DefaultRender(crawl.RenderAlways)}
 			}
 			env := &crawl.Env{
 				Params:  typed,

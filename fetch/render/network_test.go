@@ -3,7 +3,10 @@ package render
 import (
 	"bufio"
 	"context"
+	"crypto/sha1"
+	"encoding/base64"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/netip"
@@ -111,6 +114,14 @@ func TestChromiumReachesNothingItself(t *testing.T) {
 	sw.Opts.WaitFor = "#ready"
 	if _, err := sw.Fetch(context.Background(), &crawl.Request{URL: base + "/sw"}); err != nil {
 		t.Errorf("/sw: %v; want the service worker installed", err)
+	}
+	// A WebSocket to an address the worker may reach works, through a tunnel the
+	// worker opens.
+	ws := r
+	ws.Opts.WaitFor, ws.Opts.Idle = "#ws", false
+	resp, err := ws.Fetch(context.Background(), &crawl.Request{URL: base + "/websocket-ok"})
+	if err != nil || !strings.Contains(string(resp.Body), `<p id="ws">hello through the worker</p>`) {
+		t.Errorf("/websocket-ok: %v; want the message the socket got", err)
 	}
 	time.Sleep(time.Second) // what a page or the browser does after it was read
 	if got := traps.all(); len(got) > 0 {
@@ -235,13 +246,28 @@ func pagesSite(t *testing.T) (*countingListener, *atomic.Int64) {
 			`<script type="speculationrules">{"prefetch": [{"source": "list", "urls": ["http://10.0.0.1/a"]}], "prerender": [{"source": "list", "urls": ["http://127.0.0.1/b"]}]}</script>` + done,
 		"/fetch": `<script>fetch("http://10.0.0.1/").catch(() => {}); fetch("https://169.254.169.254/latest/").catch(() => {});` +
 			`navigator.sendBeacon("http://127.0.0.1/beacon", "x"); new Image().src = "http://10.0.0.1/pixel.gif"</script>` + done,
-		"/popup": `<script>window.open("http://10.0.0.1/popup")</script>` + done,
+		"/websocket-ok": `<script>new WebSocket("ws://" + location.host + "/echo").onmessage = e => document.body.insertAdjacentHTML("beforeend", '<p id="ws">' + e.data + '</p>')</script>`,
+		"/popup":        `<script>window.open("http://10.0.0.1/popup")</script>` + done,
 		"/webrtc": `<script>const pc = new RTCPeerConnection({iceServers: [{urls: "stun:10.0.0.1:3478"}, {urls: "turn:169.254.169.254:3478", username: "u", credential: "c"}]});` +
 			`pc.createDataChannel("x"); pc.createOffer().then(o => pc.setLocalDescription(o))</script>` + done,
 		"/sw": `<script>navigator.serviceWorker.register("/sw.js").then(() => navigator.serviceWorker.ready).then(() => document.body.insertAdjacentHTML("beforeend", '<p id="ready"></p>'))</script>`,
 	}
 	const sw = `self.addEventListener("install", e => e.waitUntil(Promise.all(["http://10.0.0.1/", "https://169.254.169.254/", "http://127.0.0.1/"].map(u => fetch(u).catch(() => {})))));`
 	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		if req.URL.Path == "/echo" {
+			sum := sha1.Sum([]byte(req.Header.Get("Sec-WebSocket-Key") + "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"))
+			c, rw, err := w.(http.Hijacker).Hijack()
+			if err != nil {
+				return
+			}
+			defer c.Close()
+			const msg = "hello through the worker"
+			_, _ = fmt.Fprintf(rw, "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: %s\r\n\r\n%s",
+				base64.StdEncoding.EncodeToString(sum[:]), append([]byte{0x81, byte(len(msg))}, msg...))
+			_ = rw.Flush()
+			_, _ = io.Copy(io.Discard, rw) // until the browser closes it
+			return
+		}
 		if req.URL.Path == "/sw.js" {
 			w.Header().Set("Content-Type", "text/javascript")
 			_, _ = w.Write([]byte(sw))

@@ -59,8 +59,10 @@ func (r Renderer) Fetch(ctx context.Context, req *crawl.Request) (*crawl.Respons
 	if err != nil {
 		return nil, crawl.WithCause(fmt.Errorf("render %s: %w", crawl.RedactURL(req.URL), err), crawl.CauseTimeout)
 	}
-	pg := &pageRun{r: r, req: req, b: b, ctx: ctx}
+	pctx, done := context.WithCancel(ctx)
+	pg := &pageRun{r: r, req: req, b: b, ctx: pctx}
 	resp, err := pg.run(ctx)
+	done() // what the page still has going (a request, a WebSocket's tunnel) ends with it
 	r.Pool.release(b, pg.hung.Load())
 	return resp, err
 }
@@ -70,7 +72,7 @@ type pageRun struct {
 	r    Renderer
 	req  *crawl.Request
 	b    *browser
-	ctx  context.Context // the input's: the page's requests are made under it
+	ctx  context.Context // the input's, until the page is done: its requests are made under it
 	hung atomic.Bool     // a call to the tab got no answer: its browser is killed
 
 	mu       sync.Mutex
