@@ -17,7 +17,7 @@ import (
 //     the first non-zero value seen wins, so every task hitting a host shares one limit;
 //     a host unused for an hour is forgotten and set afresh;
 //   - waiting for a slot or a token ends when ctx does, with an *Error that is not
-//     retried.
+//     retried; past ctx's deadline it is a timeout naming the host and its limit.
 //
 // It is the layer just outside Transport, so in-process retries and the robots.txt
 // read each take their own slot and token, and a retry sleeping for its backoff holds

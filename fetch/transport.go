@@ -31,7 +31,8 @@ type transport struct {
 //
 //   - every address it connects to — after DNS resolution, on every redirect hop, for a
 //     proxy — was judged by the address guard (guard.go) first; a refused one fails
-//     permanently with ErrBlocked and nothing is sent to it;
+//     permanently with ErrBlocked and nothing is sent to it, as does a redirect to a
+//     scheme other than http and https (file://, ftp://);
 //   - the exchange, body included, ends after Timeout (connecting after
 //     ConnectTimeout); redirects are followed up to MaxRedirects, and Response.URL is
 //     the final URL;
