@@ -428,6 +428,7 @@ func (r *batchRun) execute(l *lane) {
 			continue
 		}
 		wg.Add(1)
+		r.cp.begin(i)
 		go func(i int, w crawl.Work) {
 			defer func() { <-sem; wg.Done() }()
 			began := time.Now()
@@ -470,6 +471,7 @@ func (r *batchRun) collect() {
 			l.outstanding--
 			switch {
 			case o.waiting != nil:
+				r.cp.unbegin(o.Index)
 				r.waiting = append(r.waiting, o)
 			case o.quota != "":
 				r.cp.unrun[o.Index] = true // left unrun; the result says how many and why
@@ -708,7 +710,7 @@ func (a *Activities) runOne(ctx context.Context, task crawl.Task, env *crawl.Env
 		err = crawl.WithCause(fmt.Errorf("timed out after %s", b.Step.Timeout), crawl.CauseTimeout)
 	}
 	if err != nil {
-		if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
+		if errors.Is(err, context.DeadlineExceeded) && ictx.Err() != nil && ctx.Err() == nil {
 			err = fmt.Errorf("%w (step timeout %s)", err, b.Step.Timeout)
 		}
 		if external.IsWaiting(err) {
@@ -764,7 +766,7 @@ func (a *Activities) summarize(ctx context.Context, b crawl.Batch, cp *checkpoin
 
 // summarizeStep is the result of one step's finished inputs.
 func (a *Activities) summarizeStep(ctx context.Context, b crawl.Batch, s *tally) (crawl.BatchResult, error) {
-	res := crawl.BatchResult{Pages: s.Pages, Items: s.Items, Skipped: s.Skipped, Unchanged: s.Unchanged, DepthLimited: s.DepthLimited}
+	res := crawl.BatchResult{Pages: s.Pages, Items: s.Items, Skipped: s.Skipped, Unchanged: s.Unchanged, DepthLimited: s.DepthLimited, Retried: s.Retried}
 	var gone []crawl.Input // pages the site says are gone: a recrawl step forgets them
 	failed := slices.Clone(s.Failed)
 	slices.SortFunc(failed, func(x, y outcome) int { return x.Index - y.Index })

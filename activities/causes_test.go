@@ -193,3 +193,101 @@ func TestFailureCausesReachSummaryAndMetrics(t *testing.T) {
 		t.Errorf("store outage cause %q, want %q", c, crawl.CauseStore)
 	}
 }
+
+// failureOf runs one input through a batch of titleTask on fetcher f and returns its
+// failure as the run summary shows it.
+func failureOf(t *testing.T, f *fetch.Fetcher, timeout time.Duration, url string) crawl.Failure {
+	t.Helper()
+	reg := crawl.NewRegistry()
+	reg.Register(titleTask)
+	a := &Activities{Registry: reg, Sinks: storage.Set{"jsonl": newFlaky(t, "jsonl")}, Fetcher: f}
+	step := crawl.PlanStep{ID: "page", Task: titleTask.Spec().Name, Timeout: timeout, Concurrency: 1, Store: []string{"jsonl"}}
+	res, err := runBatchActivity(t, a, crawl.Batch{Chain: "causes", Tenant: "t", RunID: "r", Step: step, Work: []crawl.Work{{Input: crawl.Input{URL: url}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Failed) != 1 {
+		t.Fatalf("%s: %d pages, failures %+v; want one failure", url, res.Pages, res.Failed)
+	}
+	t.Logf("%s: %s", res.Failed[0].Class, res.Failed[0].Cause)
+	return res.Failed[0]
+}
+
+// Each failure is named for what happened, in its cause and in its text: a redirect to
+// a file:// URL is refused (blocked), a body that trickles in past the timeout is a
+// timeout whichever deadline ends it, an input that never got one of its host's
+// slots says so, and a page nested too deep for the HTML parser names the limit.
+func TestCausesSayWhatHappened(t *testing.T) {
+	held := make(chan struct{}, 1)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/to-file":
+			http.Redirect(w, r, "file:///etc/passwd", http.StatusFound)
+		case "/trickle":
+			// One byte every 300 ms: the answer starts at once, the body never ends.
+			w.Write([]byte("<h1>"))
+			for {
+				w.(http.Flusher).Flush()
+				select {
+				case <-r.Context().Done():
+					return
+				case <-time.After(300 * time.Millisecond):
+				}
+				w.Write([]byte("x"))
+			}
+		case "/hold":
+			held <- struct{}{}
+			<-r.Context().Done()
+		case "/deep":
+			w.Write([]byte("<html><body>" + strings.Repeat("<div>", 600) + "<h1>deep</h1>" + strings.Repeat("</div>", 600) + "</body></html>"))
+		default:
+			fmt.Fprintf(w, "<h1>%s</h1>", r.URL.Path)
+		}
+	}))
+	t.Cleanup(srv.Close)
+	opts := fetch.Options{AllowPrivate: true, Retries: -1, MaxRetryWait: -1}
+
+	t.Run("redirect to file", func(t *testing.T) {
+		f := failureOf(t, fetch.New(opts), 5*time.Second, srv.URL+"/to-file")
+		if f.Class != crawl.CauseBlocked || !strings.Contains(f.Cause, "redirect to file:///etc/passwd refused") || !strings.Contains(f.Cause, "only http and https") {
+			t.Errorf("cause %q: %s; want blocked, naming the refused redirect and the schemes fetched", f.Class, f.Cause)
+		}
+	})
+	t.Run("trickle past the fetch timeout", func(t *testing.T) {
+		o := opts
+		o.Timeout = time.Second
+		f := failureOf(t, fetch.New(o), 10*time.Second, srv.URL+"/trickle")
+		if f.Class != crawl.CauseTimeout || !strings.Contains(f.Cause, "read timeout after 1s") {
+			t.Errorf("cause %q: %s; want timeout, read timeout after 1s", f.Class, f.Cause)
+		}
+	})
+	t.Run("trickle past the step timeout", func(t *testing.T) {
+		f := failureOf(t, fetch.New(opts), time.Second, srv.URL+"/trickle")
+		if f.Class != crawl.CauseTimeout || !strings.Contains(f.Cause, "step timeout 1s") {
+			t.Errorf("cause %q: %s; want timeout, naming the step timeout", f.Class, f.Cause)
+		}
+	})
+	t.Run("no host slot in time", func(t *testing.T) {
+		o := opts
+		o.HostConcurrency = 1
+		fetcher := fetch.New(o)
+		// Another request holds the host's only slot until the test ends.
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() { defer close(done); fetcher.Fetch(ctx, &crawl.Request{URL: srv.URL + "/hold"}) }()
+		defer func() { cancel(); <-done }()
+		<-held
+		f := failureOf(t, fetcher, 300*time.Millisecond, srv.URL+"/waits")
+		want := "timed out waiting for a per-host politeness slot for " + srv.URL + " (1 at a time"
+		if f.Class != crawl.CauseTimeout || !strings.Contains(f.Cause, want) {
+			t.Errorf("cause %q: %s; want timeout, %q", f.Class, f.Cause, want)
+		}
+	})
+	t.Run("nested too deep", func(t *testing.T) {
+		f := failureOf(t, fetch.New(opts), 5*time.Second, srv.URL+"/deep")
+		want := "the page nests elements deeper than 512 levels (the HTML parser's limit)"
+		if f.Class != crawl.CauseParse || !strings.Contains(f.Cause, want) || !strings.Contains(f.Cause, "JSON") {
+			t.Errorf("cause %q: %s; want parse, %q and what to do", f.Class, f.Cause, want)
+		}
+	})
+}

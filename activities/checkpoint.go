@@ -17,7 +17,10 @@ import (
 // failures keep their causes. Its size grows with the batch's outputs, not with the
 // square of the batch, and it is sent at most a few times per heartbeat timeout.
 type checkpoint struct {
-	Done  [][2]int       `json:"done,omitempty"` // finished inputs, inclusive ranges
+	Done [][2]int `json:"done,omitempty"` // finished inputs, inclusive ranges
+	// Began are the inputs this attempt started and has not finished: if it dies, the
+	// next attempt runs them again and counts them as retried.
+	Began [][2]int       `json:"began,omitempty"`
 	tally                // the batch's own step's
 	Out   []crawl.Routed `json:"out,omitempty"`
 	// Followed are the inputs the batch took over from its outputs (Batch.Follow),
@@ -37,6 +40,8 @@ type tally struct {
 	Unchanged    int       `json:"unchanged,omitempty"`
 	DepthLimited int       `json:"dl,omitempty"`
 	Failed       []outcome `json:"failed,omitempty"`
+	// Retried counts inputs an attempt of the batch that died had begun, run again.
+	Retried int `json:"retried,omitempty"`
 }
 
 // followed is an input a batch took over from its outputs, for the step of its lane: 0
@@ -58,11 +63,17 @@ type checkpointer struct {
 	last  time.Time
 	dirty bool
 	send  func(checkpoint) // activity.RecordHeartbeat in a batch
+
+	// began is written by the goroutines that run inputs, the rest by the one that
+	// collects their outcomes.
+	mu       sync.Mutex
+	began    map[int]bool
+	newBegun bool // began changed since the last heartbeat
 }
 
 // newCheckpointer resumes from what an earlier attempt of the batch heartbeated.
 func newCheckpointer(ctx context.Context, n int) *checkpointer {
-	c := &checkpointer{n: n, done: map[int]bool{}, unrun: map[int]bool{}, every: time.Second,
+	c := &checkpointer{n: n, done: map[int]bool{}, unrun: map[int]bool{}, began: map[int]bool{}, every: time.Second,
 		send: func(p checkpoint) { activity.RecordHeartbeat(ctx, p) }}
 	if hb := activity.GetInfo(ctx).HeartbeatTimeout; hb/4 > c.every {
 		c.every = hb / 4
@@ -76,7 +87,8 @@ func newCheckpointer(ctx context.Context, n int) *checkpointer {
 	return c
 }
 
-// resume takes over what an earlier attempt checkpointed.
+// resume takes over what an earlier attempt checkpointed. The inputs it had begun and
+// not finished run again: each counts as retried in its step.
 func (c *checkpointer) resume(prev checkpoint) {
 	c.n += len(prev.Followed)
 	for _, r := range prev.Done {
@@ -84,8 +96,34 @@ func (c *checkpointer) resume(prev checkpoint) {
 			c.done[i] = true
 		}
 	}
-	prev.Done, prev.Hold = nil, nil
+	began := prev.Began
+	prev.Done, prev.Began, prev.Hold = nil, nil, nil
 	c.sum = prev
+	for _, r := range began {
+		for i := max(r[0], 0); i <= r[1] && i < c.n; i++ {
+			if !c.done[i] {
+				c.tally(c.lane(i)).Retried++
+			}
+		}
+	}
+}
+
+// begin records that input i is about to run, for the next heartbeat.
+func (c *checkpointer) begin(i int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.began == nil {
+		c.began = map[int]bool{}
+	}
+	c.began[i], c.newBegun = true, true
+}
+
+// unbegin forgets that input i ran: it waits for a dependency, which a retried attempt
+// does not count against it.
+func (c *checkpointer) unbegin(i int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.began, i)
 }
 
 // todo lists the inputs no attempt has finished, in order.
@@ -120,6 +158,7 @@ func (c *checkpointer) handBack(i int, r crawl.Routed) {
 func (c *checkpointer) finish(o outcome, lane int) {
 	c.done[o.Index] = true
 	c.dirty = true
+	c.unbegin(o.Index)
 	t := c.tally(lane)
 	if !o.OK {
 		// The cause is shown in status, summaries and the failure log: no credential of
@@ -160,6 +199,10 @@ func (c *checkpointer) lane(i int) int {
 // Between sends the previous checkpoint stands: a heartbeat without details would
 // erase it.
 func (c *checkpointer) heartbeat(force bool) {
+	c.mu.Lock()
+	c.dirty = c.dirty || c.newBegun
+	c.newBegun = false
+	c.mu.Unlock()
 	if !force && (!c.dirty || time.Since(c.last) < c.every) {
 		if time.Since(c.last) >= c.every {
 			c.send(c.payload())
@@ -177,6 +220,9 @@ func (c *checkpointer) heartbeat(force bool) {
 func (c *checkpointer) payload() checkpoint {
 	p := c.sum
 	p.Done = spans(c.done)
+	c.mu.Lock()
+	p.Began = spans(c.began)
+	c.mu.Unlock()
 	p.Down = slices.Clone(c.sum.Down)
 	return p
 }

@@ -353,15 +353,18 @@ type DownstreamStep struct {
 
 // BatchResult is what one batch produced.
 type BatchResult struct {
-	Pages        int           `json:"pages"`     // inputs processed successfully
-	Items        int           `json:"items"`     // items handed to the sinks
-	Skipped      int           `json:"skipped"`   // records the task chose not to store
-	Unchanged    int           `json:"unchanged"` // items dedup found already stored
-	DepthLimited int           `json:"depth_limited,omitempty"`
-	Out          []Routed      `json:"out,omitempty"`
-	Retry        []Work        `json:"retry,omitempty"`
-	Failed       []Failure     `json:"failed,omitempty"`
-	RetryAfter   time.Duration `json:"retry_after,omitempty"` // the longest delay a failure asked for
+	Pages        int `json:"pages"`     // inputs processed successfully
+	Items        int `json:"items"`     // items handed to the sinks
+	Skipped      int `json:"skipped"`   // records the task chose not to store
+	Unchanged    int `json:"unchanged"` // items dedup found already stored
+	DepthLimited int `json:"depth_limited,omitempty"`
+	// Retried counts inputs an earlier attempt of the batch began and did not finish
+	// (its worker died, or its store failed it), which this one ran again.
+	Retried    int           `json:"retried,omitempty"`
+	Out        []Routed      `json:"out,omitempty"`
+	Retry      []Work        `json:"retry,omitempty"`
+	Failed     []Failure     `json:"failed,omitempty"`
+	RetryAfter time.Duration `json:"retry_after,omitempty"` // the longest delay a failure asked for
 	// Quota is set when a budget ran out during the batch: why, e.g. "quota reached:
 	// 500 pages per run of chain demo". QuotaSkipped counts the inputs it left unrun
 	// and QuotaDropped the items it did not store.

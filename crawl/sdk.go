@@ -197,9 +197,11 @@ func (t *htmlTask[T]) Run(ctx context.Context, env *Env, in Input) (Result, erro
 		if err != nil {
 			return Result{}, Permanentf("GET %s: %v", u, err)
 		}
-		if doc, err = goquery.NewDocumentFromReader(bytes.NewReader(body)); err != nil {
-			return Result{}, Permanentf("GET %s: parse HTML: %v", u, err)
+		root, err := ParseHTML(bytes.NewReader(body))
+		if err != nil {
+			return Result{}, Permanentf("GET %s: parse HTML: %w", u, err)
 		}
+		doc = goquery.NewDocumentFromNode(root)
 	}
 	final := resp.URL
 	if final == "" {

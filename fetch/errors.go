@@ -149,8 +149,10 @@ func formatBytes(n int64) string {
 // accept some statuses as pages (crawl.AcceptStatus).
 func (e *Error) HTTPStatus() int { return e.Status }
 
-// FailureCause names what refused the request when it is not a status or a network
-// error (those the caller's crawl.CauseOf reads from the error itself).
+// FailureCause names what refused the request (robots.txt, the size limit, the guard)
+// and what failed an exchange after its answer arrived (a body that timed out is a
+// timeout, whatever its status); the caller's crawl.CauseOf reads any other status or
+// network error from the error itself.
 func (e *Error) FailureCause() crawl.Cause {
 	switch {
 	case errors.Is(e.Err, ErrDisallowed):
@@ -159,6 +161,12 @@ func (e *Error) FailureCause() crawl.Cause {
 		return crawl.CauseTooLarge
 	case errors.Is(e.Err, ErrBlocked):
 		return crawl.CauseBlocked
+	case e.Err != nil && e.Status != 0:
+		// The answer came, then the exchange failed (its body timed out or broke off):
+		// the failure is the error's, not the status's.
+		if c := crawl.CauseOf(e.Err); c != crawl.CauseOther {
+			return c
+		}
 	}
 	return ""
 }

@@ -102,6 +102,16 @@ func (e *blockedError) Is(target error) bool { return target == ErrBlocked }
 
 func (e *blockedError) FailureCause() crawl.Cause { return crawl.CauseBlocked }
 
+// schemeError is a redirect to a URL that is not http or https (file://, ftp://, …):
+// refused like an address the guard refuses, since it would reach what no crawl may.
+type schemeError struct{ scheme string }
+
+func (e *schemeError) Error() string {
+	return fmt.Sprintf("the fetcher follows only http and https URLs, never %s", e.scheme)
+}
+
+func (e *schemeError) Is(target error) bool { return target == ErrBlocked }
+
 // guard judges addresses for one Fetcher.
 type guard struct {
 	allowPrivate bool

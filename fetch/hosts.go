@@ -2,6 +2,8 @@ package fetch
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"net"
 	"net/url"
 	"strings"
@@ -128,7 +130,8 @@ func (h *host) broadcast() {
 	h.wake = make(chan struct{})
 }
 
-// takeSlot waits for one of the host's concurrency slots, or for ctx to end.
+// takeSlot waits for one of the host's concurrency slots, or for ctx to end: canceled,
+// or past its deadline with a slotTimeoutError naming the host and its limit.
 func (h *host) takeSlot(ctx context.Context) error {
 	for {
 		h.mu.Lock()
@@ -137,15 +140,32 @@ func (h *host) takeSlot(ctx context.Context) error {
 			h.mu.Unlock()
 			return nil
 		}
-		wake := h.wake
+		wake, slots := h.wake, h.slots
 		h.mu.Unlock()
 		select {
 		case <-wake:
 		case <-ctx.Done():
+			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+				return &slotTimeoutError{host: h.key, slots: slots}
+			}
 			return ctx.Err()
 		}
 	}
 }
+
+// slotTimeoutError: the request's time ran out before one of its host's slots came
+// free. It is a timeout (of the step's deadline), and says it never reached the host.
+type slotTimeoutError struct {
+	host  string
+	slots int
+}
+
+func (e *slotTimeoutError) Error() string {
+	return fmt.Sprintf("timed out waiting for a per-host politeness slot for %s (%d at a time, all taken by this worker's other requests to it; lower the step's concurrency, raise the task's HostConcurrency or the step's timeout)",
+		e.host, e.slots)
+}
+func (e *slotTimeoutError) Unwrap() error { return context.DeadlineExceeded }
+func (e *slotTimeoutError) Timeout() bool { return true }
 
 func (h *host) freeSlot() {
 	h.mu.Lock()

@@ -2,6 +2,8 @@ package fetch
 
 import (
 	"context"
+	"errors"
+	"fmt"
 
 	"trawler/crawl"
 )
@@ -15,7 +17,7 @@ import (
 //     the first non-zero value seen wins, so every task hitting a host shares one limit;
 //     a host unused for an hour is forgotten and set afresh;
 //   - waiting for a slot or a token ends when ctx does, with an *Error that is not
-//     retried.
+//     retried; past ctx's deadline it is a timeout naming the host and its limit.
 //
 // It is the layer just outside Transport, so in-process retries and the robots.txt
 // read each take their own slot and token, and a retry sleeping for its backoff holds
@@ -46,16 +48,23 @@ func Politeness(o Options) crawl.Middleware {
 // waitToken takes one token from the host's rate limiter.
 func waitToken(ctx context.Context, h *host) error {
 	if err := h.lim.Wait(ctx); err != nil {
-		if ctx.Err() != nil {
+		if errors.Is(ctx.Err(), context.Canceled) {
 			return ctx.Err()
 		}
-		return &rateWaitError{err}
+		return &rateWaitError{host: h.key, limit: float64(h.lim.Limit())}
 	}
 	return nil
 }
 
-// rateWaitError: the host's rate limiter cannot grant a token before ctx's deadline.
-type rateWaitError struct{ err error }
+// rateWaitError: the host's rate limiter could not grant a token before ctx's deadline
+// (the limiter says so at once when the wait would outlast it). It is a timeout.
+type rateWaitError struct {
+	host  string
+	limit float64
+}
 
-func (e *rateWaitError) Error() string { return "waiting for the host's rate limit: " + e.err.Error() }
-func (e *rateWaitError) Unwrap() error { return e.err }
+func (e *rateWaitError) Error() string {
+	return fmt.Sprintf("timed out waiting for the per-host rate limit of %s (%g requests a second; raise the task's RateLimit or the step's timeout)", e.host, e.limit)
+}
+func (e *rateWaitError) Unwrap() error { return context.DeadlineExceeded }
+func (e *rateWaitError) Timeout() bool { return true }

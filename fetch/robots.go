@@ -166,7 +166,7 @@ func (c *robotsCache) sweep() {
 // loadRobots reads robots.txt for u's host through next. A 2xx is parsed, any other 4xx
 // but 429 allows everything (as does a body that does not parse, or too many
 // redirects), and a 429, a 5xx or a network error makes the host unavailable for
-// robotsRetryTTL. err is set only when ctx ended, the rate limiter cannot grant a token
+// robotsRetryTTL. err is set only when ctx ended, no slot or rate token of the host came
 // before ctx's deadline, or the guard refused the host's address (a *blockedError).
 func loadRobots(ctx context.Context, next crawl.Fetcher, page *crawl.Request, u *url.URL) (*robotstxt.RobotsData, *robotsUnavailableError, time.Duration, error) {
 	where := robotsURL(u)
@@ -181,7 +181,15 @@ func loadRobots(ctx context.Context, next crawl.Fetcher, page *crawl.Request, u 
 		Accept: func(int) bool { return true },
 	})
 	if err != nil {
-		if ctx.Err() != nil {
+		// Waiting for the host's slot or rate token is the page's wait too: it says so.
+		var rw *rateWaitError
+		var st *slotTimeoutError
+		switch {
+		case errors.As(err, &rw):
+			return nil, nil, 0, rw
+		case errors.As(err, &st):
+			return nil, nil, 0, st
+		case ctx.Err() != nil:
 			return nil, nil, 0, ctx.Err()
 		}
 		var rl *redirectLimitError
@@ -197,10 +205,6 @@ func loadRobots(ctx context.Context, next crawl.Fetcher, page *crawl.Request, u 
 		var fe *Error
 		if !errors.As(err, &fe) || fe.Err == nil {
 			return nil, &robotsUnavailableError{robotsURL: where, cause: err.Error(), err: err}, robotsRetryTTL, nil
-		}
-		var rw *rateWaitError
-		if errors.As(fe.Err, &rw) {
-			return nil, nil, 0, rw
 		}
 		return nil, &robotsUnavailableError{robotsURL: where, cause: fe.Err.Error(), err: fe.Err}, robotsRetryTTL, nil
 	}

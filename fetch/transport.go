@@ -31,7 +31,8 @@ type transport struct {
 //
 //   - every address it connects to — after DNS resolution, on every redirect hop, for a
 //     proxy — was judged by the address guard (guard.go) first; a refused one fails
-//     permanently with ErrBlocked and nothing is sent to it;
+//     permanently with ErrBlocked and nothing is sent to it, as does a redirect to a
+//     scheme other than http and https (file://, ftp://);
 //   - the exchange, body included, ends after Timeout (connecting after
 //     ConnectTimeout); redirects are followed up to MaxRedirects, and Response.URL is
 //     the final URL;
@@ -71,6 +72,11 @@ func Transport(o Options) crawl.Fetcher {
 		SetRedirectPolicy(resty.RedirectPolicyFunc(func(req *http.Request, via []*http.Request) error {
 			if len(via) > maxRedirects {
 				return &redirectLimitError{max: maxRedirects, next: req.URL.String()}
+			}
+			// A page may redirect to file://, gopher:// or anything else: only the
+			// schemes a request may name are followed.
+			if s := strings.ToLower(req.URL.Scheme); s != "http" && s != "https" {
+				return &schemeError{scheme: req.URL.Scheme}
 			}
 			return nil
 		}))
@@ -125,16 +131,15 @@ func (t *transport) Fetch(ctx context.Context, r *crawl.Request) (*crawl.Respons
 		if errors.As(err, &rl) {
 			return nil, exchangeError(method, r.URL, status, true, rl, true, false)
 		}
-		var be *blockedError
-		if errors.As(err, &be) {
+		if refused := guardRefusal(err); refused != nil {
 			// Nothing went to a refused address; only a redirect hop leading there
 			// means the first request was sent.
 			var ue *url.Error
 			if errors.As(err, &ue) && ue.URL != u.String() {
 				return nil, exchangeError(method, r.URL, status, true,
-					&causeError{fmt.Sprintf("redirect to %s refused: %s", ue.URL, be.Error()), be}, true, false)
+					&causeError{fmt.Sprintf("redirect to %s refused: %s", ue.URL, refused.Error()), refused}, true, false)
 			}
-			return nil, exchangeError(method, r.URL, status, false, be, true, false)
+			return nil, exchangeError(method, r.URL, status, false, refused, true, false)
 		}
 		cause, permanent, retry := t.classify(ctx, actx, err)
 		return nil, exchangeError(method, r.URL, status, true, cause, permanent, retry)
@@ -163,6 +168,19 @@ func (t *transport) Fetch(ctx context.Context, r *crawl.Request) (*crawl.Respons
 		return nil, exchangeError(method, r.URL, code, true, cause, permanent, retry)
 	}
 	return &crawl.Response{URL: raw.Request.URL.String(), Status: code, Header: header, Body: body, Attempts: 1}, nil
+}
+
+// guardRefusal is what the guard refused in err (an address or a redirect's scheme), or nil.
+func guardRefusal(err error) error {
+	var be *blockedError
+	var se *schemeError
+	switch {
+	case errors.As(err, &be):
+		return be
+	case errors.As(err, &se):
+		return se
+	}
+	return nil
 }
 
 // methodOf is the request's method as sent: upper case, GET when empty.

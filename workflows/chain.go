@@ -156,7 +156,7 @@ type StepStats struct {
 	Skipped      int    `json:"skipped"`   // records the task chose not to store
 	Unchanged    int    `json:"unchanged"` // items dedup found already stored, unchanged
 	Failed       int    `json:"failed"`    // inputs given up on (see Failures)
-	Retried      int    `json:"retried"`   // attempts that failed and were re-queued
+	Retried      int    `json:"retried"`   // attempts that failed and were run again: re-queued, or begun by a batch that died
 	DepthLimited int    `json:"depth_limited,omitempty"`
 	Aged         int    `json:"aged,omitempty"` // batches re-sent more urgently after waiting AgingStep
 	// QuotaSkipped counts inputs never run because a budget ran out; QuotaDropped
@@ -846,6 +846,7 @@ func (r *runner) absorb(ctx workflow.Context, i int, res crawl.BatchResult) {
 	st.Skipped += res.Skipped
 	st.Unchanged += res.Unchanged
 	st.DepthLimited += res.DepthLimited
+	st.Retried += res.Retried
 	st.Failed += len(res.Failed)
 	st.QuotaSkipped += res.QuotaSkipped
 	st.QuotaDropped += res.QuotaDropped

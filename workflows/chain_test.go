@@ -332,12 +332,13 @@ func TestRetriedBatchResumesFromHeartbeat(t *testing.T) {
 	h.env.RegisterWorkflowWithOptions(workflows.WorkflowBefore(workflows.ChangeOutlastOutages), workflow.RegisterOptions{Name: h.workflow})
 	p := plan(t, flatChain("resume"))
 	run := "resume"
-	h.run(t, workflows.ChainInput{RunID: run, Plan: *p})
+	s := h.run(t, workflows.ChainInput{RunID: run, Plan: *p})
 	if got := len(h.stored(t, run)); got != 13 {
 		t.Fatalf("stored %d, want 13", got)
 	}
 	// Writes 1 (root) and 2 (nodes 0,1) succeeded and were heartbeated; write 3 failed,
-	// so only the inputs after the last heartbeat run again.
+	// so only the inputs after the last heartbeat run again, and the summary counts
+	// each of them as retried.
 	reran := 0
 	for i := 0; i < 12; i++ {
 		if n := synth.Calls.Get(run, fmt.Sprint(i)); n > 1 {
@@ -349,6 +350,9 @@ func TestRetriedBatchResumesFromHeartbeat(t *testing.T) {
 	}
 	if reran == 0 || reran > 10 {
 		t.Fatalf("%d inputs re-ran after the failed write, want between 1 and 10", reran)
+	}
+	if s.Steps[0].Retried != reran {
+		t.Errorf("summary says retried %d; %d inputs ran twice", s.Steps[0].Retried, reran)
 	}
 }
 

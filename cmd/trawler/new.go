@@ -281,10 +281,11 @@ func (p fetchedPage) html() (*goquery.Document, error) {
 	if err != nil {
 		return nil, fmt.Errorf("GET %s: %v", p.url, err)
 	}
-	doc, err := goquery.NewDocumentFromReader(bytes.NewReader(body))
+	root, err := crawl.ParseHTML(bytes.NewReader(body))
 	if err != nil {
-		return nil, fmt.Errorf("GET %s: parse HTML: %v", p.url, err)
+		return nil, fmt.Errorf("GET %s: parse HTML: %w", p.url, err)
 	}
+	doc := goquery.NewDocumentFromNode(root)
 	doc.Url = p.final
 	return doc, nil
 }

@@ -26,10 +26,11 @@ func getHTML(ctx context.Context, env *crawl.Env, u string) (*goquery.Document, 
 	if err != nil {
 		return nil, nil, crawl.Permanentf("GET %s: %v", u, err)
 	}
-	doc, err := goquery.NewDocumentFromReader(bytes.NewReader(body))
+	root, err := crawl.ParseHTML(bytes.NewReader(body))
 	if err != nil {
-		return nil, nil, crawl.Permanentf("GET %s: parse HTML: %v", u, err)
+		return nil, nil, crawl.Permanentf("GET %s: parse HTML: %w", u, err)
 	}
+	doc := goquery.NewDocumentFromNode(root)
 	if pu, err := url.Parse(pageURL(resp, u)); err == nil {
 		doc.Url = pu
 	}

@@ -216,9 +216,9 @@ func getHTML(ctx context.Context, env *crawl.Env, c common, u string, enc encodi
 	if err != nil {
 		return nil, nil, crawl.Permanentf("%s: %s: %v", c.task, u, err)
 	}
-	root, err := html.Parse(bytes.NewReader(body))
+	root, err := crawl.ParseHTML(bytes.NewReader(body))
 	if err != nil {
-		return nil, nil, crawl.Permanentf("%s: %s: parse HTML: %v", c.task, u, err)
+		return nil, nil, crawl.Permanentf("%s: %s: parse HTML: %w", c.task, u, err)
 	}
 	base := finalURL(resp, u)
 	if b := baseSel.MatchFirst(root); b != nil {
