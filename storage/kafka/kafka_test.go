@@ -107,7 +107,7 @@ func TestWriteCountAndRetriedBatch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.HasPrefix(string(m.Key), "demo.comments:") || len(m.Headers) != 1 || m.Headers[0].Key != kafka.IDHeader {
+	if !strings.HasPrefix(string(m.Key), "@t:demo.comments:") || len(m.Headers) != 1 || m.Headers[0].Key != kafka.IDHeader {
 		t.Errorf("message key %q headers %v", m.Key, m.Headers)
 	}
 	if !strings.Contains(string(m.Value), `"id":"`+string(m.Headers[0].Value)+`"`) || !strings.Contains(string(m.Value), `"run_id":"run-1"`) {
