@@ -6,6 +6,7 @@
 package storage
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"sort"
@@ -72,13 +73,39 @@ func (s Set) Close() error {
 	return first
 }
 
-// TenantKey is the document id of tenant's record key in a store keyed by id (MongoDB,
-// Elasticsearch): the bare key for the default tenant, so records written before tenants
-// had their own keep their ids, and "@tenant:key" for another. Tenant names cannot hold
-// "@" or ":", so the two never meet but for a default-tenant key that itself starts so.
+// TenantKey is the id of tenant's record key in a store that keys records by one string
+// (the MongoDB _id, the Elasticsearch _id, the Kafka message key). No key of one tenant
+// maps to the id of another tenant's key, whatever the key holds:
+//
+//   - another tenant's id is "@" + tenant + ":" + key. Tenant names are lowercase
+//     letters, digits, - and _ (crawl checks them), never empty, never holding ":", so
+//     the tenant is everything between the "@" and the first ":".
+//   - the default tenant's id is the bare key, as records were stored before tenants had
+//     their own, unless the key itself starts with "@": then it is "@:" + key. No
+//     other tenant's id starts with "@:" (its name is not empty), and no bare id starts
+//     with "@", so a key read off a site such as "@acme:k1" cannot pose as acme's k1.
+//
+// SplitTenantKey is its inverse.
 func TenantKey(tenant, key string) string {
 	if crawl.IsDefaultTenant(tenant) {
+		if strings.HasPrefix(key, tenantMark) {
+			return tenantMark + ":" + key
+		}
 		return key
 	}
-	return "@" + tenant + ":" + key
+	return tenantMark + tenant + ":" + key
+}
+
+// tenantMark starts every TenantKey id that is not a bare key.
+const tenantMark = "@"
+
+// SplitTenantKey returns the tenant and key of an id TenantKey made; the tenant of a
+// bare key, or of an id no TenantKey makes, is the default one.
+func SplitTenantKey(id string) (tenant, key string) {
+	if rest, ok := strings.CutPrefix(id, tenantMark); ok {
+		if tenant, key, ok := strings.Cut(rest, ":"); ok {
+			return cmp.Or(tenant, crawl.DefaultTenant), key
+		}
+	}
+	return crawl.DefaultTenant, id
 }

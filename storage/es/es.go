@@ -2,8 +2,8 @@
 //
 // Each task gets its own index, `trawler-<site>-<task>` (the biz with dots turned into
 // dashes, lowercased), and every such index carries the alias `trawler-items`, so one
-// search covers everything crawled. The document id is DocID(tenant, key), so storing an
-// item again (a retried batch, a later run) replaces the earlier version: the latest
+// search covers everything crawled. The document id is DocID(tenant, key), unique per tenant and key
+// whatever the key holds, so storing an item again (a retried batch, a later run) replaces the earlier version: the latest
 // wins. Documents are per tenant, like dedup and history: two tenants crawling the same
 // task keep two documents.
 //
@@ -30,7 +30,7 @@ package es
 import (
 	"bytes"
 	"context"
-	"crypto/sha1"
+	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -150,18 +150,21 @@ func IndexName(biz string) string {
 	return "trawler-" + b
 }
 
-// DocID is the document id of tenant's item key: the bare key for the default tenant
-// ("" or "default"), "@" + tenant + ":" + key for another, or a digest of that id when it
-// is longer than the 512 bytes Elasticsearch allows. The default tenant keeps the bare
-// key because the documents indexed before the index was per tenant all belong to it:
-// re-indexing its items replaces them instead of adding a second copy.
+// DocID is the document id of tenant's item key: storage.TenantKey (the bare key for the
+// default tenant ("" or "default") bar keys starting with "@", "@" + tenant + ":" + key
+// for another), or, when that id is longer than the 512 bytes Elasticsearch allows,
+// "@sha256-" and the hex SHA-256 of it. TenantKey makes no id that starts with "@"
+// without a ":" after the tenant, so no key of any tenant is the digest of another's long
+// key. The default tenant keeps the bare key because the documents indexed before the
+// index was per tenant all belong to it: re-indexing its items replaces them instead of
+// adding a second copy.
 func DocID(tenant, key string) string {
 	id := storage.TenantKey(tenant, key)
 	if len(id) <= 512 {
 		return id
 	}
-	sum := sha1.Sum([]byte(id))
-	return "sha1-" + hex.EncodeToString(sum[:])
+	sum := sha256.Sum256([]byte(id))
+	return "@sha256-" + hex.EncodeToString(sum[:])
 }
 
 func itemProperties() map[string]any {

@@ -160,6 +160,7 @@ func TestDocIDIsPerTenant(t *testing.T) {
 		{crawl.DefaultTenant, "demo:story:1", "demo:story:1"},
 		{"acme", "demo:story:1", "@acme:demo:story:1"},
 		{"", strings.Repeat("k", 512), strings.Repeat("k", 512)},
+		{"", "@acme:demo:story:1", "@:@acme:demo:story:1"}, // a key that imitates acme's id
 	} {
 		if got := es.DocID(c.tenant, c.key); got != c.want {
 			t.Errorf("DocID(%q, %q) = %q, want %q", c.tenant, c.key, got, c.want)
@@ -168,7 +169,7 @@ func TestDocIDIsPerTenant(t *testing.T) {
 	// Over 512 bytes the whole id is digested, so two tenants' long keys still differ.
 	long := strings.Repeat("k", 510)
 	a, b, d := es.DocID("a", long), es.DocID("b", long), es.DocID("", long)
-	if !strings.HasPrefix(a, "sha1-") || len(a) != 45 || a == b || d != long {
+	if !strings.HasPrefix(a, "@sha256-") || len(a) != 72 || a == b || d != long {
 		t.Errorf("long ids: %q %q %q", a, b, d)
 	}
 }
@@ -223,6 +224,80 @@ func TestTenantsKeepSeparateDocuments(t *testing.T) {
 	}
 	if strings.Join(got, " ") != "@a:1=a/1 @b:1=b/1 1=default/1" {
 		t.Errorf("documents: %v", got)
+	}
+}
+
+// Keys come from site content: a default-tenant key imitating acme's document id (its
+// "@tenant:" form, the escape, 0x00, or the digest id of acme's long key) is a document
+// of its own and leaves acme's as acme indexed it.
+func TestHostileKeysCannotOverwriteAnotherTenantsDocument(t *testing.T) {
+	url, stop, err := eslite.Start(t.TempDir(), "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	ctx := context.Background()
+	s, err := es.Open(ctx, es.Options{Addresses: []string{url}, Specs: specs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	long := strings.Repeat("k", 600)
+	keys := []string{"k1", "@acme:k1", "@acme:k1\x00", "@:k1", "@@acme:k1", "@acme", "@", ":k1", "k1\x00@acme:k1", "@default:k1",
+		long, es.DocID("acme", long)}
+	write := func(tenant string) {
+		t.Helper()
+		var batch []crawl.Item
+		for _, key := range keys {
+			it := story(key, "run-"+tenant, 1)
+			it.Tenant, it.Data["title"] = tenant, tenant+" "+key
+			batch = append(batch, it)
+		}
+		if err := s.Write(ctx, batch); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("acme") // acme first: an overwrite would replace its documents
+	write(crawl.DefaultTenant)
+
+	c := s.Client()
+	res, err := c.Search(c.Search.WithIndex(es.Alias), c.Search.WithSize(100))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	var sr struct {
+		Hits struct {
+			Hits []struct {
+				ID     string `json:"_id"`
+				Source struct {
+					Key, Tenant string
+					RunID       string `json:"run_id"`
+					Data        struct{ Title string }
+				} `json:"_source"`
+			} `json:"hits"`
+		} `json:"hits"`
+	}
+	if err := json.NewDecoder(res.Body).Decode(&sr); err != nil {
+		t.Fatal(err)
+	}
+	found := map[string]bool{}
+	for _, h := range sr.Hits.Hits {
+		src := h.Source
+		if h.ID != es.DocID(src.Tenant, src.Key) || src.RunID != "run-"+src.Tenant || src.Data.Title != src.Tenant+" "+src.Key {
+			t.Errorf("document %q holds tenant %q key %q run %q title %q", h.ID, src.Tenant, src.Key, src.RunID, src.Data.Title)
+		}
+		found[src.Tenant+"/"+src.Key] = true
+	}
+	for _, tenant := range []string{"acme", crawl.DefaultTenant} {
+		for _, key := range keys {
+			if !found[tenant+"/"+key] {
+				t.Errorf("%s's document %q is gone", tenant, key)
+			}
+		}
+	}
+	if len(sr.Hits.Hits) != 2*len(keys) {
+		t.Errorf("%d documents for %d keys of two tenants, want %d", len(sr.Hits.Hits), len(keys), 2*len(keys))
 	}
 }
 

@@ -160,7 +160,10 @@ func SaltSplits() [][]byte {
 }
 
 // tenantMark starts the row key of a tenant other than the default, after the salt. A
-// biz is "site.task" and never starts with it, so the two layouts cannot be confused.
+// biz is a task name ("site.task": lowercase letters, digits and _) and never starts
+// with it, so the two layouts cannot be confused; the tenant and the biz hold no 0x00,
+// so the key, which comes last, cannot move where they end whatever bytes it holds. No
+// key of one tenant is thus the row of another's.
 const tenantMark = '@'
 
 // rowPrefix is what every row of tenant in one salt starts with: the salt alone for the

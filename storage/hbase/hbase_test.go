@@ -192,6 +192,52 @@ func TestRowKey(t *testing.T) {
 	}
 }
 
+// Keys come from site content: a default-tenant key imitating acme's row (its "@tenant"
+// mark, 0x00 separators) is a row of its own and leaves acme's history as acme wrote it.
+// Row keys cannot be forged because the biz, which comes first for the default tenant,
+// is a task name ("site.task"): it never starts with "@" and holds no 0x00.
+func TestHostileKeysCannotWriteIntoAnotherTenantsHistory(t *testing.T) {
+	ctx := context.Background()
+	s := openSink(t, hbaselite.Options{})
+	ts := time.Date(2026, 1, 1, 10, 0, 0, 0, time.UTC)
+	keys := []string{"k1", "@acme:k1", "@acme\x00demo.story\x00k1", "\x00@acme\x00demo.story\x00k1", "@acme:k1\x00", "@:k1",
+		"@@acme:k1", "@acme", "@", ":k1", "k1\x00@acme:k1", "@default:k1"}
+	for _, tenant := range []string{"acme", crawl.DefaultTenant} { // acme first: an overwrite would add to its history
+		var batch []crawl.Item
+		for _, key := range keys {
+			it := item(key, "run-"+tenant, ts, map[string]any{"by": tenant})
+			it.Tenant = tenant
+			batch = append(batch, it)
+		}
+		if err := s.Write(ctx, batch); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tenant := range []string{"acme", crawl.DefaultTenant} {
+		for _, key := range keys {
+			rec, err := s.History(ctx, tenant, "demo.story", key, 0)
+			if err != nil {
+				t.Fatalf("history of %s's %q: %v", tenant, key, err)
+			}
+			if rec.Tenant != tenant || rec.Key != key || len(rec.Versions) != 1 || rec.Versions[0].RunID != "run-"+tenant ||
+				string(rec.Versions[0].Fields["by"]) != `"`+tenant+`"` {
+				t.Errorf("history of %s's %q: tenant %q key %q versions %+v", tenant, key, rec.Tenant, rec.Key, rec.Versions)
+			}
+		}
+		var scanned []string
+		err := s.ScanBiz(ctx, tenant, "demo.story", true, func(it crawl.Item) error {
+			if it.Tenant != tenant || it.RunID != "run-"+tenant {
+				t.Errorf("scan of %s: %q of tenant %q run %q", tenant, it.Key, it.Tenant, it.RunID)
+			}
+			scanned = append(scanned, it.Key)
+			return nil
+		})
+		if err != nil || len(scanned) != len(keys) {
+			t.Errorf("scan of %s: %d records %q, %v; want its %d", tenant, len(scanned), scanned, err, len(keys))
+		}
+	}
+}
+
 // Two tenants crawling the same task store the same biz and key: each sees only its own
 // runs, in history, find and scans, and the default tenant's rows keep their old keys.
 func TestTenantsKeepSeparateHistories(t *testing.T) {

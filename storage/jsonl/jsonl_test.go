@@ -112,3 +112,31 @@ func TestFailuresAreLoggedOncePerInput(t *testing.T) {
 		t.Fatalf("failure log %q", got)
 	}
 }
+
+// Keys come from site content: a default-tenant key imitating another tenant's record
+// (its "@tenant:" form, 0x00) is a line of its own; each tenant's lines stay as written.
+func TestHostileKeysKeepEveryTenantsRecord(t *testing.T) {
+	ctx := context.Background()
+	s, _ := Open(t.TempDir())
+	keys := []string{"k1", "@acme:k1", "@acme:k1\x00", "@:k1", "@@acme:k1", "@acme", "@", ":k1", "k1\x00@acme:k1", "@default:k1"}
+	for _, tenant := range []string{"acme", crawl.DefaultTenant} {
+		batch := items("run-"+tenant, keys...)
+		for i := range batch {
+			batch[i].Tenant = tenant
+		}
+		if err := s.Write(ctx, batch); err != nil {
+			t.Fatal(err)
+		}
+	}
+	found := map[string]bool{}
+	err := s.Scan(func(it crawl.Item) error {
+		if it.RunID != "run-"+it.Tenant || it.Data["k"] != it.Key || found[it.Tenant+"/"+it.Key] {
+			t.Errorf("line of tenant %q key %q run %q data %v", it.Tenant, it.Key, it.RunID, it.Data)
+		}
+		found[it.Tenant+"/"+it.Key] = true
+		return nil
+	})
+	if err != nil || len(found) != 2*len(keys) {
+		t.Errorf("%d records (%v) for %d keys of two tenants, want %d", len(found), err, len(keys), 2*len(keys))
+	}
+}

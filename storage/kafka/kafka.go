@@ -1,18 +1,21 @@
 // Package kafka is the hot-stream sink: every stored item becomes one Kafka message.
 //
 // Layout: topic `trawler.<site>.<task>` (the item's biz, created with Config.Partitions
-// partitions and Config.Replication replicas when missing), message key = the item's
-// `key` (so every copy of one record lands in one partition, in order), value = the item
-// as JSON (the same object the jsonl sink writes), header `trawler-id` = the item's `id`.
+// partitions and Config.Replication replicas when missing), message key =
+// storage.TenantKey(tenant, key) — the item's `key` for the default tenant, "@tenant:key"
+// for another, "@:key" for a default-tenant key that starts with "@" — so every copy of
+// one record lands in one partition, in order, and no two tenants' records share a
+// message key whatever their keys hold; value = the item as JSON (the same object the
+// jsonl sink writes), header `trawler-id` = the item's `id`.
 //
 // Delivery is at least once. Write returns when every message is acknowledged by all
 // in-sync replicas (acks=all). A batch that fails half-way (a broker down, a timeout
 // after the broker stored the messages but before it answered) fails the Temporal
 // activity, which retries the batch, so some messages may be sent twice. A retried
 // batch resends the same item ids, so consumers drop repeats by `id` (the `trawler-id`
-// header, or `id` in the JSON): keep the ids seen recently per topic, or upsert by `key`
-// into a store that keeps one copy (as the mongo sink does). Count reads the topics back
-// and counts distinct ids, which is what a consumer that drops repeats sees.
+// header, or `id` in the JSON): keep the ids seen recently per topic, or upsert by the
+// message key into a store that keeps one copy (as the mongo sink does). Count reads the
+// topics back and counts distinct ids, which is what a consumer that drops repeats sees.
 package kafka
 
 import (
@@ -34,6 +37,7 @@ import (
 	"github.com/segmentio/kafka-go/sasl/scram"
 
 	"trawler/crawl"
+	"trawler/storage"
 )
 
 // TopicPrefix starts the name of every topic the sink writes.
@@ -201,7 +205,7 @@ func (s *Sink) Write(ctx context.Context, items []crawl.Item) error {
 		}
 		msgs = append(msgs, kafkago.Message{
 			Topic:   topic,
-			Key:     []byte(it.Key),
+			Key:     []byte(storage.TenantKey(it.Tenant, it.Key)),
 			Value:   value,
 			Headers: []kafkago.Header{{Key: IDHeader, Value: []byte(strconv.FormatInt(it.ID, 10))}},
 			Time:    it.TS,

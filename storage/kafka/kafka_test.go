@@ -2,6 +2,7 @@ package kafka_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -11,6 +12,7 @@ import (
 
 	"trawler/crawl"
 	"trawler/internal/devstack"
+	"trawler/storage"
 	"trawler/storage/kafka"
 )
 
@@ -105,11 +107,93 @@ func TestWriteCountAndRetriedBatch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.HasPrefix(string(m.Key), "demo.comments:") || len(m.Headers) != 1 || m.Headers[0].Key != kafka.IDHeader {
+	if !strings.HasPrefix(string(m.Key), "@t:demo.comments:") || len(m.Headers) != 1 || m.Headers[0].Key != kafka.IDHeader {
 		t.Errorf("message key %q headers %v", m.Key, m.Headers)
 	}
 	if !strings.Contains(string(m.Value), `"id":"`+string(m.Headers[0].Value)+`"`) || !strings.Contains(string(m.Value), `"run_id":"run-1"`) {
 		t.Errorf("value %s does not carry the id of header %s", m.Value, m.Headers[0].Value)
+	}
+}
+
+// Keys come from site content: a default-tenant key imitating acme's message key (its
+// "@tenant:" form, the escape, 0x00) still gets a message key of its own, so a consumer
+// that upserts by message key keeps acme's record as acme wrote it.
+func TestHostileKeysGetTheirOwnMessageKey(t *testing.T) {
+	addrs := startKafka(t)
+	s, err := kafka.Open(kafka.Config{Brokers: addrs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ctx := context.Background()
+	keys := []string{"k1", "@acme:k1", "@acme:k1\x00", "@:k1", "@@acme:k1", "@acme", "@", ":k1", "k1\x00@acme:k1", "@default:k1"}
+	for _, tenant := range []string{"acme", crawl.DefaultTenant} {
+		batch := items("run-"+tenant, len(keys), "demo.story")
+		for i := range batch {
+			batch[i].Key, batch[i].Tenant, batch[i].Data["title"] = keys[i], tenant, tenant+" "+keys[i]
+		}
+		if err := s.Write(ctx, batch); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// What a consumer that keeps one copy per message key ends up with.
+	conn, err := kafkago.Dial("tcp", addrs[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	parts, err := conn.ReadPartitions("trawler.demo.story")
+	conn.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	latest := map[string]crawl.Item{}
+	messages := 0
+	for _, p := range parts {
+		leader, err := kafkago.DialLeader(ctx, "tcp", addrs[0], p.Topic, p.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		end, err := leader.ReadLastOffset()
+		leader.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		rd := kafkago.NewReader(kafkago.ReaderConfig{Brokers: addrs, Topic: p.Topic, Partition: p.ID, MaxWait: 200 * time.Millisecond})
+		rctx, cancel := context.WithTimeout(ctx, time.Minute)
+		for range end {
+			m, err := rd.ReadMessage(rctx)
+			if err != nil {
+				t.Fatalf("partition %d: %v", p.ID, err)
+			}
+			var it crawl.Item
+			if err := json.Unmarshal(m.Value, &it); err != nil {
+				t.Fatal(err)
+			}
+			latest[string(m.Key)] = it
+			messages++
+		}
+		cancel()
+		rd.Close()
+	}
+	if messages != 2*len(keys) {
+		t.Fatalf("%d messages, want %d", messages, 2*len(keys))
+	}
+	if len(latest) != 2*len(keys) {
+		t.Errorf("%d distinct message keys for %d keys of two tenants, want %d", len(latest), len(keys), 2*len(keys))
+	}
+	found := map[string]bool{}
+	for mk, it := range latest {
+		if mk != storage.TenantKey(it.Tenant, it.Key) || it.RunID != "run-"+it.Tenant || it.Data["title"] != it.Tenant+" "+it.Key {
+			t.Errorf("message key %q holds tenant %q key %q run %q title %v", mk, it.Tenant, it.Key, it.RunID, it.Data["title"])
+		}
+		found[it.Tenant+"/"+it.Key] = true
+	}
+	for _, tenant := range []string{"acme", crawl.DefaultTenant} {
+		for _, key := range keys {
+			if !found[tenant+"/"+key] {
+				t.Errorf("a consumer lost %s's record %q", tenant, key)
+			}
+		}
 	}
 }
 

@@ -3,7 +3,7 @@
 //
 // Layout: database `trawler` (Config.Database), collection `<site>_<task>` (the item's
 // biz with `.` replaced by `_`), `_id` = DocID(tenant, key) (the bare key for the default
-// tenant, "@tenant:key" for another), fields `id, biz, url, ts, hash, flag, chain, run_id,
+// tenant, "@:key" for its keys that start with "@", "@tenant:key" for another), fields `id, biz, url, ts, hash, flag, chain, run_id,
 // tenant, data`. Records are per tenant, like dedup and history: two tenants crawling the
 // same task keep two documents, and each tenant's processors claim only its records. Write upserts (one bulk write per collection,
 // unordered): a new key is inserted with `flag: 0`; an existing one gets the fields of
@@ -83,12 +83,12 @@ type Sink struct {
 // Collection is the collection items of one biz (site.task) go to.
 func Collection(biz string) string { return strings.ReplaceAll(biz, ".", "_") }
 
-// DocID is the _id of tenant's record key: the bare key for the default tenant ("" or
-// "default"), "@" + tenant + ":" + key for another. The default tenant keeps the bare key
-// because every document written before the hot store was per tenant has it as _id and
-// belongs to that tenant: its records stay where they are, keep their flag and are not
-// written again as duplicates. Tenant names are lowercase letters, digits, - and _, so
-// the tenant part ends at the first ':'.
+// DocID is the _id of tenant's record key: storage.TenantKey, so no key of one tenant
+// (however a site spells it) is the _id of another's record. The default tenant ("" or
+// "default") keeps the bare key, bar keys starting with "@", because every document
+// written before the hot store was per tenant has it as _id and belongs to that tenant:
+// its records stay where they are, keep their flag and are not written again as
+// duplicates.
 func DocID(tenant, key string) string { return storage.TenantKey(tenant, key) }
 
 // tenantFilter selects the records of tenant. The default tenant's also match documents
@@ -359,12 +359,10 @@ type record struct {
 	Data   map[string]any `bson:"data"`
 }
 
-// key is the item key of the record: its _id without the tenant prefix DocID added.
+// key is the item key of the record: its _id without the tenant DocID added.
 func (r record) key() string {
-	if crawl.IsDefaultTenant(r.Tenant) {
-		return r.DocID
-	}
-	return strings.TrimPrefix(r.DocID, DocID(r.Tenant, ""))
+	_, key := storage.SplitTenantKey(r.DocID)
+	return key
 }
 
 func (r record) item() crawl.Item {

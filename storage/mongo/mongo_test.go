@@ -256,6 +256,58 @@ func TestTenantsKeepSeparateRecords(t *testing.T) {
 	}
 }
 
+// Keys come from site content: a default-tenant key imitating acme's _id, the
+// separator or the escape, or holding 0x00, is a record of its own and leaves acme's as
+// acme wrote it.
+func TestHostileKeysCannotOverwriteAnotherTenantsRecord(t *testing.T) {
+	uri := startMongo(t)
+	s := open(t, mongo.Config{URI: uri})
+	ctx := context.Background()
+	now := time.Now().UTC().Truncate(time.Millisecond)
+	keys := []string{"k1", "@acme:k1", "@acme:k1\x00", "@:k1", "@@acme:k1", "@acme", "@", ":k1", "k1\x00@acme:k1", "@default:k1"}
+	write := func(tenant string) {
+		t.Helper()
+		var batch []crawl.Item
+		for i, key := range keys {
+			it := items("run-"+tenant, 1, "demo.story", now)[0]
+			it.ID, it.Key, it.Tenant, it.Data = int64(i), key, tenant, map[string]any{"by": tenant, "key": key}
+			batch = append(batch, it)
+		}
+		if err := s.Write(ctx, batch); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("acme") // acme first: an overwrite would replace its records
+	write(crawl.DefaultTenant)
+
+	all, err := s.Find(ctx, "demo.story", bson.D{})
+	if err != nil || len(all) != 2*len(keys) {
+		t.Fatalf("%d records (%v) for %d keys of two tenants, want %d", len(all), err, len(keys), 2*len(keys))
+	}
+	r, err := mongo.OpenReader(uri, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	for _, tenant := range []string{"acme", crawl.DefaultTenant} {
+		for _, key := range keys {
+			it, err := r.Get(ctx, tenant, "demo.story", key)
+			if err != nil || it.Key != key || it.Tenant != tenant || it.RunID != "run-"+tenant || it.Data["by"] != tenant || it.Data["key"] != key {
+				t.Errorf("Get(%s, %q) = key %q tenant %q run %q data %v, %v", tenant, key, it.Key, it.Tenant, it.RunID, it.Data, err)
+			}
+		}
+	}
+	got, err := s.Claim(ctx, "acme", "demo.story", 100)
+	if err != nil || len(got) != len(keys) {
+		t.Fatalf("acme claimed %d records (%v), want its %d", len(got), err, len(keys))
+	}
+	for _, it := range got {
+		if it.Tenant != "acme" || it.Data["by"] != "acme" || it.Data["key"] != it.Key {
+			t.Errorf("acme claimed %q of tenant %q with data %v", it.Key, it.Tenant, it.Data)
+		}
+	}
+}
+
 func TestSweeperRemovesOnlyExpiredRecords(t *testing.T) {
 	uri := startMongo(t)
 	s := open(t, mongo.Config{URI: uri, Retention: time.Hour, SweepEvery: 100 * time.Millisecond})
