@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"strings"
 	"time"
 
 	"trawler/crawl"
@@ -39,8 +38,7 @@ func (s *Server) listItems(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]any{"bizes": bizes})
 		return
 	}
-	if !strings.Contains(biz, ".") {
-		writeError(w, http.StatusBadRequest, fmt.Sprintf("biz %q: name the task as site.task, e.g. demo.story", biz), "biz")
+	if !bizParam(w, biz) {
 		return
 	}
 	page, ok := intParam(w, r, "page", 1, 1, 1_000_000)
@@ -59,12 +57,25 @@ func (s *Server) listItems(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{"biz": biz, "page": page, "size": size, "total": total, "items": items})
 }
 
+// bizParam checks a biz given by the caller, answering 400 when it cannot name a task:
+// it names a collection, a table row or a file, so only a task's name is used.
+func bizParam(w http.ResponseWriter, biz string) bool {
+	if crawl.IsTaskName(biz) {
+		return true
+	}
+	writeError(w, http.StatusBadRequest, fmt.Sprintf("biz %q: name the task as site.task (lowercase letters, digits and _), e.g. demo.story", biz), "biz")
+	return false
+}
+
 // getItem: GET /api/items/{biz}/{key}?tenant=default — one of a tenant's records in the
 // hot store. Records are per tenant, like history: another tenant's crawl of the same
 // biz/key is another record.
 func (s *Server) getItem(w http.ResponseWriter, r *http.Request) {
 	if s.mongo == nil {
 		writeError(w, http.StatusServiceUnavailable, "no MongoDB configured: start the console with --mongo mongodb://HOST:PORT (or TRAWLER_MONGO)", "mongo")
+		return
+	}
+	if !bizParam(w, r.PathValue("biz")) {
 		return
 	}
 	tenant := cmp.Or(r.URL.Query().Get("tenant"), crawl.DefaultTenant)
@@ -81,17 +92,22 @@ func (s *Server) getItem(w http.ResponseWriter, r *http.Request) {
 }
 
 // search: GET /api/search?q=&size=&from=&sort=&agg=&index= (query-string syntax), or
-// POST /api/search?index= with a search body (query DSL) passed to Elasticsearch as is.
-// The answer is Elasticsearch's.
+// POST /api/search?index= with a search body (query DSL) passed to Elasticsearch's
+// _search as is (a search body reads; it cannot reach the write APIs). The index is
+// trawler-items (the default) or one task's trawler-<site>-<task>. The answer is
+// Elasticsearch's.
 func (s *Server) search(w http.ResponseWriter, r *http.Request) {
 	if s.es == nil {
 		writeError(w, http.StatusServiceUnavailable, "no Elasticsearch configured: start the console with --es URL (or TRAWLER_ES)", "es")
 		return
 	}
 	q := r.URL.Query()
-	index := q.Get("index")
-	if index == "" {
-		index = es.Alias
+	index := cmp.Or(q.Get("index"), es.Alias)
+	// The index goes into the request path: only the names Trawler writes are searched,
+	// so no value can address another API (x/_doc/1#) or another cluster's index.
+	if err := es.CheckSearchable(index); err != nil {
+		writeError(w, http.StatusBadRequest, err.Error(), "index")
+		return
 	}
 	var body []byte
 	field := "q"
@@ -124,7 +140,7 @@ func (s *Server) search(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	res, err := s.es.Search(s.es.Search.WithContext(r.Context()), s.es.Search.WithIndex(index), s.es.Search.WithBody(bytes.NewReader(body)))
+	res, err := s.es.Search(s.es.Search.WithContext(r.Context()), s.es.Search.WithIndex(es.IndexPath(index)...), s.es.Search.WithBody(bytes.NewReader(body)))
 	if err != nil {
 		writeError(w, http.StatusBadGateway, fmt.Sprintf("cannot reach Elasticsearch at %s: %v", s.cfg.ES, err), "")
 		return

@@ -26,6 +26,9 @@ func (s *Server) itemHistory(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
+	if !bizParam(w, r.PathValue("biz")) {
+		return
+	}
 	tenant := cmp.Or(r.URL.Query().Get("tenant"), crawl.DefaultTenant)
 	rec, err := s.hbase.History(r.Context(), tenant, r.PathValue("biz"), r.PathValue("key"), n)
 	if errors.Is(err, hbase.ErrNotFound) {

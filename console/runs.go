@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
@@ -64,6 +65,17 @@ func intParam(w http.ResponseWriter, r *http.Request, name string, def, lo, hi i
 		return 0, false
 	}
 	return n, true
+}
+
+// idParam reads the {id} of a run or schedule route, answering 400 when it holds a
+// control character: Temporal is sent ids in gRPC headers, which cannot carry one.
+func idParam(w http.ResponseWriter, r *http.Request) (string, bool) {
+	id := r.PathValue("id")
+	if strings.IndexFunc(id, unicode.IsControl) >= 0 {
+		writeError(w, http.StatusBadRequest, fmt.Sprintf("id %q: run and schedule ids hold no control characters", id), "id")
+		return "", false
+	}
+	return id, true
 }
 
 // workflowURL links a run to its workflow in the Temporal Web UI.
@@ -172,7 +184,10 @@ func (s *Server) startRun(w http.ResponseWriter, r *http.Request) {
 
 // cancelRun: POST /api/runs/{id}/cancel
 func (s *Server) cancelRun(w http.ResponseWriter, r *http.Request) {
-	id := r.PathValue("id")
+	id, ok := idParam(w, r)
+	if !ok {
+		return
+	}
 	var nf *serviceerror.NotFound
 	d, err := s.cfg.Temporal.DescribeWorkflowExecution(r.Context(), id, "")
 	if err == nil && d.GetWorkflowExecutionInfo().GetStatus() != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
@@ -222,7 +237,10 @@ type cause struct {
 
 // runDetail: GET /api/runs/{id}
 func (s *Server) runDetail(w http.ResponseWriter, r *http.Request) {
-	id := r.PathValue("id")
+	id, ok := idParam(w, r)
+	if !ok {
+		return
+	}
 	st, err := engine.Describe(r.Context(), s.cfg.Temporal, id)
 	if errors.Is(err, engine.ErrNoRun) {
 		writeError(w, http.StatusNotFound, err.Error(), "id")

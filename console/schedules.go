@@ -174,20 +174,29 @@ func (s *Server) noteAction(w http.ResponseWriter, r *http.Request, verb, def st
 	if req.Note == "" {
 		req.Note = def
 	}
-	id := r.PathValue("id")
+	id, ok := idParam(w, r)
+	if !ok {
+		return
+	}
 	scheduleAction(w, id, verb, act(r.Context(), s.cfg.Temporal, id, req.Note))
 }
 
 // deleteSchedule: DELETE /api/schedules/{id}
 func (s *Server) deleteSchedule(w http.ResponseWriter, r *http.Request) {
-	id := r.PathValue("id")
+	id, ok := idParam(w, r)
+	if !ok {
+		return
+	}
 	scheduleAction(w, id, "deleted", engine.DeleteSchedule(r.Context(), s.cfg.Temporal, id))
 }
 
 // triggerSchedule: POST /api/schedules/{id}/trigger fires the schedule now under its
 // overlap policy: {"outcome": "started"|"skipped"|"pending", "run_id"}.
 func (s *Server) triggerSchedule(w http.ResponseWriter, r *http.Request) {
-	id := r.PathValue("id")
+	id, ok := idParam(w, r)
+	if !ok {
+		return
+	}
 	res, err := engine.TriggerSchedule(r.Context(), s.cfg.Temporal, id, triggerWait)
 	if err != nil {
 		writeScheduleError(w, id, err)
@@ -198,7 +207,10 @@ func (s *Server) triggerSchedule(w http.ResponseWriter, r *http.Request) {
 
 // backfillSchedule: POST /api/schedules/{id}/backfill {"from", "to", "overlap"}
 func (s *Server) backfillSchedule(w http.ResponseWriter, r *http.Request) {
-	id := r.PathValue("id")
+	id, ok := idParam(w, r)
+	if !ok {
+		return
+	}
 	var req backfillRequest
 	if !decode(w, r, &req) {
 		return

@@ -311,6 +311,10 @@ var Default = NewRegistry()
 
 var taskName = regexp.MustCompile(`^[a-z][a-z0-9_]*\.[a-z][a-z0-9_]*$`)
 
+// IsTaskName reports whether name can name a task: site.task, lowercase letters,
+// digits and _ (demo.story). An item's biz is its task's name.
+func IsTaskName(name string) bool { return taskName.MatchString(name) }
+
 // Register adds tasks; it panics on a malformed or duplicate name because that is a
 // programming error in a site package, found the first time the binary starts.
 func (r *Registry) Register(tasks ...Task) {
@@ -318,7 +322,7 @@ func (r *Registry) Register(tasks ...Task) {
 	defer r.mu.Unlock()
 	for _, t := range tasks {
 		name := t.Spec().Name
-		if !taskName.MatchString(name) {
+		if !IsTaskName(name) {
 			panic(fmt.Sprintf("crawl: task name %q must look like site.task (lowercase letters, digits, _)", name))
 		}
 		if _, dup := r.tasks[name]; dup {

@@ -93,7 +93,7 @@ aggregation; --json prints Elasticsearch's answer as one JSON line.`,
 			if err != nil {
 				return fmt.Errorf("Elasticsearch at %s: %s", crawl.RedactURL(addr), crawl.RedactText(err.Error()))
 			}
-			res, err := c.Search(c.Search.WithContext(cmd.Context()), c.Search.WithIndex(index), c.Search.WithBody(bytes.NewReader(body)))
+			res, err := c.Search(c.Search.WithContext(cmd.Context()), c.Search.WithIndex(es.IndexPath(index)...), c.Search.WithBody(bytes.NewReader(body)))
 			if err != nil {
 				return fmt.Errorf("cannot reach Elasticsearch at %s: %v\n  start a local stack with `trawler dev --data .data/dev` and pass --data .data/dev, or point --es / TRAWLER_ES at your cluster", crawl.RedactURL(addr), err)
 			}

@@ -37,6 +37,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"sort"
 	"strings"
 	"sync"
@@ -148,6 +149,33 @@ func IndexName(biz string) string {
 		return '-'
 	}, b)
 	return "trawler-" + b
+}
+
+// maxIndexName is Elasticsearch's limit on an index name, in bytes.
+const maxIndexName = 255
+
+// CheckSearchable accepts the names of what Trawler writes: the alias trawler-items,
+// and trawler- followed by what IndexName derives from a biz (lowercase letters, digits,
+// - and _). Anything else is refused, so a name given by a caller (the console's index
+// parameter) cannot carry a path ("x/_doc/1#"), a pattern or another cluster's index
+// into a request. Such names also meet Elasticsearch's own rules: lowercase, none of
+// / \ * ? " < > | # , : or space, not . or .., not starting with _ - or +, and at most
+// 255 bytes.
+func CheckSearchable(index string) error {
+	if index == Alias {
+		return nil
+	}
+	rest, ok := strings.CutPrefix(index, "trawler-")
+	valid := ok && rest != "" && strings.IndexFunc(rest, func(r rune) bool {
+		return (r < 'a' || r > 'z') && (r < '0' || r > '9') && r != '-' && r != '_'
+	}) < 0
+	if !valid {
+		return fmt.Errorf("index %q: not an index Trawler writes; use %s or trawler-<site>-<task> (lowercase letters, digits, - and _)", index, Alias)
+	}
+	if len(index) > maxIndexName {
+		return fmt.Errorf("index %q: %d bytes, longer than the %d Elasticsearch allows", index, len(index), maxIndexName)
+	}
+	return nil
 }
 
 // DocID is the document id of tenant's item key: storage.TenantKey (the bare key for the
@@ -555,4 +583,16 @@ func (s *Sink) Count(ctx context.Context, runID string) (int, error) {
 		return 0, fmt.Errorf("es sink: count: %w", err)
 	}
 	return out.Count, nil
+}
+
+// IndexPath is index (a name, alias or pattern, or several separated by commas) as
+// esapi's WithIndex takes it: each name escaped as one path segment. esapi writes index
+// names into the request path as they are, so "x/_doc/1#" would address a document and
+// cut the rest of the path off.
+func IndexPath(index string) []string {
+	names := strings.Split(index, ",")
+	for i, n := range names {
+		names[i] = url.PathEscape(n)
+	}
+	return names
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"strings"
 	"sync/atomic"
@@ -332,5 +333,64 @@ func TestSpecsFrom(t *testing.T) {
 	m := es.Mappings(storySpec)["properties"].(map[string]any)
 	if m["data"].(map[string]any)["properties"].(map[string]any)["title"].(map[string]any)["fields"] == nil {
 		t.Fatal("string fields need a keyword sub-field")
+	}
+}
+
+func TestCheckSearchable(t *testing.T) {
+	for _, ok := range []string{es.Alias, es.IndexName("demo.story"), es.IndexName("hackernews.item"), "trawler-nosuch-index", "trawler-a_b"} {
+		if err := es.CheckSearchable(ok); err != nil {
+			t.Errorf("%q: %v", ok, err)
+		}
+	}
+	const rule = "not an index Trawler writes; use trawler-items or trawler-<site>-<task> (lowercase letters, digits, - and _)"
+	for _, bad := range []string{"", "trawler-", "trawler-x/_doc/pwned#", "trawler-x%2F_close", "trawler-items/_bulk?refresh=true#",
+		"trawler-*", "trawler-a,other", "Trawler-Demo", "trawler-demo.story", "..", ".", "trawler-..", "trawler-a:b", "trawler-a b",
+		"trawler-a\x00", "other", "_all", "trawler-items\\x", "trawler-ä"} {
+		if err := es.CheckSearchable(bad); err == nil || err.Error() != fmt.Sprintf("index %q: ", bad)+rule {
+			t.Errorf("%q: %v", bad, err)
+		}
+	}
+	long := "trawler-" + strings.Repeat("a", 248)
+	if err := es.CheckSearchable(long); err == nil || !strings.Contains(err.Error(), "256 bytes, longer than the 255 Elasticsearch allows") {
+		t.Errorf("256 bytes: %v", err)
+	}
+	if err := es.CheckSearchable(long[:255]); err != nil {
+		t.Errorf("255 bytes: %v", err)
+	}
+}
+
+// An index name holding a path stays one path segment: counting and scanning
+// "trawler-x/_doc/pwned#" asks for that index (none), and writes nothing.
+func TestIndexNameStaysInItsSegment(t *testing.T) {
+	addr, stop, err := eslite.Start(t.TempDir(), "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	c, err := es.Auth{}.NewClient([]string{addr}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	for _, index := range []string{"trawler-x/_doc/pwned#", "trawler-x/_bulk?refresh=true#", "trawler-x%2F_doc%2Fpwned"} {
+		if n, err := es.CountSelected(ctx, c, index, es.Selection{}); err != nil || n != 0 {
+			t.Errorf("count %q: %d %v", index, n, err)
+		}
+		// The scan finds nothing; it may fail (a name holding ? is a pattern matching no
+		// index, with no field to sort on), but it writes nothing either way.
+		seen := 0
+		_ = es.Scan(ctx, c, index, es.Selection{}, 10, func(crawl.Item) error { seen++; return nil })
+		if seen != 0 {
+			t.Errorf("scan %q: %d items", index, seen)
+		}
+	}
+	res, err := http.Get(addr + "/_aliases")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	var indexes map[string]any
+	if err := json.NewDecoder(res.Body).Decode(&indexes); err != nil || len(indexes) != 0 {
+		t.Errorf("indexes after counting and scanning: %v %v", indexes, err)
 	}
 }

@@ -44,7 +44,7 @@ func (s Selection) query() map[string]any {
 // CountSelected is how many documents of index the selection matches.
 func CountSelected(ctx context.Context, c *Client, index string, sel Selection) (int64, error) {
 	body, _ := json.Marshal(map[string]any{"query": sel.query()})
-	res, err := c.Count(c.Count.WithContext(ctx), c.Count.WithIndex(index), c.Count.WithBody(bytes.NewReader(body)))
+	res, err := c.Count(c.Count.WithContext(ctx), c.Count.WithIndex(IndexPath(index)...), c.Count.WithBody(bytes.NewReader(body)))
 	if err != nil {
 		return 0, err
 	}
@@ -85,7 +85,7 @@ func Scan(ctx context.Context, c *Client, index string, sel Selection, pageSize 
 			body["search_after"] = after
 		}
 		b, _ := json.Marshal(body)
-		res, err := c.Search(c.Search.WithContext(ctx), c.Search.WithIndex(index), c.Search.WithBody(bytes.NewReader(b)))
+		res, err := c.Search(c.Search.WithContext(ctx), c.Search.WithIndex(IndexPath(index)...), c.Search.WithBody(bytes.NewReader(b)))
 		if err != nil {
 			return err
 		}
