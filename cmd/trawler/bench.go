@@ -354,7 +354,7 @@ func benchCrawl(ctx context.Context, s *settings, o benchOptions) (*benchResult,
 			return nil, 0, err
 		}
 		cpu := processCPU()
-		res, err := startAndWait(ctx, &quiet, c, p)
+		res, err := startAndWait(ctx, &quiet, c, p, waitOn(c))
 		if err != nil {
 			return nil, 0, err
 		}

@@ -303,7 +303,7 @@ func devCmd(s *settings) *cobra.Command {
 		Short: "Run the embedded stack (Temporal + web UI + demo site + Redis, Kafka, MongoDB) and a worker until interrupted",
 		Long: `Start the embedded stack and keep it running: a Temporal server on <data>/temporal.db
 with its web UI, the bundled demo site, Redis (dedup, recrawl plans, budgets, pools; kept
-in <data>/redis.json every 10 s and on exit), Kafka (<data>/kafka) and a
+in <data>/redis.aof, each write on disk before it is answered), Kafka (<data>/kafka) and a
 MongoDB-compatible server (FerretDB on <data>/ferretdb), and a worker. The addresses are
 written to <data>/endpoints.json, so other commands find them with --data:
 
@@ -336,7 +336,7 @@ Stopping and restarting ` + "`trawler dev`" + ` on the same --data resumes unfin
 			if s.json {
 				_ = printJSON(st.ep)
 			} else {
-				fmt.Printf("trawler dev is up (data in %s)\n  temporal    %s (namespace %s)\n  web ui      %s\n  demo site   %s\n  redis       %s (dedup, in memory)\n  kafka       %s (topics trawler.<site>.<task>)\n  mongodb     %s (database trawler; FerretDB on SQLite)\n  es          %s (indexes trawler-<site>-<task>, alias trawler-items)\n  hbase       %s (ZooKeeper quorum; table trawler:items, every version)\n  items       %s\n  console     %s (runs, chain editor, schedules, search, items)\n",
+				fmt.Printf("trawler dev is up (data in %s)\n  temporal    %s (namespace %s)\n  web ui      %s\n  demo site   %s\n  redis       %s (dedup, recrawl plans, budgets, pools; each write kept in redis.aof)\n  kafka       %s (topics trawler.<site>.<task>)\n  mongodb     %s (database trawler; FerretDB on SQLite)\n  es          %s (indexes trawler-<site>-<task>, alias trawler-items)\n  hbase       %s (ZooKeeper quorum; table trawler:items, every version)\n  items       %s\n  console     %s (runs, chain editor, schedules, search, items)\n",
 					data, st.ep.Temporal, st.ep.Namespace, st.ep.TemporalUI, st.ep.DemoSite, st.ep.Redis, strings.Join(st.ep.Kafka, ","), st.ep.Mongo, st.ep.ES, st.ep.HBaseZK, s.out, consoleURL)
 				if noWorker {
 					fmt.Println("  no worker: start some with `trawler worker --data " + data + "`")

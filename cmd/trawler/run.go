@@ -63,6 +63,7 @@ step whose task declares it. Values are YAML: numbers and booleans keep their ty
   trawler run examples/hackernews.yaml --set feed.list=newstories --set feed.limit=5`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			given := *s
 			plan, err := s.loadChainFile(args[0], sets)
 			if err != nil {
 				return err
@@ -71,8 +72,8 @@ step whose task declares it. Values are YAML: numbers and booleans keep their ty
 			if err != nil {
 				return err
 			}
-			defer c.Close()
 			if !wait {
+				defer c.Close()
 				id, err := engine.Start(cmd.Context(), c, plan, engine.RunOptions{TaskQueue: s.taskQueue})
 				if err != nil {
 					return err
@@ -83,13 +84,25 @@ step whose task declares it. Values are YAML: numbers and booleans keep their ty
 				fmt.Printf("started %s\n  follow it: trawler status %s\n", id, id)
 				return nil
 			}
+			f := &follower{given: given, s: s, c: c}
+			defer func() { f.c.Close() }()
 			sinks, err := openSinks(s)
 			if err != nil {
 				return err
 			}
-			defer sinks.Close()
-			res, err := runAndWait(cmd.Context(), s, c, plan, sinks)
+			defer func() { sinks.Close() }()
+			opened := s.stores()
+			res, err := startAndWait(cmd.Context(), s, c, plan, f.wait)
 			if err != nil {
+				return err
+			}
+			if f.refresh(); s.stores() != opened { // the stack restarted on other ports
+				sinks.Close()
+				if sinks, err = openSinks(s); err != nil {
+					return err
+				}
+			}
+			if err := res.readBack(cmd.Context(), plan, sinks); err != nil {
 				return err
 			}
 			return res.print(s.json)
@@ -127,22 +140,32 @@ type sinceCounter interface {
 }
 
 func runAndWait(ctx context.Context, s *settings, c client.Client, plan *crawl.Plan, sinks storage.Set) (*result, error) {
-	res, err := startAndWait(ctx, s, c, plan)
+	res, err := startAndWait(ctx, s, c, plan, waitOn(c))
 	if err != nil {
 		return nil, err
 	}
 	return res, res.readBack(ctx, plan, sinks)
 }
 
-// startAndWait starts a run of plan and waits for it, showing progress.
-func startAndWait(ctx context.Context, s *settings, c client.Client, plan *crawl.Plan) (*result, error) {
+// waitFunc waits for a run to end, reporting its progress.
+type waitFunc func(ctx context.Context, runID string, onProgress func(*workflows.Summary)) (*workflows.Summary, error)
+
+// waitOn waits with the one client c, for a stack that stays where it is.
+func waitOn(c client.Client) waitFunc {
+	return func(ctx context.Context, id string, onProgress func(*workflows.Summary)) (*workflows.Summary, error) {
+		return engine.Wait(ctx, c, id, onProgress)
+	}
+}
+
+// startAndWait starts a run of plan and waits for it with wait, showing progress.
+func startAndWait(ctx context.Context, s *settings, c client.Client, plan *crawl.Plan, wait waitFunc) (*result, error) {
 	start := time.Now()
 	id, err := engine.Start(ctx, c, plan, engine.RunOptions{TaskQueue: s.taskQueue})
 	if err != nil {
 		return nil, err
 	}
 	bar := newProgress(s.json, id)
-	sum, err := engine.Wait(ctx, c, id, bar.update)
+	sum, err := wait(ctx, id, bar.update)
 	bar.finish()
 	if err != nil {
 		return nil, err
