@@ -54,7 +54,10 @@ func chainGraph(p *crawl.Plan) []graphStep {
 // runChain: GET /api/runs/{id}/chain — the steps of the chain a run was started with
 // (from the first event of its history), in the shape /api/chains/validate answers.
 func (s *Server) runChain(w http.ResponseWriter, r *http.Request) {
-	id := r.PathValue("id")
+	id, ok := pathID(w, r, "run id")
+	if !ok {
+		return
+	}
 	ctx, cancel := context.WithTimeout(r.Context(), 20*time.Second)
 	defer cancel()
 	it := s.cfg.Temporal.GetWorkflowHistory(ctx, id, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"net/http"
 	"net/url"
@@ -83,11 +84,40 @@ type chainRequest struct {
 	Sets   []string `json:"sets,omitempty"`   // step.param=value or param=value
 }
 
-// decode reads a JSON request body into v, answering 400 when it is not one.
-func decode(w http.ResponseWriter, r *http.Request, v any) bool {
+// pathID is the request's {id}, of a run or a schedule (what), answering 400 when no
+// run or schedule can have it.
+func pathID(w http.ResponseWriter, r *http.Request, what string) (string, bool) {
+	id := r.PathValue("id")
+	if err := engine.CheckID(what, id); err != nil {
+		writeError(w, http.StatusBadRequest, err.Error(), "id")
+		return "", false
+	}
+	return id, true
+}
+
+// decodeOne reads a request body holding one JSON value into v; anything after it but
+// spaces is refused, so that a body cut or glued together by mistake does nothing.
+// An empty body is io.EOF.
+func decodeOne(r *http.Request, v any) error {
 	dec := json.NewDecoder(r.Body) // capped by ServeHTTP
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
+		return err
+	}
+	end := dec.InputOffset()
+	if err := dec.Decode(&json.RawMessage{}); !errors.Is(err, io.EOF) {
+		var mb *http.MaxBytesError
+		if errors.As(err, &mb) {
+			return err
+		}
+		return fmt.Errorf("more follows the JSON value that ends at byte %d; send one JSON object", end)
+	}
+	return nil
+}
+
+// decode reads a JSON request body into v, answering 400 when it is not one.
+func decode(w http.ResponseWriter, r *http.Request, v any) bool {
+	if err := decodeOne(r, v); err != nil {
 		if tooLarge(w, err) {
 			return false
 		}
@@ -172,7 +202,10 @@ func (s *Server) startRun(w http.ResponseWriter, r *http.Request) {
 
 // cancelRun: POST /api/runs/{id}/cancel
 func (s *Server) cancelRun(w http.ResponseWriter, r *http.Request) {
-	id := r.PathValue("id")
+	id, ok := pathID(w, r, "run id")
+	if !ok {
+		return
+	}
 	var nf *serviceerror.NotFound
 	d, err := s.cfg.Temporal.DescribeWorkflowExecution(r.Context(), id, "")
 	if err == nil && d.GetWorkflowExecutionInfo().GetStatus() != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
@@ -222,7 +255,10 @@ type cause struct {
 
 // runDetail: GET /api/runs/{id}
 func (s *Server) runDetail(w http.ResponseWriter, r *http.Request) {
-	id := r.PathValue("id")
+	id, ok := pathID(w, r, "run id")
+	if !ok {
+		return
+	}
 	st, err := engine.Describe(r.Context(), s.cfg.Temporal, id)
 	if errors.Is(err, engine.ErrNoRun) {
 		writeError(w, http.StatusNotFound, err.Error(), "id")
