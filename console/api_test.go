@@ -2,6 +2,8 @@ package console
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -15,6 +17,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"trawler/crawl"
+	"trawler/examples"
 	"trawler/external"
 	"trawler/internal/devstack/demosite"
 	"trawler/internal/engine"
@@ -689,4 +692,58 @@ func TestRecrawlStats(t *testing.T) {
 		}
 	}
 	t.Errorf("/api/recrawl lists %v, not %s", out["steps"], ns)
+}
+
+// A body with more after its JSON (a paste glued to another, a truncated retry) is
+// refused, and starts no run.
+func TestTrailingDataStartsNoRun(t *testing.T) {
+	src, err := examples.Files.ReadFile("demo.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	chain := strings.Replace(string(src), "name: demo ", "name: trailing", 1)
+	body, _ := json.Marshal(map[string]any{"source": chain})
+	for _, trailing := range []string{"garbage", `{"chain": "demo"}`} {
+		status, out := api(t, "POST", "/api/runs", string(body)+trailing)
+		want := fmt.Sprintf("the request body is not the JSON this endpoint takes: more follows the JSON value that ends at byte %d; send one JSON object", len(body))
+		if status != http.StatusBadRequest || out["field"] != "body" || out["error"] != want {
+			t.Errorf("body followed by %s: %d %v\nwant 400 %s", trailing, status, out, want)
+		}
+	}
+	status, out := api(t, "POST", "/api/schedules/none/pause", `{"note": "a"} {"note": "b"}`)
+	if status != http.StatusBadRequest || out["error"] != "body: more follows the JSON value that ends at byte 13; send one JSON object" {
+		t.Errorf("pause body followed by another: %d %v", status, out)
+	}
+	runs, err := engine.ListRuns(context.Background(), stack.client, engine.ListOptions{Chain: "trailing"})
+	if err != nil || len(runs) != 0 {
+		t.Errorf("runs of the refused chain: %v %v, want none", runs, err)
+	}
+}
+
+// A run id with a control character or a bidirectional override is no run's: 400
+// naming the id, not Temporal's error as a 502.
+func TestRunIDWithInvisibleCharacters(t *testing.T) {
+	for _, tc := range []struct{ path, want string }{
+		{"/api/runs/demo%00x", `run id "demo\x00x" has the invisible character U+0000; no id has one: copy the id from ` + "`trawler status`" + ` or the console's list`},
+		{"/api/runs/" + url.PathEscape("demo\u202ex") + "/chain", `run id "demo\u202ex" has the invisible character U+202E; no id has one: copy the id from ` + "`trawler status`" + ` or the console's list`},
+	} {
+		status, out := api(t, "GET", tc.path, nil)
+		if status != http.StatusBadRequest || out["field"] != "id" || out["error"] != tc.want {
+			t.Errorf("GET %s: %d %v\nwant 400 %s", tc.path, status, out, tc.want)
+		}
+	}
+	status, out := api(t, "POST", "/api/runs/demo%00x/cancel", nil)
+	if status != http.StatusBadRequest || out["field"] != "id" {
+		t.Errorf("cancel: %d %v", status, out)
+	}
+}
+
+// A schedule id too long for a name is blamed on the id, with the allowed length.
+func TestLongScheduleIDNamed(t *testing.T) {
+	id := strings.Repeat("a", 5000)
+	status, out := api(t, "POST", "/api/schedules", map[string]any{"id": id, "cron": "0 * * * *", "chain": "demo"})
+	want := `id "` + strings.Repeat("a", 40) + `…": 5000 characters; name the schedule in at most 200, e.g. demo-hourly`
+	if status != http.StatusBadRequest || out["field"] != "id" || out["error"] != want {
+		t.Errorf("%d %v\nwant 400 %s", status, out, want)
+	}
 }

@@ -54,7 +54,7 @@ func chainGraph(p *crawl.Plan) []graphStep {
 // runChain: GET /api/runs/{id}/chain — the steps of the chain a run was started with
 // (from the first event of its history), in the shape /api/chains/validate answers.
 func (s *Server) runChain(w http.ResponseWriter, r *http.Request) {
-	id, ok := idParam(w, r)
+	id, ok := pathID(w, r, "run id")
 	if !ok {
 		return
 	}

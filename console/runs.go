@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"net/http"
 	"net/url"
@@ -13,7 +14,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode"
 
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
@@ -67,17 +67,6 @@ func intParam(w http.ResponseWriter, r *http.Request, name string, def, lo, hi i
 	return n, true
 }
 
-// idParam reads the {id} of a run or schedule route, answering 400 when it holds a
-// control character: Temporal is sent ids in gRPC headers, which cannot carry one.
-func idParam(w http.ResponseWriter, r *http.Request) (string, bool) {
-	id := r.PathValue("id")
-	if strings.IndexFunc(id, unicode.IsControl) >= 0 {
-		writeError(w, http.StatusBadRequest, fmt.Sprintf("id %q: run and schedule ids hold no control characters", id), "id")
-		return "", false
-	}
-	return id, true
-}
-
 // workflowURL links a run to its workflow in the Temporal Web UI.
 func (s *Server) workflowURL(runID string) string {
 	if s.cfg.TemporalUI == "" {
@@ -95,11 +84,40 @@ type chainRequest struct {
 	Sets   []string `json:"sets,omitempty"`   // step.param=value or param=value
 }
 
-// decode reads a JSON request body into v, answering 400 when it is not one.
-func decode(w http.ResponseWriter, r *http.Request, v any) bool {
+// pathID is the request's {id}, of a run or a schedule (what), answering 400 when no
+// run or schedule can have it.
+func pathID(w http.ResponseWriter, r *http.Request, what string) (string, bool) {
+	id := r.PathValue("id")
+	if err := engine.CheckID(what, id); err != nil {
+		writeError(w, http.StatusBadRequest, err.Error(), "id")
+		return "", false
+	}
+	return id, true
+}
+
+// decodeOne reads a request body holding one JSON value into v; anything after it but
+// spaces is refused, so that a body cut or glued together by mistake does nothing.
+// An empty body is io.EOF.
+func decodeOne(r *http.Request, v any) error {
 	dec := json.NewDecoder(r.Body) // capped by ServeHTTP
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
+		return err
+	}
+	end := dec.InputOffset()
+	if err := dec.Decode(&json.RawMessage{}); !errors.Is(err, io.EOF) {
+		var mb *http.MaxBytesError
+		if errors.As(err, &mb) {
+			return err
+		}
+		return fmt.Errorf("more follows the JSON value that ends at byte %d; send one JSON object", end)
+	}
+	return nil
+}
+
+// decode reads a JSON request body into v, answering 400 when it is not one.
+func decode(w http.ResponseWriter, r *http.Request, v any) bool {
+	if err := decodeOne(r, v); err != nil {
 		if tooLarge(w, err) {
 			return false
 		}
@@ -184,7 +202,7 @@ func (s *Server) startRun(w http.ResponseWriter, r *http.Request) {
 
 // cancelRun: POST /api/runs/{id}/cancel
 func (s *Server) cancelRun(w http.ResponseWriter, r *http.Request) {
-	id, ok := idParam(w, r)
+	id, ok := pathID(w, r, "run id")
 	if !ok {
 		return
 	}
@@ -237,7 +255,7 @@ type cause struct {
 
 // runDetail: GET /api/runs/{id}
 func (s *Server) runDetail(w http.ResponseWriter, r *http.Request) {
-	id, ok := idParam(w, r)
+	id, ok := pathID(w, r, "run id")
 	if !ok {
 		return
 	}

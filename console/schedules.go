@@ -2,12 +2,10 @@ package console
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
-	"regexp"
 	"strings"
 	"time"
 
@@ -41,8 +39,6 @@ type backfillRequest struct {
 type noteRequest struct {
 	Note string `json:"note,omitempty"`
 }
-
-var scheduleID = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]*$`)
 
 // triggerWait is how long a trigger waits to see its run start or be skipped.
 const triggerWait = 10 * time.Second
@@ -79,8 +75,8 @@ func (s *Server) createSchedule(w http.ResponseWriter, r *http.Request) {
 	if !decode(w, r, &req) {
 		return
 	}
-	if !scheduleID.MatchString(req.ID) {
-		writeError(w, http.StatusBadRequest, fmt.Sprintf("id %q: name the schedule with letters, digits, '.', '_' and '-', e.g. demo-hourly", req.ID), "id")
+	if err := engine.CheckScheduleID(req.ID); err != nil {
+		writeScheduleError(w, req.ID, err)
 		return
 	}
 	if strings.TrimSpace(req.Cron) == "" {
@@ -134,9 +130,7 @@ func (s *Server) createSchedule(w http.ResponseWriter, r *http.Request) {
 
 // decodeOptional reads a JSON body into v when there is one.
 func decodeOptional(w http.ResponseWriter, r *http.Request, v any) bool {
-	dec := json.NewDecoder(r.Body)
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil && !errors.Is(err, io.EOF) {
+	if err := decodeOne(r, v); err != nil && !errors.Is(err, io.EOF) {
 		if tooLarge(w, err) {
 			return false
 		}
@@ -174,7 +168,7 @@ func (s *Server) noteAction(w http.ResponseWriter, r *http.Request, verb, def st
 	if req.Note == "" {
 		req.Note = def
 	}
-	id, ok := idParam(w, r)
+	id, ok := pathID(w, r, "schedule id")
 	if !ok {
 		return
 	}
@@ -183,7 +177,7 @@ func (s *Server) noteAction(w http.ResponseWriter, r *http.Request, verb, def st
 
 // deleteSchedule: DELETE /api/schedules/{id}
 func (s *Server) deleteSchedule(w http.ResponseWriter, r *http.Request) {
-	id, ok := idParam(w, r)
+	id, ok := pathID(w, r, "schedule id")
 	if !ok {
 		return
 	}
@@ -193,7 +187,7 @@ func (s *Server) deleteSchedule(w http.ResponseWriter, r *http.Request) {
 // triggerSchedule: POST /api/schedules/{id}/trigger fires the schedule now under its
 // overlap policy: {"outcome": "started"|"skipped"|"pending", "run_id"}.
 func (s *Server) triggerSchedule(w http.ResponseWriter, r *http.Request) {
-	id, ok := idParam(w, r)
+	id, ok := pathID(w, r, "schedule id")
 	if !ok {
 		return
 	}
@@ -207,7 +201,7 @@ func (s *Server) triggerSchedule(w http.ResponseWriter, r *http.Request) {
 
 // backfillSchedule: POST /api/schedules/{id}/backfill {"from", "to", "overlap"}
 func (s *Server) backfillSchedule(w http.ResponseWriter, r *http.Request) {
-	id, ok := idParam(w, r)
+	id, ok := pathID(w, r, "schedule id")
 	if !ok {
 		return
 	}

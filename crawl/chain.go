@@ -104,6 +104,11 @@ const (
 	DefaultRetries     = 3
 	DefaultTimeout     = 30 * time.Second
 	MaxBatch           = 1000
+	// MaxConcurrency is MaxBatch: a batch holds no more inputs than that to fetch at once.
+	MaxConcurrency = MaxBatch
+	// MaxParallel keeps a run's batches in flight far below Temporal's 2,000 pending
+	// activities per workflow, with room for every step of a chain.
+	MaxParallel = 100
 	// DefaultPriority is Temporal's middle priority, for chains that set none.
 	DefaultPriority = 3
 	// DefaultTenant owns chains that name no tenant.
@@ -314,11 +319,11 @@ func (l *loader) parse(data []byte) *Chain {
 				case "retries":
 					c.Defaults.Retries = l.integer(v, "defaults.retries")
 				case "batch":
-					c.Defaults.Batch = l.integer(v, "defaults.batch")
+					c.Defaults.Batch = l.bounded(v, "defaults", key)
 				case "concurrency":
-					c.Defaults.Concurrency = l.integer(v, "defaults.concurrency")
+					c.Defaults.Concurrency = l.bounded(v, "defaults", key)
 				case "parallel":
-					c.Defaults.Parallel = l.integer(v, "defaults.parallel")
+					c.Defaults.Parallel = l.bounded(v, "defaults", key)
 				case "store":
 					c.Defaults.Store = l.strList(v, "defaults.store")
 				case "params":
@@ -396,11 +401,11 @@ func (l *loader) parse(data []byte) *Chain {
 			case "retries":
 				s.Retries = l.integer(v, "retries")
 			case "batch":
-				s.Batch = l.integer(v, "batch")
+				s.Batch = l.bounded(v, where, key)
 			case "concurrency":
-				s.Concurrency = l.integer(v, "concurrency")
+				s.Concurrency = l.bounded(v, where, key)
 			case "parallel":
-				s.Parallel = l.integer(v, "parallel")
+				s.Parallel = l.bounded(v, where, key)
 			case "priority":
 				s.Priority = l.integer(v, "priority")
 			case "middlewares":
@@ -456,6 +461,31 @@ func (l *loader) integer(v *yaml.Node, field string) int {
 	}
 	l.add(v.Line, "`%s` must be a whole number, got %q", field, v.Value)
 	return 0
+}
+
+// sizeLimits are the allowed ranges of the sizing keys, with what they count.
+var sizeLimits = map[string]struct {
+	max  int
+	unit string
+}{
+	"batch":       {MaxBatch, "inputs per activity"},
+	"concurrency": {MaxConcurrency, "inputs fetched at once inside one batch"},
+	"parallel":    {MaxParallel, "batches in flight per step"},
+}
+
+// bounded reads batch, concurrency or parallel, which must be from 1 to their maximum
+// when given; left out, the chain's default or the engine's applies.
+func (l *loader) bounded(v *yaml.Node, where, key string) int {
+	field := key
+	if where == "defaults" {
+		field = "defaults." + key
+	}
+	n := l.integer(v, field)
+	_, err := strconv.Atoi(v.Value) // else integer said what is wrong
+	if lim := sizeLimits[key]; v.Kind == yaml.ScalarNode && err == nil && (n < 1 || n > lim.max) {
+		l.add(v.Line, "%s: %s %d: use 1 to %d %s", where, key, n, lim.max, lim.unit)
+	}
+	return n
 }
 
 func (l *loader) boolean(v *yaml.Node, field string) bool {
@@ -600,9 +630,6 @@ func (l *loader) validate(c *Chain) {
 	l.checkMiddlewares("middlewares", c.Middlewares)
 	l.checkSinks(l.lineOf("defaults.store", "defaults"), "defaults.store", c.Defaults.Store)
 	l.checkDedup(l.lineOf("defaults.dedup", "defaults"), "defaults", c.Defaults.Dedup)
-	l.checkLimits(l.lineOf("defaults.batch", "defaults"), "defaults", c.Defaults.Batch, 0, 0)
-	l.checkLimits(l.lineOf("defaults.concurrency", "defaults"), "defaults", 0, c.Defaults.Concurrency, 0)
-	l.checkLimits(l.lineOf("defaults.parallel", "defaults"), "defaults", 0, 0, c.Defaults.Parallel)
 	ids := map[string]int{}
 	for i, s := range c.Steps {
 		if s.ID == "" {
@@ -743,21 +770,8 @@ func (l *loader) validateStep(c *Chain, s Step, ids map[string]int) {
 	}
 	l.checkDedup(s.Line, where, s.Dedup)
 	l.checkRecrawl(c, s, where)
-	l.checkLimits(s.Line, where, s.Batch, s.Concurrency, s.Parallel)
 	if s.Priority < 0 || s.Priority > 5 {
 		l.add(s.Line, "%s: priority %d: use 1 (highest) to 5 (lowest), or leave it out to take the chain's", where, s.Priority)
-	}
-}
-
-func (l *loader) checkLimits(line int, where string, batch, conc, par int) {
-	if batch < 0 || batch > MaxBatch {
-		l.add(line, "%s: batch %d: use 1 to %d inputs per activity", where, batch, MaxBatch)
-	}
-	if conc < 0 {
-		l.add(line, "%s: concurrency %d: use 1 or more", where, conc)
-	}
-	if par < 0 {
-		l.add(line, "%s: parallel %d: use 1 or more", where, par)
 	}
 }
 

@@ -164,11 +164,16 @@ func TestLoadProblems(t *testing.T) {
 		{"max_depth 0", "name: x\nsteps:\n  - id: a\n    task: news.feed\n    from: a\n    max_depth: 0\n", nil, []string{
 			"f.yaml:6: `max_depth: 0`: use 1 or more, the number of times the step may follow its own outputs"}},
 		{"problems under defaults point at their line", "name: x\npriority: 9\ndefaults:\n  retries: 2\n  batch: -5\n  dedup: nwe\n  store: [kafak]\n  params: {pagez: 2}\nsteps:\n  - id: a\n    task: news.feed\n", nil, []string{
+			"f.yaml:5: defaults: batch -5: use 1 to 1000 inputs per activity",
 			"f.yaml:2: priority 9: use 1 (highest) to 5 (lowest), or leave it out",
 			"f.yaml:7: defaults.store: unknown sink \"kafak\"; available: jsonl",
 			"f.yaml:6: defaults: dedup \"nwe\" (did you mean \"new\"?): use changed (store new and changed items), new (new items only) or off",
-			"f.yaml:5: defaults: batch -5: use 1 to 1000 inputs per activity",
 			"f.yaml:8: defaults.params: no step's task has a param `pagez`; remove it or check the spelling"}},
+		{"sizes out of range", "name: x\ndefaults:\n  parallel: 0\nsteps:\n  - id: a\n    task: news.feed\n    batch: 0\n    concurrency: 1000000\n    parallel: 101\n", nil, []string{
+			"f.yaml:3: defaults: parallel 0: use 1 to 100 batches in flight per step",
+			"f.yaml:7: step 1: batch 0: use 1 to 1000 inputs per activity",
+			"f.yaml:8: step 1: concurrency 1000000: use 1 to 1000 inputs fetched at once inside one batch",
+			"f.yaml:9: step 1: parallel 101: use 1 to 100 batches in flight per step"}},
 		{"bad name", "name: My Chain\nsteps:\n  - id: a\n    task: news.feed\n", nil, []string{
 			"f.yaml:1: chain name \"My Chain\": use lowercase letters, digits, - and _ (it becomes part of workflow ids)"}},
 	}

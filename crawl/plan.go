@@ -1,6 +1,7 @@
 package crawl
 
 import (
+	"encoding/json"
 	"fmt"
 	"reflect"
 	"slices"
@@ -188,7 +189,37 @@ func (c *Chain) Compile(reg *Registry) (*Plan, error) {
 			})
 		}
 	}
+	if err := c.checkInputSize(p); err != nil {
+		return nil, err
+	}
 	return p, nil
+}
+
+// MaxPlanBytes bounds a compiled chain: it is the input of the run's workflow, and
+// Temporal refuses a payload over 2 MiB (its limit.blobSize.error), over 4 MiB already
+// in transit.
+const MaxPlanBytes = 2 << 20
+
+// checkInputSize refuses a plan too large to start a run with, blaming the step whose
+// params and start URLs take the most room: a long `urls` list, usually.
+func (c *Chain) checkInputSize(p *Plan) error {
+	all, err := json.Marshal(p)
+	if err != nil {
+		return fmt.Errorf("%s: the chain cannot be encoded as a run's input: %v", c.File, err)
+	}
+	if len(all) <= MaxPlanBytes {
+		return nil
+	}
+	biggest, most := 0, 0
+	for i, s := range p.Steps {
+		if b, _ := json.Marshal(s); len(b) > most {
+			biggest, most = i, len(b)
+		}
+	}
+	return Problems{{File: c.File, Line: c.Steps[biggest].Line, Msg: fmt.Sprintf(
+		"step %q: its params and start URLs make the run's input %.1f MB, over Temporal's %d MiB limit on one payload; "+
+			"put the URLs in a sitemap or CSV file a first step fetches (tasks generic.sitemap, generic.csv), or split them over several runs",
+		p.Steps[biggest].ID, float64(len(all))/1e6, MaxPlanBytes>>20)}}
 }
 
 // onlyFromItself reports whether a step takes no other step's outputs: it is seeded with

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/http"
 	"sort"
-	"strings"
 
 	"trawler/crawl"
 )
@@ -51,11 +50,11 @@ func headerParams(params map[string]any) (http.Header, error) {
 	sort.Strings(names)
 	h := http.Header{}
 	for _, k := range names {
-		if strings.TrimSpace(k) == "" || strings.ContainsAny(k, " :\r\n") {
-			return nil, fmt.Errorf("header name %q: use a name like X-Team, without spaces or colons", k)
-		}
 		switch v := params[k].(type) {
 		case string, int, int64, float64, bool:
+			if err := crawl.CheckHeader(k, fmt.Sprint(v)); err != nil {
+				return nil, err
+			}
 			h.Set(k, fmt.Sprint(v))
 		default:
 			return nil, fmt.Errorf("header %s: want a text value, got %v (%T); quote it", k, v, v)

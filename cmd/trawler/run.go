@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"slices"
 	"sort"
@@ -35,15 +36,48 @@ var stackVars map[string]string
 
 // loadChainFile reads, validates and compiles a chain file, with the stack's addresses
 // of --data for its variables.
-func (s *settings) loadChainFile(path string, sets []string) (*crawl.Plan, error) {
+func (s *settings) loadChainFile(ctx context.Context, path string, sets []string) (*crawl.Plan, error) {
 	if err := s.resolve(); err != nil {
 		return nil, err
 	}
-	data, err := os.ReadFile(path)
+	data, err := readChainFile(ctx, path)
 	if err != nil {
 		return nil, err
 	}
 	return loadChain(path, data, sets)
+}
+
+// maxChainFile bounds what is read of a chain file. A chain is a few KB of YAML; more
+// than this is a device, a log or a data file named by mistake (/dev/zero never ends).
+const maxChainFile = 8 << 20
+
+// readChainFile reads a chain file of at most maxChainFile bytes. It gives up when ctx
+// ends (Ctrl-C, SIGTERM), also while a named pipe waits for a writer that never comes.
+func readChainFile(ctx context.Context, path string) ([]byte, error) {
+	type read struct {
+		data []byte
+		err  error
+	}
+	done := make(chan read, 1)
+	go func() { // open and read block on a pipe; the command must not
+		f, err := os.Open(path)
+		if err != nil {
+			done <- read{err: err}
+			return
+		}
+		defer f.Close()
+		data, err := io.ReadAll(io.LimitReader(f, maxChainFile+1))
+		done <- read{data, err}
+	}()
+	select {
+	case r := <-done:
+		if r.err == nil && len(r.data) > maxChainFile {
+			return nil, fmt.Errorf("%s: more than %d MiB; a chain file is a few KB of YAML: name the chain file itself", path, maxChainFile>>20)
+		}
+		return r.data, r.err
+	case <-ctx.Done():
+		return nil, fmt.Errorf("%s: stopped before the file was read (%v); a named pipe is read only once something writes to it", path, context.Cause(ctx))
+	}
 }
 
 func runCmd(s *settings) *cobra.Command {
@@ -64,7 +98,7 @@ step whose task declares it. Values are YAML: numbers and booleans keep their ty
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			given := *s
-			plan, err := s.loadChainFile(args[0], sets)
+			plan, err := s.loadChainFile(cmd.Context(), args[0], sets)
 			if err != nil {
 				return err
 			}

@@ -92,6 +92,9 @@ firings with its daylight saving.
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			name, file := args[0], args[1]
+			if err := engine.CheckScheduleID(name); err != nil {
+				return scheduleErr(err)
+			}
 			if strings.TrimSpace(cfg.Cron) == "" {
 				return fmt.Errorf("--cron is required, e.g. --cron \"0 * * * *\" for hourly; see trawler schedule create --help")
 			}
@@ -105,7 +108,7 @@ firings with its daylight saving.
 			if err := cfg.Validate(); err != nil {
 				return scheduleErr(err)
 			}
-			plan, err := s.loadChainFile(file, sets)
+			plan, err := s.loadChainFile(cmd.Context(), file, sets)
 			if err != nil {
 				return err
 			}

@@ -261,3 +261,15 @@ func TestScheduleHelp(t *testing.T) {
 		}
 	}
 }
+
+// A schedule name too long for one is blamed on the name, with the allowed length,
+// before the chain is read or Temporal is asked.
+func TestScheduleCreateRefusesLongName(t *testing.T) {
+	root := newRoot()
+	root.SetArgs([]string{"schedule", "create", strings.Repeat("a", 5000), "no-such-file.yaml", "--cron", "0 * * * *", "--temporal", "127.0.0.1:1"})
+	err := root.ExecuteContext(context.Background())
+	want := `schedule NAME "` + strings.Repeat("a", 40) + `…": 5000 characters; name the schedule in at most 200, e.g. demo-hourly`
+	if err == nil || err.Error() != want {
+		t.Fatalf("err = %v\nwant %s", err, want)
+	}
+}

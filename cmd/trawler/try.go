@@ -74,7 +74,7 @@ cloud metadata addresses always and loopback and private ones unless --allow-pri
 			params := map[string]any{}
 			if paramsFile != "" {
 				var err error
-				if params, err = readTryParams(paramsFile, spec, stepID); err != nil {
+				if params, err = readTryParams(cmd.Context(), paramsFile, spec, stepID); err != nil {
 					return err
 				}
 			}
@@ -110,7 +110,7 @@ cloud metadata addresses always and loopback and private ones unless --allow-pri
 			f := fetch.New(fetch.Options{AllowPrivate: allowPrivate})
 			if paramsFile != "" {
 				// A chain file's `middlewares:` (the chain's, then the step's) apply as on a worker.
-				mws, err := tryMiddlewares(s, paramsFile, spec.Name, stepID)
+				mws, err := tryMiddlewares(cmd.Context(), s, paramsFile, spec.Name, stepID)
 				if err != nil {
 					return err
 				}
@@ -169,8 +169,8 @@ cloud metadata addresses always and loopback and private ones unless --allow-pri
 
 // tryMiddlewares are the middlewares a chain file in --params names for the step that
 // runs task (or stepID); none when the file is a plain mapping of params.
-func tryMiddlewares(s *settings, file, task, stepID string) ([]crawl.Middleware, error) {
-	data, err := os.ReadFile(file)
+func tryMiddlewares(ctx context.Context, s *settings, file, task, stepID string) ([]crawl.Middleware, error) {
+	data, err := readChainFile(ctx, file)
 	if err != nil {
 		return nil, err
 	}
@@ -178,7 +178,7 @@ func tryMiddlewares(s *settings, file, task, stepID string) ([]crawl.Middleware,
 	if yaml.Unmarshal(data, &doc) != nil || doc["steps"] == nil {
 		return nil, nil
 	}
-	plan, err := s.loadChainFile(file, nil)
+	plan, err := s.loadChainFile(ctx, file, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -206,8 +206,8 @@ func (t tryFetcher) Fetch(ctx context.Context, req *crawl.Request) (*crawl.Respo
 }
 
 // readTryParams reads --params: a mapping of params, or a chain file.
-func readTryParams(file string, spec crawl.TaskSpec, stepID string) (map[string]any, error) {
-	data, err := os.ReadFile(file)
+func readTryParams(ctx context.Context, file string, spec crawl.TaskSpec, stepID string) (map[string]any, error) {
+	data, err := readChainFile(ctx, file)
 	if err != nil {
 		return nil, err
 	}

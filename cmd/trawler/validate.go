@@ -3,7 +3,6 @@ package main
 import (
 	"errors"
 	"fmt"
-	"os"
 
 	"github.com/spf13/cobra"
 
@@ -34,9 +33,13 @@ a list, bad durations, unknown sinks. Exits 1 when any file has a problem.`,
 			var results []fileResult
 			for _, f := range args {
 				r := fileResult{File: f, OK: true}
-				data, err := os.ReadFile(f)
+				data, err := readChainFile(cmd.Context(), f)
+				if cmd.Context().Err() != nil {
+					return err // interrupted: the files left are not checked
+				}
 				if err == nil {
-					_, err = crawl.Load(f, data, crawl.LoadOptions{Sinks: knownSinks, Vars: stackVars})
+					// Compiled as run compiles it: a chain too large to start fails here.
+					_, err = loadChain(f, data, nil)
 				}
 				if err != nil {
 					r.OK = false
@@ -53,20 +56,20 @@ a list, bad durations, unknown sinks. Exits 1 when any file has a problem.`,
 				results = append(results, r)
 			}
 			if s.json {
-				_ = printJSON(results)
+				_ = writeJSONTo(cmd.OutOrStdout(), results)
 			} else {
 				for _, r := range results {
 					if r.OK {
-						fmt.Printf("%s: ok\n", r.File)
+						fmt.Fprintf(cmd.OutOrStdout(), "%s: ok\n", r.File)
 					}
 					for _, p := range r.Problems {
-						fmt.Fprintln(os.Stderr, p)
+						fmt.Fprintln(cmd.ErrOrStderr(), p)
 					}
 				}
 			}
 			if bad > 0 {
 				if !s.json {
-					fmt.Fprintf(os.Stderr, "%d of %d files have problems\n", bad, len(args))
+					fmt.Fprintf(cmd.ErrOrStderr(), "%d of %d files have problems\n", bad, len(args))
 				}
 				return exitError(1)
 			}

@@ -57,7 +57,7 @@ const MaxBackfill = 1000
 
 // ScheduleError is a setting of a schedule or of an action on it that is refused before
 // anything is sent to Temporal. Field is the API's name of the setting (cron, time_zone,
-// overlap, catchup_window, jitter, from, to); Flag is the CLI's.
+// overlap, catchup_window, jitter, from, to, id); Flag is the CLI's.
 type ScheduleError struct {
 	Field, Value, Why string
 }
@@ -65,7 +65,7 @@ type ScheduleError struct {
 func (e *ScheduleError) Error() string { return fmt.Sprintf("%s %q: %s", e.Field, e.Value, e.Why) }
 
 // flagNames are the CLI's names of the settings whose flag is not their field's name.
-var flagNames = map[string]string{"time_zone": "--tz"}
+var flagNames = map[string]string{"time_zone": "--tz", "id": "schedule NAME"}
 
 // Flag is the CLI's name of the setting: --catchup-window for catchup_window, --tz for
 // time_zone.
@@ -255,6 +255,9 @@ func CreateSchedule(ctx context.Context, c client.Client, id, cron string, plan 
 // cfg is valid. Each firing is a normal run whose run id is its workflow id (schedule
 // id + time).
 func CreateScheduleWith(ctx context.Context, c client.Client, id, file string, cfg ScheduleConfig, plan *crawl.Plan, o RunOptions) error {
+	if err := CheckScheduleID(id); err != nil {
+		return err
+	}
 	if err := cfg.Validate(); err != nil {
 		return err
 	}

@@ -156,6 +156,10 @@ func parseCommon(task string, p crawl.Params) (common, []error) {
 		} else {
 			c.headers = http.Header{}
 			for _, k := range sortedKeys(m) {
+				if err := crawl.CheckHeader(k, fmt.Sprint(m[k])); err != nil {
+					errs = append(errs, fmt.Errorf("param headers: %v", err))
+					continue
+				}
 				c.headers.Set(k, fmt.Sprint(m[k]))
 			}
 		}
