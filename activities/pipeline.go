@@ -46,7 +46,7 @@ func stamp(b crawl.Batch, items []crawl.Item, now time.Time) error {
 			return fmt.Errorf("task %s returned an item without a key; set Item.Key to a stable natural id", b.Step.Task)
 		}
 		it.ID = itemID(b.RunID, it.Key)
-		it.Biz = b.Step.Task
+		it.Biz = b.Step.RecordBiz()
 		it.TS = now
 		it.Hash = contentHash(it.Data)
 		it.Chain, it.RunID, it.Tenant = b.Chain, b.RunID, b.Tenant
@@ -117,8 +117,8 @@ func (a *Activities) judge(ctx context.Context, b crawl.Batch, dd bool, sinks []
 	return nil
 }
 
-// dedupNamespace is where a step's dedup entries live: one namespace per tenant and task.
-func dedupNamespace(b crawl.Batch) string { return b.Tenant + ":" + b.Step.Task }
+// dedupNamespace is where a step's dedup entries live: one namespace per tenant and biz.
+func dedupNamespace(b crawl.Batch) string { return b.Tenant + ":" + b.Step.RecordBiz() }
 
 // lookup asks dedup for a verdict on every item of the group, in order.
 func (a *Activities) lookup(ctx context.Context, b crawl.Batch, group []outcome) ([]dedup.Verdict, error) {
@@ -202,6 +202,9 @@ func write(ctx context.Context, b crawl.Batch, sinks []storage.Sink, group []out
 	for _, s := range sinks {
 		if group[0].passed(s.Name()) {
 			continue
+		}
+		if d, ok := s.(storage.Schemas); ok && len(b.Step.Output) > 0 {
+			d.Declare(b.Step.RecordBiz(), b.Step.Output)
 		}
 		if err := writeSink(ctx, s, items); err != nil {
 			return crawl.Dependency("store "+s.Name(), fmt.Errorf("store %d items of step %s in %s: %w", len(items), b.Step.ID, s.Name(), err))

@@ -21,8 +21,8 @@ import (
 //   - forgetGone, as a batch gives up on inputs, drops the plans of pages that are gone
 //     for good (404, 410): the listing hands them on again if they come back.
 
-// recrawlNamespace is where a step's plans live: per tenant and task, like dedup's.
-func recrawlNamespace(tenant, task string) string { return tenant + ":" + task }
+// recrawlNamespace is where a step's plans live: per tenant and biz, like dedup's.
+func recrawlNamespace(tenant, biz string) string { return tenant + ":" + biz }
 
 // RecrawlDue claims, for every recrawl step of the plan, up to its per_run pages that
 // are due now, most overdue first, and returns them as inputs of those steps. Its
@@ -36,7 +36,7 @@ func (a *Activities) RecrawlDue(ctx context.Context, plan crawl.Plan) ([]crawl.R
 		if s.Recrawl == nil {
 			continue
 		}
-		due, err := a.Recrawl.Claim(ctx, recrawlNamespace(plan.Tenant, s.Task), *s.Recrawl, s.Recrawl.PerRun)
+		due, err := a.Recrawl.Claim(ctx, recrawlNamespace(plan.Tenant, s.RecordBiz()), *s.Recrawl, s.Recrawl.PerRun)
 		if err != nil {
 			return out, err
 		}
@@ -54,16 +54,16 @@ func (a *Activities) skipPlanned(ctx context.Context, b crawl.Batch, group []out
 	if a.Recrawl == nil {
 		return
 	}
-	tasks := map[int]string{}
+	bizs := map[int]string{}
 	for _, c := range b.Step.Consumers {
 		if c.Recrawl {
-			tasks[c.Step] = c.Task
+			bizs[c.Step] = c.RecordBiz()
 		}
 	}
-	if len(tasks) == 0 {
+	if len(bizs) == 0 {
 		return
 	}
-	for step, task := range tasks {
+	for step, biz := range bizs {
 		var ins []crawl.Input
 		for _, o := range group {
 			for _, r := range o.Out {
@@ -72,7 +72,7 @@ func (a *Activities) skipPlanned(ctx context.Context, b crawl.Batch, group []out
 				}
 			}
 		}
-		known, err := a.Recrawl.Known(ctx, recrawlNamespace(b.Tenant, task), ins)
+		known, err := a.Recrawl.Known(ctx, recrawlNamespace(b.Tenant, biz), ins)
 		if err != nil {
 			a.Log.Warn("recrawl: cannot tell planned pages from new ones; visiting all", "chain", b.Chain, "step", b.Step.ID, "err", err)
 			return
@@ -105,7 +105,7 @@ func (a *Activities) replan(ctx context.Context, b crawl.Batch, group []outcome)
 	for p, o := range group {
 		visits[p] = recrawl.Visit{Input: o.input, Changed: len(o.kept)+len(o.dropped) > 0}
 	}
-	if err := a.Recrawl.Visited(ctx, recrawlNamespace(b.Tenant, b.Step.Task), *b.Step.Recrawl, visits); err != nil {
+	if err := a.Recrawl.Visited(ctx, recrawlNamespace(b.Tenant, b.Step.RecordBiz()), *b.Step.Recrawl, visits); err != nil {
 		return crawl.Dependency("redis (recrawl)", fmt.Errorf("plan the next visits of step %s: %w", b.Step.ID, err))
 	}
 	group[0].pass(replanStage)
@@ -122,7 +122,7 @@ func (a *Activities) forgetGone(ctx context.Context, b crawl.Batch, gone []crawl
 	if a.Recrawl == nil || b.Step.Recrawl == nil || len(gone) == 0 {
 		return
 	}
-	if err := a.Recrawl.Drop(ctx, recrawlNamespace(b.Tenant, b.Step.Task), gone); err != nil {
+	if err := a.Recrawl.Drop(ctx, recrawlNamespace(b.Tenant, b.Step.RecordBiz()), gone); err != nil {
 		a.Log.Warn("recrawl: cannot drop the plans of pages that are gone", "chain", b.Chain, "step", b.Step.ID, "pages", len(gone), "err", err)
 	}
 }

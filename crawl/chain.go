@@ -62,8 +62,12 @@ type Defaults struct {
 
 // Step is one node of the chain's DAG.
 type Step struct {
-	ID          string
-	Task        string
+	ID   string
+	Task string
+	// Biz is what the step's records are stored under, `site.task` shaped (the `biz:`
+	// key; see StepBiz for the default).
+	Biz         string
+	BizLine     int
 	Params      map[string]any
 	From        []string
 	Each        string
@@ -168,7 +172,7 @@ var (
 	chainKeys    = []string{"name", "tenant", "robots", "priority", "quota", "max_outage", "middlewares", "defaults", "steps"}
 	quotaKeys    = []string{"pages", "items", "pages_per_day", "items_per_day"}
 	defaultsKeys = []string{"timeout", "retries", "batch", "concurrency", "parallel", "store", "params", "dedup"}
-	stepKeys     = []string{"id", "task", "params", "from", "each", "max_depth", "store", "dedup", "timeout", "retries", "batch", "concurrency", "parallel", "priority", "shared", "affinity", "middlewares", "follow", "recrawl", "render"}
+	stepKeys     = []string{"id", "task", "biz", "params", "from", "each", "max_depth", "store", "dedup", "timeout", "retries", "batch", "concurrency", "parallel", "priority", "shared", "affinity", "middlewares", "follow", "recrawl", "render"}
 	affinityKeys = []string{"probe", "max_latency", "min_kbps"}
 	dedupModes   = []string{DedupChanged, DedupNew, DedupOff}
 	nameRE       = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]*$`)
@@ -353,6 +357,8 @@ func (l *loader) parse(data []byte) *Chain {
 				s.ID = l.str(v, "id")
 			case "task":
 				s.Task = l.str(v, "task")
+			case "biz":
+				s.Biz, s.BizLine = l.str(v, "biz"), v.Line
 			case "params":
 				s.Params = l.mapping(v, "params")
 				s.ParamLines = keyLines(v)
@@ -718,6 +724,7 @@ func (l *loader) validateStep(c *Chain, s Step, ids map[string]int) {
 			}
 		}
 	}
+	l.checkBiz(c, s, spec, known, where)
 	l.checkRender(s, spec, known, where)
 	self := false
 	for _, from := range s.From {
@@ -772,6 +779,25 @@ func (l *loader) validateStep(c *Chain, s Step, ids map[string]int) {
 	l.checkRecrawl(c, s, where)
 	if s.Priority < 0 || s.Priority > 5 {
 		l.add(s.Line, "%s: priority %d: use 1 (highest) to 5 (lowest), or leave it out to take the chain's", where, s.Priority)
+	}
+}
+
+// checkBiz checks what the step's records are stored under: its `biz:`, or the
+// `<chain>.<step>` a config-driven step gets.
+func (l *loader) checkBiz(c *Chain, s Step, spec TaskSpec, known bool, where string) {
+	if s.Biz != "" {
+		if err := CheckBiz(s.Biz); err != nil {
+			l.add(s.BizLine, "%s: biz: %v", where, err)
+		} else if t, ok := l.opts.Registry.Get(s.Biz); ok && s.Biz != s.Task {
+			l.add(s.BizLine, "%s: biz: %s is where task %s stores its records; pick a biz of this chain's own, e.g. %s.%s", where, s.Biz, t.Spec().Name, bizPart(c.Name), bizPart(s.ID))
+		}
+		return
+	}
+	if !known || spec.Schema == nil || c.Name == "" || s.ID == "" {
+		return
+	}
+	if biz := StepBiz(c.Name, s, spec); CheckBiz(biz) != nil {
+		l.add(s.Line, "%s stores its records under %s.<step id>, and %q is no biz part (lowercase letters, digits, - and _); rename the step, or set `biz: site.task` on it", where, bizPart(c.Name), s.ID)
 	}
 }
 

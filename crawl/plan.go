@@ -26,8 +26,12 @@ type Plan struct {
 
 // PlanStep is one step with every setting resolved.
 type PlanStep struct {
-	ID          string        `json:"id"`
-	Task        string        `json:"task"`
+	ID   string `json:"id"`
+	Task string `json:"task"`
+	// Biz is what the step's records are stored under (StepBiz); Output their schema
+	// when that is not the task's own (a config-driven step's `fields:`).
+	Biz         string        `json:"biz,omitempty"`
+	Output      []Field       `json:"output,omitempty"`
 	Params      Params        `json:"params,omitempty"`
 	Timeout     time.Duration `json:"timeout"`
 	Retries     int           `json:"retries"`
@@ -93,6 +97,7 @@ type Consumer struct {
 	Step     int    `json:"step"`
 	ID       string `json:"id,omitempty"` // the consuming step's id
 	Task     string `json:"task"`
+	Biz      string `json:"biz,omitempty"` // what the consuming step stores under
 	Each     string `json:"each,omitempty"`
 	Self     bool   `json:"self,omitempty"`
 	MaxDepth int    `json:"max_depth,omitempty"`
@@ -149,6 +154,12 @@ func (c *Chain) Compile(reg *Registry) (*Plan, error) {
 			Follow:      s.Follow,
 			Recrawl:     s.Recrawl,
 		}
+		if ps.Biz = StepBiz(c.Name, s, spec); ps.Biz != s.Task {
+			ps.Output = spec.Output
+			if spec.Schema != nil {
+				ps.Output = spec.Schema(params)
+			}
+		}
 		if s.Render.Renders() {
 			ps.Render = s.Render
 		}
@@ -184,7 +195,7 @@ func (c *Chain) Compile(reg *Registry) (*Plan, error) {
 		for _, from := range s.From {
 			up := index[from]
 			p.Steps[up].Consumers = append(p.Steps[up].Consumers, Consumer{
-				Step: i, ID: s.ID, Task: s.Task, Each: s.Each, Self: up == i, MaxDepth: s.MaxDepth,
+				Step: i, ID: s.ID, Task: s.Task, Biz: p.Steps[i].Biz, Each: s.Each, Self: up == i, MaxDepth: s.MaxDepth,
 				Recrawl: s.Recrawl != nil,
 			})
 		}

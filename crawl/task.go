@@ -80,6 +80,10 @@ type TaskSpec struct {
 	// are fetched and stored whatever it does. Nil: a root step starts from one empty
 	// input.
 	Seeds func(p Params) []Input
+	// Schema, when set, is the item schema of one step from its params: the task is
+	// config-driven (its items are whatever the chain file's `fields:` map), so each step
+	// running it stores under a biz of its own (see Step.Biz) with this schema.
+	Schema func(p Params) []Field
 }
 
 // Type is the type of a param or an output field.

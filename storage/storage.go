@@ -35,6 +35,14 @@ type AtLeastOnce interface {
 	AtLeastOnce()
 }
 
+// Schemas is implemented by sinks whose layout follows the schema of a biz (an
+// Elasticsearch mapping). Before a step writes, it declares the schema of its biz when
+// that is not a registered task's (a config-driven step's `fields:`), so two chains
+// running one task each get a layout of their own.
+type Schemas interface {
+	Declare(biz string, fields []crawl.Field)
+}
+
 // FailureLog records inputs that were given up on, with their cause, so nothing is lost
 // silently.
 type FailureLog interface {

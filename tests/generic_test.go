@@ -77,8 +77,8 @@ func TestGenericHTMLChainStoresExactlyTheSite(t *testing.T) {
 	s := wait(t, id, 2*time.Minute)
 	noFailures(t, s)
 	got := items(t, id)
-	if len(got) != 1 || len(got["generic.html_detail"]) != o.Stories() {
-		t.Fatalf("stored %v, want %d generic.html_detail items only", func() map[string]int {
+	if len(got) != 1 || len(got["generic_html.story"]) != o.Stories() {
+		t.Fatalf("stored %v, want %d generic_html.story items only", func() map[string]int {
 			n := map[string]int{}
 			for biz, m := range got {
 				n[biz] = len(m)
@@ -89,7 +89,7 @@ func TestGenericHTMLChainStoresExactlyTheSite(t *testing.T) {
 	for sid := 1; sid <= o.Stories(); sid++ {
 		st, _ := o.Story(sid)
 		u := fmt.Sprintf("%s/item/%d", site, sid)
-		it, ok := got["generic.html_detail"][u]
+		it, ok := got["generic_html.story"][u]
 		if !ok {
 			t.Errorf("story %d (%s) not stored", sid, u)
 			continue
@@ -139,7 +139,7 @@ func TestGenericExamplesAgainstTheDemoSite(t *testing.T) {
 	}{
 		{
 			file: "generic-json.yaml", sets: []string{"stories.urls=['/api/stories?per_page=3']"},
-			biz: "generic.json", keys: storyKeys("", 1, n),
+			biz: "generic_json.stories", keys: storyKeys("", 1, n),
 			check: func(t *testing.T, got map[string]crawl.Item, s *workflows.Summary) {
 				st, _ := o.Story(10)
 				want := map[string]any{"id": 10.0, "title": st.Title, "url": nil, "author": st.Author, "score": float64(st.Score),
@@ -153,7 +153,7 @@ func TestGenericExamplesAgainstTheDemoSite(t *testing.T) {
 			},
 		},
 		{
-			file: "generic-csv.yaml", biz: "generic.csv", keys: storyKeys("", 1, n),
+			file: "generic-csv.yaml", biz: "generic_csv.rows", keys: storyKeys("", 1, n),
 			check: func(t *testing.T, got map[string]crawl.Item, _ *workflows.Summary) {
 				st, _ := o.Story(3)
 				want := map[string]any{"id": 3.0, "title": st.Title, "url": st.URL, "author": st.Author, "score": float64(st.Score),
@@ -164,7 +164,7 @@ func TestGenericExamplesAgainstTheDemoSite(t *testing.T) {
 			},
 		},
 		{
-			file: "generic-xml.yaml", biz: "generic.xml", keys: storyKeys("", 1, n),
+			file: "generic-xml.yaml", biz: "generic_xml.stories", keys: storyKeys("", 1, n),
 			check: func(t *testing.T, got map[string]crawl.Item, _ *workflows.Summary) {
 				st, _ := o.Story(10)
 				want := map[string]any{"id": 10.0, "title": st.Title, "url": nil, "author": st.Author, "score": float64(st.Score),
@@ -175,7 +175,7 @@ func TestGenericExamplesAgainstTheDemoSite(t *testing.T) {
 			},
 		},
 		{
-			file: "generic-feed.yaml", biz: "generic.feed",
+			file: "generic-feed.yaml", biz: "generic_feed.entries",
 			keys: append(storyKeys("demo-story-", 1, o.FeedStories()), storyKeys("tag:demo.trawler.dev,2025:story-", 1, o.FeedStories())...),
 			check: func(t *testing.T, got map[string]crawl.Item, _ *workflows.Summary) {
 				st, _ := o.Story(2)
@@ -193,7 +193,7 @@ func TestGenericExamplesAgainstTheDemoSite(t *testing.T) {
 			},
 		},
 		{
-			file: "generic-sitemap.yaml", biz: "generic.html_detail", keys: storyKeys(site+"/item/", 1, n),
+			file: "generic-sitemap.yaml", biz: "generic_sitemap.story", keys: storyKeys(site+"/item/", 1, n),
 			check: func(t *testing.T, got map[string]crawl.Item, s *workflows.Summary) {
 				if sm := stepStats(s, "sitemap"); sm.Pages != 4 || sm.Skipped != o.Pages {
 					t.Errorf("sitemap step: %d pages, %d skipped; want 4 (index + 3 urlsets), %d skipped (the feed pages)", sm.Pages, sm.Skipped, o.Pages)
@@ -206,7 +206,7 @@ func TestGenericExamplesAgainstTheDemoSite(t *testing.T) {
 			},
 		},
 		{
-			file: "generic-gbk.yaml", biz: "generic.html_detail", keys: storyKeys(site+"/gbk/item/", 1, n),
+			file: "generic-gbk.yaml", biz: "generic_gbk.story", keys: storyKeys(site+"/gbk/item/", 1, n),
 			check: func(t *testing.T, got map[string]crawl.Item, _ *workflows.Summary) {
 				st, _ := o.Story(7)
 				u := fmt.Sprintf("%s/gbk/item/7", site)

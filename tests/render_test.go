@@ -77,10 +77,10 @@ func rendered(task string) (browser, plain int) {
 }
 
 // assertStories checks that a run stored exactly the site's stories from their
-// rendered pages, each field as the site's data says.
-func assertStories(t *testing.T, id string, o demosite.Options) {
+// rendered pages under biz, each field as the site's data says.
+func assertStories(t *testing.T, id, biz string, o demosite.Options) {
 	t.Helper()
-	got := items(t, id)["generic.html_detail"]
+	got := items(t, id)[biz]
 	if len(got) != o.Stories() {
 		t.Fatalf("stored %d stories, want %d: %v", len(got), o.Stories(), sortedKeysOf(got))
 	}
@@ -109,7 +109,7 @@ func TestRenderedListAndDetailsStoredExactly(t *testing.T) {
 	id := start(t, plan(t, "render.yaml", "", "base_url="+site), "render-js")
 	s := wait(t, id, 2*time.Minute)
 	noFailures(t, s)
-	assertStories(t, id, o)
+	assertStories(t, id, "render.story", o)
 	list, _ := rendered("generic.html_list")
 	story, storyPlain := rendered("generic.html_detail")
 	if list-listBefore != o.Pages || story-storyBefore != o.Stories() || storyPlain != storyPlainBefore {
@@ -133,7 +133,7 @@ func TestAutoRendersOnlyTheJSPages(t *testing.T) {
 	id := start(t, plan(t, "render.yaml", "", "base_url="+site, "list.urls=/mixed/news?p=1"), "render-mixed")
 	s := wait(t, id, 2*time.Minute)
 	noFailures(t, s)
-	assertStories(t, id, o)
+	assertStories(t, id, "render.story", o)
 	js := 0
 	for n := 1; n <= o.Stories(); n++ {
 		if demosite.JSStory(n) {
@@ -176,7 +176,7 @@ steps:
 	id := start(t, plan(t, "render-hang.yaml", yaml), "render-hang")
 	s := wait(t, id, 2*time.Minute)
 	noFailures(t, s)
-	assertStories(t, id, o)
+	assertStories(t, id, "render_hang.story", o)
 	if st := w.Browsers().Stats(); st.Hung != 1 {
 		t.Errorf("pool stats %+v: want exactly one browser killed for a hang", st)
 	}

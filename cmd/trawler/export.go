@@ -28,6 +28,7 @@ import (
 type exportFlags struct {
 	from, out, outDir, format string
 	runID, biz, since, query  string
+	chain                     string
 	index, versions, tenant   string
 }
 
@@ -43,8 +44,8 @@ func exportCmd(s *settings) *cobra.Command {
 memory. Sources (--from):
 
   jsonl   the jsonl sink's files: --out-dir DIR (the worker's --out), else <data>/out of
-          --data, else TRAWLER_OUT; filter with --run and/or --biz
-  mongo   the hot store, one collection per task: --biz is required; --run, --since
+          --data, else TRAWLER_OUT; filter with --run, --biz and/or --chain
+  mongo   the hot store, one collection per biz: --biz is required; --run, --since
   es      Elasticsearch: --query (query-string syntax, as in trawler search) and/or --run,
           --biz, --since; pages with search_after, sorted by biz and key
   hbase   every stored version of each record of a --biz (--versions all), or the
@@ -54,9 +55,12 @@ memory. Sources (--from):
 The format comes from --format, else from the --out extension (.jsonl, .csv, .parquet),
 else jsonl. JSON Lines holds the items as the jsonl sink writes them. CSV and Parquet
 have the columns id, biz, key, url, ts, hash, chain, run_id, tenant, then one per data
-field (data.title …) in the order of the task's declared output schema when --biz names a
-registered task, else as the first 1000 records show them; lists and objects are JSON
-text. Parquet columns are typed (int64, double, boolean, timestamps, strings) and need a
+field (data.title …): a first pass over the records finds every field any of them holds
+(after a Go site task's declared ones, in their order), so no field is dropped; one that
+appears only during the export stops it with its name. Lists and objects are JSON text.
+A config-driven step stores under its own biz, CHAIN.STEP (e.g. --biz shop.detail);
+records stored before that are under the task's name (--biz generic.html_detail), and
+--chain NAME picks one chain's among them. Parquet columns are typed (int64, double, boolean, timestamps, strings) and need a
 file: stdout takes jsonl and csv only.
 
 A file is written as FILE.partial and renamed when complete, so a failed export leaves no
@@ -81,7 +85,8 @@ on stderr when it goes to stdout.`,
 	fl.StringVar(&f.outDir, "out-dir", "", "with --from jsonl: the jsonl sink's directory `DIR` (default <data>/out, TRAWLER_OUT)")
 	fl.StringVar(&f.format, "format", "", "jsonl, csv or parquet (default from the --out extension, else jsonl)")
 	fl.StringVar(&f.runID, "run", "", "only records of this run `RUN_ID`")
-	fl.StringVar(&f.biz, "biz", "", "only records of this task, `SITE.TASK` (required for mongo and hbase)")
+	fl.StringVar(&f.biz, "biz", "", "only records of this biz, `SITE.TASK` or CHAIN.STEP (required for mongo and hbase)")
+	fl.StringVar(&f.chain, "chain", "", "only records stored by the chain `NAME`")
 	fl.StringVar(&f.since, "since", "", "only records fetched at or after `TIME` (RFC 3339) or this long ago (24h, 90m)")
 	fl.StringVar(&f.query, "query", "", "with --from es: a query-string `QUERY` (as trawler search takes)")
 	fl.StringVar(&f.index, "index", "", "with --from es: index, alias or pattern `INDEX` (default the --biz index, else trawler-items)")
@@ -167,9 +172,11 @@ func runExport(ctx context.Context, s *settings, f exportFlags, stdout, stderr i
 	if src.close != nil {
 		defer src.close()
 	}
+	// A Go site task's declared fields lead the columns; a config-driven task declares
+	// none of its own (each chain maps its fields), so the records say which there are.
 	var fields []crawl.Field
 	if f.biz != "" {
-		if t, ok := crawl.Default.Get(f.biz); ok && len(t.Spec().Output) > 0 {
+		if t, ok := crawl.Default.Get(f.biz); ok && t.Spec().Schema == nil {
 			fields = t.Spec().Output
 		}
 	}
@@ -258,7 +265,8 @@ func parseSince(v string, now time.Time) (time.Time, error) {
 
 // keep filters records a store could not filter itself.
 func keep(f exportFlags, since time.Time, it crawl.Item) bool {
-	return (f.runID == "" || it.RunID == f.runID) && (f.biz == "" || it.Biz == f.biz) && (since.IsZero() || !it.TS.Before(since))
+	return (f.runID == "" || it.RunID == f.runID) && (f.biz == "" || it.Biz == f.biz) && (f.chain == "" || it.Chain == f.chain) &&
+		(since.IsZero() || !it.TS.Before(since))
 }
 
 func openExportSource(ctx context.Context, s *settings, f exportFlags, since time.Time, allVersions bool) (*exportSource, error) {
@@ -342,7 +350,7 @@ func mongoSource(ctx context.Context, s *settings, f exportFlags, since time.Tim
 		r.Close()
 		return nil, fmt.Errorf("cannot reach MongoDB at %s: %v\n  check --mongo (TRAWLER_MONGO), or start a local stack with `trawler dev --data .data/dev` and pass --data .data/dev", crawl.RedactURL(s.mongo), err)
 	}
-	filter := mongo.Filter{RunID: f.runID, Since: since}
+	filter := mongo.Filter{RunID: f.runID, Chain: f.chain, Since: since}
 	return &exportSource{
 		name:  "mongo trawler." + mongo.Collection(f.biz),
 		each:  func(ctx context.Context, fn func(crawl.Item) error) error { return r.Each(ctx, f.biz, filter, fn) },
@@ -383,7 +391,7 @@ func esSource(ctx context.Context, s *settings, f exportFlags, since time.Time) 
 			index = es.IndexName(f.biz)
 		}
 	}
-	sel := es.Selection{Query: f.query, RunID: f.runID, Biz: f.biz, Since: since}
+	sel := es.Selection{Query: f.query, RunID: f.runID, Biz: f.biz, Chain: f.chain, Since: since}
 	return &exportSource{
 		name: "es " + index,
 		each: func(ctx context.Context, fn func(crawl.Item) error) error {

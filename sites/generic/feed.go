@@ -57,6 +57,7 @@ var feedSpec = crawl.TaskSpec{
 	Timeout: 30 * time.Second,
 	Retries: 3,
 	Check:   checker(buildFeed),
+	Schema:  fieldsSchema(feedFields),
 }
 
 // Feed is the generic.feed task.

@@ -424,7 +424,38 @@ func configTask[C any](spec crawl.TaskSpec, build func(crawl.Params) (C, []error
 	if spec.Check == nil {
 		spec.Check = checker(build)
 	}
+	if spec.Schema == nil {
+		spec.Schema = fieldsSchema(nil)
+	}
 	return crawl.PreparedTaskFunc(spec, func(p crawl.Params) (any, error) { return buildConfig(spec.Name, p, build) }, run)
+}
+
+// fieldsSchema is a config task's TaskSpec.Schema: a step's items have the fields its
+// `fields:` maps, each of the type it converts to (none when it keeps what the source
+// has: JSON's own types, or text), or these fields when it maps none.
+func fieldsSchema(unmapped []crawl.Field) func(crawl.Params) []crawl.Field {
+	return func(p crawl.Params) []crawl.Field {
+		m, ok := p["fields"].(map[string]any)
+		if !ok || len(m) == 0 {
+			return unmapped
+		}
+		out := make([]crawl.Field, 0, len(m))
+		for _, name := range sortedKeys(m) {
+			f := crawl.Field{Name: name}
+			if spec, ok := m[name].(map[string]any); ok {
+				typ, _ := spec["type"].(string)
+				f.Type = schemaTypes[typ]
+			}
+			out = append(out, f)
+		}
+		return out
+	}
+}
+
+// schemaTypes are the stored types of the field-spec types.
+var schemaTypes = map[string]crawl.Type{
+	typeString: crawl.String, typeInt: crawl.Int, typeFloat: crawl.Float, typeBool: crawl.Bool,
+	typeDate: crawl.Time, typeURL: crawl.URL, typeList: crawl.List,
 }
 
 // configOf is the input's config: the batch's prepared one, or, outside a batch (a

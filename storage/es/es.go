@@ -18,7 +18,8 @@
 //
 // and the item fields id, biz, key, url, hash, chain, run_id, tenant as keyword, ts as
 // date and flag as integer. Fields a task emits without declaring them are mapped
-// dynamically by Elasticsearch. When no spec is known for a biz (no Specs option, or an
+// dynamically by Elasticsearch. A config-driven step's biz maps the fields its chain file
+// declares (Declare). When no spec is known for a biz (no Specs option, or an
 // unregistered task), the mapping is inferred from the first items' values.
 //
 // Write sends one bulk request per call, retries the whole request on transport errors,
@@ -94,8 +95,46 @@ type Sink struct {
 	c    *Client
 	opts Options
 
-	mu    sync.Mutex
-	ready map[string]bool // indexes known to exist
+	mu       sync.Mutex
+	ready    map[string]bool          // indexes known to exist
+	declared map[string][]crawl.Field // schemas of bizes no registered task declares
+}
+
+// Declare implements storage.Schemas: the index of biz, when this sink creates it, maps
+// these fields; a field of no declared type gets the type its first values show.
+func (s *Sink) Declare(biz string, fields []crawl.Field) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.declared == nil {
+		s.declared = map[string][]crawl.Field{}
+	}
+	s.declared[biz] = fields
+}
+
+// specOf is the spec a biz's index is created with: declared, else the registered
+// task's, else inferred from the items.
+func (s *Sink) specOf(biz string, items []crawl.Item) crawl.TaskSpec {
+	s.mu.Lock()
+	fields, declared := s.declared[biz]
+	s.mu.Unlock()
+	if declared {
+		inferred := InferSpec(biz, items)
+		spec := crawl.TaskSpec{Name: biz}
+		for _, f := range fields {
+			if g, ok := inferred.Field(f.Name); ok && f.Type == "" {
+				f.Type = g.Type
+			}
+			spec.Output = append(spec.Output, f)
+		}
+		return spec
+	}
+	if s.opts.Specs != nil {
+		if spec, ok := s.opts.Specs(biz); ok {
+			spec.Name = biz
+			return spec
+		}
+	}
+	return InferSpec(biz, items)
 }
 
 // Open returns a sink talking to the given cluster; it checks that the cluster answers.
@@ -433,15 +472,7 @@ func (s *Sink) Write(ctx context.Context, items []crawl.Item) error {
 	}
 	sort.Strings(bizs)
 	for _, biz := range bizs {
-		spec, ok := crawl.TaskSpec{}, false
-		if s.opts.Specs != nil {
-			spec, ok = s.opts.Specs(biz)
-		}
-		if !ok {
-			spec = InferSpec(biz, items)
-		}
-		spec.Name = biz
-		if err := s.EnsureIndex(ctx, spec); err != nil {
+		if err := s.EnsureIndex(ctx, s.specOf(biz, items)); err != nil {
 			return err
 		}
 	}

@@ -18,6 +18,7 @@ type Selection struct {
 	Query string
 	RunID string
 	Biz   string
+	Chain string
 	Since time.Time
 }
 
@@ -31,6 +32,9 @@ func (s Selection) query() map[string]any {
 	}
 	if s.Biz != "" {
 		filter = append(filter, map[string]any{"term": map[string]any{"biz": s.Biz}})
+	}
+	if s.Chain != "" {
+		filter = append(filter, map[string]any{"term": map[string]any{"chain": s.Chain}})
 	}
 	if !s.Since.IsZero() {
 		filter = append(filter, map[string]any{"range": map[string]any{"ts": map[string]any{"gte": s.Since.UTC().Format(time.RFC3339Nano)}}})

@@ -4,21 +4,23 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
+	"sort"
 
 	"trawler/crawl"
 )
 
-// Each streams records to fn until it returns an error or the records end.
+// Each streams records to fn until it returns an error or the records end. Export calls
+// it twice for CSV and Parquet, so it must stream the same records each time.
 type Each func(ctx context.Context, fn func(crawl.Item) error) error
 
 // ExportOptions configure Export.
 type ExportOptions struct {
 	Format Format
-	// Fields are the data columns of CSV and Parquet (a task's declared output); nil
-	// infers them from the first Sample records.
+	// Fields are data columns known before reading (a registered task's declared
+	// output), first in their order and type; every other field the records hold gets
+	// a column too, after them.
 	Fields []crawl.Field
-	// Sample is how many records are read before the columns are inferred (default 1000).
-	Sample int
 	// Progress, when set, is called with the number of records written so far, every
 	// so often and once at the end.
 	Progress func(written int64)
@@ -32,57 +34,46 @@ type ExportResult struct {
 	Bytes   int64
 }
 
-// Export writes the records each yields to w in the format, holding at most Sample
-// records in memory (only while it infers the columns) and a Parquet row group.
+// Export writes the records each yields to w in the format, holding one record and a
+// Parquet row group in memory. CSV and Parquet columns are fixed by a first pass over
+// the records: every data field any of them holds gets a column, so none is dropped; a
+// field that shows up only in the second pass (a record stored in between) stops the
+// export with an error naming it, never a silently missing value.
 func Export(ctx context.Context, w io.Writer, each Each, o ExportOptions) (ExportResult, error) {
-	if o.Sample <= 0 {
-		o.Sample = 1000
-	}
 	if o.Every <= 0 {
 		o.Every = 1000
 	}
+	var cols []Column
+	if o.Format != JSONL {
+		fields, err := scanFields(ctx, each, o.Fields)
+		if err != nil {
+			return ExportResult{}, err
+		}
+		cols = Columns(fields)
+	}
+	has := map[string]bool{}
+	for _, c := range cols {
+		has[c.data] = true
+	}
 	cw := &counter{w: w}
 	var res ExportResult
-	var rw RecordWriter
-	var sample []crawl.Item
-	start := func() error {
-		fields := o.Fields
-		if fields == nil {
-			fields = InferFields(sample)
-		}
-		var err error
-		rw, err = NewWriter(cw, o.Format, Columns(fields))
-		if err != nil {
-			return err
-		}
-		for i := range sample {
-			if err := write(rw, &sample[i], &res, o); err != nil {
-				return err
-			}
-		}
-		sample = nil
-		return nil
+	rw, err := NewWriter(cw, o.Format, cols)
+	if err != nil {
+		return res, err
 	}
-	err := each(ctx, func(it crawl.Item) error {
+	err = each(ctx, func(it crawl.Item) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		if rw == nil {
-			sample = append(sample, it)
-			if len(sample) < o.Sample && o.Fields == nil && o.Format != JSONL {
-				return nil
+		if cols != nil {
+			if err := covered(&it, has); err != nil {
+				return err
 			}
-			return start()
 		}
 		return write(rw, &it, &res, o)
 	})
-	if err == nil && rw == nil {
-		err = start() // fewer records than the sample, or none: the file still gets its header
-	}
 	if err != nil {
-		if rw != nil {
-			_ = rw.Flush()
-		}
+		_ = rw.Flush()
 		res.Bytes = cw.n
 		return res, err
 	}
@@ -94,6 +85,47 @@ func Export(ctx context.Context, w io.Writer, each Each, o ExportOptions) (Expor
 		o.Progress(res.Records)
 	}
 	return res, nil
+}
+
+// scanFields is the first pass: the known fields, then every other data field of the
+// records, in the order they first appear, typed by their values.
+func scanFields(ctx context.Context, each Each, known []crawl.Field) ([]crawl.Field, error) {
+	var seen fieldTypes
+	if err := each(ctx, func(it crawl.Item) error {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		seen.add(it.Data)
+		return nil
+	}); err != nil {
+		return nil, fmt.Errorf("read the records for their columns: %w", err)
+	}
+	out := slices.Clone(known)
+	for _, f := range seen.fields() {
+		if !slices.ContainsFunc(known, func(k crawl.Field) bool { return k.Name == f.Name }) {
+			out = append(out, f)
+		}
+	}
+	return out, nil
+}
+
+// covered reports a data field of it that has no column.
+func covered(it *crawl.Item, has map[string]bool) error {
+	for _, n := range sortedNames(it.Data) {
+		if !has[n] {
+			return fmt.Errorf("record %s %s has field %q, which no record had when the columns were chosen (it was stored during the export); export again, or as jsonl", it.Biz, it.Key, n)
+		}
+	}
+	return nil
+}
+
+func sortedNames(data map[string]any) []string {
+	names := make([]string, 0, len(data))
+	for n := range data {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
 }
 
 func write(rw RecordWriter, it *crawl.Item, res *ExportResult, o ExportOptions) error {

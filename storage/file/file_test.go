@@ -152,12 +152,49 @@ func TestExportInfersColumnsAndRefusesMismatch(t *testing.T) {
 	if head != "id,biz,key,url,ts,hash,chain,run_id,tenant,data.by,data.dead,data.points,data.posted,data.ratio,data.tags,data.title" {
 		t.Errorf("inferred header %s", head)
 	}
-	// the sample says points is an int; a later record with text fails Parquet with the column named
+	// the task declares points an int; a record with text fails Parquet with the column named
 	more := append(stories("r1", 2), stories("r1", 1)...)
 	more[2].Data["points"] = "many"
-	_, err := file.Export(context.Background(), &bytes.Buffer{}, each(more), file.ExportOptions{Format: file.Parquet, Sample: 2})
+	_, err := file.Export(context.Background(), &bytes.Buffer{}, each(more), file.ExportOptions{Format: file.Parquet, Fields: []crawl.Field{{Name: "points", Type: crawl.Int}}})
 	if err == nil || !strings.Contains(err.Error(), `column data.points is int`) || !strings.Contains(err.Error(), `"many"`) {
 		t.Errorf("mismatch error: %v", err)
+	}
+}
+
+// A field only a late record holds still gets a column (the columns come from every
+// record, not the first ones), and a field that turns up after the columns were chosen
+// stops the export with its name instead of going missing.
+func TestExportNeverDropsAField(t *testing.T) {
+	items := stories("r1", 1500)
+	items[1400].Data["sku"] = "A-1400"
+	for _, f := range []file.Format{file.CSV, file.Parquet} {
+		var buf bytes.Buffer
+		if _, err := file.Export(context.Background(), &buf, each(items), file.ExportOptions{Format: f, Fields: storyFields}); err != nil {
+			t.Fatal(err)
+		}
+		path := filepath.Join(t.TempDir(), "out."+f.Ext())
+		if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		got := readAll(t, path)
+		if len(got) != 1500 || got[1400].Data["sku"] != "A-1400" {
+			t.Errorf("%s: %d records, record 1400 sku %v; want 1500 and A-1400", f, len(got), got[1400].Data["sku"])
+		}
+	}
+
+	passes := 0
+	growing := func(ctx context.Context, fn func(crawl.Item) error) error {
+		passes++
+		it := stories("r1", 1)[0]
+		if passes > 1 {
+			it.Data["price"] = 9.5 // stored between the two passes
+		}
+		return fn(it)
+	}
+	_, err := file.Export(context.Background(), &bytes.Buffer{}, growing, file.ExportOptions{Format: file.CSV})
+	want := `record demo.story demo:story:0 has field "price", which no record had when the columns were chosen (it was stored during the export); export again, or as jsonl`
+	if err == nil || err.Error() != want {
+		t.Errorf("late field: %v\nwant %s", err, want)
 	}
 }
 

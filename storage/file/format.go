@@ -3,10 +3,10 @@
 // every task's items to rotated files under one directory.
 //
 // CSV and Parquet have fixed columns: the record fields id, biz, key, url, ts, hash,
-// chain, run_id and tenant, then the task's data fields flattened one level
-// (data.title, data.points …) in the order of the task's declared output schema, or,
-// for a task the registry does not know, in the order they first appear in the first
-// records. A nested value (a list, an object) is its JSON text. JSON Lines keeps every
+// chain, run_id and tenant, then the data fields flattened one level (data.title,
+// data.points …). Export chooses them in a first pass over the records (every field any
+// record holds, after a registered task's declared ones); the file sink from a task's
+// declared schema, else from its first batch. A nested value (a list, an object) is its JSON text. JSON Lines keeps every
 // item exactly as the jsonl sink writes it.
 //
 // Parquet columns are typed: id is int64, ts a timestamp (microseconds, UTC), an int
@@ -24,7 +24,6 @@ import (
 	"math"
 	"path/filepath"
 	"reflect"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -108,25 +107,36 @@ func Columns(fields []crawl.Field) []Column {
 // by the values seen (a number is an int unless some sampled value has a fraction; a
 // string is a time when every sampled value is an RFC 3339 time).
 func InferFields(items []crawl.Item) []crawl.Field {
-	var order []string
-	types := map[string]crawl.Type{}
+	var ft fieldTypes
 	for _, it := range items {
-		names := make([]string, 0, len(it.Data))
-		for n := range it.Data {
-			names = append(names, n)
-		}
-		sort.Strings(names)
-		for _, n := range names {
-			t, ok := types[n]
-			if !ok {
-				order = append(order, n)
-			}
-			types[n] = merge(t, typeOf(it.Data[n]))
-		}
+		ft.add(it.Data)
 	}
-	out := make([]crawl.Field, len(order))
-	for i, n := range order {
-		t := types[n]
+	return ft.fields()
+}
+
+// fieldTypes gathers the data fields of records one at a time, as InferFields describes.
+type fieldTypes struct {
+	order []string
+	types map[string]crawl.Type
+}
+
+func (ft *fieldTypes) add(data map[string]any) {
+	if ft.types == nil {
+		ft.types = map[string]crawl.Type{}
+	}
+	for _, n := range sortedNames(data) {
+		t, ok := ft.types[n]
+		if !ok {
+			ft.order = append(ft.order, n)
+		}
+		ft.types[n] = merge(t, typeOf(data[n]))
+	}
+}
+
+func (ft *fieldTypes) fields() []crawl.Field {
+	out := make([]crawl.Field, len(ft.order))
+	for i, n := range ft.order {
+		t := ft.types[n]
 		if t == "" {
 			t = crawl.String // only nulls seen
 		}

@@ -26,6 +26,7 @@ import (
 	"math"
 	"net"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -47,9 +48,11 @@ const (
 	// Salts is how many key ranges the rows spread over.
 	Salts = 16
 
-	colURL  = "_url"
-	colHash = "_hash"
-	colRun  = "_run"
+	colURL   = "_url"
+	colHash  = "_hash"
+	colRun   = "_run"
+	colID    = "_id"    // the item id, decimal; rows written before it have none
+	colChain = "_chain" // the chain that stored the version; likewise
 )
 
 // Config configures a Sink.
@@ -291,6 +294,8 @@ func (s *Sink) put(ctx context.Context, it *crawl.Item) (*hrpc.Mutate, error) {
 	cols[colURL] = []byte(it.URL)
 	cols[colHash] = []byte(it.Hash)
 	cols[colRun] = []byte(it.RunID)
+	cols[colID] = strconv.AppendInt(nil, it.ID, 10)
+	cols[colChain] = []byte(it.Chain)
 	return hrpc.NewPut(ctx, []byte(Table), RowKey(it.Tenant, it.Biz, it.Key), map[string]map[string][]byte{Family: cols}, hrpc.Timestamp(it.TS))
 }
 

@@ -35,6 +35,7 @@ type Version struct {
 	RunID   string                     `json:"run_id"`
 	Hash    string                     `json:"hash"`
 	URL     string                     `json:"url,omitempty"`
+	Chain   string                     `json:"chain,omitempty"`
 	Fields  map[string]json.RawMessage `json:"fields"`
 	Changed []string                   `json:"changed,omitempty"`
 }
@@ -80,6 +81,9 @@ func (s *Sink) History(ctx context.Context, tenant, biz, key string, n int) (*Re
 			v.Hash = string(c.Value)
 		case colRun:
 			v.RunID = string(c.Value)
+		case colChain:
+			v.Chain = string(c.Value)
+		case colID: // differs every run: no field of the record
 		default:
 			v.Fields[q] = json.RawMessage(bytes.Clone(c.Value))
 		}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"math"
 	"sort"
+	"strconv"
 	"time"
 
 	"github.com/tsuna/gohbase"
@@ -20,8 +21,9 @@ import (
 // ScanBiz streams tenant's stored records of a biz to fn: every version of every
 // record, oldest first within a record (allVersions), or the newest version of each. It
 // scans the tenant's biz key range in each of the 16 salts, one row at a time, so memory
-// holds one record's versions. The tenant comes from the row key; HBase keeps no item id
-// or chain, so those fields are empty; data values are decoded from their JSON.
+// holds one record's versions. The tenant, biz and key come from the row key, the id,
+// chain, run, url and hash from their cells (versions stored before the id and chain
+// had cells have id 0 and no chain); data values are decoded from their JSON.
 func (s *Sink) ScanBiz(ctx context.Context, tenant, biz string, allVersions bool, fn func(crawl.Item) error) error {
 	for salt := 0; salt < Salts; salt++ {
 		start := append(append(rowPrefix(tenant, byte(salt)), biz...), 0)
@@ -79,6 +81,10 @@ func emitVersions(r *hrpc.Result, allVersions bool, fn func(crawl.Item) error) e
 			it.Hash = string(c.Value)
 		case colRun:
 			it.RunID = string(c.Value)
+		case colID:
+			it.ID, _ = strconv.ParseInt(string(c.Value), 10, 64)
+		case colChain:
+			it.Chain = string(c.Value)
 		default:
 			var v any
 			d := json.NewDecoder(bytes.NewReader(c.Value))

@@ -129,6 +129,7 @@ func (r *Reader) Get(ctx context.Context, tenant, biz, key string) (crawl.Item, 
 // set) and fetched at or after Since (when set).
 type Filter struct {
 	RunID string
+	Chain string // the chain that stored them, when set
 	Since time.Time
 }
 
@@ -136,6 +137,9 @@ func (f Filter) bson() bson.D {
 	q := bson.D{}
 	if f.RunID != "" {
 		q = append(q, bson.E{Key: "run_id", Value: f.RunID})
+	}
+	if f.Chain != "" {
+		q = append(q, bson.E{Key: "chain", Value: f.Chain})
 	}
 	if !f.Since.IsZero() {
 		q = append(q, bson.E{Key: "ts", Value: bson.D{{Key: "$gte", Value: f.Since}}})
