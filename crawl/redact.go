@@ -47,7 +47,9 @@ func SetSecretParams(extra []string) {
 			names = append(names, regexp.QuoteMeta(n))
 		}
 	}
-	secretParam.Store(regexp.MustCompile(`(?i)([?&;](?:` + strings.Join(names, "|") + `)=)[^&#\s"'<>]+`))
+	// The value runs to the next parameter, or to a space or quote in text; a trailing
+	// colon or comma is the text's, not the value's ("…?key=***: connection refused").
+	secretParam.Store(regexp.MustCompile(`(?i)([?&;](?:` + strings.Join(names, "|") + `)=)[^&#\s"'<>]*[^&#\s"'<>:;,.)]`))
 }
 
 // RedactURL returns u with the password of its user info masked
