@@ -38,13 +38,18 @@ import (
 
 // stamp gives every item of one input what a stored record carries besides the task's
 // fields. The id is a hash of run and key, so every attempt of the input gives its items
-// the same ids and a copy a failed write left in a store is the same record.
+// the same ids and a copy a failed write left in a store is the same record. The user
+// info of the URLs the task read (a base_url with user:password@) is taken out of the
+// item's url, key and fields here, once for every task: no store holds a password, and
+// rotating one does not make every record new.
 func stamp(b crawl.Batch, items []crawl.Item, now time.Time) error {
 	for k := range items {
 		it := &items[k]
 		if it.Key == "" {
 			return fmt.Errorf("task %s returned an item without a key; set Item.Key to a stable natural id", b.Step.Task)
 		}
+		it.Key, it.URL = crawl.StripUserinfo(it.Key), crawl.StripUserinfo(it.URL)
+		stripUserinfo(it.Data)
 		it.ID = itemID(b.RunID, it.Key)
 		it.Biz = b.Step.RecordBiz()
 		it.TS = now
@@ -52,6 +57,28 @@ func stamp(b crawl.Batch, items []crawl.Item, now time.Time) error {
 		it.Chain, it.RunID, it.Tenant = b.Chain, b.RunID, b.Tenant
 	}
 	return nil
+}
+
+// stripUserinfo takes the user info out of the URLs in an item's fields, in place: a
+// link resolved against a page fetched with user:password@ carries it.
+func stripUserinfo(v any) any {
+	switch x := v.(type) {
+	case string:
+		return crawl.StripUserinfo(x)
+	case map[string]any:
+		for k, e := range x {
+			x[k] = stripUserinfo(e)
+		}
+	case []any:
+		for i, e := range x {
+			x[i] = stripUserinfo(e)
+		}
+	case []string:
+		for i, e := range x {
+			x[i] = crawl.StripUserinfo(e)
+		}
+	}
+	return v
 }
 
 // contentHash is a short, stable hash of an item's fields (encoding/json sorts map keys).

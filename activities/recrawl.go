@@ -4,6 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"net/url"
+	"slices"
+	"strings"
 
 	"trawler/crawl"
 	"trawler/internal/recrawl"
@@ -41,10 +45,32 @@ func (a *Activities) RecrawlDue(ctx context.Context, plan crawl.Plan) ([]crawl.R
 			return out, err
 		}
 		for _, in := range due {
-			out = append(out, crawl.Routed{Step: i, Input: in})
+			out = append(out, crawl.Routed{Step: i, Input: withCredentials(in, s.Params)})
 		}
 	}
 	return out, nil
+}
+
+// withCredentials gives a claimed page the user info that a URL among the step's
+// params (a base_url with user:password@) has for the page's scheme and host. Plans
+// keep no user info, so a revisit goes out with the credentials the chain gives now.
+func withCredentials(in crawl.Input, params map[string]any) crawl.Input {
+	page, err := url.Parse(in.URL)
+	if err != nil || page.User != nil || page.Host == "" {
+		return in
+	}
+	for _, name := range slices.Sorted(maps.Keys(params)) {
+		s, ok := params[name].(string)
+		if !ok || !strings.Contains(s, "@") {
+			continue
+		}
+		if p, err := url.Parse(s); err == nil && p.User != nil && p.Scheme == page.Scheme && p.Host == page.Host {
+			page.User = p.User
+			in.URL = page.String()
+			return in
+		}
+	}
+	return in
 }
 
 // skipPlanned drops, from what the inputs of a group hand on, the inputs of recrawl

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"trawler/crawl"
 )
 
 // Pools are the resource pools of every tenant and site, kept in Redis. Each pool's keys
@@ -434,7 +436,7 @@ func (p *Pools) stats(ctx context.Context, tenant, site string, k Kind, items, r
 		return p.stats(ctx, tenant, site, k, items, reveal) // read the pool as it is now
 	}
 	if !reveal {
-		st.Config.Signer = MaskSigner(st.Config.Signer)
+		st.Config.Signer = crawl.RedactURL(st.Config.Signer)
 	}
 	st.Revealed = reveal
 	sv := stat.Val()

@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"net/url"
 	"strings"
 
 	"github.com/redis/go-redis/v9"
@@ -130,27 +129,6 @@ func (r Resource) masked(k Kind) Resource {
 		r.Attrs = attrs
 	}
 	return r
-}
-
-// MaskSigner is a sign pool's signer as it may be shown: a registered signer's name as
-// is; a signing service's URL with its password and query values masked, since either
-// may hold the service's key.
-func MaskSigner(s string) string {
-	if !strings.Contains(s, "://") {
-		return s
-	}
-	u, err := url.Parse(s)
-	if err != nil {
-		return crawl.RedactText(s)
-	}
-	if u.RawQuery != "" {
-		q := u.Query()
-		for name := range q {
-			q[name] = []string{crawl.Masked}
-		}
-		u.RawQuery = q.Encode()
-	}
-	return crawl.RedactURL(strings.Replace(u.String(), url.QueryEscape(crawl.Masked), crawl.Masked, -1))
 }
 
 // moveScript moves items from an id that gives their value away to their hashed id,

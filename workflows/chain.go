@@ -957,14 +957,14 @@ func dependencyOf(err error) (dep, cause string) {
 	var ae *temporal.ApplicationError
 	if errors.As(err, &ae) && ae.Type() == crawl.DependencyErrorType && ae.HasDetails() {
 		if ae.Details(&dep) == nil && dep != "" {
-			return dep, ae.Error()
+			return dep, crawl.RedactText(ae.Error())
 		}
 	}
 	var te *temporal.TimeoutError
 	if errors.As(err, &te) {
-		return "worker", "batch timed out (" + te.TimeoutType().String() + "): " + err.Error()
+		return "worker", "batch timed out (" + te.TimeoutType().String() + "): " + crawl.RedactText(err.Error())
 	}
-	return "worker", err.Error()
+	return "worker", crawl.RedactText(err.Error())
 }
 
 func minTime(a, b time.Time) time.Time {

@@ -75,7 +75,10 @@ type settings struct {
 	json      bool
 	verbose   bool
 	otlp      string // where traces go: an OTLP/gRPC collector's HOST:PORT, or stderr
-	stopTrace func(context.Context) error
+	// secretParams names query parameters, besides crawl.DefaultSecretParams, whose
+	// values are masked wherever a URL is shown.
+	secretParams string
+	stopTrace    func(context.Context) error
 }
 
 func newRoot() *cobra.Command {
@@ -119,7 +122,12 @@ Secrets are read from files (--redis-password-file, --kafka-password-file,
 	pf.BoolVar(&s.json, "json", false, "machine-readable output: JSON lines, the last one the result")
 	pf.BoolVarP(&s.verbose, "verbose", "v", false, "log worker and client details to stderr")
 	pf.StringVar(&s.otlp, "otlp", "", "send OpenTelemetry traces (workflow → batch activity → each fetch and store write) to this OTLP/gRPC collector `HOST:PORT` (https://HOST:PORT for TLS), or print each span to stderr with --otlp stderr [TRAWLER_OTLP]")
+	pf.StringVar(&s.secretParams, "secret-params", "", "more query parameters whose values are secrets, `NAME[,NAME…]`, masked wherever a URL is shown (besides "+strings.Join(crawl.DefaultSecretParams, ", ")+") [TRAWLER_SECRET_PARAMS]")
 	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error {
+		if s.secretParams == "" {
+			s.secretParams = os.Getenv("TRAWLER_SECRET_PARAMS")
+		}
+		crawl.SetSecretParams(strings.Split(s.secretParams, ","))
 		if s.otlp == "" {
 			s.otlp = os.Getenv("TRAWLER_OTLP")
 		}

@@ -270,7 +270,7 @@ without values, only the settings change.`,
 				return writeJSONTo(w, map[string]any{"tenant": tenant, "site": site, "kind": k, "added": len(items)})
 			}
 			if k == external.Sign {
-				fmt.Fprintf(w, "site %s of tenant %s signs with %s\n", site, tenant, external.MaskSigner(cfg.Signer))
+				fmt.Fprintf(w, "site %s of tenant %s signs with %s\n", site, tenant, crawl.RedactURL(cfg.Signer))
 				return nil
 			}
 			fmt.Fprintf(w, "pool %s (tenant %s, site %s): added %d item(s)\n", k, tenant, site, len(items))

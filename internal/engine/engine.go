@@ -391,7 +391,27 @@ func Describe(ctx context.Context, c client.Client, runID string) (*Status, erro
 			st.Error = err.Error()
 		}
 	}
+	redactStatus(st)
 	return st, nil
+}
+
+// redactStatus masks the credentials in what a run's status shows (crawl.RedactText):
+// its error, the batches being retried and its progress's failures and outages. A
+// worker masks them before it records them; this covers runs recorded by older ones.
+func redactStatus(st *Status) {
+	st.Error = crawl.RedactText(st.Error)
+	for i := range st.Failing {
+		st.Failing[i] = crawl.RedactText(st.Failing[i])
+	}
+	if p := st.Progress; p != nil {
+		for i := range p.Failures {
+			p.Failures[i] = p.Failures[i].Redacted()
+		}
+		for i := range p.Outages {
+			p.Outages[i].Cause = crawl.RedactText(p.Outages[i].Cause)
+		}
+		p.Reason = crawl.RedactText(p.Reason)
+	}
 }
 
 // heldOutages adds to a run's outages those its running batches are riding out

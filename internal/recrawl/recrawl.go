@@ -202,13 +202,15 @@ func (pl Plan) claimed(pol crawl.Recrawl, now time.Time) Plan {
 }
 
 // Member is the set member that revisits the page of an input: its URL when that is
-// all it carries, else the input as JSON (without its routing hints).
+// all it carries, else the input as JSON (without its routing hints). It holds no user
+// info: a plan keeps no password, and the page is the same page whichever password
+// fetched it (the run that claims it gives it the chain's credentials again).
 func Member(in crawl.Input) string {
 	if in.Value == nil && len(in.Vars) == 0 && in.URL != "" && !strings.HasPrefix(in.URL, "{") {
-		return in.URL
+		return crawl.StripUserinfo(in.URL)
 	}
 	b, _ := json.Marshal(crawl.Input{URL: in.URL, Value: in.Value, Vars: in.Vars})
-	return string(b)
+	return crawl.StripUserinfo(string(b))
 }
 
 // InputOf is the input a member revisits.

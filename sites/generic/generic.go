@@ -353,14 +353,16 @@ func forSelf(env *crawl.Env, vars map[string]any) map[string]any {
 
 // ---- visited pages ----
 
-// pageKey is the form of a URL compared for "already visited": no fragment.
+// pageKey is the form of a URL compared for "already visited": no fragment, no user
+// info (the page is the same whichever password fetches it).
 func pageKey(u string) string {
 	if pu, err := url.Parse(u); err == nil {
 		pu.Fragment = ""
 		pu.RawFragment = ""
+		pu.User = nil
 		return pu.String()
 	}
-	return u
+	return crawl.StripUserinfo(u)
 }
 
 func pageHash(u string) string {
