@@ -80,16 +80,16 @@ With --wait, the exit code says how the run went, so cron jobs and CI can tell:
 			if err != nil {
 				return err
 			}
-			c, err := s.connect(cmd.Context())
-			if err != nil {
-				return err
-			}
-			defer c.Close()
 			if !noWorkerCheck {
 				if err := s.checkWorkers(cmd.Context(), plan); err != nil {
 					return err
 				}
 			}
+			c, err := s.connect(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer c.Close()
 			if !wait {
 				id, err := engine.Start(cmd.Context(), c, plan, engine.RunOptions{TaskQueue: s.taskQueue})
 				if err != nil {
