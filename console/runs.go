@@ -21,6 +21,7 @@ import (
 	"trawler/crawl"
 	"trawler/examples"
 	"trawler/internal/engine"
+	"trawler/internal/monitor"
 	"trawler/workflows"
 )
 
@@ -267,6 +268,11 @@ func (s *Server) runDetail(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		writeError(w, http.StatusBadGateway, err.Error(), "")
 		return
+	}
+	if s.redis != nil {
+		if beats, err := monitor.NewRecorder(s.redis).Workers(r.Context()); err == nil {
+			st.WaitForWorkers(beats) // a run no live worker serves says so
+		}
 	}
 	v := runView{Status: st, TemporalUI: s.workflowURL(id), Steps: []stepView{}}
 	end := time.Now()

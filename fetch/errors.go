@@ -95,6 +95,11 @@ type robotsUnavailableError struct {
 }
 
 func (e *robotsUnavailableError) Error() string {
+	switch crawl.CauseOf(e.err) {
+	case crawl.CauseDNS, crawl.CauseConnection, crawl.CauseTLS, crawl.CauseTimeout:
+		// The host cannot be reached at all: that is the failure, not its robots.txt.
+		return fmt.Sprintf("%s (reading %s, before the page)", e.cause, e.robotsURL)
+	}
 	return fmt.Sprintf("%s could not be read (%s); the host counts as disallowed until it can be (set robots: false on the chain to ignore robots.txt)",
 		e.robotsURL, e.cause)
 }

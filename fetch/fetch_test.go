@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -614,5 +615,26 @@ func TestParseRetryAfter(t *testing.T) {
 		if got != c.want || ok != c.ok {
 			t.Errorf("ParseRetryAfter(%q) = %v, %v; want %v, %v", c.in, got, ok, c.want, c.ok)
 		}
+	}
+}
+
+// TestRobotsOfUnresolvableHost: robots.txt of a host that does not resolve is a DNS
+// failure, said as one: robots.txt is not to blame and robots: false would not help.
+func TestRobotsOfUnresolvableHost(t *testing.T) {
+	o := fast()
+	o.Network = &Network{LookupIP: func(_ context.Context, host string) ([]netip.Addr, error) {
+		return nil, &net.DNSError{Err: "no such host", Name: host, IsNotFound: true}
+	}}
+	_, err := get(New(o), "http://feeds.example.org/feed")
+	asError(t, err)
+	if c := crawl.CauseOf(err); c != crawl.CauseDNS {
+		t.Errorf("cause %q, want %q: %v", c, crawl.CauseDNS, err)
+	}
+	want := "GET http://feeds.example.org/feed: lookup feeds.example.org: no such host"
+	if !strings.HasPrefix(err.Error(), want) || strings.Contains(err.Error(), "robots: false") {
+		t.Errorf("error %q\nwant it to start %q, without suggesting robots: false", err, want)
+	}
+	if crawl.IsPermanent(err) {
+		t.Errorf("a failed lookup is retried: %v", err)
 	}
 }

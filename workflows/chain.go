@@ -187,10 +187,16 @@ type Summary struct {
 	// ran out (Quota says which) and the run stopped early.
 	Status string `json:"status,omitempty"`
 	Quota  string `json:"quota,omitempty"`
+	// Outcome is how a finished run went for whoever relies on it: completed, partial
+	// or failed (see OutcomeOf); canceled runs return no summary.
+	Outcome string `json:"outcome,omitempty"`
 	// Outages are the dependencies work is waiting for now; Reason says why a run
 	// that ended on max_outage ended.
 	Outages []Outage `json:"outages,omitempty"`
 	Reason  string   `json:"reason,omitempty"`
+	// Retrying are, live, the queued inputs waiting to be tried again, each with its
+	// attempts so far and the error and cause of its last one (up to FailureSample).
+	Retrying []crawl.Failure `json:"retrying,omitempty"`
 }
 
 // Outage is a dependency (a store, Redis, a pool, a worker) that batches could not
@@ -211,6 +217,36 @@ const (
 	StatusQuotaReached = "quota_reached"
 	StatusOutage       = "outage"
 )
+
+// Run outcomes in Summary.Outcome, and the exit codes `trawler run --wait` ends with.
+const (
+	OutcomeCompleted = "completed" // every input succeeded (or was stopped by a budget)
+	OutcomePartial   = "partial"   // some inputs failed, or an outage left some unrun
+	OutcomeFailed    = "failed"    // nothing was stored, or every input of a step failed
+	OutcomeCanceled  = "canceled"  // the run was canceled before it ended
+)
+
+// OutcomeOf judges a finished run from its counters. A run fails when it has failures
+// and stored nothing (no item new or unchanged), or when a step saw inputs and every
+// one of them failed: a chain whose only seed answers 404 has not done its job. A
+// quota stop is the user's own budget and judged like a run that ended.
+func OutcomeOf(s *Summary) string {
+	_, items, _, failed := s.Totals()
+	unrun := 0
+	for _, st := range s.Steps {
+		if st.Failed > 0 && st.Pages == 0 {
+			return OutcomeFailed
+		}
+		unrun += st.OutageSkipped
+	}
+	switch {
+	case (failed > 0 || unrun > 0) && items+s.Unchanged() == 0:
+		return OutcomeFailed
+	case failed > 0 || unrun > 0:
+		return OutcomePartial
+	}
+	return OutcomeCompleted
+}
 
 // Unchanged sums the items dedup did not store again.
 func (s *Summary) Unchanged() int {
@@ -472,6 +508,15 @@ func (r *runner) progress() *Summary {
 		}
 	}
 	s.Running = r.children
+	s.Retrying = nil
+	for _, q := range r.queues {
+		for _, p := range q {
+			if p.Work.Cause != "" && len(s.Retrying) < r.tune.FailureSample {
+				s.Retrying = append(s.Retrying, crawl.Failure{Step: r.plan.Steps[p.Step].ID, Input: p.Work.Input,
+					Attempts: p.Work.Attempt, Cause: p.Work.Cause, Class: p.Work.Class}.Redacted())
+			}
+		}
+	}
 	return &s
 }
 
@@ -528,6 +573,7 @@ func (r *runner) run(ctx workflow.Context) (*Summary, error) {
 			if r.queued() == 0 {
 				r.sum.Done = true
 				r.sum.Status = StatusCompleted
+				r.sum.Outcome = OutcomeOf(r.sum)
 				return r.progress(), nil
 			}
 			if !draining {
@@ -571,6 +617,7 @@ func (r *runner) stopEarly(status string, skipped func(*StepStats) *int) *Summar
 	}
 	r.sum.Done = true
 	r.sum.Status = status
+	r.sum.Outcome = OutcomeOf(r.sum)
 	return r.progress()
 }
 

@@ -14,10 +14,12 @@ import (
 
 	"github.com/spf13/cobra"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
 
 	"trawler/crawl"
 	"trawler/external"
 	"trawler/internal/engine"
+	"trawler/internal/monitor"
 	"trawler/storage"
 	"trawler/workflows"
 )
@@ -82,7 +84,7 @@ func readChainFile(ctx context.Context, path string) ([]byte, error) {
 
 func runCmd(s *settings) *cobra.Command {
 	var sets []string
-	var wait bool
+	var wait, allowPartial, noWorkerCheck bool
 	cmd := &cobra.Command{
 		Use:   "run FILE",
 		Short: "Start a chain run on Temporal (and wait for it with --wait)",
@@ -91,7 +93,18 @@ func runCmd(s *settings) *cobra.Command {
 ` + "`trawler status RUN_ID`" + `.
 
 --set overrides a param for one run: step.param=value for one step, param=value for every
-step whose task declares it. Values are YAML: numbers and booleans keep their type.`,
+step whose task declares it. Values are YAML: numbers and booleans keep their type.
+
+Before starting, run checks the workers' heartbeats (in the Redis of --redis or --data)
+and refuses a chain with a task that no live worker serves on its queue, naming the
+task, the queue and how to start such a worker; --no-worker-check starts it anyway.
+
+With --wait, the exit code says how the run went, so cron jobs and CI can tell:
+  0  completed: every input succeeded
+  2  partial: some inputs failed (exit 0 with --allow-partial)
+  3  failed: nothing was stored, or every input of a step failed
+  4  canceled
+  1  the run could not be started or followed`,
 		Example: `  trawler run examples/demo.yaml --data .data/dev --wait
   trawler run examples/demo.yaml --data .data/dev --set feed.pages=10 --wait --json
   trawler run examples/hackernews.yaml --set feed.list=newstories --set feed.limit=5`,
@@ -101,6 +114,11 @@ step whose task declares it. Values are YAML: numbers and booleans keep their ty
 			plan, err := s.loadChainFile(cmd.Context(), args[0], sets)
 			if err != nil {
 				return err
+			}
+			if !noWorkerCheck {
+				if err := s.checkWorkers(cmd.Context(), plan); err != nil {
+					return err
+				}
 			}
 			c, err := s.connect(cmd.Context())
 			if err != nil {
@@ -139,11 +157,16 @@ step whose task declares it. Values are YAML: numbers and booleans keep their ty
 			if err := res.readBack(cmd.Context(), plan, sinks); err != nil {
 				return err
 			}
-			return res.print(s.json)
+			if err := res.print(s.json); err != nil {
+				return err
+			}
+			return res.exit(allowPartial)
 		},
 	}
 	cmd.Flags().StringArrayVar(&sets, "set", nil, "override a param: step.param=value or param=value (repeatable)")
-	cmd.Flags().BoolVar(&wait, "wait", false, "wait for the run to finish, showing progress, then print a summary")
+	cmd.Flags().BoolVar(&wait, "wait", false, "wait for the run to finish, showing progress, then print a summary; the exit code tells the outcome")
+	cmd.Flags().BoolVar(&allowPartial, "allow-partial", false, "with --wait, exit 0 when some inputs failed (a partial run); a failed run still exits 3")
+	cmd.Flags().BoolVar(&noWorkerCheck, "no-worker-check", false, "start even when no live worker serves a task of the chain")
 	return cmd
 }
 
@@ -161,9 +184,13 @@ type result struct {
 	Sinks     map[string]int        `json:"sinks"`
 	Steps     []workflows.StepStats `json:"steps"`
 	Failures  []crawl.Failure       `json:"failures,omitempty"`
-	// Status is "completed", or "quota_reached" when a budget stopped the run (Quota).
+	// Status is "completed", or "quota_reached" when a budget stopped the run (Quota),
+	// or "outage" when a dependency outlasted max_outage.
 	Status string `json:"status"`
 	Quota  string `json:"quota,omitempty"`
+	// Outcome is completed, partial, failed or canceled (workflows.Outcome*); the exit
+	// code of `trawler run --wait` follows it.
+	Outcome string `json:"outcome"`
 
 	start time.Time // when the run was started: a log's part of it begins after
 }
@@ -201,13 +228,17 @@ func startAndWait(ctx context.Context, s *settings, c client.Client, plan *crawl
 	bar := newProgress(s.json, id)
 	sum, err := wait(ctx, id, bar.update)
 	bar.finish()
+	if temporal.IsCanceledError(err) {
+		return &result{Chain: plan.Chain, RunID: id, DurationS: roundTo(time.Since(start).Seconds(), 2), Sinks: map[string]int{},
+			Status: workflows.OutcomeCanceled, Outcome: workflows.OutcomeCanceled, start: start}, nil
+	}
 	if err != nil {
 		return nil, err
 	}
 	pages, items, skipped, failed := sum.Totals()
 	res := &result{Chain: plan.Chain, RunID: id, Pages: pages, Items: items, Skipped: skipped, Unchanged: sum.Unchanged(), Failed: failed,
 		DurationS: roundTo(time.Since(start).Seconds(), 2), Sinks: map[string]int{}, Steps: sum.Steps, Failures: sum.Failures,
-		Status: cmp.Or(sum.Status, workflows.StatusCompleted), Quota: sum.Quota, start: start}
+		Status: cmp.Or(sum.Status, workflows.StatusCompleted), Quota: sum.Quota, Outcome: cmp.Or(sum.Outcome, workflows.OutcomeOf(sum)), start: start}
 	return res, nil
 }
 
@@ -246,11 +277,28 @@ func (res *result) readBack(ctx context.Context, plan *crawl.Plan, sinks storage
 	return nil
 }
 
+// Exit codes of `trawler run --wait` per outcome (completed exits 0).
+var outcomeExit = map[string]exitError{workflows.OutcomePartial: 2, workflows.OutcomeFailed: 3, workflows.OutcomeCanceled: 4}
+
+// exit is the error that ends the command with the code of the run's outcome; nil for a
+// completed run, and for a partial one when allowPartial.
+func (r *result) exit(allowPartial bool) error {
+	code, ok := outcomeExit[r.Outcome]
+	if !ok || allowPartial && r.Outcome == workflows.OutcomePartial {
+		return nil
+	}
+	return code
+}
+
 func (r *result) print(asJSON bool) error {
 	if asJSON {
 		return printJSON(r)
 	}
-	fmt.Printf("\nrun %s of chain %s finished in %.1fs\n", r.RunID, r.Chain, r.DurationS)
+	if r.Outcome == workflows.OutcomeCanceled {
+		fmt.Printf("\nrun %s of chain %s was canceled after %.1fs\n", r.RunID, r.Chain, r.DurationS)
+		return nil
+	}
+	fmt.Printf("\nrun %s of chain %s finished in %.1fs: %s\n", r.RunID, r.Chain, r.DurationS, describeOutcome(r.Outcome))
 	if r.Status == workflows.StatusQuotaReached {
 		skipped := 0
 		for _, st := range r.Steps {
@@ -305,12 +353,13 @@ type progress struct {
 	runID string
 	start time.Time
 	last  string
+	shown map[string]bool // retrying lines already printed
 }
 
 func newProgress(asJSON bool, runID string) *progress {
 	fi, err := os.Stderr.Stat()
 	tty := err == nil && fi.Mode()&os.ModeCharDevice != 0
-	return &progress{json: asJSON, tty: tty, runID: runID, start: time.Now()}
+	return &progress{json: asJSON, tty: tty, runID: runID, start: time.Now(), shown: map[string]bool{}}
 }
 
 func (p *progress) update(s *workflows.Summary) {
@@ -326,9 +375,11 @@ func (p *progress) update(s *workflows.Summary) {
 	}
 	if p.json {
 		_ = printJSON(map[string]any{"progress": map[string]any{"run_id": p.runID, "pages": pages, "items": items,
-			"failed": failed, "queued": queued, "partitions_running": s.Running, "pages_per_s": roundTo(rate, 1), "done": s.Done}})
+			"failed": failed, "queued": queued, "partitions_running": s.Running, "pages_per_s": roundTo(rate, 1), "done": s.Done,
+			"retrying": s.Retrying}})
 		return
 	}
+	p.retrying(s.Retrying)
 	if !p.tty {
 		return
 	}
@@ -350,8 +401,58 @@ func (p *progress) update(s *workflows.Summary) {
 	}
 }
 
+// retrying prints each input waiting to be retried, once per attempt, with the error
+// of its last attempt: a run that only retries shows why, on a terminal or in a log.
+func (p *progress) retrying(rs []crawl.Failure) {
+	for _, f := range rs {
+		line := fmt.Sprintf("retrying [%s] %s after %d attempt(s): %s", f.Step, cmp.Or(f.Class, crawl.CauseOther), f.Attempts, f.Cause)
+		if p.shown[line] {
+			continue
+		}
+		p.shown[line] = true
+		if p.tty && p.last != "" {
+			fmt.Fprint(os.Stderr, "\r\033[K") // the bar is drawn again below
+			p.last = ""
+		}
+		fmt.Fprintln(os.Stderr, line)
+	}
+}
+
 func (p *progress) finish() {
 	if p.tty && !p.json && p.last != "" {
 		fmt.Fprintln(os.Stderr)
 	}
+}
+
+// checkWorkers refuses a run that no live worker can serve, from the heartbeats in the
+// workers' Redis; without a Redis there are no heartbeats to read and nothing is checked.
+func (s *settings) checkWorkers(ctx context.Context, plan *crawl.Plan) error {
+	if s.redis == "" {
+		return nil
+	}
+	rdb, err := s.openRedis(0, false)
+	if err != nil {
+		return err
+	}
+	defer rdb.Close()
+	beats, err := monitor.NewRecorder(rdb).Workers(ctx)
+	if err != nil {
+		return fmt.Errorf("check the workers' heartbeats in Redis (--no-worker-check to start anyway): %w", err)
+	}
+	missing := engine.Unserved(beats, plan, cmp.Or(s.taskQueue, workflows.DefaultTaskQueue))
+	if len(missing) == 0 {
+		return nil
+	}
+	return fmt.Errorf("chain %s would wait for workers:\n  %s\n(--no-worker-check starts it anyway)", plan.Chain, strings.Join(missing, "\n  "))
+}
+
+// describeOutcome says in words how a finished run went.
+func describeOutcome(outcome string) string {
+	switch outcome {
+	case workflows.OutcomePartial:
+		return "PARTIAL, some inputs failed"
+	case workflows.OutcomeFailed:
+		return "FAILED, nothing was stored or every input of a step failed"
+	}
+	return outcome
 }

@@ -14,6 +14,7 @@ import (
 	"trawler/crawl"
 	"trawler/internal/capacity"
 	"trawler/internal/engine"
+	"trawler/internal/monitor"
 	"trawler/internal/recrawl"
 	"trawler/internal/stream"
 	"trawler/workflows"
@@ -68,6 +69,17 @@ for capacity.`,
 				st, err := engine.Describe(cmd.Context(), c, args[0])
 				if err != nil {
 					return err
+				}
+				if s.redis != "" {
+					rdb, err := s.openRedis(0, false)
+					if err != nil {
+						return err
+					}
+					beats, err := monitor.NewRecorder(rdb).Workers(cmd.Context())
+					rdb.Close()
+					if err == nil { // no heartbeats to read: the rest of the status still shows
+						st.WaitForWorkers(beats)
+					}
 				}
 				if s.json {
 					return printJSON(st)
@@ -218,7 +230,11 @@ func printRecrawl(sts []recrawl.Stats) {
 }
 
 func printStatus(st *engine.Status) {
-	fmt.Printf("run %s: %s (started %s)\n", st.RunID, st.State, st.Started.Local().Format(time.DateTime))
+	state := st.State
+	if p := st.Progress; p != nil && p.Done && p.Outcome != workflows.OutcomeCompleted {
+		state += ", " + describeOutcome(p.Outcome)
+	}
+	fmt.Printf("run %s: %s (started %s)\n", st.RunID, state, st.Started.Local().Format(time.DateTime))
 	if st.Error != "" {
 		fmt.Printf("  error: %s\n", st.Error)
 	}
@@ -249,6 +265,12 @@ func printStatus(st *engine.Status) {
 		fmt.Printf("  ended: %s\n", p.Reason)
 	}
 	printOutages(p.Outages)
+	if len(p.Retrying) > 0 {
+		fmt.Printf("  retrying %d input(s), last error of each:\n", len(p.Retrying))
+		for _, f := range p.Retrying {
+			printFailure(os.Stdout, f)
+		}
+	}
 	printFailures(os.Stdout, p.Failures, p.FailuresTotal)
 }
 

@@ -118,6 +118,7 @@ type Worker struct {
 	browsers *render.Pool
 	place    *placement
 	slots    int
+	registry *crawl.Registry // its tasks are announced in each heartbeat
 }
 
 // SiteQueues lists the site queues this worker polls now: those of steps with an
@@ -230,7 +231,7 @@ func NewWorker(c client.Client, o WorkerOptions) (*Worker, error) {
 		o.Log.Warn("no Redis configured (--redis / TRAWLER_REDIS): dedup is off on this worker, every item is stored")
 	}
 	Register(w, acts, o.Workflow)
-	ww := &Worker{taskQueue: o.TaskQueue, Worker: w, Sinks: sinks, JSONL: js, Identity: o.Identity, monitor: acts.Monitor, place: place, slots: o.MaxBatches}
+	ww := &Worker{taskQueue: o.TaskQueue, Worker: w, Sinks: sinks, JSONL: js, Identity: o.Identity, monitor: acts.Monitor, place: place, slots: o.MaxBatches, registry: o.Registry}
 	if o.Browser != nil {
 		if err := ww.addBrowser(c, acts, o); err != nil {
 			_ = sinks.Close()
@@ -269,7 +270,7 @@ func (w *Worker) Start() error {
 		t := time.NewTicker(5 * time.Second)
 		defer t.Stop()
 		for {
-			_ = w.monitor.Beat(ctx, w.Identity, w.taskQueue, w.SiteQueues(), &w.place.whole, w.slots)
+			_ = w.monitor.Beat(ctx, w.Identity, w.taskQueue, w.SiteQueues(), w.registry.Names(), &w.place.whole, w.slots)
 			select {
 			case <-ctx.Done():
 				return
@@ -349,6 +350,28 @@ type Status struct {
 	// Waiting lists batches no worker has taken for a while, and why: those of a
 	// step that renders pages wait for a worker with a browser.
 	Waiting []string `json:"waiting,omitempty"`
+
+	queue string   // the run's task queue
+	tasks []string // the tasks of its pending batches
+}
+
+// WaitForWorkers adds to Waiting, for a running run, what no live worker of beats
+// serves: its task queue when no worker polls it, and the task of each pending batch
+// no worker of the queue announces.
+func (st *Status) WaitForWorkers(beats []monitor.WorkerBeat) {
+	if st.State != "running" {
+		return
+	}
+	live := slices.ContainsFunc(beats, func(b monitor.WorkerBeat) bool { return b.TaskQueue == st.queue && b.AgeS <= liveBeat.Seconds() })
+	if !live {
+		st.Waiting = append(st.Waiting, fmt.Sprintf("no live worker polls queue %s: start one with `trawler worker --task-queue %s`", st.queue, st.queue))
+		return
+	}
+	plan := &crawl.Plan{}
+	for _, t := range st.tasks {
+		plan.Steps = append(plan.Steps, crawl.PlanStep{Task: t})
+	}
+	st.Waiting = append(st.Waiting, Unserved(beats, plan, st.queue)...)
 }
 
 // ErrNoRun is the error Describe wraps when the namespace has no run with the id.
@@ -365,7 +388,12 @@ func Describe(ctx context.Context, c client.Client, runID string) (*Status, erro
 		return nil, err
 	}
 	info := d.GetWorkflowExecutionInfo()
-	st := &Status{RunID: runID, State: stateName(info.GetStatus()), Started: info.GetStartTime().AsTime()}
+	st := &Status{RunID: runID, State: stateName(info.GetStatus()), Started: info.GetStartTime().AsTime(), queue: info.GetTaskQueue()}
+	for _, pa := range d.GetPendingActivities() {
+		if t := pa.GetActivityType().GetName(); t != workflows.RunBatchActivity && strings.Contains(t, ".") && !slices.Contains(st.tasks, t) {
+			st.tasks = append(st.tasks, t) // a batch, named after its task
+		}
+	}
 	if info.GetCloseTime() != nil {
 		st.Closed = info.GetCloseTime().AsTime()
 	}
@@ -384,6 +412,7 @@ func Describe(ctx context.Context, c client.Client, runID string) (*Status, erro
 	case enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED:
 		var s workflows.Summary
 		if err := c.GetWorkflow(ctx, runID, "").Get(ctx, &s); err == nil {
+			s.Outcome = cmp.Or(s.Outcome, workflows.OutcomeOf(&s)) // runs of older builds say none
 			st.Progress = &s
 		}
 	default:

@@ -17,6 +17,7 @@ import (
 	"trawler/crawl"
 	"trawler/internal/capacity"
 	"trawler/internal/monitor"
+	"trawler/workflows"
 )
 
 // CapacityWaitType is the error type of a batch a worker passes on for lack of free CPU
@@ -281,4 +282,34 @@ func (a *placementActivity) ExecuteActivity(ctx context.Context, in *interceptor
 		}
 	}
 	return a.Next.ExecuteActivity(ctx, in)
+}
+
+// Unserved lists the steps of plan that no live worker of queue can run: none
+// announces the step's task (workers that list no tasks run any), or, for a step that
+// renders, none polls the render queue. Each line names the task, the queue and how to
+// start such a worker. Affinity site queues are not checked: workers of queue start
+// polling them once the run registers them.
+func Unserved(beats []monitor.WorkerBeat, plan *crawl.Plan, queue string) []string {
+	var out []string
+	for _, st := range plan.Steps {
+		q := workflows.SiteQueueOf(st, queue)
+		render := q == workflows.RenderQueue(queue)
+		if slices.ContainsFunc(beats, func(b monitor.WorkerBeat) bool {
+			return b.TaskQueue == queue && b.AgeS <= liveBeat.Seconds() &&
+				(len(b.Tasks) == 0 || slices.Contains(b.Tasks, st.Task)) && (!render || slices.Contains(b.Sites, q))
+		}) {
+			continue
+		}
+		how := fmt.Sprintf("start one with `trawler worker --task-queue %s`", queue)
+		if render {
+			how += " and a browser (see the README's Rendering)"
+			q = queue + " (render queue " + workflows.RenderQueue(queue) + ")"
+		}
+		step := ""
+		if st.ID != "" {
+			step = " (step " + st.ID + ")"
+		}
+		out = append(out, fmt.Sprintf("no live worker serves task %s%s on queue %s: %s", st.Task, step, q, how))
+	}
+	return out
 }

@@ -123,6 +123,8 @@ type WorkerBeat struct {
 	Identity  string   `json:"identity"`
 	TaskQueue string   `json:"task_queue"`
 	Sites     []string `json:"sites,omitempty"` // site queues it polls (its probes pass)
+	// Tasks are the tasks it runs; absent from workers that do not say (any task).
+	Tasks []string `json:"tasks,omitempty"`
 	// Capacity is the CPU and memory the worker places batches in, and its batch
 	// slots (see internal/capacity); absent from workers that do not say.
 	Capacity *capacity.Resources `json:"capacity,omitempty"`
@@ -134,8 +136,8 @@ type WorkerBeat struct {
 // Beat records that a worker is alive, with its capacity. Workers beat every few
 // seconds; status shows the age of each one's last beat, so a stuck or dead worker
 // stands out.
-func (r *Recorder) Beat(ctx context.Context, identity, queue string, sites []string, capa *capacity.Resources, slots int) error {
-	b, _ := json.Marshal(WorkerBeat{Identity: identity, TaskQueue: queue, Sites: sites, Capacity: capa, Slots: slots, At: r.now().UTC()})
+func (r *Recorder) Beat(ctx context.Context, identity, queue string, sites, tasks []string, capa *capacity.Resources, slots int) error {
+	b, _ := json.Marshal(WorkerBeat{Identity: identity, TaskQueue: queue, Sites: sites, Tasks: tasks, Capacity: capa, Slots: slots, At: r.now().UTC()})
 	return r.rdb.HSet(ctx, workersKey, beatField(identity, queue), b).Err()
 }
 

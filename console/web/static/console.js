@@ -234,8 +234,13 @@ pages.run = () => {
       $("#error").hidden = false;
       $("#error").textContent = data.progress.reason;
     }
-    $("#failing-box").hidden = !(data.failing || []).length;
-    fill($("#failing"), (data.failing || []).map((f) => el("li", {}, f)));
+    // Batches Temporal retries, inputs the run retries (each with its last error and
+    // cause) and batches no live worker serves.
+    const retrying = ((data.progress && data.progress.retrying) || []).map((f) =>
+      `input of ${f.step}, ${f.class || "other"} after ${f.attempts} attempt(s): ${f.cause}`);
+    const failing = [...(data.failing || []), ...retrying, ...(data.waiting || [])];
+    $("#failing-box").hidden = !failing.length;
+    fill($("#failing"), failing.map((f) => el("li", {}, f)));
     const causes = data.causes || [];
     $("#causes").hidden = !causes.length;
     $("#failures-none").hidden = causes.length > 0;
