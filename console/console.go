@@ -52,8 +52,9 @@ type Config struct {
 	// Token is the full-access bearer token, ReadToken the read-only one; with neither,
 	// the API is open (Listen then binds loopback only).
 	Token, ReadToken string
-	// Sets are the overrides the chain editor starts with, e.g. base_url of the dev
-	// stack's demo site.
+	// Sets are the overrides the chain editor and the schedule form suggest, e.g.
+	// base_url of the dev stack's demo site: shown as a placeholder, never sent unless
+	// the user types them.
 	Sets []string
 	// Tuning is given to every run the console starts (tests shorten backoffs).
 	Tuning workflows.Tuning

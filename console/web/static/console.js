@@ -330,7 +330,8 @@ pages.chains = () => {
     if (status !== 200) return;
     const sel = $("#registered");
     for (const name of data.registered || []) sel.append(el("option", { value: name }, name));
-    if (!sets.value && data.sets) sets.value = data.sets.join("\n");
+    // A suggestion, not a value: a run sends only the overrides typed here.
+    if (data.sets) sets.placeholder = "e.g. " + data.sets.join("\n");
     const want = new URLSearchParams(location.search).get("chain");
     if (want) { sel.value = want; load(want); }
   });
@@ -388,7 +389,7 @@ pages.schedules = () => {
   api("GET", "/api/chains").then(({ status, data }) => {
     if (status !== 200) return;
     for (const name of data.registered || []) $("#s-chain").append(el("option", { value: name }, name));
-    if (data.sets) $("#s-sets").value = data.sets.join(", ");
+    if (data.sets) $("#s-sets").placeholder = "overrides, e.g. " + data.sets.join(", ");
   });
   $("#new-schedule").addEventListener("submit", async (e) => {
     e.preventDefault();
