@@ -196,6 +196,7 @@ func (s *Server) register() {
 	api("POST /api/schedules/{id}/pause", s.pauseSchedule)
 	api("POST /api/schedules/{id}/unpause", s.unpauseSchedule)
 	api("POST /api/schedules/{id}/trigger", s.triggerSchedule)
+	api("PUT /api/schedules/{id}/chain", s.updateScheduleChain)
 	api("POST /api/schedules/{id}/backfill", s.backfillSchedule)
 	api("DELETE /api/schedules/{id}", s.deleteSchedule)
 	api("GET /api/items", s.listItems)
