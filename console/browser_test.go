@@ -16,7 +16,9 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/kb"
 
+	"trawler/examples"
 	"trawler/internal/devstack/demosite"
+	"trawler/internal/engine"
 	"trawler/sites/demo"
 )
 
@@ -383,6 +385,19 @@ func TestBrowserSchedules(t *testing.T) {
 	if next := b.text(row + " td.next"); next != "—" {
 		t.Errorf("a paused schedule's next run reads %q", next)
 	}
+	b.run("run the paused schedule", chromedp.Click(row+` button[data-action="run-now"]`, chromedp.ByQuery))
+	b.waitText("#flash", "the trigger refused", 30*time.Second, func(s string) bool { return strings.Contains(s, "schedule browser-sched is paused; resume it first") })
+	demoYAML, err := examples.Files.ReadFile("demo.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v := b.text(row + " td.chain .version"); v != "version "+engine.ChainVersion(demoYAML) {
+		t.Errorf("chain version reads %q, want that of examples/demo.yaml", v)
+	}
+	b.run("update its chain", chromedp.Click(row+` button[data-action="update-chain"]`, chromedp.ByQuery))
+	b.waitText("#flash", "the chain updated", 30*time.Second, func(s string) bool {
+		return strings.Contains(s, "schedule browser-sched now runs examples/demo.yaml version "+engine.ChainVersion(demoYAML))
+	})
 	b.run("delete it", chromedp.Click(row+` button[data-action="delete"]`, chromedp.ByQuery))
 	b.waitText("#flash", "the schedule deleted", 30*time.Second, func(s string) bool { return strings.Contains(s, "browser-sched deleted") })
 }
