@@ -262,6 +262,28 @@ func TestSchedules(t *testing.T) {
 		s := find("console-yearly")
 		return s != nil && s["paused"] == true && s["note"] == "site maintenance" && s["next"] == nil
 	})
+	// Paused: a trigger says so instead of starting a run.
+	if status, out := api(t, "POST", "/api/schedules/console-yearly/trigger", nil); status != http.StatusConflict || out["field"] != "force" ||
+		out["error"] != `schedule console-yearly is paused; resume it first, or trigger with {"force": true} to run it once anyway` {
+		t.Errorf("trigger while paused: %d %v", status, out)
+	}
+	// The schedule keeps its chain until it is sent a new one.
+	demoYAML, _ := examples.Files.ReadFile("demo.yaml")
+	if s := find("console-yearly"); s["version"] != engine.ChainVersion(demoYAML) {
+		t.Errorf("version %v, want that of examples/demo.yaml %s", s["version"], engine.ChainVersion(demoYAML))
+	}
+	own := demoSource(t, "own")
+	if status, out := api(t, "PUT", "/api/schedules/console-yearly/chain", map[string]any{"source": own + "\nsteps: []\n", "file": "own.yaml"}); status != http.StatusUnprocessableEntity {
+		t.Errorf("update with a broken chain: %d %v", status, out)
+	}
+	if status, out := api(t, "PUT", "/api/schedules/console-yearly/chain", map[string]any{"source": own, "file": "own.yaml", "sets": []string{"base_url=" + stack.site}}); status != http.StatusOK ||
+		out["version"] != engine.ChainVersion([]byte(own)) || out["file"] != "own.yaml" {
+		t.Fatalf("update: %d %v", status, out)
+	}
+	waitFor(t, "the new chain in the listing", func() bool {
+		s := find("console-yearly")
+		return s != nil && s["version"] == engine.ChainVersion([]byte(own)) && s["file"] == "own.yaml" && s["tenant"] == "own" && s["paused"] == true
+	})
 	if status, out := api(t, "POST", "/api/schedules/console-yearly/unpause", nil); status != http.StatusOK {
 		t.Fatalf("unpause: %d %v", status, out)
 	}

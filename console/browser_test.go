@@ -2,6 +2,7 @@ package console
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/url"
 	"os"
@@ -15,7 +16,9 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/kb"
 
+	"trawler/examples"
 	"trawler/internal/devstack/demosite"
+	"trawler/internal/engine"
 	"trawler/sites/demo"
 )
 
@@ -179,7 +182,7 @@ func TestBrowserStartDemoRunFromEditor(t *testing.T) {
 	}
 	b.shot("chain-editor-problem")
 	b.run("fix the chain", chromedp.SetValue("#source", src, chromedp.ByQuery), chromedp.SendKeys("#source", "\n", chromedp.ByQuery),
-		chromedp.SendKeys("#sets", "\nfeed.pages=1", chromedp.ByQuery))
+		chromedp.SendKeys("#sets", "base_url="+stack.site+"\nfeed.pages=1", chromedp.ByQuery))
 	b.waitText("#verdict", "the fixed chain to validate", 30*time.Second, func(s string) bool { return strings.HasPrefix(s, "valid: chain demo") })
 	b.shot("chain-editor")
 	b.run("start the run", chromedp.WaitEnabled("#start", chromedp.ByQuery), chromedp.Click("#start", chromedp.ByQuery),
@@ -216,6 +219,50 @@ func TestBrowserStartDemoRunFromEditor(t *testing.T) {
 		t.Errorf("dashboard row %q lacks the %d items", row, stories+comments)
 	}
 	b.shot("dashboard")
+}
+
+// The editor and the schedule form suggest the demo site's base_url as a placeholder
+// only: a user's own chain runs with the overrides typed, none here.
+func TestBrowserSendsOnlyTypedOverrides(t *testing.T) {
+	b := newBrowser(t)
+	own := "name: mine\nsteps:\n  - id: feed\n    task: demo.feed\n    from: feed\n    max_depth: 10\n" +
+		"    params: {pages: 1, base_url: \"" + stack.site + "/\"}\n"
+	// Record the body of every run the page starts, where the run page it opens next can
+	// read it; the requests still go out.
+	const record = `const f = window.fetch;
+		window.fetch = (u, o) => { if (String(u).endsWith("/api/runs")) sessionStorage.setItem("run", o.body); return f(u, o); }; true`
+	var placeholder, typed string
+	var ok bool
+	b.run("open the chain editor", chromedp.Navigate(stack.console.URL+"/chains"),
+		chromedp.WaitReady("#registered option[value=demo]", chromedp.ByQuery), chromedp.Evaluate(record, &ok))
+	b.run("read the overrides", chromedp.Value("#sets", &typed, chromedp.ByQuery),
+		chromedp.AttributeValue("#sets", "placeholder", &placeholder, &ok, chromedp.ByQuery))
+	if typed != "" || placeholder != "e.g. base_url="+stack.site {
+		t.Errorf("overrides start as %q with placeholder %q; want empty, suggesting base_url=%s", typed, placeholder, stack.site)
+	}
+	b.run("type an own chain", chromedp.SetValue("#source", own, chromedp.ByQuery), chromedp.SendKeys("#source", "\n", chromedp.ByQuery))
+	b.waitText("#verdict", "the own chain to validate", 30*time.Second, func(s string) bool { return strings.HasPrefix(s, "valid: chain mine") })
+	var body string
+	b.run("start the run", chromedp.WaitEnabled("#start", chromedp.ByQuery), chromedp.Click("#start", chromedp.ByQuery),
+		chromedp.WaitVisible("#run", chromedp.ByQuery), chromedp.Evaluate(`sessionStorage.getItem("run")`, &body))
+	var sent struct {
+		Source string
+		Sets   []string
+	}
+	if err := json.Unmarshal([]byte(body), &sent); err != nil || strings.TrimSpace(sent.Source) != strings.TrimSpace(own) || len(sent.Sets) != 0 {
+		t.Errorf("the run was started with %s (%v); want the own chain and no overrides", body, err)
+	}
+	if state := b.waitText("#state", "the run to end", 2*time.Minute, func(s string) bool { return s == "completed" || s == "failed" }); state != "completed" {
+		t.Errorf("the own chain's run %s", state)
+	}
+	b.run("open the schedules page", chromedp.Navigate(stack.console.URL+"/schedules"),
+		chromedp.WaitReady("#s-chain option", chromedp.ByQuery))
+	b.waitText("#s-chain", "the chains listed", 10*time.Second, func(string) bool { return true })
+	b.run("read the schedule's overrides", chromedp.Value("#s-sets", &typed, chromedp.ByQuery),
+		chromedp.AttributeValue("#s-sets", "placeholder", &placeholder, &ok, chromedp.ByQuery))
+	if typed != "" || placeholder != "overrides, e.g. base_url="+stack.site {
+		t.Errorf("schedule overrides start as %q with placeholder %q; want empty, suggesting base_url=%s", typed, placeholder, stack.site)
+	}
 }
 
 func TestBrowserSearchOpensRecord(t *testing.T) {
@@ -338,6 +385,19 @@ func TestBrowserSchedules(t *testing.T) {
 	if next := b.text(row + " td.next"); next != "—" {
 		t.Errorf("a paused schedule's next run reads %q", next)
 	}
+	b.run("run the paused schedule", chromedp.Click(row+` button[data-action="run-now"]`, chromedp.ByQuery))
+	b.waitText("#flash", "the trigger refused", 30*time.Second, func(s string) bool { return strings.Contains(s, "schedule browser-sched is paused; resume it first") })
+	demoYAML, err := examples.Files.ReadFile("demo.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v := b.text(row + " td.chain .version"); v != "version "+engine.ChainVersion(demoYAML) {
+		t.Errorf("chain version reads %q, want that of examples/demo.yaml", v)
+	}
+	b.run("update its chain", chromedp.Click(row+` button[data-action="update-chain"]`, chromedp.ByQuery))
+	b.waitText("#flash", "the chain updated", 30*time.Second, func(s string) bool {
+		return strings.Contains(s, "schedule browser-sched now runs examples/demo.yaml version "+engine.ChainVersion(demoYAML))
+	})
 	b.run("delete it", chromedp.Click(row+` button[data-action="delete"]`, chromedp.ByQuery))
 	b.waitText("#flash", "the schedule deleted", 30*time.Second, func(s string) bool { return strings.Contains(s, "browser-sched deleted") })
 }

@@ -52,8 +52,9 @@ type Config struct {
 	// Token is the full-access bearer token, ReadToken the read-only one; with neither,
 	// the API is open (Listen then binds loopback only).
 	Token, ReadToken string
-	// Sets are the overrides the chain editor starts with, e.g. base_url of the dev
-	// stack's demo site.
+	// Sets are the overrides the chain editor and the schedule form suggest, e.g.
+	// base_url of the dev stack's demo site: shown as a placeholder, never sent unless
+	// the user types them.
 	Sets []string
 	// Tuning is given to every run the console starts (tests shorten backoffs).
 	Tuning workflows.Tuning
@@ -195,6 +196,7 @@ func (s *Server) register() {
 	api("POST /api/schedules/{id}/pause", s.pauseSchedule)
 	api("POST /api/schedules/{id}/unpause", s.unpauseSchedule)
 	api("POST /api/schedules/{id}/trigger", s.triggerSchedule)
+	api("PUT /api/schedules/{id}/chain", s.updateScheduleChain)
 	api("POST /api/schedules/{id}/backfill", s.backfillSchedule)
 	api("DELETE /api/schedules/{id}", s.deleteSchedule)
 	api("GET /api/items", s.listItems)

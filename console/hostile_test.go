@@ -56,6 +56,7 @@ var routeInputs = map[string][]string{
 	"POST /api/schedules/{id}/trigger":      nil,
 	"POST /api/schedules/{id}/backfill":     nil,
 	"DELETE /api/schedules/{id}":            nil,
+	"PUT /api/schedules/{id}/chain":         nil,
 	"GET /api/items":                        {"biz", "page", "size"},
 	"GET /api/items/{biz}/{key...}":         {"tenant"},
 	"GET /api/history/{biz}/{key...}":       {"tenant", "n"},

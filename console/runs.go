@@ -140,11 +140,17 @@ func registered() []string {
 
 // plan loads the chain a request names, answering the error when it cannot.
 func (s *Server) plan(w http.ResponseWriter, req chainRequest) (*crawl.Plan, bool) {
+	p, _, ok := s.planFrom(w, req)
+	return p, ok
+}
+
+// planFrom is plan with where the chain came from: its file name and version.
+func (s *Server) planFrom(w http.ResponseWriter, req chainRequest) (*crawl.Plan, engine.ChainSource, bool) {
 	file, src := req.File, []byte(req.Source)
 	switch {
 	case req.Source != "" && req.Chain != "":
 		writeError(w, http.StatusBadRequest, "give either chain (a registered chain) or source (a chain file's content), not both", "chain")
-		return nil, false
+		return nil, engine.ChainSource{}, false
 	case req.Source != "":
 		if file == "" {
 			file = "chain.yaml"
@@ -154,18 +160,18 @@ func (s *Server) plan(w http.ResponseWriter, req chainRequest) (*crawl.Plan, boo
 		file = "examples/" + req.Chain + ".yaml"
 		if src, err = examples.Files.ReadFile(req.Chain + ".yaml"); err != nil || strings.ContainsAny(req.Chain, "/.") {
 			writeError(w, http.StatusNotFound, fmt.Sprintf("no registered chain %q; registered: %s", req.Chain, strings.Join(registered(), ", ")), "chain")
-			return nil, false
+			return nil, engine.ChainSource{}, false
 		}
 	default:
 		writeError(w, http.StatusBadRequest, "give chain (a registered chain, e.g. \"demo\") or source (a chain file's content)", "source")
-		return nil, false
+		return nil, engine.ChainSource{}, false
 	}
 	p, err := engine.LoadChain(file, src, req.Sets)
 	if err != nil {
 		writeChainError(w, err)
-		return nil, false
+		return nil, engine.ChainSource{}, false
 	}
-	return p, true
+	return p, engine.ChainSource{File: file, Version: engine.ChainVersion(src)}, true
 }
 
 // writeChainError answers 422 with every problem of a chain file and its line.

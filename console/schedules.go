@@ -95,17 +95,12 @@ func (s *Server) createSchedule(w http.ResponseWriter, r *http.Request) {
 		writeScheduleError(w, req.ID, err)
 		return
 	}
-	p, ok := s.plan(w, req.chainRequest)
+	p, src, ok := s.planFrom(w, req.chainRequest)
 	if !ok {
 		return
 	}
-	file := req.File
-	if req.Chain != "" {
-		file = "examples/" + req.Chain + ".yaml"
-	} else if file == "" {
-		file = "chain.yaml"
-	}
-	err = engine.CreateScheduleWith(r.Context(), s.cfg.Temporal, req.ID, file, cfg, p, engine.RunOptions{TaskQueue: s.cfg.TaskQueue, Tuning: s.cfg.Tuning})
+	file := src.File
+	err = engine.CreateScheduleWith(r.Context(), s.cfg.Temporal, req.ID, src, cfg, p, engine.RunOptions{TaskQueue: s.cfg.TaskQueue, Tuning: s.cfg.Tuning})
 	var exists *serviceerror.AlreadyExists
 	var bad *serviceerror.InvalidArgument
 	overlap := cfg.Overlap
@@ -114,7 +109,7 @@ func (s *Server) createSchedule(w http.ResponseWriter, r *http.Request) {
 	}
 	switch {
 	case err == nil:
-		res := map[string]string{"id": req.ID, "cron": strings.TrimSpace(req.Cron), "chain": p.Chain, "file": file, "overlap": overlap}
+		res := map[string]string{"id": req.ID, "cron": strings.TrimSpace(req.Cron), "chain": p.Chain, "file": file, "version": src.Version, "overlap": overlap}
 		if tz := strings.TrimSpace(req.TimeZone); tz != "" && tz != "UTC" && tz != "Etc/UTC" {
 			res["time_zone"] = tz // as the listing: left out for UTC
 		}
@@ -126,6 +121,29 @@ func (s *Server) createSchedule(w http.ResponseWriter, r *http.Request) {
 	default:
 		writeScheduleError(w, req.ID, err)
 	}
+}
+
+// updateScheduleChain: PUT /api/schedules/{id}/chain {"chain"|"source", "file", "sets"}
+// replaces the chain the schedule runs, checked as a new one is; a schedule keeps the
+// chain it was given until then.
+func (s *Server) updateScheduleChain(w http.ResponseWriter, r *http.Request) {
+	id, ok := pathID(w, r, "schedule id")
+	if !ok {
+		return
+	}
+	var req chainRequest
+	if !decode(w, r, &req) {
+		return
+	}
+	p, src, ok := s.planFrom(w, req)
+	if !ok {
+		return
+	}
+	if err := engine.UpdateScheduleChain(r.Context(), s.cfg.Temporal, id, src, p, engine.RunOptions{TaskQueue: s.cfg.TaskQueue, Tuning: s.cfg.Tuning}); err != nil {
+		writeScheduleError(w, id, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"id": id, "done": "updated", "chain": p.Chain, "file": src.File, "version": src.Version})
 }
 
 // decodeOptional reads a JSON body into v when there is one.
@@ -184,14 +202,26 @@ func (s *Server) deleteSchedule(w http.ResponseWriter, r *http.Request) {
 	scheduleAction(w, id, "deleted", engine.DeleteSchedule(r.Context(), s.cfg.Temporal, id))
 }
 
-// triggerSchedule: POST /api/schedules/{id}/trigger fires the schedule now under its
-// overlap policy: {"outcome": "started"|"skipped"|"pending", "run_id"}.
+// triggerSchedule: POST /api/schedules/{id}/trigger [{"force": true}] fires the schedule
+// now under its overlap policy: {"outcome": "started"|"skipped"|"pending", "run_id"}. A
+// paused schedule is refused with 409 unless force says to run it once anyway.
 func (s *Server) triggerSchedule(w http.ResponseWriter, r *http.Request) {
 	id, ok := pathID(w, r, "schedule id")
 	if !ok {
 		return
 	}
-	res, err := engine.TriggerSchedule(r.Context(), s.cfg.Temporal, id, triggerWait)
+	var req struct {
+		Force bool `json:"force"`
+	}
+	if !decodeOptional(w, r, &req) {
+		return
+	}
+	res, err := engine.TriggerSchedule(r.Context(), s.cfg.Temporal, id, req.Force, triggerWait)
+	var paused *engine.PausedError
+	if errors.As(err, &paused) {
+		writeError(w, http.StatusConflict, fmt.Sprintf("schedule %s is paused; resume it first, or trigger with {\"force\": true} to run it once anyway", id), "force")
+		return
+	}
 	if err != nil {
 		writeScheduleError(w, id, err)
 		return

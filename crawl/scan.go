@@ -1,11 +1,13 @@
 package crawl
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"net/url"
 	"reflect"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -13,12 +15,14 @@ import (
 	"unicode"
 
 	"github.com/PuerkitoBio/goquery"
+	"github.com/andybalholm/cascadia"
 )
 
 // The field tags Out.Scan reads:
 //
 //	css:"sel"         the element: its text, or every match for a slice field
-//	attr:"href"       an attribute of it instead of its text
+//	attr:"href"       an attribute of it instead of its text; without css: the
+//	                  attribute of the element scanned itself (an entry of Out.Each)
 //	regex:"(\\d+)"    the first group of a pattern over the value (the whole match
 //	                  when it has none); a value it does not match counts as empty
 //	type:"url"        a link, made absolute against the page (and declared a url)
@@ -31,7 +35,10 @@ import (
 //	doc:"…"           the field's line in the task's output schema
 //
 // A value that is there but does not convert to the field's type (an int field that
-// reads "n/a") fails the input with the field, the value and the type.
+// reads "n/a") fails the input with the field, the value and the type. Tags that cannot
+// work (a selector or pattern that does not compile, a misspelled key, required or
+// regex on a field nothing reads, a field of a type Scan cannot fill) make HTMLTask and
+// JSONTask tasks refuse to register, naming the struct, the field and the fix.
 
 // scanField is one struct field with its parsed tags.
 type scanField struct {
@@ -47,15 +54,32 @@ type scanField struct {
 	doc      string
 }
 
-var scanCache sync.Map // reflect.Type → []scanField
+// scanned says whether Scan fills the field: it names an element or an attribute.
+func (sf scanField) scanned() bool { return sf.css != "" || sf.attr != "" }
 
-// fieldsOfType parses T's tags once per type. A bad regex is a programming error in the
-// task, found the first time the task runs (or in its test).
-func fieldsOfType(t reflect.Type) []scanField {
+// scanTags are the tag keys Scan, FieldsOf and DataOf read.
+var scanTags = []string{"css", "attr", "regex", "type", "layout", "required", "json", "doc"}
+
+// foreignTags are keys other libraries read that lie within two edits of one of
+// scanTags, so they are not taken for a misspelling.
+var foreignTags = map[string]bool{"bson": true, "db": true}
+
+type typeFields struct {
+	fields []scanField
+	err    error
+}
+
+var scanCache sync.Map // reflect.Type → typeFields
+
+// fieldsOfType parses T's tags once per type; a field whose tags cannot work is left
+// out and named in the error (see checkTags).
+func fieldsOfType(t reflect.Type) ([]scanField, error) {
 	if v, ok := scanCache.Load(t); ok {
-		return v.([]scanField)
+		tf := v.(typeFields)
+		return tf.fields, tf.err
 	}
 	var out []scanField
+	var errs []error
 	for i := range t.NumField() {
 		f := t.Field(i)
 		if !f.IsExported() {
@@ -70,13 +94,138 @@ func fieldsOfType(t reflect.Type) []scanField {
 		}
 		sf := scanField{index: i, name: name, css: f.Tag.Get("css"), attr: f.Tag.Get("attr"), omitzero: strings.Contains(","+opts+",", ",omitempty,"),
 			url: f.Tag.Get("type") == "url", layout: f.Tag.Get("layout"), required: f.Tag.Get("required") == "true", doc: f.Tag.Get("doc")}
+		var err error
 		if r := f.Tag.Get("regex"); r != "" {
-			sf.re = regexp.MustCompile(r)
+			if sf.re, err = regexp.Compile(r); err != nil {
+				err = fmt.Errorf("regex:%q does not compile: %v; fix the pattern (backslashes doubled inside the tag)", r, err)
+			}
+		}
+		if err == nil {
+			err = checkTags(f, sf)
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s.%s: %w", t.Name(), f.Name, err))
+			continue
 		}
 		out = append(out, sf)
 	}
-	scanCache.Store(t, out)
-	return out
+	tf := typeFields{out, errors.Join(errs...)}
+	scanCache.Store(t, tf)
+	return tf.fields, tf.err
+}
+
+// checkTags is the first mistake in one field's tags, worded with its fix.
+func checkTags(f reflect.StructField, sf scanField) error {
+	keys, ok := tagKeys(f.Tag)
+	if !ok {
+		return fmt.Errorf("tag `%s` is not key:\"value\" pairs separated by spaces (no space after the colon); `go vet` shows where", f.Tag)
+	}
+	for _, k := range keys {
+		if slices.Contains(scanTags, k) || foreignTags[k] {
+			continue
+		}
+		if c := Closest(k, scanTags); c != "" {
+			return fmt.Errorf("tag key %q is not one Trawler reads (did you mean %q?)", k, c)
+		}
+		for _, c := range scanTags {
+			if strings.HasPrefix(k, c) || strings.HasPrefix(c, k) {
+				return fmt.Errorf("tag key %q is not one Trawler reads (did you mean %q?)", k, c)
+			}
+		}
+	}
+	if sf.css != "" {
+		if _, err := cascadia.ParseGroup(sf.css); err != nil {
+			return fmt.Errorf("css:%q is not a CSS selector: %v; fix the selector", sf.css, err)
+		}
+	}
+	if typ, ok := f.Tag.Lookup("type"); ok && typ != "url" {
+		return fmt.Errorf("type:%q: the only type tag is type:\"url\"; the field's Go type gives the others", typ)
+	}
+	if req, ok := f.Tag.Lookup("required"); ok && req != "true" && req != "false" {
+		return fmt.Errorf("required:%q: write required:\"true\"", req)
+	}
+	ft := f.Type
+	if ft.Kind() == reflect.Pointer {
+		ft = ft.Elem()
+	}
+	if sf.layout != "" && ft != reflect.TypeFor[time.Time]() {
+		return fmt.Errorf("layout:%q is for time.Time fields, and this one is %s; drop the layout", sf.layout, f.Type)
+	}
+	if !sf.scanned() {
+		for _, k := range []string{"required", "regex", "layout"} {
+			if v, ok := f.Tag.Lookup(k); ok && (k != "required" || v == "true") {
+				return fmt.Errorf("%s:%q but nothing reads the field: give it css:\"…\" (or attr:\"…\" for an attribute of the element scanned), or drop %s", k, v, k)
+			}
+		}
+		return nil
+	}
+	if !scannable(f.Type) {
+		return fmt.Errorf("Scan cannot fill a %s field; make it a string, number, bool, time.Time, a pointer to one, or []string, or drop css: and attr: and fill it in the task", f.Type)
+	}
+	return nil
+}
+
+// scannable says whether setField (or Scan's []string case) can fill a field of type t.
+func scannable(t reflect.Type) bool {
+	if t.Kind() == reflect.Slice {
+		return t.Elem().Kind() == reflect.String
+	}
+	if t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t == reflect.TypeFor[time.Time]() {
+		return true
+	}
+	switch t.Kind() {
+	case reflect.String, reflect.Bool, reflect.Float32, reflect.Float64,
+		reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return true
+	}
+	return false
+}
+
+// tagKeys lists a struct tag's keys as reflect.StructTag.Get reads them; ok is false
+// when the tag is malformed, so Get would silently miss what follows.
+func tagKeys(tag reflect.StructTag) (keys []string, ok bool) {
+	s := string(tag)
+	for {
+		s = strings.TrimLeft(s, " ")
+		if s == "" {
+			return keys, true
+		}
+		i := 0
+		for i < len(s) && s[i] > ' ' && s[i] != ':' && s[i] != '"' && s[i] != 0x7f {
+			i++
+		}
+		if i == 0 || i+1 >= len(s) || s[i] != ':' || s[i+1] != '"' {
+			return keys, false
+		}
+		keys = append(keys, s[:i])
+		s = s[i+1:]
+		i = 1
+		for i < len(s) && s[i] != '"' {
+			if s[i] == '\\' {
+				i++
+			}
+			i++
+		}
+		if i >= len(s) {
+			return keys, false
+		}
+		s = s[i+1:]
+	}
+}
+
+// CheckTags is what is wrong with T's field tags, one line a field, or nil. HTMLTask
+// and JSONTask check their item type with it; a test may check any other type.
+func CheckTags[T any]() error {
+	t := reflect.TypeFor[T]()
+	if t.Kind() != reflect.Struct {
+		return nil
+	}
+	_, err := fieldsOfType(t)
+	return err
 }
 
 // FieldsOf is the output schema of items of type T.
@@ -86,7 +235,8 @@ func FieldsOf[T any]() []Field {
 		return nil
 	}
 	var out []Field
-	for _, sf := range fieldsOfType(t) {
+	fields, _ := fieldsOfType(t)
+	for _, sf := range fields {
 		ft := t.Field(sf.index).Type
 		if ft.Kind() == reflect.Pointer {
 			ft = ft.Elem() // an optional value of the pointed-to type
@@ -134,7 +284,8 @@ func DataOf(v any) map[string]any {
 	if rv.Kind() != reflect.Struct {
 		return data
 	}
-	for _, sf := range fieldsOfType(rv.Type()) {
+	fields, _ := fieldsOfType(rv.Type())
+	for _, sf := range fields {
 		f := rv.Field(sf.index)
 		if sf.omitzero && f.IsZero() {
 			continue
@@ -160,15 +311,23 @@ func DataOf(v any) map[string]any {
 }
 
 // Scan fills the tagged fields of the struct v points to from sel, resolving links
-// against base; its error names the field and what went wrong.
+// against base; its error names the field and what went wrong, or the tags that cannot
+// work.
 func Scan(sel *goquery.Selection, base *url.URL, v any) error {
 	rv := reflect.ValueOf(v).Elem()
-	for _, sf := range fieldsOfType(rv.Type()) {
-		if sf.css == "" {
+	fields, err := fieldsOfType(rv.Type())
+	if err != nil {
+		return err
+	}
+	for _, sf := range fields {
+		if !sf.scanned() {
 			continue
 		}
 		fv := rv.Field(sf.index)
-		found := sel.Find(sf.css)
+		found := sel
+		if sf.css != "" {
+			found = sel.Find(sf.css)
+		}
 		if fv.Kind() == reflect.Slice && fv.Type().Elem().Kind() == reflect.String {
 			var vals []string
 			found.Each(func(_ int, e *goquery.Selection) {
@@ -177,7 +336,7 @@ func Scan(sel *goquery.Selection, base *url.URL, v any) error {
 				}
 			})
 			if len(vals) == 0 && sf.required {
-				return fmt.Errorf("missing required field %s (nothing matches %q)", sf.name, sf.css)
+				return sf.missing()
 			}
 			fv.Set(reflect.ValueOf(vals))
 			continue
@@ -185,7 +344,7 @@ func Scan(sel *goquery.Selection, base *url.URL, v any) error {
 		s := sf.value(found.First(), base)
 		if s == "" {
 			if sf.required {
-				return fmt.Errorf("missing required field %s (nothing matches %q)", sf.name, sf.css)
+				return sf.missing()
 			}
 			continue
 		}
@@ -194,6 +353,14 @@ func Scan(sel *goquery.Selection, base *url.URL, v any) error {
 		}
 	}
 	return nil
+}
+
+// missing is the error of a required field that found nothing.
+func (sf scanField) missing() error {
+	if sf.css == "" {
+		return fmt.Errorf("missing required field %s (the element has no %s attribute)", sf.name, sf.attr)
+	}
+	return fmt.Errorf("missing required field %s (nothing matches %q)", sf.name, sf.css)
 }
 
 // value is what one element gives a field: its attribute or trimmed text, narrowed by

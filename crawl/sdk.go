@@ -70,7 +70,7 @@ func JSONTask[T any](name string, fn func(p *Page, out *Out[T]) error, opts ...T
 
 func newPageTask[T any](name string, html bool, fn func(p *Page, out *Out[T]) error, opts []TaskOption) Task {
 	spec := TaskSpec{Name: name, Output: FieldsOf[T](), Timeout: 30 * time.Second, Retries: 3, HTML: html}
-	t := &htmlTask[T]{fn: fn, html: html}
+	t := &htmlTask[T]{fn: fn, html: html, tagErr: CheckTags[T]()}
 	for _, o := range opts {
 		o(&spec, &t.hooks)
 	}
@@ -142,9 +142,14 @@ type htmlTask[T any] struct {
 	hooks taskHooks
 	html  bool
 	fn    func(*Page, *Out[T]) error
+	// tagErr is what is wrong with T's field tags: Register refuses the task with it,
+	// and Run fails with it where the task runs unregistered (a test, `trawler try`).
+	tagErr error
 }
 
 func (t *htmlTask[T]) Spec() TaskSpec { return t.spec }
+
+func (t *htmlTask[T]) tagError() error { return t.tagErr }
 
 // Prepare implements Preparer: the engine calls it once per batch.
 func (t *htmlTask[T]) Prepare(p Params) (any, error) {
@@ -159,6 +164,9 @@ func (t *htmlTask[T]) Prepare(p Params) (any, error) {
 }
 
 func (t *htmlTask[T]) Run(ctx context.Context, env *Env, in Input) (Result, error) {
+	if t.tagErr != nil {
+		return Result{}, WithCause(Permanentf("%s: %v", t.spec.Name, t.tagErr), CauseConfig)
+	}
 	params := t.withDefaults(env.Params)
 	prepared := env.Prepared
 	if prepared == nil && t.hooks.prepare != nil {
@@ -423,12 +431,18 @@ type Out[T any] struct {
 }
 
 // Item stores v under key (a stable natural id, e.g. "demo:story:42"), with the page URL.
+// A key that is empty or ends in an empty part ("demo:story:", built from an id that
+// was not found) fails the input rather than storing every such page under one key.
 func (o *Out[T]) Item(key string, v *T) {
 	if v == nil {
 		return
 	}
 	if key == "" {
 		o.fail(Permanentf("%s: %s: an item without a key; give Item a stable natural id", o.page.task, o.page.URL))
+		return
+	}
+	if strings.HasSuffix(key, ":") {
+		o.fail(WithCause(Permanentf("%s: %s: item key %q ends in an empty id; the value it was built from is empty (a Match pattern that does not match this URL?)", o.page.task, o.page.URL, key), CauseParse))
 		return
 	}
 	o.items = append(o.items, Item{Key: key, URL: o.page.URL, Data: DataOf(v)})

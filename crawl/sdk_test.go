@@ -396,3 +396,127 @@ func TestHTMLTaskReadsCommonTimes(t *testing.T) {
 		t.Errorf("items %+v, want data %v", res.Items, want)
 	}
 }
+
+// Item types whose tags cannot work: each one refuses to register, naming the struct,
+// the field, the tag and the fix.
+type (
+	badSelector struct {
+		Price string `css:"span.price["`
+	}
+	misspelledKey struct {
+		Title string `css:"h1" requried:"true"`
+	}
+	misspelledPrefix struct {
+		Link string `css:"a" attribute:"href"`
+	}
+	requiredUnread struct {
+		ID int `json:"id" required:"true"`
+	}
+	unscannable struct {
+		Seller struct{ Name string } `css:".seller" required:"true"`
+	}
+	badRegex struct {
+		Score int `css:".score" regex:"(\\d+"`
+	}
+	layoutOnString struct {
+		When string `css:"time" layout:"2006-01-02"`
+	}
+	unknownType struct {
+		Score string `css:".score" type:"int"`
+	}
+	withForeignTags struct {
+		Title string `css:"h1" bson:"title" db:"title"`
+	}
+)
+
+func registerPanic(task crawl.Task) (msg string) {
+	defer func() {
+		if r := recover(); r != nil {
+			msg = fmt.Sprint(r)
+		}
+	}()
+	crawl.NewRegistry().Register(task)
+	return ""
+}
+
+func TestRegisterRefusesTagsThatCannotWork(t *testing.T) {
+	for _, c := range []struct {
+		task crawl.Task
+		want string
+	}{
+		{crawl.HTMLTask("shop.a", func(*crawl.Page, *crawl.Out[badSelector]) error { return nil }),
+			`badSelector.Price: css:"span.price[" is not a CSS selector: `},
+		{crawl.HTMLTask("shop.b", func(*crawl.Page, *crawl.Out[misspelledKey]) error { return nil }),
+			`misspelledKey.Title: tag key "requried" is not one Trawler reads (did you mean "required"?)`},
+		{crawl.HTMLTask("shop.c", func(*crawl.Page, *crawl.Out[misspelledPrefix]) error { return nil }),
+			`misspelledPrefix.Link: tag key "attribute" is not one Trawler reads (did you mean "attr"?)`},
+		{crawl.JSONTask("shop.d", func(*crawl.Page, *crawl.Out[requiredUnread]) error { return nil }),
+			`requiredUnread.ID: required:"true" but nothing reads the field: give it css:"…" (or attr:"…" for an attribute of the element scanned), or drop required`},
+		{crawl.HTMLTask("shop.e", func(*crawl.Page, *crawl.Out[unscannable]) error { return nil }),
+			`unscannable.Seller: Scan cannot fill a struct { Name string } field; make it a string, number, bool, time.Time, a pointer to one, or []string, or drop css: and attr: and fill it in the task`},
+		{crawl.HTMLTask("shop.f", func(*crawl.Page, *crawl.Out[badRegex]) error { return nil }),
+			`badRegex.Score: regex:"(\\d+" does not compile: error parsing regexp: missing closing ): ` + "`(\\d+`" + `; fix the pattern (backslashes doubled inside the tag)`},
+		{crawl.HTMLTask("shop.g", func(*crawl.Page, *crawl.Out[layoutOnString]) error { return nil }),
+			`layoutOnString.When: layout:"2006-01-02" is for time.Time fields, and this one is string; drop the layout`},
+		{crawl.HTMLTask("shop.h", func(*crawl.Page, *crawl.Out[unknownType]) error { return nil }),
+			`unknownType.Score: type:"int": the only type tag is type:"url"; the field's Go type gives the others`},
+	} {
+		name := c.task.Spec().Name
+		got := registerPanic(c.task)
+		if !strings.HasPrefix(got, "crawl: task "+name+": its item's field tags cannot work:\n") || !strings.Contains(got, c.want) {
+			t.Errorf("%s: Register panicked with %q, want it to name %q", name, got, c.want)
+		}
+		// Run unregistered (a test, `trawler try`), the task fails with the same words.
+		_, err := c.task.Run(context.Background(), &crawl.Env{}, crawl.Input{URL: "http://shop.example/"})
+		if err == nil || !strings.Contains(err.Error(), c.want) || crawl.CauseOf(err) != crawl.CauseConfig {
+			t.Errorf("%s: Run error %v, want a config failure naming %q", name, err, c.want)
+		}
+	}
+	ok := crawl.HTMLTask("shop.ok", func(*crawl.Page, *crawl.Out[withForeignTags]) error { return nil })
+	if got := registerPanic(ok); got != "" {
+		t.Errorf("bson and db tags are another library's, not misspellings: %s", got)
+	}
+	if err := crawl.CheckTags[story](); err != nil {
+		t.Errorf("story's tags: %v", err)
+	}
+}
+
+// An attr: without css: reads the element scanned itself, and a key built from an id
+// that was not found fails the input instead of storing every page under "shop:product:".
+func TestAttrWithoutCSSAndEmptyKeyParts(t *testing.T) {
+	type product struct {
+		ID   string `json:"id" attr:"data-id" required:"true"`
+		Link string `json:"url" attr:"href" type:"url"`
+		Name string `json:"name" css:".name"`
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Write([]byte(`<a class="p" data-id="7" href="/p/7"><b class="name">seven</b></a><a class="p" href="/p/8"><b class="name">eight</b></a>`))
+	}))
+	defer srv.Close()
+	task := crawl.HTMLTask("shop.list", func(p *crawl.Page, out *crawl.Out[product]) error {
+		out.Each("a.p", func(_ *goquery.Selection, v *product) string { return "shop:product:" + v.ID })
+		return nil
+	})
+	_, err := runTask(t, task, srv.URL)
+	want := "shop.list: " + srv.URL + ": missing required field id (the element has no data-id attribute)"
+	if err == nil || err.Error() != want {
+		t.Errorf("error %v, want %q", err, want)
+	}
+	byURL := crawl.HTMLTask("shop.item", func(p *crawl.Page, out *crawl.Out[product]) error {
+		out.Item("shop:product:"+p.Match(`/p/(\d+)`), &product{Name: p.Text("h1")})
+		return nil
+	})
+	_, err = runTask(t, byURL, srv.URL+"/item/9")
+	want = "shop.item: " + srv.URL + "/item/9: item key \"shop:product:\" ends in an empty id; the value it was built from is empty (a Match pattern that does not match this URL?)"
+	if err == nil || err.Error() != want || crawl.CauseOf(err) != crawl.CauseParse {
+		t.Errorf("error %v, want %q", err, want)
+	}
+	one := crawl.HTMLTask("shop.first", func(p *crawl.Page, out *crawl.Out[product]) error {
+		out.Each("a.p[data-id]", func(_ *goquery.Selection, v *product) string { return "shop:product:" + v.ID })
+		return nil
+	})
+	res, err := runTask(t, one, srv.URL)
+	if err != nil || len(res.Items) != 1 || res.Items[0].Key != "shop:product:7" || res.Items[0].Data["url"] != srv.URL+"/p/7" || res.Items[0].Data["name"] != "seven" {
+		t.Errorf("items %+v, %v", res.Items, err)
+	}
+}

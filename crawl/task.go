@@ -319,8 +319,9 @@ var taskName = regexp.MustCompile(`^[a-z][a-z0-9_]*\.[a-z][a-z0-9_]*$`)
 // digits and _ (demo.story). An item's biz is its task's name.
 func IsTaskName(name string) bool { return taskName.MatchString(name) }
 
-// Register adds tasks; it panics on a malformed or duplicate name because that is a
-// programming error in a site package, found the first time the binary starts.
+// Register adds tasks; it panics on a malformed or duplicate name, or an item type
+// whose field tags cannot work (see CheckTags), because that is a programming error in
+// a site package, found the first time the binary starts (or its tests run).
 func (r *Registry) Register(tasks ...Task) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -331,6 +332,9 @@ func (r *Registry) Register(tasks ...Task) {
 		}
 		if _, dup := r.tasks[name]; dup {
 			panic(fmt.Sprintf("crawl: task %q registered twice", name))
+		}
+		if c, ok := t.(interface{ tagError() error }); ok && c.tagError() != nil {
+			panic(fmt.Sprintf("crawl: task %s: its item's field tags cannot work:\n%v", name, c.tagError()))
 		}
 		r.tasks[name] = t
 	}

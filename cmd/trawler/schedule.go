@@ -1,14 +1,18 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"trawler/crawl"
 	"trawler/internal/engine"
 )
 
@@ -43,17 +47,57 @@ so they fire whether or not this command runs. Each firing is a normal run; list
 with ` + "`trawler status`" + `. A schedule's overlap policy says what a firing does while the
 previous run still goes (skip by default).
 
+A schedule keeps the chain as it was when it was created: editing the file later changes
+nothing until ` + "`trawler schedule update NAME FILE`" + `. The listing shows the version (a
+hash of the file) each schedule runs, and warns when the file has changed since.
+
 ` + cronHelp,
 		Example: `  trawler schedule create hn-hourly examples/hackernews.yaml --cron "0 * * * *" --data .data/dev
   trawler schedule list --data .data/dev
+  trawler schedule update hn-hourly examples/hackernews.yaml --data .data/dev
   trawler schedule trigger hn-hourly --data .data/dev
   trawler schedule pause hn-hourly --note "site maintenance" --data .data/dev
   trawler schedule backfill hn-hourly --from 2026-03-01T00:00:00Z --to 2026-03-01T06:00:00Z --data .data/dev
   trawler schedule delete hn-hourly --data .data/dev`,
 	}
-	cmd.AddCommand(scheduleCreateCmd(s), scheduleListCmd(s), schedulePauseCmd(s, true), schedulePauseCmd(s, false),
+	cmd.AddCommand(scheduleCreateCmd(s), scheduleUpdateCmd(s), scheduleListCmd(s), schedulePauseCmd(s, true), schedulePauseCmd(s, false),
 		scheduleTriggerCmd(s), scheduleBackfillCmd(s), scheduleDeleteCmd(s))
 	return cmd
+}
+
+// scheduledChain loads FILE as create and update send it: checked, with its path and
+// the version of its content.
+func (s *settings) scheduledChain(ctx context.Context, file string, sets []string) (*crawl.Plan, engine.ChainSource, error) {
+	if err := s.resolve(); err != nil {
+		return nil, engine.ChainSource{}, err
+	}
+	data, err := readChainFile(ctx, file)
+	if err != nil {
+		return nil, engine.ChainSource{}, err
+	}
+	plan, err := loadChain(file, data, sets)
+	if err != nil {
+		return nil, engine.ChainSource{}, err
+	}
+	abs, err := filepath.Abs(file)
+	if err != nil {
+		return nil, engine.ChainSource{}, err
+	}
+	return plan, engine.ChainSource{File: file, Path: abs, Version: engine.ChainVersion(data)}, nil
+}
+
+// fileChanged says whether the chain file a schedule was given now holds another
+// version; a file that is gone or unreadable here (another machine) says nothing.
+func fileChanged(r engine.ScheduleInfo) (now string, changed bool) {
+	if r.Path == "" || r.Version == "" {
+		return "", false
+	}
+	data, err := os.ReadFile(r.Path)
+	if err != nil {
+		return "", false
+	}
+	now = engine.ChainVersion(data)
+	return now, now != r.Version
 }
 
 // scheduleErr prints a refused setting with its flag's name.
@@ -108,7 +152,7 @@ firings with its daylight saving.
 			if err := cfg.Validate(); err != nil {
 				return scheduleErr(err)
 			}
-			plan, err := s.loadChainFile(cmd.Context(), file, sets)
+			plan, src, err := s.scheduledChain(cmd.Context(), file, sets)
 			if err != nil {
 				return err
 			}
@@ -117,7 +161,7 @@ firings with its daylight saving.
 				return err
 			}
 			defer c.Close()
-			if err := engine.CreateScheduleWith(cmd.Context(), c, name, file, cfg, plan, engine.RunOptions{TaskQueue: s.taskQueue}); err != nil {
+			if err := engine.CreateScheduleWith(cmd.Context(), c, name, src, cfg, plan, engine.RunOptions{TaskQueue: s.taskQueue}); err != nil {
 				if strings.Contains(err.Error(), "already") {
 					return fmt.Errorf("a schedule named %q exists already: delete it first (trawler schedule delete %s) or pick another name", name, name)
 				}
@@ -133,13 +177,13 @@ firings with its daylight saving.
 			}
 			out := cmd.OutOrStdout()
 			if s.json {
-				res := map[string]any{"schedule": name, "cron": strings.TrimSpace(cfg.Cron), "chain": plan.Chain, "file": file, "overlap": overlap}
+				res := map[string]any{"schedule": name, "cron": strings.TrimSpace(cfg.Cron), "chain": plan.Chain, "file": file, "version": src.Version, "overlap": overlap}
 				if zone != "UTC" {
 					res["time_zone"] = zone
 				}
 				return writeJSONTo(out, res)
 			}
-			fmt.Fprintf(out, "schedule %s runs chain %s (%s) on %q (%s), overlap %s\n", name, plan.Chain, file, strings.TrimSpace(cfg.Cron), zone, overlap)
+			fmt.Fprintf(out, "schedule %s runs chain %s (%s, version %s) on %q (%s), overlap %s\n", name, plan.Chain, file, src.Version, strings.TrimSpace(cfg.Cron), zone, overlap)
 			return nil
 		},
 	}
@@ -155,15 +199,61 @@ firings with its daylight saving.
 	return create
 }
 
+func scheduleUpdateCmd(s *settings) *cobra.Command {
+	var sets []string
+	c := &cobra.Command{
+		Use:   "update NAME FILE",
+		Short: "Make a schedule run the chain in FILE as it is now",
+		Long: `A schedule keeps the chain it was created with; editing the file changes nothing until
+this command sends it again. FILE is checked as create checks it; the schedule's cron,
+policies and paused state stay, and runs already going keep their chain.`,
+		Example: `  trawler schedule update hn-hourly examples/hackernews.yaml --data .data/dev
+  trawler schedule update demo-5m examples/demo.yaml --set feed.pages=2 --json`,
+		Args: cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			name, file := args[0], args[1]
+			plan, src, err := s.scheduledChain(cmd.Context(), file, sets)
+			if err != nil {
+				return err
+			}
+			cl, err := s.connect(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer cl.Close()
+			before, err := engine.DescribeSchedule(cmd.Context(), cl, name)
+			if err != nil {
+				return err
+			}
+			if err := engine.UpdateScheduleChain(cmd.Context(), cl, name, src, plan, engine.RunOptions{TaskQueue: s.taskQueue}); err != nil {
+				return err
+			}
+			if s.json {
+				return writeJSONTo(cmd.OutOrStdout(), map[string]string{"schedule": name, "chain": plan.Chain, "file": file, "version": src.Version, "was": before.Version})
+			}
+			was := ""
+			if before.Version != "" {
+				was = ", was " + before.Version
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "schedule %s now runs chain %s (%s, version %s%s)\n", name, plan.Chain, file, src.Version, was)
+			return nil
+		},
+	}
+	c.Flags().StringArrayVar(&sets, "set", nil, "override a param: step.param=value or param=value (repeatable)")
+	return c
+}
+
 func scheduleListCmd(s *settings) *cobra.Command {
 	return &cobra.Command{
 		Use:   "list",
 		Short: "List schedules: cron, chain, state, next and last run, overlap",
 		Long: `List every schedule: its cron spec (followed by its time zone unless UTC), the chain it
-runs (name and file), whether it is paused, when it fires next (UTC), its last run with
+runs (name, file and the version it keeps), whether it is paused, when it fires next (UTC), its last run with
 that run's state (running, completed, failed, canceled, terminated), and its overlap
 policy. --json prints one array with every setting (time_zone when not UTC,
-catchup_window, pause_on_failure, jitter, note, runs, skipped, running, recent_runs too).`,
+catchup_window, pause_on_failure, jitter, note, runs, skipped, running, recent_runs too).
+A schedule whose file has changed since it was created or updated gets a warning: it
+still runs the version it keeps until ` + "`trawler schedule update`" + `.`,
 		Example: `  trawler schedule list --data .data/dev
   trawler schedule list --json | jq '.[] | select(.last.state == "failed") | .id'`,
 		Args: cobra.NoArgs,
@@ -186,11 +276,21 @@ catchup_window, pause_on_failure, jitter, note, runs, skipped, running, recent_r
 				return nil
 			}
 			tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
-			fmt.Fprintln(tw, "NAME\tCRON\tCHAIN\tSTATE\tNEXT (UTC)\tLAST RUN (UTC)\tOVERLAP")
+			fmt.Fprintln(tw, "NAME\tCRON\tCHAIN\tVERSION\tSTATE\tNEXT (UTC)\tLAST RUN (UTC)\tOVERLAP")
+			var warnings []string
 			for _, r := range rows {
 				chain := r.Chain
 				if r.File != "" {
 					chain += " (" + r.File + ")"
+				}
+				version := r.Version
+				if version == "" {
+					version = "-"
+				}
+				if now, changed := fileChanged(r); changed {
+					version += " (file changed)"
+					warnings = append(warnings, fmt.Sprintf("warning: %s has changed since schedule %s took it (version %s, now %s); the schedule still runs %s: trawler schedule update %s %s",
+						r.File, r.ID, r.Version, now, r.Version, r.ID, r.File))
 				}
 				state := "active"
 				if r.Paused {
@@ -206,9 +306,15 @@ catchup_window, pause_on_failure, jitter, note, runs, skipped, running, recent_r
 				if r.Last != nil {
 					last = r.Last.At.UTC().Format("2006-01-02 15:04") + " " + r.Last.State + " " + r.Last.RunID
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.ID, r.Spec(), chain, state, next, last, r.Overlap)
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.ID, r.Spec(), chain, version, state, next, last, r.Overlap)
 			}
-			return tw.Flush()
+			if err := tw.Flush(); err != nil {
+				return err
+			}
+			for _, w := range warnings {
+				fmt.Fprintln(cmd.ErrOrStderr(), w)
+			}
+			return nil
 		},
 	}
 }
@@ -255,14 +361,17 @@ func schedulePauseCmd(s *settings, pause bool) *cobra.Command {
 
 func scheduleTriggerCmd(s *settings) *cobra.Command {
 	var wait time.Duration
+	var force bool
 	c := &cobra.Command{
 		Use:   "trigger NAME",
 		Short: "Fire a schedule now, under its overlap policy",
 		Long: `Fire a schedule now, as if its spec had come due: its overlap policy applies, so with
 skip (the default) nothing starts while its previous run still goes. Prints the run it
 started, or that the firing was skipped, or pending (a buffering policy holds it until
-the previous run ends).`,
+the previous run ends). A paused schedule is refused unless --force runs it once anyway
+(it stays paused).`,
 		Example: `  trawler schedule trigger hn-hourly --data .data/dev
+  trawler schedule trigger hn-hourly --force
   trawler schedule trigger hn-hourly --json`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -271,7 +380,7 @@ the previous run ends).`,
 				return err
 			}
 			defer cl.Close()
-			res, err := engine.TriggerSchedule(cmd.Context(), cl, args[0], wait)
+			res, err := engine.TriggerSchedule(cmd.Context(), cl, args[0], force, wait)
 			if err != nil {
 				return err
 			}
@@ -291,6 +400,7 @@ the previous run ends).`,
 		},
 	}
 	c.Flags().DurationVar(&wait, "wait", 10*time.Second, "how long to wait to see the run start or be skipped")
+	c.Flags().BoolVar(&force, "force", false, "run a paused schedule once anyway (it stays paused)")
 	return c
 }
 

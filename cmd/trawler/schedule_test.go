@@ -6,15 +6,21 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	commonpb "go.temporal.io/api/common/v1"
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/converter"
 
 	"trawler/internal/devstack"
 	"trawler/internal/engine"
+	"trawler/workflows"
 )
 
 // TestScheduleCommands drives `trawler schedule` against an embedded Temporal server
@@ -230,10 +236,83 @@ func TestScheduleCommands(t *testing.T) {
 		_ = c.TerminateWorkflow(ctx, id, "", "test")
 	}
 
+	// A schedule keeps its chain: editing the file is flagged, update sends it again.
+	file := filepath.Join(t.TempDir(), "mine.yaml")
+	orig, err := os.ReadFile("../../examples/demo.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(file, orig, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	v1 := engine.ChainVersion(orig)
+	if out := must("schedule", "create", "upd", file, "--cron", "@daily"); !strings.Contains(out, "version "+v1) {
+		t.Errorf("create: %s", out)
+	}
+	m = waitList("upd listed", func(m map[string]engine.ScheduleInfo) bool { _, ok := m["upd"]; return ok })
+	if u := m["upd"]; u.Version != v1 || u.Path != file || u.File != file || u.Chain != "demo" {
+		t.Errorf("upd listed as %+v, want version %s of %s", u, v1, file)
+	}
+	if text := must("schedule", "list"); strings.Contains(text, "warning:") || !strings.Contains(text, v1) {
+		t.Errorf("list of an unchanged file:\n%s", text)
+	}
+	edited := []byte(strings.Replace(string(orig), "params: {pages: 3}", "params: {pages: 2}", 1))
+	if err := os.WriteFile(file, edited, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	v2 := engine.ChainVersion(edited)
+	warning := "warning: " + file + " has changed since schedule upd took it (version " + v1 + ", now " + v2 + "); the schedule still runs " + v1 + ": trawler schedule update upd " + file
+	if text := must("schedule", "list"); !strings.Contains(text, warning) || !strings.Contains(text, v1+" (file changed)") {
+		t.Errorf("list lacks %q:\n%s", warning, text)
+	}
+	pages := func() any {
+		t.Helper()
+		d, err := c.ScheduleClient().GetHandle(ctx, "upd").Describe(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var in workflows.ChainInput
+		if err := converter.GetDefaultDataConverter().FromPayload(d.Schedule.Action.(*client.ScheduleWorkflowAction).Args[0].(*commonpb.Payload), &in); err != nil {
+			t.Fatal(err)
+		}
+		for _, st := range in.Plan.Steps {
+			if st.ID == "feed" {
+				return st.Params["pages"]
+			}
+		}
+		return nil
+	}
+	if got := pages(); fmt.Sprint(got) != "3" {
+		t.Errorf("before update the schedule's feed pages = %v, want 3 (the chain as created)", got)
+	}
+	if _, err := run("schedule", "update", "upd", "../../examples/nosuch.yaml"); err == nil || !strings.Contains(err.Error(), "nosuch.yaml") {
+		t.Errorf("update from a missing file: %v", err)
+	}
+	if out := must("schedule", "update", "upd", file); out != "schedule upd now runs chain demo ("+file+", version "+v2+", was "+v1+")\n" {
+		t.Errorf("update: %q", out)
+	}
+	if got := pages(); fmt.Sprint(got) != "2" {
+		t.Errorf("after update the schedule's feed pages = %v, want 2", got)
+	}
+	if text := must("schedule", "list"); strings.Contains(text, "warning:") || !strings.Contains(text, v2) {
+		t.Errorf("list after update:\n%s", text)
+	}
+	// A paused schedule runs on trigger only when forced.
+	must("schedule", "pause", "upd")
+	waitList("upd paused", func(m map[string]engine.ScheduleInfo) bool { return m["upd"].Paused })
+	if _, err := run("schedule", "trigger", "upd"); err == nil || err.Error() != "schedule upd is paused; pass --force to run it once anyway, or `trawler schedule unpause upd`" {
+		t.Errorf("trigger of a paused schedule: %v", err)
+	}
+	if err := json.Unmarshal([]byte(must("schedule", "trigger", "upd", "--force", "--json")), &tr); err != nil || tr.Outcome != "started" {
+		t.Errorf("trigger --force: %+v %v", tr, err)
+	} else {
+		_ = c.TerminateWorkflow(ctx, tr.RunID, "", "test")
+	}
+
 	// A missing schedule: one message on every subcommand.
 	const missing = `no schedule named "nosuch"; trawler schedule list shows them`
 	for _, args := range [][]string{
-		{"delete", "nosuch"}, {"pause", "nosuch"}, {"unpause", "nosuch"}, {"trigger", "nosuch"},
+		{"delete", "nosuch"}, {"update", "nosuch", "../../examples/demo.yaml"}, {"pause", "nosuch"}, {"unpause", "nosuch"}, {"trigger", "nosuch"},
 		{"backfill", "nosuch", "--from", day(-2), "--to", day(-1)},
 	} {
 		if _, err := run(append([]string{"schedule"}, args...)...); err == nil || err.Error() != missing {

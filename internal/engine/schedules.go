@@ -2,6 +2,8 @@ package engine
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"regexp"
@@ -17,6 +19,7 @@ import (
 	// has no /usr/share/zoneinfo, where LoadLocation would refuse every name but UTC.
 	_ "time/tzdata"
 
+	commonpb "go.temporal.io/api/common/v1"
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
@@ -98,6 +101,28 @@ func scheduleErr(id, verb string, err error) error {
 		return &NoScheduleError{ID: id}
 	}
 	return fmt.Errorf("%s schedule %s: %w", verb, id, err)
+}
+
+// PausedError is a trigger of a paused schedule without force.
+type PausedError struct{ ID string }
+
+func (e *PausedError) Error() string {
+	return fmt.Sprintf("schedule %s is paused; pass --force to run it once anyway, or `trawler schedule unpause %s`", e.ID, e.ID)
+}
+
+// ChainSource is the chain a schedule runs as it was when the schedule was created or
+// updated: a schedule keeps that copy, so editing the file later changes nothing until
+// `trawler schedule update`.
+type ChainSource struct {
+	File    string // as the user named it
+	Path    string // absolute, so a listing can tell when the file changed since ("" when there is no file)
+	Version string // ChainVersion of the content
+}
+
+// ChainVersion names a chain file's content: the first 12 hex digits of its SHA-256.
+func ChainVersion(src []byte) string {
+	sum := sha256.Sum256(src)
+	return hex.EncodeToString(sum[:6])
 }
 
 // ScheduleConfig is when a schedule fires and what it does when firings overlap.
@@ -248,21 +273,18 @@ func zoneName(tz string) string {
 // CreateSchedule makes a Temporal Schedule that starts a run of plan on a cron spec,
 // skipping a firing while the previous run still goes.
 func CreateSchedule(ctx context.Context, c client.Client, id, cron string, plan *crawl.Plan, o RunOptions) error {
-	return CreateScheduleWith(ctx, c, id, "", ScheduleConfig{Cron: cron}, plan, o)
+	return CreateScheduleWith(ctx, c, id, ChainSource{}, ScheduleConfig{Cron: cron}, plan, o)
 }
 
-// CreateScheduleWith makes a Temporal Schedule of plan (read from file) with cfg, once
+// CreateScheduleWith makes a Temporal Schedule of plan (read from src) with cfg, once
 // cfg is valid. Each firing is a normal run whose run id is its workflow id (schedule
 // id + time).
-func CreateScheduleWith(ctx context.Context, c client.Client, id, file string, cfg ScheduleConfig, plan *crawl.Plan, o RunOptions) error {
+func CreateScheduleWith(ctx context.Context, c client.Client, id string, src ChainSource, cfg ScheduleConfig, plan *crawl.Plan, o RunOptions) error {
 	if err := CheckScheduleID(id); err != nil {
 		return err
 	}
 	if err := cfg.Validate(); err != nil {
 		return err
-	}
-	if o.TaskQueue == "" {
-		o.TaskQueue = workflows.DefaultTaskQueue
 	}
 	if cfg.Overlap == "" {
 		cfg.Overlap = "skip"
@@ -276,19 +298,43 @@ func CreateScheduleWith(ctx context.Context, c client.Client, id, file string, c
 		PauseOnFailure: cfg.PauseOnFailure,
 		Note:           cfg.Note,
 		// The server keeps the spec as calendars; the memo keeps the cron and zone as written.
-		Memo: map[string]any{"cron": cron, "time_zone": tz, "chain": plan.Chain, "tenant": plan.Tenant, "file": file},
-		Action: &client.ScheduleWorkflowAction{
-			ID:        id,
-			Workflow:  workflows.ChainWorkflowName,
-			TaskQueue: o.TaskQueue,
-			Memo:      runMemo(plan),
-			Args:      []any{workflows.ChainInput{Plan: *plan, TaskQueue: o.TaskQueue, Tuning: o.Tuning}},
-		},
+		Memo:   map[string]any{"cron": cron, "time_zone": tz},
+		Action: scheduleAction(id, src, plan, o),
 	})
 	if err != nil {
 		return fmt.Errorf("create schedule %s: %w", id, err)
 	}
 	return nil
+}
+
+// scheduleAction is the run a schedule starts: plan, with where it came from in the
+// run's memo (the schedule's own memo cannot change after creation, the action can).
+func scheduleAction(id string, src ChainSource, plan *crawl.Plan, o RunOptions) *client.ScheduleWorkflowAction {
+	if o.TaskQueue == "" {
+		o.TaskQueue = workflows.DefaultTaskQueue
+	}
+	memo := runMemo(plan)
+	memo["chain_file"], memo["chain_path"], memo["chain_version"] = src.File, src.Path, src.Version
+	return &client.ScheduleWorkflowAction{
+		ID:        id,
+		Workflow:  workflows.ChainWorkflowName,
+		TaskQueue: o.TaskQueue,
+		Memo:      memo,
+		Args:      []any{workflows.ChainInput{Plan: *plan, TaskQueue: o.TaskQueue, Tuning: o.Tuning}},
+	}
+}
+
+// UpdateScheduleChain replaces the chain a schedule runs with plan (read from src);
+// its spec, policies and state stay. Runs already started keep their chain.
+func UpdateScheduleChain(ctx context.Context, c client.Client, id string, src ChainSource, plan *crawl.Plan, o RunOptions) error {
+	err := c.ScheduleClient().GetHandle(ctx, id).Update(ctx, client.ScheduleUpdateOptions{
+		DoUpdate: func(in client.ScheduleUpdateInput) (*client.ScheduleUpdate, error) {
+			sched := in.Description.Schedule
+			sched.Action = scheduleAction(id, src, plan, o)
+			return &client.ScheduleUpdate{Schedule: &sched}, nil
+		},
+	})
+	return scheduleErr(id, "update", err)
 }
 
 // ScheduleRun is a run a schedule started, with its state now.
@@ -305,6 +351,8 @@ type ScheduleInfo struct {
 	TimeZone       string       `json:"time_zone,omitempty"` // the zone cron is read in; "" is UTC
 	Chain          string       `json:"chain,omitempty"`
 	File           string       `json:"file,omitempty"`
+	Path           string       `json:"path,omitempty"`    // File made absolute, where `schedule list` looks for changes
+	Version        string       `json:"version,omitempty"` // ChainVersion of the chain it runs
 	Tenant         string       `json:"tenant,omitempty"`
 	Paused         bool         `json:"paused"`
 	Note           string       `json:"note,omitempty"`
@@ -343,10 +391,13 @@ func DescribeSchedule(ctx context.Context, c client.Client, id string) (Schedule
 		return ScheduleInfo{}, scheduleErr(id, "describe", err)
 	}
 	info := ScheduleInfo{
-		ID: id, Cron: MemoString(d.Memo, "cron"), Chain: MemoString(d.Memo, "chain"),
-		File: MemoString(d.Memo, "file"), Tenant: MemoString(d.Memo, "tenant"),
+		ID: id, Cron: MemoString(d.Memo, "cron"),
 		Runs: d.Info.NumActions, Skipped: d.Info.NumActionsSkippedOverlap,
 		Running: []string{}, RecentRuns: []string{},
+	}
+	if a, ok := d.Schedule.Action.(*client.ScheduleWorkflowAction); ok {
+		info.Chain, info.Tenant = actionMemo(a, "chain"), actionMemo(a, "tenant")
+		info.File, info.Path, info.Version = actionMemo(a, "chain_file"), actionMemo(a, "chain_path"), actionMemo(a, "chain_version")
 	}
 	if sp := d.Schedule.Spec; info.Cron == "" && sp != nil {
 		info.Cron = strings.Join(sp.CronExpressions, " | ")
@@ -391,6 +442,15 @@ func DescribeSchedule(ctx context.Context, c client.Client, id string) (Schedule
 		info.Last = run
 	}
 	return info, nil
+}
+
+// actionMemo is a string of the memo a schedule's runs start with.
+func actionMemo(a *client.ScheduleWorkflowAction, name string) string {
+	p, ok := a.Memo[name].(*commonpb.Payload)
+	if !ok {
+		return ""
+	}
+	return MemoString(&commonpb.Memo{Fields: map[string]*commonpb.Payload{name: p}}, name)
 }
 
 // ListSchedules reads every schedule of the namespace, sorted by id. The listing is
@@ -452,12 +512,16 @@ type TriggerResult struct {
 }
 
 // TriggerSchedule fires a schedule now under its overlap policy, and waits up to wait
-// for the firing to start a run or be skipped.
-func TriggerSchedule(ctx context.Context, c client.Client, id string, wait time.Duration) (TriggerResult, error) {
+// for the firing to start a run or be skipped. A paused schedule is refused with a
+// PausedError unless force says to run it once anyway.
+func TriggerSchedule(ctx context.Context, c client.Client, id string, force bool, wait time.Duration) (TriggerResult, error) {
 	h := c.ScheduleClient().GetHandle(ctx, id)
 	before, err := h.Describe(ctx)
 	if err != nil {
 		return TriggerResult{}, scheduleErr(id, "trigger", err)
+	}
+	if st := before.Schedule.State; st != nil && st.Paused && !force {
+		return TriggerResult{}, &PausedError{ID: id}
 	}
 	res := TriggerResult{ID: id, Overlap: "skip", Outcome: "pending"}
 	if p := before.Schedule.Policy; p != nil {

@@ -335,7 +335,8 @@ pages.chains = () => {
     if (status !== 200) return;
     const sel = $("#registered");
     for (const name of data.registered || []) sel.append(el("option", { value: name }, name));
-    if (!sets.value && data.sets) sets.value = data.sets.join("\n");
+    // A suggestion, not a value: a run sends only the overrides typed here.
+    if (data.sets) sets.placeholder = "e.g. " + data.sets.join("\n");
     const want = new URLSearchParams(location.search).get("chain");
     if (want) { sel.value = want; load(want); }
   });
@@ -374,7 +375,17 @@ pages.schedules = () => {
       const fired = (d) => d.outcome === "started" ? "schedule " + s.id + " started run " + d.run_id
         : d.outcome === "skipped" ? "schedule " + s.id + ": firing skipped, its previous run still goes (overlap " + d.overlap + ")"
           : "schedule " + s.id + " triggered; no run seen starting yet (overlap " + d.overlap + ")";
-      const chain = s.file ? [s.chain, el("div", { class: "muted" }, s.file)] : [s.chain];
+      // A schedule keeps the chain it was given; the version names that copy.
+      const chain = [s.chain, s.file ? el("div", { class: "muted" }, s.file) : "",
+        s.version ? el("div", { class: "muted version" }, "version " + s.version) : ""];
+      const update = el("button", {
+        type: "button", class: "plain", "data-action": "update-chain", title: "run the chain and overrides chosen in the form above from now on",
+        onclick: async () => {
+          const r = await api("PUT", base + "/chain", { chain: $("#s-chain").value, sets: setsOf($("#s-sets").value) });
+          flash(r.status === 200 ? "schedule " + s.id + " now runs " + r.data.file + " version " + r.data.version : r.data.error, r.status === 200);
+          load();
+        },
+      }, "Update chain");
       // The zone the fields are read in; an interval has none.
       const zone = s.time_zone || (s.cron.startsWith("@every") ? "" : "UTC");
       const settings = [s.catchup_window ? "catch-up " + s.catchup_window : "", s.jitter ? "jitter " + s.jitter : "",
@@ -386,14 +397,14 @@ pages.schedules = () => {
         el("td", { class: "last" }, s.last ? [state(s.last.state), " ", when(s.last.at), el("div", {}, runLink(s.last.run_id))] : "never"),
         el("td", { class: "overlap" }, s.overlap, settings ? el("div", { class: "muted" }, settings) : ""),
         el("td", {}, s.paused ? act("Resume", "POST", base + "/unpause", said) : act("Pause", "POST", base + "/pause", said), " ",
-          act("Run now", "POST", base + "/trigger", fired), " ", act("Delete", "DELETE", base, said)));
+          act("Run now", "POST", base + "/trigger", fired), " ", update, " ", act("Delete", "DELETE", base, said)));
     }));
     return listed;
   };
   api("GET", "/api/chains").then(({ status, data }) => {
     if (status !== 200) return;
     for (const name of data.registered || []) $("#s-chain").append(el("option", { value: name }, name));
-    if (data.sets) $("#s-sets").value = data.sets.join(", ");
+    if (data.sets) $("#s-sets").placeholder = "overrides, e.g. " + data.sets.join(", ");
   });
   $("#new-schedule").addEventListener("submit", async (e) => {
     e.preventDefault();
