@@ -84,10 +84,7 @@ func buildTrawler(t *testing.T) string {
 	return bin
 }
 
-var (
-	flagRE   = regexp.MustCompile(`--([a-z0-9][a-z0-9-]*)`)
-	metricRE = regexp.MustCompile(`\btrawler_[a-z_]+\b`)
-)
+var metricRE = regexp.MustCompile(`\btrawler_[a-z_]+\b`)
 
 // Every manifest kustomize would apply (and the HPA alternative) is well formed, and
 // what it asks of the binary is what the binary does: subcommands, flags, TRAWLER_*

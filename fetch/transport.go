@@ -141,7 +141,7 @@ func (t *transport) Fetch(ctx context.Context, r *crawl.Request) (*crawl.Respons
 			}
 			return nil, exchangeError(method, r.URL, status, false, refused, true, false)
 		}
-		cause, permanent, retry := t.classify(ctx, actx, err)
+		permanent, retry, cause := t.classify(ctx, actx, err)
 		return nil, exchangeError(method, r.URL, status, true, cause, permanent, retry)
 	}
 	if raw == nil || raw.Body == nil {
@@ -160,7 +160,7 @@ func (t *transport) Fetch(ctx context.Context, r *crawl.Request) (*crawl.Respons
 		if errors.Is(err, ErrBodyTooLarge) {
 			return nil, exchangeError(method, r.URL, code, true, err, true, false)
 		}
-		cause, permanent, retry := t.classify(ctx, actx, err)
+		permanent, retry, cause := t.classify(ctx, actx, err)
 		var te *timeoutError
 		if ctx.Err() == nil && !errors.As(cause, &te) {
 			cause = &causeError{"reading body: " + cause.Error(), cause}
@@ -206,12 +206,12 @@ func requestURL(r *crawl.Request) (*url.URL, error) {
 
 // classify turns a transport error into a readable cause and says whether another attempt
 // could help.
-func (t *transport) classify(ctx, actx context.Context, err error) (cause error, permanent, retryable bool) {
+func (t *transport) classify(ctx, actx context.Context, err error) (permanent, retryable bool, cause error) {
 	if ctx.Err() != nil {
-		return ctx.Err(), false, false
+		return false, false, ctx.Err()
 	}
 	if errors.Is(actx.Err(), context.DeadlineExceeded) {
-		return &timeoutError{fmt.Sprintf("read timeout after %s", t.opt.Timeout), context.DeadlineExceeded}, false, true
+		return false, true, &timeoutError{fmt.Sprintf("read timeout after %s", t.opt.Timeout), context.DeadlineExceeded}
 	}
 	var ue *url.Error
 	if errors.As(err, &ue) {
@@ -222,11 +222,11 @@ func (t *transport) classify(ctx, actx context.Context, err error) (cause error,
 		var op *net.OpError
 		switch {
 		case errors.As(err, &op) && op.Op == "dial":
-			return &timeoutError{fmt.Sprintf("connect timeout after %s", t.opt.ConnectTimeout), err}, false, true
+			return false, true, &timeoutError{fmt.Sprintf("connect timeout after %s", t.opt.ConnectTimeout), err}
 		case strings.Contains(err.Error(), "TLS handshake timeout"):
-			return &timeoutError{fmt.Sprintf("TLS handshake timeout after %s", t.opt.ConnectTimeout), err}, false, true
+			return false, true, &timeoutError{fmt.Sprintf("TLS handshake timeout after %s", t.opt.ConnectTimeout), err}
 		default:
-			return &timeoutError{fmt.Sprintf("read timeout after %s", t.opt.Timeout), err}, false, true
+			return false, true, &timeoutError{fmt.Sprintf("read timeout after %s", t.opt.Timeout), err}
 		}
 	}
 	var (
@@ -238,13 +238,13 @@ func (t *transport) classify(ctx, actx context.Context, err error) (cause error,
 	)
 	switch {
 	case errors.As(err, &certErr), errors.As(err, &unknownAuth), errors.As(err, &hostnameErr), errors.As(err, &invalidErr):
-		return err, true, false
+		return true, false, err
 	case errors.Is(err, gzip.ErrHeader), errors.Is(err, gzip.ErrChecksum), errors.As(err, &corrupt):
-		return err, true, false
+		return true, false, err
 	case strings.Contains(err.Error(), "unsupported protocol scheme"):
-		return err, true, false
+		return true, false, err
 	}
-	return err, false, true
+	return false, true, err
 }
 
 // decodedBody is raw's body with gzip the transport left encoded (when the request set

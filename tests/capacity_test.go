@@ -2,7 +2,6 @@ package tests
 
 import (
 	"context"
-	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -126,7 +125,7 @@ func TestPlacementFollowsLearnedNeeds(t *testing.T) {
 	if ran["small"] == 0 || len(ran) != 1 || int(decayed) != ran["small"] {
 		t.Errorf("without the big worker the batches ran on %v, %v of them decayed; want all on small, all decayed", ran, decayed)
 	}
-	t.Log(fmt.Sprintf("without the big worker: %d batches on small, decayed 16 → %d pages at once", ran["small"], tp.DecayedConcurrency))
+	t.Logf("without the big worker: %d batches on small, decayed 16 → %d pages at once", ran["small"], tp.DecayedConcurrency)
 }
 
 // decayedCount reads trawler_decayed_batches_total for synth.heavy from this process's

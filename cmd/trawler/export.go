@@ -373,6 +373,7 @@ func esSource(ctx context.Context, s *settings, f exportFlags, since time.Time) 
 	}
 	c, err := auth.NewClient([]string{addr}, nil)
 	if err != nil {
+		//lint:ignore ST1005 starts with the name of the store, as users know it
 		return nil, fmt.Errorf("Elasticsearch at %s: %s", crawl.RedactURL(addr), crawl.RedactText(err.Error()))
 	}
 	pctx, cancel := context.WithTimeout(ctx, 5*time.Second)

@@ -105,12 +105,12 @@ func TestScheduleCommands(t *testing.T) {
 			t.Errorf("ov-%s listed as %+v", p, got)
 		}
 	}
-	if e := m["every"]; e.Cron != "@every 90m" || e.TimeZone != "" || e.Next == nil || e.Next.Sub(time.Now()) > 90*time.Minute {
+	if e := m["every"]; e.Cron != "@every 90m" || e.TimeZone != "" || e.Next == nil || time.Until(*e.Next) > 90*time.Minute {
 		t.Errorf("every listed as %+v", e)
 	}
 	// Temporal reads the fields in the zone: 02:00 in Shanghai (UTC+8) is 18:00 UTC.
 	if sh := m["shanghai"]; sh.Cron != "0 2 * * *" || sh.TimeZone != "Asia/Shanghai" || sh.Next == nil ||
-		sh.Next.UTC().Hour() != 18 || sh.Next.UTC().Minute() != 0 || sh.Next.Sub(time.Now()) > 24*time.Hour {
+		sh.Next.UTC().Hour() != 18 || sh.Next.UTC().Minute() != 0 || time.Until(*sh.Next) > 24*time.Hour {
 		t.Errorf("shanghai listed as %+v, want the next firing at 18:00 UTC", sh)
 	}
 	if o.TimeZone != "" || strings.Contains(must("schedule", "list", "--json"), `"time_zone":"UTC"`) {

@@ -91,6 +91,7 @@ aggregation; --json prints Elasticsearch's answer as one JSON line.`,
 			}
 			c, err := auth.NewClient([]string{addr}, nil)
 			if err != nil {
+				//lint:ignore ST1005 starts with the name of the store, as users know it
 				return fmt.Errorf("Elasticsearch at %s: %s", crawl.RedactURL(addr), crawl.RedactText(err.Error()))
 			}
 			res, err := c.Search(c.Search.WithContext(cmd.Context()), c.Search.WithIndex(es.IndexPath(index)...), c.Search.WithBody(bytes.NewReader(body)))

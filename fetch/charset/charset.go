@@ -100,7 +100,7 @@ func Text(body []byte, contentType string, forced encoding.Encoding) ([]byte, er
 // charset. A declaration naming another encoding is rewritten to say UTF-8, so a parser
 // that honours declarations does not decode twice.
 func XML(body []byte, contentType string, forced encoding.Encoding) ([]byte, error) {
-	label, start, end := xmlDeclaredEncoding(body)
+	label, _, _ := xmlDeclaredEncoding(body)
 	e := forced
 	switch {
 	case e != nil:
@@ -130,7 +130,7 @@ func XML(body []byte, contentType string, forced encoding.Encoding) ([]byte, err
 	if err != nil {
 		return nil, err
 	}
-	if label, start, end = xmlDeclaredEncoding(out); label != "" {
+	if label, start, end := xmlDeclaredEncoding(out); label != "" {
 		out = append(append(append([]byte{}, out[:start]...), "UTF-8"...), out[end:]...)
 	}
 	return out, nil

@@ -103,9 +103,11 @@ func Parse(addr string, o Options) (*Target, error) {
 	if err != nil {
 		// The parsers never see a password in a string they could quote (url.Parse
 		// errors are replaced above), so err is safe to show.
+		//lint:ignore ST1005 starts with the name of the store, as users know it
 		return nil, fmt.Errorf("Redis address %s: %v; %s", shown, err, hint)
 	}
 	if err := t.apply(o); err != nil {
+		//lint:ignore ST1005 starts with the name of the store, as users know it
 		return nil, fmt.Errorf("Redis address %s: %w", shown, err)
 	}
 	return t, nil
@@ -330,8 +332,10 @@ func Explain(addr string, err error) error {
 	switch {
 	case strings.Contains(msg, "WRONGPASS"), strings.Contains(msg, "NOAUTH"), strings.Contains(msg, "invalid password"),
 		strings.Contains(msg, "AUTH <password> called without"), strings.Contains(msg, "NOPERM"):
+		//lint:ignore ST1005 starts with the name of the store, as users know it
 		return fmt.Errorf("Redis at %s refused the credentials: %s\n  give the password with --redis-password-file (TRAWLER_REDIS_PASSWORD_FILE) or in the URL, redis://[user]:PASSWORD@host:port", Shown(addr), msg)
 	}
+	//lint:ignore ST1005 starts with the name of the store, as users know it
 	return fmt.Errorf("Redis at %s: %s", Shown(addr), msg)
 }
 

@@ -127,7 +127,7 @@ func (e *lineExporter) ExportSpans(_ context.Context, spans []sdktrace.ReadOnlyS
 	for _, s := range spans {
 		var attrs []string
 		for _, a := range s.Attributes() {
-			attrs = append(attrs, fmt.Sprintf("%s=%s", a.Key, a.Value.Emit()))
+			attrs = append(attrs, fmt.Sprintf("%s=%s", a.Key, a.Value.String()))
 		}
 		status := ""
 		if s.Status().Code.String() == "Error" {

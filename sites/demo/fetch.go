@@ -1,61 +1,14 @@
 package demo
 
 import (
-	"bytes"
-	"context"
 	"fmt"
 	"net/url"
 	"regexp"
 	"strconv"
 	"strings"
 
-	"github.com/PuerkitoBio/goquery"
-
 	"trawler/crawl"
-	"trawler/fetch/charset"
 )
-
-// getHTML fetches u and parses it as HTML. The fetcher fails statuses other than 2xx,
-// retryable when a retry may cure them, with the server's Retry-After honoured.
-func getHTML(ctx context.Context, env *crawl.Env, u string) (*goquery.Document, *crawl.Response, error) {
-	resp, err := env.Get(ctx, u)
-	if err != nil {
-		return nil, nil, fmt.Errorf("GET %s: %w", u, err)
-	}
-	body, err := charset.HTML(resp.Body, resp.Header.Get("Content-Type"), nil)
-	if err != nil {
-		return nil, nil, crawl.Permanentf("GET %s: %v", u, err)
-	}
-	root, err := crawl.ParseHTML(bytes.NewReader(body))
-	if err != nil {
-		return nil, nil, crawl.Permanentf("GET %s: parse HTML: %w", u, err)
-	}
-	doc := goquery.NewDocumentFromNode(root)
-	if pu, err := url.Parse(pageURL(resp, u)); err == nil {
-		doc.Url = pu
-	}
-	return doc, resp, nil
-}
-
-// pageURL is the URL links on the response resolve against.
-func pageURL(resp *crawl.Response, requested string) string {
-	if resp != nil && resp.URL != "" {
-		return resp.URL
-	}
-	return requested
-}
-
-// resolve makes href absolute against the document's URL.
-func resolve(doc *goquery.Document, href string) (string, error) {
-	ref, err := url.Parse(strings.TrimSpace(href))
-	if err != nil {
-		return "", err
-	}
-	if doc.Url == nil {
-		return ref.String(), nil
-	}
-	return doc.Url.ResolveReference(ref).String(), nil
-}
 
 // param returns a step param, falling back to the task's declared default when the
 // caller did not apply defaults.
@@ -87,20 +40,6 @@ func baseURL(env *crawl.Env, spec crawl.TaskSpec) (string, error) {
 		return "", crawl.Permanentf("%s: param base_url: want an absolute http(s) URL, got %q", spec.Name, raw)
 	}
 	return raw, nil
-}
-
-// leadingInt reads the number a text starts with ("371 points" → 371).
-func leadingInt(s string) (int, bool) {
-	s = strings.TrimSpace(s)
-	end := 0
-	for end < len(s) && s[end] >= '0' && s[end] <= '9' {
-		end++
-	}
-	if end == 0 {
-		return 0, false
-	}
-	n, err := strconv.Atoi(s[:end])
-	return n, err == nil
 }
 
 // varInt reads an integer input variable; JSON round trips turn ints into float64.

@@ -38,10 +38,11 @@ func (a Auth) NewClient(addresses []string, transport http.RoundTripper) (*Clien
 		a.Username = u.Username()
 		a.Password, _ = u.Password()
 	}
-	tp, err := elastictransport.New(elastictransport.Config{
-		URLs: urls, Username: a.Username, Password: a.Password, APIKey: a.APIKey,
-		CACert: a.CACert, Transport: transport, DisableRetry: true,
-	})
+	tp, err := elastictransport.NewClient(
+		elastictransport.WithURLs(urls...), elastictransport.WithBasicAuth(a.Username, a.Password),
+		elastictransport.WithAPIKey(a.APIKey), elastictransport.WithCACert(a.CACert),
+		elastictransport.WithTransport(transport), elastictransport.WithDisableRetry(),
+	)
 	if err != nil {
 		return nil, err
 	}

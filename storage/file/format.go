@@ -446,7 +446,7 @@ func (w *csvWriter) Size() int64 { return w.c.n + int64(w.bw.Buffered()) }
 const rowGroupRows = 10000
 
 type parquetWriter struct {
-	pw      *parquet.Writer
+	pw      *parquet.GenericWriter[any]
 	cols    []Column
 	typ     reflect.Type
 	row     reflect.Value
@@ -485,7 +485,7 @@ func parquetSchema(cols []Column) reflect.Type {
 func newParquetWriter(w io.Writer, cols []Column) (*parquetWriter, error) {
 	typ := parquetSchema(cols)
 	schema := parquet.SchemaOf(reflect.New(typ).Interface())
-	pw := parquet.NewWriter(w, schema, parquet.Compression(&parquet.Snappy), parquet.CreatedBy("trawler", "", ""))
+	pw := parquet.NewGenericWriter[any](w, schema, parquet.Compression(&parquet.Snappy), parquet.CreatedBy("trawler", "", ""))
 	return &parquetWriter{pw: pw, cols: cols, typ: typ, row: reflect.New(typ)}, nil
 }
 
@@ -506,7 +506,7 @@ func (w *parquetWriter) Write(it *crawl.Item) error {
 			return fmt.Errorf("%s %s: %w", it.Biz, it.Key, err)
 		}
 	}
-	if err := w.pw.Write(w.row.Interface()); err != nil {
+	if _, err := w.pw.Write([]any{w.row.Interface()}); err != nil {
 		return fmt.Errorf("parquet: write %s %s: %w", it.Biz, it.Key, err)
 	}
 	if w.pending++; w.pending >= rowGroupRows {

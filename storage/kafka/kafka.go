@@ -187,7 +187,6 @@ func (s *Sink) Write(ctx context.Context, items []crawl.Item) error {
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.WriteTimeout)
 	defer cancel()
 	msgs := make([]kafkago.Message, 0, len(items))
-	var topics []string
 	for _, it := range items {
 		topic := Topic(it.Biz)
 		if !s.known(topic) {
@@ -197,7 +196,6 @@ func (s *Sink) Write(ctx context.Context, items []crawl.Item) error {
 			if err := s.ensure(ctx, topic); err != nil {
 				return err
 			}
-			topics = append(topics, topic)
 		}
 		value, err := json.Marshal(it)
 		if err != nil {

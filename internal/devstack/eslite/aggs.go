@@ -1038,13 +1038,6 @@ func (a *aggDef) configureFilters() error {
 	return nil
 }
 
-// prepareFilters runs the queries of every filters aggregation (at any depth) with
-// match, which returns the keys of the documents a query matches, and has each
-// aggregation find a document's key with docKey.
-func prepareFilters(defs []*aggDef, match func(q any) (map[string]bool, error), docKey func(map[string]any) string, all func() ([]map[string]any, error)) error {
-	return prepareAggs(defs, aggPrep{match: match, docKey: docKey, all: all})
-}
-
 // aggPrep is what the search gives the aggregations that need more than _source:
 // query matching (filter, filters), every document (global) and hit rendering
 // (top_hits).

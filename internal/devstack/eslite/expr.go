@@ -280,6 +280,7 @@ func (p *exprParser) docValue() (any, error) {
 	}
 	vals, mapped := p.doc(field)
 	if !mapped {
+		//lint:ignore ST1005 Elasticsearch's own words, which clients match
 		return nil, fmt.Errorf("No field found for [%s] in mapping", field)
 	}
 	if p.skip > 0 && len(vals) == 0 {
@@ -288,6 +289,7 @@ func (p *exprParser) docValue() (any, error) {
 	switch {
 	case p.eat(".value"):
 		if len(vals) == 0 {
+			//lint:ignore ST1005 Elasticsearch's own words, which clients match
 			return nil, fmt.Errorf("A document doesn't have a value for a field! Use doc[<field>].size()==0 to check if a document is missing a field!")
 		}
 		return vals[0], nil

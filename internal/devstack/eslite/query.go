@@ -1276,14 +1276,6 @@ func (p *qsParser) peek() string {
 	return ""
 }
 
-// clause is one operand with its required/prohibited marks.
-type qsClause struct {
-	q        query.Query
-	must     bool
-	mustNot  bool
-	explicit bool // joined by an explicit AND
-}
-
 // parseOr: and-groups joined by OR.
 func (p *qsParser) parseOr() (query.Query, error) {
 	var groups []query.Query

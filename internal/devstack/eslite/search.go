@@ -183,7 +183,6 @@ func compareValues(a, b any) int {
 
 type sourceFilter struct {
 	includes, excludes []string
-	none               bool
 }
 
 func parseSourceFilter(v any) (*sourceFilter, error) {

@@ -8,7 +8,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -38,7 +37,7 @@ func TestGohbaseSuite(t *testing.T) {
 	// The go command that runs this test: go test puts its GOROOT/bin first on PATH.
 	goBin, err := exec.LookPath("go")
 	if err != nil {
-		goBin = filepath.Join(runtime.GOROOT(), "bin", "go")
+		t.Fatalf("no go command on PATH: %v", err)
 	}
 	dir := moduleDir(t, goBin, "github.com/tsuna/gohbase")
 	tests := suiteTests(t, dir)
