@@ -159,7 +159,8 @@ with { or [), it writes one generic.json step instead:
 
 It prints what it found and why, the runner-up lists, and checks the written file as
 ` + "`trawler validate`" + ` does. Like a worker, it refuses loopback and private addresses unless
---allow-private (or TRAWLER_ALLOW_PRIVATE=1). robots.txt is obeyed. --json prints one
+--allow-private (or TRAWLER_ALLOW_PRIVATE=1), except the demo site of the stack --data
+names. robots.txt is obeyed. --json prints one
 object: the file, the findings and the validation.`,
 		Example: `  trawler new chain 'https://news.example.com/latest'
   trawler new chain 'http://127.0.0.1:8089/news?p=1' --allow-private --name demo-news --out chains/demo-news.yaml
@@ -190,7 +191,7 @@ object: the file, the findings and the validation.`,
 			}
 			ctx, cancel := context.WithTimeout(cmd.Context(), timeout)
 			defer cancel()
-			fetcher := fetch.New(fetch.Options{AllowPrivate: allowPrivate, Timeout: timeout})
+			fetcher := fetch.New(fetch.Options{AllowPrivate: allowPrivate, AllowAddrs: s.stackSite(), Timeout: timeout})
 			page, err := fetchPage(ctx, fetcher, u.String())
 			if err != nil {
 				return err
