@@ -231,7 +231,16 @@ object: the file, the findings and the validation.`,
 					return err
 				}
 			} else {
-				printNewChain(res)
+				// The "next:" commands work as pasted: they keep --allow-private and --data.
+				var next nextFlags
+				if cmd.Flags().Changed("allow-private") && allowPrivate {
+					next.try = " --allow-private"
+				}
+				if s.data != "" {
+					next.try += " --data " + s.data
+					next.run = " --data " + s.data
+				}
+				printNewChain(res, next)
 			}
 			if !res.Valid {
 				return exitError(1)
@@ -343,10 +352,13 @@ func jsonChain(o scaffold.ChainOptions, page fetchedPage, res *newChainResult) (
 	return scaffold.JSONChainYAML(o, j)
 }
 
-func printNewChain(r newChainResult) {
+// nextFlags are the flags that the printed next commands, try and run, carry.
+type nextFlags struct{ try, run string }
+
+func printNewChain(r newChainResult, next nextFlags) {
 	if r.JSON != nil {
 		printJSONFindings(*r.JSON)
-		printWritten(r, "generic.json")
+		printWritten(r, "generic.json", next)
 		return
 	}
 	l := r.List
@@ -365,7 +377,7 @@ func printNewChain(r newChainResult) {
 	if d := r.Detail; d != nil {
 		fmt.Printf("        title %s: %s\n        text  %s: %s\n", d.Title, d.TitleWhy, d.Text, d.TextWhy)
 	}
-	printWritten(r, "generic.html_list")
+	printWritten(r, "generic.html_list", next)
 }
 
 func printJSONFindings(j scaffold.JSONFindings) {
@@ -389,10 +401,10 @@ func printJSONFindings(j scaffold.JSONFindings) {
 }
 
 // printWritten says where the chain went and whether it validates.
-func printWritten(r newChainResult, task string) {
+func printWritten(r newChainResult, task string, next nextFlags) {
 	if r.Valid {
 		fmt.Printf("wrote %s: ok (checked as trawler validate does)\n", r.File)
-		fmt.Printf("next: trawler try %s --params %s; trawler run %s --wait\n", task, r.File, r.File)
+		fmt.Printf("next: trawler try %s --params %s%s; trawler run %s%s --wait\n", task, r.File, next.try, r.File, next.run)
 		return
 	}
 	fmt.Printf("wrote %s, with problems:\n", r.File)

@@ -269,3 +269,26 @@ func TestNewChainOnDemoJSONAPI(t *testing.T) {
 		t.Fatalf("--json result %s: want json findings and no list", js)
 	}
 }
+
+// The "next:" line of `trawler new chain` is a command that works as pasted: it keeps the
+// --allow-private and --data the chain was written with.
+func TestNewChainNextHintKeepsFlags(t *testing.T) {
+	base, stop, err := demosite.Start("127.0.0.1:0", demosite.Options{Pages: 2, PerPage: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	out := filepath.Join(t.TempDir(), "news.yaml")
+	data := t.TempDir()
+	var runErr error
+	printed := captureStdout(t, func() {
+		runErr = runCLI(t, "new", "chain", base+"/news?p=1", "--allow-private", "--data", data, "--out", out)
+	})
+	if runErr != nil {
+		t.Fatal(runErr)
+	}
+	want := fmt.Sprintf("next: trawler try generic.html_list --params %s --allow-private --data %s; trawler run %s --data %s --wait\n", out, data, out, data)
+	if !strings.Contains(printed, want) {
+		t.Fatalf("printed\n%s\nwant the line\n%s", printed, want)
+	}
+}
