@@ -235,10 +235,7 @@ run, until Ctrl-C, to search and browse what was crawled.`,
 			if pages < 1 {
 				return fmt.Errorf("--pages %d: use 1 or more feed pages", pages)
 			}
-			data := s.data
-			if data == "" {
-				data = filepath.Join(".data", "demo")
-			}
+			data := s.dataDir(filepath.Join(".data", "demo"))
 			if !s.json {
 				fmt.Fprintf(os.Stderr, "starting embedded Temporal and the demo site (data in %s)…\n", data)
 			}
@@ -314,10 +311,7 @@ written to <data>/endpoints.json, so other commands find them with --data:
 Stopping and restarting ` + "`trawler dev`" + ` on the same --data resumes unfinished runs.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			data := s.data
-			if data == "" {
-				data = filepath.Join(".data", "dev")
-			}
+			data := s.dataDir(filepath.Join(".data", "dev"))
 			st, err := startStack(cmd.Context(), s, stackOptions{data: data, ui: true, temporalPort: temporalPort, uiPort: uiPort, sitePort: sitePort, sitePages: 50, keepRedis: true})
 			if err != nil {
 				return err

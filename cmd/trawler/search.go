@@ -137,10 +137,7 @@ func searchAddress(s *settings, flag string) (string, error) {
 	if addr == "" {
 		addr = os.Getenv("TRAWLER_ES")
 	}
-	data := s.data
-	if data == "" {
-		data = os.Getenv("TRAWLER_DATA")
-	}
+	data := s.dataDir("")
 	if addr == "" && data != "" {
 		b, err := os.ReadFile(filepath.Join(data, "endpoints.json"))
 		if err != nil {

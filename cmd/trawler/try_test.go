@@ -76,8 +76,30 @@ func TestTryAllowsTheStacksDemoSite(t *testing.T) {
 	if err == nil || !strings.Contains(res["error"].(string), "address 127.0.0.1 is loopback: this worker refuses private and loopback addresses") {
 		t.Fatalf("another loopback site: %v %v, want refused", err, res)
 	}
+	// TRAWLER_DATA names the stack as --data does.
+	t.Setenv("TRAWLER_DATA", data)
+	if res, err := try(site + "/item/3"); err != nil {
+		t.Fatalf("the stack's demo site with TRAWLER_DATA: %v %v", err, res)
+	}
+	t.Setenv("TRAWLER_DATA", "")
 	// Without --data nothing names the site: refused as before.
 	if _, err := try(site + "/item/3"); err == nil {
 		t.Fatal("fetched a loopback address without --data or --allow-private")
+	}
+}
+
+// dev, demo and bench, which use the data directory before resolving the other
+// settings, find TRAWLER_DATA; --data wins over it.
+func TestDataDirFromEnvironment(t *testing.T) {
+	t.Setenv("TRAWLER_DATA", "/srv/trawler")
+	if got := (&settings{}).dataDir(".data/dev"); got != "/srv/trawler" {
+		t.Fatalf("dataDir with TRAWLER_DATA = %q, want /srv/trawler", got)
+	}
+	if got := (&settings{data: "mine"}).dataDir(".data/dev"); got != "mine" {
+		t.Fatalf("dataDir with --data mine = %q", got)
+	}
+	t.Setenv("TRAWLER_DATA", "")
+	if got := (&settings{}).dataDir(".data/dev"); got != ".data/dev" {
+		t.Fatalf("dataDir without either = %q, want the default", got)
 	}
 }
