@@ -252,7 +252,11 @@ run, until Ctrl-C, to search and browse what was crawled.`,
 				return err
 			}
 			defer stopConsole()
-			fmt.Fprintf(os.Stderr, "console %s\n", consoleURL)
+			if serve {
+				fmt.Fprintf(os.Stderr, "console %s\n", consoleURL)
+			} else {
+				fmt.Fprintf(os.Stderr, "console %s (until the demo exits; --serve keeps it up after the run)\n", consoleURL)
+			}
 			src, err := examples.Files.ReadFile("demo.yaml")
 			if err != nil {
 				return err
@@ -278,7 +282,12 @@ run, until Ctrl-C, to search and browse what was crawled.`,
 			}
 			if !s.json {
 				fmt.Printf("  items are in %s, Kafka %s (trawler.<site>.<task>) and MongoDB %s (trawler.<site>_<task>)\n", s.out, s.kafka, s.mongo)
-				fmt.Printf("  console %s/runs/%s\n", consoleURL, res.RunID)
+				if serve {
+					fmt.Printf("  console %s/runs/%s\n", consoleURL, res.RunID)
+				} else {
+					// The console lives in this process: say so before the link goes dead.
+					fmt.Printf("  the console (%s) closed with the demo; trawler demo --serve keeps it up after the run\n", consoleURL)
+				}
 			}
 			if serve {
 				fmt.Fprintf(os.Stderr, "the stack and the console %s stay up; Ctrl-C to stop\n", consoleURL)
