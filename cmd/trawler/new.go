@@ -50,9 +50,11 @@ page from a struct whose tags say what to extract; NAME_test.go runs both tasks 
 the recorded pages in testdata/ served by httptest, asserting the exact items and
 follows; and examples/NAME.yaml, the chain feed → detail.
 
-The selectors match the bundled demo site, so the test passes and the chain runs on a
-` + "`trawler dev`" + ` stack as written; then change them for your site, record its pages into
-testdata/ and keep the test exact. NAME is a lowercase Go identifier; an existing
+The selectors match the bundled demo site, so the test passes and, without --base-url,
+the chain runs on a ` + "`trawler dev`" + ` stack as written; then change them for your site,
+record its pages into testdata/ and keep the test exact. With --base-url the chain starts
+at your site with the demo site's selectors, which find nothing there until you change
+them. NAME is a lowercase Go identifier; an existing
 package directory or chain file is refused unless --force.
 
 The tasks register themselves when the package is imported: the command prints the
@@ -87,7 +89,12 @@ blank import to add to cmd/trawler/main.go next to the other sites.`,
 			} else {
 				fmt.Println("Register its tasks: import the package (blank import) in the binary's main package.")
 			}
-			fmt.Printf("Then:\n  go test %s\n  trawler validate %s\n  trawler run %s --data .data/dev --wait\n", relOrAbs(res.Package), relOrAbs(res.Chain), relOrAbs(res.Chain))
+			if o.BaseURL == "" {
+				fmt.Printf("Then:\n  go test %s\n  trawler validate %s\n  trawler run %s --data .data/dev --wait\n", relOrAbs(res.Package), relOrAbs(res.Chain), relOrAbs(res.Chain))
+				return nil
+			}
+			fmt.Printf("Then:\n  go test %s\n  trawler validate %s\n", relOrAbs(res.Package), relOrAbs(res.Chain))
+			fmt.Printf("The chain starts at %s, but its selectors are the demo site's: change them in %s\n(try one page first: trawler try %s %s), record that site's pages into testdata/,\nthen trawler run %s.\n", o.BaseURL, relOrAbs(res.Package), res.Tasks[0], o.BaseURL, relOrAbs(res.Chain))
 			return nil
 		},
 	}

@@ -292,3 +292,19 @@ func TestNewChainNextHintKeepsFlags(t *testing.T) {
 		t.Fatalf("printed\n%s\nwant the line\n%s", printed, want)
 	}
 }
+
+// With --base-url the chain starts at another site with the demo site's selectors:
+// `new site` says so instead of offering a `trawler run` that finds nothing.
+func TestNewSiteBaseURLDoesNotClaimTheChainRuns(t *testing.T) {
+	dir := t.TempDir()
+	var err error
+	printed := captureStdout(t, func() {
+		err = runCLI(t, "new", "site", "acme", "--base-url", "https://news.acme.example", "--dir", filepath.Join(dir, "sites"), "--examples", dir)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(printed, "--data .data/dev --wait") || !strings.Contains(printed, "The chain starts at https://news.acme.example, but its selectors are the demo site's: change them in ") {
+		t.Fatalf("printed:\n%s", printed)
+	}
+}
