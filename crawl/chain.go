@@ -617,14 +617,18 @@ func (l *loader) validate(c *Chain) {
 		l.validateStep(c, s, ids)
 	}
 	l.checkCycles(c, ids)
-	// defaults.params must be declared by at least one step's task.
+	// defaults.params must be declared by at least one step's task. A step whose task
+	// is unknown (reported above) may be the one that declares it: no verdict then.
 	for name := range c.Defaults.Params {
 		used := false
 		for _, s := range c.Steps {
-			if t, ok := l.opts.Registry.Get(s.Task); ok {
-				if _, ok := t.Spec().Param(name); ok {
-					used = true
-				}
+			t, ok := l.opts.Registry.Get(s.Task)
+			if !ok {
+				used = true
+				break
+			}
+			if _, ok := t.Spec().Param(name); ok {
+				used = true
 			}
 		}
 		if !used {
