@@ -97,7 +97,7 @@ type Step struct {
 	// Render renders the step's pages in a headless browser (nil: never).
 	Render     *Render
 	Line       int
-	ParamLines map[string]int // line of each param in the file
+	ParamLines map[string]int // line of each param in the file, and of its keys (fields.title)
 }
 
 // Engine defaults used when neither the chain nor the task says otherwise.
@@ -361,7 +361,8 @@ func (l *loader) parse(data []byte) *Chain {
 				s.Biz, s.BizLine = l.str(v, "biz"), v.Line
 			case "params":
 				s.Params = l.mapping(v, "params")
-				s.ParamLines = keyLines(v)
+				s.ParamLines = map[string]int{}
+				addKeyLines(s.ParamLines, "", v)
 			case "from":
 				if v.Kind == yaml.SequenceNode {
 					s.From = l.strList(v, "from")
@@ -650,14 +651,18 @@ func (l *loader) validate(c *Chain) {
 		l.validateStep(c, s, ids)
 	}
 	l.checkCycles(c, ids)
-	// defaults.params must be declared by at least one step's task.
+	// defaults.params must be declared by at least one step's task. A step whose task
+	// is unknown (reported above) may be the one that declares it: no verdict then.
 	for name := range c.Defaults.Params {
 		used := false
 		for _, s := range c.Steps {
-			if t, ok := l.opts.Registry.Get(s.Task); ok {
-				if _, ok := t.Spec().Param(name); ok {
-					used = true
-				}
+			t, ok := l.opts.Registry.Get(s.Task)
+			if !ok {
+				used = true
+				break
+			}
+			if _, ok := t.Spec().Param(name); ok {
+				used = true
 			}
 		}
 		if !used {
@@ -713,7 +718,7 @@ func (l *loader) validateStep(c *Chain, s Step, ids map[string]int) {
 				}
 			}
 			for _, err := range spec.Check(params) {
-				l.add(s.Line, "%s: %v", where, err)
+				l.add(s.paramLine(err.Error()), "%s: %v", where, err)
 			}
 		}
 		for _, p := range spec.Params {
@@ -893,6 +898,42 @@ func keyLines(n *yaml.Node) map[string]int {
 		}
 	}
 	return out
+}
+
+// addKeyLines records the line of every key of a mapping and of the mappings under
+// it, by dotted path (fields, fields.title, fields.title.css).
+func addKeyLines(out map[string]int, prefix string, n *yaml.Node) {
+	if n.Kind != yaml.MappingNode {
+		return
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		path := prefix + n.Content[i].Value
+		out[path] = n.Content[i].Line
+		addKeyLines(out, path+".", n.Content[i+1])
+	}
+}
+
+// checkParamRE reads the param a task's Check error names: "param fields.score: …".
+var checkParamRE = regexp.MustCompile(`^param ([\w.-]+)`)
+
+// paramLine is the line of the param (or the key inside it) a task's Check error
+// names, the nearest enclosing one that is in the file, else the step's.
+func (s Step) paramLine(msg string) int {
+	m := checkParamRE.FindStringSubmatch(msg)
+	if m == nil {
+		return s.Line
+	}
+	for path := m[1]; path != ""; {
+		if line, ok := s.ParamLines[path]; ok {
+			return line
+		}
+		i := strings.LastIndex(path, ".")
+		if i < 0 {
+			break
+		}
+		path = path[:i]
+	}
+	return s.Line
 }
 
 func kindName(n *yaml.Node) string {

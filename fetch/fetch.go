@@ -24,6 +24,7 @@ package fetch
 import (
 	"context"
 	"net"
+	"net/netip"
 	"strings"
 	"time"
 
@@ -60,6 +61,10 @@ type Options struct {
 	// addresses (the worker's --allow-private). Link-local and cloud metadata
 	// addresses are refused regardless. See guard.go.
 	AllowPrivate bool
+	// AllowAddrs are exact addresses (IP and port) reached even when AllowPrivate is
+	// false: the dev stack's own demo site, say, without opening every loopback port.
+	// Link-local and cloud metadata addresses are refused regardless.
+	AllowAddrs []netip.AddrPort
 	// Network, when set, replaces name lookups and connecting (tests).
 	Network *Network
 	// Middlewares are the worker's own layers, outermost first. They sit inside

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/netip"
 	"net/url"
+	"slices"
 	"strconv"
 	"syscall"
 	"time"
@@ -25,8 +26,9 @@ import (
 //
 // Link-local addresses, where cloud metadata services answer with the machine's
 // credentials, are refused always. Loopback, private and other non-public ranges are
-// refused unless the worker's operator allows them (Options.AllowPrivate); nothing a
-// chain or a request carries can change either rule.
+// refused unless the worker's operator allows them (Options.AllowPrivate, or one exact
+// address and port in Options.AllowAddrs); nothing a chain or a request carries can
+// change either rule.
 
 // ErrBlocked matches (with errors.Is) a request the address guard refused.
 var ErrBlocked = errors.New("address refused by the fetch guard")
@@ -115,13 +117,14 @@ func (e *schemeError) Is(target error) bool { return target == ErrBlocked }
 // guard judges addresses for one Fetcher.
 type guard struct {
 	allowPrivate bool
+	allowAddrs   []netip.AddrPort
 	timeout      time.Duration // the whole dial: lookup and connecting
 	lookup       func(ctx context.Context, host string) ([]netip.Addr, error)
 	dial         func(ctx context.Context, network, addr string) (net.Conn, error)
 }
 
 func newGuard(o Options) *guard {
-	g := &guard{allowPrivate: o.AllowPrivate, timeout: o.ConnectTimeout}
+	g := &guard{allowPrivate: o.AllowPrivate, allowAddrs: o.AllowAddrs, timeout: o.ConnectTimeout}
 	g.lookup = func(ctx context.Context, host string) ([]netip.Addr, error) {
 		return net.DefaultResolver.LookupNetIP(ctx, "ip", host)
 	}
@@ -140,8 +143,9 @@ func newGuard(o Options) *guard {
 	return g
 }
 
-// check returns a *blockedError when ip may not be reached; host names it in the error.
-func (g *guard) check(host string, ip netip.Addr) error {
+// check returns a *blockedError when ip may not be reached on port; host names it in
+// the error.
+func (g *guard) check(host string, ip netip.Addr, port uint16) error {
 	ip = ip.Unmap().WithZone("")
 	if nat64.Contains(ip) {
 		b := ip.As16()
@@ -152,7 +156,7 @@ func (g *guard) check(host string, ip netip.Addr) error {
 			return &blockedError{host: host, addr: ip, what: r.what, always: true}
 		}
 	}
-	if g.allowPrivate {
+	if g.allowPrivate || slices.Contains(g.allowAddrs, netip.AddrPortFrom(ip, port)) {
 		return nil
 	}
 	for _, r := range privateRanges {
@@ -198,7 +202,7 @@ func (g *guard) dialContext(ctx context.Context, network, addr string) (net.Conn
 	// One blocked address refuses the host: a name that mixes public and internal
 	// addresses is not one to trust with a retry on the next address.
 	for _, ip := range ips {
-		if err := g.check(host, ip); err != nil {
+		if err := g.check(host, ip, uint16(port)); err != nil {
 			return nil, err
 		}
 	}
@@ -224,13 +228,13 @@ func (g *guard) control(network, address string, _ syscall.RawConn) error {
 	if err != nil {
 		return fmt.Errorf("fetch guard: cannot read the address %q", address)
 	}
-	return g.check("", ap.Addr())
+	return g.check("", ap.Addr(), ap.Port())
 }
 
 // checkHost judges a host the fetcher will not connect to itself: the target of a
 // request sent through a proxy, which the proxy resolves. A name the worker cannot
 // resolve is left to the proxy, whose network is not the worker's.
-func (g *guard) checkHost(ctx context.Context, host string) error {
+func (g *guard) checkHost(ctx context.Context, host string, port uint16) error {
 	ctx, cancel := context.WithTimeout(ctx, g.timeout)
 	defer cancel()
 	ips, err := g.resolve(ctx, host)
@@ -241,7 +245,7 @@ func (g *guard) checkHost(ctx context.Context, host string) error {
 		return nil
 	}
 	for _, ip := range ips {
-		if err := g.check(host, ip); err != nil {
+		if err := g.check(host, ip, port); err != nil {
 			return err
 		}
 	}
@@ -255,8 +259,19 @@ func (g *guard) proxy(req *http.Request) (*url.URL, error) {
 	if err != nil || p == nil {
 		return p, err
 	}
-	if err := g.checkHost(req.Context(), req.URL.Hostname()); err != nil {
+	if err := g.checkHost(req.Context(), req.URL.Hostname(), urlPort(req.URL)); err != nil {
 		return nil, err
 	}
 	return p, nil
+}
+
+// urlPort is the port a URL reaches: its own, else its scheme's.
+func urlPort(u *url.URL) uint16 {
+	if p, err := strconv.ParseUint(u.Port(), 10, 16); err == nil {
+		return uint16(p)
+	}
+	if u.Scheme == "https" {
+		return 443
+	}
+	return 80
 }

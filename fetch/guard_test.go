@@ -248,3 +248,27 @@ func TestGuardControlHook(t *testing.T) {
 		}
 	}
 }
+
+// AllowAddrs opens one exact address and port: the page there is fetched, while the
+// same host on another port, another loopback address and link-local stay refused.
+func TestGuardAllowsExactAddress(t *testing.T) {
+	s := newServer(t, func(w http.ResponseWriter, r *http.Request) { _, _ = io.WriteString(w, "ok") })
+	other := newServer(t, func(w http.ResponseWriter, r *http.Request) { _, _ = io.WriteString(w, "other") })
+	f := New(Options{Retries: -1, AllowAddrs: []netip.AddrPort{netip.MustParseAddrPort(s.Listener.Addr().String())}})
+	resp, err := get(f, s.URL+"/page")
+	if err != nil || string(resp.Body) != "ok" {
+		t.Fatalf("allowed address: %v %v", resp, err)
+	}
+	_, err = get(f, other.URL+"/page")
+	want := fmt.Sprintf("GET %s/page: address 127.0.0.1 is loopback: this worker refuses private and loopback addresses (start it with --allow-private or TRAWLER_ALLOW_PRIVATE=1 to crawl them)", other.URL)
+	if err == nil || err.Error() != want {
+		t.Fatalf("another port\n got %v\nwant %s", err, want)
+	}
+	if other.requests.Load() != 0 {
+		t.Fatalf("the other loopback server got %d requests", other.requests.Load())
+	}
+	g := newGuard(Options{AllowAddrs: []netip.AddrPort{netip.MustParseAddrPort("169.254.169.254:80")}})
+	if err := g.control("tcp", "169.254.169.254:80", nil); err == nil {
+		t.Fatal("AllowAddrs opened the cloud metadata address")
+	}
+}

@@ -113,10 +113,7 @@ func (a *authSettings) resolve(ep *endpoints.Endpoints) error {
 // resolveAuth resolves only the credential settings, for commands that need no
 // Temporal (search): flags, environment, then --data's endpoints.json when there is one.
 func (s *settings) resolveAuth() error {
-	data := s.data
-	if data == "" {
-		data = os.Getenv("TRAWLER_DATA")
-	}
+	data := s.dataDir("")
 	var ep *endpoints.Endpoints
 	if data != "" {
 		if e, err := endpoints.Read(data); err == nil {

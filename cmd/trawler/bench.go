@@ -279,7 +279,7 @@ func benchCrawl(ctx context.Context, s *settings, o benchOptions) (*benchResult,
 	defer func() { _ = stopSite() }()
 	wantPages, wantItems := demoCrawlSize(siteOpts, o.pages, o.depth)
 
-	data := s.data
+	data := s.dataDir("")
 	if data == "" {
 		tmp, err := os.MkdirTemp("", "trawler-bench-")
 		if err != nil {

@@ -235,10 +235,7 @@ run, until Ctrl-C, to search and browse what was crawled.`,
 			if pages < 1 {
 				return fmt.Errorf("--pages %d: use 1 or more feed pages", pages)
 			}
-			data := s.data
-			if data == "" {
-				data = filepath.Join(".data", "demo")
-			}
+			data := s.dataDir(filepath.Join(".data", "demo"))
 			if !s.json {
 				fmt.Fprintf(os.Stderr, "starting embedded Temporal and the demo site (data in %s)…\n", data)
 			}
@@ -255,7 +252,11 @@ run, until Ctrl-C, to search and browse what was crawled.`,
 				return err
 			}
 			defer stopConsole()
-			fmt.Fprintf(os.Stderr, "console %s\n", consoleURL)
+			if serve {
+				fmt.Fprintf(os.Stderr, "console %s\n", consoleURL)
+			} else {
+				fmt.Fprintf(os.Stderr, "console %s (until the demo exits; --serve keeps it up after the run)\n", consoleURL)
+			}
 			src, err := examples.Files.ReadFile("demo.yaml")
 			if err != nil {
 				return err
@@ -281,7 +282,12 @@ run, until Ctrl-C, to search and browse what was crawled.`,
 			}
 			if !s.json {
 				fmt.Printf("  items are in %s, Kafka %s (trawler.<site>.<task>) and MongoDB %s (trawler.<site>_<task>)\n", s.out, s.kafka, s.mongo)
-				fmt.Printf("  console %s/runs/%s\n", consoleURL, res.RunID)
+				if serve {
+					fmt.Printf("  console %s/runs/%s\n", consoleURL, res.RunID)
+				} else {
+					// The console lives in this process: say so before the link goes dead.
+					fmt.Printf("  the console (%s) closed with the demo; trawler demo --serve keeps it up after the run\n", consoleURL)
+				}
 			}
 			if serve {
 				fmt.Fprintf(os.Stderr, "the stack and the console %s stay up; Ctrl-C to stop\n", consoleURL)
@@ -314,10 +320,7 @@ written to <data>/endpoints.json, so other commands find them with --data:
 Stopping and restarting ` + "`trawler dev`" + ` on the same --data resumes unfinished runs.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			data := s.data
-			if data == "" {
-				data = filepath.Join(".data", "dev")
-			}
+			data := s.dataDir(filepath.Join(".data", "dev"))
 			st, err := startStack(cmd.Context(), s, stackOptions{data: data, ui: true, temporalPort: temporalPort, uiPort: uiPort, sitePort: sitePort, sitePages: 50, keepRedis: true})
 			if err != nil {
 				return err

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/netip"
+	"net/url"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -220,6 +222,41 @@ func (s *settings) resolve() error {
 		s.mongo = uri
 	}
 	return nil
+}
+
+// dataDir is --data, else TRAWLER_DATA, else def: for commands that use the directory
+// without resolving the other settings (dev, demo, bench).
+func (s *settings) dataDir(def string) string {
+	if s.data != "" {
+		return s.data
+	}
+	if d := os.Getenv("TRAWLER_DATA"); d != "" {
+		return d
+	}
+	return def
+}
+
+// stackSite is the address of the demo site of the stack that --data (or TRAWLER_DATA)
+// names, from its endpoints.json: try and new chain fetch it without --allow-private,
+// since it is the stack's own site, while every other loopback port stays refused.
+func (s *settings) stackSite() []netip.AddrPort {
+	data := s.dataDir("")
+	if data == "" {
+		return nil
+	}
+	ep, err := endpoints.Read(data)
+	if err != nil || ep.DemoSite == "" {
+		return nil
+	}
+	u, err := url.Parse(ep.DemoSite)
+	if err != nil {
+		return nil
+	}
+	ap, err := netip.ParseAddrPort(u.Host)
+	if err != nil {
+		return nil
+	}
+	return []netip.AddrPort{ap}
 }
 
 func (s *settings) logger() *slog.Logger {

@@ -50,9 +50,11 @@ page from a struct whose tags say what to extract; NAME_test.go runs both tasks 
 the recorded pages in testdata/ served by httptest, asserting the exact items and
 follows; and examples/NAME.yaml, the chain feed → detail.
 
-The selectors match the bundled demo site, so the test passes and the chain runs on a
-` + "`trawler dev`" + ` stack as written; then change them for your site, record its pages into
-testdata/ and keep the test exact. NAME is a lowercase Go identifier; an existing
+The selectors match the bundled demo site, so the test passes and, without --base-url,
+the chain runs on a ` + "`trawler dev`" + ` stack as written; then change them for your site,
+record its pages into testdata/ and keep the test exact. With --base-url the chain starts
+at your site with the demo site's selectors, which find nothing there until you change
+them. NAME is a lowercase Go identifier; an existing
 package directory or chain file is refused unless --force.
 
 The tasks register themselves when the package is imported: the command prints the
@@ -87,7 +89,12 @@ blank import to add to cmd/trawler/main.go next to the other sites.`,
 			} else {
 				fmt.Println("Register its tasks: import the package (blank import) in the binary's main package.")
 			}
-			fmt.Printf("Then:\n  go test %s\n  trawler validate %s\n  trawler run %s --data .data/dev --wait\n", relOrAbs(res.Package), relOrAbs(res.Chain), relOrAbs(res.Chain))
+			if o.BaseURL == "" {
+				fmt.Printf("Then:\n  go test %s\n  trawler validate %s\n  trawler run %s --data .data/dev --wait\n", relOrAbs(res.Package), relOrAbs(res.Chain), relOrAbs(res.Chain))
+				return nil
+			}
+			fmt.Printf("Then:\n  go test %s\n  trawler validate %s\n", relOrAbs(res.Package), relOrAbs(res.Chain))
+			fmt.Printf("The chain starts at %s, but its selectors are the demo site's: change them in %s\n(try one page first: trawler try %s %s), record that site's pages into testdata/,\nthen trawler run %s.\n", o.BaseURL, relOrAbs(res.Package), res.Tasks[0], o.BaseURL, relOrAbs(res.Chain))
 			return nil
 		},
 	}
@@ -159,7 +166,8 @@ with { or [), it writes one generic.json step instead:
 
 It prints what it found and why, the runner-up lists, and checks the written file as
 ` + "`trawler validate`" + ` does. Like a worker, it refuses loopback and private addresses unless
---allow-private (or TRAWLER_ALLOW_PRIVATE=1). robots.txt is obeyed. --json prints one
+--allow-private (or TRAWLER_ALLOW_PRIVATE=1), except the demo site of the stack --data
+names. robots.txt is obeyed. --json prints one
 object: the file, the findings and the validation.`,
 		Example: `  trawler new chain 'https://news.example.com/latest'
   trawler new chain 'http://127.0.0.1:8089/news?p=1' --allow-private --name demo-news --out chains/demo-news.yaml
@@ -190,7 +198,7 @@ object: the file, the findings and the validation.`,
 			}
 			ctx, cancel := context.WithTimeout(cmd.Context(), timeout)
 			defer cancel()
-			fetcher := fetch.New(fetch.Options{AllowPrivate: allowPrivate, Timeout: timeout})
+			fetcher := fetch.New(fetch.Options{AllowPrivate: allowPrivate, AllowAddrs: s.stackSite(), Timeout: timeout})
 			page, err := fetchPage(ctx, fetcher, u.String())
 			if err != nil {
 				return err
@@ -230,7 +238,16 @@ object: the file, the findings and the validation.`,
 					return err
 				}
 			} else {
-				printNewChain(res)
+				// The "next:" commands work as pasted: they keep --allow-private and --data.
+				var next nextFlags
+				if cmd.Flags().Changed("allow-private") && allowPrivate {
+					next.try = " --allow-private"
+				}
+				if s.data != "" {
+					next.try += " --data " + s.data
+					next.run = " --data " + s.data
+				}
+				printNewChain(res, next)
 			}
 			if !res.Valid {
 				return exitError(1)
@@ -342,10 +359,13 @@ func jsonChain(o scaffold.ChainOptions, page fetchedPage, res *newChainResult) (
 	return scaffold.JSONChainYAML(o, j)
 }
 
-func printNewChain(r newChainResult) {
+// nextFlags are the flags that the printed next commands, try and run, carry.
+type nextFlags struct{ try, run string }
+
+func printNewChain(r newChainResult, next nextFlags) {
 	if r.JSON != nil {
 		printJSONFindings(*r.JSON)
-		printWritten(r, "generic.json")
+		printWritten(r, "generic.json", next)
 		return
 	}
 	l := r.List
@@ -364,7 +384,7 @@ func printNewChain(r newChainResult) {
 	if d := r.Detail; d != nil {
 		fmt.Printf("        title %s: %s\n        text  %s: %s\n", d.Title, d.TitleWhy, d.Text, d.TextWhy)
 	}
-	printWritten(r, "generic.html_list")
+	printWritten(r, "generic.html_list", next)
 }
 
 func printJSONFindings(j scaffold.JSONFindings) {
@@ -388,10 +408,10 @@ func printJSONFindings(j scaffold.JSONFindings) {
 }
 
 // printWritten says where the chain went and whether it validates.
-func printWritten(r newChainResult, task string) {
+func printWritten(r newChainResult, task string, next nextFlags) {
 	if r.Valid {
 		fmt.Printf("wrote %s: ok (checked as trawler validate does)\n", r.File)
-		fmt.Printf("next: trawler try %s --params %s; trawler run %s --wait\n", task, r.File, r.File)
+		fmt.Printf("next: trawler try %s --params %s%s; trawler run %s%s --wait\n", task, r.File, next.try, r.File, next.run)
 		return
 	}
 	fmt.Printf("wrote %s, with problems:\n", r.File)

@@ -269,3 +269,42 @@ func TestNewChainOnDemoJSONAPI(t *testing.T) {
 		t.Fatalf("--json result %s: want json findings and no list", js)
 	}
 }
+
+// The "next:" line of `trawler new chain` is a command that works as pasted: it keeps the
+// --allow-private and --data the chain was written with.
+func TestNewChainNextHintKeepsFlags(t *testing.T) {
+	base, stop, err := demosite.Start("127.0.0.1:0", demosite.Options{Pages: 2, PerPage: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	out := filepath.Join(t.TempDir(), "news.yaml")
+	data := t.TempDir()
+	var runErr error
+	printed := captureStdout(t, func() {
+		runErr = runCLI(t, "new", "chain", base+"/news?p=1", "--allow-private", "--data", data, "--out", out)
+	})
+	if runErr != nil {
+		t.Fatal(runErr)
+	}
+	want := fmt.Sprintf("next: trawler try generic.html_list --params %s --allow-private --data %s; trawler run %s --data %s --wait\n", out, data, out, data)
+	if !strings.Contains(printed, want) {
+		t.Fatalf("printed\n%s\nwant the line\n%s", printed, want)
+	}
+}
+
+// With --base-url the chain starts at another site with the demo site's selectors:
+// `new site` says so instead of offering a `trawler run` that finds nothing.
+func TestNewSiteBaseURLDoesNotClaimTheChainRuns(t *testing.T) {
+	dir := t.TempDir()
+	var err error
+	printed := captureStdout(t, func() {
+		err = runCLI(t, "new", "site", "acme", "--base-url", "https://news.acme.example", "--dir", filepath.Join(dir, "sites"), "--examples", dir)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(printed, "--data .data/dev --wait") || !strings.Contains(printed, "The chain starts at https://news.acme.example, but its selectors are the demo site's: change them in ") {
+		t.Fatalf("printed:\n%s", printed)
+	}
+}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"trawler/crawl"
 	"trawler/external"
@@ -265,15 +266,28 @@ without values, only the settings change.`,
 					return err
 				}
 			}
+			// The settings flags given, as given: what this command changed besides items.
+			set := map[string]string{}
+			var changed []string
+			cmd.Flags().Visit(func(f *pflag.Flag) {
+				if f.Name != "file" && f.Name != "name" && f.Name != "signer" && cmd.LocalNonPersistentFlags().Lookup(f.Name) != nil {
+					set[f.Name] = f.Value.String()
+					changed = append(changed, f.Name+" "+f.Value.String())
+				}
+			})
 			w := cmd.OutOrStdout()
 			if s.json {
-				return writeJSONTo(w, map[string]any{"tenant": tenant, "site": site, "kind": k, "added": len(items)})
+				return writeJSONTo(w, map[string]any{"tenant": tenant, "site": site, "kind": k, "added": len(items), "settings": set})
 			}
 			if k == external.Sign {
 				fmt.Fprintf(w, "site %s of tenant %s signs with %s\n", site, tenant, crawl.RedactURL(cfg.Signer))
 				return nil
 			}
-			fmt.Fprintf(w, "pool %s (tenant %s, site %s): added %d item(s)\n", k, tenant, site, len(items))
+			did := fmt.Sprintf("added %d item(s)", len(items))
+			if len(changed) > 0 {
+				did += "; set " + strings.Join(changed, ", ")
+			}
+			fmt.Fprintf(w, "pool %s (tenant %s, site %s): %s\n", k, tenant, site, did)
 			return nil
 		},
 	}

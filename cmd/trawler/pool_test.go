@@ -87,4 +87,12 @@ func TestPoolCommandsHideValues(t *testing.T) {
 	if out := must("remove", "cookie", cookie2, "reader1", "--site", "demo"); !strings.Contains(out, "removed 2") {
 		t.Errorf("remove by value and name: %s", out)
 	}
+
+	// Settings alone: the command says what it set, and the pool has it.
+	if out := must("add", "device_id", "--site", "demo", "--target", "3", "--cooldown", "10m"); out != "pool device_id (tenant default, site demo): added 0 item(s); set cooldown 10m0s, target 3\n" {
+		t.Errorf("add with settings only printed %q", out)
+	}
+	if out := must("stats", "device_id", "--site", "demo"); !strings.Contains(out, "target 3") {
+		t.Errorf("stats after --target 3:\n%s", out)
+	}
 }

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -35,7 +36,9 @@ func searchCmd(s *settings) *cobra.Command {
 (trawler-<site>-<task>), all of them behind the alias trawler-items, which is searched by
 default. Item fields are at the top level (key, biz, url, ts, run_id, chain, tenant); the
 task's fields are under data (data.title, data.points, ...). Text fields have a keyword
-sub-field for exact matches, sorting and aggregations (data.title.keyword).
+sub-field for exact matches, sorting and aggregations (data.title.keyword). A query
+that finds nothing because it names a field the indexes lack (title:cache for
+data.title:cache), and an --agg on such a field, say so on stderr.
 
 QUERY uses Elasticsearch's query-string syntax: words (any text field), "a phrase",
 field:value, field:>10, field:[a TO b], wildcards (go*), _exists_:field, AND, OR, NOT,
@@ -50,7 +53,7 @@ aggregation; --json prints Elasticsearch's answer as one JSON line.`,
 		Example: `  trawler search --data .data/dev 'go AND concurrency'
   trawler search --data .data/dev 'biz:demo.story AND data.points:>100' --sort data.points:desc --size 20
   trawler search --data .data/dev '"rust compiler"' --index trawler-hackernews-item
-  trawler search --data .data/dev --agg biz --agg data.author --size 0
+  trawler search --data .data/dev --agg biz --agg data.author.keyword --size 0
   trawler search --es http://es.internal:9200 'run_id:demo-20261122-1' --json
   trawler search --data .data/dev --dsl query.json
   echo '{"query":{"range":{"ts":{"gte":"now-1d"}}},"aggs":{"per_hour":{"date_histogram":{"field":"ts","fixed_interval":"1h"}}}}' | trawler search --dsl -`,
@@ -113,13 +116,27 @@ aggregation; --json prints Elasticsearch's answer as one JSON line.`,
 				if s.json {
 					_ = printJSON(out)
 				}
-				return fmt.Errorf("search failed (%s): %s", res.Status(), esReason(out))
+				reason := esReason(out)
+				for _, f := range aggs {
+					// Elasticsearch refuses a terms aggregation on a text field with a
+					// paragraph (in a shard failure's reason, on a cluster); the keyword
+					// sub-field is the one to use.
+					if body := string(raw); strings.Contains(body, "["+f+"]") && strings.Contains(body, "fielddata") {
+						return fmt.Errorf("search failed: %s is a text field: aggregate on %s.keyword (--agg %s.keyword)", f, f, f)
+					}
+				}
+				return fmt.Errorf("search failed (%s): %s", res.Status(), reason)
 			}
 			if s.json {
 				return printJSON(out)
 			}
 			printHits(cmd.OutOrStdout(), out)
 			printAggs(cmd.OutOrStdout(), out["aggregations"], "")
+			if dsl == "" {
+				for _, h := range fieldHints(cmd, c, index, strings.Join(args, " "), aggs, out) {
+					fmt.Fprintln(cmd.ErrOrStderr(), h)
+				}
+			}
 			return nil
 		},
 	}
@@ -138,10 +155,7 @@ func searchAddress(s *settings, flag string) (string, error) {
 	if addr == "" {
 		addr = os.Getenv("TRAWLER_ES")
 	}
-	data := s.data
-	if data == "" {
-		data = os.Getenv("TRAWLER_DATA")
-	}
+	data := s.dataDir("")
 	if addr == "" && data != "" {
 		b, err := os.ReadFile(filepath.Join(data, "endpoints.json"))
 		if err != nil {
@@ -306,4 +320,95 @@ func printAggs(w io.Writer, v any, indent string) {
 			fmt.Fprintf(w, "%s%s: %v\n", indent, n, orString(val, "null"))
 		}
 	}
+}
+
+// queryFieldRE finds the field names of a query string: the word before a colon at
+// the start of a term (title:cache, +data.points:>10, (biz:x OR …)).
+var queryFieldRE = regexp.MustCompile(`(?:^|[\s(+!-])([A-Za-z_][\w.]*):`)
+
+// fieldHints explains an empty answer that comes from a field name the indexes do not
+// have: a query's title:cache (the task's fields are under data.) and an --agg whose
+// field no index maps. It reads the mapping only when something came back empty.
+func fieldHints(cmd *cobra.Command, c *es.Client, index, query string, aggs []string, out map[string]any) []string {
+	var suspects []string // field names to look up, with what names them
+	if total, ok := lookup(out, "hits.total.value").(json.Number); ok && total.String() == "0" {
+		for _, m := range queryFieldRE.FindAllStringSubmatch(query, -1) {
+			if m[1] != "_exists_" {
+				suspects = append(suspects, m[1])
+			}
+		}
+	}
+	var emptyAggs []string
+	results, _ := out["aggregations"].(map[string]any)
+	for _, f := range aggs { // named after their field, dots and all
+		if a, ok := results[f].(map[string]any); ok {
+			if b, ok := a["buckets"].([]any); ok && len(b) == 0 {
+				emptyAggs = append(emptyAggs, f)
+			}
+		}
+	}
+	if len(suspects) == 0 && len(emptyAggs) == 0 {
+		return nil
+	}
+	res, err := c.Indices.GetMapping(c.Indices.GetMapping.WithContext(cmd.Context()), c.Indices.GetMapping.WithIndex(index))
+	if err != nil {
+		return nil
+	}
+	defer res.Body.Close()
+	var mappings map[string]struct {
+		Mappings map[string]any `json:"mappings"`
+	}
+	if res.IsError() || json.NewDecoder(res.Body).Decode(&mappings) != nil {
+		return nil
+	}
+	mapped := func(path string) bool {
+		for _, m := range mappings {
+			if mappedField(m.Mappings, path) {
+				return true
+			}
+		}
+		return false
+	}
+	var hints []string
+	for _, f := range suspects {
+		if mapped(f) {
+			continue
+		}
+		h := fmt.Sprintf("%s is not a field of %s", f, index)
+		if mapped("data." + f) {
+			h += ": the task's fields are under data.: data." + f
+		}
+		hints = append(hints, h)
+	}
+	for _, f := range emptyAggs {
+		if mapped(f) {
+			continue
+		}
+		h := fmt.Sprintf("%s: no index of %s has this field", f, index)
+		for _, alt := range []string{f + ".keyword", "data." + f + ".keyword", "data." + f} {
+			if mapped(alt) {
+				h += "; aggregate on " + alt
+				break
+			}
+		}
+		hints = append(hints, h)
+	}
+	return hints
+}
+
+// mappedField reports whether an index mapping has the dotted field path, through
+// object properties and multi-fields (data.title.keyword).
+func mappedField(mapping map[string]any, path string) bool {
+	level, _ := mapping["properties"].(map[string]any)
+	for part := range strings.SplitSeq(path, ".") {
+		f, ok := level[part].(map[string]any)
+		if !ok {
+			return false
+		}
+		level, _ = f["properties"].(map[string]any)
+		if level == nil {
+			level, _ = f["fields"].(map[string]any)
+		}
+	}
+	return true
 }

@@ -64,6 +64,23 @@ func TestSearchCommand(t *testing.T) {
 	if err != nil || !strings.Contains(out, "2 hits") || !strings.Contains(out, "max: 30") {
 		t.Fatalf("dsl: %v\n%s", err, out)
 	}
+	// A field name the indexes do not have says so, with the name that works.
+	out, err = run("title:go")
+	if err != nil || !strings.Contains(out, "0 hits") || !strings.Contains(out, "title is not a field of trawler-items: the task's fields are under data.: data.title\n") {
+		t.Fatalf("title:go: %v\n%s", err, out)
+	}
+	out, err = run("--size", "0", "--agg", "data.nope")
+	if err != nil || !strings.Contains(out, "data.nope: no index of trawler-items has this field\n") {
+		t.Fatalf("agg on a missing field: %v\n%s", err, out)
+	}
+	out, err = run("--size", "0", "--agg", "author")
+	if err != nil || !strings.Contains(out, "author: no index of trawler-items has this field; aggregate on data.author.keyword\n") {
+		t.Fatalf("agg on a field outside data: %v\n%s", err, out)
+	}
+	_, err = run("--size", "0", "--agg", "data.author")
+	if err == nil || !strings.Contains(err.Error(), "data.author is a text field: aggregate on data.author.keyword") {
+		t.Fatalf("agg on a text field: %v", err)
+	}
 	_, err = run("data.title:(go")
 	if err == nil || !strings.Contains(err.Error(), "query_shard_exception") {
 		t.Fatalf("bad query: %v", err)

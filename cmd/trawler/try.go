@@ -50,7 +50,9 @@ The params are checked first, exactly as ` + "`trawler validate`" + ` checks the
 selector is reported with its fix instead of silently matching nothing. Without URL the
 task runs its seed input (its urls param). The page is fetched with the real fetcher,
 which obeys robots.txt unless --no-robots and, like a worker's, refuses link-local and
-cloud metadata addresses always and loopback and private ones unless --allow-private.
+cloud metadata addresses always and loopback and private ones unless --allow-private;
+with --data of a running ` + "`trawler dev`" + `, the stack's own demo site (its endpoints.json's
+demo_site) is fetched without --allow-private.
 --json prints one object:
 {"items":[...],"next":[...],"skipped":N}.`,
 		Example: `  trawler try generic.html_detail http://127.0.0.1:8089/item/3 --allow-private --set fields.title=h1.title \
@@ -107,7 +109,7 @@ cloud metadata addresses always and loopback and private ones unless --allow-pri
 			}
 			ctx, cancel := context.WithTimeout(cmd.Context(), timeout)
 			defer cancel()
-			f := fetch.New(fetch.Options{AllowPrivate: allowPrivate})
+			f := fetch.New(fetch.Options{AllowPrivate: allowPrivate, AllowAddrs: s.stackSite()})
 			if paramsFile != "" {
 				// A chain file's `middlewares:` (the chain's, then the step's) apply as on a worker.
 				mws, err := tryMiddlewares(cmd.Context(), s, paramsFile, spec.Name, stepID)

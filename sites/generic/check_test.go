@@ -2,6 +2,7 @@ package generic
 
 import (
 	"errors"
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -167,7 +168,7 @@ var checkCases = []checkCase{
 }
 
 // TestCheckMessages runs each case through the chain loader, as `trawler validate` does:
-// every problem comes back at once, on the step's line, with the fix.
+// every problem comes back at once, on the line of the param it names, with the fix.
 func TestCheckMessages(t *testing.T) {
 	for _, tc := range checkCases {
 		_, err := loadParams(tc.task, tc.params)
@@ -183,7 +184,7 @@ func TestCheckMessages(t *testing.T) {
 		}
 		var want []string
 		for _, w := range tc.want {
-			want = append(want, `chain.yaml:3: step "s": `+w)
+			want = append(want, fmt.Sprintf(`chain.yaml:%d: step "s": %s`, paramLineOf(tc.params, w), w))
 		}
 		if !reflect.DeepEqual(got, want) {
 			t.Errorf("%s with %q:\n got  %s\n want %s", tc.task, tc.params, strings.Join(got, "\n      "), strings.Join(want, "\n      "))
@@ -221,5 +222,29 @@ func TestBadParamsFailTheInputPermanently(t *testing.T) {
 	if errs := HTMLList.Spec().Check(crawl.Params{"items": "div", "fields": map[string]any{"a": map[string]any{"css": "b", "type": "integer"}}}); len(errs) != 1 ||
 		errs[0].Error() != `param fields.a: unknown type "integer" (did you mean "int"?); use one of string, int, float, bool, date, url, list` {
 		t.Fatalf("Check: %v", errs)
+	}
+}
+
+// paramLineOf is the line, in the chain loadParams writes, of the top-level param a
+// problem names ("param fields.title: …" → the line of fields:); the params start on
+// line 6.
+func paramLineOf(params, problem string) int {
+	name := strings.TrimPrefix(problem, "param ")
+	name = name[:strings.IndexAny(name, ".[:, ")]
+	for i, line := range strings.Split(strings.Trim(params, "\n"), "\n") {
+		if strings.HasPrefix(line, name+":") {
+			return 6 + i
+		}
+	}
+	return 3
+}
+
+// A problem inside a block mapping points at the field's own line, not its param's or
+// its step's.
+func TestCheckPointsAtTheFieldsLine(t *testing.T) {
+	_, err := loadParams(HTMLListTask, "items: div\nfields:\n  title: h1\n  score:\n    css: .s\n    type: intt")
+	want := `chain.yaml:9: step "s": param fields.score: unknown type "intt" (did you mean "int"?); use one of string, int, float, bool, date, url, list`
+	if err == nil || err.Error() != want {
+		t.Fatalf("got  %v\nwant %s", err, want)
 	}
 }

@@ -1056,6 +1056,9 @@ func (f *fieldSpec) convert(s, typ string, base *url.URL) (any, miss) {
 		if t, ok := crawl.ParseTime(s, f.layout, f.loc); ok {
 			return t.Format(time.RFC3339Nano), miss{}
 		}
+		if f.layout != "" { // the layout given is the first thing to check
+			return nil, miss{why: fmt.Sprintf("cannot read %q as date in layout: %q", clip(s), f.layout), unreadable: true}
+		}
 	case typeURL:
 		if u, ok := resolveLink(base, s); ok {
 			return u, miss{}

@@ -385,3 +385,15 @@ base_url: `+srv.URL)
 		t.Errorf("a key that finds nothing: %v", err)
 	}
 }
+
+// A date that does not read in the layout the field gives names that layout, so the
+// note points at the setting to fix.
+func TestDateNoteNamesTheLayout(t *testing.T) {
+	srv := site(t, map[string]any{"/p": `<div class="row" id="a"><b>One</b><i>24/12/2026</i></div>`})
+	p := params(t, HTMLListTask, "urls: ['/p']\nitems: div.row\nfields:\n  day: {css: i, type: date, layout: '2006-01-02'}\nkey: {attr: id}\nbase_url: "+srv.URL)
+	res := mustRun(t, HTMLList, p, crawl.Input{URL: srv.URL + "/p"})
+	want := srv.URL + `/p: item 1: field day: cannot read "24/12/2026" as date in layout: "2006-01-02", stored as null; clean it with regex: or replace:, or give the field a default:`
+	if len(res.Notes) != 1 || res.Notes[0] != want {
+		t.Errorf("notes %q, want [%q]", res.Notes, want)
+	}
+}
