@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"trawler/crawl"
 	"trawler/internal/devstack/demosite"
 	"trawler/internal/endpoints"
 )
@@ -45,11 +46,13 @@ func devProcess(t *testing.T, bin, data string) *exec.Cmd {
 
 // runSummary is the last line of `trawler run --wait --json`.
 type runSummary struct {
-	RunID     string         `json:"run_id"`
-	Items     int            `json:"items"`
-	Unchanged int            `json:"unchanged"`
-	Failed    int            `json:"failed"`
-	Sinks     map[string]int `json:"sinks"`
+	RunID     string          `json:"run_id"`
+	Items     int             `json:"items"`
+	Unchanged int             `json:"unchanged"`
+	Failed    int             `json:"failed"`
+	Sinks     map[string]int  `json:"sinks"`
+	Outcome   string          `json:"outcome"`
+	Failures  []crawl.Failure `json:"failures"`
 }
 
 func parseSummary(t *testing.T, stdout, stderr string) runSummary {
