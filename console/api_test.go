@@ -70,8 +70,8 @@ func TestRunStartedFromAPICompletesWithDetail(t *testing.T) {
 	if status != http.StatusOK {
 		t.Fatalf("detail: %d %v", status, run)
 	}
-	if run["state"] != "completed" || run["chain"] != "demo" {
-		t.Fatalf("state %v chain %v, want completed demo", run["state"], run["chain"])
+	if run["state"] != "completed" || run["chain"] != "demo" || run["outcome"] != "completed" {
+		t.Fatalf("state %v chain %v outcome %v, want completed demo completed", run["state"], run["chain"], run["outcome"])
 	}
 	stories, comments := demosite.Expected(stack.siteOpt, 1)
 	want := map[string][2]int{"feed": {1, 0}, "story": {stories, stories}, "comments": {-1, comments}}
@@ -183,6 +183,9 @@ func TestCancelRun(t *testing.T) {
 	for {
 		_, run := api(t, "GET", "/api/runs/"+id, nil)
 		if run["state"] == "canceled" {
+			if run["outcome"] != "canceled" {
+				t.Errorf("canceled run: outcome %v, want canceled", run["outcome"])
+			}
 			break
 		}
 		if time.Now().After(deadline) {

@@ -1,6 +1,7 @@
 package console
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -244,6 +245,9 @@ type runView struct {
 	Steps      []stepView `json:"steps"`
 	Causes     []cause    `json:"causes,omitempty"`
 	TemporalUI string     `json:"temporal_ui,omitempty"`
+	// Outcome is how a finished run went (workflows.Outcome*: completed, partial, failed,
+	// canceled), as `trawler run --wait` exits on it; empty while the run goes on.
+	Outcome string `json:"outcome,omitempty"`
 }
 
 type stepView struct {
@@ -296,6 +300,12 @@ func (s *Server) runDetail(w http.ResponseWriter, r *http.Request) {
 		}
 		v.PagesPerS, v.ItemsPerS = perSecond(pages, v.ElapsedS), perSecond(items, v.ElapsedS)
 		v.Causes = topCauses(p.Failures, 5)
+		if p.Done {
+			v.Outcome = cmp.Or(p.Outcome, workflows.OutcomeOf(p))
+		}
+	}
+	if st.State == "canceled" {
+		v.Outcome = workflows.OutcomeCanceled
 	}
 	writeJSON(w, http.StatusOK, v)
 }

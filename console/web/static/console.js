@@ -187,7 +187,8 @@ pages.run = () => {
       return status !== 404;
     }
     running = data.state === "running";
-    $("#state").replaceWith(Object.assign(state(data.state), { id: "state" }));
+    // A finished run shows how it went: completed, partial, failed or canceled.
+    $("#state").replaceWith(Object.assign(state(data.outcome || data.state), { id: "state" }));
     $("#chain").textContent = data.chain ? "chain " + data.chain : "";
     $("#times").textContent = "started " + when(data.started) + (data.closed ? " · ended " + when(data.closed) : "") +
       " · " + data.elapsed_s + " s";
