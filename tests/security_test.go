@@ -475,7 +475,7 @@ steps:
 		t.Fatal(err)
 	}
 	hb := w.Sinks["hbase"].(*hbase.Sink)
-	for _, biz := range []string{"demo.story", "generic.html_detail"} {
+	for _, biz := range []string{"demo.story", "creds.page"} {
 		recs, err := m.Find(ctx, biz, bson.D{{Key: "run_id", Value: id}})
 		if err != nil {
 			t.Fatal(err)

@@ -184,3 +184,25 @@ func TestStreamSurvivesAKilledWorker(t *testing.T) {
 		}
 	}
 }
+
+// examples/stream.yaml run as a new user would: its two subscriptions share 13 events
+// (they match both keyword sets), and each step stores under its own biz, so the
+// summary's items are exactly what the stores hold: 50 news and 80 firehose records.
+func TestStreamExampleStoresWhatItsSummaryCounts(t *testing.T) {
+	site := startSite(t, demosite.Options{})
+	id := start(t, plan(t, "stream.yaml", "", "base_url="+site), taskQueue)
+	s := wait(t, id, 2*time.Minute)
+	noFailures(t, s)
+	got := items(t, id)
+	for step, want := range map[string]int{"news": 50, "firehose": 80} {
+		if st := stepStats(s, step); st.Items != want {
+			t.Errorf("summary: step %s stored %d items, want %d", step, st.Items, want)
+		}
+		if n := len(got["stream."+step]); n != want {
+			t.Errorf("jsonl holds %d records of stream.%s, want %d (bizes: %v)", n, step, want, sortedBizes(got))
+		}
+	}
+	if _, items, _, _ := s.Totals(); items != 130 {
+		t.Errorf("summary: %d items, want 130", items)
+	}
+}

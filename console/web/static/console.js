@@ -720,7 +720,7 @@ function chainGraph(steps, counts) {
       const k = c || {};
       const line = (y, key, label) => svg("text", { class: "count", x: 10, y, "data-k": key }, label);
       g.append(line(73, "pages", "pages " + num(k.pages) + " · items " + num(k.items)));
-      g.append(line(89, "backlog", (busy ? "⧗ " : "") + "queued " + num(k.queued) + " · in flight " + num(k.in_flight)));
+      g.append(line(89, "backlog", (busy ? "◔ " : "") + "queued " + num(k.queued) + " · in flight " + num(k.in_flight)));
       if (k.failed) g.append(svg("text", { class: "count failed", x: W - 10, y: 20, "text-anchor": "end", "data-k": "failed" }, "✕ " + num(k.failed) + " failed"));
       for (const key of ["pages", "items", "queued", "in_flight", "failed"]) g.setAttribute("data-" + key.replace("_", "-"), k[key] || 0);
     }
