@@ -309,3 +309,59 @@ func TestSinkSettingsErrors(t *testing.T) {
 		t.Errorf("bad format: %v", err)
 	}
 }
+
+// A field that first turns up in a later batch is not dropped from CSV and Parquet
+// files: the sink starts the next file with the column added, so every field of every
+// item is in some file, under a header that fits all of that file's rows.
+func TestSinkWidensColumnsForANewField(t *testing.T) {
+	for _, f := range []file.Format{file.CSV, file.Parquet} {
+		t.Run(string(f), func(t *testing.T) {
+			dir := t.TempDir()
+			clk := &clock{t: time.Date(2026, 11, 2, 9, 30, 0, 0, time.UTC)}
+			s, err := file.Open(file.Options{Dir: dir, Format: f, Now: clk.now})
+			if err != nil {
+				t.Fatal(err)
+			}
+			item := func(n int, data map[string]any) crawl.Item {
+				return crawl.Item{ID: int64(n), Biz: "shop.product", Key: fmt.Sprintf("shop:product:%d", n), RunID: "r1", TS: clk.t, Data: data}
+			}
+			batch1 := []crawl.Item{item(1, map[string]any{"a": "a1"}), item(2, map[string]any{"a": "a2"})}
+			batch2 := []crawl.Item{item(3, map[string]any{"a": "a3", "b": "b3"}), item(4, map[string]any{"a": "a4"})}
+			ctx := context.Background()
+			for _, b := range [][]crawl.Item{batch1, batch2} {
+				if err := s.Write(ctx, b); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := s.Close(); err != nil {
+				t.Fatal(err)
+			}
+			files, err := s.Files("shop.product")
+			if err != nil {
+				t.Fatal(err)
+			}
+			var names []string
+			got := map[string]map[string]any{}
+			for _, p := range files {
+				names = append(names, filepath.Base(p))
+				for _, it := range readAll(t, p) {
+					got[it.Key] = it.Data
+				}
+			}
+			if want := "20261102-093000-1." + f.Ext() + " 20261102-093000-2." + f.Ext(); strings.Join(names, " ") != want {
+				t.Errorf("files %v, want %s", names, want)
+			}
+			for _, it := range append(batch1, batch2...) {
+				if fmt.Sprint(got[it.Key]) != fmt.Sprint(it.Data) {
+					t.Errorf("%s read back %v, want %v", it.Key, got[it.Key], it.Data)
+				}
+			}
+			if f == file.CSV {
+				b, _ := os.ReadFile(files[len(files)-1])
+				if head, _, _ := strings.Cut(string(b), "\n"); head != "id,biz,key,url,ts,hash,chain,run_id,tenant,data.a,data.b" {
+					t.Errorf("last file's header %s", head)
+				}
+			}
+		})
+	}
+}

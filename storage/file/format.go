@@ -6,8 +6,9 @@
 // chain, run_id and tenant, then the data fields flattened one level (data.title,
 // data.points …). Export chooses them in a first pass over the records (every field any
 // record holds, after a registered task's declared ones); the file sink from a task's
-// declared schema, else from its first batch. A nested value (a list, an object) is its JSON text. JSON Lines keeps every
-// item exactly as the jsonl sink writes it.
+// declared schema, else from its first batch, and starts a new file with more columns
+// when a later batch brings a field. A nested value (a list, an object) is its JSON
+// text. JSON Lines keeps every item exactly as the jsonl sink writes it.
 //
 // Parquet columns are typed: id is int64, ts a timestamp (microseconds, UTC), an int
 // field int64, a float field double, a bool field boolean, a time field a timestamp,

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -28,8 +29,9 @@ type Options struct {
 	// Without either, a task's file is finished when the sink closes.
 	RotateSize  int64
 	RotateEvery time.Duration
-	// Specs give a task's declared output schema, the data columns of its CSV and
-	// Parquet files; a task without one gets columns inferred from its first batch.
+	// Specs give a task's declared output schema, the first data columns of its CSV
+	// and Parquet files; a task without one gets columns inferred from its first batch.
+	// A field with no column yet starts a new file that has one (see Sink).
 	Specs func(biz string) (crawl.TaskSpec, bool)
 	// Now is the clock (default time.Now); tests set it.
 	Now func() time.Time
@@ -40,6 +42,11 @@ type Options struct {
 // <dir>/<site.task>/<yyyymmdd-hhmmss>-<n>.<ext>, a new one when the current one reaches
 // RotateSize or RotateEvery. A file is written as <name>.partial and renamed when it
 // is finished (on rotation and on Close), after its Parquet footer and an fsync.
+//
+// CSV and Parquet files have fixed columns, so an item with a data field its file has
+// no column for finishes that file, and the next one gets the old columns then the
+// batch's new fields: no field is dropped, and each file's header fits all its rows.
+// A task's columns only grow; a file started by size or time rotation keeps them.
 //
 // Items reach the file when Write returns (Parquet buffers up to a row group): a
 // process that dies leaves its current files as *.partial, which readers skip. A
@@ -61,6 +68,8 @@ type current struct {
 	final   string
 	f       *os.File
 	w       RecordWriter
+	fields  []crawl.Field   // the data columns (nil for JSON Lines)
+	has     map[string]bool // their names
 	started time.Time
 	seen    map[string]struct{} // run_id + "\x00" + key
 	prev    map[string]struct{} // seen of the file before, for a batch retried across a rotation
@@ -132,7 +141,7 @@ func (s *Sink) Write(ctx context.Context, items []crawl.Item) error {
 			sample = append(sample, items[i])
 		}
 		for _, i := range byBiz[biz] {
-			c, err := s.current(biz, sample)
+			c, err := s.current(biz, sample, &items[i])
 			if err != nil {
 				return err
 			}
@@ -157,16 +166,19 @@ func (s *Sink) Write(ctx context.Context, items []crawl.Item) error {
 	return nil
 }
 
-// current is the file a biz's next item goes to: the open one, unless it is due to
-// rotate, else a new one (whose columns, without a declared schema, come from sample).
-func (s *Sink) current(biz string, sample []crawl.Item) (*current, error) {
+// current is the file a biz's item it goes to: the open one, unless it is due to
+// rotate or has no column for a field of it, else a new one. A new file's columns are
+// the previous file's, else the declared schema's, else sample's; then any field of
+// sample without one.
+func (s *Sink) current(biz string, sample []crawl.Item, it *crawl.Item) (*current, error) {
 	now := s.o.Now()
 	var prev map[string]struct{}
+	var fields []crawl.Field
 	if c := s.open[biz]; c != nil {
-		prev = c.seen
+		prev, fields = c.seen, c.fields
 		due := (s.o.RotateSize > 0 && c.w.Size() >= s.o.RotateSize) ||
 			(s.o.RotateEvery > 0 && !now.Before(c.started.Add(s.o.RotateEvery)))
-		if !due {
+		if !due && c.covers(it) {
 			return c, nil
 		}
 		if err := s.finish(c); err != nil {
@@ -198,14 +210,24 @@ func (s *Sink) current(biz string, sample []crawl.Item) (*current, error) {
 		}
 		break
 	}
-	var fields []crawl.Field
-	if s.o.Specs != nil {
-		if spec, ok := s.o.Specs(biz); ok && len(spec.Output) > 0 {
-			fields = spec.Output
+	var has map[string]bool
+	if s.o.Format != JSONL {
+		if fields == nil && s.o.Specs != nil {
+			if spec, ok := s.o.Specs(biz); ok && len(spec.Output) > 0 {
+				fields = spec.Output
+			}
 		}
-	}
-	if fields == nil {
-		fields = InferFields(sample)
+		has = map[string]bool{}
+		for _, fl := range fields {
+			has[fl.Name] = true
+		}
+		fields = slices.Clip(fields)
+		for _, fl := range InferFields(sample) {
+			if !has[fl.Name] {
+				has[fl.Name] = true
+				fields = append(fields, fl)
+			}
+		}
 	}
 	w, err := NewWriter(f, s.o.Format, Columns(fields))
 	if err != nil {
@@ -213,9 +235,22 @@ func (s *Sink) current(biz string, sample []crawl.Item) (*current, error) {
 		os.Remove(f.Name())
 		return nil, fmt.Errorf("file sink: %w", err)
 	}
-	c := &current{biz: biz, final: final, f: f, w: w, started: now, seen: map[string]struct{}{}, prev: prev}
+	c := &current{biz: biz, final: final, f: f, w: w, fields: fields, has: has, started: now, seen: map[string]struct{}{}, prev: prev}
 	s.open[biz] = c
 	return c, nil
+}
+
+// covers reports whether the file has a column for every data field of it.
+func (c *current) covers(it *crawl.Item) bool {
+	if c.has == nil {
+		return true // JSON Lines keeps every field
+	}
+	for n := range it.Data {
+		if !c.has[n] {
+			return false
+		}
+	}
+	return true
 }
 
 // finish ends a file: footer, fsync, close, rename to its final name.
