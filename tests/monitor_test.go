@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -20,6 +21,7 @@ import (
 	"trawler/internal/engine"
 	"trawler/internal/monitor"
 	"trawler/internal/quota"
+	"trawler/workflows"
 )
 
 // scrape reads /metrics as Prometheus would and sums each metric's samples that carry
@@ -167,7 +169,8 @@ func TestStatusAndAlertsFollowARun(t *testing.T) {
 	// alternate: over the threshold, resolved, …, ending resolved.
 	var alerts []engine.Alert
 	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
-		if alerts = received(); len(alerts) >= 2 && alerts[len(alerts)-1].Resolved {
+		alerts = slices.DeleteFunc(received(), func(a engine.Alert) bool { return a.Alert == "run_ended" })
+		if len(alerts) >= 2 && alerts[len(alerts)-1].Resolved {
 			break
 		}
 	}
@@ -179,6 +182,50 @@ func TestStatusAndAlertsFollowARun(t *testing.T) {
 		if a.Alert != "backlog" || a.Resolved == firing || (firing && a.Value <= 20) {
 			t.Errorf("alert %d: %+v; want alternating backlog alerts over 20 and resolutions", i, a)
 		}
+	}
+}
+
+// The webhook hears once of every run that ends, whatever its outcome, with the run's
+// id, chain and failures, so a script can tell a completed run from a failed one.
+func TestAlertWebhookHearsEachRunEnd(t *testing.T) {
+	rdb := redis.NewClient(&redis.Options{Addr: shared.redis.Addr()})
+	defer rdb.Close()
+	received := watchAlerts(t, rdb, tenantOf(t), 0)
+
+	code, done := runWait(t, listChain(t, listSite(t, "/a", "/b"), "/list", 0))
+	if code != 0 || done.Outcome != workflows.OutcomeCompleted {
+		t.Fatalf("clean chain: exit %d, outcome %q; want 0, completed", code, done.Outcome)
+	}
+	code, lost := runWait(t, listChain(t, listSite(t), "/missing", 0))
+	if code != 3 || lost.Outcome != workflows.OutcomeFailed {
+		t.Fatalf("only seed answers 404: exit %d, outcome %q; want 3, failed", code, lost.Outcome)
+	}
+	want := map[string]engine.Alert{
+		done.RunID: {Alert: "run_ended", Tenant: tenantOf(t), Chain: "outcome", RunID: done.RunID, Outcome: workflows.OutcomeCompleted, Value: 0},
+		lost.RunID: {Alert: "run_ended", Tenant: tenantOf(t), Chain: "outcome", RunID: lost.RunID, Outcome: workflows.OutcomeFailed, Value: 1},
+	}
+	// The watcher looks every 200 ms; a few more looks show no run is posted twice.
+	var got []engine.Alert
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		if got = received(); len(got) >= len(want) {
+			break
+		}
+	}
+	time.Sleep(time.Second)
+	got = received()
+	if len(got) != len(want) {
+		t.Fatalf("webhook received %+v; want one run_ended alert for each of %s and %s", got, done.RunID, lost.RunID)
+	}
+	for _, a := range got {
+		w, ok := want[a.RunID]
+		if a.At.IsZero() {
+			t.Errorf("alert %+v has no time", a)
+		}
+		a.At = time.Time{}
+		if !ok || !reflect.DeepEqual(a, w) {
+			t.Errorf("alert %+v; want %+v", a, w)
+		}
+		delete(want, a.RunID)
 	}
 }
 

@@ -26,7 +26,7 @@ type watchFlags struct {
 func (w *watchFlags) add(cmd *cobra.Command, metricsDefault string) {
 	f := cmd.Flags()
 	f.StringVar(&w.metrics, "metrics", metricsDefault, "serve Prometheus metrics at http://ADDR/metrics (pages, items per sink, dedup verdicts, failures by cause, per-host latency, backlog); empty: off")
-	f.StringVar(&w.Webhook, "alert-webhook", "", "POST a JSON alert to this URL when a chain's backlog or failure rate crosses its threshold, and again when it recovers")
+	f.StringVar(&w.Webhook, "alert-webhook", "", "POST a JSON alert to this URL when a chain's backlog or failure rate crosses its threshold, and again when it recovers; and a run_ended alert with the outcome of every run that ends")
 	f.IntVar(&w.MaxBacklog, "alert-backlog", 0, "alert when a chain's backlog (inputs queued or in flight) exceeds this; 0: off")
 	f.Float64Var(&w.MaxFailureRate, "alert-failure-rate", 0, "alert when failures / attempts of a chain since the last look exceed this (0–1); 0: off")
 	f.DurationVar(&w.Every, "watch-every", 15*time.Second, "how often the backlog gauge and the alerts look at the running chains")

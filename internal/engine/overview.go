@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 
@@ -317,11 +318,15 @@ type WatchOptions struct {
 }
 
 // Alert is what Watch POSTs to the webhook when a threshold is crossed, and again with
-// Resolved when the value is back under it.
+// Resolved when the value is back under it; and once when a run ends.
 type Alert struct {
-	Alert  string `json:"alert"` // "backlog", "failure_rate" or "outage"
+	Alert  string `json:"alert"` // "backlog", "failure_rate", "outage" or "run_ended"
 	Tenant string `json:"tenant"`
 	Chain  string `json:"chain"`
+	// A run_ended alert names the run and its outcome (completed, partial, failed or
+	// canceled); its value is the run's failed inputs. It is posted once per run.
+	RunID   string `json:"run_id,omitempty"`
+	Outcome string `json:"outcome,omitempty"`
 	// An outage alert names the dependency, since when it is down and its last error;
 	// its value is the inputs waiting for it. It fires whenever a dependency is down.
 	Dependency string     `json:"dependency,omitempty"`
@@ -344,7 +349,11 @@ func Watch(ctx context.Context, c client.Client, rdb redis.UniversalClient, o Wa
 	firing := map[string]bool{}
 	last := map[string][2]int{} // tenant/chain → pages, failures at the last look
 	var history []*Overview     // the last two looks, newest first (desired workers)
+	ended := runsEnded{since: time.Now()}
 	for {
+		if o.Webhook != "" {
+			ended.look(ctx, c, o)
+		}
 		ov, err := GetOverview(ctx, c, rdb, 0)
 		if err != nil {
 			o.Log.Warn("watch: overview", "err", err)
@@ -403,6 +412,72 @@ func Watch(ctx context.Context, c client.Client, rdb redis.UniversalClient, o Wa
 	}
 }
 
+// visibilityLag is how late a closed run may show in Temporal's listing: each look
+// lists the runs closed since this long before the previous look.
+const visibilityLag = 30 * time.Second
+
+// runsEnded posts a run_ended alert for each chain run that closes while Watch runs.
+type runsEnded struct {
+	since  time.Time            // the previous look; runs closed before Watch started are not replayed
+	start  time.Time            // when Watch started
+	posted map[string]time.Time // run id → close time, of runs posted inside the window
+}
+
+// look lists the runs closed since the previous look (less the visibility lag) and
+// posts those not posted yet; it forgets the runs that fell out of the window.
+func (r *runsEnded) look(ctx context.Context, c client.Client, o WatchOptions) {
+	if r.posted == nil {
+		r.start, r.posted = r.since, map[string]time.Time{}
+	}
+	now := time.Now()
+	from := r.since.Add(-visibilityLag)
+	if from.Before(r.start) {
+		from = r.start
+	}
+	query := fmt.Sprintf("WorkflowType = '%s' AND ExecutionStatus != 'Running' AND ExecutionStatus != 'ContinuedAsNew' AND CloseTime > '%s'",
+		workflows.ChainWorkflowName, from.UTC().Format(time.RFC3339Nano))
+	var token []byte
+	for {
+		resp, err := c.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{Query: query, PageSize: 1000, NextPageToken: token})
+		if err != nil {
+			o.Log.Warn("watch: list ended runs", "err", err)
+			return // the window stays, so the next look tries again
+		}
+		for _, e := range resp.GetExecutions() {
+			id := e.GetExecution().GetWorkflowId()
+			if _, done := r.posted[id]; done || strings.Contains(id, "/") || e.GetParentExecution() != nil { // partitions of a run
+				continue
+			}
+			a := Alert{Alert: "run_ended", Tenant: cmp.Or(MemoString(e.GetMemo(), "tenant"), crawl.DefaultTenant),
+				Chain: MemoString(e.GetMemo(), "chain"), RunID: id, Outcome: workflows.OutcomeFailed}
+			switch e.GetStatus() {
+			case enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED:
+				var s workflows.Summary
+				if err := c.GetWorkflow(ctx, id, e.GetExecution().GetRunId()).Get(ctx, &s); err != nil {
+					o.Log.Warn("watch: read an ended run's summary", "run", id, "err", err)
+					continue // not posted: the next look tries again
+				}
+				_, _, _, failed := s.Totals()
+				a.Outcome, a.Value, a.Chain = cmp.Or(s.Outcome, workflows.OutcomeOf(&s)), float64(failed), cmp.Or(a.Chain, s.Chain)
+			case enumspb.WORKFLOW_EXECUTION_STATUS_CANCELED:
+				a.Outcome = workflows.OutcomeCanceled
+			}
+			r.posted[id] = e.GetCloseTime().AsTime()
+			a.At = time.Now().UTC()
+			o.post(ctx, a)
+		}
+		if token = resp.GetNextPageToken(); len(token) == 0 {
+			break
+		}
+	}
+	for id, closed := range r.posted {
+		if !closed.After(from) {
+			delete(r.posted, id)
+		}
+	}
+	r.since = now
+}
+
 // id names what an alert is about: its kind, tenant and chain (tenant and chain names
 // have no slash), and the dependency of an outage.
 func (a Alert) id() string {
@@ -423,6 +498,11 @@ func (o WatchOptions) check(ctx context.Context, firing map[string]bool, a Alert
 	}
 	firing[id] = over
 	a.Resolved, a.At = !over, time.Now().UTC()
+	o.post(ctx, a)
+}
+
+// post sends an alert to the webhook, if there is one; a failure is logged.
+func (o WatchOptions) post(ctx context.Context, a Alert) {
 	if o.Webhook == "" {
 		return
 	}
