@@ -123,7 +123,7 @@ steps:
 		t.Fatal("validate passed headers with line breaks")
 	}
 	want := file + `:3: middlewares: middleware header: header X-Team: value "news\r\nX-Admin: 1" has a line break or control character; give it on one line` + "\n" +
-		file + `:5: step "page": param headers: header name "X-A\r\nX-Admin": use a name like X-Team: letters, digits and !#$%&'*+-.^_` + "`|~, without spaces, colons or line breaks\n" +
+		file + `:9: step "page": param headers: header name "X-A\r\nX-Admin": use a name like X-Team: letters, digits and !#$%&'*+-.^_` + "`|~, without spaces, colons or line breaks\n" +
 		"1 of 1 files have problems\n"
 	if stderr != want {
 		t.Fatalf("stderr:\n%s\nwant:\n%s", stderr, want)
