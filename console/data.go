@@ -199,7 +199,11 @@ func (s *Server) dedupStats(w http.ResponseWriter, r *http.Request) {
 	}
 	all := []dedup.Stats{}
 	for _, n := range names {
-		st, err := d.Stats(ctx, n, sample)
+		// Each namespace gets its own 30 s: a Redis with many tenants' namespaces holds
+		// many buckets to count, and one slow namespace says more than a cut-off list.
+		nctx, ncancel := context.WithTimeout(r.Context(), 30*time.Second)
+		st, err := d.Stats(nctx, n, sample)
+		ncancel()
 		if err != nil {
 			writeError(w, http.StatusBadGateway, err.Error(), "")
 			return
