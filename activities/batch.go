@@ -76,12 +76,15 @@ type outcome struct {
 	Class        crawl.Cause    `json:"cls,omitempty"`
 	Permanent    bool           `json:"perm,omitempty"`
 	RetryAfter   time.Duration  `json:"ra,omitempty"`
-	waiting      error          // the input waits for a dependency (a pool item, Redis)
-	back         bool           // a followed input handed back to the workflow unrun
-	lane         int            // the batch lane that ran it
-	quota        string         // the input was not run: a budget ran out (why)
-	input        crawl.Input
-	result       crawl.Result // until stored
+	// Held: the host's politeness held the input back (crawl.HeldError); it runs again
+	// after RetryAfter without spending an attempt.
+	Held    bool   `json:"held,omitempty"`
+	waiting error  // the input waits for a dependency (a pool item, Redis)
+	back    bool   // a followed input handed back to the workflow unrun
+	lane    int    // the batch lane that ran it
+	quota   string // the input was not run: a budget ran out (why)
+	input   crawl.Input
+	result  crawl.Result // until stored
 	// set once the item pipeline has judged the input's items (dedup verdicts, budget),
 	// so a write retried during an outage neither leases nor judges them twice
 	judged  bool
@@ -713,8 +716,11 @@ func (a *Activities) runOne(ctx context.Context, task crawl.Task, env *crawl.Env
 		if errors.Is(err, context.DeadlineExceeded) && ictx.Err() != nil && ctx.Err() == nil {
 			err = fmt.Errorf("%w (step timeout %s)", err, b.Step.Timeout)
 		}
-		if external.IsWaiting(err) {
+		if _, dep := crawl.DependencyOf(err); external.IsWaiting(err) || dep {
 			return outcome{Index: i, waiting: err}
+		}
+		if wait, held := crawl.HeldFor(err); held {
+			return outcome{Index: i, Err: fmt.Sprintf("%s: %v", w.Input.Describe(), err), Class: crawl.CauseOf(err), Held: true, RetryAfter: wait}
 		}
 		return outcome{Index: i, Err: fmt.Sprintf("%s: %v", w.Input.Describe(), err), Class: crawl.CauseOf(err), Permanent: crawl.IsPermanent(err), RetryAfter: crawl.RetryDelay(err)}
 	}
@@ -772,6 +778,11 @@ func (a *Activities) summarizeStep(ctx context.Context, b crawl.Batch, s *tally)
 	slices.SortFunc(failed, func(x, y outcome) int { return x.Index - y.Index })
 	for _, o := range failed {
 		w := b.Work[o.Index]
+		if o.Held {
+			res.Retry = append(res.Retry, crawl.Work{Input: w.Input, Attempt: w.Attempt, Cause: o.Err, Class: o.Class})
+			res.RetryAfter = max(res.RetryAfter, o.RetryAfter)
+			continue
+		}
 		attempts := w.Attempt + 1
 		if o.Permanent || attempts > b.Step.Retries {
 			res.Failed = append(res.Failed, crawl.Failure{Step: b.Step.ID, Input: w.Input, Attempts: attempts, Cause: o.Err, Class: o.Class}.Redacted())
@@ -810,13 +821,14 @@ func (r *batchRun) failAll(cause string) (crawl.BatchResult, error) {
 }
 
 // stepFetcher applies what the chain and the task declared to every request a task
-// makes: the chain's `robots: false` and `middlewares:`, the task's per-host rate and
-// concurrency limits, and the resources it needs (see resources.go).
+// makes: the chain's `robots: false` and `middlewares:`, the step's `politeness:` and
+// the task's per-host rate and concurrency limits, and the resources it needs (see resources.go).
 type stepFetcher struct {
 	cost         *batchCost // bytes fetched, for the task's learned needs
 	f            crawl.Fetcher
 	spec         crawl.TaskSpec
 	ignoreRobots bool
+	politeness   *crawl.Politeness // the step's (with the task's limits as defaults)
 	resources
 }
 
@@ -831,6 +843,9 @@ func (s stepFetcher) Fetch(ctx context.Context, req *crawl.Request) (*crawl.Resp
 	}
 	if cp.HostConcurrency == 0 {
 		cp.HostConcurrency = s.spec.HostConcurrency
+	}
+	if cp.Politeness == nil {
+		cp.Politeness = s.politeness
 	}
 	ctx, err := s.lend(ctx)
 	if err != nil {

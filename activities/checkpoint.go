@@ -163,7 +163,7 @@ func (c *checkpointer) finish(o outcome, lane int) {
 	if !o.OK {
 		// The cause is shown in status, summaries and the failure log: no credential of
 		// the input's URL or of a proxy goes there.
-		t.Failed = append(t.Failed, outcome{Index: o.Index, Err: crawl.RedactText(o.Err), Class: o.Class, Permanent: o.Permanent, RetryAfter: o.RetryAfter})
+		t.Failed = append(t.Failed, outcome{Index: o.Index, Err: crawl.RedactText(o.Err), Class: o.Class, Permanent: o.Permanent, RetryAfter: o.RetryAfter, Held: o.Held})
 		return
 	}
 	t.Pages++

@@ -24,7 +24,7 @@ func (a *Activities) stepFetcher(spec crawl.TaskSpec, b crawl.Batch) (stepFetche
 	if err != nil {
 		return stepFetcher{}, err
 	}
-	s := stepFetcher{f: f, spec: spec, ignoreRobots: !b.Robots}
+	s := stepFetcher{f: f, spec: spec, ignoreRobots: !b.Robots, politeness: b.Step.Politeness}
 	s.pools = a.Pools
 	s.scope, s.err = external.ScopeOf(b.Tenant, spec.Site(), spec.Needs)
 	if s.err == nil && len(s.scope.Needs) > 0 && a.Pools == nil {

@@ -68,11 +68,12 @@ func TestCauseOfRealFailures(t *testing.T) {
 		{"403", get(srv.URL + "/403"), crawl.CauseHTTP403},
 		{"410", get(srv.URL + "/410"), crawl.CauseHTTP410},
 		{"418", get(srv.URL + "/418"), crawl.CauseHTTP4xx},
-		{"429", get(srv.URL + "/429"), crawl.CauseHTTP429},
 		{"500", get(srv.URL + "/500"), crawl.CauseHTTP5xx},
 		{"hang", get(srv.URL + "/hang"), crawl.CauseTimeout},
 		{"robots", get(srv.URL + "/private/x"), crawl.CauseRobots},
 		{"huge", get(srv.URL + "/huge"), crawl.CauseTooLarge},
+		// Last: the host asks for an hour's pause, which holds back what follows.
+		{"429", get(srv.URL + "/429"), crawl.CauseHTTP429},
 		{"closed port", get("http://" + closedAddr + "/"), crawl.CauseConnection},
 		{"untrusted certificate", get(tlsSrv.URL + "/"), crawl.CauseTLS},
 		{"unknown name", lookupFails(t), crawl.CauseDNS},

@@ -58,6 +58,7 @@ type Defaults struct {
 	Store       []string       // sinks
 	Params      map[string]any // applied to every step whose task declares the param
 	Dedup       string         // new | changed | off
+	Politeness  *Politeness    // per-host limits of every step (nil: none declared)
 }
 
 // Step is one node of the chain's DAG.
@@ -95,7 +96,9 @@ type Step struct {
 	// inputs are then the records due now and the ones nobody has seen yet.
 	Recrawl *Recrawl
 	// Render renders the step's pages in a headless browser (nil: never).
-	Render     *Render
+	Render *Render
+	// Politeness is the step's own `politeness:` (over the chain's defaults).
+	Politeness *Politeness
 	Line       int
 	ParamLines map[string]int // line of each param in the file, and of its keys (fields.title)
 }
@@ -171,8 +174,8 @@ func (ps Problems) Error() string {
 var (
 	chainKeys    = []string{"name", "tenant", "robots", "priority", "quota", "max_outage", "middlewares", "defaults", "steps"}
 	quotaKeys    = []string{"pages", "items", "pages_per_day", "items_per_day"}
-	defaultsKeys = []string{"timeout", "retries", "batch", "concurrency", "parallel", "store", "params", "dedup"}
-	stepKeys     = []string{"id", "task", "biz", "params", "from", "each", "max_depth", "store", "dedup", "timeout", "retries", "batch", "concurrency", "parallel", "priority", "shared", "affinity", "middlewares", "follow", "recrawl", "render"}
+	defaultsKeys = []string{"timeout", "retries", "batch", "concurrency", "parallel", "store", "params", "dedup", "politeness"}
+	stepKeys     = []string{"id", "task", "biz", "params", "from", "each", "max_depth", "store", "dedup", "timeout", "retries", "batch", "concurrency", "parallel", "priority", "shared", "affinity", "middlewares", "follow", "recrawl", "render", "politeness"}
 	affinityKeys = []string{"probe", "max_latency", "min_kbps"}
 	dedupModes   = []string{DedupChanged, DedupNew, DedupOff}
 	nameRE       = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]*$`)
@@ -334,6 +337,8 @@ func (l *loader) parse(data []byte) *Chain {
 					c.Defaults.Params = l.mapping(v, "defaults.params")
 				case "dedup":
 					c.Defaults.Dedup = l.str(v, "defaults.dedup")
+				case "politeness":
+					c.Defaults.Politeness = l.politeness(v, "defaults", true)
 				}
 			})
 		case "steps":
@@ -423,6 +428,8 @@ func (l *loader) parse(data []byte) *Chain {
 				s.Recrawl = l.recrawl(v, where)
 			case "render":
 				s.Render = l.render(v, where)
+			case "politeness":
+				s.Politeness = l.politeness(v, where, true)
 			}
 		})
 		c.Steps = append(c.Steps, s)

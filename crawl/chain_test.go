@@ -124,7 +124,7 @@ func TestLoadProblems(t *testing.T) {
 		{"unknown task with defaults.params", "name: x\ndefaults:\n  params: {base_url: http://x.test}\nsteps:\n  - id: a\n    task: news.stroy\n", nil, []string{
 			"f.yaml:5: step \"a\": unknown task \"news.stroy\" (did you mean \"news.story\"?); registered tasks: news.comment, news.feed, news.story"}},
 		{"unknown step field", "name: x\nsteps:\n  - id: a\n    task: news.feed\n    form: b\n", nil, []string{
-			"f.yaml:5: step 1: unknown field `form` (did you mean \"from\"?); valid fields: id, task, biz, params, from, each, max_depth, store, dedup, timeout, retries, batch, concurrency, parallel, priority, shared, affinity, middlewares, follow, recrawl, render"}},
+			"f.yaml:5: step 1: unknown field `form` (did you mean \"from\"?); valid fields: id, task, biz, params, from, each, max_depth, store, dedup, timeout, retries, batch, concurrency, parallel, priority, shared, affinity, middlewares, follow, recrawl, render, politeness"}},
 		{"unknown param", "name: x\nsteps:\n  - id: a\n    task: news.feed\n    params: {pagse: 2}\n", nil, []string{
 			"f.yaml:5: step \"a\": task news.feed has no param `pagse` (did you mean \"pages\"?); its params: base_url, pages"}},
 		{"bad param type", "name: x\nsteps:\n  - id: a\n    task: news.feed\n    params: {pages: many}\n", nil, []string{
@@ -176,6 +176,17 @@ func TestLoadProblems(t *testing.T) {
 			"f.yaml:7: step 1: batch 0: use 1 to 1000 inputs per activity",
 			"f.yaml:8: step 1: concurrency 1000000: use 1 to 1000 inputs fetched at once inside one batch",
 			"f.yaml:9: step 1: parallel 101: use 1 to 100 batches in flight per step"}},
+		{"bad politeness", "name: x\ndefaults:\n  politeness:\n    rate: fast\n    delay: -1s\n    concurrency: 0\n    group: hosts\n    robots: obeys\n    jiter: 1s\nsteps:\n  - id: a\n    task: news.feed\n    politeness:\n      rate: 3/d\n      autothrottle: {target: 0}\n      hosts:\n        \"http://a.test/x\": {rate: 1/s}\n        \"*.b.test\": {hosts: {}}\n", nil, []string{
+			"f.yaml:4: defaults.politeness: rate \"fast\": write requests per unit of time, e.g. 2/s, 30/m or 100/h",
+			"f.yaml:5: defaults.politeness: delay \"-1s\": use a duration from 0 to 10m, e.g. 250ms, 2s or 1m",
+			"f.yaml:6: defaults.politeness: concurrency \"0\": use 1 to 1000, the requests in flight at one host across the whole fleet",
+			"f.yaml:7: defaults.politeness: group \"hosts\" is not one of host, domain, ip (did you mean \"host\"?) (host gives each host its own budget; domain shares one among the hosts of a registrable domain; ip among the hosts on one address)",
+			"f.yaml:8: defaults.politeness: robots \"obeys\" is not one of obey, ignore (did you mean \"obey\"?) (obey follows the host's robots.txt, its Crawl-delay and Request-rate; ignore fetches what it forbids too)",
+			"f.yaml:9: defaults.politeness: unknown field `jiter` (did you mean \"jitter\"?); valid fields: rate, concurrency, delay, jitter, autothrottle, robots, group, hosts",
+			"f.yaml:14: step 1.politeness: rate \"3/d\": the unit after / is s, m or h, e.g. 2/s, 30/m or 100/h",
+			"f.yaml:15: step 1.politeness: autothrottle.target \"0\": use a number above 0, the requests in flight the host should see on average, e.g. 1 or 2.5",
+			"f.yaml:17: step 1.politeness.hosts: \"http://a.test/x\" is not a host pattern: write a host name like example.com, or *.example.com for every host under it (no scheme, port or path)",
+			"f.yaml:18: step 1.politeness.hosts[*.b.test]: hosts cannot nest; list every pattern under the one `hosts:` of the politeness block"}},
 		{"bad name", "name: My Chain\nsteps:\n  - id: a\n    task: news.feed\n", nil, []string{
 			"f.yaml:1: chain name \"My Chain\": use lowercase letters, digits, - and _ (it becomes part of workflow ids)"}},
 	}

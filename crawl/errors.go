@@ -96,3 +96,26 @@ func DependencyOf(err error) (string, bool) {
 	}
 	return "", false
 }
+
+// HeldError is an input held back by its host's politeness: the host asked every worker
+// to pause (a 429 or 503, its Retry-After), or its fleet-wide budget has no slot or start
+// time free before the input's deadline. The input is not at fault, so the engine runs
+// it again after Wait without spending an attempt.
+type HeldError struct {
+	Host   string        // the host, or the domain or address whose budget it shares
+	Wait   time.Duration // until the host takes requests again, as far as known
+	Reason string        // why, e.g. "paused by HTTP 429 (Retry-After 2s)"
+}
+
+func (e *HeldError) Error() string {
+	return fmt.Sprintf("held back by the politeness of %s for %s: %s", RedactText(e.Host), e.Wait.Round(time.Millisecond), e.Reason)
+}
+
+// HeldFor reports whether err is (or wraps) a HeldError, and how long to wait.
+func HeldFor(err error) (time.Duration, bool) {
+	var h *HeldError
+	if errors.As(err, &h) {
+		return h.Wait, true
+	}
+	return 0, false
+}

@@ -63,6 +63,9 @@ type PlanStep struct {
 	// Render renders the step's pages in a headless browser; nil: never. Its batches
 	// go to the workers that have one (workflows.SiteQueueOf).
 	Render *Render `json:"render,omitempty"`
+	// Politeness is the step's per-host limits (PlanPoliteness); nil: the fetcher's
+	// defaults and robots.txt alone.
+	Politeness *Politeness `json:"politeness,omitempty"`
 }
 
 // SiteQueue is a site's task queue and the affinity that guards it. The workflow names
@@ -163,6 +166,7 @@ func (c *Chain) Compile(reg *Registry) (*Plan, error) {
 		if s.Render.Renders() {
 			ps.Render = s.Render
 		}
+		ps.Politeness = PlanPoliteness(s.Politeness, c.Defaults.Politeness, spec)
 		if ps.Root && spec.Seeds != nil {
 			ps.Seeds = spec.Seeds(params)
 		}

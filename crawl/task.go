@@ -281,6 +281,9 @@ type Request struct {
 	// Limits for this request; zero values take the fetcher's settings.
 	RateLimit       float64
 	HostConcurrency int
+	// Politeness is the step's `politeness:` (the engine sets it); it wins over
+	// RateLimit and HostConcurrency where it sets a limit.
+	Politeness *Politeness
 	// IgnoreRobots skips the robots.txt check (a chain's `robots: false`).
 	IgnoreRobots bool
 	// Accept says which statuses the task takes as an answer; nil takes DefaultAccept

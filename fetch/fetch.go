@@ -40,13 +40,18 @@ type Options struct {
 	UserAgent      string        // default "Trawler/1.0"; a request's own User-Agent header wins
 	// RateLimit is the default number of requests per second per host; 0 is unlimited.
 	RateLimit float64
-	// HostConcurrency is the default number of parallel requests per host; default 16.
+	// HostConcurrency is the default number of requests in flight per host, shared by
+	// everything Budgets serves; default crawl.DefaultHostConcurrency (8).
 	//
-	// A request's non-zero RateLimit or HostConcurrency overrides these defaults for its
-	// host, once: the first non-zero value seen for a host wins and later different
-	// values are ignored, so all tasks hitting one host share one limit. A host unused for
-	// an hour is forgotten, and the next request sets its limits afresh.
+	// A request's crawl.Politeness, else its own non-zero RateLimit or HostConcurrency
+	// (a task's), replace these defaults for that request (see Politeness).
 	HostConcurrency int
+	// Budgets hold every host's budget; nil keeps them in this process (LocalBudgets).
+	// A worker with Redis shares them with the fleet (internal/polite).
+	Budgets Budgets
+	// Robots shares the robots.txt files read with the fleet; nil: each process reads
+	// its own.
+	Robots RobotsStore
 	// Retries is the number of in-process retries on 429, 5xx, network errors and
 	// timeouts; default 2, negative for none.
 	Retries int
@@ -80,7 +85,7 @@ const (
 	defaultMaxBody        = 10 << 20
 	defaultMaxRedirects   = 10
 	defaultUserAgent      = "Trawler/1.0"
-	defaultConcurrency    = 16
+	defaultConcurrency    = crawl.DefaultHostConcurrency
 	defaultRetries        = 2
 	defaultMaxRetryWait   = 5 * time.Second
 	defaultBackoff        = 200 * time.Millisecond

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"net/http"
 	"net/url"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -32,7 +34,7 @@ import (
 // retried. Redirect hops are not re-checked.
 func Robots(o Options) crawl.Middleware {
 	o = o.withDefaults()
-	cache := &robotsCache{entries: map[string]*robotsEntry{}, lastSweep: time.Now()}
+	cache := &robotsCache{entries: map[string]*robotsEntry{}, lastSweep: time.Now(), store: o.Robots}
 	return func(next crawl.Fetcher) crawl.Fetcher {
 		return crawl.FetcherFunc(func(ctx context.Context, r *crawl.Request) (*crawl.Response, error) {
 			if r == nil || r.IgnoreRobots {
@@ -42,19 +44,98 @@ func Robots(o Options) crawl.Middleware {
 			if err != nil {
 				return nil, err
 			}
+			if r.Politeness != nil && r.Politeness.ForHost(u.Hostname()).Robots == crawl.RobotsIgnore {
+				return next.Fetch(ctx, r)
+			}
 			ua := o.UserAgent
 			if v := r.Header.Get("User-Agent"); v != "" {
 				ua = v
 			}
-			if err := cache.check(ctx, next, r, u, ua); err != nil {
+			floor, err := cache.check(ctx, next, r, u, ua)
+			if err != nil {
 				return nil, err
 			}
-			return next.Fetch(ctx, r)
+			return next.Fetch(withRobotsFloor(ctx, floor), r)
 		})
 	}
 }
 
-var allowAll, _ = robotstxt.FromStatusAndBytes(http.StatusNotFound, nil)
+var allowAll = func() *robotsRules {
+	data, _ := robotstxt.FromStatusAndBytes(http.StatusNotFound, nil)
+	return &robotsRules{RobotsData: data}
+}()
+
+// robotsRules are a host's robots.txt rules and the Request-rate lines its parser
+// leaves out.
+type robotsRules struct {
+	*robotstxt.RobotsData
+	rates map[string]time.Duration // by user-agent token (lower case): least interval
+}
+
+// floor is the least interval between two requests the rules ask of userAgent: its
+// group's Crawl-delay or Request-rate, whichever is slower.
+func (r *robotsRules) floor(userAgent string) time.Duration {
+	g := r.FindGroup(userAgent)
+	return max(g.CrawlDelay, r.rates[g.Agent])
+}
+
+// requestRates reads the `Request-rate: N/T` lines (N requests per T, in seconds
+// unless T ends in s, m or h) of each user-agent group.
+func requestRates(body []byte) map[string]time.Duration {
+	var rates map[string]time.Duration
+	var agents []string
+	inAgents := false
+	for line := range strings.Lines(string(body)) {
+		line, _, _ = strings.Cut(line, "#")
+		key, val, ok := strings.Cut(line, ":")
+		if !ok {
+			continue
+		}
+		key, val = strings.ToLower(strings.TrimSpace(key)), strings.TrimSpace(val)
+		switch key {
+		case "user-agent":
+			if !inAgents {
+				agents = agents[:0]
+			}
+			agents, inAgents = append(agents, strings.ToLower(val)), true
+			continue
+		case "request-rate":
+			if d := parseRequestRate(val); d > 0 {
+				if rates == nil {
+					rates = map[string]time.Duration{}
+				}
+				for _, a := range agents {
+					rates[a] = d
+				}
+			}
+		}
+		inAgents = false
+	}
+	return rates
+}
+
+func parseRequestRate(v string) time.Duration {
+	v, _, _ = strings.Cut(v, " ") // a time window after the rate is not kept
+	num, per, ok := strings.Cut(v, "/")
+	n, err := strconv.ParseFloat(num, 64)
+	if !ok || err != nil || n <= 0 {
+		return 0
+	}
+	unit := time.Second
+	switch {
+	case strings.HasSuffix(per, "s"):
+		per = per[:len(per)-1]
+	case strings.HasSuffix(per, "m"):
+		per, unit = per[:len(per)-1], time.Minute
+	case strings.HasSuffix(per, "h"):
+		per, unit = per[:len(per)-1], time.Hour
+	}
+	t, err := strconv.ParseFloat(per, 64)
+	if err != nil || t <= 0 {
+		return 0
+	}
+	return min(time.Duration(t/n*float64(unit)), crawl.MaxPoliteDelay)
+}
 
 func robotsURL(u *url.URL) string { return u.Scheme + "://" + u.Host + "/robots.txt" }
 
@@ -63,29 +144,31 @@ type robotsCache struct {
 	mu        sync.Mutex
 	entries   map[string]*robotsEntry // by hostKey
 	lastSweep time.Time
+	store     RobotsStore // the fleet's copies; nil: this process reads its own
 }
 
 type robotsEntry struct {
-	data    *robotstxt.RobotsData
+	data    *robotsRules
 	err     *robotsUnavailableError // set instead of data while robots.txt is unreadable
 	expires time.Time
 	loading chan struct{} // non-nil while one request reads robots.txt; closed when done
 }
 
-// check returns nil when the host's robots.txt lets userAgent fetch u.
-func (c *robotsCache) check(ctx context.Context, next crawl.Fetcher, r *crawl.Request, u *url.URL, userAgent string) error {
+// check returns nil when the host's robots.txt lets userAgent fetch u, with the least
+// interval between requests it asks for.
+func (c *robotsCache) check(ctx context.Context, next crawl.Fetcher, r *crawl.Request, u *url.URL, userAgent string) (time.Duration, error) {
 	method := methodOf(r)
 	data, unavailable, expires, err := c.rules(ctx, next, r, u)
 	var be *blockedError
 	if errors.As(err, &be) {
-		return crawl.Permanent(&Error{Method: method, URL: r.URL, Err: be})
+		return 0, crawl.Permanent(&Error{Method: method, URL: r.URL, Err: be})
 	}
 	if err != nil {
-		return &Error{Method: method, URL: r.URL, Err: err}
+		return 0, &Error{Method: method, URL: r.URL, Err: err}
 	}
 	if unavailable != nil {
 		wait := max(time.Until(expires), time.Second)
-		return crawl.RetryAfter(&Error{Method: method, URL: r.URL, Err: unavailable}, wait)
+		return 0, crawl.RetryAfter(&Error{Method: method, URL: r.URL, Err: unavailable}, wait)
 	}
 	path := u.EscapedPath()
 	if path == "" {
@@ -95,15 +178,15 @@ func (c *robotsCache) check(ctx context.Context, next crawl.Fetcher, r *crawl.Re
 		path += "?" + u.RawQuery
 	}
 	if !data.TestAgent(path, userAgent) {
-		return crawl.Permanent(&Error{Method: method, URL: r.URL, Err: &disallowedError{robotsURL(u), userAgent}})
+		return 0, crawl.Permanent(&Error{Method: method, URL: r.URL, Err: &disallowedError{robotsURL(u), userAgent}})
 	}
-	return nil
+	return data.floor(userAgent), nil
 }
 
 // rules returns the host's robots.txt from the cache, reading it when the cache has none
 // or it expired. Concurrent callers share one read. Exactly one of data and unavailable is
 // set when err is nil; err is set only when ctx ended first or the guard refused the host.
-func (c *robotsCache) rules(ctx context.Context, next crawl.Fetcher, r *crawl.Request, u *url.URL) (data *robotstxt.RobotsData, unavailable *robotsUnavailableError, expires time.Time, err error) {
+func (c *robotsCache) rules(ctx context.Context, next crawl.Fetcher, r *crawl.Request, u *url.URL) (data *robotsRules, unavailable *robotsUnavailableError, expires time.Time, err error) {
 	key := hostKey(u)
 	c.mu.Lock()
 	c.sweep()
@@ -133,7 +216,7 @@ func (c *robotsCache) rules(ctx context.Context, next crawl.Fetcher, r *crawl.Re
 		e.loading = loading
 		c.mu.Unlock()
 
-		data, unavailable, ttl, err := loadRobots(ctx, next, r, u)
+		data, unavailable, ttl, err := loadRobots(ctx, next, c.store, r, u)
 
 		c.mu.Lock()
 		e.loading = nil
@@ -163,12 +246,76 @@ func (c *robotsCache) sweep() {
 	}
 }
 
-// loadRobots reads robots.txt for u's host through next. A 2xx is parsed, any other 4xx
+// RobotsFile is a host's robots.txt as read: its status and body, or the cause it could
+// not be read (Status 0).
+type RobotsFile struct {
+	Status  int       `json:"status"`
+	Body    []byte    `json:"body,omitempty"`
+	Expires time.Time `json:"expires"`
+}
+
+// RobotsStore shares the robots.txt files workers read, so each host's is read once per
+// fleet per robotsTTL (internal/polite keeps them in Redis).
+type RobotsStore interface {
+	// Load returns the file stored for host (a hostKey), if any and not expired.
+	Load(ctx context.Context, host string) (RobotsFile, bool)
+	// Claim reports whether this worker should read host's robots.txt now: false while
+	// another worker is reading it (then Load again shortly).
+	Claim(ctx context.Context, host string) bool
+	// Store keeps f for every worker until f.Expires.
+	Store(ctx context.Context, host string, f RobotsFile)
+}
+
+// robotsClaimWait is how long a worker waits for another's read of a robots.txt before
+// reading it itself.
+const robotsClaimWait = 15 * time.Second
+
+// loadRobots returns the rules for u's host: the fleet's copy from store when there is
+// one, else read through next (and stored for the fleet).
+func loadRobots(ctx context.Context, next crawl.Fetcher, store RobotsStore, page *crawl.Request, u *url.URL) (*robotsRules, *robotsUnavailableError, time.Duration, error) {
+	if store == nil {
+		return readRobots(ctx, next, nil, page, u)
+	}
+	key := hostKey(u)
+	give := time.Now().Add(robotsClaimWait)
+	for {
+		if f, ok := store.Load(ctx, key); ok {
+			data, unavailable := parseRobots(f, robotsURL(u))
+			return data, unavailable, time.Until(f.Expires), nil
+		}
+		if time.Now().After(give) || store.Claim(ctx, key) {
+			return readRobots(ctx, next, store, page, u)
+		}
+		if err := sleep(ctx, 100*time.Millisecond); err != nil {
+			return nil, nil, 0, err
+		}
+	}
+}
+
+// parseRobots turns a stored file into rules, or the reason the host is unavailable.
+func parseRobots(f RobotsFile, where string) (*robotsRules, *robotsUnavailableError) {
+	code := f.Status
+	switch {
+	case code >= 200 && code < 300:
+		data, err := robotstxt.FromBytes(f.Body)
+		if err != nil {
+			return allowAll, nil
+		}
+		return &robotsRules{RobotsData: data, rates: requestRates(f.Body)}, nil
+	case code == http.StatusTooManyRequests || code >= 500:
+		return nil, &robotsUnavailableError{robotsURL: where, cause: statusLine(code)}
+	default:
+		return allowAll, nil
+	}
+}
+
+// readRobots reads robots.txt for u's host through next. A 2xx is parsed, any other 4xx
 // but 429 allows everything (as does a body that does not parse, or too many
 // redirects), and a 429, a 5xx or a network error makes the host unavailable for
-// robotsRetryTTL. err is set only when ctx ended, no slot or rate token of the host came
-// before ctx's deadline, or the guard refused the host's address (a *blockedError).
-func loadRobots(ctx context.Context, next crawl.Fetcher, page *crawl.Request, u *url.URL) (*robotstxt.RobotsData, *robotsUnavailableError, time.Duration, error) {
+// robotsRetryTTL. What has a status goes to store for the fleet. err is set only when
+// ctx ended, the host's budget held the read back, or the guard refused the host's
+// address (a *blockedError).
+func readRobots(ctx context.Context, next crawl.Fetcher, store RobotsStore, page *crawl.Request, u *url.URL) (*robotsRules, *robotsUnavailableError, time.Duration, error) {
 	where := robotsURL(u)
 	resp, err := next.Fetch(ctx, &crawl.Request{
 		Method: http.MethodGet, URL: where,
@@ -176,19 +323,19 @@ func loadRobots(ctx context.Context, next crawl.Fetcher, page *crawl.Request, u 
 		// cookie, a header a middleware added) ask for its rules as for its pages.
 		Header: page.Header.Clone(),
 		// The page's limits, so the read counts against the host like any request.
-		RateLimit: page.RateLimit, HostConcurrency: page.HostConcurrency,
+		RateLimit: page.RateLimit, HostConcurrency: page.HostConcurrency, Politeness: page.Politeness,
 		// Every status means something for the rules: none is retried in-process.
 		Accept: func(int) bool { return true },
 	})
 	if err != nil {
-		// Waiting for the host's slot or rate token is the page's wait too: it says so.
-		var rw *rateWaitError
-		var st *slotTimeoutError
+		// Waiting for the host's budget is the page's wait too: it says so.
+		var held *crawl.HeldError
+		var dep *crawl.DependencyError
 		switch {
-		case errors.As(err, &rw):
-			return nil, nil, 0, rw
-		case errors.As(err, &st):
-			return nil, nil, 0, st
+		case errors.As(err, &held):
+			return nil, nil, 0, held
+		case errors.As(err, &dep):
+			return nil, nil, 0, dep
 		case ctx.Err() != nil:
 			return nil, nil, 0, ctx.Err()
 		}
@@ -208,21 +355,21 @@ func loadRobots(ctx context.Context, next crawl.Fetcher, page *crawl.Request, u 
 		}
 		return nil, &robotsUnavailableError{robotsURL: where, cause: fe.Err.Error(), err: fe.Err}, robotsRetryTTL, nil
 	}
-	code := resp.Status
-	switch {
-	case code >= 200 && code < 300:
-		body := resp.Body
-		if len(body) > robotsMaxBytes {
-			body = body[:robotsMaxBytes]
-		}
-		data, err := robotstxt.FromBytes(body)
-		if err != nil {
-			return allowAll, nil, robotsTTL, nil
-		}
-		return data, nil, robotsTTL, nil
-	case code == http.StatusTooManyRequests || code >= 500:
-		return nil, &robotsUnavailableError{robotsURL: where, cause: statusLine(code)}, robotsRetryTTL, nil
-	default:
-		return allowAll, nil, robotsTTL, nil
+	f := RobotsFile{Status: resp.Status, Body: resp.Body}
+	if len(f.Body) > robotsMaxBytes {
+		f.Body = f.Body[:robotsMaxBytes]
 	}
+	if f.Status < 200 || f.Status >= 300 {
+		f.Body = nil
+	}
+	ttl := robotsTTL
+	if f.Status == http.StatusTooManyRequests || f.Status >= 500 {
+		ttl = robotsRetryTTL
+	}
+	f.Expires = time.Now().Add(ttl)
+	if store != nil {
+		store.Store(ctx, hostKey(u), f)
+	}
+	data, unavailable := parseRobots(f, where)
+	return data, unavailable, ttl, nil
 }

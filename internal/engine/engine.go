@@ -36,6 +36,7 @@ import (
 	"trawler/internal/affinity"
 	"trawler/internal/capacity"
 	"trawler/internal/monitor"
+	"trawler/internal/polite"
 	"trawler/internal/quota"
 	"trawler/internal/recrawl"
 	"trawler/internal/redisurl"
@@ -105,6 +106,7 @@ type WorkerOptions struct {
 type Worker struct {
 	worker.Worker
 	Sinks storage.Set
+	fleet *polite.Fleet // host budgets shared through Redis; nil without it
 	JSONL *jsonl.Sink
 	// Identity names the worker in histories and in `trawler status`.
 	Identity  string
@@ -189,10 +191,11 @@ func NewWorker(c client.Client, o WorkerOptions) (*Worker, error) {
 	place := newPlacement(o.Identity, o.TaskQueue, o.Capacity, o.ResourceTuned, cmp.Or(o.TargetCPU, 0.8), cmp.Or(o.TargetMem, 0.8), o.Log)
 	wo.Interceptors = append(wo.Interceptors, &placementInterceptor{p: place})
 	w := worker.New(c, o.TaskQueue, wo)
-	acts := &activities.Activities{Registry: o.Registry, Fetcher: fetch.New(o.Fetch), Sinks: sinks, Failures: js, Log: o.Log}
+	acts := &activities.Activities{Registry: o.Registry, Sinks: sinks, Failures: js, Log: o.Log}
 	// One stream hub per worker: subscriptions of one source share its connection.
 	hub := stream.NewHub()
 	crawl.Provide(&acts.Services, stream.HubService, hub)
+	var fleet *polite.Fleet
 	if o.Redis != "" {
 		rdb, err := redisurl.Open(o.Redis, o.RedisAuth)
 		if err != nil {
@@ -213,6 +216,10 @@ func NewWorker(c client.Client, o WorkerOptions) (*Worker, error) {
 			return nil, err
 		}
 		acts.Dedup = d
+		// Host budgets and robots.txt are the fleet's: every worker on this Redis
+		// holds a host to one limit.
+		fleet = polite.New(rdb, o.Identity)
+		o.Fetch.Budgets, o.Fetch.Robots = fleet, polite.NewRobots(rdb)
 		// Budgets are leased from the same Redis, shared by every worker, which also
 		// keeps the fleet's rates and heartbeats.
 		acts.Quotas = quota.New(rdb, 0)
@@ -228,10 +235,11 @@ func NewWorker(c client.Client, o WorkerOptions) (*Worker, error) {
 			sinks[p.Name()] = p
 		}
 	} else {
-		o.Log.Warn("no Redis configured (--redis / TRAWLER_REDIS): dedup is off on this worker, every item is stored")
+		o.Log.Warn("no Redis configured (--redis / TRAWLER_REDIS): dedup is off on this worker, every item is stored, and host limits hold for this worker alone")
 	}
+	acts.Fetcher = fetch.New(o.Fetch)
 	Register(w, acts, o.Workflow)
-	ww := &Worker{taskQueue: o.TaskQueue, Worker: w, Sinks: sinks, JSONL: js, Identity: o.Identity, monitor: acts.Monitor, place: place, slots: o.MaxBatches, registry: o.Registry}
+	ww := &Worker{fleet: fleet, taskQueue: o.TaskQueue, Worker: w, Sinks: sinks, JSONL: js, Identity: o.Identity, monitor: acts.Monitor, place: place, slots: o.MaxBatches, registry: o.Registry}
 	if o.Browser != nil {
 		if err := ww.addBrowser(c, acts, o); err != nil {
 			_ = sinks.Close()

@@ -144,5 +144,8 @@ func (w *Worker) Stop() {
 		w.browsers.Close()
 	}
 	w.Worker.Stop()
+	if w.fleet != nil {
+		w.fleet.Close()
+	}
 	_ = w.Sinks.Close()
 }

@@ -56,6 +56,15 @@ var (
 	Backlog = promauto.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "trawler_backlog", Help: "Inputs queued or in flight in running chains.",
 	}, []string{"tenant", "chain"})
+	// Host budgets: labelled by outcome and status only, never by host, so a crawl over
+	// a million hosts adds no series; per-host detail is in `trawler status`.
+	HostWaitSeconds = promauto.NewHistogramVec(prometheus.HistogramOpts{
+		Name: "trawler_host_wait_seconds", Help: "Time a request waited for its host's politeness budget, by outcome (granted, held, unavailable, canceled).",
+		Buckets: []float64{.001, .01, .05, .1, .25, .5, 1, 2.5, 5, 10, 30},
+	}, []string{"outcome"})
+	HostBackoffs = promauto.NewCounterVec(prometheus.CounterOpts{
+		Name: "trawler_host_backoffs_total", Help: "Pauses of a host for every worker, by what caused them (429, 503, connection).",
+	}, []string{"cause"})
 )
 
 // Batch records a finished batch in the metrics.

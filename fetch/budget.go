@@ -1,0 +1,193 @@
+package fetch
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"trawler/crawl"
+)
+
+// Budget is what one request's host is held to, and what shares it.
+type Budget struct {
+	// Key is what shares the budget: a host (scheme://host:port), "domain:example.com"
+	// or "ip:192.0.2.1" (crawl.Politeness.Group).
+	Key string
+	// Concurrency is the most requests in flight at once.
+	Concurrency int
+	// Interval is the least time between two requests starting (from a rate, a delay,
+	// robots.txt or AutoThrottle); Jitter adds up to that much more, at random.
+	Interval time.Duration
+	Jitter   time.Duration
+	// Source says where the limit comes from: declared, task, robots, autothrottle or
+	// default (for status).
+	Source string
+	// Lease is the longest a request may hold a slot: a slot a dead worker held comes
+	// back after it.
+	Lease time.Duration
+	// PauseWait is the longest a request waits in-process for a pause to end; a longer
+	// pause holds it back at once (crawl.HeldError), so the engine runs it again after.
+	PauseWait time.Duration
+
+	floor time.Duration // Interval before AutoThrottle: the least it may set
+}
+
+// Budgets share the hosts' budgets between requests: those of one worker process
+// (LocalBudgets), or of every worker of a fleet (internal/polite, in Redis).
+type Budgets interface {
+	// Take waits for a slot of b and for its turn to start, and returns the function
+	// that gives the slot back. It fails with a *crawl.HeldError when the host is
+	// paused for longer than b.PauseWait or no slot or turn comes before ctx's deadline, and with a
+	// crawl.DependencyError when the budgets cannot be reached.
+	Take(ctx context.Context, b Budget) (release func(), err error)
+	// Pause stops every request to key from starting before until, for reason. A later
+	// pause extends an earlier one, never shortens it.
+	Pause(ctx context.Context, key string, until time.Time, reason string) error
+}
+
+// LocalBudgets are budgets shared by the requests of one process: the budgets of a
+// worker without Redis (and of `trawler try`).
+func LocalBudgets() Budgets {
+	return &localBudgets{hosts: map[string]*localHost{}, lastSweep: time.Now()}
+}
+
+type localBudgets struct {
+	mu        sync.Mutex
+	hosts     map[string]*localHost
+	lastSweep time.Time
+}
+
+type localHost struct {
+	refs     int // guarded by localBudgets.mu
+	lastUsed time.Time
+
+	mu     sync.Mutex
+	used   int
+	wake   chan struct{} // closed and replaced whenever a slot frees
+	next   time.Time     // the earliest the next request may start
+	until  time.Time     // paused until
+	reason string
+}
+
+func (l *localBudgets) host(key string) *localHost {
+	now := time.Now()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if now.Sub(l.lastSweep) > sweepEvery {
+		l.lastSweep = now
+		for k, h := range l.hosts {
+			if h.refs == 0 && now.Sub(h.lastUsed) > hostIdle {
+				delete(l.hosts, k)
+			}
+		}
+	}
+	h := l.hosts[key]
+	if h == nil {
+		h = &localHost{wake: make(chan struct{})}
+		l.hosts[key] = h
+	}
+	h.refs++
+	h.lastUsed = now
+	return h
+}
+
+func (l *localBudgets) done(h *localHost) {
+	l.mu.Lock()
+	h.refs--
+	h.lastUsed = time.Now()
+	l.mu.Unlock()
+}
+
+func (l *localBudgets) Take(ctx context.Context, b Budget) (func(), error) {
+	h := l.host(b.Key)
+	defer l.done(h)
+	deadline, hasDeadline := ctx.Deadline()
+	for {
+		h.mu.Lock()
+		now := time.Now()
+		if now.Before(h.until) {
+			until, reason := h.until, h.reason
+			h.mu.Unlock()
+			if until.Sub(now) > b.PauseWait || hasDeadline && deadline.Before(until) {
+				return nil, &crawl.HeldError{Host: b.Key, Wait: until.Sub(now), Reason: reason}
+			}
+			if err := sleep(ctx, until.Sub(now)); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		if h.used >= b.Concurrency {
+			wake := h.wake
+			h.mu.Unlock()
+			select {
+			case <-wake:
+				continue
+			case <-ctx.Done():
+				return nil, heldOrCanceled(ctx, b, fmt.Sprintf("no slot came free before the input's deadline (%d at a time)", b.Concurrency))
+			}
+		}
+		start := now
+		if h.next.After(start) {
+			start = h.next
+		}
+		if hasDeadline && deadline.Before(start) {
+			h.mu.Unlock()
+			return nil, &crawl.HeldError{Host: b.Key, Wait: start.Sub(now), Reason: "its turn to start comes after the input's deadline (" + intervalText(b) + ")"}
+		}
+		h.used++
+		if b.Interval > 0 {
+			h.next = start.Add(b.Interval + jitter(b.Jitter))
+		}
+		h.mu.Unlock()
+		release := func() {
+			h.mu.Lock()
+			h.used--
+			close(h.wake)
+			h.wake = make(chan struct{})
+			h.mu.Unlock()
+		}
+		if err := sleep(ctx, time.Until(start)); err != nil {
+			release()
+			return nil, err
+		}
+		return release, nil
+	}
+}
+
+func (l *localBudgets) Pause(_ context.Context, key string, until time.Time, reason string) error {
+	h := l.host(key)
+	defer l.done(h)
+	h.mu.Lock()
+	if until.After(h.until) {
+		h.until, h.reason = until, reason
+	}
+	h.mu.Unlock()
+	return nil
+}
+
+// heldOrCanceled is the error of a wait ctx ended: canceled, or past its deadline a
+// HeldError saying why.
+func heldOrCanceled(ctx context.Context, b Budget, why string) error {
+	if ctx.Err() == context.Canceled {
+		return ctx.Err()
+	}
+	return &crawl.HeldError{Host: b.Key, Wait: max(b.Interval, time.Second), Reason: why}
+}
+
+// jitter is a random duration in [0, j).
+func jitter(j time.Duration) time.Duration {
+	if j <= 0 {
+		return 0
+	}
+	return rand.N(j)
+}
+
+// intervalText describes a budget's pace for messages.
+func intervalText(b Budget) string {
+	if b.Interval <= 0 {
+		return fmt.Sprintf("%d at a time", b.Concurrency)
+	}
+	return fmt.Sprintf("one start every %s, from %s", b.Interval.Round(time.Millisecond), b.Source)
+}

@@ -1,0 +1,39 @@
+-- Take one slot of a host budget and a start time, on Redis's clock.
+-- KEYS[1] slots (sorted set: token -> lease end, µs); KEYS[2] state (hash).
+-- ARGV: token, concurrency, interval µs, jitter µs, lease µs, longest wait µs, source.
+-- Returns {1, wait µs, '', ''} when granted (start after wait), else
+-- {0, wait µs, why, reason}: why is pause (until), slots (the first lease ends) or
+-- turn (the next start is later than the caller can wait).
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+local st = KEYS[2]
+local paused = tonumber(redis.call('HGET', st, 'paused') or '0')
+if paused > now then
+  return {0, paused - now, 'pause', redis.call('HGET', st, 'reason') or ''}
+end
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
+local conc = tonumber(ARGV[2])
+if redis.call('ZCARD', KEYS[1]) >= conc then
+  local first = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
+  return {0, tonumber(first[2]) - now, 'slots', ''}
+end
+local interval = tonumber(ARGV[3])
+local start = now
+if interval > 0 then
+  local tat = tonumber(redis.call('HGET', st, 'tat') or '0')
+  if tat > start then start = tat end
+  if start - now > tonumber(ARGV[6]) then
+    return {0, start - now, 'turn', ''}
+  end
+  redis.call('HSET', st, 'tat', string.format('%.0f', start + interval + tonumber(ARGV[4])))
+end
+local lease = tonumber(ARGV[5])
+redis.call('ZADD', KEYS[1], string.format('%.0f', start + lease), ARGV[1])
+redis.call('PEXPIRE', KEYS[1], math.floor((start - now + lease) / 1000) + 1000)
+-- The rate: starts decaying with a 10 s time constant, in requests a second.
+local rate = tonumber(redis.call('HGET', st, 'rate') or '0')
+local at = tonumber(redis.call('HGET', st, 'rate_at') or tostring(now))
+rate = rate * math.exp(-(now - at) / 10000000) + 0.1
+redis.call('HSET', st, 'rate', tostring(rate), 'rate_at', string.format('%.0f', now), 'conc', ARGV[2], 'ival', ARGV[3], 'src', ARGV[7])
+redis.call('PEXPIRE', st, 86400000)
+return {1, start - now, '', ''}
