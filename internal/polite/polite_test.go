@@ -1,0 +1,302 @@
+package polite_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"trawler/crawl"
+	"trawler/fetch"
+	"trawler/internal/devstack/redisproc"
+	"trawler/internal/polite"
+)
+
+var server *redisproc.Server
+
+func TestMain(m *testing.M) {
+	s, err := redisproc.Start()
+	if err != nil {
+		if errors.Is(err, redisproc.ErrNotInstalled) {
+			println(err.Error())
+			os.Exit(1) // .ci/run installs redis-server: a missing one is a broken machine
+		}
+		panic(err)
+	}
+	server = s
+	code := m.Run()
+	s.Stop()
+	os.Exit(code)
+}
+
+// fleet returns n workers' budgets on the test Redis.
+func fleet(t *testing.T, n int) []*polite.Fleet {
+	t.Helper()
+	var out []*polite.Fleet
+	for i := range n {
+		rdb := redis.NewClient(&redis.Options{Addr: server.Addr})
+		f := polite.New(rdb, "w"+string(rune('a'+i)))
+		t.Cleanup(func() { f.Close(); rdb.Close() })
+		out = append(out, f)
+	}
+	return out
+}
+
+func budget(t *testing.T) fetch.Budget {
+	return fetch.Budget{Key: "http://" + strings.ToLower(t.Name()) + ".test:80", Concurrency: 2, Lease: 30 * time.Second, PauseWait: 5 * time.Second, Source: "declared"}
+}
+
+// Three workers with many requests each never have more in flight at one host than
+// its budget allows, counted where the requests would run.
+func TestConcurrencyHoldsAcrossWorkers(t *testing.T) {
+	b := budget(t)
+	b.Concurrency = 3
+	var inflight, peak, done atomic.Int64
+	var wg sync.WaitGroup
+	for _, f := range fleet(t, 3) {
+		for range 12 {
+			wg.Go(func() {
+				for range 5 {
+					ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+					release, err := f.Take(ctx, b)
+					cancel()
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					n := inflight.Add(1)
+					for p := peak.Load(); n > p && !peak.CompareAndSwap(p, n); p = peak.Load() {
+					}
+					time.Sleep(5 * time.Millisecond)
+					inflight.Add(-1)
+					release()
+					done.Add(1)
+				}
+			})
+		}
+	}
+	wg.Wait()
+	if done.Load() != 3*12*5 {
+		t.Fatalf("%d requests ran, want %d", done.Load(), 3*12*5)
+	}
+	if p := peak.Load(); p > 3 || p < 2 {
+		t.Fatalf("%d requests in flight at once across three workers; the budget is 3", p)
+	}
+}
+
+// A pace holds across workers: starts are at least the interval apart, whichever
+// worker makes them.
+func TestIntervalHoldsAcrossWorkers(t *testing.T) {
+	b := budget(t)
+	b.Concurrency, b.Interval = 8, 40*time.Millisecond
+	var mu sync.Mutex
+	var starts []time.Time
+	var wg sync.WaitGroup
+	for _, f := range fleet(t, 3) {
+		for range 4 {
+			wg.Go(func() {
+				for range 2 {
+					ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+					release, err := f.Take(ctx, b)
+					cancel()
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					mu.Lock()
+					starts = append(starts, time.Now())
+					mu.Unlock()
+					release()
+				}
+			})
+		}
+	}
+	wg.Wait()
+	if len(starts) != 24 {
+		t.Fatalf("%d starts, want 24", len(starts))
+	}
+	first, last := starts[0], starts[0]
+	for _, s := range starts {
+		first, last = minTime(first, s), maxTime(last, s)
+	}
+	// 24 starts one interval apart span 23 intervals; a few ms of scheduling slack.
+	if span := last.Sub(first); span < 23*b.Interval-20*time.Millisecond {
+		t.Fatalf("24 starts at one every %s spanned %s; they must span at least %s", b.Interval, span, 23*b.Interval)
+	}
+}
+
+// A pause one worker learns of (a 429) holds every worker back: those that may wait
+// that long wait it out, those that may not are held with the reason, and nothing
+// starts before it ends.
+func TestPauseReachesEveryWorker(t *testing.T) {
+	fs := fleet(t, 2)
+	b := budget(t)
+	// A slot taken and given back first, so the second worker reuses nothing stale.
+	release, err := fs[1].Take(context.Background(), b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	release()
+	if err := fs[0].Pause(context.Background(), b.Key, time.Now().Add(600*time.Millisecond), "HTTP 429 with Retry-After 600ms"); err != nil {
+		t.Fatal(err)
+	}
+	short := b
+	short.PauseWait = 100 * time.Millisecond
+	_, err = fs[1].Take(context.Background(), short)
+	wait, held := crawl.HeldFor(err)
+	if !held || wait < 400*time.Millisecond || !strings.Contains(err.Error(), "HTTP 429 with Retry-After 600ms") {
+		t.Fatalf("Take during a 600ms pause with 100ms to wait: %v (held %v for %s); want held, naming the 429", err, held, wait)
+	}
+	began := time.Now()
+	release, err = fs[1].Take(context.Background(), b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	release()
+	if waited := time.Since(began); waited < 400*time.Millisecond {
+		t.Fatalf("the second worker started after %s of a 600ms pause", waited)
+	}
+}
+
+// A worker that dies holding slots holds them only until their leases end.
+func TestDeadWorkersSlotsComeBack(t *testing.T) {
+	fs := fleet(t, 2)
+	b := budget(t)
+	b.Concurrency, b.Lease = 1, 500*time.Millisecond
+	if _, err := fs[0].Take(context.Background(), b); err != nil { // never released: the worker died
+		t.Fatal(err)
+	}
+	fs[0].Close()
+	began := time.Now()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	release, err := fs[1].Take(ctx, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	release()
+	if waited := time.Since(began); waited < 300*time.Millisecond || waited > 3*time.Second {
+		t.Fatalf("the slot came back after %s; its lease was %s", waited, b.Lease)
+	}
+}
+
+// A turn that comes after the input's deadline holds the input back at once, and is
+// not reserved: the next request gets it.
+func TestTurnPastDeadlineIsHeld(t *testing.T) {
+	f := fleet(t, 1)[0]
+	b := budget(t)
+	b.Interval = 2 * time.Second
+	release, err := f.Take(context.Background(), b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	release()
+	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	defer cancel()
+	began := time.Now()
+	_, err = f.Take(ctx, b)
+	if wait, held := crawl.HeldFor(err); !held || wait < time.Second || time.Since(began) > 300*time.Millisecond {
+		t.Fatalf("Take whose turn is ~2s away with 500ms left: %v after %s; want held at once", err, time.Since(began))
+	}
+	began = time.Now()
+	release, err = f.Take(context.Background(), b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	release()
+	if waited := time.Since(began); waited > 2500*time.Millisecond {
+		t.Fatalf("the next request waited %s: the held one reserved a turn", waited)
+	}
+}
+
+// Without Redis, Take says which dependency is down, so the run waits the outage out.
+func TestUnreachableRedisIsAnOutage(t *testing.T) {
+	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", MaxRetries: -1})
+	defer rdb.Close()
+	f := polite.New(rdb, "w")
+	defer f.Close()
+	_, err := f.Take(context.Background(), budget(t))
+	if dep, ok := crawl.DependencyOf(err); !ok || dep != "redis (politeness)" {
+		t.Fatalf("Take with Redis down: %v; want an outage of redis (politeness)", err)
+	}
+}
+
+// The hosts index shows what status reads: the limit, its source, what is in flight
+// and the pause with its reason.
+func TestHostsShowLimitsAndPauses(t *testing.T) {
+	f := fleet(t, 1)[0]
+	b := budget(t)
+	b.Interval, b.Source = 250*time.Millisecond, "robots"
+	release, err := f.Take(context.Background(), b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Pause(context.Background(), b.Key, time.Now().Add(time.Minute), "HTTP 503 with Retry-After 1m0s"); err != nil {
+		t.Fatal(err)
+	}
+	rdb := redis.NewClient(&redis.Options{Addr: server.Addr})
+	defer rdb.Close()
+	var got *polite.Host
+	for deadline := time.Now().Add(5 * time.Second); got == nil && time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		hosts, err := polite.Hosts(context.Background(), rdb, 100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, h := range hosts {
+			if h.Key == b.Key {
+				got = &h
+			}
+		}
+	}
+	release()
+	if got == nil {
+		t.Fatalf("%s is not listed", b.Key)
+	}
+	if got.Concurrency != 2 || got.Interval != 250*time.Millisecond || got.Source != "robots" || got.InFlight != 1 ||
+		got.Reason != "HTTP 503 with Retry-After 1m0s" || time.Until(got.PausedUntil) < 50*time.Second || got.Busy != got.Reason || got.Rate <= 0 {
+		t.Fatalf("listed as %+v", *got)
+	}
+}
+
+// One worker reads a host's robots.txt for the fleet; the others load its copy.
+func TestRobotsSharedByTheFleet(t *testing.T) {
+	rdb := redis.NewClient(&redis.Options{Addr: server.Addr})
+	defer rdb.Close()
+	r := polite.NewRobots(rdb)
+	ctx := context.Background()
+	host := "http://robots.test:80"
+	if _, ok := r.Load(ctx, host); ok {
+		t.Fatal("a copy before anyone read it")
+	}
+	if !r.Claim(ctx, host) || r.Claim(ctx, host) {
+		t.Fatal("two workers both claimed the read")
+	}
+	r.Store(ctx, host, fetch.RobotsFile{Status: 200, Body: []byte("User-agent: *\nCrawl-delay: 2\n"), Expires: time.Now().Add(time.Hour)})
+	f, ok := r.Load(ctx, host)
+	if !ok || f.Status != 200 || !strings.Contains(string(f.Body), "Crawl-delay: 2") {
+		t.Fatalf("loaded %+v, %v", f, ok)
+	}
+	if !r.Claim(ctx, host) {
+		t.Fatal("the claim outlived the stored copy")
+	}
+}
+
+func minTime(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
+}
+
+func maxTime(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
+}
