@@ -277,10 +277,19 @@ func TestCausesSayWhatHappened(t *testing.T) {
 		go func() { defer close(done); fetcher.Fetch(ctx, &crawl.Request{URL: srv.URL + "/hold"}) }()
 		defer func() { cancel(); <-done }()
 		<-held
-		f := failureOf(t, fetcher, 300*time.Millisecond, srv.URL+"/waits")
-		want := "timed out waiting for a per-host politeness slot for " + srv.URL + " (1 at a time"
-		if f.Class != crawl.CauseTimeout || !strings.Contains(f.Cause, want) {
-			t.Errorf("cause %q: %s; want timeout, %q", f.Class, f.Cause, want)
+		// The input is held back, not failed: it runs again later with its attempts.
+		reg := crawl.NewRegistry()
+		reg.Register(titleTask)
+		a := &Activities{Registry: reg, Sinks: storage.Set{"jsonl": newFlaky(t, "jsonl")}, Fetcher: fetcher}
+		step := crawl.PlanStep{ID: "page", Task: titleTask.Spec().Name, Timeout: 300 * time.Millisecond, Concurrency: 1, Retries: 3, Store: []string{"jsonl"}}
+		res, err := runBatchActivity(t, a, crawl.Batch{Chain: "causes", Tenant: "t", RunID: "r", Step: step, Work: []crawl.Work{{Input: crawl.Input{URL: srv.URL + "/waits"}, Attempt: 2}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := "held back by the politeness of " + srv.URL
+		if len(res.Failed) != 0 || len(res.Retry) != 1 || res.Retry[0].Attempt != 2 || !strings.Contains(res.Retry[0].Cause, want) ||
+			!strings.Contains(res.Retry[0].Cause, "no slot came free before the input's deadline (1 at a time)") || res.RetryAfter < time.Second {
+			t.Errorf("failed %+v, retry %+v after %s; want the input back with its 2 attempts, %q and why", res.Failed, res.Retry, res.RetryAfter, want)
 		}
 	})
 	t.Run("nested too deep", func(t *testing.T) {

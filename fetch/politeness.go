@@ -27,10 +27,10 @@ import (
 //     (set by the Robots layer) and AutoThrottle only ever slow it further;
 //   - hosts share one budget when the politeness says `group: domain` (a registrable
 //     domain) or `group: ip` (one address), else each scheme, host and port has its own;
-//   - a 429 or 503 pauses the host for every worker sharing the budgets: until its
-//     Retry-After (at most maxPause), else for a backoff that doubles with each such
-//     answer in a row (and with runs of connection resets), from a second up to
-//     maxPause; a host that keeps failing is shown as parked;
+//   - a 429 or 503 with a Retry-After pauses the host for every worker sharing the
+//     budgets until then (at most maxPause); without one, the second such answer in a
+//     row (or the third connection reset) pauses it for a second, doubling with each
+//     more, up to maxPause; a host that keeps failing is shown as parked;
 //   - a request the budget cannot start before its deadline, or that meets a pause,
 //     fails with a *crawl.HeldError: the engine runs the input again later without
 //     spending an attempt.
@@ -222,9 +222,12 @@ func (p *polite) observe(ctx context.Context, b Budget, lim crawl.Politeness, re
 		if d, ok := crawl.ParseRetryAfter(resp.Header.Get("Retry-After"), time.Now()); ok && d > 0 {
 			pause = min(d, maxPause)
 			reason = fmt.Sprintf("HTTP %d with Retry-After %s", status, d.Round(time.Millisecond))
-		} else {
-			pause = backoffPause(failures)
+		} else if failures >= 2 {
+			// One busy answer without a time may be a blip; a second in a row is not.
+			pause = backoffPause(failures - 1)
 			reason = fmt.Sprintf("HTTP %d without Retry-After, %d in a row", status, failures)
+		} else {
+			return
 		}
 		monitor.HostBackoffs.WithLabelValues(fmt.Sprint(status)).Inc()
 	case reset && failures >= resetsBeforePause:

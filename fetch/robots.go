@@ -75,8 +75,20 @@ type robotsRules struct {
 // floor is the least interval between two requests the rules ask of userAgent: its
 // group's Crawl-delay or Request-rate, whichever is slower.
 func (r *robotsRules) floor(userAgent string) time.Duration {
-	g := r.FindGroup(userAgent)
-	return max(g.CrawlDelay, r.rates[g.Agent])
+	return max(r.FindGroup(userAgent).CrawlDelay, r.rate(userAgent))
+}
+
+// rate is the Request-rate of userAgent's group, matched as FindGroup matches: the
+// longest agent token the user agent starts with, else *.
+func (r *robotsRules) rate(userAgent string) time.Duration {
+	userAgent = strings.ToLower(userAgent)
+	best, d := 0, r.rates["*"]
+	for a, rate := range r.rates {
+		if a != "*" && len(a) > best && strings.HasPrefix(userAgent, a) {
+			best, d = len(a), rate
+		}
+	}
+	return d
 }
 
 // requestRates reads the `Request-rate: N/T` lines (N requests per T, in seconds
