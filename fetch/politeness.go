@@ -52,7 +52,9 @@ func Politeness(o Options) crawl.Middleware {
 			}
 			b, lim := p.budget(ctx, r, u)
 			began := time.Now()
-			release, err := p.budgets.Take(ctx, b)
+			wctx, cancel := waitContext(ctx)
+			release, err := p.budgets.Take(wctx, b)
+			cancel()
 			monitor.HostWaitSeconds.WithLabelValues(waitReason(err)).Observe(time.Since(began).Seconds())
 			if err != nil {
 				return nil, &Error{Method: methodOf(r), URL: r.URL, Err: err}
@@ -64,6 +66,18 @@ func Politeness(o Options) crawl.Middleware {
 			return resp, err
 		})
 	}
+}
+
+// waitContext bounds the wait for a budget so that the request still has time to run
+// once it starts: waiting ends while a quarter of the time left (at most 5 s) remains,
+// and the input is held back instead of starting too late to finish.
+func waitContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	deadline, ok := ctx.Deadline()
+	if !ok {
+		return ctx, func() {}
+	}
+	headroom := min(time.Until(deadline)/4, 5*time.Second)
+	return context.WithDeadline(ctx, deadline.Add(-headroom))
 }
 
 const (

@@ -3,7 +3,12 @@ package polite_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -284,6 +289,54 @@ func TestRobotsSharedByTheFleet(t *testing.T) {
 	}
 	if !r.Claim(ctx, host) {
 		t.Fatal("the claim outlived the stored copy")
+	}
+}
+
+// Three workers' fetchers crawling one host read its robots.txt once between them, and
+// all of them keep its Crawl-delay.
+func TestRobotsReadOncePerFleet(t *testing.T) {
+	var robotsReads atomic.Int64
+	var mu sync.Mutex
+	var pages []time.Time
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/robots.txt" {
+			robotsReads.Add(1)
+			time.Sleep(50 * time.Millisecond) // long enough for the others to ask meanwhile
+			_, _ = io.WriteString(w, "User-agent: *\nCrawl-delay: 0.1\n")
+			return
+		}
+		mu.Lock()
+		pages = append(pages, time.Now())
+		mu.Unlock()
+	}))
+	defer srv.Close()
+	var wg sync.WaitGroup
+	for i, budgets := range fleet(t, 3) {
+		rdb := redis.NewClient(&redis.Options{Addr: server.Addr})
+		defer rdb.Close()
+		f := fetch.New(fetch.Options{AllowPrivate: true, Budgets: budgets, Robots: polite.NewRobots(rdb)})
+		for j := range 3 {
+			wg.Go(func() {
+				ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+				defer cancel()
+				if _, err := f.Fetch(ctx, &crawl.Request{URL: fmt.Sprintf("%s/%d/%d", srv.URL, i, j)}); err != nil {
+					t.Error(err)
+				}
+			})
+		}
+	}
+	wg.Wait()
+	if n := robotsReads.Load(); n != 1 {
+		t.Errorf("robots.txt was read %d times by three workers; once is enough", n)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(pages) != 9 {
+		t.Fatalf("%d pages fetched, want 9", len(pages))
+	}
+	slices.SortFunc(pages, func(a, b time.Time) int { return a.Compare(b) })
+	if span := pages[8].Sub(pages[0]); span < 750*time.Millisecond {
+		t.Errorf("9 pages at a Crawl-delay of 100ms came within %s; across the fleet they take 800ms", span)
 	}
 }
 
