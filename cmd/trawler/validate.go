@@ -16,7 +16,8 @@ func validateCmd(s *settings) *cobra.Command {
 		Long: `Check chain files against the registered tasks without running anything: unknown
 tasks, fields and params, param types, missing required params, ` + "`from`" + ` naming no step,
 cycles (a step may consume only itself, with max_depth), ` + "`each`" + ` on a field that is not
-a list, bad durations, unknown sinks. Exits 1 when any file has a problem.`,
+a list, bad durations, unknown sinks, politeness blocks (rate: 2/s, delay: 250ms,
+concurrency, group, robots, host patterns). Exits 1 when any file has a problem.`,
 		Example: `  trawler validate examples/*.yaml
   trawler validate my-chain.yaml --json`,
 		Args: cobra.MinimumNArgs(1),
