@@ -272,7 +272,8 @@ func printHosts(hosts []polite.Host, rows int, now time.Time) {
 		if !h.LastBusy.IsZero() && (h.PausedUntil.IsZero() || h.Busy != h.Reason) {
 			trouble = append(trouble, fmt.Sprintf("last 429/503 %s ago: %s", crawl.ShortDuration(now.Sub(h.LastBusy).Round(time.Second)), h.Busy))
 		}
-		fmt.Printf("%-32s %9s %8s %-12s %8s  %s\n", h.Key, fmt.Sprintf("%d/%d", h.InFlight, h.Concurrency), limit, h.Source, rate, strings.Join(trouble, "; "))
+		row := fmt.Sprintf("%-32s %9s %8s %-12s %8s  %s", h.Key, fmt.Sprintf("%d/%d", h.InFlight, h.Concurrency), limit, h.Source, rate, strings.Join(trouble, "; "))
+		fmt.Println(strings.TrimRight(row, " "))
 	}
 	if more := len(recent) - rows; more > 0 {
 		fmt.Printf("… %d more (--hosts %d)\n", more, len(recent))
