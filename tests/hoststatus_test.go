@@ -88,6 +88,11 @@ func TestStatusShowsHostBudgets(t *testing.T) {
 		t.Errorf("row of the host that got a 503 %q; want 1/2 in flight, 1/s, robots, last 429/503 …s ago: %s", r, was503)
 	}
 
+	_, stderr, code = trawler(t, append([]string{"status", "--hosts", "0"}, common...)...)
+	if want := "--hosts 0: give how many host budgets to list, at least 1 (e.g. --hosts 50); --json lists them all"; code != 1 || !strings.Contains(stderr, want) {
+		t.Errorf("status --hosts 0: exit %d, %q; want exit 1 and %q", code, stderr, want)
+	}
+
 	stdout, stderr, code = trawler(t, append([]string{"status", "--hosts", "2", "--json"}, common...)...)
 	var ov struct {
 		Hosts []polite.Host `json:"hosts"`
