@@ -1,7 +1,7 @@
 // Package console serves Trawler's HTTP API and web console from one handler: runs
 // (list, start, cancel, live detail), chain validation, schedules, the hot store's
-// records, search, dedup stats, health and metrics, and the browser pages that use
-// them. The pages are Go templates and plain JavaScript embedded in the binary; they
+// records, search, dedup stats, the fleet's host budgets, health and metrics, and the
+// browser pages that use them. The pages are Go templates and plain JavaScript embedded in the binary; they
 // hold no data themselves and read everything through the API, with the same token.
 //
 // Access: the API needs a bearer token when one is configured, and Listen refuses to
@@ -206,6 +206,7 @@ func (s *Server) register() {
 	api("POST /api/search", s.search)
 	api("GET /api/dedup", s.dedupStats)
 	api("GET /api/recrawl", s.recrawlStats)
+	api("GET /api/hosts", s.hostBudgets)
 	api("GET /api/pools", s.pools)
 	api("GET /api/pools/{tenant}/{site}/{kind}", s.pools)
 	api("/api/", func(w http.ResponseWriter, r *http.Request) {

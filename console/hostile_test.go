@@ -64,6 +64,7 @@ var routeInputs = map[string][]string{
 	"POST /api/search":                      {"index"},
 	"GET /api/dedup":                        {"sample"},
 	"GET /api/recrawl":                      nil,
+	"GET /api/hosts":                        nil,
 	"GET /api/pools":                        {"tenant", "reveal"},
 	"GET /api/pools/{tenant}/{site}/{kind}": {"reveal"},
 	"/api/":                                 nil,

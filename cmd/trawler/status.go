@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"os"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -15,13 +16,14 @@ import (
 	"trawler/internal/capacity"
 	"trawler/internal/engine"
 	"trawler/internal/monitor"
+	"trawler/internal/polite"
 	"trawler/internal/recrawl"
 	"trawler/internal/stream"
 	"trawler/workflows"
 )
 
 func statusCmd(s *settings) *cobra.Command {
-	var limit int
+	var limit, hosts int
 	var needs bool
 	var drain time.Duration
 	cmd := &cobra.Command{
@@ -42,8 +44,13 @@ against the budgets (trawler quota); then each worker with the age of its last
 heartbeat (a worker silent for more than ~15 s is stuck or gone); per recrawl step
 (tenant:task), its planned pages, how many are due now or claimed by a run, how many are
 planned how far apart, and the estimated share of changes seen later than the policy's
-min; then the most recent runs, newest first. Rates, budgets and workers need the Redis
-the workers share (--redis, or --data of a dev stack).
+min; then per host budget used in the last hour (newest first, --hosts of them) the
+requests in flight of the concurrency allowed, the pace in force and where it comes from
+(declared in the chain, the task's, robots.txt, autothrottle or the default), the
+current rate, a fleet-wide pause (until when, and why), and the last 429/503; then the
+most recent runs, newest first. --json lists every host budget Redis keeps. Rates,
+budgets, hosts and workers need the Redis the workers share (--redis, or --data of a dev
+stack).
 
 Each task queue also shows the workers it wants: enough to drain its backlog within
 --drain at the rates its tasks' learned needs give a typical worker of the queue (the
@@ -59,6 +66,9 @@ for capacity.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := checkDrain("drain", drain); err != nil {
 				return err
+			}
+			if hosts < 1 {
+				return fmt.Errorf("--hosts %d: give how many host budgets to list, at least 1 (e.g. --hosts 50); --json lists them all", hosts)
 			}
 			c, err := s.connect(cmd.Context())
 			if err != nil {
@@ -108,10 +118,17 @@ for capacity.`,
 			if err != nil {
 				return err
 			}
+			var budgets []polite.Host
+			if rdb != nil {
+				if budgets, err = polite.Hosts(cmd.Context(), rdb, 0); err != nil {
+					return fmt.Errorf("read host budgets from Redis: %w", err)
+				}
+			}
 			if s.json {
-				return printJSON(map[string]any{"chains": ov.Chains, "tenants": ov.Tenants, "workers": ov.Workers, "tasks": ov.Tasks, "recrawl": ov.Recrawl, "capacity": ov.Capacity, "runs": rows})
+				return printJSON(map[string]any{"chains": ov.Chains, "tenants": ov.Tenants, "workers": ov.Workers, "tasks": ov.Tasks, "recrawl": ov.Recrawl, "capacity": ov.Capacity, "hosts": budgets, "runs": rows})
 			}
 			printOverview(ov, rdb != nil)
+			printHosts(budgets, hosts, time.Now())
 			printDesired(ov.Capacity)
 			if len(rows) == 0 {
 				fmt.Println("no runs yet; start one with `trawler run FILE`")
@@ -125,6 +142,7 @@ for capacity.`,
 		},
 	}
 	cmd.Flags().IntVar(&limit, "limit", 20, "how many runs to list")
+	cmd.Flags().IntVar(&hosts, "hosts", 20, "how many host budgets used in the last hour to list (--json lists all)")
 	cmd.Flags().BoolVar(&needs, "needs", false, "list per task its learned needs, the workers that qualify, its decay and batches waiting for capacity")
 	cmd.Flags().DurationVar(&drain, "drain", engine.DefaultDrain, "the autoscaling target: workers wanted to drain each queue's backlog within this")
 	return cmd
@@ -226,6 +244,39 @@ func printRecrawl(sts []recrawl.Stats) {
 			counts[i] = fmt.Sprint(iv.Pages)
 		}
 		fmt.Printf("%-28s %7d %6d %6d  %-30s %8.1f%% %8.1f\n", st.Namespace, st.Pages, st.Due, st.Leased, strings.Join(counts, " "), 100*st.Late, st.VisitsPerHour)
+	}
+}
+
+// printHosts shows the host budgets used in the last hour, newest first, at most rows of
+// them: requests in flight of the concurrency allowed, the pace in force (as a chain
+// writes a rate) and its source, the current rate, and a pause or the last 429/503.
+func printHosts(hosts []polite.Host, rows int, now time.Time) {
+	recent := slices.DeleteFunc(slices.Clone(hosts), func(h polite.Host) bool { return now.Sub(h.SeenAt) > time.Hour })
+	if len(recent) == 0 {
+		return
+	}
+	fmt.Printf("%-32s %9s %8s %-12s %8s  %s\n", "host (budget)", "in flight", "limit", "from", "rate", "paused · last 429/503")
+	for _, h := range recent[:min(rows, len(recent))] {
+		limit := "-"
+		if h.Interval > 0 {
+			limit = crawl.FormatRate(float64(time.Second) / float64(h.Interval))
+		}
+		rate := "0/s"
+		if h.Rate > 0 {
+			rate = crawl.FormatRate(h.Rate)
+		}
+		var trouble []string
+		if !h.PausedUntil.IsZero() {
+			trouble = append(trouble, fmt.Sprintf("PAUSED until %s (%s more): %s", h.PausedUntil.Local().Format(time.TimeOnly), crawl.ShortDuration(h.PausedUntil.Sub(now).Round(time.Second)), h.Reason))
+		}
+		if !h.LastBusy.IsZero() && (h.PausedUntil.IsZero() || h.Busy != h.Reason) {
+			trouble = append(trouble, fmt.Sprintf("last 429/503 %s ago: %s", crawl.ShortDuration(now.Sub(h.LastBusy).Round(time.Second)), h.Busy))
+		}
+		row := fmt.Sprintf("%-32s %9s %8s %-12s %8s  %s", h.Key, fmt.Sprintf("%d/%d", h.InFlight, h.Concurrency), limit, h.Source, rate, strings.Join(trouble, "; "))
+		fmt.Println(strings.TrimRight(row, " "))
+	}
+	if more := len(recent) - rows; more > 0 {
+		fmt.Printf("… %d more (--hosts %d)\n", more, len(recent))
 	}
 }
 

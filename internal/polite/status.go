@@ -24,36 +24,44 @@ type Host struct {
 	SeenAt      time.Time     `json:"seen_at"`
 }
 
-// Hosts lists the budgets used most recently, newest first, at most limit of them.
+// Hosts lists the budgets used most recently, newest first, at most limit of them (0:
+// every budget the index keeps, up to maxHosts). It reads them in one round trip, so a
+// console that polls it costs Redis one pipeline, not two calls per host.
 func Hosts(ctx context.Context, rdb redis.UniversalClient, limit int) ([]Host, error) {
 	keys, err := rdb.ZRevRangeWithScores(ctx, hostsKey, 0, int64(limit)-1).Result()
 	if err != nil {
 		return nil, err
 	}
 	now := time.Now()
-	var out []Host
-	for _, z := range keys {
+	pipe := rdb.Pipeline()
+	states := make([]*redis.MapStringStringCmd, len(keys))
+	inFlight := make([]*redis.IntCmd, len(keys))
+	for i, z := range keys {
 		key, _ := z.Member.(string)
 		slots, state := keysOf(key)
-		st, err := rdb.HGetAll(ctx, state).Result()
-		if err != nil {
-			return nil, err
-		}
+		states[i] = pipe.HGetAll(ctx, state)
+		inFlight[i] = pipe.ZCount(ctx, slots, strconv.FormatInt(now.UnixMicro(), 10), "+inf")
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		return nil, err
+	}
+	var out []Host
+	for i, z := range keys {
+		st := states[i].Val()
 		if len(st) == 0 {
 			continue // expired: unused for a day
 		}
-		n, err := rdb.ZCount(ctx, slots, strconv.FormatInt(now.UnixMicro(), 10), "+inf").Result()
-		if err != nil {
-			return nil, err
-		}
-		h := Host{Key: key, InFlight: n, Source: st["src"], Reason: st["reason"], Busy: st["busy"], SeenAt: time.UnixMilli(int64(z.Score)).UTC()}
+		key, _ := z.Member.(string)
+		h := Host{Key: key, InFlight: inFlight[i].Val(), Source: st["src"], Reason: st["reason"], Busy: st["busy"], SeenAt: time.UnixMilli(int64(z.Score)).UTC()}
 		h.Concurrency, _ = strconv.Atoi(st["conc"])
 		if us, err := strconv.ParseFloat(st["ival"], 64); err == nil {
 			h.Interval = time.Duration(us) * time.Microsecond
 		}
 		rate, _ := strconv.ParseFloat(st["rate"], 64)
 		at := micros(st["rate_at"])
-		h.Rate = rate * math.Exp(-now.Sub(at).Seconds()/10)
+		// To 0.01/s (36/h): the count decays without end, and a host idle for an hour
+		// has started nothing, not 1e-150 requests a second.
+		h.Rate = math.Round(rate*math.Exp(-now.Sub(at).Seconds()/10)*100) / 100
 		if p := micros(st["paused"]); p.After(now) {
 			h.PausedUntil = p.UTC()
 		} else {

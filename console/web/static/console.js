@@ -117,6 +117,33 @@ function progressBar(pages, failed, waiting, done) {
   return bar;
 }
 
+// maxHostRows is how many host budgets the dashboard lists, as `trawler status` does.
+const maxHostRows = 20;
+
+// formatRate writes requests a second as a chain file does (crawl.FormatRate): 4/s,
+// 30/m, 100/h.
+function formatRate(r, none) {
+  if (!(r > 0)) return none || "unlimited";
+  if (r >= 1) return +r.toPrecision(4) + "/s";
+  if (r * 60 >= 1) return +(r * 60).toPrecision(4) + "/m";
+  return +(r * 3600).toPrecision(4) + "/h";
+}
+
+// ago is how long before now (ms) ts was, in seconds, minutes or hours.
+function ago(now, ts) {
+  const s = Math.max(0, Math.round((now - new Date(ts).getTime()) / 1000));
+  return s < 120 ? s + "s" : s < 7200 ? Math.round(s / 60) + "m" : Math.round(s / 3600) + "h";
+}
+
+// hostTrouble is a host budget's pause (until when, why) or its last 429/503.
+function hostTrouble(h, now) {
+  if (h.paused_until) {
+    return "PAUSED until " + new Date(h.paused_until).toLocaleTimeString() + ": " + h.reason +
+      (h.busy && h.busy !== h.reason ? " · last 429/503 " + ago(now, h.last_busy) + " ago: " + h.busy : "");
+  }
+  return h.last_busy ? "last 429/503 " + ago(now, h.last_busy) + " ago: " + h.busy : "";
+}
+
 const pages = {};
 
 pages.dashboard = () => {
@@ -161,6 +188,21 @@ pages.dashboard = () => {
     $("#fleet-note").textContent = ws.length ? ws.length + " worker(s)" + (stale ? ", " + stale + " stale (no beat for " + data.stale_after_s + " s)" : "") +
       ": a dot per heartbeat seen in the last 5 minutes; workers beat every 5 s." : "No worker has beaten yet.";
     $("#fleet").replaceChildren(...(ws.length ? [fleetPicture(data)] : []));
+  });
+  every(5000, async () => {
+    const { status, data } = await api("GET", "/api/hosts");
+    if (status !== 200) { $("#hosts-note").textContent = data.error || ""; return status !== 503 && status !== 401; }
+    const now = new Date(data.now).getTime();
+    const recent = (data.hosts || []).filter((h) => now - new Date(h.seen_at).getTime() <= 3600e3);
+    const shown = recent.slice(0, maxHostRows);
+    $("#hosts").hidden = shown.length === 0;
+    $("#hosts-note").textContent = recent.length ? recent.length + " host budget(s) used in the last hour, shared by every worker" +
+      (recent.length > shown.length ? "; the " + shown.length + " used most recently shown (trawler status --json lists all)" : "") + "." :
+      "No host budget used in the last hour.";
+    fill($("#hosts tbody"), shown.map((h) => el("tr", { "data-host": h.host },
+      el("td", {}, h.host), el("td", { class: "n" }, h.in_flight + "/" + h.concurrency),
+      el("td", { class: "n" }, h.interval_ns ? formatRate(1e9 / h.interval_ns) : "-"), el("td", {}, h.source),
+      el("td", { class: "n" }, formatRate(h.rate, "0/s")), el("td", { class: h.paused_until ? "error" : "" }, hostTrouble(h, now)))));
   });
   api("GET", "/api/chains").then(({ status, data }) => {
     if (status !== 200) return;
