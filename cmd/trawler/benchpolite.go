@@ -63,8 +63,8 @@ package; ` + "`apt-get install redis-server`" + `), in two parts.
         show.
 
   cost  The same crawl of --pages cheap pages from one host, fetched --concurrency at a
-        time through the worker's fetcher (fetch.New) with a generous limit
-        (` + "`politeness: {concurrency: C}`" + `, no rate), twice: with the fleet's budgets in
+        time through the worker's fetcher (fetch.New) with a generous limit that the
+        crawl stays under (` + "`politeness: {concurrency: L}`" + ` from --limit, no rate), twice: with the fleet's budgets in
         Redis (what a worker with --redis uses) and with LocalBudgets, the budgets of one
         process (what a worker without Redis uses: no sharing). The rest of a batch
         activity (Temporal, parsing, sinks) is the same either way and left out, so the
@@ -96,6 +96,9 @@ with --rounds 4 or more where it is busy.`,
 			if o.pages < 1 || o.concurrency < 1 || o.rounds < 1 {
 				return fmt.Errorf("--pages %d --concurrency %d --rounds %d: use 1 or more of each", o.pages, o.concurrency, o.rounds)
 			}
+			if o.limit < o.concurrency {
+				return fmt.Errorf("--limit %d is below --concurrency %d: the cost part measures a host whose limit the crawl stays under; raise --limit", o.limit, o.concurrency)
+			}
 			if !s.json {
 				o.note = func(format string, args ...any) { fmt.Fprintf(os.Stderr, format+"\n", args...) }
 			}
@@ -111,7 +114,8 @@ with --rounds 4 or more where it is busy.`,
 	f.IntVar(&o.feedPages, "feed-pages", 10, "rate part: demo feed pages to crawl, each with --per-page detail pages (10 × 30 = 310 requests, about 16 s at 20/s)")
 	f.IntVar(&o.perPage, "per-page", demosite.DefaultPerPage, "rate part: detail pages each feed page links to")
 	f.IntVar(&o.pages, "pages", 3000, "cost part: pages each side crawls per round")
-	f.IntVar(&o.concurrency, "concurrency", 64, "cost part: requests in flight at once, and the host's declared concurrency")
+	f.IntVar(&o.concurrency, "concurrency", 32, "cost part: requests in flight at once")
+	f.IntVar(&o.limit, "limit", 64, "cost part: the host's declared concurrency, across the fleet")
 	f.IntVar(&o.rounds, "rounds", 2, "cost part: timed rounds per side, alternating which side goes first")
 	return cmd
 }
@@ -120,6 +124,7 @@ type politeOptions struct {
 	rate               float64 // requests per second declared (rate part)
 	feedPages, perPage int
 	pages, concurrency int // cost part
+	limit              int // the host's declared concurrency in the cost part
 	rounds             int
 	note               func(format string, args ...any) // progress; nil for none
 }
@@ -156,6 +161,7 @@ type politeCostSide struct {
 type politeCost struct {
 	Pages       int            `json:"pages"` // per side and round
 	Concurrency int            `json:"concurrency"`
+	Limit       int            `json:"limit"`
 	Rounds      int            `json:"rounds"`
 	Local       politeCostSide `json:"local"`
 	Fleet       politeCostSide `json:"fleet"`
@@ -182,7 +188,7 @@ func (r *politeResult) print() {
 	fmt.Printf("    busiest 1 s window: %d requests; shortest gap %.1f ms (even spacing: %.1f ms); at most %d in flight (run %s)\n",
 		rt.Busiest1s, rt.ShortestGapMS, 1000/rt.Declared, rt.MaxInFlight, rt.RunID)
 	c := r.Cost
-	fmt.Printf("  cost: %d pages per side and round, %d rounds, %d in flight, no rate\n", c.Pages, c.Rounds, c.Concurrency)
+	fmt.Printf("  cost: %d pages per side and round, %d rounds, %d in flight, the host's limit %d at a time, no rate\n", c.Pages, c.Rounds, c.Concurrency, c.Limit)
 	fmt.Printf("    %-28s %12s %12s %16s %12s\n", "", "CPU µs/page", "pages/s", "Redis calls/page", "Redis µs/page")
 	row := func(name string, sd politeCostSide) {
 		fmt.Printf("    %-28s %12.1f %12.0f %16.3f %12.1f\n", name, sd.CPUPerPageUS, sd.PagesPerS, sd.RedisCallsPerPage, sd.RedisCPUPerPageUS)
@@ -367,7 +373,7 @@ func politeRatePart(ctx context.Context, s *settings, redisAddr string, o polite
 
 // politeCostPart crawls the cheap site with fleet and with local budgets, alternating.
 func politeCostPart(ctx context.Context, rdb redis.UniversalClient, o politeOptions, note func(string, ...any)) (politeCost, error) {
-	out := politeCost{Pages: o.pages, Concurrency: o.concurrency, Rounds: o.rounds, Goal: politeGoalCost}
+	out := politeCost{Pages: o.pages, Concurrency: o.concurrency, Limit: o.limit, Rounds: o.rounds, Goal: politeGoalCost}
 	page := []byte("<!doctype html><html><head><title>page</title></head><body>" + strings.Repeat("<p>cheap page</p>", 100) + "</body></html>")
 	base, stopSite, err := serveLocal(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/robots.txt" {
@@ -394,7 +400,7 @@ func politeCostPart(ctx context.Context, rdb redis.UniversalClient, o politeOpti
 		{name: "local", f: fetch.New(fetch.Options{AllowPrivate: true, Budgets: fetch.LocalBudgets()}), sum: &out.Local},
 		{name: "fleet", f: fetch.New(fetch.Options{AllowPrivate: true, Budgets: fleet, Robots: polite.NewRobots(rdb)}), sum: &out.Fleet},
 	}
-	pol := &crawl.Politeness{Concurrency: o.concurrency}
+	pol := &crawl.Politeness{Concurrency: o.limit}
 	next := 0 // pages get distinct paths across rounds
 	crawlPages := func(f *fetch.Fetcher, n int) error {
 		from := next
