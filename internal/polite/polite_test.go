@@ -142,7 +142,8 @@ func TestIntervalHoldsAcrossWorkers(t *testing.T) {
 func TestPauseReachesEveryWorker(t *testing.T) {
 	fs := fleet(t, 2)
 	b := budget(t)
-	// A slot taken and given back first, so the second worker reuses nothing stale.
+	// The second worker has just used the host: it keeps the slot idle for its next
+	// request, which must not start on it once the pause is published.
 	release, err := fs[1].Take(context.Background(), b)
 	if err != nil {
 		t.Fatal(err)
@@ -151,6 +152,7 @@ func TestPauseReachesEveryWorker(t *testing.T) {
 	if err := fs[0].Pause(context.Background(), b.Key, time.Now().Add(600*time.Millisecond), "HTTP 429 with Retry-After 600ms"); err != nil {
 		t.Fatal(err)
 	}
+	time.Sleep(20 * time.Millisecond) // the published pause travels
 	short := b
 	short.PauseWait = 100 * time.Millisecond
 	_, err = fs[1].Take(context.Background(), short)
