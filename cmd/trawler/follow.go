@@ -48,12 +48,14 @@ func (f *follower) wait(ctx context.Context, id string, onProgress func(*workflo
 }
 
 // lostStack says whether err is Temporal gone away (or the wait given up by watch),
-// rather than the run's own end or a refusal that waiting does not mend.
+// rather than the run's own end or a refusal that waiting does not mend. A connection
+// torn down mid-call comes back as gRPC's Canceled, not as context.Canceled.
 func lostStack(err error) bool {
 	var unavailable *serviceerror.Unavailable
 	var deadline *serviceerror.DeadlineExceeded
+	var canceled *serviceerror.Canceled
 	return errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) ||
-		errors.As(err, &unavailable) || errors.As(err, &deadline)
+		errors.As(err, &unavailable) || errors.As(err, &deadline) || errors.As(err, &canceled)
 }
 
 // watch gives up the wait (cancel) once Temporal has not answered twice in a row, or
