@@ -50,8 +50,10 @@ type CanonOptions struct {
 //     reserved character changes the meaning (a/b is not a%2Fb, a=b&c is not a=b%26c);
 //     a character that may not appear bare (a space, a quote, <, >, \, ^, `, {, |, },
 //     a control or any non-ASCII byte) is encoded, UTF-8 for non-ASCII text, as the
-//     fetcher sends it. A % not followed by two hex digits is an error: the fetcher
-//     cannot request such a URL either, so there is no page to count.
+//     fetcher sends it. A % not followed by two hex digits is an error in the path,
+//     where the fetcher cannot request such a URL either, and is kept as it is in the
+//     query, which the fetcher sends as written (decoding or encoding it would be a
+//     guess at what the server makes of it).
 //   - Dot segments are resolved (RFC 3986 §5.2.4, after decoding, so %2E counts as a
 //     dot): /a/./b/../c is /a/c, and a .. above the root stays at the root (/../a is
 //     /a), as a browser does.
@@ -74,7 +76,7 @@ type CanonOptions struct {
 func CanonicalURL(raw string, opts CanonOptions) (string, error) {
 	s := strings.TrimSpace(raw)
 	fail := func(format string, args ...any) (string, error) {
-		return "", fmt.Errorf("canonical URL of %q: %s", RedactURL(s), fmt.Sprintf(format, args...))
+		return "", fmt.Errorf("canonical URL of %q: %s", RedactURL(strings.TrimSpace(raw)), fmt.Sprintf(format, args...))
 	}
 	if i := strings.IndexByte(s, '#'); i >= 0 {
 		s = s[:i]
@@ -105,14 +107,8 @@ func CanonicalURL(raw string, opts CanonOptions) (string, error) {
 		path = "/"
 	}
 	out := scheme + "://" + host + path
-	if hasQuery {
-		q, err := canonicalQuery(query, opts)
-		if err != nil {
-			return fail("query: %v", err)
-		}
-		if q != "" {
-			out += "?" + q
-		}
+	if q := canonicalQuery(query, opts); hasQuery && q != "" {
+		out += "?" + q
 	}
 	return out, nil
 }
@@ -144,7 +140,7 @@ func canonicalHost(scheme, authority string) (string, error) {
 		if host == "" {
 			return "", fmt.Errorf("no host; want http(s)://host/…")
 		}
-		if i := strings.IndexFunc(host, func(r rune) bool { return r <= ' ' || strings.ContainsRune(`/?#@[]%\`, r) }); i >= 0 {
+		if i := strings.IndexFunc(host, func(r rune) bool { return r <= ' ' || strings.ContainsRune(`/?#@[]%:\`, r) }); i >= 0 {
 			return "", fmt.Errorf("host %q has %q, which a host name cannot hold", host, host[i:i+1])
 		}
 		if isASCII(host) {
@@ -172,22 +168,15 @@ func canonicalHost(scheme, authority string) (string, error) {
 
 // canonicalQuery is the query with its escapes normalised, empty and dropped
 // parameters taken out and, unless opts.KeepQueryOrder, sorted by name.
-func canonicalQuery(q string, opts CanonOptions) (string, error) {
-	drop := opts.DropParams
-	if !opts.KeepTracking {
-		drop = append(append([]string{}, DefaultTrackingParams...), drop...)
-	}
+func canonicalQuery(q string, opts CanonOptions) string {
 	var params []string
 	for _, p := range strings.Split(q, "&") {
 		if p == "" {
 			continue
 		}
-		p, err := normalizeEscapes(p, true)
-		if err != nil {
-			return "", err
-		}
+		p, _ := normalizeEscapes(p, true) // a query has no bad escapes: they are kept
 		name, _, _ := strings.Cut(p, "=")
-		if matchesAny(strings.ToLower(name), drop) {
+		if lname := strings.ToLower(name); (!opts.KeepTracking && matchesAny(lname, DefaultTrackingParams)) || matchesAny(lname, opts.DropParams) {
 			continue
 		}
 		params = append(params, p)
@@ -195,7 +184,7 @@ func canonicalQuery(q string, opts CanonOptions) (string, error) {
 	if !opts.KeepQueryOrder {
 		sort.SliceStable(params, func(i, j int) bool { return paramName(params[i]) < paramName(params[j]) })
 	}
-	return strings.Join(params, "&"), nil
+	return strings.Join(params, "&")
 }
 
 func paramName(p string) string { name, _, _ := strings.Cut(p, "="); return name }
@@ -233,17 +222,20 @@ func globMatch(pattern, s string) bool {
 
 // normalizeEscapes decodes escaped unreserved characters, upper-cases the hex of the
 // other escapes and encodes the bytes that may not appear bare in a path (or, when
-// query is set, a query). Reserved characters stay as they are, bare or encoded.
+// query is set, a query). Reserved characters stay as they are, bare or encoded. A %
+// without two hex digits is an error in a path and kept in a query.
 func normalizeEscapes(s string, query bool) (string, error) {
 	var b strings.Builder
 	for i := 0; i < len(s); i++ {
 		c := s[i]
 		switch {
-		case c == '%':
-			if i+2 >= len(s) || !isHex(s[i+1]) || !isHex(s[i+2]) {
+		case c == '%' && (i+2 >= len(s) || !isHex(s[i+1]) || !isHex(s[i+2])):
+			if !query {
 				end := min(i+3, len(s))
 				return "", fmt.Errorf("%q is not a percent-escape (want %% and two hex digits; a literal %% is written %%25)", s[i:end])
 			}
+			b.WriteByte(c) // the fetcher sends a query as it is written
+		case c == '%':
 			d := unhex(s[i+1])<<4 | unhex(s[i+2])
 			if isUnreserved(d) {
 				b.WriteByte(d)
