@@ -1,0 +1,349 @@
+package tests
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os/exec"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"trawler/internal/devstack/redisproc"
+	"trawler/internal/redisurl"
+	"trawler/workflows"
+
+	_ "trawler/sites/generic"
+)
+
+// The politeness tests run real `trawler worker` processes on a real redis-server and
+// let the sites measure: each logs when every request arrived and ended, so the limits
+// checked are the ones a site sees, not the ones Trawler thinks it keeps.
+
+// politeSite is an HTML site of list pages (/list?p=N, perPage story links each, a
+// "More" link to the next) and story pages (/item/N), with a robots.txt. It logs every
+// request, and can answer one chosen path once with 429 and a Retry-After.
+type politeSite struct {
+	URL            string
+	pages, perPage int
+	robots         string
+	latency        time.Duration // of story pages
+	busyPath       string        // answered once with 429 …
+	retryAfter     string        // … and this Retry-After
+
+	mu     sync.Mutex
+	visits []visit
+	busyAt time.Time // when the 429 went out
+}
+
+// visit is one request as the site saw it: from its arrival to the end of its answer.
+type visit struct {
+	site, path string
+	start, end time.Time
+}
+
+func newPoliteSite(t *testing.T, pages, perPage int, latency time.Duration, robots string) *politeSite {
+	t.Helper()
+	s := &politeSite{pages: pages, perPage: perPage, latency: latency, robots: robots}
+	srv := httptest.NewServer(s)
+	t.Cleanup(srv.Close)
+	s.URL = srv.URL
+	return s
+}
+
+func (s *politeSite) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	v := visit{site: s.URL, path: r.URL.RequestURI(), start: time.Now()}
+	defer func() {
+		v.end = time.Now()
+		s.mu.Lock()
+		s.visits = append(s.visits, v)
+		s.mu.Unlock()
+	}()
+	s.mu.Lock()
+	busy := s.busyPath != "" && v.path == s.busyPath && s.busyAt.IsZero()
+	if busy {
+		s.busyAt = time.Now()
+	}
+	s.mu.Unlock()
+	if busy {
+		w.Header().Set("Retry-After", s.retryAfter)
+		http.Error(w, "slow down", http.StatusTooManyRequests)
+		return
+	}
+	switch {
+	case r.URL.Path == "/robots.txt":
+		fmt.Fprint(w, s.robots)
+	case r.URL.Path == "/list":
+		p, _ := strconv.Atoi(r.URL.Query().Get("p"))
+		fmt.Fprint(w, "<html><body><table>")
+		for i := (p-1)*s.perPage + 1; i <= p*s.perPage; i++ {
+			fmt.Fprintf(w, `<tr class="athing"><td><span class="titleline"><a href="/item/%d">Story %d</a></span></td></tr>`, i, i)
+		}
+		fmt.Fprint(w, "</table>")
+		if p < s.pages {
+			fmt.Fprintf(w, `<a class="morelink" href="/list?p=%d">More</a>`, p+1)
+		}
+		fmt.Fprint(w, "</body></html>")
+	case strings.HasPrefix(r.URL.Path, "/item/"):
+		time.Sleep(s.latency)
+		id := strings.TrimPrefix(r.URL.Path, "/item/")
+		fmt.Fprintf(w, `<html><body><article class="story" data-id="%s"><h1 class="title">Story %s</h1></article></body></html>`, id, id)
+	default:
+		http.NotFound(w, r)
+	}
+}
+
+func (s *politeSite) log() []visit {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.visits)
+}
+
+// keys are the story URLs a crawl of the site stores.
+func (s *politeSite) keys() []string {
+	var out []string
+	for i := 1; i <= s.pages*s.perPage; i++ {
+		out = append(out, fmt.Sprintf("%s/item/%d", s.URL, i))
+	}
+	return out
+}
+
+const allowAll = "User-agent: *\nAllow: /\n"
+
+// politeChain lists the sites' first list pages and fetches every story they link,
+// 3 stories a batch so the batches spread over the fleet, 16 at once in a batch and 8
+// batches in flight: the fleet would hit a host far harder than its limit.
+func politeChain(politeness string, retries int, sites ...*politeSite) string {
+	var urls []string
+	for _, s := range sites {
+		urls = append(urls, "'"+s.URL+"/list?p=1'")
+	}
+	block := ""
+	if politeness != "" {
+		block = "\n  politeness: " + politeness
+	}
+	return fmt.Sprintf(`name: polite
+defaults:
+  timeout: 20s
+  retries: %d
+  batch: 3
+  concurrency: 16
+  parallel: 8%s
+steps:
+  - id: list
+    task: generic.html_list
+    from: list
+    max_depth: 100
+    params:
+      urls: [%s]
+      items: tr.athing
+      fields:
+        link: {css: span.titleline > a, attr: href, type: url}
+      detail: link
+      next: a.morelink
+      max_pages: 100
+  - id: story
+    task: generic.html_detail
+    from: list
+    params:
+      fields:
+        id: {css: article.story, attr: data-id, type: int, required: true}
+        title: {css: h1.title, required: true}
+`, retries, block, strings.Join(urls, ", "))
+}
+
+// busiestSecond is the most requests that arrived within one second (a sliding window).
+func busiestSecond(vs []visit) int {
+	starts := make([]time.Time, len(vs))
+	for i, v := range vs {
+		starts[i] = v.start
+	}
+	slices.SortFunc(starts, func(a, b time.Time) int { return a.Compare(b) })
+	most := 0
+	for i, j := 0, 0; j < len(starts); j++ {
+		for starts[j].Sub(starts[i]) >= time.Second {
+			i++
+		}
+		most = max(most, j-i+1)
+	}
+	return most
+}
+
+// peakInFlight is the most requests the sites were answering at once.
+func peakInFlight(vs []visit) int {
+	type edge struct {
+		at    time.Time
+		delta int
+	}
+	var edges []edge
+	for _, v := range vs {
+		edges = append(edges, edge{v.start, 1}, edge{v.end, -1})
+	}
+	// An answer that ended when another arrived was no longer in flight.
+	slices.SortFunc(edges, func(a, b edge) int {
+		if c := a.at.Compare(b.at); c != 0 {
+			return c
+		}
+		return a.delta - b.delta
+	})
+	n, most := 0, 0
+	for _, e := range edges {
+		n += e.delta
+		most = max(most, n)
+	}
+	return most
+}
+
+// politeFleet is three worker processes on one task queue and one Redis.
+type politeFleet struct {
+	bin, redisURL, queue, out string
+	rdb                       redis.UniversalClient
+	workers                   map[int]*exec.Cmd
+}
+
+func newPoliteFleet(t *testing.T, redisURL string) *politeFleet {
+	t.Helper()
+	f := &politeFleet{bin: buildTrawler(t), redisURL: redisURL, queue: "polite-" + tenantOf(t), workers: map[int]*exec.Cmd{}}
+	f.out = shared.dir + "/" + f.queue
+	rdb, err := redisurl.Open(redisURL, redisurl.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rdb.Close() })
+	f.rdb = rdb
+	for range 3 {
+		w := workerProcessOn(t, f.bin, redisURL, f.queue, f.out, "--browser", "none")
+		f.workers[w.Process.Pid] = w
+	}
+	return f
+}
+
+// crawl runs the chain on the fleet, checks that it failed nothing and stored every
+// story of the sites exactly once, and returns the run's summary.
+func (f *politeFleet) crawl(t *testing.T, chain string, sites ...*politeSite) *workflows.Summary {
+	t.Helper()
+	id := start(t, plan(t, "polite.yaml", chain), f.queue)
+	return f.check(t, id, sites...)
+}
+
+func (f *politeFleet) check(t *testing.T, id string, sites ...*politeSite) *workflows.Summary {
+	t.Helper()
+	s := wait(t, id, 2*time.Minute)
+	noFailures(t, s)
+	got := storedIn(t, f.out, id)
+	var want []string
+	for _, site := range sites {
+		want = append(want, site.keys()...)
+	}
+	for _, k := range want {
+		if got[k] != 1 {
+			t.Errorf("%s stored %d times, want exactly once", k, got[k])
+		}
+	}
+	if len(got) != len(want) {
+		t.Errorf("stored %d keys, want the %d stories", len(got), len(want))
+	}
+	return s
+}
+
+// declaredLimit: a chain's `politeness: {rate: 10/s, concurrency: 2}` is what the site
+// sees from the whole fleet.
+func declaredLimit(t *testing.T, f *politeFleet) {
+	site := newPoliteSite(t, 4, 10, 150*time.Millisecond, allowAll)
+	f.crawl(t, politeChain("{rate: 10/s, concurrency: 2}", 3, site), site)
+	vs := site.log()
+	if n, peak := busiestSecond(vs), peakInFlight(vs); n > 11 || peak > 2 {
+		t.Errorf("the site saw %d requests in its busiest second and %d at once; declared 10/s, 2 at once", n, peak)
+	}
+	t.Logf("%d requests; busiest second %d, peak in flight %d", len(vs), busiestSecond(vs), peakInFlight(vs))
+}
+
+func startRedis(t *testing.T) *redisproc.Server {
+	t.Helper()
+	srv, err := redisproc.Start()
+	if err != nil {
+		if errors.Is(err, redisproc.ErrNotInstalled) {
+			t.Skip(err)
+		}
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Stop) // after the workers stop (cleanups run last first)
+	return srv
+}
+
+func TestPoliteFleet(t *testing.T) {
+	srv := startRedis(t)
+	f := newPoliteFleet(t, srv.Addr)
+
+	t.Run("robots_crawl_delay", func(t *testing.T) {
+		site := newPoliteSite(t, 3, 8, 0, "User-agent: *\nCrawl-delay: 0.25\n")
+		f.crawl(t, politeChain("", 3, site), site)
+		vs := site.log()
+		if n := busiestSecond(vs); n > 5 {
+			t.Errorf("the site saw %d requests in its busiest second; its robots.txt asks for one every 0.25 s", n)
+		}
+		t.Logf("%d requests; busiest second %d", len(vs), busiestSecond(vs))
+	})
+
+	t.Run("declared_limit", func(t *testing.T) { declaredLimit(t, f) })
+
+	t.Run("retry_after", func(t *testing.T) {
+		a := newPoliteSite(t, 3, 10, 20*time.Millisecond, allowAll)
+		a.busyPath, a.retryAfter = "/item/5", "2"
+		b := newPoliteSite(t, 4, 10, 20*time.Millisecond, allowAll)
+		// No retries: an input held back by the pause that spent an attempt would fail.
+		f.crawl(t, politeChain("{rate: 10/s}", 0, a, b), a, b)
+		a.mu.Lock()
+		busyAt := a.busyAt
+		a.mu.Unlock()
+		if busyAt.IsZero() {
+			t.Fatal("the site never answered 429")
+		}
+		// Requests that arrive within 50 ms of the 429 going out were sent before any
+		// worker read it; after that, nothing until its 2 s are up.
+		from, until := busyAt.Add(50*time.Millisecond), busyAt.Add(2*time.Second)
+		var during []string
+		for _, v := range a.log() {
+			if v.start.After(from) && v.start.Before(until) {
+				during = append(during, fmt.Sprintf("%s at +%s", v.path, v.start.Sub(busyAt).Round(time.Millisecond)))
+			}
+		}
+		if len(during) > 0 {
+			t.Errorf("the paused host got %d requests in the 2 s after its 429 with Retry-After: 2: %v", len(during), during)
+		}
+		other := 0
+		for _, v := range b.log() {
+			if v.start.After(busyAt) && v.start.Before(until) {
+				other++
+			}
+		}
+		if other == 0 {
+			t.Error("the other host got nothing while the first was paused; it has its own budget")
+		}
+		t.Logf("the other host got %d requests in the 2 s pause", other)
+	})
+
+	t.Run("group_ip", func(t *testing.T) {
+		for _, tc := range []struct {
+			politeness string
+			peak       func(int) bool
+			want       string
+		}{
+			{"{concurrency: 1, group: ip}", func(n int) bool { return n == 1 }, "1: both hosts are on 127.0.0.1 and share its budget"},
+			{"{concurrency: 1}", func(n int) bool { return n == 2 }, "2: each host has its own budget of 1"},
+		} {
+			a := newPoliteSite(t, 1, 12, 100*time.Millisecond, allowAll)
+			b := newPoliteSite(t, 1, 12, 100*time.Millisecond, allowAll)
+			f.crawl(t, politeChain(tc.politeness, 3, a, b), a, b)
+			if peak := peakInFlight(append(a.log(), b.log()...)); !tc.peak(peak) {
+				t.Errorf("politeness %s: the two hosts had %d requests in flight at once, want %s", tc.politeness, peak, tc.want)
+			}
+		}
+	})
+}
