@@ -1,6 +1,7 @@
 package tests
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -10,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -116,10 +118,15 @@ func (s *politeSite) keys() []string {
 
 const allowAll = "User-agent: *\nAllow: /\n"
 
-// politeChain lists the sites' first list pages and fetches every story they link,
+// politeChain is politeChainTimeout with inputs of 20 s.
+func politeChain(politeness string, retries int, sites ...*politeSite) string {
+	return politeChainTimeout(politeness, "20s", retries, sites...)
+}
+
+// politeChainTimeout lists the sites' first list pages and fetches every story they link,
 // 3 stories a batch so the batches spread over the fleet, 16 at once in a batch and 8
 // batches in flight: the fleet would hit a host far harder than its limit.
-func politeChain(politeness string, retries int, sites ...*politeSite) string {
+func politeChainTimeout(politeness, timeout string, retries int, sites ...*politeSite) string {
 	var urls []string
 	for _, s := range sites {
 		urls = append(urls, "'"+s.URL+"/list?p=1'")
@@ -130,7 +137,7 @@ func politeChain(politeness string, retries int, sites ...*politeSite) string {
 	}
 	return fmt.Sprintf(`name: polite
 defaults:
-  timeout: 20s
+  timeout: %s
   retries: %d
   batch: 3
   concurrency: 16
@@ -155,7 +162,7 @@ steps:
       fields:
         id: {css: article.story, attr: data-id, type: int, required: true}
         title: {css: h1.title, required: true}
-`, retries, block, strings.Join(urls, ", "))
+`, timeout, retries, block, strings.Join(urls, ", "))
 }
 
 // busiestSecond is the most requests that arrived within one second (a sliding window).
@@ -281,6 +288,10 @@ func TestPoliteFleet(t *testing.T) {
 	srv := startRedis(t)
 	f := newPoliteFleet(t, srv.Addr)
 
+	// The fleet's last two tests kill one of its workers and restart its Redis.
+	defer t.Run("redis_outage", func(t *testing.T) { redisOutage(t, f, srv) })
+	defer t.Run("killed_worker", func(t *testing.T) { killedWorker(t, f) })
+
 	t.Run("robots_crawl_delay", func(t *testing.T) {
 		site := newPoliteSite(t, 3, 8, 0, "User-agent: *\nCrawl-delay: 0.25\n")
 		f.crawl(t, politeChain("", 3, site), site)
@@ -346,4 +357,100 @@ func TestPoliteFleet(t *testing.T) {
 			}
 		}
 	})
+}
+
+// killedWorker SIGKILLs a worker while it holds one of a host's two slots: the slot
+// comes back when its lease ends (the input's 4 s timeout and a 5 s margin), not after
+// the worker's 30 s fetch timeout, and the crawl finishes without the worker.
+func killedWorker(t *testing.T, f *politeFleet) {
+	site := newPoliteSite(t, 1, 12, time.Second, allowAll)
+	id := start(t, plan(t, "polite.yaml", politeChainTimeout("{concurrency: 2}", "4s", 3, site)), f.queue)
+	const lease = 4*time.Second + 5*time.Second
+	slots := "trawler:polite:{" + site.URL + "}:slots"
+	ctx := context.Background()
+	holder := func(token string) int {
+		pid, _ := strconv.Atoi(strings.SplitN(token, "@", 2)[0]) // the identity is pid@host
+		return pid
+	}
+	var victim int
+	var ends []redis.Z // the victim's slots, scored by when their leases end (µs)
+	for deadline := time.Now().Add(time.Minute); victim == 0; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("no worker took a slot of the site")
+		}
+		held, _ := f.rdb.ZRangeWithScores(ctx, slots, 0, -1).Result()
+		for _, z := range held {
+			if pid := holder(z.Member.(string)); f.workers[pid] != nil && (victim == 0 || pid == victim) {
+				victim = pid
+				ends = append(ends, z)
+			}
+		}
+	}
+	if err := f.workers[victim].Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_ = f.workers[victim].Wait()
+	delete(f.workers, victim)
+	now, err := f.rdb.Time(ctx).Result() // leases are on Redis's clock
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, z := range ends {
+		if left := time.Duration(z.Score)*time.Microsecond - time.Duration(now.UnixMicro())*time.Microsecond; left > lease {
+			t.Errorf("the killed worker %d's slot %s comes back %s after it died; a lease is %s", victim, z.Member, left.Round(time.Millisecond), lease)
+		}
+	}
+	f.check(t, id, site)
+	if peak := peakInFlight(site.log()); peak > 2 {
+		t.Errorf("the site had %d requests in flight at once; declared 2", peak)
+	}
+}
+
+// redisOutage stops the fleet's Redis mid-crawl and starts it again, empty, 3 s later:
+// the limited host waits meanwhile, never sees more than its limit, and the run finishes
+// once Redis is back.
+func redisOutage(t *testing.T, f *politeFleet, srv *redisproc.Server) {
+	site := newPoliteSite(t, 3, 10, 50*time.Millisecond, allowAll)
+	id := start(t, plan(t, "polite.yaml", politeChain("{rate: 10/s, concurrency: 2}", 3, site)), f.queue)
+	for deadline := time.Now().Add(time.Minute); len(site.log()) < 12; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the crawl made %d requests in a minute", len(site.log()))
+		}
+	}
+	srv.Stop()
+	stopped := time.Now()
+	time.Sleep(3 * time.Second)
+	if err := srv.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	back := time.Now()
+	f.check(t, id, site)
+	// A request whose turn Redis granted just before it stopped starts within a turn
+	// (100 ms) or two; after that the host waits for Redis.
+	var during []string
+	for _, v := range site.log() {
+		if v.start.After(stopped.Add(300*time.Millisecond)) && v.start.Before(back) {
+			during = append(during, fmt.Sprintf("%s at +%s", v.path, v.start.Sub(stopped).Round(time.Millisecond)))
+		}
+	}
+	if len(during) > 0 {
+		t.Errorf("the limited host got %d requests while Redis was down: %v", len(during), during)
+	}
+	vs := site.log()
+	if n, peak := busiestSecond(vs), peakInFlight(vs); n > 11 || peak > 2 {
+		t.Errorf("the site saw %d requests in its busiest second and %d at once; declared 10/s, 2 at once", n, peak)
+	}
+}
+
+// On a three-master Redis Cluster the declared limit holds as on one Redis.
+func TestPoliteRedisCluster(t *testing.T) {
+	cl, err := redisproc.StartCluster(3)
+	if err != nil {
+		if errors.Is(err, redisproc.ErrNotInstalled) {
+			t.Skip(err)
+		}
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Stop) // after the workers stop (cleanups run last first)
+	declaredLimit(t, newPoliteFleet(t, cl.URL()))
 }
