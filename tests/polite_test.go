@@ -310,27 +310,15 @@ func TestPoliteFleet(t *testing.T) {
 		b := newPoliteSite(t, 4, 10, 20*time.Millisecond, allowAll)
 		// No retries: an input held back by the pause that spent an attempt would fail.
 		f.crawl(t, politeChain("{rate: 10/s}", 0, a, b), a, b)
+		if during := pausedVisits(a, 2*time.Second); len(during) > 0 {
+			t.Errorf("the paused host got %d requests in the 2 s after its 429 with Retry-After: 2: %v", len(during), during)
+		}
 		a.mu.Lock()
 		busyAt := a.busyAt
 		a.mu.Unlock()
-		if busyAt.IsZero() {
-			t.Fatal("the site never answered 429")
-		}
-		// Requests that arrive within 50 ms of the 429 going out were sent before any
-		// worker read it; after that, nothing until its 2 s are up.
-		from, until := busyAt.Add(50*time.Millisecond), busyAt.Add(2*time.Second)
-		var during []string
-		for _, v := range a.log() {
-			if v.start.After(from) && v.start.Before(until) {
-				during = append(during, fmt.Sprintf("%s at +%s", v.path, v.start.Sub(busyAt).Round(time.Millisecond)))
-			}
-		}
-		if len(during) > 0 {
-			t.Errorf("the paused host got %d requests in the 2 s after its 429 with Retry-After: 2: %v", len(during), during)
-		}
 		other := 0
 		for _, v := range b.log() {
-			if v.start.After(busyAt) && v.start.Before(until) {
+			if v.start.After(busyAt) && v.start.Before(busyAt.Add(2*time.Second)) {
 				other++
 			}
 		}
@@ -338,6 +326,37 @@ func TestPoliteFleet(t *testing.T) {
 			t.Error("the other host got nothing while the first was paused; it has its own budget")
 		}
 		t.Logf("the other host got %d requests in the 2 s pause", other)
+	})
+
+	// A Retry-After longer than a worker waits in-process (5 s) holds the host's inputs
+	// back: the run re-runs them after the pause without spending their attempts. With
+	// no retries, any that spent one would fail; only the input answered 429 does, its
+	// answer having spent its one attempt (the run waits out such an answer as a retry).
+	t.Run("long_retry_after", func(t *testing.T) {
+		site := newPoliteSite(t, 1, 10, 20*time.Millisecond, allowAll)
+		site.busyPath, site.retryAfter = "/item/3", "6"
+		id := start(t, plan(t, "polite.yaml", politeChain("{rate: 10/s}", 0, site)), f.queue)
+		s := wait(t, id, 2*time.Minute)
+		busy := site.URL + "/item/3"
+		if len(s.Failures) != 1 || s.Failures[0].Input.URL != busy || !strings.Contains(s.Failures[0].Cause, "HTTP 429") {
+			t.Errorf("failures %+v; want only %s, answered 429", s.Failures, busy)
+		}
+		got := storedIn(t, f.out, id)
+		for _, k := range site.keys() {
+			want := 1
+			if k == busy {
+				want = 0
+			}
+			if got[k] != want {
+				t.Errorf("%s stored %d times, want %d", k, got[k], want)
+			}
+		}
+		if len(got) != len(site.keys())-1 {
+			t.Errorf("stored %d keys, want the %d stories but %s", len(got), len(site.keys())-1, busy)
+		}
+		if during := pausedVisits(site, 6*time.Second); len(during) > 0 {
+			t.Errorf("the paused host got %d requests in the 6 s after its 429 with Retry-After: 6: %v", len(during), during)
+		}
 	})
 
 	t.Run("group_ip", func(t *testing.T) {
@@ -357,6 +376,25 @@ func TestPoliteFleet(t *testing.T) {
 			}
 		}
 	})
+}
+
+// pausedVisits lists the requests the site got in the pause after its 429. Requests
+// that arrived within 50 ms of the 429 going out were already on their way before any
+// worker read it, so they do not count.
+func pausedVisits(s *politeSite, pause time.Duration) []string {
+	s.mu.Lock()
+	busyAt := s.busyAt
+	s.mu.Unlock()
+	if busyAt.IsZero() {
+		return []string{"none: the site never answered 429"}
+	}
+	var during []string
+	for _, v := range s.log() {
+		if v.start.After(busyAt.Add(50*time.Millisecond)) && v.start.Before(busyAt.Add(pause)) {
+			during = append(during, fmt.Sprintf("%s at +%s", v.path, v.start.Sub(busyAt).Round(time.Millisecond)))
+		}
+	}
+	return during
 }
 
 // killedWorker SIGKILLs a worker while it holds one of a host's two slots: the slot
