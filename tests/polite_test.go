@@ -93,7 +93,13 @@ func (s *politeSite) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		fmt.Fprint(w, "</body></html>")
 	case strings.HasPrefix(r.URL.Path, "/item/"):
-		time.Sleep(s.latency)
+		// A request its client gave up on (its input's time ran out) is no longer in
+		// flight: the client freed its slot.
+		select {
+		case <-time.After(s.latency):
+		case <-r.Context().Done():
+			return
+		}
 		id := strings.TrimPrefix(r.URL.Path, "/item/")
 		fmt.Fprintf(w, `<html><body><article class="story" data-id="%s"><h1 class="title">Story %s</h1></article></body></html>`, id, id)
 	default:
@@ -441,6 +447,9 @@ func killedWorker(t *testing.T, f *politeFleet) {
 	f.check(t, id, site)
 	if peak := peakInFlight(site.log()); peak > 2 {
 		t.Errorf("the site had %d requests in flight at once; declared 2", peak)
+		for _, v := range site.log() {
+			t.Logf("%s %s – %s", v.path, v.start.Format("15:04:05.000"), v.end.Format("15:04:05.000"))
+		}
 	}
 }
 
