@@ -133,7 +133,13 @@ func (p *polite) state(key string) *hostState {
 // budget is the request's budget and the politeness it came from.
 func (p *polite) budget(ctx context.Context, r *crawl.Request, u *url.URL) (Budget, crawl.Politeness) {
 	lim := r.Politeness.ForHost(u.Hostname())
-	b := Budget{Key: p.groupKey(ctx, u, lim.Group), Lease: p.o.Timeout + leaseMargin, Jitter: lim.Jitter, PauseWait: p.o.MaxRetryWait}
+	// A request lives at most its attempt's timeout and its input's deadline: a slot a
+	// dead worker held comes back a margin after that, not after the longest timeout.
+	life := p.o.Timeout
+	if d, ok := ctx.Deadline(); ok {
+		life = min(life, time.Until(d))
+	}
+	b := Budget{Key: p.groupKey(ctx, u, lim.Group), Lease: max(life, 0) + leaseMargin, Jitter: lim.Jitter, PauseWait: p.o.MaxRetryWait}
 	concSource := "default"
 	switch {
 	case lim.Concurrency > 0:

@@ -50,8 +50,14 @@ func buildTrawler(t *testing.T) string {
 // into the jsonl directory out and whatever stores extra flags name.
 func workerProcess(t *testing.T, bin, queue, out string, extra ...string) *exec.Cmd {
 	t.Helper()
+	return workerProcessOn(t, bin, shared.redis.Addr(), queue, out, extra...)
+}
+
+// workerProcessOn is workerProcess on the Redis (or redis-cluster://) at redisURL.
+func workerProcessOn(t *testing.T, bin, redisURL, queue, out string, extra ...string) *exec.Cmd {
+	t.Helper()
 	args := append([]string{"worker", "--temporal", shared.stack.Endpoints.Temporal, "--namespace", shared.stack.Endpoints.Namespace,
-		"--task-queue", queue, "--out", out, "--redis", shared.redis.Addr()}, extra...)
+		"--task-queue", queue, "--out", out, "--redis", redisURL}, extra...)
 	cmd := exec.Command(bin, args...)
 	cmd.Stderr = os.Stderr
 	if err := cmd.Start(); err != nil {

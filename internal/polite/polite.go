@@ -193,6 +193,15 @@ func (f *Fleet) Take(ctx context.Context, bud fetch.Budget) (func(), error) {
 				f.give(b, l)
 				return nil, err
 			}
+			// A pause heard while it waited for its turn holds this request too: the
+			// turn was granted before the host asked every worker to wait.
+			b.mu.Lock()
+			paused := time.Now().Before(b.until)
+			b.mu.Unlock()
+			if paused {
+				f.give(b, l)
+				continue
+			}
 			return f.releaser(b, l), nil
 		case why == "pause":
 			b.mu.Lock()

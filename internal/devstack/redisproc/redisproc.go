@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -27,6 +28,7 @@ type Server struct {
 	Addr string
 	cmd  *exec.Cmd
 	dir  string
+	conf Config
 }
 
 // Config secures a server, for tests of clients that authenticate.
@@ -44,19 +46,35 @@ type Config struct {
 func Start() (*Server, error) { return StartConfig(Config{}) }
 
 // StartConfig is Start with a password, ACL users or TLS.
-func StartConfig(conf Config) (*Server, error) { return start(conf) }
+func StartConfig(conf Config) (*Server, error) { return start(conf, 0) }
 
-func start(conf Config, extra ...string) (*Server, error) {
+// Restart starts a stopped server again on its address, empty: a Redis that went away
+// and came back.
+func (s *Server) Restart() error {
+	_, p, _ := net.SplitHostPort(s.Addr)
+	port, _ := strconv.Atoi(p)
+	n, err := start(s.conf, port)
+	if err != nil {
+		return err
+	}
+	*s = *n
+	return nil
+}
+
+// start runs redis-server on port, or on a free one when port is 0.
+func start(conf Config, port int, extra ...string) (*Server, error) {
 	bin, err := exec.LookPath("redis-server")
 	if err != nil {
 		return nil, ErrNotInstalled
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return nil, err
+	if port == 0 {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, err
+		}
+		port = ln.Addr().(*net.TCPAddr).Port
+		ln.Close()
 	}
-	port := ln.Addr().(*net.TCPAddr).Port
-	ln.Close()
 	dir, err := os.MkdirTemp("", "trawler-redis-")
 	if err != nil {
 		return nil, err
@@ -93,7 +111,7 @@ func start(conf Config, extra ...string) (*Server, error) {
 			}
 		}
 	}()
-	s := &Server{Addr: fmt.Sprintf("127.0.0.1:%d", port), cmd: cmd, dir: dir}
+	s := &Server{Addr: fmt.Sprintf("127.0.0.1:%d", port), cmd: cmd, dir: dir, conf: conf}
 	c := redis.NewClient(&redis.Options{Addr: s.Addr, Password: conf.Password, TLSConfig: tlsc})
 	defer c.Close()
 	deadline := time.Now().Add(10 * time.Second)
@@ -156,7 +174,7 @@ func StartCluster(n int) (*Cluster, error) {
 	c := &Cluster{}
 	ctx := context.Background()
 	for i := range n {
-		s, err := start(Config{}, "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf", "--cluster-node-timeout", "5000")
+		s, err := start(Config{}, 0, "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf", "--cluster-node-timeout", "5000")
 		if err != nil {
 			c.Stop()
 			return nil, err
