@@ -152,6 +152,14 @@ func (l *localBudgets) Take(ctx context.Context, b Budget) (func(), error) {
 			release()
 			return nil, err
 		}
+		// A pause that came while it waited for its turn holds this request too.
+		h.mu.Lock()
+		paused := time.Now().Before(h.until)
+		h.mu.Unlock()
+		if paused {
+			release()
+			continue
+		}
 		return release, nil
 	}
 }

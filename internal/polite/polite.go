@@ -96,6 +96,7 @@ type budget struct {
 type lease struct {
 	token      string
 	reuseUntil time.Time
+	leaseEnd   time.Time // when Redis lets the slot go (as this worker's clock sees it)
 	interval   bool // the budget has a pace: every start goes through Redis
 	uncounted  int  // starts on the slot Redis has not counted yet
 	idled      int  // times released idle (budget.mu): a hold ends only its own idle spell
@@ -229,7 +230,9 @@ func (b *budget) reusable(now time.Time, bud fetch.Budget) (use *lease, stale []
 	for len(b.idle) > 0 {
 		l := b.idle[len(b.idle)-1]
 		b.idle = b.idle[:len(b.idle)-1]
-		if bud.Interval == 0 && !l.interval && now.Before(l.reuseUntil) {
+		// Reused only while its lease outlasts this request's life too: a lease that ran
+		// out mid-request would let another worker take the slot.
+		if bud.Interval == 0 && !l.interval && now.Before(l.reuseUntil) && !now.Add(bud.Lease).After(l.leaseEnd) {
 			l.uncounted++
 			return l, stale
 		}
@@ -264,7 +267,8 @@ func (f *Fleet) take(ctx context.Context, b *budget, bud fetch.Budget, deadline 
 	wait := time.Duration(max(waitUs, 0)) * time.Microsecond
 	if granted == 1 {
 		f.list(b, bud.Key)
-		return &lease{token: token, reuseUntil: time.Now().Add(reuseWindow), interval: bud.Interval > 0}, wait, "", "", nil
+		now := time.Now()
+		return &lease{token: token, reuseUntil: now.Add(reuseWindow), leaseEnd: now.Add(wait + bud.Lease), interval: bud.Interval > 0}, wait, "", "", nil
 	}
 	return nil, wait, why, reason, nil
 }
