@@ -357,3 +357,38 @@ func TestFeedTitlesAreText(t *testing.T) {
 		}
 	}
 }
+
+// A step may start from a site's robots.txt: its `Sitemap:` lines (any case, relative
+// or absolute, repeated once) become the sitemaps the step reads next, and the page
+// URLs they list reach the next step as from any sitemap.
+func TestSitemapFromRobotsTxt(t *testing.T) {
+	var base string
+	srv := site(t, map[string]any{
+		"/robots.txt": func(w http.ResponseWriter, r *http.Request) {
+			typed("text/plain", []byte("User-agent: *\nDisallow: /private\nSitemap: "+base+"/sm/a.xml\nsitemap:/sm/b.xml\nSITEMAP: "+base+"/sm/a.xml\nSitemap: ftp://elsewhere/x.xml\n"))(w, r)
+		},
+		"/sm/a.xml": typed("application/xml", []byte(`<urlset><url><loc>https://ex.example/a/1</loc></url></urlset>`)),
+		"/sm/b.xml": typed("application/xml", []byte(`<urlset><url><loc>https://ex.example/b/1</loc></url></urlset>`)),
+	})
+	base = srv.URL
+	p := params(t, SitemapTask, "urls: ["+base+"/robots.txt]")
+	res := mustRun(t, Sitemap, p, crawl.Input{})
+	if got := urls(res.Next); !reflect.DeepEqual(got, []string{base + "/sm/a.xml", base + "/sm/b.xml"}) || res.Skipped != 1 {
+		t.Fatalf("sitemaps from robots.txt: %v, skipped %d; want a.xml and b.xml, the ftp one skipped", got, res.Skipped)
+	}
+	for _, n := range res.Next {
+		if n.Task != SitemapTask {
+			t.Errorf("%s goes to %q, want this step", n.URL, n.Task)
+		}
+	}
+	all, _ := follow(t, Sitemap, p, 10)
+	if got := urls(all.Next); !reflect.DeepEqual(got, []string{"https://ex.example/a/1", "https://ex.example/b/1"}) {
+		t.Errorf("page URLs %v", got)
+	}
+
+	bare := site(t, map[string]any{"/robots.txt": typed("text/plain", []byte("User-agent: *\nDisallow:\n"))})
+	res = mustRun(t, Sitemap, params(t, SitemapTask, "urls: ["+bare.URL+"/robots.txt]"), crawl.Input{})
+	if len(res.Next) != 0 || len(res.Notes) != 1 || !strings.Contains(res.Notes[0], "names no sitemap (no `Sitemap:` line)") {
+		t.Errorf("a robots.txt without sitemaps: %v, notes %q", urls(res.Next), res.Notes)
+	}
+}

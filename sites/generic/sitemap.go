@@ -23,7 +23,7 @@ const maxSitemapBytes = 64 << 20
 
 var sitemapSpec = crawl.TaskSpec{
 	Name:  SitemapTask,
-	Doc:   "a sitemap index or urlset (plain, gzip or text): child sitemaps go back to this step, page URLs to the next step (filtered by include, exclude, lastmod_after)",
+	Doc:   "a sitemap index or urlset (plain, gzip or text), or a robots.txt whose Sitemap: lines name them: child sitemaps go back to this step, page URLs to the next step (filtered by include, exclude, lastmod_after)",
 	Seeds: seedInputs,
 	Params: []crawl.Param{
 		urlsParam,
@@ -103,6 +103,9 @@ func (c *sitemapConfig) page(ctx context.Context, env *crawl.Env, u string) (cra
 	if err != nil {
 		return crawl.Result{}, err
 	}
+	if isRobotsTxt(u) {
+		return robotsSitemaps(env, resp.Body, finalURL(resp, u), u)
+	}
 	body, err := gunzipIfGzip(resp.Body)
 	if err != nil {
 		return crawl.Result{}, crawl.Permanentf("%s: %s: %v", SitemapTask, u, err)
@@ -154,6 +157,40 @@ func (c *sitemapConfig) page(ctx context.Context, env *crawl.Env, u string) (cra
 			vars = map[string]any{VarLastmod: mod.UTC().Format(time.RFC3339)}
 		}
 		res.Next = append(res.Next, crawl.Input{URL: link, Task: c.toTask, Vars: forOthers(env, vars)})
+	}
+	return res, nil
+}
+
+// isRobotsTxt says whether u is a site's robots.txt, whose `Sitemap:` lines name its
+// sitemaps: a step may start from it instead of knowing where they are.
+func isRobotsTxt(u string) bool {
+	p, err := url.Parse(u)
+	return err == nil && strings.EqualFold(p.Path, "/robots.txt")
+}
+
+// robotsSitemaps turns the `Sitemap:` lines of a robots.txt into child sitemaps of this
+// step. A robots.txt that names none says so in the result's notes.
+func robotsSitemaps(env *crawl.Env, body []byte, base *url.URL, u string) (crawl.Result, error) {
+	var res crawl.Result
+	seen := map[string]bool{}
+	for line := range strings.Lines(string(body)) {
+		key, val, ok := strings.Cut(line, ":")
+		if !ok || !strings.EqualFold(strings.TrimSpace(key), "sitemap") {
+			continue
+		}
+		links := linksOf(strings.TrimSpace(val), base)
+		if len(links) == 0 {
+			res.Skipped++
+			continue
+		}
+		if seen[links[0]] {
+			continue
+		}
+		seen[links[0]] = true
+		res.Next = append(res.Next, crawl.Input{URL: links[0], Task: SitemapTask, Vars: forSelf(env, nil)})
+	}
+	if len(res.Next) == 0 {
+		res.Notes = append(res.Notes, fmt.Sprintf("%s names no sitemap (no `Sitemap:` line); give the sitemap's URL in urls instead", u))
 	}
 	return res, nil
 }
