@@ -99,6 +99,8 @@ type Step struct {
 	Render *Render
 	// Politeness is the step's own `politeness:` (over the chain's defaults).
 	Politeness *Politeness
+	// URLsFile adds start URLs from a file to the step's `urls` param.
+	URLsFile *URLsFile
 	Line       int
 	ParamLines map[string]int // line of each param in the file, and of its keys (fields.title)
 }
@@ -144,6 +146,9 @@ type LoadOptions struct {
 	// of the running stack (`demo_site`, `redis` … from its endpoints.json), so an
 	// example chain follows the stack wherever its ports are.
 	Vars map[string]string
+	// ReadFile reads a file a chain names (a step's urls_file), by the path written in the
+	// chain; nil where chains do not come from files (the console), which refuses them.
+	ReadFile func(path string) ([]byte, error)
 }
 
 // Problem is one thing wrong with a chain file, with the place and the fix.
@@ -175,7 +180,7 @@ var (
 	chainKeys    = []string{"name", "tenant", "robots", "priority", "quota", "max_outage", "middlewares", "defaults", "steps"}
 	quotaKeys    = []string{"pages", "items", "pages_per_day", "items_per_day"}
 	defaultsKeys = []string{"timeout", "retries", "batch", "concurrency", "parallel", "store", "params", "dedup", "politeness"}
-	stepKeys     = []string{"id", "task", "biz", "params", "from", "each", "max_depth", "store", "dedup", "timeout", "retries", "batch", "concurrency", "parallel", "priority", "shared", "affinity", "middlewares", "follow", "recrawl", "render", "politeness"}
+	stepKeys     = []string{"id", "task", "biz", "params", "from", "each", "max_depth", "store", "dedup", "timeout", "retries", "batch", "concurrency", "parallel", "priority", "shared", "affinity", "middlewares", "follow", "recrawl", "render", "politeness", "urls_file"}
 	affinityKeys = []string{"probe", "max_latency", "min_kbps"}
 	dedupModes   = []string{DedupChanged, DedupNew, DedupOff}
 	nameRE       = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]*$`)
@@ -194,6 +199,12 @@ func Load(file string, data []byte, opts LoadOptions) (*Chain, error) {
 	c := l.parse(l.expand(data))
 	if c != nil {
 		l.applySets(c)
+		for i := range c.Steps {
+			s := &c.Steps[i]
+			if t, ok := l.opts.Registry.Get(s.Task); ok && s.URLsFile != nil {
+				l.addURLsFile(s, t.Spec(), fmt.Sprintf("step %q", s.ID))
+			}
+		}
 		l.validate(c)
 	}
 	if len(l.problems) > 0 {
@@ -430,6 +441,8 @@ func (l *loader) parse(data []byte) *Chain {
 				s.Render = l.render(v, where)
 			case "politeness":
 				s.Politeness = l.politeness(v, where, true)
+			case "urls_file":
+				s.URLsFile = l.urlsFile(v, where)
 			}
 		})
 		c.Steps = append(c.Steps, s)

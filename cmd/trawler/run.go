@@ -46,7 +46,7 @@ func (s *settings) loadChainFile(ctx context.Context, path string, sets []string
 	if err != nil {
 		return nil, err
 	}
-	return loadChain(path, data, sets)
+	return engine.LoadChainFile(path, data, sets, stackVars)
 }
 
 // maxChainFile bounds what is read of a chain file. A chain is a few KB of YAML; more

@@ -75,7 +75,7 @@ func (s *settings) scheduledChain(ctx context.Context, file string, sets []strin
 	if err != nil {
 		return nil, engine.ChainSource{}, err
 	}
-	plan, err := loadChain(file, data, sets)
+	plan, err := engine.LoadChainFile(file, data, sets, stackVars)
 	if err != nil {
 		return nil, engine.ChainSource{}, err
 	}

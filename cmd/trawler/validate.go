@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"trawler/crawl"
+	"trawler/internal/engine"
 )
 
 func validateCmd(s *settings) *cobra.Command {
@@ -40,7 +41,7 @@ concurrency, group, robots, host patterns). Exits 1 when any file has a problem.
 				}
 				if err == nil {
 					// Compiled as run compiles it: a chain too large to start fails here.
-					_, err = loadChain(f, data, nil)
+					_, err = engine.LoadChainFile(f, data, nil, stackVars)
 				}
 				if err != nil {
 					r.OK = false

@@ -3,6 +3,9 @@ package engine
 import (
 	"context"
 	"fmt"
+	"io"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"time"
@@ -31,6 +34,28 @@ func LoadChain(file string, data []byte, sets []string) (*crawl.Plan, error) {
 // `${name}` variables (endpoints.Endpoints.Vars).
 func LoadChainVars(file string, data []byte, sets []string, vars map[string]string) (*crawl.Plan, error) {
 	c, err := crawl.Load(file, data, crawl.LoadOptions{Sinks: KnownSinks, Sets: sets, Vars: vars})
+	if err != nil {
+		return nil, err
+	}
+	return c.Compile(nil)
+}
+
+// LoadChainFile is LoadChainVars for a chain read from the file at path: the files it
+// names (a step's urls_file) are read relative to the chain file's directory.
+func LoadChainFile(path string, data []byte, sets []string, vars map[string]string) (*crawl.Plan, error) {
+	read := func(name string) ([]byte, error) {
+		if !filepath.IsAbs(name) {
+			name = filepath.Join(filepath.Dir(path), name)
+		}
+		f, err := os.Open(name)
+		if err != nil {
+			return nil, err
+		}
+		defer f.Close()
+		// One byte more than allowed, so the loader sees the file is too large.
+		return io.ReadAll(io.LimitReader(f, crawl.MaxURLsFile+1))
+	}
+	c, err := crawl.Load(path, data, crawl.LoadOptions{Sinks: KnownSinks, Sets: sets, Vars: vars, ReadFile: read})
 	if err != nil {
 		return nil, err
 	}
