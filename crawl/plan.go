@@ -57,6 +57,10 @@ type PlanStep struct {
 	// it, on the same worker, instead of handing them back to the workflow (`follow:
 	// true` in the chain file).
 	Follow bool `json:"follow,omitempty"`
+	// Revisit lets the step fetch a URL (or an input without one) again within a run;
+	// by default each is fetched at most once per run, however many pages lead to it
+	// (`revisit: true` in the chain file).
+	Revisit bool `json:"revisit,omitempty"`
 	// Recrawl plans when each record of the step is visited again; nil: every input
 	// the step gets is run.
 	Recrawl *Recrawl `json:"recrawl,omitempty"`
@@ -107,6 +111,9 @@ type Consumer struct {
 	// Recrawl: the consumer plans its records' visits, so an input it already plans
 	// waits until it is due instead of running whenever this step emits it.
 	Recrawl bool `json:"recrawl,omitempty"`
+	// Revisit: the consumer fetches what it is handed even when the run has already
+	// handed it the same input (PlanStep.Revisit).
+	Revisit bool `json:"revisit,omitempty"`
 }
 
 // Compile turns a loaded chain into a Plan. The chain must have passed Load.
@@ -155,6 +162,7 @@ func (c *Chain) Compile(reg *Registry) (*Plan, error) {
 			Store:       s.Store,
 			Middlewares: append(slices.Clip(c.Middlewares), s.Middlewares...),
 			Follow:      s.Follow,
+			Revisit:     s.Revisit,
 			Recrawl:     s.Recrawl,
 		}
 		if ps.Biz = StepBiz(c.Name, s, spec); ps.Biz != s.Task {
@@ -200,7 +208,7 @@ func (c *Chain) Compile(reg *Registry) (*Plan, error) {
 			up := index[from]
 			p.Steps[up].Consumers = append(p.Steps[up].Consumers, Consumer{
 				Step: i, ID: s.ID, Task: s.Task, Biz: p.Steps[i].Biz, Each: s.Each, Self: up == i, MaxDepth: s.MaxDepth,
-				Recrawl: s.Recrawl != nil,
+				Recrawl: s.Recrawl != nil, Revisit: s.Revisit,
 			})
 		}
 	}
