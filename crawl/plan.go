@@ -48,8 +48,11 @@ type PlanStep struct {
 	// Seeds are a root step's start inputs, one per start URL, when its task declares
 	// them (TaskSpec.Seeds): each is fetched, retried and failed on its own. Empty: the
 	// step starts from one empty input.
-	Seeds     []Input    `json:"seeds,omitempty"`
-	Consumers []Consumer `json:"consumers,omitempty"`
+	Seeds []Input `json:"seeds,omitempty"`
+	// SeedDuplicates counts the start URLs dropped from Seeds because an earlier one
+	// is the same page (SeenKey); the run counts them as duplicates skipped.
+	SeedDuplicates int        `json:"seed_duplicates,omitempty"`
+	Consumers      []Consumer `json:"consumers,omitempty"`
 	// Middlewares wrap the step's fetcher: the chain's, then the step's own, outermost
 	// first. Workers build them by name (RegisterMiddleware).
 	Middlewares []MiddlewareRef `json:"middlewares,omitempty"`
@@ -177,6 +180,9 @@ func (c *Chain) Compile(reg *Registry) (*Plan, error) {
 		ps.Politeness = PlanPoliteness(s.Politeness, c.Defaults.Politeness, spec)
 		if ps.Root && spec.Seeds != nil {
 			ps.Seeds = spec.Seeds(params)
+			if !ps.Revisit {
+				ps.Seeds, ps.SeedDuplicates = dropDuplicateSeeds(ps.Seeds)
+			}
 		}
 		switch {
 		case s.Retries >= 0:
@@ -414,7 +420,11 @@ type BatchResult struct {
 	DepthLimited int `json:"depth_limited,omitempty"`
 	// Retried counts inputs an earlier attempt of the batch began and did not finish
 	// (its worker died, or its store failed it), which this one ran again.
-	Retried    int           `json:"retried,omitempty"`
+	Retried int `json:"retried,omitempty"`
+	// Duplicates counts, per step of the plan by index, the inputs for that step the
+	// batch did not hand on (or, for a root step, did not run) because the run's
+	// seen-set had them already: the step's duplicates skipped.
+	Duplicates []int         `json:"duplicates,omitempty"`
 	Out        []Routed      `json:"out,omitempty"`
 	Retry      []Work        `json:"retry,omitempty"`
 	Failed     []Failure     `json:"failed,omitempty"`
