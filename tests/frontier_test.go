@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -114,5 +115,19 @@ steps:
 	// The start URL listed twice (once with a fragment) is one page.
 	if list.DuplicatesSkipped != 1 {
 		t.Errorf("list duplicates_skipped = %d, want 1 (the start URL listed twice)", list.DuplicatesSkipped)
+	}
+
+	// `trawler status` shows them per step, in text and JSON.
+	common := []string{"--data", shared.dir}
+	out, stderr, code := trawler(t, append([]string{"status", id}, common...)...)
+	if code != 0 {
+		t.Fatalf("status exit %d: %s", code, stderr)
+	}
+	if !strings.Contains(out, "duplicates") || !regexp.MustCompile(`(?m)^\s+product\s+50\s+50\s+0\s+0\s+450\s`).MatchString(out) {
+		t.Errorf("status does not show the product step's 450 duplicates:\n%s", out)
+	}
+	out, stderr, code = trawler(t, append([]string{"status", id, "--json"}, common...)...)
+	if code != 0 || !strings.Contains(out, `"id":"product"`) || !strings.Contains(out, `"duplicates_skipped":450`) {
+		t.Errorf("status --json: exit %d, lacks the product step's \"duplicates_skipped\":450: %s %s", code, out, stderr)
 	}
 }
