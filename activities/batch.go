@@ -25,6 +25,7 @@ import (
 	"trawler/internal/monitor"
 	"trawler/internal/quota"
 	"trawler/internal/recrawl"
+	"trawler/internal/seen"
 	"trawler/storage"
 )
 
@@ -40,6 +41,9 @@ type Activities struct {
 	Pools *external.Pools
 	// Quotas lease the cost budgets of runs, chains and tenants; nil: no budgets.
 	Quotas *quota.Manager
+	// Seen is the runs' seen-sets: each step is handed an input at most once per run
+	// (seen.go); nil: no Redis, every input goes on.
+	Seen *seen.Set
 	// Recrawl plans the visits of steps with a recrawl policy; nil: no Redis.
 	Recrawl *recrawl.Planner
 	// Sites registers the site queues of steps with an affinity; nil: no Redis.
@@ -72,6 +76,7 @@ type outcome struct {
 	Unchanged    int            `json:"unchanged,omitempty"`
 	DepthLimited int            `json:"dl,omitempty"`
 	Out          []crawl.Routed `json:"out,omitempty"`
+	dups         []int          // the steps of the outputs the seen-set dropped, one each
 	Err          string         `json:"err,omitempty"`
 	Class        crawl.Cause    `json:"cls,omitempty"`
 	Permanent    bool           `json:"perm,omitempty"`
@@ -137,6 +142,9 @@ type batchRun struct {
 	lanes []*lane     // the batch's own step, then Batch.Downstream's (nil: not followed into)
 	cp    *checkpointer
 	began time.Time
+	// claims claim the outputs the batch discovers in the run's seen-set, seeds its
+	// start inputs (seen.go); nil without one.
+	claims, seeds *seen.Claimer
 
 	// Stopping runCtx stops admitting inputs and cancels those running: the batch gives
 	// up on an outage and hands the rest back.
@@ -247,6 +255,7 @@ func (a *Activities) begin(ctx context.Context, b crawl.Batch) (*batchRun, crawl
 			l.cost.lanes = r.openLanes()
 		}
 	}
+	r.openClaims()
 	r.runCtx, r.stopRun = context.WithCancel(ctx)
 	return r, crawl.BatchResult{}, nil
 }
@@ -362,6 +371,10 @@ func (r *batchRun) end() {
 // on. A followed input whose step this attempt does not follow into goes back to the
 // workflow.
 func (r *batchRun) run() {
+	// A start input the run has already fetched (another page led to it) is not run.
+	for _, i := range r.claimSeeds(r.cp.todo()) {
+		r.cp.skip(i, r.b.StepIdx)
+	}
 	todo := map[*lane][]int{}
 	for _, i := range r.cp.todo() {
 		k := r.cp.lane(i)
@@ -541,6 +554,9 @@ func (r *batchRun) flush() error {
 		if err := r.a.store(r.ctx, l.b, l.sinks, l.pending, l.budget); err != nil {
 			return err
 		}
+		// Only outputs the run has not handed their step yet go on, to be followed here
+		// or handed back to the workflow.
+		r.claimOutputs(l, l.pending)
 		for _, o := range l.pending {
 			o.Out = slices.DeleteFunc(o.Out, r.follow)
 			r.cp.finish(o, l.n)
@@ -767,6 +783,7 @@ func (a *Activities) summarize(ctx context.Context, b crawl.Batch, cp *checkpoin
 		}
 	}
 	res.Out = cp.sum.Out
+	res.Duplicates = slices.Clone(cp.sum.Dups)
 	return res, nil
 }
 

@@ -26,6 +26,9 @@ type checkpoint struct {
 	// Followed are the inputs the batch took over from its outputs (Batch.Follow),
 	// numbered after the batch's own: a retried attempt runs those not yet done.
 	Followed []followed `json:"followed,omitempty"`
+	// Dups counts, per step of the plan by index, the inputs the run's seen-set kept
+	// from being handed on (or run) again (BatchResult.Duplicates).
+	Dups []int `json:"dups,omitempty"`
 	// Down are the sums of the steps of Batch.Downstream, in order.
 	Down []tally `json:"down,omitempty"`
 	// Hold is the outage the batch is riding out right now, for status to show.
@@ -172,6 +175,25 @@ func (c *checkpointer) finish(o outcome, lane int) {
 	t.Unchanged += o.Unchanged
 	t.DepthLimited += o.DepthLimited
 	c.sum.Out = append(c.sum.Out, o.Out...)
+	for _, step := range o.dups {
+		c.duplicate(step)
+	}
+}
+
+// skip records an input of the batch's own step that is not run: the run's seen-set
+// had it already.
+func (c *checkpointer) skip(i, step int) {
+	c.done[i] = true
+	c.dirty = true
+	c.duplicate(step)
+}
+
+// duplicate counts one input of step that the seen-set kept from going on.
+func (c *checkpointer) duplicate(step int) {
+	for len(c.sum.Dups) <= step {
+		c.sum.Dups = append(c.sum.Dups, 0)
+	}
+	c.sum.Dups[step]++
 }
 
 // tally is the sums of the step of lane.
@@ -216,7 +238,7 @@ func (c *checkpointer) heartbeat(force bool) {
 
 // payload is the checkpoint with the finished inputs as ranges. It is sent from another
 // goroutine while the batch goes on (keepAlive), so it owns the sums of the steps
-// downstream; appends to the other lists only write past its ends.
+// downstream and the duplicates; appends to the other lists only write past its ends.
 func (c *checkpointer) payload() checkpoint {
 	p := c.sum
 	p.Done = spans(c.done)
@@ -224,6 +246,7 @@ func (c *checkpointer) payload() checkpoint {
 	p.Began = spans(c.began)
 	c.mu.Unlock()
 	p.Down = slices.Clone(c.sum.Down)
+	p.Dups = slices.Clone(c.sum.Dups)
 	return p
 }
 

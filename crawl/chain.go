@@ -92,6 +92,8 @@ type Step struct {
 	// Follow lets a batch of a step feeding this one run its inputs for it (PlanStep.Follow).
 	Follow     bool
 	FollowLine int
+	// Revisit lets the step fetch an input again within a run (PlanStep.Revisit).
+	Revisit bool
 	// Recrawl plans each record's next visit from its change history; the step's
 	// inputs are then the records due now and the ones nobody has seen yet.
 	Recrawl *Recrawl
@@ -180,7 +182,7 @@ var (
 	chainKeys    = []string{"name", "tenant", "robots", "priority", "quota", "max_outage", "middlewares", "defaults", "steps"}
 	quotaKeys    = []string{"pages", "items", "pages_per_day", "items_per_day"}
 	defaultsKeys = []string{"timeout", "retries", "batch", "concurrency", "parallel", "store", "params", "dedup", "politeness"}
-	stepKeys     = []string{"id", "task", "biz", "params", "from", "each", "max_depth", "store", "dedup", "timeout", "retries", "batch", "concurrency", "parallel", "priority", "shared", "affinity", "middlewares", "follow", "recrawl", "render", "politeness", "urls_file"}
+	stepKeys     = []string{"id", "task", "biz", "params", "from", "each", "max_depth", "store", "dedup", "timeout", "retries", "batch", "concurrency", "parallel", "priority", "shared", "affinity", "middlewares", "follow", "revisit", "recrawl", "render", "politeness", "urls_file"}
 	affinityKeys = []string{"probe", "max_latency", "min_kbps"}
 	dedupModes   = []string{DedupChanged, DedupNew, DedupOff}
 	nameRE       = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]*$`)
@@ -435,6 +437,8 @@ func (l *loader) parse(data []byte) *Chain {
 				s.Middlewares = l.middlewares(v, where+".middlewares")
 			case "follow":
 				s.Follow, s.FollowLine = l.boolean(v, "follow"), v.Line
+			case "revisit":
+				s.Revisit = l.boolean(v, "revisit")
 			case "recrawl":
 				s.Recrawl = l.recrawl(v, where)
 			case "render":

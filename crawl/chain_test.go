@@ -106,6 +106,25 @@ func TestLoadRecrawlPolicy(t *testing.T) {
 	}
 }
 
+func TestLoadRevisit(t *testing.T) {
+	reg := testRegistry()
+	src := "name: x\nsteps:\n  - id: feed\n    task: news.feed\n  - id: story\n    task: news.story\n    from: feed\n    revisit: true\n  - id: other\n    task: news.story\n    from: feed\n"
+	c, err := crawl.Load("f.yaml", []byte(src), crawl.LoadOptions{Registry: reg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := c.Compile(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !p.Steps[1].Revisit || p.Steps[2].Revisit || p.Steps[0].Revisit {
+		t.Errorf("revisit: feed %v story %v other %v, want only story", p.Steps[0].Revisit, p.Steps[1].Revisit, p.Steps[2].Revisit)
+	}
+	if cs := p.Steps[0].Consumers; !cs[0].Revisit || cs[1].Revisit {
+		t.Errorf("feed consumers = %+v, want story marked revisit and other not", cs)
+	}
+}
+
 func TestLoadProblems(t *testing.T) {
 	cases := []struct {
 		name string
@@ -124,7 +143,7 @@ func TestLoadProblems(t *testing.T) {
 		{"unknown task with defaults.params", "name: x\ndefaults:\n  params: {base_url: http://x.test}\nsteps:\n  - id: a\n    task: news.stroy\n", nil, []string{
 			"f.yaml:5: step \"a\": unknown task \"news.stroy\" (did you mean \"news.story\"?); registered tasks: news.comment, news.feed, news.story"}},
 		{"unknown step field", "name: x\nsteps:\n  - id: a\n    task: news.feed\n    form: b\n", nil, []string{
-			"f.yaml:5: step 1: unknown field `form` (did you mean \"from\"?); valid fields: id, task, biz, params, from, each, max_depth, store, dedup, timeout, retries, batch, concurrency, parallel, priority, shared, affinity, middlewares, follow, recrawl, render, politeness"}},
+			"f.yaml:5: step 1: unknown field `form` (did you mean \"from\"?); valid fields: id, task, biz, params, from, each, max_depth, store, dedup, timeout, retries, batch, concurrency, parallel, priority, shared, affinity, middlewares, follow, revisit, recrawl, render, politeness, urls_file"}},
 		{"unknown param", "name: x\nsteps:\n  - id: a\n    task: news.feed\n    params: {pagse: 2}\n", nil, []string{
 			"f.yaml:5: step \"a\": task news.feed has no param `pagse` (did you mean \"pages\"?); its params: base_url, pages"}},
 		{"bad param type", "name: x\nsteps:\n  - id: a\n    task: news.feed\n    params: {pages: many}\n", nil, []string{
@@ -135,6 +154,8 @@ func TestLoadProblems(t *testing.T) {
 			"f.yaml:7: step \"feed\": `follow: true` lets the batch of a step feeding this one run its inputs; list that step in `from`, or remove `follow`"}},
 		{"follow not a bool", "name: x\nsteps:\n  - id: feed\n    task: news.feed\n  - id: b\n    task: news.story\n    from: feed\n    follow: often\n", nil, []string{
 			"f.yaml:8: `follow` must be true or false, got \"often\""}},
+		{"revisit not a bool", "name: x\nsteps:\n  - id: feed\n    task: news.feed\n  - id: b\n    task: news.story\n    from: feed\n    revisit: twice\n", nil, []string{
+			"f.yaml:8: `revisit` must be true or false, got \"twice\""}},
 		{"unknown from", "name: x\nsteps:\n  - id: feed\n    task: news.feed\n  - id: b\n    task: news.story\n    from: fede\n", nil, []string{
 			"f.yaml:5: step \"b\": `from: fede` names no step (did you mean \"feed\"?); steps: feed, b"}},
 		{"cycle", "name: x\nsteps:\n  - id: a\n    task: news.story\n    from: b\n  - id: b\n    task: news.story\n    from: a\n", nil, []string{

@@ -48,8 +48,11 @@ type PlanStep struct {
 	// Seeds are a root step's start inputs, one per start URL, when its task declares
 	// them (TaskSpec.Seeds): each is fetched, retried and failed on its own. Empty: the
 	// step starts from one empty input.
-	Seeds     []Input    `json:"seeds,omitempty"`
-	Consumers []Consumer `json:"consumers,omitempty"`
+	Seeds []Input `json:"seeds,omitempty"`
+	// SeedDuplicates counts the start URLs dropped from Seeds because an earlier one
+	// is the same page (SeenKey); the run counts them as duplicates skipped.
+	SeedDuplicates int        `json:"seed_duplicates,omitempty"`
+	Consumers      []Consumer `json:"consumers,omitempty"`
 	// Middlewares wrap the step's fetcher: the chain's, then the step's own, outermost
 	// first. Workers build them by name (RegisterMiddleware).
 	Middlewares []MiddlewareRef `json:"middlewares,omitempty"`
@@ -57,6 +60,10 @@ type PlanStep struct {
 	// it, on the same worker, instead of handing them back to the workflow (`follow:
 	// true` in the chain file).
 	Follow bool `json:"follow,omitempty"`
+	// Revisit lets the step fetch a URL (or an input without one) again within a run;
+	// by default each is fetched at most once per run, however many pages lead to it
+	// (`revisit: true` in the chain file).
+	Revisit bool `json:"revisit,omitempty"`
 	// Recrawl plans when each record of the step is visited again; nil: every input
 	// the step gets is run.
 	Recrawl *Recrawl `json:"recrawl,omitempty"`
@@ -107,6 +114,9 @@ type Consumer struct {
 	// Recrawl: the consumer plans its records' visits, so an input it already plans
 	// waits until it is due instead of running whenever this step emits it.
 	Recrawl bool `json:"recrawl,omitempty"`
+	// Revisit: the consumer fetches what it is handed even when the run has already
+	// handed it the same input (PlanStep.Revisit).
+	Revisit bool `json:"revisit,omitempty"`
 }
 
 // Compile turns a loaded chain into a Plan. The chain must have passed Load.
@@ -155,6 +165,7 @@ func (c *Chain) Compile(reg *Registry) (*Plan, error) {
 			Store:       s.Store,
 			Middlewares: append(slices.Clip(c.Middlewares), s.Middlewares...),
 			Follow:      s.Follow,
+			Revisit:     s.Revisit,
 			Recrawl:     s.Recrawl,
 		}
 		if ps.Biz = StepBiz(c.Name, s, spec); ps.Biz != s.Task {
@@ -169,6 +180,9 @@ func (c *Chain) Compile(reg *Registry) (*Plan, error) {
 		ps.Politeness = PlanPoliteness(s.Politeness, c.Defaults.Politeness, spec)
 		if ps.Root && spec.Seeds != nil {
 			ps.Seeds = spec.Seeds(params)
+			if !ps.Revisit {
+				ps.Seeds, ps.SeedDuplicates = dropDuplicateSeeds(ps.Seeds)
+			}
 		}
 		switch {
 		case s.Retries >= 0:
@@ -200,7 +214,7 @@ func (c *Chain) Compile(reg *Registry) (*Plan, error) {
 			up := index[from]
 			p.Steps[up].Consumers = append(p.Steps[up].Consumers, Consumer{
 				Step: i, ID: s.ID, Task: s.Task, Biz: p.Steps[i].Biz, Each: s.Each, Self: up == i, MaxDepth: s.MaxDepth,
-				Recrawl: s.Recrawl != nil,
+				Recrawl: s.Recrawl != nil, Revisit: s.Revisit,
 			})
 		}
 	}
@@ -406,7 +420,11 @@ type BatchResult struct {
 	DepthLimited int `json:"depth_limited,omitempty"`
 	// Retried counts inputs an earlier attempt of the batch began and did not finish
 	// (its worker died, or its store failed it), which this one ran again.
-	Retried    int           `json:"retried,omitempty"`
+	Retried int `json:"retried,omitempty"`
+	// Duplicates counts, per step of the plan by index, the inputs for that step the
+	// batch did not hand on (or, for a root step, did not run) because the run's
+	// seen-set had them already: the step's duplicates skipped.
+	Duplicates []int         `json:"duplicates,omitempty"`
 	Out        []Routed      `json:"out,omitempty"`
 	Retry      []Work        `json:"retry,omitempty"`
 	Failed     []Failure     `json:"failed,omitempty"`

@@ -158,7 +158,10 @@ type StepStats struct {
 	Failed       int    `json:"failed"`    // inputs given up on (see Failures)
 	Retried      int    `json:"retried"`   // attempts that failed and were run again: re-queued, or begun by a batch that died
 	DepthLimited int    `json:"depth_limited,omitempty"`
-	Aged         int    `json:"aged,omitempty"` // batches re-sent more urgently after waiting AgingStep
+	// DuplicatesSkipped counts the inputs the step was handed again in the run and did
+	// not fetch again (the run's seen-set; `revisit: true` turns it off).
+	DuplicatesSkipped int `json:"duplicates_skipped,omitempty"`
+	Aged              int `json:"aged,omitempty"` // batches re-sent more urgently after waiting AgingStep
 	// QuotaSkipped counts inputs never run because a budget ran out; QuotaDropped
 	// items a budget kept from being stored.
 	QuotaSkipped int `json:"quota_skipped,omitempty"`
@@ -281,6 +284,7 @@ func (s *Summary) merge(o *Summary, sample int) {
 		a.Failed += b.Failed
 		a.Retried += b.Retried
 		a.DepthLimited += b.DepthLimited
+		a.DuplicatesSkipped += b.DuplicatesSkipped
 		a.Aged += b.Aged
 		a.QuotaSkipped += b.QuotaSkipped
 		a.QuotaDropped += b.QuotaDropped
@@ -479,6 +483,7 @@ func (r *runner) seed(ctx workflow.Context, perURL bool) {
 			continue
 		}
 		if perURL && len(s.Seeds) > 0 {
+			r.sum.Steps[i].DuplicatesSkipped += s.SeedDuplicates // start URLs listed twice
 			for _, in := range s.Seeds {
 				r.queues[i] = append(r.queues[i], Pending{Step: i, Work: crawl.Work{Input: in}, Since: now})
 			}
@@ -893,6 +898,11 @@ func (r *runner) absorb(ctx workflow.Context, i int, res crawl.BatchResult) {
 	st.Skipped += res.Skipped
 	st.Unchanged += res.Unchanged
 	st.DepthLimited += res.DepthLimited
+	for s, n := range res.Duplicates { // by step index: the steps the batch's outputs go to
+		if s < len(r.sum.Steps) {
+			r.sum.Steps[s].DuplicatesSkipped += n
+		}
+	}
 	st.Retried += res.Retried
 	st.Failed += len(res.Failed)
 	st.QuotaSkipped += res.QuotaSkipped

@@ -306,11 +306,13 @@ func (r *result) print(asJSON bool) error {
 		}
 		fmt.Printf("  stopped early, %s: %d inputs left unrun (raise the chain's `quota:` or `trawler quota set` for the tenant)\n", r.Quota, skipped)
 	}
-	fmt.Printf("  %-12s %8s %8s %9s %8s %8s %8s\n", "step", "pages", "items", "unchanged", "skipped", "retried", "failed")
+	fmt.Printf("  %-12s %8s %8s %9s %8s %10s %8s %8s\n", "step", "pages", "items", "unchanged", "skipped", "duplicates", "retried", "failed")
+	dups := 0
 	for _, st := range r.Steps {
-		fmt.Printf("  %-12s %8d %8d %9d %8d %8d %8d\n", st.ID, st.Pages, st.Items, st.Unchanged, st.Skipped, st.Retried, st.Failed)
+		fmt.Printf("  %-12s %8d %8d %9d %8d %10d %8d %8d\n", st.ID, st.Pages, st.Items, st.Unchanged, st.Skipped, st.DuplicatesSkipped, st.Retried, st.Failed)
+		dups += st.DuplicatesSkipped
 	}
-	fmt.Printf("  %-12s %8d %8d %9d %8d %8s %8d\n", "total", r.Pages, r.Items, r.Unchanged, r.Skipped, "", r.Failed)
+	fmt.Printf("  %-12s %8d %8d %9d %8d %10d %8s %8d\n", "total", r.Pages, r.Items, r.Unchanged, r.Skipped, dups, "", r.Failed)
 	names := make([]string, 0, len(r.Sinks))
 	for n := range r.Sinks {
 		names = append(names, n)

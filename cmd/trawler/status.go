@@ -307,9 +307,10 @@ func printStatus(st *engine.Status) {
 	if p == nil {
 		return
 	}
-	fmt.Printf("  %-12s %8s %8s %9s %8s %8s %8s %8s %8s\n", "step", "pages", "items", "unchanged", "skipped", "retried", "failed", "queued", "due")
+	// duplicates: inputs handed to the step again in the run and not fetched again
+	fmt.Printf("  %-12s %8s %8s %9s %8s %10s %8s %8s %8s %8s\n", "step", "pages", "items", "unchanged", "skipped", "duplicates", "retried", "failed", "queued", "due")
 	for _, s := range p.Steps {
-		fmt.Printf("  %-12s %8d %8d %9d %8d %8d %8d %8d %8d\n", s.ID, s.Pages, s.Items, s.Unchanged, s.Skipped, s.Retried, s.Failed, s.Queued+s.InFlight, s.Due)
+		fmt.Printf("  %-12s %8d %8d %9d %8d %10d %8d %8d %8d %8d\n", s.ID, s.Pages, s.Items, s.Unchanged, s.Skipped, s.DuplicatesSkipped, s.Retried, s.Failed, s.Queued+s.InFlight, s.Due)
 	}
 	fmt.Printf("  batches %d, partitions finished %d, running %d\n", p.Batches, p.Partitions, p.Running)
 	if p.Reason != "" {

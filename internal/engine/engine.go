@@ -40,6 +40,7 @@ import (
 	"trawler/internal/quota"
 	"trawler/internal/recrawl"
 	"trawler/internal/redisurl"
+	"trawler/internal/seen"
 	"trawler/internal/stream"
 	"trawler/storage"
 	"trawler/storage/jsonl"
@@ -208,6 +209,9 @@ func NewWorker(c client.Client, o WorkerOptions) (*Worker, error) {
 		var d *dedup.Deduper
 		if err == nil {
 			d, err = dedup.Open(ctx, rdb, dedup.Config{Log: o.Log})
+		}
+		if err == nil {
+			acts.Seen, err = seen.Open(ctx, rdb, seen.Config{})
 		}
 		cancel()
 		if err != nil {

@@ -1,0 +1,136 @@
+package activities
+
+import (
+	"strconv"
+
+	"go.temporal.io/sdk/activity"
+
+	"trawler/crawl"
+)
+
+// The run's seen-set (internal/seen): every input a step is handed is claimed when it is
+// discovered, and one the run has handed that step already is not handed on again, but
+// counted as a duplicate of the step. Steps with `revisit: true` take every input.
+//
+// A batch claims as itself: the workflow run and activity id, the same in every attempt,
+// so an attempt that dies after claiming finds its claims its own on its retry. Start
+// inputs are claimed by the run's seeds claimer when their batch runs them, so a start
+// page that other pages link to is fetched once too.
+
+// seenKey is an input's key in the run's seen-set for one step; ok is false for an
+// input the seen-set does not hold (crawl.SeenKey).
+func seenKey(step int, in crawl.Input) (key string, ok bool) {
+	k, ok := crawl.SeenKey(in)
+	return strconv.Itoa(step) + "\x00" + k, ok
+}
+
+// openClaims makes the batch's claimers, and marks as handed on what an earlier attempt
+// checkpointed as handed on or followed.
+func (r *batchRun) openClaims() {
+	if r.a.Seen == nil {
+		return
+	}
+	info := activity.GetInfo(r.ctx)
+	r.claims = r.a.Seen.Claimer(r.b.RunID, info.WorkflowExecution.RunID+"/"+info.ActivityID)
+	r.seeds = r.a.Seen.Claimer(r.b.RunID, "seeds")
+	var keys []string
+	for _, out := range r.cp.sum.Out {
+		if k, ok := seenKey(out.Step, out.Input); ok {
+			keys = append(keys, k)
+		}
+	}
+	for _, f := range r.cp.sum.Followed {
+		if k, ok := seenKey(laneBatch(r.b, f.Lane).StepIdx, f.Input); ok {
+			keys = append(keys, k)
+		}
+	}
+	r.claims.Mark(keys)
+}
+
+// claimOutputs drops from a stored group's outputs those the run has handed their step
+// already, and counts them on the outcome. If Redis does not answer, all go on: a page
+// fetched twice costs a fetch, never a record.
+func (r *batchRun) claimOutputs(l *lane, group []outcome) {
+	if r.claims == nil {
+		return
+	}
+	revisit := map[int]bool{}
+	for _, c := range l.b.Step.Consumers {
+		revisit[c.Step] = c.Revisit
+	}
+	claimed := func(out crawl.Routed) (string, bool) {
+		if revisit[out.Step] {
+			return "", false
+		}
+		return seenKey(out.Step, out.Input)
+	}
+	var keys []string
+	for _, o := range group {
+		for _, out := range o.Out {
+			if k, ok := claimed(out); ok {
+				keys = append(keys, k)
+			}
+		}
+	}
+	if len(keys) == 0 {
+		return
+	}
+	goes, err := r.claims.Claim(r.ctx, keys)
+	if err != nil {
+		r.a.Log.Warn("seen-set: cannot tell seen inputs from new ones; handing all on", "chain", r.b.Chain, "step", l.b.Step.ID, "err", err)
+		return
+	}
+	k := 0
+	for p := range group {
+		o := &group[p]
+		kept := o.Out[:0]
+		for _, out := range o.Out {
+			if _, ok := claimed(out); ok {
+				k++
+				if !goes[k-1] {
+					o.dups = append(o.dups, out.Step)
+					continue
+				}
+			}
+			kept = append(kept, out)
+		}
+		o.Out = kept
+	}
+}
+
+// claimSeeds claims the start inputs among the inputs of the batch's own step that are
+// about to run for the first time, and returns those another batch had claimed (or
+// that discovery claimed first): they are not run.
+func (r *batchRun) claimSeeds(todo []int) (dup []int) {
+	if r.seeds == nil || !r.b.Step.Root || r.b.Step.Revisit {
+		return nil
+	}
+	var idx []int
+	var keys []string
+	for _, i := range todo {
+		// A root step takes only its own outputs, one hop deeper each; at depth 0 it has
+		// its start inputs (and a recrawl step's due pages). Retries are not claimed again.
+		w := r.b.Work[i]
+		if i >= r.own || w.Attempt > 0 || w.Input.Depth > 0 {
+			continue
+		}
+		if k, ok := seenKey(r.b.StepIdx, w.Input); ok {
+			idx = append(idx, i)
+			keys = append(keys, k)
+		}
+	}
+	if len(keys) == 0 {
+		return nil
+	}
+	goes, err := r.seeds.Claim(r.ctx, keys)
+	if err != nil {
+		r.a.Log.Warn("seen-set: cannot claim start inputs; running all", "chain", r.b.Chain, "step", r.b.Step.ID, "err", err)
+		return nil
+	}
+	for k, i := range idx {
+		if !goes[k] {
+			dup = append(dup, i)
+		}
+	}
+	return dup
+}

@@ -1,0 +1,55 @@
+package crawl
+
+import (
+	"encoding/json"
+	"net/url"
+	"strings"
+)
+
+// SeenKey is what a run's seen-set knows an input by: two inputs with one key are one
+// fetch. An input with a URL is its URL without user info or fragment, with scheme and
+// host in lower case and without the scheme's default port (the variables it carries,
+// such as fields from a list row, do not make it another page); an input with a value
+// (`each`) is that value. An input of variables alone has no key (ok false): it is a
+// poll or a page counter, which a task hands itself again on purpose.
+//
+// It is the one place the seen-set canonicalizes; a fuller URL canonicalizer (dot
+// segments, percent-encoding, sorted queries, tracking parameters) takes its place here.
+func SeenKey(in Input) (key string, ok bool) {
+	switch {
+	case in.URL != "":
+		return seenURL(in.URL), true
+	case in.Value != nil:
+		b, err := json.Marshal(in.Value)
+		return "value:" + string(b), err == nil
+	}
+	return "", false
+}
+
+func seenURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil || u.Host == "" {
+		return StripUserinfo(raw)
+	}
+	u.User, u.Fragment, u.RawFragment = nil, "", ""
+	u.Scheme, u.Host = strings.ToLower(u.Scheme), strings.ToLower(u.Host)
+	if port := u.Port(); (u.Scheme == "http" && port == "80") || (u.Scheme == "https" && port == "443") {
+		u.Host = u.Hostname()
+	}
+	return u.String()
+}
+
+// dropDuplicateSeeds keeps the first of each start input with one SeenKey and returns
+// how many it dropped.
+func dropDuplicateSeeds(seeds []Input) ([]Input, int) {
+	seen := map[string]bool{}
+	kept := seeds[:0:0]
+	for _, in := range seeds {
+		k, ok := SeenKey(in)
+		if !ok || !seen[k] {
+			seen[k] = true
+			kept = append(kept, in)
+		}
+	}
+	return kept, len(seeds) - len(kept)
+}

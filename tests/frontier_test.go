@@ -1,0 +1,133 @@
+package tests
+
+import (
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// ringShop is a shop whose category pages each list the same products and link the
+// next category, the last back to the first: a ring. It counts the requests per path.
+type ringShop struct {
+	categories, products int
+	mu                   sync.Mutex
+	hits                 map[string]int
+}
+
+func (s *ringShop) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	s.hits[r.URL.Path]++
+	s.mu.Unlock()
+	var c, p int
+	switch {
+	case fmt1(r.URL.Path, "/cat/%d", &c) && c >= 1 && c <= s.categories:
+		var b strings.Builder
+		b.WriteString("<html><body><ul>")
+		for j := 1; j <= s.products; j++ {
+			fmt.Fprintf(&b, `<li class="product"><a href="/product/%d">Product %d</a></li>`, j, j)
+		}
+		fmt.Fprintf(&b, `</ul><a class="next" href="/cat/%d">next</a></body></html>`, c%s.categories+1)
+		fmt.Fprint(w, b.String())
+	case fmt1(r.URL.Path, "/product/%d", &p) && p >= 1 && p <= s.products:
+		fmt.Fprintf(w, "<html><body><h1>Product %d</h1></body></html>", p)
+	default:
+		http.NotFound(w, r)
+	}
+}
+
+func fmt1(path, format string, n *int) bool {
+	_, err := fmt.Sscanf(path, format, n)
+	return err == nil
+}
+
+// The ring shop: 10 category pages, each listing the same 50 products and linking the
+// next category. Every page is fetched once per run — 10 category pages and 50 product
+// pages, where each product link is handed to the detail step 10 times — and the 450
+// product links the run had already handed on are counted as skipped duplicates. The
+// start URL listed twice is one fetch too.
+func TestRingShopFetchesEveryPageOnce(t *testing.T) {
+	shop := &ringShop{categories: 10, products: 50, hits: map[string]int{}}
+	srv := httptest.NewServer(shop)
+	defer srv.Close()
+	chain := fmt.Sprintf(`name: ring-shop
+defaults:
+  params:
+    base_url: %s
+steps:
+  - id: list
+    task: generic.html_list
+    from: list
+    max_depth: 100
+    params:
+      urls: ['/cat/1', '/cat/1#top']
+      items: li.product
+      fields:
+        link: {css: a, attr: href, type: url}
+      detail: link
+      next: a.next
+  - id: product
+    task: generic.html_detail
+    from: list
+    params:
+      fields:
+        name: {css: h1, required: true}
+`, srv.URL)
+	id := start(t, plan(t, "ring-shop.yaml", chain), taskQueue)
+	s := wait(t, id, 2*time.Minute)
+	noFailures(t, s)
+
+	shop.mu.Lock()
+	for c := 1; c <= shop.categories; c++ {
+		if n := shop.hits[fmt.Sprintf("/cat/%d", c)]; n != 1 {
+			t.Errorf("/cat/%d fetched %d times, want once", c, n)
+		}
+	}
+	fetched := 0
+	for p := 1; p <= shop.products; p++ {
+		n := shop.hits[fmt.Sprintf("/product/%d", p)]
+		fetched += n
+		if n != 1 {
+			t.Errorf("/product/%d fetched %d times, want once", p, n)
+		}
+	}
+	shop.mu.Unlock()
+	if fetched != shop.products {
+		t.Errorf("the site served %d product pages for %d products", fetched, shop.products)
+	}
+
+	got := items(t, id)
+	if n := len(got["ring_shop.product"]); n != shop.products || len(got) != 1 {
+		t.Errorf("stored %d ring_shop.product items (bizs %v), want %d", n, sortedKeysOf(got["ring_shop.product"]), shop.products)
+	}
+	list, product := stepStats(s, "list"), stepStats(s, "product")
+	if list.Pages != shop.categories || product.Pages != shop.products {
+		t.Errorf("pages: list %d product %d, want %d and %d", list.Pages, product.Pages, shop.categories, shop.products)
+	}
+	// Each category page hands on 50 product links: 500, of which 50 are new.
+	if want := shop.categories*shop.products - shop.products; product.DuplicatesSkipped != want {
+		t.Errorf("product duplicates_skipped = %d, want %d", product.DuplicatesSkipped, want)
+	}
+	// The start URL listed twice (once with a fragment) is one page.
+	if list.DuplicatesSkipped != 1 {
+		t.Errorf("list duplicates_skipped = %d, want 1 (the start URL listed twice)", list.DuplicatesSkipped)
+	}
+
+	// `trawler status` shows them per step, in text and JSON.
+	common := []string{"--data", shared.dir}
+	out, stderr, code := trawler(t, append([]string{"status", id}, common...)...)
+	if code != 0 {
+		t.Fatalf("status exit %d: %s", code, stderr)
+	}
+	if !strings.Contains(out, "duplicates") || !regexp.MustCompile(`(?m)^\s+product\s+50\s+50\s+0\s+0\s+450\s`).MatchString(out) {
+		t.Errorf("status does not show the product step's 450 duplicates:\n%s", out)
+	}
+	out, stderr, code = trawler(t, append([]string{"status", id, "--json"}, common...)...)
+	if code != 0 || !strings.Contains(out, `"id":"product"`) || !strings.Contains(out, `"duplicates_skipped":450`) {
+		t.Errorf("status --json: exit %d, lacks the product step's \"duplicates_skipped\":450: %s %s", code, out, stderr)
+	}
+}
