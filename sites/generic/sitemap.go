@@ -98,24 +98,33 @@ type sitemapEntry struct {
 	index   bool // a child sitemap
 }
 
-func (c *sitemapConfig) page(ctx context.Context, env *crawl.Env, u string) (crawl.Result, error) {
+// getSitemap fetches and reads one sitemap (plain, gzip or text); base is what its
+// relative locations resolve against.
+func getSitemap(ctx context.Context, env *crawl.Env, c common, u string) ([]sitemapEntry, *url.URL, error) {
 	resp, err := c.fetch(ctx, env, u)
 	if err != nil {
-		return crawl.Result{}, err
+		return nil, nil, err
 	}
 	body, err := gunzipIfGzip(resp.Body)
 	if err != nil {
-		return crawl.Result{}, crawl.Permanentf("%s: %s: %v", SitemapTask, u, err)
+		return nil, nil, crawl.Permanentf("%s: %s: %v", c.task, u, err)
 	}
 	entries, err := parseSitemap(body, resp.Header.Get("Content-Type"))
 	if err != nil {
-		return crawl.Result{}, crawl.Permanentf("%s: %s: %v", SitemapTask, u, err)
+		return nil, nil, crawl.Permanentf("%s: %s: %v", c.task, u, err)
+	}
+	return entries, finalURL(resp, u), nil
+}
+
+func (c *sitemapConfig) page(ctx context.Context, env *crawl.Env, u string) (crawl.Result, error) {
+	entries, base, err := getSitemap(ctx, env, c.common, u)
+	if err != nil {
+		return crawl.Result{}, err
 	}
 	after := c.after
 	if c.since > 0 {
 		after = time.Now().Add(-c.since)
 	}
-	base := finalURL(resp, u)
 	var res crawl.Result
 	seen := map[string]bool{}
 	for _, e := range entries {
