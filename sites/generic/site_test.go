@@ -1,16 +1,20 @@
 package generic
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/url"
 	"reflect"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"trawler/crawl"
+	"trawler/examples"
+	"trawler/internal/devstack/demosite"
 )
 
 // siteVisit is one page a site crawl fetched and what it emitted.
@@ -265,5 +269,60 @@ func TestSiteSortsLinks(t *testing.T) {
 		if got != tc.want {
 			t.Errorf("%s, root %s: %s is %q, want %q", tc.params, tc.root, tc.link, got, tc.want)
 		}
+	}
+}
+
+// The example chain's site step on the demo site, tried as a new user would: it crawls
+// the news pages only, hands every story to the story step, and stops at max_pages.
+func TestSiteExampleOnTheDemoSite(t *testing.T) {
+	base, stop, err := demosite.Start("127.0.0.1:0", demosite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	data, _ := examples.Files.ReadFile("generic-site.yaml")
+	c, err := crawl.Load("examples/generic-site.yaml", data, crawl.LoadOptions{Sets: []string{"base_url=" + base}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan, err := c.Compile(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := json.Marshal(plan.Steps[0].Params)
+	var p crawl.Params
+	if err := json.Unmarshal(raw, &p); err != nil {
+		t.Fatal(err)
+	}
+	visits, skipped := crawlSite(t, p)
+	var pages []string
+	stories := map[string]int{}
+	for _, v := range visits[1:] {
+		pages = append(pages, strings.TrimPrefix(v.url, base))
+	}
+	for _, v := range visits {
+		for _, n := range v.next {
+			task, u, _ := strings.Cut(n, " ")
+			switch {
+			case task == HTMLDetailTask && regexp.MustCompile(`^/item/[0-9]+$`).MatchString(strings.TrimPrefix(u, base)):
+				stories[u]++
+			case task != SiteTask:
+				t.Errorf("%s: unexpected %s", v.url, n)
+			}
+		}
+	}
+	want := []string{"/news?p=2", "/news?p=3", "/news?p=4", "/news?p=5", "/news?p=6", "/news?p=7", "/news?p=8", "/news?p=9", "/news?p=10"}
+	if !reflect.DeepEqual(pages, want) {
+		t.Errorf("crawled the start page and %q, want %q", pages, want)
+	}
+	for u, n := range stories {
+		if n != 1 {
+			t.Errorf("%s handed over %d times", u, n)
+		}
+	}
+	// 30 stories a page; each page's other links (comments, users, the story's own
+	// site) are dropped by include or scope and counted.
+	if len(stories) != 300 || skipped != 490 {
+		t.Errorf("%d stories handed over, %d links dropped; want 300 and 490", len(stories), skipped)
 	}
 }
