@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"net/url"
 	"reflect"
-	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -272,8 +271,9 @@ func TestSiteSortsLinks(t *testing.T) {
 	}
 }
 
-// The example chain's site step on the demo site, tried as a new user would: it crawls
-// the news pages only, hands every story to the story step, and stops at max_pages.
+// The example chain on the demo site, tried as a new user would, its outputs routed by
+// the chain's own plan (consumers by task, max_depth): the site step crawls the news
+// pages only and hands every story to the story step once per page.
 func TestSiteExampleOnTheDemoSite(t *testing.T) {
 	base, stop, err := demosite.Start("127.0.0.1:0", demosite.Options{})
 	if err != nil {
@@ -289,40 +289,51 @@ func TestSiteExampleOnTheDemoSite(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	raw, _ := json.Marshal(plan.Steps[0].Params)
+	step := plan.Steps[0]
+	raw, _ := json.Marshal(step.Params)
 	var p crawl.Params
 	if err := json.Unmarshal(raw, &p); err != nil {
 		t.Fatal(err)
 	}
-	visits, skipped := crawlSite(t, p)
-	var pages []string
-	stories := map[string]int{}
-	for _, v := range visits[1:] {
-		pages = append(pages, strings.TrimPrefix(v.url, base))
-	}
-	for _, v := range visits {
-		for _, n := range v.next {
-			task, u, _ := strings.Cut(n, " ")
-			switch {
-			case task == HTMLDetailTask && regexp.MustCompile(`^/item/[0-9]+$`).MatchString(strings.TrimPrefix(u, base)):
-				stories[u]++
-			case task != SiteTask:
-				t.Errorf("%s: unexpected %s", v.url, n)
+	var pages, stories []string
+	skipped := 0
+	queue := append([]crawl.Input(nil), step.Seeds...)
+	for len(queue) > 0 {
+		in := queue[0]
+		queue = queue[1:]
+		pages = append(pages, strings.TrimPrefix(in.URL, base))
+		res, err := runAs(t, step.ID, Site, p, in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		skipped += res.Skipped
+		routed, limited := step.Route(in, res)
+		if limited > 0 {
+			t.Errorf("%s: %d inputs beyond max_depth", in.URL, limited)
+		}
+		for _, r := range routed {
+			switch plan.Steps[r.Step].ID {
+			case "site":
+				queue = append(queue, r.Input)
+			case "story":
+				stories = append(stories, strings.TrimPrefix(r.Input.URL, base))
 			}
 		}
 	}
-	want := []string{"/news?p=2", "/news?p=3", "/news?p=4", "/news?p=5", "/news?p=6", "/news?p=7", "/news?p=8", "/news?p=9", "/news?p=10"}
+	want := []string{"/news?p=1", "/news?p=2", "/news?p=3", "/news?p=4", "/news?p=5", "/news?p=6", "/news?p=7", "/news?p=8", "/news?p=9", "/news?p=10"}
 	if !reflect.DeepEqual(pages, want) {
-		t.Errorf("crawled the start page and %q, want %q", pages, want)
+		t.Errorf("crawled %q, want %q", pages, want)
 	}
-	for u, n := range stories {
-		if n != 1 {
-			t.Errorf("%s handed over %d times", u, n)
-		}
+	var wantStories []string
+	for i := 1; i <= 300; i++ {
+		wantStories = append(wantStories, fmt.Sprintf("/item/%d", i))
 	}
-	// 30 stories a page; each page's other links (comments, users, the story's own
-	// site) are dropped by include or scope and counted.
-	if len(stories) != 300 || skipped != 490 {
-		t.Errorf("%d stories handed over, %d links dropped; want 300 and 490", len(stories), skipped)
+	if !reflect.DeepEqual(stories, wantStories) {
+		t.Errorf("%d stories handed over (%q…), want /item/1 … /item/300 once each", len(stories), stories[:min(len(stories), 5)])
+	}
+	// Each page's other links (comments, users, the stories' own sites) are dropped by
+	// include or scope, and counted.
+	if skipped != 490 {
+		t.Errorf("%d links dropped, want 490", skipped)
 	}
 }
