@@ -165,6 +165,20 @@ var checkCases = []checkCase{
 		`param lastmod_after: cannot read "last week"; write a date like 2025-01-31, an RFC 3339 time like 2025-01-31T08:00:00Z, or a duration back from now like 720h`,
 		`param to_task: "x" is not a task name; write it as site.task, e.g. generic.html_detail`,
 	}},
+	{SiteTask, "urls: [https://example.com/]\ninclude: ['re:/p/(\\d+']\nscope: everywhere\nmax_pages: -1", []string{
+		"param scope: unknown scope \"everywhere\"; use host (the start URL's host), domain (its registrable domain) or prefix (under the start URL's directory)",
+		"param include[0]: bad regex \"/p/(\\\\d+\": missing closing ): `/p/(\\d+`; fix the pattern",
+		`param max_pages: -1 is negative; use 0 (no limit) or more`,
+	}},
+	{SiteTask, "urls: [https://example.com/]\nscope: hosts\nexclude: [/ok/*, 'products/*']\nto: [re:ok]\ndetail_task: Detail", []string{
+		`param scope: unknown scope "hosts" (did you mean "host"?); use host (the start URL's host), domain (its registrable domain) or prefix (under the start URL's directory)`,
+		`param exclude[1]: "products/*" is not a pattern; write a glob starting with / for the path (/products/*), one starting with https:// for the whole link, or re: and a regexp (re:/p/[0-9]+$)`,
+		`param detail_task: "Detail" is not a task name; write it as site.task, e.g. generic.html_detail`,
+	}},
+	{SiteTask, "sitemaps: [/sitemap.xml]\ncalendar_years: -2", []string{
+		`param sitemaps[0]: "/sitemap.xml" is relative and base_url is not set; give an absolute URL or set base_url`,
+		`param calendar_years: -2 is negative; use 0 (no limit) or more`,
+	}},
 }
 
 // TestCheckMessages runs each case through the chain loader, as `trawler validate` does:
@@ -201,6 +215,7 @@ func TestCheckAcceptsGoodParams(t *testing.T) {
 		CSVTask:        "fields: {a: 0, b: {column: name, type: list, split: ';'}}\ndelimiter: tab",
 		XMLTask:        "items: //a:entry\nnamespaces: {a: 'http://www.w3.org/2005/Atom'}\nfields: {t: a:title, l: 'a:link/@href'}",
 		FeedTask:       "fields: {t: title, c: {path: categories, type: list}}\ndetail: t",
+		SiteTask:       "urls: [/]\nsitemaps: [/sitemap.xml.gz]\nbase_url: https://example.com\nscope: domain\ninclude: ['/shop/**', 're:[?&]page=[0-9]+$']\nexclude: ['/shop/*/print']\nto: ['https://example.com/shop/p/*']\nmax_pages: 500\nmax_url_length: 512\ncalendar_years: 0",
 		SitemapTask:    "include: ['/item/\\d+$']\nexclude: ['\\?']\nlastmod_after: 2025-01-31\nto_task: generic.html_detail",
 	} {
 		if _, err := loadParams(task, p); err != nil {

@@ -16,8 +16,8 @@ func TestExamplesValidate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(names) != 7 {
-		t.Fatalf("%d generic examples, want one per executor (7): %v", len(names), names)
+	if len(names) != 8 {
+		t.Fatalf("%d generic examples, want one per executor (8): %v", len(names), names)
 	}
 	for _, name := range names {
 		data, _ := examples.Files.ReadFile(name)

@@ -387,8 +387,8 @@ func TestSitemapFromRobotsTxt(t *testing.T) {
 	}
 
 	bare := site(t, map[string]any{"/robots.txt": typed("text/plain", []byte("User-agent: *\nDisallow:\n"))})
-	res = mustRun(t, Sitemap, params(t, SitemapTask, "urls: ["+bare.URL+"/robots.txt]"), crawl.Input{})
-	if len(res.Next) != 0 || len(res.Notes) != 1 || !strings.Contains(res.Notes[0], "names no sitemap (no `Sitemap:` line)") {
-		t.Errorf("a robots.txt without sitemaps: %v, notes %q", urls(res.Next), res.Notes)
+	_, err := runTask(t, Sitemap, params(t, SitemapTask, "urls: ["+bare.URL+"/robots.txt]"), crawl.Input{})
+	if err == nil || !crawl.IsPermanent(err) || !strings.Contains(err.Error(), "names no sitemap (no `Sitemap:` line); give the sitemap's URL in urls instead") {
+		t.Errorf("a robots.txt without sitemaps: %v", err)
 	}
 }

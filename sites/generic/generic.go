@@ -8,6 +8,7 @@
 //	generic.xml          XML documents: XPath with namespaces
 //	generic.feed         RSS, Atom and JSON Feed
 //	generic.sitemap      sitemap indexes and urlsets (gzip too): URLs for the next step
+//	generic.site         a whole site: links in scope, traps dropped, pages for a detail step
 //
 // Every task shares one field-spec language (see fields.go and the README section
 // "Config-driven spiders") and validates its params in TaskSpec.Check, so `trawler
@@ -42,6 +43,7 @@ const (
 	XMLTask        = "generic.xml"
 	FeedTask       = "generic.feed"
 	SitemapTask    = "generic.sitemap"
+	SiteTask       = "generic.site"
 )
 
 // Names of the input variables the generic tasks hand to each other.
@@ -73,7 +75,7 @@ const maxSeen = 64
 const carryLimit = 512
 
 func init() {
-	crawl.Register(HTMLList, HTMLDetail, JSON, CSV, XML, Feed, Sitemap)
+	crawl.Register(HTMLList, HTMLDetail, JSON, CSV, XML, Feed, Sitemap, Site)
 }
 
 // ---- params shared by every task ----

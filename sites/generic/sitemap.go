@@ -98,27 +98,40 @@ type sitemapEntry struct {
 	index   bool // a child sitemap
 }
 
-func (c *sitemapConfig) page(ctx context.Context, env *crawl.Env, u string) (crawl.Result, error) {
+// getSitemap fetches and reads one sitemap (plain, gzip or text); base is what its
+// relative locations resolve against.
+func getSitemap(ctx context.Context, env *crawl.Env, c common, u string) ([]sitemapEntry, *url.URL, error) {
 	resp, err := c.fetch(ctx, env, u)
 	if err != nil {
-		return crawl.Result{}, err
+		return nil, nil, err
 	}
 	if isRobotsTxt(u) {
-		return robotsSitemaps(env, resp.Body, finalURL(resp, u), u)
+		entries := robotsSitemaps(resp.Body)
+		if len(entries) == 0 {
+			return nil, nil, crawl.Permanentf("%s: %s names no sitemap (no `Sitemap:` line); give the sitemap's URL in urls instead", c.task, u)
+		}
+		return entries, finalURL(resp, u), nil
 	}
 	body, err := gunzipIfGzip(resp.Body)
 	if err != nil {
-		return crawl.Result{}, crawl.Permanentf("%s: %s: %v", SitemapTask, u, err)
+		return nil, nil, crawl.Permanentf("%s: %s: %v", c.task, u, err)
 	}
 	entries, err := parseSitemap(body, resp.Header.Get("Content-Type"))
 	if err != nil {
-		return crawl.Result{}, crawl.Permanentf("%s: %s: %v", SitemapTask, u, err)
+		return nil, nil, crawl.Permanentf("%s: %s: %v", c.task, u, err)
+	}
+	return entries, finalURL(resp, u), nil
+}
+
+func (c *sitemapConfig) page(ctx context.Context, env *crawl.Env, u string) (crawl.Result, error) {
+	entries, base, err := getSitemap(ctx, env, c.common, u)
+	if err != nil {
+		return crawl.Result{}, err
 	}
 	after := c.after
 	if c.since > 0 {
 		after = time.Now().Add(-c.since)
 	}
-	base := finalURL(resp, u)
 	var res crawl.Result
 	seen := map[string]bool{}
 	for _, e := range entries {
@@ -168,31 +181,16 @@ func isRobotsTxt(u string) bool {
 	return err == nil && strings.EqualFold(p.Path, "/robots.txt")
 }
 
-// robotsSitemaps turns the `Sitemap:` lines of a robots.txt into child sitemaps of this
-// step. A robots.txt that names none says so in the result's notes.
-func robotsSitemaps(env *crawl.Env, body []byte, base *url.URL, u string) (crawl.Result, error) {
-	var res crawl.Result
-	seen := map[string]bool{}
+// robotsSitemaps reads the `Sitemap:` lines of a robots.txt as child sitemaps.
+func robotsSitemaps(body []byte) []sitemapEntry {
+	var out []sitemapEntry
 	for line := range strings.Lines(string(body)) {
 		key, val, ok := strings.Cut(line, ":")
-		if !ok || !strings.EqualFold(strings.TrimSpace(key), "sitemap") {
-			continue
+		if ok && strings.EqualFold(strings.TrimSpace(key), "sitemap") {
+			out = append(out, sitemapEntry{loc: strings.TrimSpace(val), index: true})
 		}
-		links := linksOf(strings.TrimSpace(val), base)
-		if len(links) == 0 {
-			res.Skipped++
-			continue
-		}
-		if seen[links[0]] {
-			continue
-		}
-		seen[links[0]] = true
-		res.Next = append(res.Next, crawl.Input{URL: links[0], Task: SitemapTask, Vars: forSelf(env, nil)})
 	}
-	if len(res.Next) == 0 {
-		res.Notes = append(res.Notes, fmt.Sprintf("%s names no sitemap (no `Sitemap:` line); give the sitemap's URL in urls instead", u))
-	}
-	return res, nil
+	return out
 }
 
 // keep applies include and exclude to a page URL.
