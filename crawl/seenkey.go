@@ -7,14 +7,12 @@ import (
 )
 
 // SeenKey is what a run's seen-set knows an input by: two inputs with one key are one
-// fetch. An input with a URL is its URL without user info or fragment, with scheme and
-// host in lower case and without the scheme's default port (the variables it carries,
-// such as fields from a list row, do not make it another page); an input with a value
-// (`each`) is that value. An input of variables alone has no key (ok false): it is a
-// poll or a page counter, which a task hands itself again on purpose.
-//
-// It is the one place the seen-set canonicalizes; a fuller URL canonicalizer (dot
-// segments, percent-encoding, sorted queries, tracking parameters) takes its place here.
+// fetch. An input with a URL is its canonical URL (CanonicalURL with the default
+// options: no fragment, user info, default port or tracking parameters, dot segments
+// resolved, percent-encoding normalised, query sorted); the variables it carries, such
+// as fields from a list row, do not make it another page. An input with a value (`each`)
+// is that value. An input of variables alone has no key (ok false): it is a poll or a
+// page counter, which a task hands itself again on purpose.
 func SeenKey(in Input) (key string, ok bool) {
 	switch {
 	case in.URL != "":
@@ -27,6 +25,11 @@ func SeenKey(in Input) (key string, ok bool) {
 }
 
 func seenURL(raw string) string {
+	if c, err := CanonicalURL(raw, CanonOptions{}); err == nil {
+		return c
+	}
+	// Not a URL CanonicalURL takes (a bad escape, say): the fetch will say what is wrong;
+	// the key is the URL with what never tells two pages apart taken off.
 	u, err := url.Parse(raw)
 	if err != nil || u.Host == "" {
 		return StripUserinfo(raw)
