@@ -146,7 +146,8 @@ func parseURLsFile(f *URLsFile, data []byte) ([]string, []Problem) {
 					return nil, []Problem{{Line: line, Msg: fmt.Sprintf("no column %q in the header (%s)%s", f.Column, strings.Join(rec, ", "), Suggest(f.Column, rec))}}
 				}
 				continue // the header names the column
-			} else if len(rec) > 0 && !strings.Contains(rec[0], "://") {
+			}
+			if col < len(rec) && !strings.Contains(rec[col], "://") {
 				continue // a header row
 			}
 		}
