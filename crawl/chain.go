@@ -102,7 +102,7 @@ type Step struct {
 	// Politeness is the step's own `politeness:` (over the chain's defaults).
 	Politeness *Politeness
 	// URLsFile adds start URLs from a file to the step's `urls` param.
-	URLsFile *URLsFile
+	URLsFile   *URLsFile
 	Line       int
 	ParamLines map[string]int // line of each param in the file, and of its keys (fields.title)
 }

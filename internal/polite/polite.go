@@ -97,9 +97,9 @@ type lease struct {
 	token      string
 	reuseUntil time.Time
 	leaseEnd   time.Time // when Redis lets the slot go (as this worker's clock sees it)
-	interval   bool // the budget has a pace: every start goes through Redis
-	uncounted  int  // starts on the slot Redis has not counted yet
-	idled      int  // times released idle (budget.mu): a hold ends only its own idle spell
+	interval   bool      // the budget has a pace: every start goes through Redis
+	uncounted  int       // starts on the slot Redis has not counted yet
+	idled      int       // times released idle (budget.mu): a hold ends only its own idle spell
 }
 
 // New returns the budgets kept in rdb. Close stops listening for pauses.
