@@ -75,6 +75,8 @@ type outcome struct {
 	Skipped      int            `json:"skipped,omitempty"`
 	Unchanged    int            `json:"unchanged,omitempty"`
 	DepthLimited int            `json:"dl,omitempty"`
+	OutOfScope   int            `json:"oos,omitempty"`
+	Trapped      int            `json:"trap,omitempty"`
 	Out          []crawl.Routed `json:"out,omitempty"`
 	dups         []int          // the steps of the outputs the seen-set dropped, one each
 	Err          string         `json:"err,omitempty"`
@@ -746,7 +748,7 @@ func (a *Activities) runOne(ctx context.Context, task crawl.Task, env *crawl.Env
 	if err := stamp(b, res.Items, time.Now().UTC()); err != nil {
 		return outcome{Index: i, Err: fmt.Sprintf("%s: %v", w.Input.Describe(), err), Class: crawl.CauseParse, Permanent: true}
 	}
-	return outcome{Index: i, OK: true, Skipped: res.Skipped, input: w.Input, result: res}
+	return outcome{Index: i, OK: true, Skipped: res.Skipped, OutOfScope: res.OutOfScope, Trapped: res.Trapped, input: w.Input, result: res}
 }
 
 // summarize turns a batch's checkpoint into its result: its own step's, and one in
@@ -789,7 +791,7 @@ func (a *Activities) summarize(ctx context.Context, b crawl.Batch, cp *checkpoin
 
 // summarizeStep is the result of one step's finished inputs.
 func (a *Activities) summarizeStep(ctx context.Context, b crawl.Batch, s *tally) (crawl.BatchResult, error) {
-	res := crawl.BatchResult{Pages: s.Pages, Items: s.Items, Skipped: s.Skipped, Unchanged: s.Unchanged, DepthLimited: s.DepthLimited, Retried: s.Retried}
+	res := crawl.BatchResult{Pages: s.Pages, Items: s.Items, Skipped: s.Skipped, Unchanged: s.Unchanged, DepthLimited: s.DepthLimited, OutOfScope: s.OutOfScope, Trapped: s.Trapped, Retried: s.Retried}
 	var gone []crawl.Input // pages the site says are gone: a recrawl step forgets them
 	failed := slices.Clone(s.Failed)
 	slices.SortFunc(failed, func(x, y outcome) int { return x.Index - y.Index })

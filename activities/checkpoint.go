@@ -42,6 +42,8 @@ type tally struct {
 	Skipped      int       `json:"skipped,omitempty"`
 	Unchanged    int       `json:"unchanged,omitempty"`
 	DepthLimited int       `json:"dl,omitempty"`
+	OutOfScope   int       `json:"oos,omitempty"`
+	Trapped      int       `json:"trap,omitempty"`
 	Failed       []outcome `json:"failed,omitempty"`
 	// Retried counts inputs an attempt of the batch that died had begun, run again.
 	Retried int `json:"retried,omitempty"`
@@ -174,6 +176,8 @@ func (c *checkpointer) finish(o outcome, lane int) {
 	t.Skipped += o.Skipped
 	t.Unchanged += o.Unchanged
 	t.DepthLimited += o.DepthLimited
+	t.OutOfScope += o.OutOfScope
+	t.Trapped += o.Trapped
 	c.sum.Out = append(c.sum.Out, o.Out...)
 	for _, step := range o.dups {
 		c.duplicate(step)

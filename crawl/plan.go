@@ -418,6 +418,8 @@ type BatchResult struct {
 	Skipped      int `json:"skipped"`   // records the task chose not to store
 	Unchanged    int `json:"unchanged"` // items dedup found already stored
 	DepthLimited int `json:"depth_limited,omitempty"`
+	OutOfScope   int `json:"out_of_scope,omitempty"` // links not followed: out of the step's scope
+	Trapped      int `json:"trapped,omitempty"`      // links a crawler trap rule dropped
 	// Retried counts inputs an earlier attempt of the batch began and did not finish
 	// (its worker died, or its store failed it), which this one ran again.
 	Retried int `json:"retried,omitempty"`

@@ -190,6 +190,12 @@ type Result struct {
 	// Skipped counts records the source offered that are deliberately not stored
 	// (deleted, dead, filtered); they are reported, not failed.
 	Skipped int
+	// OutOfScope counts links the task did not follow because the step's scope,
+	// include/exclude patterns or page budget leave them out; Trapped those a crawler
+	// trap rule dropped (an endless calendar, repeating paths …). Both are shown per
+	// step in the run's status.
+	OutOfScope int `json:",omitempty"`
+	Trapped    int `json:",omitempty"`
 	// Notes say what the task noticed but stored anyway (a value that did not read as
 	// its field's type, stored as null); the worker logs them and `trawler try` shows them.
 	Notes []string `json:",omitempty"`

@@ -118,6 +118,11 @@ func TestGenericHTMLChainStoresExactlyTheSite(t *testing.T) {
 }
 
 // One run of every other generic example against the demo site, with exact counts.
+// siteLinksOutOfScope are the links of the two news pages (5 stories each) that
+// examples/generic-site.yaml does not follow: those its include and scope leave out,
+// ten a page.
+const siteLinksOutOfScope = 20
+
 func TestGenericExamplesAgainstTheDemoSite(t *testing.T) {
 	o := demosite.Options{Pages: 2, PerPage: 5}
 	site := startSite(t, o)
@@ -202,6 +207,18 @@ func TestGenericExamplesAgainstTheDemoSite(t *testing.T) {
 				want := map[string]any{"title": st.Title, "author": st.Author, "time": st.Time.UTC().Format(time.RFC3339)}
 				if d := got[fmt.Sprintf("%s/item/7", site)].Data; !reflect.DeepEqual(d, want) {
 					t.Errorf("story 7:\n got  %v\n want %v", d, want)
+				}
+			},
+		},
+		{
+			file: "generic-site.yaml", biz: "generic_site.story", keys: storyKeys(site+"/item/", 1, n),
+			check: func(t *testing.T, got map[string]crawl.Item, s *workflows.Summary) {
+				sp := stepStats(s, "site")
+				if sp.Pages != o.Pages || sp.TrapDropped != 0 || sp.OutOfScope != siteLinksOutOfScope {
+					t.Errorf("site step: %d pages, %d links out of scope, %d trap-dropped; want %d, %d and 0", sp.Pages, sp.OutOfScope, sp.TrapDropped, o.Pages, siteLinksOutOfScope)
+				}
+				if st := stepStats(s, "story"); st.Pages != n || st.DuplicatesSkipped != 0 {
+					t.Errorf("story step: %d pages, %d duplicates; want %d and 0", st.Pages, st.DuplicatesSkipped, n)
 				}
 			},
 		},

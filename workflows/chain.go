@@ -161,7 +161,11 @@ type StepStats struct {
 	// DuplicatesSkipped counts the inputs the step was handed again in the run and did
 	// not fetch again (the run's seen-set; `revisit: true` turns it off).
 	DuplicatesSkipped int `json:"duplicates_skipped,omitempty"`
-	Aged              int `json:"aged,omitempty"` // batches re-sent more urgently after waiting AgingStep
+	// OutOfScope and TrapDropped count links the step's pages did not follow: out of its
+	// scope (scope, include/exclude, max_pages), or dropped by a crawler trap rule.
+	OutOfScope  int `json:"out_of_scope,omitempty"`
+	TrapDropped int `json:"trap_dropped,omitempty"`
+	Aged        int `json:"aged,omitempty"` // batches re-sent more urgently after waiting AgingStep
 	// QuotaSkipped counts inputs never run because a budget ran out; QuotaDropped
 	// items a budget kept from being stored.
 	QuotaSkipped int `json:"quota_skipped,omitempty"`
@@ -285,6 +289,8 @@ func (s *Summary) merge(o *Summary, sample int) {
 		a.Retried += b.Retried
 		a.DepthLimited += b.DepthLimited
 		a.DuplicatesSkipped += b.DuplicatesSkipped
+		a.OutOfScope += b.OutOfScope
+		a.TrapDropped += b.TrapDropped
 		a.Aged += b.Aged
 		a.QuotaSkipped += b.QuotaSkipped
 		a.QuotaDropped += b.QuotaDropped
@@ -898,6 +904,8 @@ func (r *runner) absorb(ctx workflow.Context, i int, res crawl.BatchResult) {
 	st.Skipped += res.Skipped
 	st.Unchanged += res.Unchanged
 	st.DepthLimited += res.DepthLimited
+	st.OutOfScope += res.OutOfScope
+	st.TrapDropped += res.Trapped
 	for s, n := range res.Duplicates { // by step index: the steps the batch's outputs go to
 		if s < len(r.sum.Steps) {
 			r.sum.Steps[s].DuplicatesSkipped += n

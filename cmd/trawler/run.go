@@ -313,6 +313,7 @@ func (r *result) print(asJSON bool) error {
 		dups += st.DuplicatesSkipped
 	}
 	fmt.Printf("  %-12s %8d %8d %9d %8d %10d %8s %8d\n", "total", r.Pages, r.Items, r.Unchanged, r.Skipped, dups, "", r.Failed)
+	printLinksNotFollowed(r.Steps)
 	names := make([]string, 0, len(r.Sinks))
 	for n := range r.Sinks {
 		names = append(names, n)

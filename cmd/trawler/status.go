@@ -312,6 +312,7 @@ func printStatus(st *engine.Status) {
 	for _, s := range p.Steps {
 		fmt.Printf("  %-12s %8d %8d %9d %8d %10d %8d %8d %8d %8d\n", s.ID, s.Pages, s.Items, s.Unchanged, s.Skipped, s.DuplicatesSkipped, s.Retried, s.Failed, s.Queued+s.InFlight, s.Due)
 	}
+	printLinksNotFollowed(p.Steps)
 	fmt.Printf("  batches %d, partitions finished %d, running %d\n", p.Batches, p.Partitions, p.Running)
 	if p.Reason != "" {
 		fmt.Printf("  ended: %s\n", p.Reason)
@@ -350,4 +351,14 @@ func printFailures(w *os.File, fs []crawl.Failure, total int) {
 // attempts made and the error.
 func printFailure(w *os.File, f crawl.Failure) {
 	fmt.Fprintf(w, "    [%s] %s after %d attempt(s): %s\n", f.Step, cmp.Or(f.Class, crawl.CauseOther), f.Attempts, f.Cause)
+}
+
+// printLinksNotFollowed says, for the steps whose pages left links unfollowed (a
+// generic.site crawl), how many were out of scope and how many fell into traps.
+func printLinksNotFollowed(steps []workflows.StepStats) {
+	for _, s := range steps {
+		if s.OutOfScope+s.TrapDropped > 0 {
+			fmt.Printf("  %s: links not followed: %d out of scope, %d dropped as crawler traps (the worker log names each trap rule)\n", s.ID, s.OutOfScope, s.TrapDropped)
+		}
+	}
 }

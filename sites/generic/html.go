@@ -148,6 +148,8 @@ func merge(a, b crawl.Result) crawl.Result {
 	a.Items = append(a.Items, b.Items...)
 	a.Next = append(a.Next, b.Next...)
 	a.Skipped += b.Skipped
+	a.OutOfScope += b.OutOfScope
+	a.Trapped += b.Trapped
 	a.Notes = append(a.Notes, b.Notes...)
 	return a
 }

@@ -36,24 +36,29 @@ const (
 
 var scopes = []string{scopeHost, scopeDomain, scopePrefix}
 
-// Drop rules, in the order a link meets them and its Notes are written.
-var dropRules = []struct{ name, text string }{
-	{"scope", "out of scope (rule scope)"},
-	{"length", "longer than max_url_length (trap rule length)"},
-	{"repeat", "repeating path segments (trap rule repeat)"},
-	{"calendar", "a date beyond calendar_years from now (trap rule calendar)"},
-	{"params", "more than max_params query parameters (trap rule params)"},
-	{"variants", "more than max_query_variants query strings for one path on the page (trap rule variants)"},
-	{"exclude", "matching exclude (rule exclude)"},
-	{"include", "matching no include pattern (rule include)"},
-	{"max_pages", "beyond the max_pages budget (rule max_pages)"},
+// Drop rules, in the order a link meets them and its Notes are written. Trap rules'
+// drops count as trap_dropped (and are noted per page); the others, the scope the step
+// asked for, as out_of_scope.
+var dropRules = []struct {
+	name, text string
+	trap       bool
+}{
+	{"scope", "out of scope (rule scope)", false},
+	{"length", "longer than max_url_length (trap rule length)", true},
+	{"repeat", "repeating path segments (trap rule repeat)", true},
+	{"calendar", "a date beyond calendar_years from now (trap rule calendar)", true},
+	{"params", "more than max_params query parameters (trap rule params)", true},
+	{"variants", "more than max_query_variants query strings for one path on the page (trap rule variants)", true},
+	{"exclude", "matching exclude (rule exclude)", false},
+	{"include", "matching no include pattern (rule include)", false},
+	{"max_pages", "beyond the max_pages budget (rule max_pages)", false},
 }
 
 const patternDoc = "patterns: a glob starting with / matches the link's path, one starting with http(s):// the whole link, either with the query only when the glob has a ?; * is any run of characters but /, ** any run at all; re:… is a regexp searched in the whole link"
 
 var siteSpec = crawl.TaskSpec{
 	Name:  SiteTask,
-	Doc:   "a whole site: follows <a href> links in scope from start URLs and sitemaps, drops crawler traps by rule (counted in skipped, per rule in the notes), hands pages matching `to` to the detail step",
+	Doc:   "a whole site: follows <a href> links in scope from start URLs and sitemaps, drops crawler traps by rule (counted as trap_dropped, each noted with its rule; links out of scope as out_of_scope), hands pages matching `to` to the detail step",
 	Seeds: siteSeeds,
 	Params: []crawl.Param{
 		urlsParam,
@@ -286,9 +291,15 @@ func (c *siteConfig) visit(ctx context.Context, env *crawl.Env, b branch) (crawl
 		res.Next = append(res.Next, crawl.Input{URL: l, Task: SiteTask, Vars: forSelf(env, vars)})
 	}
 	for _, r := range dropRules {
-		if n := t.dropped[r.name]; n > 0 {
-			res.Skipped += n
+		n := t.dropped[r.name]
+		switch {
+		case n == 0:
+		case r.trap:
+			// Traps are counted and named: a site growing one is worth a look.
+			res.Trapped += n
 			res.Notes = append(res.Notes, fmt.Sprintf("%s: dropped %d %s: %s", b.url, n, plural(n, "link"), r.text))
+		default:
+			res.OutOfScope += n // the scope the step asked for: counted, not logged per page
 		}
 	}
 	return res, nil

@@ -246,7 +246,7 @@ pages.run = () => {
     $("#error").textContent = data.error || "";
     fill($("#steps tbody"), steps.map((s) => el("tr", {},
       el("td", {}, s.id), el("td", {}, s.task),
-      ...["pages", "items", "unchanged", "skipped", "duplicates_skipped", "retried", "failed"].map((k) => el("td", { class: "n" }, num(s[k]))),
+      ...["pages", "items", "unchanged", "skipped", "duplicates_skipped", "out_of_scope", "trap_dropped", "retried", "failed"].map((k) => el("td", { class: "n" }, num(s[k]))),
       el("td", { class: "n" }, num((s.queued || 0) + (s.in_flight || 0))), el("td", { class: "n" }, s.pages_per_s))));
     if (!graph) {
       const g = await api("GET", "/api/runs/" + encodeURIComponent(id) + "/chain");
