@@ -2,6 +2,7 @@ package tests
 
 import (
 	"fmt"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"regexp"
@@ -9,20 +10,36 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"trawler/crawl"
+	"trawler/workflows"
 )
 
 // ringShop is a shop whose category pages each list the same products and link the
 // next category, the last back to the first: a ring. It counts the requests per path.
 type ringShop struct {
 	categories, products int
+	latency              time.Duration // each page takes this long to serve
 	mu                   sync.Mutex
 	hits                 map[string]int
+}
+
+func newRingShop(categories, products int, latency time.Duration) *ringShop {
+	return &ringShop{categories: categories, products: products, latency: latency, hits: map[string]int{}}
+}
+
+// served is how many times each path has been requested so far.
+func (s *ringShop) served() map[string]int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return maps.Clone(s.hits)
 }
 
 func (s *ringShop) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	s.hits[r.URL.Path]++
 	s.mu.Unlock()
+	time.Sleep(s.latency)
 	var c, p int
 	switch {
 	case fmt1(r.URL.Path, "/cat/%d", &c) && c >= 1 && c <= s.categories:
@@ -51,10 +68,35 @@ func fmt1(path, format string, n *int) bool {
 // product links the run had already handed on are counted as skipped duplicates. The
 // start URL listed twice is one fetch too.
 func TestRingShopFetchesEveryPageOnce(t *testing.T) {
-	shop := &ringShop{categories: 10, products: 50, hits: map[string]int{}}
+	shop := newRingShop(10, 50, 0)
 	srv := httptest.NewServer(shop)
 	defer srv.Close()
-	chain := fmt.Sprintf(`name: ring-shop
+	id := start(t, plan(t, "ring-shop.yaml", ringChain(srv.URL, "")), taskQueue)
+	s := wait(t, id, 2*time.Minute)
+	noFailures(t, s)
+	assertRingFetchedOnce(t, shop, s)
+	assertRingStored(t, shop, items(t, id))
+
+	// `trawler status` shows them per step, in text and JSON.
+	common := []string{"--data", shared.dir}
+	out, stderr, code := trawler(t, append([]string{"status", id}, common...)...)
+	if code != 0 {
+		t.Fatalf("status exit %d: %s", code, stderr)
+	}
+	if !strings.Contains(out, "duplicates") || !regexp.MustCompile(`(?m)^\s+product\s+50\s+50\s+0\s+0\s+450\s`).MatchString(out) {
+		t.Errorf("status does not show the product step's 450 duplicates:\n%s", out)
+	}
+	out, stderr, code = trawler(t, append([]string{"status", id, "--json"}, common...)...)
+	if code != 0 || !strings.Contains(out, `"id":"product"`) || !strings.Contains(out, `"duplicates_skipped":450`) {
+		t.Errorf("status --json: exit %d, lacks the product step's \"duplicates_skipped\":450: %s %s", code, out, stderr)
+	}
+}
+
+// ringChain is the ring shop's chain: a list step that pages through the ring from its
+// first category (listed twice, once with a fragment) and hands every product link to
+// a detail step; productExtra is appended to the detail step's settings.
+func ringChain(base, productExtra string) string {
+	return fmt.Sprintf(`name: ring-shop
 defaults:
   params:
     base_url: %s
@@ -76,58 +118,56 @@ steps:
     params:
       fields:
         name: {css: h1, required: true}
-`, srv.URL)
-	id := start(t, plan(t, "ring-shop.yaml", chain), taskQueue)
-	s := wait(t, id, 2*time.Minute)
-	noFailures(t, s)
+%s`, base, productExtra)
+}
 
-	shop.mu.Lock()
+// assertRingFetchedOnce checks that the site served every category and product page
+// exactly once and that the run's counts say so: each category page hands on every
+// product link, of which only those of the first are new; the rest, and the start URL
+// listed twice, are skipped duplicates.
+func assertRingFetchedOnce(t *testing.T, shop *ringShop, s *workflows.Summary) {
+	t.Helper()
+	hits := shop.served()
 	for c := 1; c <= shop.categories; c++ {
-		if n := shop.hits[fmt.Sprintf("/cat/%d", c)]; n != 1 {
+		if n := hits[fmt.Sprintf("/cat/%d", c)]; n != 1 {
 			t.Errorf("/cat/%d fetched %d times, want once", c, n)
 		}
 	}
 	fetched := 0
 	for p := 1; p <= shop.products; p++ {
-		n := shop.hits[fmt.Sprintf("/product/%d", p)]
+		n := hits[fmt.Sprintf("/product/%d", p)]
 		fetched += n
 		if n != 1 {
 			t.Errorf("/product/%d fetched %d times, want once", p, n)
 		}
 	}
-	shop.mu.Unlock()
 	if fetched != shop.products {
 		t.Errorf("the site served %d product pages for %d products", fetched, shop.products)
 	}
+	assertRingCounts(t, shop, s)
+}
 
-	got := items(t, id)
-	if n := len(got["ring_shop.product"]); n != shop.products || len(got) != 1 {
-		t.Errorf("stored %d ring_shop.product items (bizs %v), want %d", n, sortedKeysOf(got["ring_shop.product"]), shop.products)
-	}
+// assertRingCounts checks the run's per-step counts of the ring shop: every page once,
+// and the product links after the first category page's, and the start URL listed
+// twice, skipped as duplicates.
+func assertRingCounts(t *testing.T, shop *ringShop, s *workflows.Summary) {
+	t.Helper()
 	list, product := stepStats(s, "list"), stepStats(s, "product")
 	if list.Pages != shop.categories || product.Pages != shop.products {
 		t.Errorf("pages: list %d product %d, want %d and %d", list.Pages, product.Pages, shop.categories, shop.products)
 	}
-	// Each category page hands on 50 product links: 500, of which 50 are new.
 	if want := shop.categories*shop.products - shop.products; product.DuplicatesSkipped != want {
 		t.Errorf("product duplicates_skipped = %d, want %d", product.DuplicatesSkipped, want)
 	}
-	// The start URL listed twice (once with a fragment) is one page.
 	if list.DuplicatesSkipped != 1 {
 		t.Errorf("list duplicates_skipped = %d, want 1 (the start URL listed twice)", list.DuplicatesSkipped)
 	}
+}
 
-	// `trawler status` shows them per step, in text and JSON.
-	common := []string{"--data", shared.dir}
-	out, stderr, code := trawler(t, append([]string{"status", id}, common...)...)
-	if code != 0 {
-		t.Fatalf("status exit %d: %s", code, stderr)
-	}
-	if !strings.Contains(out, "duplicates") || !regexp.MustCompile(`(?m)^\s+product\s+50\s+50\s+0\s+0\s+450\s`).MatchString(out) {
-		t.Errorf("status does not show the product step's 450 duplicates:\n%s", out)
-	}
-	out, stderr, code = trawler(t, append([]string{"status", id, "--json"}, common...)...)
-	if code != 0 || !strings.Contains(out, `"id":"product"`) || !strings.Contains(out, `"duplicates_skipped":450`) {
-		t.Errorf("status --json: exit %d, lacks the product step's \"duplicates_skipped\":450: %s %s", code, out, stderr)
+// assertRingStored checks that a run stored every product once, and nothing else.
+func assertRingStored(t *testing.T, shop *ringShop, got map[string]map[string]crawl.Item) {
+	t.Helper()
+	if n := len(got["ring_shop.product"]); n != shop.products || len(got) != 1 {
+		t.Errorf("stored %d ring_shop.product items (bizs %v), want %d", n, sortedKeysOf(got["ring_shop.product"]), shop.products)
 	}
 }

@@ -16,6 +16,7 @@ import (
 
 	"trawler/crawl"
 	"trawler/internal/devstack/demosite"
+	"trawler/storage/jsonl"
 	"trawler/workflows"
 
 	_ "trawler/sites/generic"
@@ -24,8 +25,14 @@ import (
 // items reads back what a run stored in the jsonl sink: key → item, per biz.
 func items(t *testing.T, runID string) map[string]map[string]crawl.Item {
 	t.Helper()
+	return sinkItems(t, shared.sink, runID)
+}
+
+// sinkItems is items read back from the jsonl sink js.
+func sinkItems(t *testing.T, js *jsonl.Sink, runID string) map[string]map[string]crawl.Item {
+	t.Helper()
 	out := map[string]map[string]crawl.Item{}
-	if err := shared.sink.Scan(func(it crawl.Item) error {
+	if err := js.Scan(func(it crawl.Item) error {
 		if it.RunID == runID {
 			if out[it.Biz] == nil {
 				out[it.Biz] = map[string]crawl.Item{}
