@@ -113,7 +113,7 @@ func (l *localBudgets) Take(ctx context.Context, b Budget) (func(), error) {
 			if until.Sub(now) > b.PauseWait || hasDeadline && deadline.Before(until) {
 				return nil, &crawl.HeldError{Host: b.Key, Wait: until.Sub(now), Reason: reason}
 			}
-			if err := sleep(ctx, until.Sub(now)); err != nil {
+			if err := Sleep(ctx, until.Sub(now)); err != nil {
 				return nil, err
 			}
 			continue
@@ -125,7 +125,7 @@ func (l *localBudgets) Take(ctx context.Context, b Budget) (func(), error) {
 			case <-wake:
 				continue
 			case <-ctx.Done():
-				return nil, heldOrCanceled(ctx, b, fmt.Sprintf("no slot came free before the input's deadline (%d at a time)", b.Concurrency))
+				return nil, b.Ended(ctx, fmt.Sprintf("no slot came free before the input's deadline (%d at a time)", b.Concurrency))
 			}
 		}
 		start := now
@@ -138,7 +138,7 @@ func (l *localBudgets) Take(ctx context.Context, b Budget) (func(), error) {
 		}
 		h.used++
 		if b.Interval > 0 {
-			h.next = start.Add(b.Interval + jitter(b.Jitter))
+			h.next = start.Add(b.Interval + b.DrawJitter())
 		}
 		h.mu.Unlock()
 		release := func() {
@@ -148,7 +148,7 @@ func (l *localBudgets) Take(ctx context.Context, b Budget) (func(), error) {
 			h.wake = make(chan struct{})
 			h.mu.Unlock()
 		}
-		if err := sleep(ctx, time.Until(start)); err != nil {
+		if err := Sleep(ctx, time.Until(start)); err != nil {
 			release()
 			return nil, err
 		}
@@ -175,21 +175,21 @@ func (l *localBudgets) Pause(_ context.Context, key string, until time.Time, rea
 	return nil
 }
 
-// heldOrCanceled is the error of a wait ctx ended: canceled, or past its deadline a
-// HeldError saying why.
-func heldOrCanceled(ctx context.Context, b Budget, why string) error {
+// Ended is the error of a wait for b that ctx ended: canceled, or past its deadline a
+// HeldError saying why, so the input runs again later without spending an attempt.
+func (b Budget) Ended(ctx context.Context, why string) error {
 	if ctx.Err() == context.Canceled {
 		return ctx.Err()
 	}
 	return &crawl.HeldError{Host: b.Key, Wait: max(b.Interval, time.Second), Reason: why}
 }
 
-// jitter is a random duration in [0, j).
-func jitter(j time.Duration) time.Duration {
-	if j <= 0 {
+// DrawJitter is a random extra gap in [0, b.Jitter) before the next start.
+func (b Budget) DrawJitter() time.Duration {
+	if b.Jitter <= 0 {
 		return 0
 	}
-	return rand.N(j)
+	return rand.N(b.Jitter)
 }
 
 // intervalText describes a budget's pace for messages.

@@ -58,7 +58,7 @@ func Retry(o Options) crawl.Middleware {
 						wait = d
 					}
 				}
-				if err := sleep(ctx, wait); err != nil {
+				if err := Sleep(ctx, wait); err != nil {
 					return nil, &Error{Method: methodOf(r), URL: r.URL, Status: lastStatus, Attempts: sent, Err: err}
 				}
 			}
@@ -75,7 +75,8 @@ func (o Options) backoff(attempt int) time.Duration {
 	return min(d, max(maxBackoff, o.Backoff))
 }
 
-func sleep(ctx context.Context, d time.Duration) error {
+// Sleep waits d, or until ctx ends (with its error).
+func Sleep(ctx context.Context, d time.Duration) error {
 	if d <= 0 {
 		return ctx.Err()
 	}

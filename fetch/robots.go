@@ -298,7 +298,7 @@ func loadRobots(ctx context.Context, next crawl.Fetcher, store RobotsStore, page
 		if time.Now().After(give) || store.Claim(ctx, key) {
 			return readRobots(ctx, next, store, page, u)
 		}
-		if err := sleep(ctx, 100*time.Millisecond); err != nil {
+		if err := Sleep(ctx, 100*time.Millisecond); err != nil {
 			return nil, nil, 0, err
 		}
 	}

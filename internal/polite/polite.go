@@ -23,7 +23,6 @@ import (
 	"context"
 	_ "embed"
 	"fmt"
-	"math/rand/v2"
 	"strconv"
 	"strings"
 	"sync"
@@ -160,7 +159,7 @@ func (f *Fleet) Take(ctx context.Context, bud fetch.Budget) (func(), error) {
 			if until.Sub(now) > bud.PauseWait || hasDeadline && deadline.Before(until) {
 				return nil, &crawl.HeldError{Host: bud.Key, Wait: until.Sub(now), Reason: reason}
 			}
-			if err := sleep(ctx, until.Sub(now)); err != nil {
+			if err := fetch.Sleep(ctx, until.Sub(now)); err != nil {
 				return nil, err
 			}
 			continue
@@ -180,7 +179,7 @@ func (f *Fleet) Take(ctx context.Context, bud fetch.Budget) (func(), error) {
 		case <-wake:
 			continue
 		case <-ctx.Done():
-			return nil, ended(ctx, bud, "no slot came free before the input's deadline")
+			return nil, bud.Ended(ctx, "no slot came free before the input's deadline")
 		}
 		l, wait, why, reason, err := f.take(ctx, b, bud, deadline, hasDeadline)
 		if l != nil || err != nil || why != "slots" {
@@ -190,7 +189,7 @@ func (f *Fleet) Take(ctx context.Context, bud fetch.Budget) (func(), error) {
 		case err != nil:
 			return nil, err
 		case l != nil:
-			if err := sleep(ctx, wait); err != nil {
+			if err := fetch.Sleep(ctx, wait); err != nil {
 				f.give(b, l)
 				return nil, err
 			}
@@ -215,10 +214,10 @@ func (f *Fleet) Take(ctx context.Context, bud fetch.Budget) (func(), error) {
 		case why == "slots":
 			// This goroutine keeps the gate while it polls, so one request per worker
 			// asks Redis; the others wait here for it or for a slot this worker frees.
-			err := sleep(ctx, min(wait, pollEvery))
+			err := fetch.Sleep(ctx, min(wait, pollEvery))
 			<-b.gate
 			if err != nil {
-				return nil, ended(ctx, bud, fmt.Sprintf("no slot came free before the input's deadline (%d at a time across the fleet)", bud.Concurrency))
+				return nil, bud.Ended(ctx, fmt.Sprintf("no slot came free before the input's deadline (%d at a time across the fleet)", bud.Concurrency))
 			}
 		}
 	}
@@ -253,10 +252,10 @@ func (f *Fleet) take(ctx context.Context, b *budget, bud fetch.Budget, deadline 
 	rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	res, err := takeScript.Run(rctx, f.rdb, []string{b.slots, b.state}, token, conc,
-		bud.Interval.Microseconds(), jitter(bud.Jitter).Microseconds(), bud.Lease.Microseconds(), maxWait, bud.Source).Slice()
+		bud.Interval.Microseconds(), bud.DrawJitter().Microseconds(), bud.Lease.Microseconds(), maxWait, bud.Source).Slice()
 	if err != nil {
 		if ctx.Err() != nil {
-			return nil, 0, "", "", ended(ctx, bud, "waiting for Redis")
+			return nil, 0, "", "", bud.Ended(ctx, "waiting for Redis")
 		}
 		return nil, 0, "", "", crawl.Dependency(dependency, fmt.Errorf("take a slot of %s: %w", bud.Key, err))
 	}
@@ -412,35 +411,5 @@ func (f *Fleet) sweep(ctx context.Context) {
 			}
 		}
 		f.mu.Unlock()
-	}
-}
-
-// ended is the error of a wait ctx ended: canceled, or past its deadline a HeldError.
-func ended(ctx context.Context, bud fetch.Budget, why string) error {
-	if ctx.Err() == context.Canceled {
-		return ctx.Err()
-	}
-	return &crawl.HeldError{Host: bud.Key, Wait: max(bud.Interval, time.Second), Reason: why}
-}
-
-// jitter is a random duration in [0, j).
-func jitter(j time.Duration) time.Duration {
-	if j <= 0 {
-		return 0
-	}
-	return rand.N(j)
-}
-
-func sleep(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return ctx.Err()
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
 	}
 }
