@@ -103,6 +103,8 @@ otherwise they go to a temp dir that is removed.`,
   trawler bench crawl --list-pages 50 --concurrency 32
   trawler bench crawl --runs 5                      # medians of 5 timed runs
   trawler bench crawl --batch 100 --parallel 8     # try other batch settings
+  trawler bench crawl --redis --runs 3             # with the seen-set and fleet budgets…
+  trawler bench crawl --redis --revisit --runs 3   # …and without the seen-set
   trawler bench crawl --json | tail -1`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -127,6 +129,9 @@ otherwise they go to a temp dir that is removed.`,
 			if o.batch < 0 || o.parallel < 0 {
 				return errors.New("--batch and --parallel take a positive number (0 keeps the chain's own)")
 			}
+			if o.revisit && !o.redis {
+				return errors.New("--revisit turns the run's seen-set off, which only a worker with Redis has: add --redis")
+			}
 			if !s.json {
 				o.note = func(format string, args ...any) {
 					fmt.Fprintf(os.Stderr, format+"\n", args...)
@@ -149,6 +154,8 @@ otherwise they go to a temp dir that is removed.`,
 	f.IntVar(&o.runs, "runs", 1, "timed runs per side; each side reports its median run (the machine's noise shows in the spread)")
 	f.IntVar(&o.batch, "batch", 0, "Trawler: inputs per batch activity for every step (0: the chain's own, 50)")
 	f.IntVar(&o.parallel, "parallel", 0, "Trawler: batches in flight per step (0: the chain's own, 4)")
+	f.BoolVar(&o.redis, "redis", false, "Trawler: the worker uses the stack's Redis, as in production: the run's seen-set (each page fetched once) and the fleet's host budgets; dedup is off so every run stores every item")
+	f.BoolVar(&o.revisit, "revisit", false, "with --redis: every step revisit: true, so the seen-set is off (compare with and without it)")
 	return cmd
 }
 
@@ -161,6 +168,8 @@ type benchOptions struct {
 	runs        int // timed runs per side; the median counts
 	batch       int
 	parallel    int
+	redis       bool // the worker on the stack's Redis: seen-set and fleet budgets
+	revisit     bool // with redis: the seen-set off
 	note        func(format string, args ...any) // progress notes; nil for none
 }
 
@@ -313,7 +322,7 @@ func benchCrawl(ctx context.Context, s *settings, o benchOptions) (*benchResult,
 
 	// Trawler: embedded Temporal on SQLite, one worker capped at C requests per host.
 	note("trawler: starting embedded Temporal (SQLite in %s) and a worker…", data)
-	c, w, stop, err := startBenchTrawler(ctx, s, data, o.concurrency)
+	c, w, stop, err := startBenchWorker(ctx, s, data, engine.WorkerOptions{Fetch: fetch.Options{HostConcurrency: o.concurrency}}, o.redis)
 	if err != nil {
 		return nil, err
 	}
@@ -339,6 +348,16 @@ func benchCrawl(ctx context.Context, s *settings, o benchOptions) (*benchResult,
 			}
 			if o.parallel > 0 {
 				p.Steps[i].Parallel = o.parallel
+			}
+			if o.redis {
+				// Every run stores every item, so each is checked against the site.
+				p.Steps[i].Dedup = crawl.DedupOff
+			}
+			if o.revisit {
+				p.Steps[i].Revisit = true
+				for k := range p.Steps[i].Consumers {
+					p.Steps[i].Consumers[k].Revisit = true
+				}
 			}
 		}
 		return p, nil
