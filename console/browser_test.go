@@ -119,6 +119,27 @@ func (b *browser) run(what string, actions ...chromedp.Action) {
 	}
 }
 
+// click clicks sel. A table that re-renders itself (after the last action, or on its
+// refresh) can replace the node between finding and clicking it: then it clicks again,
+// on the new node; nothing was clicked the first time.
+func (b *browser) click(what, sel string) {
+	b.t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		ctx, cancel := context.WithTimeout(b.ctx, 30*time.Second)
+		err := chromedp.Run(ctx, chromedp.Click(sel, chromedp.ByQuery))
+		cancel()
+		if err == nil {
+			return
+		}
+		if !strings.Contains(err.Error(), "node with given id") || time.Now().After(deadline) {
+			b.shot("failed-" + strings.ReplaceAll(what, " ", "-"))
+			b.t.Fatalf("%s: %v", what, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
 // shot saves a full-page screenshot as name.png.
 func (b *browser) shot(name string) {
 	b.t.Helper()
@@ -373,17 +394,17 @@ func TestBrowserSchedules(t *testing.T) {
 			t.Errorf("row %q lacks %q", listed, want)
 		}
 	}
-	b.run("run it now", chromedp.Click(row+` button[data-action="run-now"]`, chromedp.ByQuery))
+	b.click("run it now", row+` button[data-action="run-now"]`)
 	b.waitText("#flash", "the run started", 30*time.Second, func(s string) bool { return strings.Contains(s, "started run browser-sched-") })
 	last := b.waitText(row+" td.last", "the run as the last", 30*time.Second, func(s string) bool { return strings.Contains(s, "browser-sched-") })
 	if !strings.Contains(last, "running") && !strings.Contains(last, "completed") {
 		t.Errorf("last run %q, want its state", last)
 	}
 	b.shot("schedules-run")
-	b.run("pause it", chromedp.Click(row+` button[data-action="pause"]`, chromedp.ByQuery))
+	b.click("pause it", row+` button[data-action="pause"]`)
 	b.waitText(row+" td.paused", "the schedule paused", 30*time.Second, func(s string) bool { return strings.HasPrefix(s, "paused") })
 	b.waitText(row+" td.next", "a paused schedule's next run to read —", 30*time.Second, func(s string) bool { return s == "—" })
-	b.run("run the paused schedule", chromedp.Click(row+` button[data-action="run-now"]`, chromedp.ByQuery))
+	b.click("run the paused schedule", row+` button[data-action="run-now"]`)
 	b.waitText("#flash", "the trigger refused", 30*time.Second, func(s string) bool { return strings.Contains(s, "schedule browser-sched is paused; resume it first") })
 	demoYAML, err := examples.Files.ReadFile("demo.yaml")
 	if err != nil {
@@ -393,10 +414,10 @@ func TestBrowserSchedules(t *testing.T) {
 	b.waitText(row+" td.chain .version", "the chain version of examples/demo.yaml", 30*time.Second, func(s string) bool {
 		return s == "version "+engine.ChainVersion(demoYAML)
 	})
-	b.run("update its chain", chromedp.Click(row+` button[data-action="update-chain"]`, chromedp.ByQuery))
+	b.click("update its chain", row+` button[data-action="update-chain"]`)
 	b.waitText("#flash", "the chain updated", 30*time.Second, func(s string) bool {
 		return strings.Contains(s, "schedule browser-sched now runs examples/demo.yaml version "+engine.ChainVersion(demoYAML))
 	})
-	b.run("delete it", chromedp.Click(row+` button[data-action="delete"]`, chromedp.ByQuery))
+	b.click("delete it", row+` button[data-action="delete"]`)
 	b.waitText("#flash", "the schedule deleted", 30*time.Second, func(s string) bool { return strings.Contains(s, "browser-sched deleted") })
 }
