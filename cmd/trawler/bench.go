@@ -168,8 +168,8 @@ type benchOptions struct {
 	runs        int // timed runs per side; the median counts
 	batch       int
 	parallel    int
-	redis       bool // the worker on the stack's Redis: seen-set and fleet budgets
-	revisit     bool // with redis: the seen-set off
+	redis       bool                             // the worker on the stack's Redis: seen-set and fleet budgets
+	revisit     bool                             // with redis: the seen-set off
 	note        func(format string, args ...any) // progress notes; nil for none
 }
 
@@ -322,7 +322,7 @@ func benchCrawl(ctx context.Context, s *settings, o benchOptions) (*benchResult,
 
 	// Trawler: embedded Temporal on SQLite, one worker capped at C requests per host.
 	note("trawler: starting embedded Temporal (SQLite in %s) and a worker…", data)
-	c, w, stop, err := startBenchWorker(ctx, s, data, engine.WorkerOptions{Fetch: fetch.Options{HostConcurrency: o.concurrency}}, o.redis)
+	c, w, stop, err := startBenchWorker(ctx, s, data, engine.WorkerOptions{Fetch: fetch.Options{HostConcurrency: o.concurrency}, Frontier: o.redis}, o.redis)
 	if err != nil {
 		return nil, err
 	}
