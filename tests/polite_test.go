@@ -404,12 +404,13 @@ func pausedVisits(s *politeSite, pause time.Duration) []string {
 }
 
 // killedWorker SIGKILLs a worker while it holds one of a host's two slots: the slot
-// comes back when its lease ends (the input's 4 s timeout and a 5 s margin), not after
-// the worker's 30 s fetch timeout, and the crawl finishes without the worker.
+// comes back when its lease ends (the input's 4 s timeout, a 5 s margin and the 1 s a
+// worker may reuse a slot), not after the worker's 30 s fetch timeout, and the crawl
+// finishes without the worker.
 func killedWorker(t *testing.T, f *politeFleet) {
 	site := newPoliteSite(t, 1, 12, time.Second, allowAll)
 	id := start(t, plan(t, "polite.yaml", politeChainTimeout("{concurrency: 2}", "4s", 3, site)), f.queue)
-	const lease = 4*time.Second + 5*time.Second
+	const lease = 4*time.Second + 5*time.Second + time.Second
 	slots := "trawler:polite:{" + site.URL + "}:slots"
 	ctx := context.Background()
 	holder := func(token string) int {

@@ -249,10 +249,16 @@ func (f *Fleet) take(ctx context.Context, b *budget, bud fetch.Budget, deadline 
 	}
 	token := f.id + strconv.FormatUint(f.seq.Add(1), 36)
 	conc := max(bud.Concurrency, 1)
+	// A slot this worker may reuse is leased for the reuse window too, so a request
+	// that reuses it within the window is covered to its end (see reusable).
+	leaseFor := bud.Lease
+	if bud.Interval == 0 {
+		leaseFor += reuseWindow
+	}
 	rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	res, err := takeScript.Run(rctx, f.rdb, []string{b.slots, b.state}, token, conc,
-		bud.Interval.Microseconds(), bud.DrawJitter().Microseconds(), bud.Lease.Microseconds(), maxWait, bud.Source).Slice()
+		bud.Interval.Microseconds(), bud.DrawJitter().Microseconds(), leaseFor.Microseconds(), maxWait, bud.Source).Slice()
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, 0, "", "", bud.Ended(ctx, "waiting for Redis")
@@ -267,7 +273,7 @@ func (f *Fleet) take(ctx context.Context, b *budget, bud fetch.Budget, deadline 
 	if granted == 1 {
 		f.list(b, bud.Key)
 		now := time.Now()
-		return &lease{token: token, reuseUntil: now.Add(reuseWindow), leaseEnd: now.Add(wait + bud.Lease), interval: bud.Interval > 0}, wait, "", "", nil
+		return &lease{token: token, reuseUntil: now.Add(reuseWindow), leaseEnd: now.Add(wait + leaseFor), interval: bud.Interval > 0}, wait, "", "", nil
 	}
 	return nil, wait, why, reason, nil
 }
