@@ -147,6 +147,7 @@ type batchRun struct {
 	// claims claim the outputs the batch discovers in the run's seen-set, seeds its
 	// start inputs (seen.go); nil without one.
 	claims, seeds *seen.Claimer
+	handedBack    map[string]*seen.Claimer // claimers of inputs other batches handed back, by id
 
 	// Stopping runCtx stops admitting inputs and cancels those running: the batch gives
 	// up on an outage and hands the rest back.
@@ -759,7 +760,7 @@ func (a *Activities) summarize(ctx context.Context, b crawl.Batch, cp *checkpoin
 	var res crawl.BatchResult
 	for k := range len(b.Downstream) + 1 {
 		lb := laneBatch(b, k)
-		lr, err := a.summarizeStep(ctx, lb, cp.tally(k))
+		lr, err := a.summarizeStep(ctx, lb, cp.tally(k), cp.claimed)
 		if err != nil {
 			return crawl.BatchResult{}, err
 		}
@@ -769,7 +770,7 @@ func (a *Activities) summarize(ctx context.Context, b crawl.Batch, cp *checkpoin
 		if outage != nil {
 			for i, w := range b.Work {
 				if !cp.done[i] && !cp.unrun[i] && cp.lane(i) == k {
-					lr.Waiting = append(lr.Waiting, w)
+					lr.Waiting = append(lr.Waiting, crawl.Work{Input: cp.claimed(w.Input), Attempt: w.Attempt, Cause: w.Cause, Class: w.Class})
 				}
 			}
 			if k == 0 || len(lr.Waiting) > 0 {
@@ -790,7 +791,8 @@ func (a *Activities) summarize(ctx context.Context, b crawl.Batch, cp *checkpoin
 }
 
 // summarizeStep is the result of one step's finished inputs.
-func (a *Activities) summarizeStep(ctx context.Context, b crawl.Batch, s *tally) (crawl.BatchResult, error) {
+// Inputs to be retried leave the batch stamped by claimed.
+func (a *Activities) summarizeStep(ctx context.Context, b crawl.Batch, s *tally, claimed func(crawl.Input) crawl.Input) (crawl.BatchResult, error) {
 	res := crawl.BatchResult{Pages: s.Pages, Items: s.Items, Skipped: s.Skipped, Unchanged: s.Unchanged, DepthLimited: s.DepthLimited, OutOfScope: s.OutOfScope, Trapped: s.Trapped, Retried: s.Retried}
 	var gone []crawl.Input // pages the site says are gone: a recrawl step forgets them
 	failed := slices.Clone(s.Failed)
@@ -798,7 +800,7 @@ func (a *Activities) summarizeStep(ctx context.Context, b crawl.Batch, s *tally)
 	for _, o := range failed {
 		w := b.Work[o.Index]
 		if o.Held {
-			res.Retry = append(res.Retry, crawl.Work{Input: w.Input, Attempt: w.Attempt, Cause: o.Err, Class: o.Class})
+			res.Retry = append(res.Retry, crawl.Work{Input: claimed(w.Input), Attempt: w.Attempt, Cause: o.Err, Class: o.Class})
 			res.RetryAfter = max(res.RetryAfter, o.RetryAfter)
 			continue
 		}
@@ -810,7 +812,7 @@ func (a *Activities) summarizeStep(ctx context.Context, b crawl.Batch, s *tally)
 			}
 			continue
 		}
-		res.Retry = append(res.Retry, crawl.Work{Input: w.Input, Attempt: attempts, Cause: o.Err, Class: o.Class})
+		res.Retry = append(res.Retry, crawl.Work{Input: claimed(w.Input), Attempt: attempts, Cause: o.Err, Class: o.Class})
 		res.RetryAfter = max(res.RetryAfter, o.RetryAfter)
 	}
 	a.forgetGone(ctx, b, gone)

@@ -68,6 +68,7 @@ type checkpointer struct {
 	last  time.Time
 	dirty bool
 	send  func(checkpoint) // activity.RecordHeartbeat in a batch
+	claim string           // the batch's seen-set claimer id; "" without a seen-set
 
 	// began is written by the goroutines that run inputs, the rest by the one that
 	// collects their outcomes.
@@ -151,11 +152,21 @@ func (c *checkpointer) follow(w crawl.Work, lane int) int {
 	return c.n - 1
 }
 
+// claimed stamps an input that leaves the batch unfinished with the batch's seen-set
+// claim (crawl.Input.Claim): an earlier attempt may have run it and claimed its outputs.
+func (c *checkpointer) claimed(in crawl.Input) crawl.Input {
+	if in.Claim == "" {
+		in.Claim = c.claim
+	}
+	return in
+}
+
 // handBack records a followed input the batch did not run: it returns to the workflow
 // among the outputs, as if it had not been followed.
 func (c *checkpointer) handBack(i int, r crawl.Routed) {
 	c.done[i] = true
 	c.dirty = true
+	r.Input = c.claimed(r.Input)
 	c.sum.Out = append(c.sum.Out, r)
 }
 

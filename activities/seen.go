@@ -6,6 +6,7 @@ import (
 	"go.temporal.io/sdk/activity"
 
 	"trawler/crawl"
+	"trawler/internal/seen"
 )
 
 // The run's seen-set (internal/seen): every input a step is handed is claimed when it is
@@ -13,7 +14,10 @@ import (
 // counted as a duplicate of the step. Steps with `revisit: true` take every input.
 //
 // A batch claims as itself: the workflow run and activity id, the same in every attempt,
-// so an attempt that dies after claiming finds its claims its own on its retry. Start
+// so an attempt that dies after claiming finds its claims its own on its retry. An input
+// that leaves a batch unfinished (handed back unrun, retried, waiting out an outage)
+// carries the batch's id (crawl.Input.Claim): an attempt that died may have run it and
+// claimed its outputs, and whichever batch runs it next claims them as that batch. Start
 // inputs are claimed by the run's seeds claimer when their batch runs them, so a start
 // page that other pages link to is fetched once too.
 
@@ -31,7 +35,8 @@ func (r *batchRun) openClaims() {
 		return
 	}
 	info := activity.GetInfo(r.ctx)
-	r.claims = r.a.Seen.Claimer(r.b.RunID, info.WorkflowExecution.RunID+"/"+info.ActivityID)
+	r.cp.claim = info.WorkflowExecution.RunID + "/" + info.ActivityID
+	r.claims = r.a.Seen.Claimer(r.b.RunID, r.cp.claim)
 	r.seeds = r.a.Seen.Claimer(r.b.RunID, "seeds")
 	var keys []string
 	for _, out := range r.cp.sum.Out {
@@ -48,8 +53,10 @@ func (r *batchRun) openClaims() {
 }
 
 // claimOutputs drops from a stored group's outputs those the run has handed their step
-// already, and counts them on the outcome. If Redis does not answer, all go on: a page
-// fetched twice costs a fetch, never a record.
+// already, and counts them on the outcome. Outputs are claimed as this batch, except
+// those of an input another batch handed back (crawl.Input.Claim): they are claimed as
+// that batch, which may have claimed them before it died. If Redis does not answer, all
+// go on: a page fetched twice costs a fetch, never a record.
 func (r *batchRun) claimOutputs(l *lane, group []outcome) {
 	if r.claims == nil {
 		return
@@ -64,38 +71,65 @@ func (r *batchRun) claimOutputs(l *lane, group []outcome) {
 		}
 		return seenKey(out.Step, out.Input)
 	}
-	var keys []string
-	for _, o := range group {
-		for _, out := range o.Out {
-			if k, ok := claimed(out); ok {
-				keys = append(keys, k)
-			}
-		}
-	}
-	if len(keys) == 0 {
-		return
-	}
-	goes, err := r.claims.Claim(r.ctx, keys)
-	if err != nil {
-		r.a.Log.Warn("seen-set: cannot tell seen inputs from new ones; handing all on", "chain", r.b.Chain, "step", l.b.Step.ID, "err", err)
-		return
-	}
-	k := 0
+	var order []string
+	by := map[string][]*outcome{}
 	for p := range group {
-		o := &group[p]
-		kept := o.Out[:0]
-		for _, out := range o.Out {
-			if _, ok := claimed(out); ok {
-				k++
-				if !goes[k-1] {
-					o.dups = append(o.dups, out.Step)
-					continue
+		id := group[p].input.Claim
+		if by[id] == nil {
+			order = append(order, id)
+		}
+		by[id] = append(by[id], &group[p])
+	}
+	for _, id := range order {
+		var keys []string
+		for _, o := range by[id] {
+			for _, out := range o.Out {
+				if k, ok := claimed(out); ok {
+					keys = append(keys, k)
 				}
 			}
-			kept = append(kept, out)
 		}
-		o.Out = kept
+		if len(keys) == 0 {
+			continue
+		}
+		goes, err := r.claimer(id).Claim(r.ctx, keys)
+		if err != nil {
+			r.a.Log.Warn("seen-set: cannot tell seen inputs from new ones; handing all on", "chain", r.b.Chain, "step", l.b.Step.ID, "err", err)
+			continue
+		}
+		k := 0
+		for _, o := range by[id] {
+			kept := o.Out[:0]
+			for _, out := range o.Out {
+				if _, ok := claimed(out); ok {
+					k++
+					if !goes[k-1] {
+						o.dups = append(o.dups, out.Step)
+						continue
+					}
+				}
+				kept = append(kept, out)
+			}
+			o.Out = kept
+		}
 	}
+}
+
+// claimer is the batch's claimer for id "" and the claimer of the batch that handed an
+// input back for any other id.
+func (r *batchRun) claimer(id string) *seen.Claimer {
+	if id == "" || id == r.cp.claim {
+		return r.claims
+	}
+	c := r.handedBack[id]
+	if c == nil {
+		if r.handedBack == nil {
+			r.handedBack = map[string]*seen.Claimer{}
+		}
+		c = r.a.Seen.Claimer(r.b.RunID, id)
+		r.handedBack[id] = c
+	}
+	return c
 }
 
 // claimSeeds claims the start inputs among the inputs of the batch's own step that are

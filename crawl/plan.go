@@ -296,6 +296,7 @@ func (s PlanStep) Route(in Input, res Result) (out []Routed, depthLimited int) {
 			}
 			next.Depth = depth
 			next.Task = ""
+			next.Claim = "" // a task that copied its input does not pass its claim on
 			out = append(out, Routed{Step: c.Step, Input: next})
 		}
 		if c.Each != "" {

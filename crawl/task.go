@@ -150,6 +150,11 @@ type Input struct {
 	Task   string `json:"task,omitempty"`
 	Parent string `json:"parent,omitempty"` // key of the item this input came from
 	Depth  int    `json:"depth,omitempty"`  // hops of self-recursion so far
+	// Claim is the batch whose claims in the run's seen-set this input's outputs are
+	// claimed as: set when a batch that may have run the input hands it back unrun or
+	// to be retried, so the batch that runs it finds those claims its own and hands the
+	// outputs on (activities/seen.go). Never set by tasks; cleared on their outputs.
+	Claim string `json:"claim,omitempty"`
 }
 
 // Var returns a variable as a string, or "" when absent.

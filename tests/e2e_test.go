@@ -95,7 +95,7 @@ func startShared(port int) error {
 	}
 	shared.client = c
 	w, err := engine.NewWorker(c, engine.WorkerOptions{
-		TaskQueue: taskQueue, OutDir: shared.dir + "/out", Log: quiet, Redis: shared.redis.Addr(), Frontier: true,
+		TaskQueue: taskQueue, OutDir: shared.dir + "/out", Log: quiet, Redis: shared.redis.Addr(),
 		Fetch: fastFetch,
 	})
 	if err != nil {

@@ -45,7 +45,7 @@ func TestRingShopKilledWorkerRefetchesOnlyUncheckpointedPages(t *testing.T) {
 	out := filepath.Join(shared.dir, "seen-kill-out")
 	workers := map[int]*exec.Cmd{}
 	for range 3 {
-		w := workerProcess(t, bin, queue, out, "--frontier")
+		w := workerProcess(t, bin, queue, out)
 		workers[w.Process.Pid] = w
 	}
 	id := start(t, plan(t, "ring-shop.yaml", ringChain(srv.URL, "")), queue)

@@ -846,7 +846,18 @@ func (r *runner) startBatch(ctx workflow.Context, i int, pending []Pending, now 
 			// The batch failed even after its own retries: its worker keeps dying, or
 			// something it needs is missing. Its inputs wait and try again later.
 			dep, cause := dependencyOf(err)
-			r.requeueWaiting(ctx, pendingOf(i, work), dep, cause)
+			waiting := pendingOf(i, work)
+			if opts.ActivityID != "" {
+				// Its attempts may have claimed outputs in the run's seen-set: the batch
+				// that runs these inputs next claims them as this one (activities/seen.go).
+				claim := workflow.GetInfo(ctx).WorkflowExecution.RunID + "/" + opts.ActivityID
+				for k := range waiting {
+					if waiting[k].Work.Input.Claim == "" {
+						waiting[k].Work.Input.Claim = claim
+					}
+				}
+			}
+			r.requeueWaiting(ctx, waiting, dep, cause)
 			return
 		}
 		if err != nil {

@@ -322,7 +322,7 @@ func benchCrawl(ctx context.Context, s *settings, o benchOptions) (*benchResult,
 
 	// Trawler: embedded Temporal on SQLite, one worker capped at C requests per host.
 	note("trawler: starting embedded Temporal (SQLite in %s) and a worker…", data)
-	c, w, stop, err := startBenchWorker(ctx, s, data, engine.WorkerOptions{Fetch: fetch.Options{HostConcurrency: o.concurrency}, Frontier: o.redis}, o.redis)
+	c, w, stop, err := startBenchWorker(ctx, s, data, engine.WorkerOptions{Fetch: fetch.Options{HostConcurrency: o.concurrency}}, o.redis)
 	if err != nil {
 		return nil, err
 	}

@@ -81,11 +81,10 @@ type WorkerOptions struct {
 	// RedisAuth carries the password and CA file that stay out of the address.
 	Redis     string
 	RedisAuth redisurl.Options
-	// Frontier opens the run's seen-set in Redis: each step fetches a URL at most once
-	// per run (README "The frontier"). Off by default: a batch that resumes after its
-	// worker died may hand inputs back that another batch then runs, and outputs the dead
-	// attempt claimed are then dropped there (tests/durability_test.go shows it).
-	Frontier bool
+	// NoFrontier turns the run's seen-set off: with Redis, each step fetches a URL at most
+	// once per run (README "The frontier"); with this, every input handed to a step runs,
+	// as if every step said `revisit: true`.
+	NoFrontier bool
 	// Kafka are the brokers of the kafka sink and Mongo the URI of the mongo sink;
 	// empty leaves the sink off this worker (a step storing to it fails its batches
 	// with the reason). Hot tunes both.
@@ -215,7 +214,7 @@ func NewWorker(c client.Client, o WorkerOptions) (*Worker, error) {
 		if err == nil {
 			d, err = dedup.Open(ctx, rdb, dedup.Config{Log: o.Log})
 		}
-		if err == nil && o.Frontier {
+		if err == nil && !o.NoFrontier {
 			acts.Seen, err = seen.Open(ctx, rdb, seen.Config{})
 		}
 		cancel()
