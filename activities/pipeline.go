@@ -147,12 +147,15 @@ func (a *Activities) judge(ctx context.Context, b crawl.Batch, dd bool, sinks []
 // dedupNamespace is where a step's dedup entries live: one namespace per tenant and biz.
 func dedupNamespace(b crawl.Batch) string { return b.Tenant + ":" + b.Step.RecordBiz() }
 
-// lookup asks dedup for a verdict on every item of the group, in order.
+// lookup asks dedup for a verdict on every item of the group, in order. Items are known
+// by their canonical key (crawl.URLKey); an item new under it whose key was not canonical
+// is looked up again as given, as dedup kept it before keys were canonical, and keeps
+// that verdict, so upgrading stores no record again.
 func (a *Activities) lookup(ctx context.Context, b crawl.Batch, group []outcome) ([]dedup.Verdict, error) {
 	var entries []dedup.Entry
 	for _, o := range group {
 		for _, it := range o.result.Items {
-			entries = append(entries, dedup.Entry{Key: it.Key, Content: it.Hash})
+			entries = append(entries, dedup.Entry{Key: crawl.URLKey(it.Key), Content: it.Hash})
 		}
 	}
 	if len(entries) == 0 {
@@ -161,6 +164,28 @@ func (a *Activities) lookup(ctx context.Context, b crawl.Batch, group []outcome)
 	vs, err := a.Dedup.Lookup(ctx, dedupNamespace(b), entries)
 	if err != nil {
 		return nil, crawl.Dependency("redis (dedup)", err)
+	}
+	var again []int
+	var given []dedup.Entry
+	k := 0
+	for _, o := range group {
+		for _, it := range o.result.Items {
+			if vs[k].State == dedup.New && entries[k].Key != it.Key {
+				again = append(again, k)
+				given = append(given, dedup.Entry{Key: it.Key, Content: it.Hash})
+			}
+			k++
+		}
+	}
+	if len(given) == 0 {
+		return vs, nil
+	}
+	old, err := a.Dedup.Lookup(ctx, dedupNamespace(b), given)
+	if err != nil {
+		return nil, crawl.Dependency("redis (dedup)", err)
+	}
+	for j, k := range again {
+		vs[k] = old[j]
 	}
 	return vs, nil
 }
@@ -176,7 +201,8 @@ func dedupStage(mode string, group []outcome, verdicts []dedup.Verdict) (kept []
 	k := 0
 	for p, o := range group {
 		for _, it := range o.result.Items {
-			keep := !seen[it.Key]
+			key := crawl.URLKey(it.Key)
+			keep := !seen[key]
 			if verdicts != nil {
 				switch verdicts[k].State {
 				case dedup.Unchanged:
@@ -186,7 +212,7 @@ func dedupStage(mode string, group []outcome, verdicts []dedup.Verdict) (kept []
 				}
 				k++
 			}
-			seen[it.Key] = true
+			seen[key] = true
 			switch {
 			case o.judged:
 			case keep:
@@ -262,7 +288,7 @@ func (a *Activities) record(ctx context.Context, b crawl.Batch, group []outcome)
 	for _, o := range group {
 		for _, it := range o.result.Items {
 			if !slices.Contains(o.dropped, it.Key) {
-				entries = append(entries, dedup.Entry{Key: it.Key, Content: it.Hash})
+				entries = append(entries, dedup.Entry{Key: crawl.URLKey(it.Key), Content: it.Hash})
 			}
 		}
 	}

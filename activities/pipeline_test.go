@@ -245,3 +245,39 @@ func TestRouteStage(t *testing.T) {
 		t.Fatalf("routed %v", got)
 	}
 }
+
+// Dedup knows a URL-keyed item by its canonical URL: another spelling of the page (host
+// case, tracking parameters, query order) is unchanged, not a second record. An item
+// recorded before keys were canonical, under its key as given, is still unchanged.
+func TestDedupKeysAreCanonicalURLs(t *testing.T) {
+	a, b := pipeline(t)
+	ctx := context.Background()
+	sink := newFlaky(t, "m")
+	first := group("v1", []string{"https://Shop.test/p?id=1&utm_source=mail"})
+	if err := a.store(ctx, b, []storage.Sink{sink}, first, nil); err != nil {
+		t.Fatal(err)
+	}
+	again := group("v1", []string{"https://shop.test:443/p?id=1#reviews"})
+	again[0].result.Items[0].Hash = first[0].result.Items[0].Hash
+	if err := a.store(ctx, b, []storage.Sink{sink}, again, nil); err != nil {
+		t.Fatal(err)
+	}
+	if len(again[0].kept) != 0 || again[0].Unchanged != 1 {
+		t.Fatalf("the same page spelt another way: kept %v, %d unchanged; want none kept, 1 unchanged", keysOf(again[0].kept), again[0].Unchanged)
+	}
+	// Recorded as given by an older worker: the query unsorted.
+	old := "https://shop.test/q?b=2&a=1"
+	if err := a.Dedup.Record(ctx, "t:x.y", []dedup.Entry{{Key: old, Content: "v1" + old}}); err != nil {
+		t.Fatal(err)
+	}
+	upgraded := group("v1", []string{old})
+	if err := a.store(ctx, b, []storage.Sink{sink}, upgraded, nil); err != nil {
+		t.Fatal(err)
+	}
+	if len(upgraded[0].kept) != 0 || upgraded[0].Unchanged != 1 {
+		t.Fatalf("a record kept under its key as given: kept %v; want it unchanged", keysOf(upgraded[0].kept))
+	}
+	if fmt.Sprint(sink.got) != "[https://Shop.test/p?id=1&utm_source=mail]" {
+		t.Fatalf("sink got %v, want the first spelling once", sink.got)
+	}
+}

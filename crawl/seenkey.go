@@ -56,3 +56,18 @@ func dropDuplicateSeeds(seeds []Input) ([]Input, int) {
 	}
 	return kept, len(seeds) - len(kept)
 }
+
+// URLKey is the form dedup and recrawl plans keep a key in: a key that is an absolute
+// http(s) URL is its canonical URL (CanonicalURL with the defaults), so two spellings of
+// one page are one record and one plan; any other key, and a URL CanonicalURL refuses,
+// is kept as given. Keys kept before keys were canonical are still found: dedup and the
+// recrawl planner look a key up as given when its canonical form is unknown.
+func URLKey(key string) string {
+	if len(key) < 8 || !(strings.EqualFold(key[:7], "http://") || strings.EqualFold(key[:8], "https://")) {
+		return key
+	}
+	if c, err := CanonicalURL(key, CanonOptions{}); err == nil {
+		return c
+	}
+	return key
+}

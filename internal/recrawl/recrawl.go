@@ -202,15 +202,55 @@ func (pl Plan) claimed(pol crawl.Recrawl, now time.Time) Plan {
 }
 
 // Member is the set member that revisits the page of an input: its URL when that is
-// all it carries, else the input as JSON (without its routing hints). It holds no user
-// info: a plan keeps no password, and the page is the same page whichever password
+// all it carries, else the input as JSON (without its routing hints). The URL is its
+// canonical form (crawl.URLKey), so two spellings of a page are one plan. It holds no
+// user info: a plan keeps no password, and the page is the same page whichever password
 // fetched it (the run that claims it gives it the chain's credentials again).
 func Member(in crawl.Input) string {
+	in.URL = crawl.URLKey(in.URL)
+	return givenMember(in)
+}
+
+// givenMember is the member of an input as plans kept it before their URLs were
+// canonical: the URL as the input gives it. adopt moves such plans to Member.
+func givenMember(in crawl.Input) string {
 	if in.Value == nil && len(in.Vars) == 0 && in.URL != "" && !strings.HasPrefix(in.URL, "{") {
 		return crawl.StripUserinfo(in.URL)
 	}
 	b, _ := json.Marshal(crawl.Input{URL: in.URL, Value: in.Value, Vars: in.Vars})
 	return crawl.StripUserinfo(string(b))
+}
+
+// adoptScript moves plans to new members: ARGV is (old member, new member)…; a plan
+// under an old member takes the new one unless the new one has a plan already.
+var adoptScript = redis.NewScript(`
+for i = 1, #ARGV, 2 do
+  local s = redis.call('ZSCORE', KEYS[1], ARGV[i])
+  if s then
+    redis.call('ZADD', KEYS[1], 'NX', s, ARGV[i+1])
+    redis.call('ZREM', KEYS[1], ARGV[i])
+  end
+end
+return 0
+`)
+
+// adopt moves the plans of inputs kept under the URL as given (before members were
+// canonical) to their canonical member, keeping their schedule. It costs nothing for
+// inputs whose URL is canonical already.
+func (p *Planner) adopt(ctx context.Context, ns string, inputs []crawl.Input) error {
+	var args []any
+	for _, in := range inputs {
+		if old, m := givenMember(in), Member(in); old != m {
+			args = append(args, old, m)
+		}
+	}
+	if len(args) == 0 {
+		return nil
+	}
+	if err := adoptScript.Run(ctx, p.rdb, []string{DueKey(ns)}, args...).Err(); err != nil && !errors.Is(err, redis.Nil) {
+		return fmt.Errorf("recrawl: move %d plans of %s to canonical URLs: %w", len(args)/2, ns, err)
+	}
+	return nil
 }
 
 // InputOf is the input a member revisits.
@@ -263,6 +303,9 @@ func (p *Planner) Visited(ctx context.Context, ns string, pol crawl.Recrawl, vis
 	if err := p.remember(ctx, ns, pol); err != nil {
 		return err
 	}
+	if err := p.adopt(ctx, ns, visitedInputs(visits)); err != nil {
+		return err
+	}
 	now := p.now()
 	return p.update(ctx, ns, members, func(m string, pl Plan, known bool) (Plan, bool) {
 		if !known {
@@ -270,6 +313,14 @@ func (p *Planner) Visited(ctx context.Context, ns string, pol crawl.Recrawl, vis
 		}
 		return spread(m, pl.visited(pol, now, changed[m]), pol, now), true
 	})
+}
+
+func visitedInputs(visits []Visit) []crawl.Input {
+	ins := make([]crawl.Input, len(visits))
+	for i, v := range visits {
+		ins[i] = v.Input
+	}
+	return ins
 }
 
 // update reads the members' plans, lets next decide each new plan (or none), and sets
@@ -331,6 +382,9 @@ func (p *Planner) Known(ctx context.Context, ns string, inputs []crawl.Input) ([
 	if len(inputs) == 0 {
 		return nil, nil
 	}
+	if err := p.adopt(ctx, ns, inputs); err != nil {
+		return nil, err
+	}
 	members := make([]string, len(inputs))
 	for i, in := range inputs {
 		members[i] = Member(in)
@@ -374,9 +428,12 @@ func (p *Planner) Claim(ctx context.Context, ns string, pol crawl.Recrawl, limit
 
 // Drop removes the plans of pages that are gone; a page found again starts afresh.
 func (p *Planner) Drop(ctx context.Context, ns string, inputs []crawl.Input) error {
-	members := make([]any, len(inputs))
-	for i, in := range inputs {
-		members[i] = Member(in)
+	var members []any
+	for _, in := range inputs {
+		members = append(members, Member(in))
+		if old := givenMember(in); old != Member(in) {
+			members = append(members, old)
+		}
 	}
 	if err := p.rdb.ZRem(ctx, DueKey(ns), members...).Err(); err != nil {
 		return fmt.Errorf("recrawl: drop %d plans of %s: %w", len(inputs), ns, err)
@@ -387,6 +444,9 @@ func (p *Planner) Drop(ctx context.Context, ns string, inputs []crawl.Input) err
 // Lookup returns the plan of the page an input revisits.
 func (p *Planner) Lookup(ctx context.Context, ns string, in crawl.Input) (Plan, bool, error) {
 	s, err := p.rdb.ZScore(ctx, DueKey(ns), Member(in)).Result()
+	if old := givenMember(in); errors.Is(err, redis.Nil) && old != Member(in) {
+		s, err = p.rdb.ZScore(ctx, DueKey(ns), old).Result()
+	}
 	if errors.Is(err, redis.Nil) {
 		return Plan{}, false, nil
 	}

@@ -200,6 +200,42 @@ func TestMemberKeepsWhatAnInputCarries(t *testing.T) {
 	}
 }
 
+// A plan is the page's, however its URL is spelt: a visit under one spelling is known
+// under another. A plan kept under a URL as given, before members were canonical, keeps
+// its schedule: the next visit moves it to the canonical member instead of starting a
+// second plan.
+func TestPlansAreKeptByCanonicalURL(t *testing.T) {
+	p, c, rdb := newPlanner(t)
+	ctx := context.Background()
+	const ns = "default:site.page"
+	if err := p.Visited(ctx, ns, policy, []Visit{{Input: crawl.Input{URL: "http://A.test/x?b=1&a=2&utm_source=feed"}}}); err != nil {
+		t.Fatal(err)
+	}
+	known, err := p.Known(ctx, ns, []crawl.Input{{URL: "http://a.test/x?a=2&b=1"}, {URL: "http://a.test/y"}})
+	if err != nil || fmt.Sprint(known) != "[true false]" {
+		t.Fatalf("known %v, %v; want the other spelling known and another page not", known, err)
+	}
+
+	old := "http://a.test/old?z=1&a=1"
+	before := fresh(policy, c.t).score()
+	if err := rdb.ZAdd(ctx, DueKey(ns), redis.Z{Score: float64(before), Member: old}).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if known, err := p.Known(ctx, ns, []crawl.Input{{URL: old}}); err != nil || !known[0] {
+		t.Fatalf("a plan kept as given: known %v, %v; want known", known, err)
+	}
+	members, err := rdb.ZRange(ctx, DueKey(ns), 0, -1).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(members) != "[http://a.test/old?a=1&z=1 http://a.test/x?a=2&b=1]" {
+		t.Fatalf("members %v; want each page once, under its canonical URL", members)
+	}
+	if pl, ok, err := p.Lookup(ctx, ns, crawl.Input{URL: old}); err != nil || !ok || pl.score() != before {
+		t.Fatalf("the moved plan: %+v, %v, %v; want its schedule kept", pl, ok, err)
+	}
+}
+
 // TestBytesPerPage measures a plan's memory on a real redis-server.
 func TestBytesPerPage(t *testing.T) {
 	srv, err := redisproc.Start()

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/PuerkitoBio/goquery"
 	"github.com/andybalholm/cascadia"
 	"github.com/antchfx/htmlquery"
 	"github.com/antchfx/xpath"
@@ -56,6 +57,7 @@ var htmlDetailSpec = crawl.TaskSpec{
 		baseURLParam,
 		fieldsParam("field name → field spec read from the whole page; a CSS selector string is the shorthand", true),
 		keyParam,
+		{Name: "canonical", Type: crawl.Bool, Default: false, Doc: "without `key:`, key the record by the page's <link rel=\"canonical\"> when it names one (made canonical, see README \"Canonical URLs\"), so every address of one page is one record"},
 		headersParam,
 		encodingParam,
 	},
@@ -238,9 +240,10 @@ func getHTML(ctx context.Context, env *crawl.Env, c common, u string, enc encodi
 
 type htmlDetailConfig struct {
 	common
-	fields fieldSet
-	key    *fieldSpec
-	enc    encoding.Encoding
+	fields    fieldSet
+	key       *fieldSpec
+	canonical bool // key by rel=canonical
+	enc       encoding.Encoding
 }
 
 func buildHTMLDetail(p crawl.Params) (*htmlDetailConfig, []error) {
@@ -251,6 +254,7 @@ func buildHTMLDetail(p crawl.Params) (*htmlDetailConfig, []error) {
 	errs = append(errs, e...)
 	c.key, e = parseOptionalSpec(p, "key", srcHTML, nil)
 	errs = append(errs, e...)
+	c.canonical = boolParam(p, "canonical", false)
 	c.enc, e = parseEncodingParam(p["encoding"])
 	errs = append(errs, e...)
 	return c, errs
@@ -280,6 +284,10 @@ func (c *htmlDetailConfig) page(ctx context.Context, env *crawl.Env, u string, i
 	if key == "" && c.key != nil {
 		return crawl.Result{}, crawl.WithCause(crawl.Permanentf("%s: %s: `key: %s` finds nothing on this page; fix its %s, or leave `key:` out to key the record by its URL",
 			HTMLDetailTask, u, c.key.expr, cmp.Or(c.key.kind, "selector")), crawl.CauseParse)
+	}
+	if key == "" && c.canonical {
+		page := &crawl.Page{URL: base.String(), Doc: goquery.NewDocumentFromNode(root)}
+		key, _ = crawl.CanonicalLink(page, crawl.CanonOptions{})
 	}
 	if key == "" {
 		key = u

@@ -397,3 +397,29 @@ func TestDateNoteNamesTheLayout(t *testing.T) {
 		t.Errorf("notes %q, want [%q]", res.Notes, want)
 	}
 }
+
+// With `canonical: true` a detail page is keyed by its <link rel="canonical">, made
+// canonical, so two addresses of one page are one record; a page naming none (or only
+// in its body) keeps its URL as the key, and without the param the link is not read.
+func TestHTMLDetailKeysByRelCanonical(t *testing.T) {
+	page := `<html><head><link rel="Alternate Canonical" href="/p/7?utm_source=x&b=1&a=2#top"></head><body><h1>Seven</h1></body></html>`
+	base := site(t, map[string]any{
+		"/p/7":         page,
+		"/p/7-preview": page,
+		"/p/8":         `<html><head></head><body><link rel="canonical" href="/spoofed"><h1>Eight</h1></body></html>`,
+	}).URL
+	p := params(t, HTMLDetailTask, "canonical: true\nfields: {title: h1}")
+	for _, path := range []string{"/p/7", "/p/7-preview"} {
+		res := mustRun(t, HTMLDetail, p, crawl.Input{URL: base + path})
+		if want := base + "/p/7?a=2&b=1"; res.Items[0].Key != want || res.Items[0].URL != base+path {
+			t.Errorf("%s: key %q, url %q; want key %q and the page's own URL", path, res.Items[0].Key, res.Items[0].URL, want)
+		}
+	}
+	if res := mustRun(t, HTMLDetail, p, crawl.Input{URL: base + "/p/8"}); res.Items[0].Key != base+"/p/8" {
+		t.Errorf("a canonical link in the body: key %q, want the page URL", res.Items[0].Key)
+	}
+	plain := params(t, HTMLDetailTask, "fields: {title: h1}")
+	if res := mustRun(t, HTMLDetail, plain, crawl.Input{URL: base + "/p/7-preview"}); res.Items[0].Key != base+"/p/7-preview" {
+		t.Errorf("without canonical: key %q, want the page URL", res.Items[0].Key)
+	}
+}
