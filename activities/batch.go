@@ -77,6 +77,7 @@ type outcome struct {
 	DepthLimited int            `json:"dl,omitempty"`
 	OutOfScope   int            `json:"oos,omitempty"`
 	Trapped      int            `json:"trap,omitempty"`
+	TrapRules    map[string]int `json:"traps,omitempty"`
 	Out          []crawl.Routed `json:"out,omitempty"`
 	dups         []int          // the steps of the outputs the seen-set dropped, one each
 	Err          string         `json:"err,omitempty"`
@@ -749,7 +750,7 @@ func (a *Activities) runOne(ctx context.Context, task crawl.Task, env *crawl.Env
 	if err := stamp(b, res.Items, time.Now().UTC()); err != nil {
 		return outcome{Index: i, Err: fmt.Sprintf("%s: %v", w.Input.Describe(), err), Class: crawl.CauseParse, Permanent: true}
 	}
-	return outcome{Index: i, OK: true, Skipped: res.Skipped, OutOfScope: res.OutOfScope, Trapped: res.Trapped, input: w.Input, result: res}
+	return outcome{Index: i, OK: true, Skipped: res.Skipped, OutOfScope: res.OutOfScope, Trapped: res.Trapped, TrapRules: res.TrapRules, input: w.Input, result: res}
 }
 
 // summarize turns a batch's checkpoint into its result: its own step's, and one in
@@ -793,7 +794,7 @@ func (a *Activities) summarize(ctx context.Context, b crawl.Batch, cp *checkpoin
 // summarizeStep is the result of one step's finished inputs.
 // Inputs to be retried leave the batch stamped by claimed.
 func (a *Activities) summarizeStep(ctx context.Context, b crawl.Batch, s *tally, claimed func(crawl.Input) crawl.Input) (crawl.BatchResult, error) {
-	res := crawl.BatchResult{Pages: s.Pages, Items: s.Items, Skipped: s.Skipped, Unchanged: s.Unchanged, DepthLimited: s.DepthLimited, OutOfScope: s.OutOfScope, Trapped: s.Trapped, Retried: s.Retried}
+	res := crawl.BatchResult{Pages: s.Pages, Items: s.Items, Skipped: s.Skipped, Unchanged: s.Unchanged, DepthLimited: s.DepthLimited, OutOfScope: s.OutOfScope, Trapped: s.Trapped, TrapRules: s.TrapRules, Retried: s.Retried}
 	var gone []crawl.Input // pages the site says are gone: a recrawl step forgets them
 	failed := slices.Clone(s.Failed)
 	slices.SortFunc(failed, func(x, y outcome) int { return x.Index - y.Index })

@@ -37,14 +37,15 @@ type checkpoint struct {
 
 // tally is what a batch's finished inputs of one step add up to.
 type tally struct {
-	Pages        int       `json:"pages,omitempty"`
-	Items        int       `json:"items,omitempty"`
-	Skipped      int       `json:"skipped,omitempty"`
-	Unchanged    int       `json:"unchanged,omitempty"`
-	DepthLimited int       `json:"dl,omitempty"`
-	OutOfScope   int       `json:"oos,omitempty"`
-	Trapped      int       `json:"trap,omitempty"`
-	Failed       []outcome `json:"failed,omitempty"`
+	Pages        int            `json:"pages,omitempty"`
+	Items        int            `json:"items,omitempty"`
+	Skipped      int            `json:"skipped,omitempty"`
+	Unchanged    int            `json:"unchanged,omitempty"`
+	DepthLimited int            `json:"dl,omitempty"`
+	OutOfScope   int            `json:"oos,omitempty"`
+	Trapped      int            `json:"trap,omitempty"`
+	TrapRules    map[string]int `json:"traps,omitempty"`
+	Failed       []outcome      `json:"failed,omitempty"`
 	// Retried counts inputs an attempt of the batch that died had begun, run again.
 	Retried int `json:"retried,omitempty"`
 }
@@ -189,6 +190,7 @@ func (c *checkpointer) finish(o outcome, lane int) {
 	t.DepthLimited += o.DepthLimited
 	t.OutOfScope += o.OutOfScope
 	t.Trapped += o.Trapped
+	t.TrapRules = crawl.AddCounts(t.TrapRules, o.TrapRules)
 	c.sum.Out = append(c.sum.Out, o.Out...)
 	for _, step := range o.dups {
 		c.duplicate(step)

@@ -421,6 +421,8 @@ type BatchResult struct {
 	DepthLimited int `json:"depth_limited,omitempty"`
 	OutOfScope   int `json:"out_of_scope,omitempty"` // links not followed: out of the step's scope
 	Trapped      int `json:"trapped,omitempty"`      // links a crawler trap rule dropped
+	// TrapRules counts Trapped by rule.
+	TrapRules map[string]int `json:"trap_rules,omitempty"`
 	// Retried counts inputs an earlier attempt of the batch began and did not finish
 	// (its worker died, or its store failed it), which this one ran again.
 	Retried int `json:"retried,omitempty"`
@@ -461,4 +463,16 @@ type Outage struct {
 	Cause      string    `json:"cause"`
 	Since      time.Time `json:"since,omitzero"`
 	Waiting    int       `json:"waiting,omitempty"`
+}
+
+// AddCounts adds the counts of from to those of to, making to when it is nil, and
+// returns it.
+func AddCounts(to, from map[string]int) map[string]int {
+	for k, n := range from {
+		if to == nil {
+			to = map[string]int{}
+		}
+		to[k] += n
+	}
+	return to
 }

@@ -201,6 +201,8 @@ type Result struct {
 	// step in the run's status.
 	OutOfScope int `json:",omitempty"`
 	Trapped    int `json:",omitempty"`
+	// TrapRules counts Trapped by the rule that dropped each link ("calendar": 12).
+	TrapRules map[string]int `json:",omitempty"`
 	// Notes say what the task noticed but stored anyway (a value that did not read as
 	// its field's type, stored as null); the worker logs them and `trawler try` shows them.
 	Notes []string `json:",omitempty"`

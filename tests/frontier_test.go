@@ -171,3 +171,101 @@ func assertRingStored(t *testing.T, shop *ringShop, got map[string]map[string]cr
 		t.Errorf("stored %d ring_shop.product items (bizs %v), want %d", n, sortedKeysOf(got["ring_shop.product"]), shop.products)
 	}
 }
+
+// eventsSite is a site section with the usual mess: cross-links to the same events with
+// tracking parameters, links off the section and off the host, and a calendar whose
+// "next month" link goes on forever. It starts in October of next year, so with
+// calendar_years: 1 three months are in range and the fourth is a trap. It counts the
+// requests per path and query.
+type eventsSite struct {
+	year int
+	mu   sync.Mutex
+	hits map[string]int
+}
+
+func (s *eventsSite) served() map[string]int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return maps.Clone(s.hits)
+}
+
+func (s *eventsSite) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	s.hits[r.URL.RequestURI()]++
+	s.mu.Unlock()
+	var y, m, e int
+	switch _, err := fmt.Sscanf(r.URL.Path, "/events/cal/%d-%d", &y, &m); {
+	case r.URL.Path == "/events":
+		fmt.Fprintf(w, `<html><body><a href="/events/cal/%d-10">calendar</a>
+<a href="/events/e/1">one</a> <a href="/events/e/2?utm_source=nav&utm_medium=menu">two</a> <a href="/events/e/2">two again</a>
+<a href="https://elsewhere.example/x">elsewhere</a> <a href="/news">news</a></body></html>`, s.year)
+	case err == nil:
+		ny, nm := y, m+1
+		if nm == 13 {
+			ny, nm = y+1, 1
+		}
+		fmt.Fprintf(w, `<html><body><a href="/events/cal/%d-%02d">next month</a> <a href="/events/e/%d?fbclid=x%d">event</a> <a href="/events">all events</a></body></html>`, ny, nm, m%3+1, m)
+	case fmt1(r.URL.Path, "/events/e/%d", &e) && e >= 1 && e <= 3:
+		fmt.Fprintf(w, `<html><body><h1>Event %d</h1><a href="/events/e/%d">next event</a></body></html>`, e, e%3+1)
+	default:
+		http.NotFound(w, r)
+	}
+}
+
+// generic.site on a section with cross-links, tracking parameters and a calendar trap:
+// exactly the in-scope pages are fetched, once each; the calendar's fourth month is
+// dropped by the calendar rule and the links off the section are out of scope, and
+// status names the rule.
+func TestSiteCrawlFetchesEachPageOnceAndCountsTrapsByRule(t *testing.T) {
+	site := &eventsSite{year: time.Now().Year() + 1, hits: map[string]int{}}
+	srv := httptest.NewServer(site)
+	defer srv.Close()
+	chain := fmt.Sprintf(`name: events
+defaults:
+  params:
+    base_url: %s
+steps:
+  - id: site
+    task: generic.site
+    from: site
+    max_depth: 20
+    params:
+      urls: ['/events']
+      scope: host
+      include: ['/events', '/events/cal/*']
+      to: ['/events/e/*']
+      calendar_years: 1
+  - id: event
+    task: generic.html_detail
+    from: site
+    params:
+      fields:
+        name: {css: h1, required: true}
+`, srv.URL)
+	id := start(t, plan(t, "events.yaml", chain), taskQueue)
+	s := wait(t, id, 2*time.Minute)
+	noFailures(t, s)
+
+	want := map[string]int{"/robots.txt": 1, "/events": 1, "/events/e/1": 1, "/events/e/2": 1, "/events/e/3": 1}
+	for m := 10; m <= 12; m++ {
+		want[fmt.Sprintf("/events/cal/%d-%d", site.year, m)] = 1
+	}
+	if got := site.served(); !maps.Equal(got, want) {
+		t.Errorf("the site served %v\nwant each in-scope page once, and robots.txt: %v", got, want)
+	}
+	sp, ev := stepStats(s, "site"), stepStats(s, "event")
+	if sp.Pages != 4 || sp.TrapDropped != 1 || !maps.Equal(sp.TrapRules, map[string]int{"calendar": 1}) || sp.OutOfScope != 2 {
+		t.Errorf("site step: %d pages, %d trap-dropped by rule %v, %d out of scope; want 4, 1 by calendar, and 2 (off the host, off the section)",
+			sp.Pages, sp.TrapDropped, sp.TrapRules, sp.OutOfScope)
+	}
+	if ev.Pages != 3 || ev.Items != 3 {
+		t.Errorf("event step: %d pages, %d items; want 3 and 3", ev.Pages, ev.Items)
+	}
+	if got := items(t, id)["events.event"]; len(got) != 3 {
+		t.Errorf("stored %d events (%v), want 3", len(got), sortedKeysOf(got))
+	}
+	out, stderr, code := trawler(t, "status", id, "--data", shared.dir)
+	if code != 0 || !strings.Contains(out, "1 dropped as crawler traps (calendar 1)") {
+		t.Errorf("status (exit %d) does not name the trap rule:\n%s%s", code, out, stderr)
+	}
+}

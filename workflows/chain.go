@@ -165,7 +165,9 @@ type StepStats struct {
 	// scope (scope, include/exclude, max_pages), or dropped by a crawler trap rule.
 	OutOfScope  int `json:"out_of_scope,omitempty"`
 	TrapDropped int `json:"trap_dropped,omitempty"`
-	Aged        int `json:"aged,omitempty"` // batches re-sent more urgently after waiting AgingStep
+	// TrapRules counts TrapDropped by the rule that dropped each link.
+	TrapRules map[string]int `json:"trap_rules,omitempty"`
+	Aged      int            `json:"aged,omitempty"` // batches re-sent more urgently after waiting AgingStep
 	// QuotaSkipped counts inputs never run because a budget ran out; QuotaDropped
 	// items a budget kept from being stored.
 	QuotaSkipped int `json:"quota_skipped,omitempty"`
@@ -291,6 +293,7 @@ func (s *Summary) merge(o *Summary, sample int) {
 		a.DuplicatesSkipped += b.DuplicatesSkipped
 		a.OutOfScope += b.OutOfScope
 		a.TrapDropped += b.TrapDropped
+		a.TrapRules = crawl.AddCounts(a.TrapRules, b.TrapRules)
 		a.Aged += b.Aged
 		a.QuotaSkipped += b.QuotaSkipped
 		a.QuotaDropped += b.QuotaDropped
@@ -917,6 +920,7 @@ func (r *runner) absorb(ctx workflow.Context, i int, res crawl.BatchResult) {
 	st.DepthLimited += res.DepthLimited
 	st.OutOfScope += res.OutOfScope
 	st.TrapDropped += res.Trapped
+	st.TrapRules = crawl.AddCounts(st.TrapRules, res.TrapRules)
 	for s, n := range res.Duplicates { // by step index: the steps the batch's outputs go to
 		if s < len(r.sum.Steps) {
 			r.sum.Steps[s].DuplicatesSkipped += n

@@ -3,6 +3,7 @@ package main
 import (
 	"cmp"
 	"fmt"
+	"maps"
 	"os"
 	"slices"
 	"sort"
@@ -358,7 +359,21 @@ func printFailure(w *os.File, f crawl.Failure) {
 func printLinksNotFollowed(steps []workflows.StepStats) {
 	for _, s := range steps {
 		if s.OutOfScope+s.TrapDropped > 0 {
-			fmt.Printf("  %s: links not followed: %d out of scope, %d dropped as crawler traps (the worker log names each trap rule)\n", s.ID, s.OutOfScope, s.TrapDropped)
+			fmt.Printf("  %s: links not followed: %d out of scope, %d dropped as crawler traps%s\n", s.ID, s.OutOfScope, s.TrapDropped, byRule(s.TrapRules))
 		}
 	}
+}
+
+// byRule is " (calendar 10, repeat 2)": counts by rule, most first, for a line of status.
+func byRule(counts map[string]int) string {
+	if len(counts) == 0 {
+		return ""
+	}
+	rules := slices.Collect(maps.Keys(counts))
+	slices.SortFunc(rules, func(a, b string) int { return cmp.Or(counts[b]-counts[a], strings.Compare(a, b)) })
+	parts := make([]string, len(rules))
+	for i, r := range rules {
+		parts[i] = fmt.Sprintf("%s %d", r, counts[r])
+	}
+	return " (" + strings.Join(parts, ", ") + ")"
 }

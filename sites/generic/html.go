@@ -152,6 +152,7 @@ func merge(a, b crawl.Result) crawl.Result {
 	a.Skipped += b.Skipped
 	a.OutOfScope += b.OutOfScope
 	a.Trapped += b.Trapped
+	a.TrapRules = crawl.AddCounts(a.TrapRules, b.TrapRules)
 	a.Notes = append(a.Notes, b.Notes...)
 	return a
 }

@@ -297,6 +297,7 @@ func (c *siteConfig) visit(ctx context.Context, env *crawl.Env, b branch) (crawl
 		case r.trap:
 			// Traps are counted and named: a site growing one is worth a look.
 			res.Trapped += n
+			res.TrapRules = crawl.AddCounts(res.TrapRules, map[string]int{r.name: n})
 			res.Notes = append(res.Notes, fmt.Sprintf("%s: dropped %d %s: %s", b.url, n, plural(n, "link"), r.text))
 		default:
 			res.OutOfScope += n // the scope the step asked for: counted, not logged per page

@@ -26,7 +26,7 @@ type siteVisit struct {
 // crawlSite runs generic.site from its seed and then over every input it routes to
 // itself, breadth first, as a step consuming its own outputs does (with no run-wide
 // seen-set: a page two pages link to is fetched twice).
-func crawlSite(t *testing.T, p crawl.Params) (visits []siteVisit, outOfScope, trapped int) {
+func crawlSite(t *testing.T, p crawl.Params) (visits []siteVisit, outOfScope, trapped int, rules map[string]int) {
 	t.Helper()
 	queue := []crawl.Input{{}}
 	for len(queue) > 0 {
@@ -49,8 +49,9 @@ func crawlSite(t *testing.T, p crawl.Params) (visits []siteVisit, outOfScope, tr
 		}
 		outOfScope += res.OutOfScope
 		trapped += res.Trapped
+		rules = crawl.AddCounts(rules, res.TrapRules)
 	}
-	return visits, outOfScope, trapped
+	return visits, outOfScope, trapped, rules
 }
 
 // A small site with cross-links, tracking parameters, an off-site link and the usual
@@ -115,7 +116,7 @@ to: ['/products/*']
 exclude: ['/private/**']
 max_query_variants: 2
 calendar_years: 1`, srv.URL))
-	visits, outOfScope, trapped := crawlSite(t, p)
+	visits, outOfScope, trapped, rules := crawlSite(t, p)
 
 	s := srv.URL
 	cal := func(m, y int) string { return fmt.Sprintf("%s/cal?m=%d&y=%d", s, m, y) }
@@ -155,8 +156,8 @@ calendar_years: 1`, srv.URL))
 		}
 	}
 	// The off-site and the excluded link are out of scope; the rest fell into traps.
-	if outOfScope != 2 || trapped != 6 {
-		t.Errorf("out of scope %d, trapped %d; want 2 and 6", outOfScope, trapped)
+	if outOfScope != 2 || trapped != 6 || fmt.Sprint(rules) != "map[calendar:1 length:1 params:1 repeat:1 variants:2]" {
+		t.Errorf("out of scope %d, trapped %d by rule %v; want 2, and 6: calendar, length, params and repeat 1 each, variants 2", outOfScope, trapped, rules)
 	}
 	// robots.txt is asked first (the fetcher's politeness); never a product page, an
 	// off-site or a dropped link.
@@ -176,7 +177,7 @@ func TestSiteMaxPagesBoundsOneStartsCrawl(t *testing.T) {
 	}
 	srv := site(t, pages)
 	p := params(t, SiteTask, fmt.Sprintf("urls: ['%s/']\nmax_pages: 4", srv.URL))
-	visits, outOfScope, trapped := crawlSite(t, p)
+	visits, outOfScope, trapped, rules := crawlSite(t, p)
 	var got []string
 	for _, v := range visits[1:] {
 		got = append(got, strings.TrimPrefix(v.url, srv.URL))
@@ -187,7 +188,7 @@ func TestSiteMaxPagesBoundsOneStartsCrawl(t *testing.T) {
 	if len(visits[0].notes) != 0 {
 		t.Errorf("notes %q: links beyond the budget are counted, not noted", visits[0].notes)
 	}
-	if outOfScope != 7 || trapped != 0 {
+	if outOfScope != 7 || trapped != 0 || rules != nil {
 		t.Errorf("out of scope %d, trapped %d; want 7 (/p4, then both links of /p1, /p2, /p3) and 0", outOfScope, trapped)
 	}
 }
@@ -203,7 +204,7 @@ func TestSiteFromSitemaps(t *testing.T) {
 		"/about": `<a href="/products/4">four</a>`,
 	})
 	p := params(t, SiteTask, fmt.Sprintf("sitemaps: ['%s/sitemap.xml']\nto: ['/products/*']", srv.URL))
-	visits, outOfScope, trapped := crawlSite(t, p)
+	visits, outOfScope, trapped, _ := crawlSite(t, p)
 	s := srv.URL
 	want := []siteVisit{
 		{url: "", next: []string{"generic.site " + s + "/pages.xml"}},

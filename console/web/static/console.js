@@ -76,6 +76,11 @@ function when(ts) {
 
 function num(n) { return (n || 0).toLocaleString(); }
 
+// byRule is "calendar 10, repeat 2": counts by rule, most first.
+function byRule(counts) {
+  return Object.entries(counts).sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0])).map(([r, n]) => r + " " + n).join(", ");
+}
+
 function state(s) { return el("span", { class: "state " + s }, s); }
 
 function runLink(id) { return el("a", { href: "/runs/" + encodeURIComponent(id) }, id); }
@@ -246,7 +251,8 @@ pages.run = () => {
     $("#error").textContent = data.error || "";
     fill($("#steps tbody"), steps.map((s) => el("tr", {},
       el("td", {}, s.id), el("td", {}, s.task),
-      ...["pages", "items", "unchanged", "skipped", "duplicates_skipped", "out_of_scope", "trap_dropped", "retried", "failed"].map((k) => el("td", { class: "n" }, num(s[k]))),
+      ...["pages", "items", "unchanged", "skipped", "duplicates_skipped", "out_of_scope", "trap_dropped", "retried", "failed"].map((k) =>
+        el("td", k === "trap_dropped" && s.trap_rules ? { class: "n", title: byRule(s.trap_rules) } : { class: "n" }, num(s[k]))),
       el("td", { class: "n" }, num((s.queued || 0) + (s.in_flight || 0))), el("td", { class: "n" }, s.pages_per_s))));
     if (!graph) {
       const g = await api("GET", "/api/runs/" + encodeURIComponent(id) + "/chain");
