@@ -1,6 +1,7 @@
 package activities
 
 import (
+	"cmp"
 	"strconv"
 
 	"go.temporal.io/sdk/activity"
@@ -17,7 +18,9 @@ import (
 // so an attempt that dies after claiming finds its claims its own on its retry. An input
 // that leaves a batch unfinished (handed back unrun, retried, waiting out an outage)
 // carries the batch's id (crawl.Input.Claim): an attempt that died may have run it and
-// claimed its outputs, and whichever batch runs it next claims them as that batch. Start
+// claimed its outputs, and whichever batch runs it next claims them as that batch. So
+// does an output the batch finds claimed by itself already (seen.Claimer.Earlier): a
+// dead attempt may have followed and run it. Start
 // inputs are claimed by the run's seeds claimer when their batch runs them, so a start
 // page that other pages link to is fetched once too.
 
@@ -92,7 +95,8 @@ func (r *batchRun) claimOutputs(l *lane, group []outcome) {
 		if len(keys) == 0 {
 			continue
 		}
-		goes, err := r.claimer(id).Claim(r.ctx, keys)
+		c := r.claimer(id)
+		goes, err := c.Claim(r.ctx, keys)
 		if err != nil {
 			r.a.Log.Warn("seen-set: cannot tell seen inputs from new ones; handing all on", "chain", r.b.Chain, "step", l.b.Step.ID, "err", err)
 			continue
@@ -101,11 +105,17 @@ func (r *batchRun) claimOutputs(l *lane, group []outcome) {
 		for _, o := range by[id] {
 			kept := o.Out[:0]
 			for _, out := range o.Out {
-				if _, ok := claimed(out); ok {
+				if key, ok := claimed(out); ok {
 					k++
 					if !goes[k-1] {
 						o.dups = append(o.dups, out.Step)
 						continue
+					}
+					// An output an attempt that died had claimed may have been run by
+					// it (followed), claiming what it led to: it leaves with the claim,
+					// so the batch that runs it claims those as its own.
+					if c.Earlier(key) {
+						out.Input.Claim = cmp.Or(id, r.cp.claim)
 					}
 				}
 				kept = append(kept, out)

@@ -124,12 +124,15 @@ type Claimer struct {
 	run  string
 	tag  string
 	mine map[uint64]bool // fingerprints this attempt handed on
+	// earlier are the fingerprints this attempt found claimed by the batch already: an
+	// attempt that died claimed them, and may have run them itself.
+	earlier map[uint64]bool
 }
 
 // Claimer returns the claimer of the batch with the given id (the same in every attempt
 // of the batch) in a run.
 func (s *Set) Claimer(run, id string) *Claimer {
-	return &Claimer{set: s, run: run, tag: strconv.Itoa(Tag(id)), mine: map[uint64]bool{}}
+	return &Claimer{set: s, run: run, tag: strconv.Itoa(Tag(id)), mine: map[uint64]bool{}, earlier: map[uint64]bool{}}
 }
 
 // Tag is the 13-bit tag a batch's claims carry, in the signed range a listpack stores in
@@ -170,6 +173,7 @@ func (c *Claimer) Claim(ctx context.Context, keys []string) ([]bool, error) {
 	}
 	pipe := c.set.rdb.Pipeline()
 	gets := make([]*redis.StringCmd, len(keys))
+	sets := make([]*redis.BoolCmd, len(keys))
 	fps := make([]uint64, len(keys))
 	asked := map[uint64]bool{}
 	touched := map[int]bool{}
@@ -182,7 +186,7 @@ func (c *Claimer) Claim(ctx context.Context, keys []string) ([]bool, error) {
 		asked[fp] = true
 		bk := int((fp >> 32) % uint64(b))
 		key, field := BucketKey(c.run, bk), strconv.Itoa(int(int32(uint32(fp))))
-		pipe.HSetNX(ctx, key, field, c.tag)
+		sets[i] = pipe.HSetNX(ctx, key, field, c.tag)
 		gets[i] = pipe.HGet(ctx, key, field)
 		if !touched[bk] {
 			touched[bk] = true
@@ -202,7 +206,15 @@ func (c *Claimer) Claim(ctx context.Context, keys []string) ([]bool, error) {
 		if get.Val() == c.tag {
 			goes[i] = true
 			c.mine[fps[i]] = true
+			if !sets[i].Val() {
+				c.earlier[fps[i]] = true
+			}
 		}
 	}
 	return goes, nil
 }
+
+// Earlier reports whether the key went on in Claim because the batch had claimed it
+// already, in an attempt that died, rather than because no one had: that attempt may
+// have run the input itself and claimed what it led to.
+func (c *Claimer) Earlier(key string) bool { return c.earlier[fingerprint(key)] }

@@ -86,8 +86,12 @@ func TestOwnClaimOnRetry(t *testing.T) {
 	}
 	retry := s.Claimer("run-1", "wf/detail/7")
 	retry.Mark([]string{"/p/1"})
-	if got := claim(t, retry, "/p/1", "/p/2", "/p/3"); got != "false,true,true" {
-		t.Fatalf("retried attempt = %s, want false,true,true (own claims go on, checkpointed ones not twice)", got)
+	if got := claim(t, retry, "/p/1", "/p/2", "/p/3", "/p/4"); got != "false,true,true,true" {
+		t.Fatalf("retried attempt = %s, want false,true,true,true (own claims go on, checkpointed ones not twice)", got)
+	}
+	// What the dead attempt had claimed is told from what no one had.
+	if !retry.Earlier("/p/2") || !retry.Earlier("/p/3") || retry.Earlier("/p/4") {
+		t.Errorf("earlier: /p/2 %v, /p/3 %v, /p/4 %v; want true, true, false", retry.Earlier("/p/2"), retry.Earlier("/p/3"), retry.Earlier("/p/4"))
 	}
 	if got := claim(t, s.Claimer("run-1", "wf/detail/8"), "/p/2"); got != "false" {
 		t.Fatalf("another batch after the retry = %s, want false", got)
