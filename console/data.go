@@ -91,11 +91,12 @@ func (s *Server) getItem(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, it)
 }
 
-// search: GET /api/search?q=&size=&from=&sort=&agg=&index= (query-string syntax), or
-// POST /api/search?index= with a search body (query DSL) passed to Elasticsearch's
-// _search as is (a search body reads; it cannot reach the write APIs). The index is
-// trawler-items (the default) or one task's trawler-<site>-<task>. The answer is
-// Elasticsearch's.
+// search: GET /api/search?q=&size=&from=&sort=&agg=&index=&tenant= (query-string
+// syntax), or POST /api/search?index=&tenant= with a search body (query DSL) passed to
+// Elasticsearch's _search as is (a search body reads; it cannot reach the write APIs).
+// The index is trawler-items (the default), one task's trawler-<site>-<task>, or a
+// tenant's alias trawler.<tenant>[.<site>-<task>]; with tenant, the first two become
+// that tenant's aliases. The answer is Elasticsearch's.
 func (s *Server) search(w http.ResponseWriter, r *http.Request) {
 	if s.es == nil {
 		writeError(w, http.StatusServiceUnavailable, "no Elasticsearch configured: start the console with --es URL (or TRAWLER_ES)", "es")
@@ -108,6 +109,20 @@ func (s *Server) search(w http.ResponseWriter, r *http.Request) {
 	if err := es.CheckSearchable(index); err != nil {
 		writeError(w, http.StatusBadRequest, err.Error(), "index")
 		return
+	}
+	// With a tenant, the search goes through that tenant's filtered alias, the name an
+	// analyst's Elasticsearch role grants: the query cannot reach another tenant's
+	// documents whatever it says.
+	if tenant := q.Get("tenant"); tenant != "" {
+		if !crawl.IsDefaultTenant(tenant) && !crawl.ValidTenant(tenant) {
+			writeError(w, http.StatusBadRequest, fmt.Sprintf("tenant %q: use lowercase letters, digits, - and _, starting with a letter or digit", tenant), "tenant")
+			return
+		}
+		var err error
+		if index, err = es.ForTenant(tenant, index); err != nil {
+			writeError(w, http.StatusBadRequest, err.Error(), "index")
+			return
+		}
 	}
 	var body []byte
 	field := "q"
