@@ -76,6 +76,10 @@ type Server struct {
 	redis  redis.UniversalClient
 	hbase  *hbase.Sink
 	beats  beats // worker heartbeats seen, for the fleet picture
+	// principals are the tokens made by `trawler token create`, kept in Redis; nil
+	// without Redis, when only the console's own tokens are accepted.
+	principals *Principals
+	audit      *Audit // nil without Redis
 }
 
 // New opens clients for the configured stores (none is contacted yet) and builds the
@@ -133,6 +137,11 @@ func New(cfg Config) (*Server, error) {
 		o := cfg.RedisAuth
 		o.DialTimeout = 3 * time.Second
 		if s.redis, err = redisurl.Open(cfg.Redis, o); err != nil {
+			s.Close()
+			return nil, err
+		}
+		s.principals = NewPrincipals(s.redis)
+		if s.audit, err = NewAudit(s.redis, cfg.Kafka, cfg.KafkaAuth, cfg.Log); err != nil {
 			s.Close()
 			return nil, err
 		}
@@ -209,6 +218,7 @@ func (s *Server) register() {
 	api("GET /api/hosts", s.hostBudgets)
 	api("GET /api/pools", s.pools)
 	api("GET /api/pools/{tenant}/{site}/{kind}", s.pools)
+	api("GET /api/audit", s.auditLog)
 	api("/api/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, fmt.Sprintf("no API endpoint %s %s; the endpoints are listed in the README, section \"Console and HTTP API\"", r.Method, r.URL.Path), "path")
 	})
@@ -228,6 +238,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // Close closes the store clients (not the Temporal client, which the caller owns).
 func (s *Server) Close() error {
 	var errs []error
+	if s.audit != nil {
+		s.audit.Close()
+	}
 	if s.mongo != nil {
 		errs = append(errs, s.mongo.Close())
 	}

@@ -131,6 +131,10 @@ const (
 // bare keys, as before tenants had their own.
 func IsDefaultTenant(tenant string) bool { return tenant == "" || tenant == DefaultTenant }
 
+// IsTenantName reports whether name can be a tenant's: lowercase letters, digits, - and
+// _, starting with a letter or digit, as a chain's tenant: line takes it.
+func IsTenantName(name string) bool { return nameRE.MatchString(name) }
+
 // Dedup modes: which items a step stores and passes downstream.
 const (
 	DedupChanged = "changed" // new items and items whose content changed (default)
