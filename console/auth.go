@@ -8,7 +8,9 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strconv"
 	"strings"
+	"time"
 
 	"trawler/internal/credentials"
 )
@@ -140,7 +142,19 @@ func article(r Role) string {
 // and tells the handler the principal.
 func (s *Server) authorize(pattern string, h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		addr := sourceAddr(r)
+		if wait := s.throttle.wait(addr, time.Now()); wait > 0 && r.Header.Get("Authorization") != "" {
+			AuthFailures.WithLabelValues("throttled").Inc()
+			secs := int(wait.Round(time.Second) / time.Second)
+			w.Header().Set("Retry-After", strconv.Itoa(max(secs, 1)))
+			writeError(w, http.StatusTooManyRequests, fmt.Sprintf("too many bad tokens from this address: wait %d s (Retry-After) before sending a token again", max(secs, 1)), "Authorization")
+			return
+		}
 		p, aerr := s.principalOf(r)
+		if aerr != nil && aerr.reason != "" {
+			AuthFailures.WithLabelValues(aerr.reason).Inc()
+			s.throttle.fail(addr, time.Now())
+		}
 		if aerr != nil {
 			if aerr.status == http.StatusUnauthorized {
 				w.Header().Set("WWW-Authenticate", `Bearer realm="trawler"`)

@@ -61,7 +61,10 @@ type Config struct {
 	// MaxBody is the largest request body the API reads, in bytes (default
 	// DefaultMaxBody); a larger one is answered 413.
 	MaxBody int64
-	Log     *slog.Logger
+	// AuthFailLimit is how many bad tokens one address may send in ten minutes before
+	// it is answered 429 with a doubling wait (default DefaultAuthFailLimit).
+	AuthFailLimit int
+	Log           *slog.Logger
 }
 
 // Server is the console: an http.Handler plus the store clients it opened.
@@ -80,6 +83,7 @@ type Server struct {
 	// without Redis, when only the console's own tokens are accepted.
 	principals *Principals
 	audit      *Audit // nil without Redis
+	throttle   *throttle
 }
 
 // New opens clients for the configured stores (none is contacted yet) and builds the
@@ -110,7 +114,10 @@ func New(cfg Config) (*Server, error) {
 		cfg.MaxBody = DefaultMaxBody
 	}
 	cfg.TemporalUI = strings.TrimSuffix(cfg.TemporalUI, "/")
-	s := &Server{cfg: cfg, mux: http.NewServeMux()}
+	if cfg.AuthFailLimit <= 0 {
+		cfg.AuthFailLimit = DefaultAuthFailLimit
+	}
+	s := &Server{cfg: cfg, mux: http.NewServeMux(), throttle: newThrottle(cfg.AuthFailLimit, cfg.Log)}
 	var err error
 	if cfg.Mongo != "" {
 		if s.mongo, err = mongo.OpenReader(cfg.Mongo, ""); err != nil {
