@@ -24,11 +24,15 @@ const DefaultAuthFailLimit = 10
 // takes to be forgiven.
 const authWindow = 10 * time.Minute
 
+// firstLockout is the first wait of an address past its limit; each further bad token
+// doubles it.
+const firstLockout = 5 * time.Second
+
 // maxLockout caps the wait of an address that keeps guessing.
 const maxLockout = 15 * time.Minute
 
 // throttle slows down addresses that send bad tokens: past limit failures in a window,
-// each further one doubles the wait (1 s, 2 s, 4 s … up to 15 min) during which the
+// each further one doubles the wait (5 s, 10 s, 20 s … up to 15 min) during which the
 // address is answered 429 with Retry-After, whatever token it sends. It is logged once
 // per window per address, without the token.
 type throttle struct {
@@ -73,7 +77,7 @@ func (t *throttle) fail(addr string, now time.Time) {
 	}
 	f.n++
 	if over := f.n - t.limit; over > 0 {
-		f.until = now.Add(min(time.Second<<min(over-1, 20), maxLockout))
+		f.until = now.Add(min(firstLockout<<min(over-1, 20), maxLockout))
 		if !f.logged {
 			f.logged = true
 			t.log.Warn("console: bad bearer tokens from one address; answering it 429 with a growing wait", "address", addr, "failures", f.n, "window", authWindow.String())
