@@ -74,9 +74,6 @@ func mayStart(w http.ResponseWriter, r *http.Request, tenant string) bool {
 	return false
 }
 
-// errNotTheirs stands for a run or schedule of another tenant: answered as a missing one.
-var errNotTheirs = errors.New("not the principal's")
-
 // runTenant is the tenant a run was started for, from its memo.
 func (s *Server) runTenant(ctx context.Context, id string) (string, error) {
 	d, err := s.cfg.Temporal.DescribeWorkflowExecution(ctx, id, "")

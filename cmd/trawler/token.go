@@ -37,7 +37,7 @@ in the audit trail (trawler audit).`,
   trawler token rotate p-3f2a9c01b4de
   trawler token revoke p-3f2a9c01b4de`,
 	}
-	open := func(cmd *cobra.Command) (*console.Principals, *console.Audit, func(), error) {
+	open := func() (*console.Principals, *console.Audit, func(), error) {
 		rdb, err := s.redisClient("keeps the console's tokens")
 		if err != nil {
 			return nil, nil, nil, err
@@ -77,7 +77,7 @@ in the audit trail (trawler audit).`,
 			if err := console.CheckPrincipal(&p); err != nil {
 				return err // before Redis: a typo is told at once
 			}
-			ps, a, done, err := open(cmd)
+			ps, a, done, err := open()
 			if err != nil {
 				return err
 			}
@@ -102,7 +102,7 @@ in the audit trail (trawler audit).`,
 		Short: "Every principal: id, name, role, tenants (never a token)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			ps, _, done, err := open(cmd)
+			ps, _, done, err := open()
 			if err != nil {
 				return err
 			}
@@ -134,7 +134,7 @@ in the audit trail (trawler audit).`,
 		Short: "Revoke a principal's token: every console refuses it from the next request",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			ps, a, done, err := open(cmd)
+			ps, a, done, err := open()
 			if err != nil {
 				return err
 			}
@@ -158,7 +158,7 @@ in the audit trail (trawler audit).`,
 		Short: "Give a principal a new token (shown once); the old one is refused at once",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			ps, a, done, err := open(cmd)
+			ps, a, done, err := open()
 			if err != nil {
 				return err
 			}
