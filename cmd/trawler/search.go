@@ -64,7 +64,7 @@ aggregation; --json prints Elasticsearch's answer as one JSON line.`,
 			if tenant != "" {
 				// The tenant's filtered alias, the name its analysts' Elasticsearch role
 				// grants: the query sees that tenant's documents only.
-				if !crawl.IsDefaultTenant(tenant) && !crawl.ValidTenant(tenant) {
+				if !crawl.IsDefaultTenant(tenant) && !crawl.IsTenantName(tenant) {
 					return fmt.Errorf("--tenant %q: use lowercase letters, digits, - and _, starting with a letter or digit", tenant)
 				}
 				t, err := es.ForTenant(tenant, index)

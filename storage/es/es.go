@@ -245,7 +245,7 @@ func (s *Sink) ensureTenantAliases(ctx context.Context, items []crawl.Item) erro
 		if crawl.IsDefaultTenant(k.tenant) {
 			k.tenant = crawl.DefaultTenant
 		}
-		if it.Key == "" || !crawl.ValidTenant(k.tenant) || seen[k] || s.aliased[k] {
+		if it.Key == "" || !crawl.IsTenantName(k.tenant) || seen[k] || s.aliased[k] {
 			continue
 		}
 		seen[k] = true
@@ -309,7 +309,7 @@ func CheckSearchable(index string) error {
 		valid = part(rest)
 	} else if rest, ok := strings.CutPrefix(index, "trawler."); ok {
 		tenant, task, perTask := strings.Cut(rest, ".")
-		valid = crawl.ValidTenant(tenant) && (!perTask || part(task))
+		valid = crawl.IsTenantName(tenant) && (!perTask || part(task))
 	}
 	if !valid {
 		return fmt.Errorf("index %q: not an index Trawler writes; use %s, trawler-<site>-<task>, trawler.<tenant> or trawler.<tenant>.<site>-<task> (lowercase letters, digits, - and _)", index, Alias)
@@ -326,7 +326,7 @@ func CheckSearchable(index string) error {
 // alias stays as it is. Another tenant's alias, or a tenant that cannot name an alias,
 // is an error.
 func ForTenant(tenant, index string) (string, error) {
-	if !crawl.IsDefaultTenant(tenant) && !crawl.ValidTenant(tenant) {
+	if !crawl.IsDefaultTenant(tenant) && !crawl.IsTenantName(tenant) {
 		return "", fmt.Errorf("tenant %q: use lowercase letters, digits, - and _, starting with a letter or digit", tenant)
 	}
 	if err := CheckSearchable(index); err != nil {
@@ -613,7 +613,7 @@ func (s *Sink) Write(ctx context.Context, items []crawl.Item) error {
 			failures = append(failures, DocFailure{Key: "(empty)", Index: IndexName(it.Biz), Status: 400, Type: "invalid_item", Reason: "item has no key"})
 			continue
 		}
-		if !crawl.IsDefaultTenant(it.Tenant) && !crawl.ValidTenant(it.Tenant) {
+		if !crawl.IsDefaultTenant(it.Tenant) && !crawl.IsTenantName(it.Tenant) {
 			// No alias can show its documents to its tenant's analysts.
 			failures = append(failures, DocFailure{Key: it.Key, Index: IndexName(it.Biz), Status: 400, Type: "invalid_tenant",
 				Reason: fmt.Sprintf("tenant %q: use lowercase letters, digits, - and _, starting with a letter or digit, as a chain file's tenant", it.Tenant)})
