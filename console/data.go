@@ -120,10 +120,18 @@ func (s *Server) search(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, err.Error(), "index")
 		return
 	}
-	// With a tenant, the search goes through that tenant's filtered alias, the name an
-	// analyst's Elasticsearch role grants: the query cannot reach another tenant's
-	// documents whatever it says.
-	if tenant := q.Get("tenant"); tenant != "" {
+	// With a tenant (named, or the only one a scoped token has), the search goes through
+	// that tenant's filtered alias, the name an analyst's Elasticsearch role grants: the
+	// query cannot reach another tenant's documents whatever it says.
+	who := principalFrom(r)
+	tenant := q.Get("tenant")
+	if who.Scoped() {
+		var ok bool
+		if tenant, ok = readTenant(w, r); !ok {
+			return
+		}
+	}
+	if tenant != "" {
 		if !crawl.IsDefaultTenant(tenant) && !crawl.IsTenantName(tenant) {
 			writeError(w, http.StatusBadRequest, fmt.Sprintf("tenant %q: use lowercase letters, digits, - and _, starting with a letter or digit", tenant), "tenant")
 			return
@@ -165,11 +173,9 @@ func (s *Server) search(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	if who := principalFrom(r); who.Scoped() {
-		tenant, ok := readTenant(w, r)
-		if !ok {
-			return
-		}
+	if who.Scoped() {
+		// Besides the alias, a scoped token's query is filtered on its tenant and may not
+		// use the parts of the DSL that read past the query.
 		var err error
 		if body, err = scopeSearch(body, tenant); err != nil {
 			writeError(w, http.StatusBadRequest, err.Error(), field)

@@ -197,7 +197,7 @@ func IndexName(biz string) string {
 
 // TenantAlias is the alias showing one tenant's documents of every Trawler index:
 // "trawler.<tenant>", "trawler.default" for the default tenant. IndexName never makes a
-// dot and a tenant holds none (crawl.ValidTenant), so no index and no other tenant's
+// dot and a tenant holds none (crawl.IsTenantName), so no index and no other tenant's
 // alias has this name, and the pattern trawler.<tenant>.* names this tenant's aliases
 // alone.
 func TenantAlias(tenant string) string {
