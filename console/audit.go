@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -120,6 +121,21 @@ func (a *Audit) Read(ctx context.Context, since time.Time, n int) ([]AuditEntry,
 	if err != nil {
 		return nil, fmt.Errorf("audit trail: read Redis stream %s: %w", AuditStream, err)
 	}
+	return entries(msgs)
+}
+
+// Last returns the newest n entries, oldest first.
+func (a *Audit) Last(ctx context.Context, n int) ([]AuditEntry, error) {
+	msgs, err := a.rdb.XRevRangeN(ctx, AuditStream, "+", "-", int64(n)).Result()
+	if err != nil {
+		return nil, fmt.Errorf("audit trail: read Redis stream %s: %w", AuditStream, err)
+	}
+	slices.Reverse(msgs)
+	return entries(msgs)
+}
+
+// entries decodes stream messages.
+func entries(msgs []redis.XMessage) ([]AuditEntry, error) {
 	out := make([]AuditEntry, 0, len(msgs))
 	for _, m := range msgs {
 		raw, _ := m.Values["entry"].(string)
@@ -229,10 +245,24 @@ func (s *Server) auditCall(pattern string, p *Principal, w http.ResponseWriter, 
 
 // auditLog: GET /api/audit?since=&n= — the audit trail from since (RFC 3339, or a
 // duration back from now such as 24h; default every entry kept), oldest first, up to n
-// entries (default 1000). Admins only.
+// entries (default 1000); GET /api/audit?last=N — the newest N, oldest first. Admins
+// only.
 func (s *Server) auditLog(w http.ResponseWriter, r *http.Request) {
 	if s.audit == nil {
 		writeError(w, http.StatusServiceUnavailable, "no audit trail here: it lives in Redis, and none is configured (start the console with --redis HOST:PORT or TRAWLER_REDIS)", "redis")
+		return
+	}
+	if r.URL.Query().Has("last") {
+		n, ok := intParam(w, r, "last", 50, 1, auditCap)
+		if !ok {
+			return
+		}
+		entries, err := s.audit.Last(r.Context(), n)
+		if err != nil {
+			writeError(w, http.StatusBadGateway, err.Error(), "")
+			return
+		}
+		writeJSON(w, http.StatusOK, map[string]any{"entries": entries})
 		return
 	}
 	since, err := ParseSince(r.URL.Query().Get("since"), time.Now())

@@ -69,7 +69,7 @@ var routeInputs = map[string][]string{
 	"GET /api/pools/{tenant}/{site}/{kind}": {"reveal"},
 	"/api/":                                 nil,
 	"GET /metrics":                          nil,
-	"GET /api/audit":                        {"since", "n"},
+	"GET /api/audit":                        {"since", "n", "last"},
 }
 
 // hostileCall is one request of the walk: a route with one parameter holding a

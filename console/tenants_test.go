@@ -357,6 +357,12 @@ func TestOperatorCannotStartAnotherTenant(t *testing.T) {
 	if !found {
 		t.Errorf("no audit entry of the operator's start in %v", entries)
 	}
+	// The dashboard's panel reads the newest entries.
+	status, body := send(t, "GET", ts.URL+"/api/audit?last=1", "Bearer "+fullToken, "")
+	var last struct{ Entries []AuditEntry }
+	if err := json.Unmarshal([]byte(body), &last); status != http.StatusOK || err != nil || len(last.Entries) != 1 || last.Entries[0].ID != entries[len(entries)-1].ID {
+		t.Errorf("audit?last=1: %d %s; want the newest entry, %+v", status, body, entries[len(entries)-1])
+	}
 }
 
 func auditSince(t *testing.T, base string, d time.Duration) []AuditEntry {
