@@ -8,34 +8,44 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strconv"
 	"strings"
+	"time"
 
 	"trawler/internal/credentials"
 )
 
-// role is what a request's token allows.
-type role int
-
-const (
-	denied role = iota
-	readOnly
-	full
+// The principals of the console's own tokens: --token speaks as an admin, --read-token
+// as a fleet-wide viewer; with no token configured (loopback only) every request is the
+// open console's admin.
+var (
+	tokenAdmin  = &Principal{ID: "console-token", Name: "--token", Role: RoleAdmin}
+	readViewer  = &Principal{ID: "console-read-token", Name: "--read-token", Role: RoleViewer}
+	openConsole = &Principal{ID: "open-console", Name: "no token (loopback)", Role: RoleAdmin}
 )
 
-// roleOf checks the bearer token of a request against the configured ones. The scheme
-// is case-insensitive (RFC 9110: "bearer" and "BEARER" are "Bearer").
-func (s *Server) roleOf(r *http.Request) (role, string) {
+// authError is why a request's token was refused.
+type authError struct {
+	status int
+	msg    string
+	reason string // the auth failures metric's label; "" counts no failure
+}
+
+// principalOf checks the bearer token of a request against the console's tokens and the
+// principals in Redis (read on every request, so a revoked token is refused at once).
+// The scheme is case-insensitive (RFC 9110: "bearer" and "BEARER" are "Bearer").
+func (s *Server) principalOf(r *http.Request) (*Principal, *authError) {
 	if s.cfg.Token == "" {
-		return full, ""
+		return openConsole, nil
 	}
 	h := strings.TrimSpace(r.Header.Get("Authorization"))
 	if h == "" {
-		return denied, "this console needs a bearer token: send the header \"Authorization: Bearer TOKEN\" (the token given to trawler console with --token, --token-file or TRAWLER_TOKEN)"
+		return nil, &authError{http.StatusUnauthorized, "this console needs a bearer token: send the header \"Authorization: Bearer TOKEN\" (the token given to trawler console with --token, --token-file or TRAWLER_TOKEN, or one made by `trawler token create`)", ""}
 	}
 	scheme, tok, _ := strings.Cut(h, " ")
 	tok = strings.TrimSpace(tok)
-	if !strings.EqualFold(scheme, "Bearer") || tok == "" {
-		return denied, "the Authorization header must read \"Bearer TOKEN\""
+	if !strings.EqualFold(scheme, "Bearer") || tok == "" || strings.ContainsAny(tok, " \t") {
+		return nil, &authError{http.StatusUnauthorized, "malformed Authorization header: it must read \"Bearer TOKEN\" (one space, then the token; Basic and other schemes are not accepted)", "malformed"}
 	}
 	// Both tokens are always compared, each in time independent of where it differs
 	// and of its length, so the timing says neither which token a guess is close to nor
@@ -44,11 +54,21 @@ func (s *Server) roleOf(r *http.Request) (role, string) {
 	isRead := equal(tok, s.cfg.ReadToken) && s.cfg.ReadToken != ""
 	switch {
 	case isFull:
-		return full, ""
+		return tokenAdmin, nil
 	case isRead:
-		return readOnly, ""
+		return readViewer, nil
 	}
-	return denied, "wrong bearer token: it matches neither the console's token nor its read-only token"
+	if s.principals != nil {
+		p, err := s.principals.Lookup(r.Context(), tok)
+		if err != nil {
+			s.cfg.Log.Error("console: check a token against Redis", "err", err)
+			return nil, &authError{http.StatusServiceUnavailable, "cannot check the token: the console's Redis (--redis) does not answer; try again when it is back", ""}
+		}
+		if p != nil {
+			return p, nil
+		}
+	}
+	return nil, &authError{http.StatusUnauthorized, "wrong bearer token: it matches neither the console's tokens nor a principal's (a revoked or rotated token is refused; `trawler token list` shows the principals)", "wrong_token"}
 }
 
 // equal compares the SHA-256 digests of a and b: equal lengths, so
@@ -68,28 +88,87 @@ func readAllowed(pattern, method string) bool {
 	return method == http.MethodGet || method == http.MethodHead || readPOSTs[pattern]
 }
 
-type roleKey struct{}
+// fleetRoutes show the whole fleet at once — every tenant's workers, budgets, dedup
+// namespaces, recrawl plans and metric series — so a token scoped to tenants cannot
+// read them.
+var fleetRoutes = map[string]string{
+	"GET /api/fleet":    "the fleet's workers and every tenant's load",
+	"GET /api/capacity": "the fleet's capacity for every tenant's runs",
+	"GET /api/hosts":    "the host budgets every tenant shares",
+	"GET /api/dedup":    "every tenant's dedup namespaces",
+	"GET /api/recrawl":  "every tenant's recrawl plans",
+	"GET /metrics":      "every tenant's metric series",
+}
 
-// roleFrom is the role authorize found for a request.
-func roleFrom(r *http.Request) role {
-	ro, _ := r.Context().Value(roleKey{}).(role)
-	return ro
+// adminRoutes are for admins alone.
+var adminRoutes = map[string]string{"GET /api/audit": "the audit trail"}
+
+type principalKey struct{}
+
+// principalFrom is the principal authorize found for a request.
+func principalFrom(r *http.Request) *Principal {
+	if p, ok := r.Context().Value(principalKey{}).(*Principal); ok {
+		return p
+	}
+	return openConsole
+}
+
+// permit says whether p may call the route of pattern with method at all, and why not;
+// a route that reads or changes one tenant's data checks the tenant itself.
+func permit(p *Principal, pattern, method string) string {
+	switch {
+	case adminRoutes[pattern] != "" && p.Role != RoleAdmin:
+		return fmt.Sprintf("%s shows %s, which only an admin token may read; this token is a%s %s", pattern, adminRoutes[pattern], article(p.Role), p.Role)
+	case fleetRoutes[pattern] != "" && p.Scoped():
+		return fmt.Sprintf("%s shows %s; this token is a%s %s of tenants %s and cannot read it: use a viewer or admin token", pattern, fleetRoutes[pattern], article(p.Role), p.Role, strings.Join(p.Tenants, ", "))
+	case readAllowed(pattern, method):
+		return ""
+	case p.Role == RoleViewer:
+		return "this token is read-only: it can search and read runs, items and history, but not start, cancel or schedule runs; use the full-access token or an operator's"
+	case p.Role == RoleAnalyst:
+		return fmt.Sprintf("this token is an analyst's (tenants %s): it reads runs, records, search and history, but cannot start, cancel or schedule runs; ask for an operator token", strings.Join(p.Tenants, ", "))
+	}
+	return ""
+}
+
+func article(r Role) string {
+	if r == RoleAdmin || r == RoleOperator || r == RoleAnalyst {
+		return "n"
+	}
+	return ""
 }
 
 // authorize lets a request to the route of pattern through when its token allows it,
-// and tells the handler the role (reveal asks for the full token).
+// and tells the handler the principal.
 func (s *Server) authorize(pattern string, h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		ro, why := s.roleOf(r)
-		switch {
-		case ro == denied:
-			w.Header().Set("WWW-Authenticate", `Bearer realm="trawler"`)
-			writeError(w, http.StatusUnauthorized, why, "Authorization")
-		case ro == readOnly && !readAllowed(pattern, r.Method):
-			writeError(w, http.StatusForbidden, "this token is read-only: it can search and read runs, items and history, but not start, cancel or schedule runs; use the full-access token", "Authorization")
-		default:
-			h.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), roleKey{}, ro)))
+		addr := sourceAddr(r)
+		if wait := s.throttle.wait(addr, time.Now()); wait > 0 && r.Header.Get("Authorization") != "" {
+			AuthFailures.WithLabelValues("throttled").Inc()
+			secs := int(wait.Round(time.Second) / time.Second)
+			w.Header().Set("Retry-After", strconv.Itoa(max(secs, 1)))
+			writeError(w, http.StatusTooManyRequests, fmt.Sprintf("too many bad tokens from this address: wait %d s (Retry-After) before sending a token again", max(secs, 1)), "Authorization")
+			return
 		}
+		p, aerr := s.principalOf(r)
+		if aerr != nil && aerr.reason != "" {
+			AuthFailures.WithLabelValues(aerr.reason).Inc()
+			s.throttle.fail(addr, time.Now())
+		}
+		if aerr != nil {
+			if aerr.status == http.StatusUnauthorized {
+				w.Header().Set("WWW-Authenticate", `Bearer realm="trawler"`)
+			}
+			writeError(w, aerr.status, aerr.msg, "Authorization")
+			return
+		}
+		s.auditCall(pattern, p, w, r, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if why := permit(p, pattern, r.Method); why != "" {
+				writeError(w, http.StatusForbidden, why, "Authorization")
+				return
+			}
+			h.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), principalKey{}, p)))
+		}))
 	})
 }
 

@@ -61,7 +61,10 @@ type Config struct {
 	// MaxBody is the largest request body the API reads, in bytes (default
 	// DefaultMaxBody); a larger one is answered 413.
 	MaxBody int64
-	Log     *slog.Logger
+	// AuthFailLimit is how many bad tokens one address may send in ten minutes before
+	// it is answered 429 with a doubling wait (default DefaultAuthFailLimit).
+	AuthFailLimit int
+	Log           *slog.Logger
 }
 
 // Server is the console: an http.Handler plus the store clients it opened.
@@ -76,6 +79,11 @@ type Server struct {
 	redis  redis.UniversalClient
 	hbase  *hbase.Sink
 	beats  beats // worker heartbeats seen, for the fleet picture
+	// principals are the tokens made by `trawler token create`, kept in Redis; nil
+	// without Redis, when only the console's own tokens are accepted.
+	principals *Principals
+	audit      *Audit // nil without Redis
+	throttle   *throttle
 }
 
 // New opens clients for the configured stores (none is contacted yet) and builds the
@@ -106,7 +114,10 @@ func New(cfg Config) (*Server, error) {
 		cfg.MaxBody = DefaultMaxBody
 	}
 	cfg.TemporalUI = strings.TrimSuffix(cfg.TemporalUI, "/")
-	s := &Server{cfg: cfg, mux: http.NewServeMux()}
+	if cfg.AuthFailLimit <= 0 {
+		cfg.AuthFailLimit = DefaultAuthFailLimit
+	}
+	s := &Server{cfg: cfg, mux: http.NewServeMux(), throttle: newThrottle(cfg.AuthFailLimit, cfg.Log)}
 	var err error
 	if cfg.Mongo != "" {
 		if s.mongo, err = mongo.OpenReader(cfg.Mongo, ""); err != nil {
@@ -133,6 +144,11 @@ func New(cfg Config) (*Server, error) {
 		o := cfg.RedisAuth
 		o.DialTimeout = 3 * time.Second
 		if s.redis, err = redisurl.Open(cfg.Redis, o); err != nil {
+			s.Close()
+			return nil, err
+		}
+		s.principals = NewPrincipals(s.redis)
+		if s.audit, err = NewAudit(s.redis, cfg.Kafka, cfg.KafkaAuth, cfg.Log); err != nil {
 			s.Close()
 			return nil, err
 		}
@@ -209,6 +225,7 @@ func (s *Server) register() {
 	api("GET /api/hosts", s.hostBudgets)
 	api("GET /api/pools", s.pools)
 	api("GET /api/pools/{tenant}/{site}/{kind}", s.pools)
+	api("GET /api/audit", s.auditLog)
 	api("/api/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, fmt.Sprintf("no API endpoint %s %s; the endpoints are listed in the README, section \"Console and HTTP API\"", r.Method, r.URL.Path), "path")
 	})
@@ -228,6 +245,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // Close closes the store clients (not the Temporal client, which the caller owns).
 func (s *Server) Close() error {
 	var errs []error
+	if s.audit != nil {
+		s.audit.Close()
+	}
 	if s.mongo != nil {
 		errs = append(errs, s.mongo.Close())
 	}

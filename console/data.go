@@ -9,6 +9,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
+	"strings"
 	"time"
 
 	"trawler/crawl"
@@ -18,16 +20,21 @@ import (
 	"trawler/storage/mongo"
 )
 
-// listItems: GET /api/items?biz=site.task&page=1&size=50 — a page of a task's records
-// in the hot store, latest fetch first; without biz, the tasks and their counts.
+// listItems: GET /api/items?biz=site.task&tenant=&page=1&size=50 — a page of a task's
+// records in the hot store, latest fetch first; without biz, the tasks and their counts.
+// Without tenant, every tenant's records (a scoped token's tenants').
 func (s *Server) listItems(w http.ResponseWriter, r *http.Request) {
 	if s.mongo == nil {
 		writeError(w, http.StatusServiceUnavailable, "no MongoDB configured: start the console with --mongo mongodb://HOST:PORT (or TRAWLER_MONGO, or --data of a running trawler dev)", "mongo")
 		return
 	}
+	tenants, ok := listTenants(w, r)
+	if !ok {
+		return
+	}
 	biz := r.URL.Query().Get("biz")
 	if biz == "" {
-		bizes, err := s.mongo.Bizes(r.Context())
+		bizes, err := s.mongo.Bizes(r.Context(), tenants)
 		if err != nil {
 			writeError(w, http.StatusBadGateway, err.Error(), "")
 			return
@@ -49,7 +56,7 @@ func (s *Server) listItems(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	items, total, err := s.mongo.Page(r.Context(), biz, (page-1)*size, size)
+	items, total, err := s.mongo.Page(r.Context(), biz, tenants, (page-1)*size, size)
 	if err != nil {
 		writeError(w, http.StatusBadGateway, err.Error(), "")
 		return
@@ -78,7 +85,10 @@ func (s *Server) getItem(w http.ResponseWriter, r *http.Request) {
 	if !bizParam(w, r.PathValue("biz")) {
 		return
 	}
-	tenant := cmp.Or(r.URL.Query().Get("tenant"), crawl.DefaultTenant)
+	tenant, ok := readTenant(w, r)
+	if !ok {
+		return
+	}
 	it, err := s.mongo.Get(r.Context(), tenant, r.PathValue("biz"), r.PathValue("key"))
 	if errors.Is(err, mongo.ErrNoRecord) {
 		writeError(w, http.StatusNotFound, err.Error(), "key")
@@ -91,11 +101,12 @@ func (s *Server) getItem(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, it)
 }
 
-// search: GET /api/search?q=&size=&from=&sort=&agg=&index= (query-string syntax), or
-// POST /api/search?index= with a search body (query DSL) passed to Elasticsearch's
-// _search as is (a search body reads; it cannot reach the write APIs). The index is
-// trawler-items (the default) or one task's trawler-<site>-<task>. The answer is
-// Elasticsearch's.
+// search: GET /api/search?q=&size=&from=&sort=&agg=&index=&tenant= (query-string
+// syntax), or POST /api/search?index=&tenant= with a search body (query DSL) passed to
+// Elasticsearch's _search as is (a search body reads; it cannot reach the write APIs).
+// The index is trawler-items (the default), one task's trawler-<site>-<task>, or a
+// tenant's alias trawler.<tenant>[.<site>-<task>]; with tenant, the first two become
+// that tenant's aliases. The answer is Elasticsearch's.
 func (s *Server) search(w http.ResponseWriter, r *http.Request) {
 	if s.es == nil {
 		writeError(w, http.StatusServiceUnavailable, "no Elasticsearch configured: start the console with --es URL (or TRAWLER_ES)", "es")
@@ -108,6 +119,28 @@ func (s *Server) search(w http.ResponseWriter, r *http.Request) {
 	if err := es.CheckSearchable(index); err != nil {
 		writeError(w, http.StatusBadRequest, err.Error(), "index")
 		return
+	}
+	// With a tenant (named, or the only one a scoped token has), the search goes through
+	// that tenant's filtered alias, the name an analyst's Elasticsearch role grants: the
+	// query cannot reach another tenant's documents whatever it says.
+	who := principalFrom(r)
+	tenant := q.Get("tenant")
+	if who.Scoped() {
+		var ok bool
+		if tenant, ok = readTenant(w, r); !ok {
+			return
+		}
+	}
+	if tenant != "" {
+		if !crawl.IsDefaultTenant(tenant) && !crawl.IsTenantName(tenant) {
+			writeError(w, http.StatusBadRequest, fmt.Sprintf("tenant %q: use lowercase letters, digits, - and _, starting with a letter or digit", tenant), "tenant")
+			return
+		}
+		var err error
+		if index, err = es.ForTenant(tenant, index); err != nil {
+			writeError(w, http.StatusBadRequest, err.Error(), "index")
+			return
+		}
 	}
 	var body []byte
 	field := "q"
@@ -137,6 +170,15 @@ func (s *Server) search(w http.ResponseWriter, r *http.Request) {
 		var err error
 		if body, err = (es.Query{Q: q.Get("q"), From: from, Size: size, Sort: q.Get("sort"), Aggs: q["agg"]}).Body(); err != nil {
 			writeError(w, http.StatusBadRequest, err.Error(), "sort")
+			return
+		}
+	}
+	if who.Scoped() {
+		// Besides the alias, a scoped token's query is filtered on its tenant and may not
+		// use the parts of the DSL that read past the query.
+		var err error
+		if body, err = scopeSearch(body, tenant); err != nil {
+			writeError(w, http.StatusBadRequest, err.Error(), field)
 			return
 		}
 	}
@@ -231,4 +273,43 @@ func (s *Server) recrawlStats(w http.ResponseWriter, r *http.Request) {
 		steps = []recrawl.Stats{}
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"steps": steps})
+}
+
+// scopedSearchKeys are the parts of a search body a scoped token may send: they read the
+// documents the query matches, and nothing of the rest of the index.
+var scopedSearchKeys = []string{"query", "size", "from", "sort", "aggs", "aggregations", "_source", "fields", "highlight", "track_total_hits", "search_after", "post_filter"}
+
+// unscopedAggs see past the query (global) or compare with the whole index (significant
+// terms and text): a scoped token's aggregations cannot use them.
+var unscopedAggs = []string{`"global"`, `"significant_terms"`, `"significant_text"`, `"background_filter"`}
+
+// scopeSearch limits a search body to tenant's documents: its query becomes a bool
+// query that must match it and filters on the tenant field.
+func scopeSearch(body []byte, tenant string) ([]byte, error) {
+	var b map[string]json.RawMessage
+	if err := json.Unmarshal(body, &b); err != nil {
+		return nil, fmt.Errorf("the search body is not a JSON object: %v", err)
+	}
+	for k, v := range b {
+		if !slices.Contains(scopedSearchKeys, k) {
+			return nil, fmt.Errorf("search body key %q: a token scoped to tenants may send only %s", k, strings.Join(scopedSearchKeys, ", "))
+		}
+		if k == "aggs" || k == "aggregations" {
+			for _, a := range unscopedAggs {
+				if bytes.Contains(v, []byte(a)) {
+					return nil, fmt.Errorf("aggregation %s reads documents of every tenant: a token scoped to tenants cannot use it", a)
+				}
+			}
+		}
+	}
+	var q any = map[string]any{"match_all": map[string]any{}}
+	if raw, ok := b["query"]; ok {
+		q = raw
+	}
+	scoped, _ := json.Marshal(map[string]any{"bool": map[string]any{
+		"must":   []any{q},
+		"filter": []any{map[string]any{"term": map[string]any{"tenant": tenant}}},
+	}})
+	b["query"] = scoped
+	return json.Marshal(b)
 }

@@ -1,11 +1,11 @@
 package console
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 
 	"trawler/crawl"
 	"trawler/external"
@@ -29,7 +29,10 @@ func (s *Server) itemHistory(w http.ResponseWriter, r *http.Request) {
 	if !bizParam(w, r.PathValue("biz")) {
 		return
 	}
-	tenant := cmp.Or(r.URL.Query().Get("tenant"), crawl.DefaultTenant)
+	tenant, ok := readTenant(w, r)
+	if !ok {
+		return
+	}
 	rec, err := s.hbase.History(r.Context(), tenant, r.PathValue("biz"), r.PathValue("key"), n)
 	if errors.Is(err, hbase.ErrNotFound) {
 		writeError(w, http.StatusNotFound, err.Error(), "key")
@@ -65,11 +68,18 @@ func (s *Server) pools(w http.ResponseWriter, r *http.Request) {
 	}
 	p := external.NewPools(s.redis, s.cfg.Log)
 	if r.PathValue("kind") == "" {
+		tenants, ok := listTenants(w, r)
+		if !ok {
+			return
+		}
 		all, err := p.List(r.Context(), r.URL.Query().Get("tenant"))
 		if err != nil {
 			writeError(w, http.StatusBadGateway, "list pools: "+err.Error(), "")
 			return
 		}
+		all = slices.DeleteFunc(all, func(st *external.PoolStats) bool {
+			return tenants != nil && !slices.Contains(tenants, tenantName(st.Tenant))
+		})
 		for i, st := range all {
 			if !reveal {
 				break
@@ -88,6 +98,10 @@ func (s *Server) pools(w http.ResponseWriter, r *http.Request) {
 	kind, err := external.ParseKind(r.PathValue("kind"))
 	if err != nil {
 		writeError(w, http.StatusBadRequest, err.Error(), "kind")
+		return
+	}
+	if who := principalFrom(r); !who.Owns(r.PathValue("tenant")) {
+		writeError(w, http.StatusNotFound, fmt.Sprintf("no pool %s/%s/%s among the pools of this token's tenants (%s)", r.PathValue("tenant"), r.PathValue("site"), kind, tenantList(who)), "kind")
 		return
 	}
 	var st *external.PoolStats
@@ -119,8 +133,13 @@ func (s *Server) revealAsked(w http.ResponseWriter, r *http.Request) (reveal, ok
 		writeError(w, http.StatusBadRequest, fmt.Sprintf("reveal %q: use reveal=1 to see the items' values, or leave it out", v), "reveal")
 		return false, false
 	}
-	if roleFrom(r) != full {
-		writeError(w, http.StatusForbidden, "reveal=1 shows pool values (cookies, proxy passwords, device ids), which only the full-access token may see; this token is read-only: leave reveal out to see the items with their values masked", "reveal")
+	switch p := principalFrom(r); {
+	case p.Role == RoleAdmin, p.Role == RoleOperator && p.Reveal:
+	case p.Role == RoleOperator:
+		writeError(w, http.StatusForbidden, "reveal=1 shows pool values (cookies, proxy passwords, device ids): this operator token was created without --reveal; ask an admin for one made with `trawler token create --role operator --reveal`, or use the full-access token; leave reveal out to see the items with their values masked", "reveal")
+		return false, false
+	default:
+		writeError(w, http.StatusForbidden, "reveal=1 shows pool values (cookies, proxy passwords, device ids), which only the full-access token or an operator token made with --reveal may see; this token is a"+article(p.Role)+" "+string(p.Role)+"'s: leave reveal out to see the items with their values masked", "reveal")
 		return false, false
 	}
 	return true, true

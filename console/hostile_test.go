@@ -60,8 +60,8 @@ var routeInputs = map[string][]string{
 	"GET /api/items":                        {"biz", "page", "size"},
 	"GET /api/items/{biz}/{key...}":         {"tenant"},
 	"GET /api/history/{biz}/{key...}":       {"tenant", "n"},
-	"GET /api/search":                       {"index", "q", "size", "from", "sort", "agg"},
-	"POST /api/search":                      {"index"},
+	"GET /api/search":                       {"index", "tenant", "q", "size", "from", "sort", "agg"},
+	"POST /api/search":                      {"index", "tenant"},
 	"GET /api/dedup":                        {"sample"},
 	"GET /api/recrawl":                      nil,
 	"GET /api/hosts":                        nil,
@@ -69,6 +69,7 @@ var routeInputs = map[string][]string{
 	"GET /api/pools/{tenant}/{site}/{kind}": {"reveal"},
 	"/api/":                                 nil,
 	"GET /metrics":                          nil,
+	"GET /api/audit":                        {"since", "n", "last"},
 }
 
 // hostileCall is one request of the walk: a route with one parameter holding a
@@ -316,7 +317,7 @@ func TestReadTokenOnlyReadsElasticsearch(t *testing.T) {
 		}
 	}
 	status, out := call(t, ts.URL, http.MethodGet, "/api/search?index=trawler-x%2F_doc%2Fpwned%23", readToken, nil)
-	if want := `index "trawler-x/_doc/pwned#": not an index Trawler writes; use trawler-items or trawler-<site>-<task> (lowercase letters, digits, - and _)`; status != http.StatusBadRequest || out["error"] != want || out["field"] != "index" {
+	if want := `index "trawler-x/_doc/pwned#": not an index Trawler writes; use trawler-items, trawler-<site>-<task>, trawler.<tenant> or trawler.<tenant>.<site>-<task> (lowercase letters, digits, - and _)`; status != http.StatusBadRequest || out["error"] != want || out["field"] != "index" {
 		t.Errorf("the exploit: %d %v, want 400 %q", status, out, want)
 	}
 	// A search the read-only token may make reaches Elasticsearch: the recording sees

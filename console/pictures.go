@@ -55,7 +55,7 @@ func chainGraph(p *crawl.Plan) []graphStep {
 // (from the first event of its history), in the shape /api/chains/validate answers.
 func (s *Server) runChain(w http.ResponseWriter, r *http.Request) {
 	id, ok := pathID(w, r, "run id")
-	if !ok {
+	if !ok || !s.ownRun(w, r, id) {
 		return
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), 20*time.Second)

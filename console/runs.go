@@ -29,16 +29,19 @@ import (
 // listRuns: GET /api/runs?chain=&tenant=&state=&limit=
 func (s *Server) listRuns(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	o := engine.ListOptions{Chain: q.Get("chain"), Tenant: q.Get("tenant"), State: q.Get("state")}
+	o := engine.ListOptions{Chain: q.Get("chain"), State: q.Get("state")}
+	tenants, ok := listTenants(w, r)
+	if !ok {
+		return
+	}
 	if o.State != "" && !slices.Contains(engine.RunStates, o.State) {
 		writeError(w, http.StatusBadRequest, fmt.Sprintf("state %q: want one of %s", o.State, strings.Join(engine.RunStates, ", ")), "state")
 		return
 	}
-	var ok bool
 	if o.Limit, ok = intParam(w, r, "limit", 50, 1, 1000); !ok {
 		return
 	}
-	runs, err := engine.ListRuns(r.Context(), s.cfg.Temporal, o)
+	runs, err := s.listRunsOf(r.Context(), o, tenants)
 	if err != nil {
 		writeError(w, http.StatusBadGateway, err.Error(), "")
 		return
@@ -197,7 +200,7 @@ func (s *Server) startRun(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	p, ok := s.plan(w, req)
-	if !ok {
+	if !ok || !mayStart(w, r, p.Tenant) {
 		return
 	}
 	id, err := engine.Start(r.Context(), s.cfg.Temporal, p, engine.RunOptions{TaskQueue: s.cfg.TaskQueue, Tuning: s.cfg.Tuning})
@@ -211,7 +214,7 @@ func (s *Server) startRun(w http.ResponseWriter, r *http.Request) {
 // cancelRun: POST /api/runs/{id}/cancel
 func (s *Server) cancelRun(w http.ResponseWriter, r *http.Request) {
 	id, ok := pathID(w, r, "run id")
-	if !ok {
+	if !ok || !s.ownRun(w, r, id) {
 		return
 	}
 	var nf *serviceerror.NotFound
@@ -267,7 +270,7 @@ type cause struct {
 // runDetail: GET /api/runs/{id}
 func (s *Server) runDetail(w http.ResponseWriter, r *http.Request) {
 	id, ok := pathID(w, r, "run id")
-	if !ok {
+	if !ok || !s.ownRun(w, r, id) {
 		return
 	}
 	st, err := engine.Describe(r.Context(), s.cfg.Temporal, id)
@@ -368,6 +371,9 @@ func (s *Server) listChains(w http.ResponseWriter, r *http.Request) {
 	var out []*ran
 	seen := map[string]*ran{}
 	for _, run := range runs { // newest first
+		if !principalFrom(r).Owns(run.Tenant) {
+			continue
+		}
 		c := seen[run.Chain]
 		if c == nil {
 			c = &ran{Chain: run.Chain, LastRun: run.RunID, LastState: run.State, LastStart: run.Started}

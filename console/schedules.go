@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -50,6 +51,7 @@ func (s *Server) listSchedules(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadGateway, err.Error(), "")
 		return
 	}
+	rows = slices.DeleteFunc(rows, func(sc engine.ScheduleInfo) bool { return !principalFrom(r).Owns(sc.Tenant) })
 	writeJSON(w, http.StatusOK, map[string]any{"schedules": rows, "overlap_policies": engine.OverlapPolicies})
 }
 
@@ -96,7 +98,7 @@ func (s *Server) createSchedule(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	p, src, ok := s.planFrom(w, req.chainRequest)
-	if !ok {
+	if !ok || !mayStart(w, r, p.Tenant) {
 		return
 	}
 	file := src.File
@@ -128,7 +130,7 @@ func (s *Server) createSchedule(w http.ResponseWriter, r *http.Request) {
 // chain it was given until then.
 func (s *Server) updateScheduleChain(w http.ResponseWriter, r *http.Request) {
 	id, ok := pathID(w, r, "schedule id")
-	if !ok {
+	if !ok || !s.ownSchedule(w, r, id) {
 		return
 	}
 	var req chainRequest
@@ -136,7 +138,7 @@ func (s *Server) updateScheduleChain(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	p, src, ok := s.planFrom(w, req)
-	if !ok {
+	if !ok || !mayStart(w, r, p.Tenant) {
 		return
 	}
 	if err := engine.UpdateScheduleChain(r.Context(), s.cfg.Temporal, id, src, p, engine.RunOptions{TaskQueue: s.cfg.TaskQueue, Tuning: s.cfg.Tuning}); err != nil {
@@ -187,7 +189,7 @@ func (s *Server) noteAction(w http.ResponseWriter, r *http.Request, verb, def st
 		req.Note = def
 	}
 	id, ok := pathID(w, r, "schedule id")
-	if !ok {
+	if !ok || !s.ownSchedule(w, r, id) {
 		return
 	}
 	scheduleAction(w, id, verb, act(r.Context(), s.cfg.Temporal, id, req.Note))
@@ -196,7 +198,7 @@ func (s *Server) noteAction(w http.ResponseWriter, r *http.Request, verb, def st
 // deleteSchedule: DELETE /api/schedules/{id}
 func (s *Server) deleteSchedule(w http.ResponseWriter, r *http.Request) {
 	id, ok := pathID(w, r, "schedule id")
-	if !ok {
+	if !ok || !s.ownSchedule(w, r, id) {
 		return
 	}
 	scheduleAction(w, id, "deleted", engine.DeleteSchedule(r.Context(), s.cfg.Temporal, id))
@@ -207,7 +209,7 @@ func (s *Server) deleteSchedule(w http.ResponseWriter, r *http.Request) {
 // paused schedule is refused with 409 unless force says to run it once anyway.
 func (s *Server) triggerSchedule(w http.ResponseWriter, r *http.Request) {
 	id, ok := pathID(w, r, "schedule id")
-	if !ok {
+	if !ok || !s.ownSchedule(w, r, id) {
 		return
 	}
 	var req struct {
@@ -232,7 +234,7 @@ func (s *Server) triggerSchedule(w http.ResponseWriter, r *http.Request) {
 // backfillSchedule: POST /api/schedules/{id}/backfill {"from", "to", "overlap"}
 func (s *Server) backfillSchedule(w http.ResponseWriter, r *http.Request) {
 	id, ok := pathID(w, r, "schedule id")
-	if !ok {
+	if !ok || !s.ownSchedule(w, r, id) {
 		return
 	}
 	var req backfillRequest

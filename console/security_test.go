@@ -26,6 +26,7 @@ func guarded(t *testing.T, edit func(*Config)) (*Server, *httptest.Server) {
 	t.Helper()
 	cfg := stack.cfg
 	cfg.Token, cfg.ReadToken = fullToken, readToken
+	cfg.AuthFailLimit = 1000 // the route walks send many wrong tokens on purpose
 	if edit != nil {
 		edit(&cfg)
 	}
@@ -136,6 +137,12 @@ func TestEveryRouteChecksTheToken(t *testing.T) {
 				}
 				if status, _ := send(t, m, ts.URL+path, "Bearer "+readToken+"x", ""); status != http.StatusUnauthorized {
 					t.Errorf("%s %s with a wrong token: %d, want 401", m, path, status)
+				}
+				if adminRoutes[rt.Pattern] != "" {
+					if status, body := send(t, m, ts.URL+path, "Bearer "+readToken, ""); status != http.StatusForbidden || !strings.Contains(body, "only an admin token") {
+						t.Errorf("read token %s %s (admin only): %d %s, want 403", m, path, status, body)
+					}
+					continue
 				}
 				if m == http.MethodGet || m == http.MethodHead || readPOSTs[rt.Pattern] {
 					if status, body := send(t, m, ts.URL+path, "Bearer "+readToken, ""); status == http.StatusUnauthorized || status == http.StatusForbidden {

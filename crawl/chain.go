@@ -131,6 +131,12 @@ const (
 // bare keys, as before tenants had their own.
 func IsDefaultTenant(tenant string) bool { return tenant == "" || tenant == DefaultTenant }
 
+// IsTenantName reports whether name can be a tenant's: lowercase letters, digits, - and
+// _, starting with a letter or digit, as a chain's tenant: line takes it. Stores build
+// names from it (the Elasticsearch alias trawler.<tenant>), so a tenant never holds a
+// dot, a slash or a pattern.
+func IsTenantName(name string) bool { return nameRE.MatchString(name) }
+
 // Dedup modes: which items a step stores and passes downstream.
 const (
 	DedupChanged = "changed" // new items and items whose content changed (default)
@@ -652,7 +658,7 @@ func (l *loader) validate(c *Chain) {
 	} else if !nameRE.MatchString(c.Name) {
 		l.add(1, "chain name %q: use lowercase letters, digits, - and _ (it becomes part of workflow ids)", c.Name)
 	}
-	if c.Tenant != "" && !nameRE.MatchString(c.Tenant) {
+	if c.Tenant != "" && !IsTenantName(c.Tenant) {
 		l.add(1, "tenant %q: use lowercase letters, digits, - and _", c.Tenant)
 	}
 	if c.Priority < 0 || c.Priority > 5 {

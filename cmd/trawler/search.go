@@ -25,17 +25,19 @@ var titleFields = []string{"title", "name", "headline", "subject", "text", "body
 
 func searchCmd(s *settings) *cobra.Command {
 	var (
-		index, sortBy, dsl string
-		size               int
-		aggs               []string
+		index, sortBy, dsl, tenant string
+		size                       int
+		aggs                       []string
 	)
 	cmd := &cobra.Command{
 		Use:   "search [QUERY...]",
 		Short: "Search stored items in Elasticsearch (query-string syntax, or raw query DSL)",
 		Long: `Search the items the es sink stored. Every task has its own index
 (trawler-<site>-<task>), all of them behind the alias trawler-items, which is searched by
-default. Item fields are at the top level (key, biz, url, ts, run_id, chain, tenant); the
-task's fields are under data (data.title, data.points, ...). Text fields have a keyword
+default; --tenant T searches T's documents alone, through the alias trawler.T that
+Trawler keeps for every tenant (see "Per-tenant search" in the README). Item fields
+are at the top level (key, biz, url, ts, run_id, chain, tenant); the task's fields
+are under data (data.title, data.points, ...). Text fields have a keyword
 sub-field for exact matches, sorting and aggregations (data.title.keyword). A query
 that finds nothing because it names a field the indexes lack (title:cache for
 data.title:cache), and an --agg on such a field, say so on stderr.
@@ -53,11 +55,24 @@ aggregation; --json prints Elasticsearch's answer as one JSON line.`,
 		Example: `  trawler search --data .data/dev 'go AND concurrency'
   trawler search --data .data/dev 'biz:demo.story AND data.points:>100' --sort data.points:desc --size 20
   trawler search --data .data/dev '"rust compiler"' --index trawler-hackernews-item
+  trawler search --data .data/dev 'go' --tenant acme --index trawler-hackernews-item
   trawler search --data .data/dev --agg biz --agg data.author.keyword --size 0
   trawler search --es http://es.internal:9200 'run_id:demo-20261122-1' --json
   trawler search --data .data/dev --dsl query.json
   echo '{"query":{"range":{"ts":{"gte":"now-1d"}}},"aggs":{"per_hour":{"date_histogram":{"field":"ts","fixed_interval":"1h"}}}}' | trawler search --dsl -`,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if tenant != "" {
+				// The tenant's filtered alias, the name its analysts' Elasticsearch role
+				// grants: the query sees that tenant's documents only.
+				if !crawl.IsDefaultTenant(tenant) && !crawl.IsTenantName(tenant) {
+					return fmt.Errorf("--tenant %q: use lowercase letters, digits, - and _, starting with a letter or digit", tenant)
+				}
+				t, err := es.ForTenant(tenant, index)
+				if err != nil {
+					return fmt.Errorf("--index: %w", err)
+				}
+				index = t
+			}
 			addr, err := searchAddress(s, s.es)
 			if err != nil {
 				return err
@@ -142,6 +157,7 @@ aggregation; --json prints Elasticsearch's answer as one JSON line.`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&index, "index", es.Alias, "index, alias or pattern to search (trawler-* works)")
+	f.StringVar(&tenant, "tenant", "", "search only `TENANT`'s documents, through its alias trawler.TENANT (with --index trawler-<site>-<task>: trawler.TENANT.<site>-<task>)")
 	f.IntVar(&size, "size", 10, "hits to show")
 	f.StringVar(&sortBy, "sort", "", "sort by FIELD, FIELD:desc or -FIELD (comma-separated for several); default by score")
 	f.StringArrayVar(&aggs, "agg", nil, "count hits per value of FIELD (a terms aggregation; repeat for several)")

@@ -86,3 +86,56 @@ func TestSearchCommand(t *testing.T) {
 		t.Fatalf("bad query: %v", err)
 	}
 }
+
+// --tenant searches through the tenant's filtered alias: only its documents, whatever
+// the query says.
+func TestSearchCommandByTenant(t *testing.T) {
+	dir := t.TempDir()
+	url, stop, err := eslite.Start(dir, "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	ctx := context.Background()
+	sink, err := es.Open(ctx, es.Options{Addresses: []string{url}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := time.Date(2026, 11, 22, 8, 0, 0, 0, time.UTC)
+	var items []crawl.Item
+	for _, k := range []string{"acme/a1", "acme/a2", "globex/g1"} {
+		tenant, key, _ := strings.Cut(k, "/")
+		items = append(items, crawl.Item{Biz: "demo.story", Key: key, TS: ts, RunID: "r1", Tenant: tenant, Data: map[string]any{"title": "Go " + key}})
+	}
+	if err := sink.Write(ctx, items); err != nil {
+		t.Fatal(err)
+	}
+	run := func(args ...string) (string, error) {
+		cmd := searchCmd(&settings{es: url})
+		var out bytes.Buffer
+		cmd.SetOut(&out)
+		cmd.SetErr(&out)
+		cmd.SetArgs(args)
+		err := cmd.ExecuteContext(ctx)
+		return out.String(), err
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+		not  string
+	}{
+		{[]string{"go", "--tenant", "acme"}, "2 hits, 2 shown", "g1"},
+		{[]string{"tenant:globex", "--tenant", "acme"}, "0 hits, 0 shown", "g1"},
+		{[]string{"--tenant", "globex", "--index", "trawler-demo-story"}, "1 hits, 1 shown", "a1"},
+		{[]string{"go"}, "3 hits, 3 shown", "\x00"},
+	} {
+		out, err := run(c.args...)
+		if err != nil || !strings.Contains(out, c.want) || strings.Contains(out, c.not) {
+			t.Errorf("search %q: %v\n%s", c.args, err, out)
+		}
+	}
+	_, err = run("go", "--tenant", "acme", "--index", "trawler.globex")
+	if err == nil || err.Error() != `--index: index "trawler.globex" is another tenant's alias, not tenant acme's: use trawler.acme, or trawler.acme.<site>-<task> for one task` {
+		t.Errorf("another tenant's alias: %v", err)
+	}
+}

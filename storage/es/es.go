@@ -2,7 +2,11 @@
 //
 // Each task gets its own index, `trawler-<site>-<task>` (the biz with dots turned into
 // dashes, lowercased), and every such index carries the alias `trawler-items`, so one
-// search covers everything crawled. The document id is DocID(tenant, key), unique per tenant and key
+// search covers everything crawled. Each tenant the sink writes gets two aliases with a
+// filter on the document's tenant field: trawler.<tenant> over every index holding its
+// documents and trawler.<tenant>.<site>-<task> over one (TenantAlias, TenantIndexAlias),
+// so Elasticsearch index privileges on trawler.<tenant> and trawler.<tenant>.* keep an
+// analyst to one tenant's documents. The document id is DocID(tenant, key), unique per tenant and key
 // whatever the key holds, so storing an item again (a retried batch, a later run) replaces the earlier version: the latest
 // wins. Documents are per tenant, like dedup and history: two tenants crawling the same
 // task keep two documents.
@@ -97,6 +101,7 @@ type Sink struct {
 
 	mu       sync.Mutex
 	ready    map[string]bool          // indexes known to exist
+	aliased  map[tenantIndex]bool     // tenant aliases known to exist
 	declared map[string][]crawl.Field // schemas of bizes no registered task declares
 }
 
@@ -152,7 +157,7 @@ func Open(ctx context.Context, o Options) (*Sink, error) {
 	if err != nil {
 		return nil, fmt.Errorf("es sink: %s", crawl.RedactText(err.Error()))
 	}
-	s := &Sink{c: c, opts: o, ready: map[string]bool{}}
+	s := &Sink{c: c, opts: o, ready: map[string]bool{}, aliased: map[tenantIndex]bool{}}
 	shown := crawl.RedactText(strings.Join(o.Addresses, ","))
 	res, err := c.Info(c.Info.WithContext(ctx))
 	if err != nil {
@@ -190,12 +195,101 @@ func IndexName(biz string) string {
 	return "trawler-" + b
 }
 
+// TenantAlias is the alias showing one tenant's documents of every Trawler index:
+// "trawler.<tenant>", "trawler.default" for the default tenant. IndexName never makes a
+// dot and a tenant holds none (crawl.IsTenantName), so no index and no other tenant's
+// alias has this name, and the pattern trawler.<tenant>.* names this tenant's aliases
+// alone.
+func TenantAlias(tenant string) string {
+	if crawl.IsDefaultTenant(tenant) {
+		tenant = crawl.DefaultTenant
+	}
+	return "trawler." + tenant
+}
+
+// TenantIndexAlias is the alias showing one tenant's documents of a biz's index:
+// "trawler.<tenant>.<site>-<task>".
+func TenantIndexAlias(tenant, biz string) string {
+	return TenantAlias(tenant) + "." + strings.TrimPrefix(IndexName(biz), "trawler-")
+}
+
+// tenantFilter is the alias filter keeping tenant's documents. The default tenant's
+// documents carry "default" or "" (items of code naming no tenant), or no tenant field
+// at all when they were indexed before items had one.
+func tenantFilter(tenant string) map[string]any {
+	if !crawl.IsDefaultTenant(tenant) {
+		return map[string]any{"term": map[string]any{"tenant": tenant}}
+	}
+	return map[string]any{"bool": map[string]any{"should": []any{
+		map[string]any{"terms": map[string]any{"tenant": []string{crawl.DefaultTenant, ""}}},
+		map[string]any{"bool": map[string]any{"must_not": []any{map[string]any{"exists": map[string]any{"field": "tenant"}}}}},
+	}}}
+}
+
+// tenantIndex is one tenant's aliases on one biz's index; the default tenant is
+// "default" here, whichever way its items name it.
+type tenantIndex struct{ tenant, biz string }
+
+// ensureTenantAliases adds the aliases of the tenants and bizes of items that this
+// process has not added yet, in one request. Adding an alias that exists replaces it
+// with the same definition, so running this again, from this or another process,
+// changes nothing; an index written before the aliases existed gets them on its next
+// write, and they cover the documents already in it. Items Write refuses (no key, a
+// tenant that cannot name an alias) are left out.
+func (s *Sink) ensureTenantAliases(ctx context.Context, items []crawl.Item) error {
+	var todo []tenantIndex
+	seen := map[tenantIndex]bool{}
+	s.mu.Lock()
+	for _, it := range items {
+		k := tenantIndex{it.Tenant, it.Biz}
+		if crawl.IsDefaultTenant(k.tenant) {
+			k.tenant = crawl.DefaultTenant
+		}
+		if it.Key == "" || !crawl.IsTenantName(k.tenant) || seen[k] || s.aliased[k] {
+			continue
+		}
+		seen[k] = true
+		todo = append(todo, k)
+	}
+	s.mu.Unlock()
+	if len(todo) == 0 {
+		return nil
+	}
+	var actions []any
+	for _, k := range todo {
+		index, filter := IndexName(k.biz), tenantFilter(k.tenant)
+		for _, alias := range []string{TenantAlias(k.tenant), TenantIndexAlias(k.tenant, k.biz)} {
+			actions = append(actions, map[string]any{"add": map[string]any{"index": index, "alias": alias, "filter": filter}})
+		}
+	}
+	body, _ := json.Marshal(map[string]any{"actions": actions})
+	res, err := s.c.Indices.UpdateAliases(bytes.NewReader(body), s.c.Indices.UpdateAliases.WithContext(ctx))
+	if err != nil {
+		return fmt.Errorf("es sink: add tenant aliases: %w", err)
+	}
+	defer res.Body.Close()
+	if res.IsError() {
+		e := readError(res)
+		if res.StatusCode == http.StatusForbidden {
+			return fmt.Errorf("es sink: add tenant aliases (%s): %s: the sink's Elasticsearch user needs the manage privilege on trawler-* and trawler.*", TenantAlias(todo[0].tenant), e)
+		}
+		return fmt.Errorf("es sink: add tenant aliases (%s): %s", TenantAlias(todo[0].tenant), e)
+	}
+	s.mu.Lock()
+	for _, k := range todo {
+		s.aliased[k] = true
+	}
+	s.mu.Unlock()
+	return nil
+}
+
 // maxIndexName is Elasticsearch's limit on an index name, in bytes.
 const maxIndexName = 255
 
 // CheckSearchable accepts the names of what Trawler writes: the alias trawler-items,
-// and trawler- followed by what IndexName derives from a biz (lowercase letters, digits,
-// - and _). Anything else is refused, so a name given by a caller (the console's index
+// trawler- followed by what IndexName derives from a biz (lowercase letters, digits,
+// - and _), and a tenant's aliases, trawler.<tenant> and trawler.<tenant>.<site>-<task>.
+// Anything else is refused, so a name given by a caller (the console's index
 // parameter) cannot carry a path ("x/_doc/1#"), a pattern or another cluster's index
 // into a request. Such names also meet Elasticsearch's own rules: lowercase, none of
 // / \ * ? " < > | # , : or space, not . or .., not starting with _ - or +, and at most
@@ -204,17 +298,50 @@ func CheckSearchable(index string) error {
 	if index == Alias {
 		return nil
 	}
-	rest, ok := strings.CutPrefix(index, "trawler-")
-	valid := ok && rest != "" && strings.IndexFunc(rest, func(r rune) bool {
-		return (r < 'a' || r > 'z') && (r < '0' || r > '9') && r != '-' && r != '_'
-	}) < 0
+	// part is what IndexName puts after "trawler-".
+	part := func(s string) bool {
+		return s != "" && strings.IndexFunc(s, func(r rune) bool {
+			return (r < 'a' || r > 'z') && (r < '0' || r > '9') && r != '-' && r != '_'
+		}) < 0
+	}
+	valid := false
+	if rest, ok := strings.CutPrefix(index, "trawler-"); ok {
+		valid = part(rest)
+	} else if rest, ok := strings.CutPrefix(index, "trawler."); ok {
+		tenant, task, perTask := strings.Cut(rest, ".")
+		valid = crawl.IsTenantName(tenant) && (!perTask || part(task))
+	}
 	if !valid {
-		return fmt.Errorf("index %q: not an index Trawler writes; use %s or trawler-<site>-<task> (lowercase letters, digits, - and _)", index, Alias)
+		return fmt.Errorf("index %q: not an index Trawler writes; use %s, trawler-<site>-<task>, trawler.<tenant> or trawler.<tenant>.<site>-<task> (lowercase letters, digits, - and _)", index, Alias)
 	}
 	if len(index) > maxIndexName {
 		return fmt.Errorf("index %q: %d bytes, longer than the %d Elasticsearch allows", index, len(index), maxIndexName)
 	}
 	return nil
+}
+
+// ForTenant is the name that searches tenant's documents of index (a name
+// CheckSearchable accepts): trawler-items becomes TenantAlias(tenant), a task's index
+// trawler-<site>-<task> becomes trawler.<tenant>.<site>-<task>, and a tenant's own
+// alias stays as it is. Another tenant's alias, or a tenant that cannot name an alias,
+// is an error.
+func ForTenant(tenant, index string) (string, error) {
+	if !crawl.IsDefaultTenant(tenant) && !crawl.IsTenantName(tenant) {
+		return "", fmt.Errorf("tenant %q: use lowercase letters, digits, - and _, starting with a letter or digit", tenant)
+	}
+	if err := CheckSearchable(index); err != nil {
+		return "", err
+	}
+	own := TenantAlias(tenant)
+	switch {
+	case index == Alias:
+		return own, nil
+	case strings.HasPrefix(index, "trawler-"):
+		return own + "." + strings.TrimPrefix(index, "trawler-"), nil
+	case index == own || strings.HasPrefix(index, own+"."):
+		return index, nil
+	}
+	return "", fmt.Errorf("index %q is another tenant's alias, not tenant %s's: use %s, or %s.<site>-<task> for one task", index, strings.TrimPrefix(own, "trawler."), own, own)
 }
 
 // DocID is the document id of tenant's item key: storage.TenantKey (the bare key for the
@@ -476,11 +603,20 @@ func (s *Sink) Write(ctx context.Context, items []crawl.Item) error {
 			return err
 		}
 	}
+	if err := s.ensureTenantAliases(ctx, items); err != nil {
+		return err
+	}
 	var failures []DocFailure
 	docs := make([]pendingDoc, 0, len(items))
 	for _, it := range items {
 		if it.Key == "" {
 			failures = append(failures, DocFailure{Key: "(empty)", Index: IndexName(it.Biz), Status: 400, Type: "invalid_item", Reason: "item has no key"})
+			continue
+		}
+		if !crawl.IsDefaultTenant(it.Tenant) && !crawl.IsTenantName(it.Tenant) {
+			// No alias can show its documents to its tenant's analysts.
+			failures = append(failures, DocFailure{Key: it.Key, Index: IndexName(it.Biz), Status: 400, Type: "invalid_tenant",
+				Reason: fmt.Sprintf("tenant %q: use lowercase letters, digits, - and _, starting with a letter or digit, as a chain file's tenant", it.Tenant)})
 			continue
 		}
 		src, err := json.Marshal(it)

@@ -337,15 +337,20 @@ func TestSpecsFrom(t *testing.T) {
 }
 
 func TestCheckSearchable(t *testing.T) {
-	for _, ok := range []string{es.Alias, es.IndexName("demo.story"), es.IndexName("hackernews.item"), "trawler-nosuch-index", "trawler-a_b"} {
+	for _, ok := range []string{es.Alias, es.IndexName("demo.story"), es.IndexName("hackernews.item"), "trawler-nosuch-index", "trawler-a_b",
+		es.TenantAlias("acme"), es.TenantAlias(""), es.TenantIndexAlias("acme", "demo.story"), es.TenantIndexAlias("team-2", "hackernews.item"),
+		"trawler.acme", "trawler.default.demo-story", "trawler.a_b.x"} {
 		if err := es.CheckSearchable(ok); err != nil {
 			t.Errorf("%q: %v", ok, err)
 		}
 	}
-	const rule = "not an index Trawler writes; use trawler-items or trawler-<site>-<task> (lowercase letters, digits, - and _)"
+	const rule = "not an index Trawler writes; use trawler-items, trawler-<site>-<task>, trawler.<tenant> or trawler.<tenant>.<site>-<task> (lowercase letters, digits, - and _)"
 	for _, bad := range []string{"", "trawler-", "trawler-x/_doc/pwned#", "trawler-x%2F_close", "trawler-items/_bulk?refresh=true#",
 		"trawler-*", "trawler-a,other", "Trawler-Demo", "trawler-demo.story", "..", ".", "trawler-..", "trawler-a:b", "trawler-a b",
-		"trawler-a\x00", "other", "_all", "trawler-items\\x", "trawler-ä"} {
+		"trawler-a\x00", "other", "_all", "trawler-items\\x", "trawler-ä",
+		"trawler.", "trawler.*", "trawler.acme*", "trawler.acme.*", "trawler..x", "trawler.acme.", "trawler.acme.a.b", "trawler.Acme",
+		"trawler.-acme", "trawler._all", "trawler.acme/_doc/1#", "trawler.acme,trawler.globex", "trawler.acme.x/_close", "trawler.acme:x",
+		"trawler.acme.demo-story?q=x", "trawler.a%2Fb"} {
 		if err := es.CheckSearchable(bad); err == nil || err.Error() != fmt.Sprintf("index %q: ", bad)+rule {
 			t.Errorf("%q: %v", bad, err)
 		}
@@ -356,6 +361,34 @@ func TestCheckSearchable(t *testing.T) {
 	}
 	if err := es.CheckSearchable(long[:255]); err != nil {
 		t.Errorf("255 bytes: %v", err)
+	}
+	if err := es.CheckSearchable("trawler.acme." + strings.Repeat("a", 243)); err == nil || !strings.Contains(err.Error(), "256 bytes") {
+		t.Errorf("256-byte tenant alias: %v", err)
+	}
+}
+
+func TestForTenant(t *testing.T) {
+	for _, c := range [][3]string{
+		{"acme", es.Alias, "trawler.acme"},
+		{"acme", "trawler-demo-story", "trawler.acme.demo-story"},
+		{"acme", "trawler.acme", "trawler.acme"},
+		{"acme", "trawler.acme.demo-story", "trawler.acme.demo-story"},
+		{"", es.Alias, "trawler.default"},
+		{"default", "trawler-demo-story", "trawler.default.demo-story"},
+	} {
+		if got, err := es.ForTenant(c[0], c[1]); err != nil || got != c[2] {
+			t.Errorf("ForTenant(%q, %q) = %q, %v; want %q", c[0], c[1], got, err, c[2])
+		}
+	}
+	for _, c := range [][3]string{
+		{"acme", "trawler.globex", `index "trawler.globex" is another tenant's alias, not tenant acme's: use trawler.acme, or trawler.acme.<site>-<task> for one task`},
+		{"acme", "trawler.acme2.demo-story", `index "trawler.acme2.demo-story" is another tenant's alias, not tenant acme's: use trawler.acme, or trawler.acme.<site>-<task> for one task`},
+		{"a.b", es.Alias, `tenant "a.b": use lowercase letters, digits, - and _, starting with a letter or digit`},
+		{"acme", "trawler-*", `index "trawler-*": not an index Trawler writes; use trawler-items, trawler-<site>-<task>, trawler.<tenant> or trawler.<tenant>.<site>-<task> (lowercase letters, digits, - and _)`},
+	} {
+		if _, err := es.ForTenant(c[0], c[1]); err == nil || err.Error() != c[2] {
+			t.Errorf("ForTenant(%q, %q): %v\nwant %s", c[0], c[1], err, c[2])
+		}
 	}
 }
 

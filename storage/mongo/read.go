@@ -60,8 +60,25 @@ type BizCount struct {
 	Count int64  `json:"count"`
 }
 
-// Bizes lists the tasks with records in the hot store, by biz.
-func (r *Reader) Bizes(ctx context.Context) ([]BizCount, error) {
+// tenantsFilter selects the records of tenants (every record for none), as
+// tenantFilter selects one tenant's.
+func tenantsFilter(tenants []string) bson.D {
+	or := bson.A{}
+	for _, t := range tenants {
+		or = append(or, bson.D{tenantFilter(t)})
+	}
+	switch len(or) {
+	case 0:
+		return bson.D{}
+	case 1:
+		return or[0].(bson.D)
+	}
+	return bson.D{{Key: "$or", Value: or}}
+}
+
+// Bizes lists the tasks with records of tenants (every tenant for none) in the hot
+// store, by biz.
+func (r *Reader) Bizes(ctx context.Context, tenants []string) ([]BizCount, error) {
 	names, err := itemCollections(ctx, r.db)
 	if err != nil {
 		return nil, err
@@ -69,14 +86,14 @@ func (r *Reader) Bizes(ctx context.Context) ([]BizCount, error) {
 	var out []BizCount
 	for _, n := range names {
 		var one record
-		err := r.db.Collection(n).FindOne(ctx, bson.D{}).Decode(&one)
+		err := r.db.Collection(n).FindOne(ctx, tenantsFilter(tenants)).Decode(&one)
 		if errors.Is(err, mongo.ErrNoDocuments) {
 			continue
 		}
 		if err != nil {
 			return nil, fmt.Errorf("mongo: read %s.%s: %w", r.db.Name(), n, err)
 		}
-		c, err := r.db.Collection(n).CountDocuments(ctx, bson.D{})
+		c, err := r.db.Collection(n).CountDocuments(ctx, tenantsFilter(tenants))
 		if err != nil {
 			return nil, fmt.Errorf("mongo: count %s.%s: %w", r.db.Name(), n, err)
 		}
@@ -85,15 +102,15 @@ func (r *Reader) Bizes(ctx context.Context) ([]BizCount, error) {
 	return out, nil
 }
 
-// Page returns up to limit records of a biz, latest fetch first, after skipping skip,
-// and how many records the biz holds.
-func (r *Reader) Page(ctx context.Context, biz string, skip, limit int) ([]crawl.Item, int64, error) {
+// Page returns up to limit records of a biz of tenants (every tenant for none), latest
+// fetch first, after skipping skip, and how many such records the biz holds.
+func (r *Reader) Page(ctx context.Context, biz string, tenants []string, skip, limit int) ([]crawl.Item, int64, error) {
 	coll := r.db.Collection(Collection(biz))
-	total, err := coll.CountDocuments(ctx, bson.D{})
+	total, err := coll.CountDocuments(ctx, tenantsFilter(tenants))
 	if err != nil {
 		return nil, 0, fmt.Errorf("mongo: count %s.%s: %w", r.db.Name(), coll.Name(), err)
 	}
-	cur, err := coll.Find(ctx, bson.D{}, options.Find().
+	cur, err := coll.Find(ctx, tenantsFilter(tenants), options.Find().
 		SetSort(bson.D{{Key: "ts", Value: -1}, {Key: "_id", Value: 1}}).SetSkip(int64(skip)).SetLimit(int64(limit)))
 	if err != nil {
 		return nil, 0, fmt.Errorf("mongo: read %s.%s: %w", r.db.Name(), coll.Name(), err)

@@ -74,6 +74,8 @@ function when(ts) {
   return isNaN(d) ? String(ts) : d.toLocaleString();
 }
 
+const maxAuditRows = 25; // audit entries the dashboard shows
+
 function num(n) { return (n || 0).toLocaleString(); }
 
 // byRule is "calendar 10, repeat 2": counts by rule, most first.
@@ -208,6 +210,17 @@ pages.dashboard = () => {
       el("td", {}, h.host), el("td", { class: "n" }, h.in_flight + "/" + h.concurrency),
       el("td", { class: "n" }, h.interval_ns ? formatRate(1e9 / h.interval_ns) : "-"), el("td", {}, h.source),
       el("td", { class: "n" }, formatRate(h.rate, "0/s")), el("td", { class: h.paused_until ? "error" : "" }, hostTrouble(h, now)))));
+  });
+  every(10000, async () => {
+    // Only an admin's token reads the trail; for any other the panel stays hidden.
+    const { status, data } = await api("GET", "/api/audit?last=" + maxAuditRows);
+    $("#audit-box").hidden = status !== 200;
+    if (status !== 200) return status === 503;
+    const entries = (data.entries || []).reverse();
+    fill($("#audit tbody"), entries.map((e) => el("tr", {},
+      el("td", {}, new Date(e.time).toLocaleString()), el("td", {}, e.name || e.who), el("td", {}, e.role), el("td", {}, e.tenant || ""),
+      el("td", {}, e.action + (e.reveal ? " (reveal)" : "")), el("td", {}, e.target || ""), el("td", {}, e.source),
+      el("td", { class: e.status >= 400 ? "n error" : "n" }, String(e.status || "")))));
   });
   api("GET", "/api/chains").then(({ status, data }) => {
     if (status !== 200) return;

@@ -31,7 +31,11 @@
 //	PUT|DELETE /<index>/_alias/<name>       add (filter, routing, is_write_index kept) / remove
 //	GET|HEAD /_alias[/<names>], GET /<index>/_alias[/<names>], POST /_aliases (add, remove)
 //	                                        names are lists with wildcards, _all and -exclusions;
-//	                                        missing names answer 404 with the aliases found
+//	                                        missing names answer 404 with the aliases found;
+//	                                        a search or count through an alias with a filter
+//	                                        sees only the documents the filter matches (unless
+//	                                        the same request names the index or an alias
+//	                                        without one)
 //	POST /_bulk, POST /<index>/_bulk        index, create, update (doc, upsert, doc_as_upsert,
 //	                                        noop detection, _source), delete
 //	GET|PUT|POST|DELETE /<index>/_doc/<id>  get / index / delete one document; POST /<index>/_doc auto id

@@ -17,11 +17,14 @@ import (
 
 // target is the set of indexes a search reads, with their merged field mappings.
 type target struct {
-	ixs    []*esIndex
-	fields map[string]fieldInfo
-	alias  bleve.Index
-	server *server
-	pit    *pointInTime // the point in time the search reads through, if any
+	ixs []*esIndex
+	// filters are, per index reached only through aliases with a filter, those filters
+	// (raw query JSON); a search sees the documents any of them matches.
+	filters map[*esIndex][]any
+	fields  map[string]fieldInfo
+	alias   bleve.Index
+	server  *server
+	pit     *pointInTime // the point in time the search reads through, if any
 }
 
 func (s *server) searchTarget(r *http.Request, expr string) (*target, error) {
@@ -41,7 +44,7 @@ func (s *server) searchTarget(r *http.Request, expr string) (*target, error) {
 		open = append(open, ix)
 	}
 	ixs = open
-	t := &target{ixs: ixs, fields: map[string]fieldInfo{}, server: s}
+	t := &target{ixs: ixs, fields: map[string]fieldInfo{}, server: s, filters: aliasFilters(expr, ixs)}
 	for _, ix := range ixs {
 		for n, fi := range ix.fieldMap() {
 			if _, ok := t.fields[n]; !ok {
@@ -59,6 +62,93 @@ func (s *server) searchTarget(r *http.Request, expr string) (*target, error) {
 		t.alias = bleve.NewIndexAlias(bis...)
 	}
 	return t, nil
+}
+
+// aliasFilters finds, for each index of ixs, the filters of the aliases expr reaches it
+// through, as Elasticsearch applies them: an index named by its own name, a pattern
+// matching its name, _all, or an alias without a filter is searched whole; one reached
+// only through aliases with filters shows the documents any of those filters matches.
+func aliasFilters(expr string, ixs []*esIndex) map[*esIndex][]any {
+	var parts []string
+	for _, p := range strings.Split(expr, ",") {
+		p = strings.TrimSpace(p)
+		if p == "" || strings.HasPrefix(p, "-") {
+			continue
+		}
+		if name, err := dateMathName(p, time.Now()); err == nil {
+			p = name
+		}
+		parts = append(parts, p)
+	}
+	matches := func(part, name string) bool {
+		return part == name || (strings.ContainsAny(part, "*?") && globMatch(part, name))
+	}
+	out := map[*esIndex][]any{}
+	for _, ix := range ixs {
+		aliases := ix.snapshotMeta().Aliases
+		whole := false
+		var filters []any
+		for _, p := range parts {
+			if p == "_all" || matches(p, ix.name) {
+				whole = true
+				break
+			}
+			for a, attrs := range aliases {
+				if !matches(p, a) {
+					continue
+				}
+				if f, ok := attrs["filter"]; ok && f != nil {
+					filters = append(filters, f)
+				} else {
+					whole = true
+				}
+			}
+		}
+		if !whole && len(filters) > 0 {
+			out[ix] = filters
+		}
+	}
+	return out
+}
+
+// applyAliasFilters keeps, of the documents of each filtered index, those its alias
+// filters match.
+func (t *target) applyAliasFilters(docs []*scoredDoc) ([]*scoredDoc, error) {
+	if len(t.filters) == 0 {
+		return docs, nil
+	}
+	c := &qctx{fields: t.fields, now: time.Now(), t: t}
+	byIndex := map[*esIndex][]*scoredDoc{}
+	for _, d := range docs {
+		if _, ok := t.filters[d.ix]; ok {
+			byIndex[d.ix] = append(byIndex[d.ix], d)
+		}
+	}
+	keep := map[*scoredDoc]bool{}
+	for ix, ds := range byIndex {
+		qs := make([]query.Query, 0, len(t.filters[ix]))
+		for _, f := range t.filters[ix] {
+			q, err := c.translate(f)
+			if err != nil {
+				return nil, err
+			}
+			qs = append(qs, q)
+		}
+		sc := &scorer{ix: ix, fields: t.fields, docs: ds}
+		m := sc.leafMatches(bleve.NewDisjunctionQuery(qs...))
+		for _, d := range ds {
+			if m[d.id] {
+				keep[d] = true
+			}
+		}
+	}
+	out := docs[:0]
+	for _, d := range docs {
+		if _, filtered := t.filters[d.ix]; !filtered || keep[d] {
+			out = append(out, d)
+		}
+	}
+	return out, nil
 }
 
 // intSetting reads an integer index setting of the target, the smallest over its indexes.
@@ -235,7 +325,6 @@ func matchDocs(t *target, q query.Query, scored bool) ([]*scoredDoc, error) {
 			limits[ix] = limit
 		}
 	}
-	perIndex := map[*esIndex][]*scoredDoc{}
 	docs := make([]*scoredDoc, 0, len(res.Hits))
 	for _, h := range res.Hits {
 		ix := byName[h.Index]
@@ -253,9 +342,16 @@ func matchDocs(t *target, q query.Query, scored bool) ([]*scoredDoc, error) {
 			continue
 		}
 		docs = append(docs, d)
-		perIndex[ix] = append(perIndex[ix], d)
+	}
+	docs, err = t.applyAliasFilters(docs)
+	if err != nil {
+		return nil, err
 	}
 	if scored {
+		perIndex := map[*esIndex][]*scoredDoc{}
+		for _, d := range docs {
+			perIndex[d.ix] = append(perIndex[d.ix], d)
+		}
 		for ix, ds := range perIndex {
 			if err := scoreAll(ix, q, t.fields, ds); err != nil {
 				return nil, err
