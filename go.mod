@@ -1,4 +1,4 @@
-module trawler
+module github.com/trawlerhq/trawler
 
 go 1.26.8
 

@@ -18,15 +18,15 @@ import (
 
 	"go.temporal.io/sdk/temporal"
 
-	"trawler/crawl"
-	"trawler/dedup"
-	"trawler/external"
-	"trawler/internal/affinity"
-	"trawler/internal/monitor"
-	"trawler/internal/quota"
-	"trawler/internal/recrawl"
-	"trawler/internal/seen"
-	"trawler/storage"
+	"github.com/trawlerhq/trawler/crawl"
+	"github.com/trawlerhq/trawler/dedup"
+	"github.com/trawlerhq/trawler/external"
+	"github.com/trawlerhq/trawler/internal/affinity"
+	"github.com/trawlerhq/trawler/internal/monitor"
+	"github.com/trawlerhq/trawler/internal/quota"
+	"github.com/trawlerhq/trawler/internal/recrawl"
+	"github.com/trawlerhq/trawler/internal/seen"
+	"github.com/trawlerhq/trawler/storage"
 )
 
 // Activities carries what a worker's activities share.

@@ -8,9 +8,9 @@ import (
 	"strings"
 	"testing"
 
-	"trawler/crawl"
-	"trawler/fetch"
-	"trawler/storage"
+	"github.com/trawlerhq/trawler/crawl"
+	"github.com/trawlerhq/trawler/fetch"
+	"github.com/trawlerhq/trawler/storage"
 )
 
 func TestStepFetcherAppliesChainRobotsSwitch(t *testing.T) {

@@ -18,10 +18,10 @@ import (
 	"github.com/redis/go-redis/v9"
 	"go.temporal.io/sdk/testsuite"
 
-	"trawler/crawl"
-	"trawler/fetch"
-	"trawler/internal/quota"
-	"trawler/storage"
+	"github.com/trawlerhq/trawler/crawl"
+	"github.com/trawlerhq/trawler/fetch"
+	"github.com/trawlerhq/trawler/internal/quota"
+	"github.com/trawlerhq/trawler/storage"
 )
 
 type page struct {

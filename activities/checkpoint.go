@@ -8,7 +8,7 @@ import (
 
 	"go.temporal.io/sdk/activity"
 
-	"trawler/crawl"
+	"github.com/trawlerhq/trawler/crawl"
 )
 
 // checkpoint is what a batch heartbeats: what a retried attempt needs to resume without

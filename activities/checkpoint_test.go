@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"trawler/crawl"
+	"github.com/trawlerhq/trawler/crawl"
 )
 
 // TestCheckpointOfALargeBatchStaysSmall: a 1,000-input batch, each input with one item

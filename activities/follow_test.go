@@ -7,9 +7,9 @@ import (
 	"testing"
 	"time"
 
-	"trawler/crawl"
-	"trawler/fetch"
-	"trawler/storage"
+	"github.com/trawlerhq/trawler/crawl"
+	"github.com/trawlerhq/trawler/fetch"
+	"github.com/trawlerhq/trawler/storage"
 )
 
 // listTask emits every detail link of a list page for the step "detail".

@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"trawler/crawl"
-	"trawler/fetch"
+	"github.com/trawlerhq/trawler/crawl"
+	"github.com/trawlerhq/trawler/fetch"
 )
 
 // A step's `middlewares:` go into the worker's fetcher: the built-in header middleware

@@ -13,10 +13,10 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 
-	"trawler/crawl"
-	"trawler/dedup"
-	"trawler/internal/tracing"
-	"trawler/storage"
+	"github.com/trawlerhq/trawler/crawl"
+	"github.com/trawlerhq/trawler/dedup"
+	"github.com/trawlerhq/trawler/internal/tracing"
+	"github.com/trawlerhq/trawler/storage"
 )
 
 // The item pipeline: what becomes of the items a finished input yields, in named stages,

@@ -12,11 +12,11 @@ import (
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
 
-	"trawler/crawl"
-	"trawler/dedup"
-	"trawler/internal/quota"
-	"trawler/storage"
-	"trawler/storage/jsonl"
+	"github.com/trawlerhq/trawler/crawl"
+	"github.com/trawlerhq/trawler/dedup"
+	"github.com/trawlerhq/trawler/internal/quota"
+	"github.com/trawlerhq/trawler/storage"
+	"github.com/trawlerhq/trawler/storage/jsonl"
 )
 
 // flaky is a real jsonl sink under another name that fails while down is set, and

@@ -6,8 +6,8 @@ import (
 	"log/slog"
 	"sync/atomic"
 
-	"trawler/crawl"
-	"trawler/internal/quota"
+	"github.com/trawlerhq/trawler/crawl"
+	"github.com/trawlerhq/trawler/internal/quota"
 )
 
 // batchQuota is one batch's hold on its run's, chain's and tenant's budgets. A nil

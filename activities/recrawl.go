@@ -9,8 +9,8 @@ import (
 	"slices"
 	"strings"
 
-	"trawler/crawl"
-	"trawler/internal/recrawl"
+	"github.com/trawlerhq/trawler/crawl"
+	"github.com/trawlerhq/trawler/internal/recrawl"
 )
 
 // Steps with a `recrawl:` policy visit a page when its plan says it is due (see

@@ -6,9 +6,9 @@ import (
 	"net"
 	"sync"
 
-	"trawler/crawl"
-	"trawler/fetch/render"
-	"trawler/internal/monitor"
+	"github.com/trawlerhq/trawler/crawl"
+	"github.com/trawlerhq/trawler/fetch/render"
+	"github.com/trawlerhq/trawler/internal/monitor"
 )
 
 // Rendering is what a worker with a browser lends the steps that render (`render:`).

@@ -6,9 +6,9 @@ import (
 	"fmt"
 	"strings"
 
-	"trawler/crawl"
-	"trawler/external"
-	"trawler/fetch"
+	"github.com/trawlerhq/trawler/crawl"
+	"github.com/trawlerhq/trawler/external"
+	"github.com/trawlerhq/trawler/fetch"
 )
 
 // resources are what a step's fetcher lends its task's requests: the pools of the

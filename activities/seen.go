@@ -6,8 +6,8 @@ import (
 
 	"go.temporal.io/sdk/activity"
 
-	"trawler/crawl"
-	"trawler/internal/seen"
+	"github.com/trawlerhq/trawler/crawl"
+	"github.com/trawlerhq/trawler/internal/seen"
 )
 
 // The run's seen-set (internal/seen): every input a step is handed is claimed when it is

@@ -12,10 +12,10 @@ import (
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
 
-	"trawler/crawl"
-	"trawler/fetch"
-	"trawler/internal/seen"
-	"trawler/storage"
+	"github.com/trawlerhq/trawler/crawl"
+	"github.com/trawlerhq/trawler/fetch"
+	"github.com/trawlerhq/trawler/internal/seen"
+	"github.com/trawlerhq/trawler/storage"
 )
 
 // An input another batch handed back (crawl.Input.Claim) has its outputs claimed as

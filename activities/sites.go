@@ -4,8 +4,8 @@ import (
 	"context"
 	"errors"
 
-	"trawler/crawl"
-	"trawler/internal/affinity"
+	"github.com/trawlerhq/trawler/crawl"
+	"github.com/trawlerhq/trawler/internal/affinity"
 )
 
 // RegisterSites tells the workers which site queues a run sends batches to, so they

@@ -16,13 +16,13 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"trawler/crawl"
-	"trawler/examples"
-	"trawler/external"
-	"trawler/internal/devstack/demosite"
-	"trawler/internal/engine"
-	"trawler/internal/recrawl"
-	"trawler/sites/demo"
+	"github.com/trawlerhq/trawler/crawl"
+	"github.com/trawlerhq/trawler/examples"
+	"github.com/trawlerhq/trawler/external"
+	"github.com/trawlerhq/trawler/internal/devstack/demosite"
+	"github.com/trawlerhq/trawler/internal/engine"
+	"github.com/trawlerhq/trawler/internal/recrawl"
+	"github.com/trawlerhq/trawler/sites/demo"
 )
 
 func TestHistory(t *testing.T) {

@@ -17,8 +17,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"trawler/crawl"
-	kafkasink "trawler/storage/kafka"
+	"github.com/trawlerhq/trawler/crawl"
+	kafkasink "github.com/trawlerhq/trawler/storage/kafka"
 )
 
 // The audit trail: every state-changing call and every reveal of pool values, who made

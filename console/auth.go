@@ -12,7 +12,7 @@ import (
 	"strings"
 	"time"
 
-	"trawler/internal/credentials"
+	"github.com/trawlerhq/trawler/internal/credentials"
 )
 
 // The principals of the console's own tokens: --token speaks as an admin, --read-token

@@ -16,10 +16,10 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/kb"
 
-	"trawler/examples"
-	"trawler/internal/devstack/demosite"
-	"trawler/internal/engine"
-	"trawler/sites/demo"
+	"github.com/trawlerhq/trawler/examples"
+	"github.com/trawlerhq/trawler/internal/devstack/demosite"
+	"github.com/trawlerhq/trawler/internal/engine"
+	"github.com/trawlerhq/trawler/sites/demo"
 )
 
 // chromium is Debian's browser, which .ci/run installs.

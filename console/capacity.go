@@ -6,8 +6,8 @@ import (
 	"net/http"
 	"time"
 
-	"trawler/internal/capacity"
-	"trawler/internal/engine"
+	"github.com/trawlerhq/trawler/internal/capacity"
+	"github.com/trawlerhq/trawler/internal/engine"
 )
 
 // capacityReport: GET /api/capacity[?drain=10m] — what `trawler status --needs` shows:

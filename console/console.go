@@ -24,12 +24,12 @@ import (
 	"github.com/redis/go-redis/v9"
 	"go.temporal.io/sdk/client"
 
-	"trawler/internal/redisurl"
-	"trawler/storage/es"
-	"trawler/storage/hbase"
-	kafkasink "trawler/storage/kafka"
-	"trawler/storage/mongo"
-	"trawler/workflows"
+	"github.com/trawlerhq/trawler/internal/redisurl"
+	"github.com/trawlerhq/trawler/storage/es"
+	"github.com/trawlerhq/trawler/storage/hbase"
+	kafkasink "github.com/trawlerhq/trawler/storage/kafka"
+	"github.com/trawlerhq/trawler/storage/mongo"
+	"github.com/trawlerhq/trawler/workflows"
 )
 
 // Config says where the console finds the cluster. Empty store fields turn the matching

@@ -13,11 +13,11 @@ import (
 	"strings"
 	"time"
 
-	"trawler/crawl"
-	"trawler/dedup"
-	"trawler/internal/recrawl"
-	"trawler/storage/es"
-	"trawler/storage/mongo"
+	"github.com/trawlerhq/trawler/crawl"
+	"github.com/trawlerhq/trawler/dedup"
+	"github.com/trawlerhq/trawler/internal/recrawl"
+	"github.com/trawlerhq/trawler/storage/es"
+	"github.com/trawlerhq/trawler/storage/mongo"
 )
 
 // listItems: GET /api/items?biz=site.task&tenant=&page=1&size=50 — a page of a task's

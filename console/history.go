@@ -7,9 +7,9 @@ import (
 	"net/http"
 	"slices"
 
-	"trawler/crawl"
-	"trawler/external"
-	"trawler/storage/hbase"
+	"github.com/trawlerhq/trawler/crawl"
+	"github.com/trawlerhq/trawler/external"
+	"github.com/trawlerhq/trawler/storage/hbase"
 )
 
 // itemHistory: GET /api/history/{biz}/{key}?tenant=default&n=50 — a tenant's stored

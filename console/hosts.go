@@ -6,7 +6,7 @@ import (
 	"net/http"
 	"time"
 
-	"trawler/internal/polite"
+	"github.com/trawlerhq/trawler/internal/polite"
 )
 
 // hostBudgets: GET /api/hosts — what `trawler status` shows per host budget: the limit

@@ -10,8 +10,8 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/redis/go-redis/v9"
 
-	"trawler/fetch"
-	"trawler/internal/polite"
+	"github.com/trawlerhq/trawler/fetch"
+	"github.com/trawlerhq/trawler/internal/polite"
 )
 
 // busyReason is what a worker writes when a host answers 429 with a long Retry-After.

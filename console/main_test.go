@@ -20,16 +20,16 @@ import (
 	"go.temporal.io/sdk/client"
 	sdklog "go.temporal.io/sdk/log"
 
-	"trawler/examples"
-	"trawler/fetch"
-	"trawler/internal/devstack"
-	"trawler/internal/devstack/demosite"
-	"trawler/internal/devstack/eslite"
-	"trawler/internal/devstack/hbaselite"
-	"trawler/internal/engine"
-	"trawler/workflows"
+	"github.com/trawlerhq/trawler/examples"
+	"github.com/trawlerhq/trawler/fetch"
+	"github.com/trawlerhq/trawler/internal/devstack"
+	"github.com/trawlerhq/trawler/internal/devstack/demosite"
+	"github.com/trawlerhq/trawler/internal/devstack/eslite"
+	"github.com/trawlerhq/trawler/internal/devstack/hbaselite"
+	"github.com/trawlerhq/trawler/internal/engine"
+	"github.com/trawlerhq/trawler/workflows"
 
-	"trawler/sites/demo"
+	"github.com/trawlerhq/trawler/sites/demo"
 )
 
 const taskQueue = "console-tests"

@@ -13,9 +13,9 @@ import (
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/converter"
 
-	"trawler/crawl"
-	"trawler/internal/monitor"
-	"trawler/workflows"
+	"github.com/trawlerhq/trawler/crawl"
+	"github.com/trawlerhq/trawler/internal/monitor"
+	"github.com/trawlerhq/trawler/workflows"
 )
 
 // graphStep is a step of a chain as the console draws it: a box with its task and

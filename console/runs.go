@@ -19,11 +19,11 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
 
-	"trawler/crawl"
-	"trawler/examples"
-	"trawler/internal/engine"
-	"trawler/internal/monitor"
-	"trawler/workflows"
+	"github.com/trawlerhq/trawler/crawl"
+	"github.com/trawlerhq/trawler/examples"
+	"github.com/trawlerhq/trawler/internal/engine"
+	"github.com/trawlerhq/trawler/internal/monitor"
+	"github.com/trawlerhq/trawler/workflows"
 )
 
 // listRuns: GET /api/runs?chain=&tenant=&state=&limit=

@@ -13,7 +13,7 @@ import (
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 
-	"trawler/internal/engine"
+	"github.com/trawlerhq/trawler/internal/engine"
 )
 
 // scheduleRequest creates a schedule of a chain.

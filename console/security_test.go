@@ -13,7 +13,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"trawler/external"
+	"github.com/trawlerhq/trawler/external"
 )
 
 const (

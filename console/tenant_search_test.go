@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"trawler/crawl"
-	"trawler/storage/es"
+	"github.com/trawlerhq/trawler/crawl"
+	"github.com/trawlerhq/trawler/storage/es"
 )
 
 // A search with ?tenant= goes through that tenant's alias: it shows the tenant's

@@ -11,7 +11,7 @@ import (
 
 	"go.temporal.io/api/serviceerror"
 
-	"trawler/internal/engine"
+	"github.com/trawlerhq/trawler/internal/engine"
 )
 
 // Tenant scoping: an operator's or analyst's token sees only its tenants. Another

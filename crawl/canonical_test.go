@@ -5,7 +5,7 @@ import (
 	"net/http/httptest"
 	"testing"
 
-	"trawler/crawl"
+	"github.com/trawlerhq/trawler/crawl"
 )
 
 func TestCanonicalURL(t *testing.T) {

@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"trawler/crawl"
-	"trawler/fetch"
+	"github.com/trawlerhq/trawler/crawl"
+	"github.com/trawlerhq/trawler/fetch"
 )
 
 // TestCauseOfRealFailures produces each cause for real — statuses, a hang, robots.txt, a

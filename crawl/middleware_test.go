@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"trawler/crawl"
+	"github.com/trawlerhq/trawler/crawl"
 )
 
 // tag is a middleware that appends its name to a trace on the way in.

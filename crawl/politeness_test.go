@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"trawler/crawl"
+	"github.com/trawlerhq/trawler/crawl"
 )
 
 // A chain's politeness reaches each step's plan: the step's block over the defaults'

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"trawler/crawl"
+	"github.com/trawlerhq/trawler/crawl"
 )
 
 func renderRegistry() *crawl.Registry {

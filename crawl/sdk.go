@@ -16,7 +16,7 @@ import (
 	"github.com/PuerkitoBio/goquery"
 	"golang.org/x/net/html"
 
-	"trawler/fetch/charset"
+	"github.com/trawlerhq/trawler/fetch/charset"
 )
 
 // HTMLTask defines a task over HTML pages in one function: the engine fetches the

@@ -15,8 +15,8 @@ import (
 	"golang.org/x/text/encoding/japanese"
 	"golang.org/x/text/encoding/simplifiedchinese"
 
-	"trawler/crawl"
-	"trawler/fetch"
+	"github.com/trawlerhq/trawler/crawl"
+	"github.com/trawlerhq/trawler/fetch"
 )
 
 type story struct {

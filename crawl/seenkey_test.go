@@ -3,7 +3,7 @@ package crawl_test
 import (
 	"testing"
 
-	"trawler/crawl"
+	"github.com/trawlerhq/trawler/crawl"
 )
 
 // Two links to one page are one fetch, however the page that linked them wrote them;

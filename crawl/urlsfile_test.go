@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"trawler/crawl"
+	"github.com/trawlerhq/trawler/crawl"
 )
 
 func urlsRegistry() *crawl.Registry {

@@ -79,7 +79,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"trawler/internal/redisops"
+	"github.com/trawlerhq/trawler/internal/redisops"
 )
 
 // State is what Check found for an entry.

@@ -13,7 +13,7 @@ import (
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
 
-	"trawler/internal/devstack/redisproc"
+	"github.com/trawlerhq/trawler/internal/devstack/redisproc"
 )
 
 var realRedis string

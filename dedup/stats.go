@@ -8,7 +8,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"trawler/internal/redisops"
+	"github.com/trawlerhq/trawler/internal/redisops"
 )
 
 // Stats describes one namespace.

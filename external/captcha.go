@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"trawler/crawl"
+	"github.com/trawlerhq/trawler/crawl"
 )
 
 // Challenge is a captcha to solve: a question in text, or an image, or both.

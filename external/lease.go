@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"trawler/crawl"
+	"github.com/trawlerhq/trawler/crawl"
 )
 
 // Lease is what one request borrowed: an item per pooled kind it needs, and the site's

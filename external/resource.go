@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"trawler/crawl"
+	"github.com/trawlerhq/trawler/crawl"
 )
 
 // Kind is a kind of external resource, as tasks name it in Needs.

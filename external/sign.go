@@ -16,7 +16,7 @@ import (
 	"sync"
 	"time"
 
-	"trawler/crawl"
+	"github.com/trawlerhq/trawler/crawl"
 )
 
 // Signer signs a request just before it is sent, after the leased cookie, user agent

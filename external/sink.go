@@ -7,8 +7,8 @@ import (
 	"strings"
 	"time"
 
-	"trawler/crawl"
-	"trawler/storage"
+	"github.com/trawlerhq/trawler/crawl"
+	"github.com/trawlerhq/trawler/storage"
 )
 
 // SinkPrefix starts the `store:` names of pool sinks: pool:cookie, pool:device_id,

@@ -7,7 +7,7 @@ import (
 	"sync"
 	"time"
 
-	"trawler/crawl"
+	"github.com/trawlerhq/trawler/crawl"
 )
 
 // Budget is what one request's host is held to, and what shares it.

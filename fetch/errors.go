@@ -6,7 +6,7 @@ import (
 	"net/http"
 	"strings"
 
-	"trawler/crawl"
+	"github.com/trawlerhq/trawler/crawl"
 )
 
 // Error is the error Fetch returns for every failure, reachable with errors.As through the

@@ -28,7 +28,7 @@ import (
 	"strings"
 	"time"
 
-	"trawler/crawl"
+	"github.com/trawlerhq/trawler/crawl"
 )
 
 // Options configure a Fetcher. Zero values take the defaults noted.

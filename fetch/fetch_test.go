@@ -17,7 +17,7 @@ import (
 	"testing"
 	"time"
 
-	"trawler/crawl"
+	"github.com/trawlerhq/trawler/crawl"
 )
 
 // server starts an httptest server whose /robots.txt answers 404 unless the handler

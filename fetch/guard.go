@@ -13,7 +13,7 @@ import (
 	"syscall"
 	"time"
 
-	"trawler/crawl"
+	"github.com/trawlerhq/trawler/crawl"
 )
 
 // The address guard. Chains come from many hands (chain files, the console, farming

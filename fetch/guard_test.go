@@ -13,7 +13,7 @@ import (
 	"sync"
 	"testing"
 
-	"trawler/crawl"
+	"github.com/trawlerhq/trawler/crawl"
 )
 
 // fakeNet resolves names from a table and connects only to the loopback servers it

@@ -6,7 +6,7 @@ import (
 	"net/http"
 	"sort"
 
-	"trawler/crawl"
+	"github.com/trawlerhq/trawler/crawl"
 )
 
 // SetHeaders sets each of h's headers on every request, replacing what the task set

@@ -5,8 +5,8 @@ import (
 	"net/url"
 	"time"
 
-	"trawler/crawl"
-	"trawler/internal/monitor"
+	"github.com/trawlerhq/trawler/crawl"
+	"github.com/trawlerhq/trawler/internal/monitor"
 )
 
 // Metrics records how long each fetch took, per host, in the trawler_fetch_seconds

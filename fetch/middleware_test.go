@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"trawler/crawl"
-	"trawler/external"
+	"github.com/trawlerhq/trawler/crawl"
+	"github.com/trawlerhq/trawler/external"
 )
 
 // Each middleware on its own, over the bare transport, against a real server.

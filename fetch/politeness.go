@@ -14,8 +14,8 @@ import (
 
 	"golang.org/x/net/publicsuffix"
 
-	"trawler/crawl"
-	"trawler/internal/monitor"
+	"github.com/trawlerhq/trawler/crawl"
+	"github.com/trawlerhq/trawler/internal/monitor"
 )
 
 // Politeness keeps each attempt within its host's budget, shared by every request that

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"trawler/crawl"
+	"github.com/trawlerhq/trawler/crawl"
 )
 
 // arrivals records when each page request reached a test server.

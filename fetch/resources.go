@@ -7,8 +7,8 @@ import (
 	"net/http"
 	"net/url"
 
-	"trawler/crawl"
-	"trawler/external"
+	"github.com/trawlerhq/trawler/crawl"
+	"github.com/trawlerhq/trawler/external"
 )
 
 // maxSwitches bounds how many leases one request tries when the site refuses them.

@@ -14,8 +14,8 @@ import (
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
 
-	"trawler/crawl"
-	"trawler/external"
+	"github.com/trawlerhq/trawler/crawl"
+	"github.com/trawlerhq/trawler/external"
 )
 
 // lruPool returns pools on a fresh miniredis holding items in tenant t's pool of kind k

@@ -5,7 +5,7 @@ import (
 	"errors"
 	"time"
 
-	"trawler/crawl"
+	"github.com/trawlerhq/trawler/crawl"
 )
 
 // Retry retries in-process what another attempt may cure, and returns the last answer

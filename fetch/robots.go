@@ -12,7 +12,7 @@ import (
 
 	"github.com/temoto/robotstxt"
 
-	"trawler/crawl"
+	"github.com/trawlerhq/trawler/crawl"
 )
 
 // Robots obeys each host's robots.txt unless the request sets IgnoreRobots. It

@@ -4,7 +4,7 @@ import (
 	"context"
 	"time"
 
-	"trawler/crawl"
+	"github.com/trawlerhq/trawler/crawl"
 )
 
 // StatusCheck is where a status gets its meaning, and the only place: an answer the

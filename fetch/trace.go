@@ -8,8 +8,8 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 
-	"trawler/crawl"
-	"trawler/internal/tracing"
+	"github.com/trawlerhq/trawler/crawl"
+	"github.com/trawlerhq/trawler/internal/tracing"
 )
 
 // Tracing gives every fetch a span under the batch activity's: method, URL (passwords

@@ -12,7 +12,7 @@ import (
 	"sort"
 	"strings"
 
-	"trawler/crawl"
+	"github.com/trawlerhq/trawler/crawl"
 )
 
 // Sink stores items.

@@ -3,8 +3,8 @@ package storage_test
 import (
 	"testing"
 
-	"trawler/crawl"
-	"trawler/storage"
+	"github.com/trawlerhq/trawler/crawl"
+	"github.com/trawlerhq/trawler/storage"
 )
 
 // Keys come from site content, so a hostile site picks them: keys that imitate another

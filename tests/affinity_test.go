@@ -12,9 +12,9 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"trawler/internal/engine"
-	"trawler/internal/monitor"
-	"trawler/workflows"
+	"github.com/trawlerhq/trawler/internal/engine"
+	"github.com/trawlerhq/trawler/internal/monitor"
+	"github.com/trawlerhq/trawler/workflows"
 )
 
 const affinityTree = `

@@ -13,12 +13,12 @@ import (
 
 	"go.mongodb.org/mongo-driver/bson"
 
-	"trawler/crawl"
-	"trawler/internal/devstack/eslite"
-	"trawler/internal/devstack/hbaselite"
-	"trawler/internal/engine"
-	"trawler/storage/es"
-	"trawler/storage/hbase"
+	"github.com/trawlerhq/trawler/crawl"
+	"github.com/trawlerhq/trawler/internal/devstack/eslite"
+	"github.com/trawlerhq/trawler/internal/devstack/hbaselite"
+	"github.com/trawlerhq/trawler/internal/engine"
+	"github.com/trawlerhq/trawler/storage/es"
+	"github.com/trawlerhq/trawler/storage/hbase"
 )
 
 // Two chains run the same generic task over the same pages, one reading price as a

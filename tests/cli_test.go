@@ -12,10 +12,10 @@ import (
 	"strings"
 	"testing"
 
-	"trawler/examples"
-	"trawler/internal/devstack/demosite"
-	"trawler/internal/devstack/redisproc"
-	"trawler/internal/endpoints"
+	"github.com/trawlerhq/trawler/examples"
+	"github.com/trawlerhq/trawler/internal/devstack/demosite"
+	"github.com/trawlerhq/trawler/internal/devstack/redisproc"
+	"github.com/trawlerhq/trawler/internal/endpoints"
 )
 
 // trawler runs the real binary and returns stdout, stderr and the exit code.

@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"trawler/internal/devstack/demosite"
+	"github.com/trawlerhq/trawler/internal/devstack/demosite"
 )
 
 func TestRecrawlStoresOnlyWhatChanged(t *testing.T) {

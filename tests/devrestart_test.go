@@ -11,9 +11,9 @@ import (
 	"testing"
 	"time"
 
-	"trawler/crawl"
-	"trawler/internal/devstack/demosite"
-	"trawler/internal/endpoints"
+	"github.com/trawlerhq/trawler/crawl"
+	"github.com/trawlerhq/trawler/internal/devstack/demosite"
+	"github.com/trawlerhq/trawler/internal/endpoints"
 )
 
 // devProcess starts `trawler dev` on data, on any free ports, and returns once it is up.

@@ -21,13 +21,13 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	workflowpb "go.temporal.io/api/workflow/v1"
 
-	"trawler/internal/devstack"
-	"trawler/internal/devstack/demosite"
-	"trawler/internal/engine"
-	"trawler/storage/jsonl"
-	"trawler/storage/kafka"
-	"trawler/storage/mongo"
-	"trawler/workflows"
+	"github.com/trawlerhq/trawler/internal/devstack"
+	"github.com/trawlerhq/trawler/internal/devstack/demosite"
+	"github.com/trawlerhq/trawler/internal/engine"
+	"github.com/trawlerhq/trawler/storage/jsonl"
+	"github.com/trawlerhq/trawler/storage/kafka"
+	"github.com/trawlerhq/trawler/storage/mongo"
+	"github.com/trawlerhq/trawler/workflows"
 )
 
 // buildTrawler builds the real binary once for the tests that run worker processes.

@@ -14,12 +14,12 @@ import (
 	"github.com/redis/go-redis/v9"
 	"go.temporal.io/sdk/client"
 
-	"trawler/crawl"
-	"trawler/external"
-	"trawler/internal/devstack/demosite"
-	"trawler/internal/engine"
-	"trawler/sites/demo"
-	"trawler/workflows"
+	"github.com/trawlerhq/trawler/crawl"
+	"github.com/trawlerhq/trawler/external"
+	"github.com/trawlerhq/trawler/internal/devstack/demosite"
+	"github.com/trawlerhq/trawler/internal/engine"
+	"github.com/trawlerhq/trawler/sites/demo"
+	"github.com/trawlerhq/trawler/workflows"
 )
 
 // pools reads and configures the pools the shared worker lends from.

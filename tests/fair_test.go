@@ -10,11 +10,11 @@ import (
 
 	enumspb "go.temporal.io/api/enums/v1"
 
-	"trawler/crawl"
-	"trawler/fetch"
-	"trawler/internal/devstack/demosite"
-	"trawler/internal/engine"
-	"trawler/workflows"
+	"github.com/trawlerhq/trawler/crawl"
+	"github.com/trawlerhq/trawler/fetch"
+	"github.com/trawlerhq/trawler/internal/devstack/demosite"
+	"github.com/trawlerhq/trawler/internal/engine"
+	"github.com/trawlerhq/trawler/workflows"
 )
 
 // slowTree is a synth crawl whose nodes take sleep_ms each, so a worker's few slots

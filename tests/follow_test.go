@@ -12,11 +12,11 @@ import (
 
 	enumspb "go.temporal.io/api/enums/v1"
 
-	"trawler/crawl"
-	"trawler/internal/devstack/demosite"
-	"trawler/internal/engine"
-	"trawler/storage/jsonl"
-	"trawler/workflows"
+	"github.com/trawlerhq/trawler/crawl"
+	"github.com/trawlerhq/trawler/internal/devstack/demosite"
+	"github.com/trawlerhq/trawler/internal/engine"
+	"github.com/trawlerhq/trawler/storage/jsonl"
+	"github.com/trawlerhq/trawler/workflows"
 )
 
 // A worker SIGKILLed while its batch follows the feed page after page, and the stories

@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"trawler/crawl"
-	"trawler/workflows"
+	"github.com/trawlerhq/trawler/crawl"
+	"github.com/trawlerhq/trawler/workflows"
 )
 
 // ringShop is a shop whose category pages each list the same products and link the

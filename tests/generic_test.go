@@ -14,12 +14,12 @@ import (
 	"testing"
 	"time"
 
-	"trawler/crawl"
-	"trawler/internal/devstack/demosite"
-	"trawler/storage/jsonl"
-	"trawler/workflows"
+	"github.com/trawlerhq/trawler/crawl"
+	"github.com/trawlerhq/trawler/internal/devstack/demosite"
+	"github.com/trawlerhq/trawler/storage/jsonl"
+	"github.com/trawlerhq/trawler/workflows"
 
-	_ "trawler/sites/generic"
+	_ "github.com/trawlerhq/trawler/sites/generic"
 )
 
 // items reads back what a run stored in the jsonl sink: key → item, per biz.

@@ -9,11 +9,11 @@ import (
 	"testing"
 	"time"
 
-	"trawler/crawl"
-	"trawler/internal/devstack/demosite"
-	"trawler/internal/devstack/hbaselite"
-	"trawler/internal/engine"
-	"trawler/storage/hbase"
+	"github.com/trawlerhq/trawler/crawl"
+	"github.com/trawlerhq/trawler/internal/devstack/demosite"
+	"github.com/trawlerhq/trawler/internal/devstack/hbaselite"
+	"github.com/trawlerhq/trawler/internal/engine"
+	"github.com/trawlerhq/trawler/storage/hbase"
 )
 
 // storeHBase adds the hbase sink to every step that stores items.

@@ -11,8 +11,8 @@ import (
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
 
-	"trawler/fetch"
-	"trawler/internal/polite"
+	"github.com/trawlerhq/trawler/fetch"
+	"github.com/trawlerhq/trawler/internal/polite"
 )
 
 // `trawler status` lists the host budgets used in the last hour, newest first, as many

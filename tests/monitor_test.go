@@ -17,11 +17,11 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/redis/go-redis/v9"
 
-	"trawler/internal/devstack/demosite"
-	"trawler/internal/engine"
-	"trawler/internal/monitor"
-	"trawler/internal/quota"
-	"trawler/workflows"
+	"github.com/trawlerhq/trawler/internal/devstack/demosite"
+	"github.com/trawlerhq/trawler/internal/engine"
+	"github.com/trawlerhq/trawler/internal/monitor"
+	"github.com/trawlerhq/trawler/internal/quota"
+	"github.com/trawlerhq/trawler/workflows"
 )
 
 // scrape reads /metrics as Prometheus would and sums each metric's samples that carry

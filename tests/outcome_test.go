@@ -12,10 +12,10 @@ import (
 	"testing"
 	"time"
 
-	"trawler/crawl"
-	"trawler/workflows"
+	"github.com/trawlerhq/trawler/crawl"
+	"github.com/trawlerhq/trawler/workflows"
 
-	_ "trawler/sites/generic"
+	_ "github.com/trawlerhq/trawler/sites/generic"
 )
 
 // listSite serves a list page at /list linking to /a and /b, and a detail page at each

@@ -17,11 +17,11 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"trawler/internal/devstack/redisproc"
-	"trawler/internal/redisurl"
-	"trawler/workflows"
+	"github.com/trawlerhq/trawler/internal/devstack/redisproc"
+	"github.com/trawlerhq/trawler/internal/redisurl"
+	"github.com/trawlerhq/trawler/workflows"
 
-	_ "trawler/sites/generic"
+	_ "github.com/trawlerhq/trawler/sites/generic"
 )
 
 // The politeness tests run real `trawler worker` processes on a real redis-server and

@@ -12,12 +12,12 @@ import (
 	"github.com/redis/go-redis/v9"
 	"go.temporal.io/sdk/client"
 
-	"trawler/crawl"
-	"trawler/internal/devstack/demosite"
-	"trawler/internal/devstack/hbaselite"
-	"trawler/internal/engine"
-	"trawler/internal/recrawl"
-	"trawler/storage/hbase"
+	"github.com/trawlerhq/trawler/crawl"
+	"github.com/trawlerhq/trawler/internal/devstack/demosite"
+	"github.com/trawlerhq/trawler/internal/devstack/hbaselite"
+	"github.com/trawlerhq/trawler/internal/engine"
+	"github.com/trawlerhq/trawler/internal/recrawl"
+	"github.com/trawlerhq/trawler/storage/hbase"
 )
 
 // TestRecrawlVisitsWhatChanges runs examples/recrawl.yaml once per simulated

@@ -12,10 +12,10 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"trawler/fetch/render"
-	"trawler/internal/devstack/demosite"
-	"trawler/internal/engine"
-	"trawler/storage/jsonl"
+	"github.com/trawlerhq/trawler/fetch/render"
+	"github.com/trawlerhq/trawler/internal/devstack/demosite"
+	"github.com/trawlerhq/trawler/internal/engine"
+	"github.com/trawlerhq/trawler/storage/jsonl"
 )
 
 // renderWorkers starts two workers on their own task queue, as a fleet where only some

@@ -17,10 +17,10 @@ import (
 	"go.temporal.io/sdk/workflow"
 	"google.golang.org/protobuf/encoding/protojson"
 
-	"trawler/internal/devstack/demosite"
-	"trawler/internal/engine"
-	"trawler/tests/fixture/hn"
-	"trawler/workflows"
+	"github.com/trawlerhq/trawler/internal/devstack/demosite"
+	"github.com/trawlerhq/trawler/internal/engine"
+	"github.com/trawlerhq/trawler/tests/fixture/hn"
+	"github.com/trawlerhq/trawler/workflows"
 )
 
 // TestExampleHistoriesReplay runs the example chains, then replays their histories

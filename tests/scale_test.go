@@ -10,9 +10,9 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/workflowservice/v1"
 
-	"trawler/internal/engine"
-	"trawler/tests/fixture/synth"
-	"trawler/workflows"
+	"github.com/trawlerhq/trawler/internal/engine"
+	"github.com/trawlerhq/trawler/tests/fixture/synth"
+	"github.com/trawlerhq/trawler/workflows"
 )
 
 const treeChain = `

@@ -8,11 +8,11 @@ import (
 	"testing"
 	"time"
 
-	"trawler/fetch"
-	"trawler/internal/devstack/demosite"
-	"trawler/internal/devstack/eslite"
-	"trawler/internal/engine"
-	"trawler/storage/es"
+	"github.com/trawlerhq/trawler/fetch"
+	"github.com/trawlerhq/trawler/internal/devstack/demosite"
+	"github.com/trawlerhq/trawler/internal/devstack/eslite"
+	"github.com/trawlerhq/trawler/internal/engine"
+	"github.com/trawlerhq/trawler/storage/es"
 )
 
 // esSearch posts a search body to the alias and decodes the answer.

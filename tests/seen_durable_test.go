@@ -15,9 +15,9 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/converter"
 
-	"trawler/crawl"
-	"trawler/storage/jsonl"
-	"trawler/workflows"
+	"github.com/trawlerhq/trawler/crawl"
+	"github.com/trawlerhq/trawler/storage/jsonl"
+	"github.com/trawlerhq/trawler/workflows"
 )
 
 // The ring shop on three worker processes, with the worker running the list batch —

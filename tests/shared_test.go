@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"trawler/crawl"
-	"trawler/internal/devstack/demosite"
+	"github.com/trawlerhq/trawler/crawl"
+	"github.com/trawlerhq/trawler/internal/devstack/demosite"
 )
 
 // countingSite puts a counter of requests per path and query in front of a demo site.

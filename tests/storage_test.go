@@ -13,14 +13,14 @@ import (
 
 	"go.mongodb.org/mongo-driver/bson"
 
-	"trawler/crawl"
-	"trawler/internal/devstack"
-	"trawler/internal/devstack/demosite"
-	"trawler/internal/engine"
-	"trawler/storage/jsonl"
-	"trawler/storage/kafka"
-	"trawler/storage/mongo"
-	"trawler/workflows"
+	"github.com/trawlerhq/trawler/crawl"
+	"github.com/trawlerhq/trawler/internal/devstack"
+	"github.com/trawlerhq/trawler/internal/devstack/demosite"
+	"github.com/trawlerhq/trawler/internal/engine"
+	"github.com/trawlerhq/trawler/storage/jsonl"
+	"github.com/trawlerhq/trawler/storage/kafka"
+	"github.com/trawlerhq/trawler/storage/mongo"
+	"github.com/trawlerhq/trawler/workflows"
 )
 
 // hot is the embedded Kafka and MongoDB of the hot-storage tests, started once for the

@@ -11,9 +11,9 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"trawler/internal/devstack/demosite"
-	"trawler/internal/stream"
-	"trawler/storage/jsonl"
+	"github.com/trawlerhq/trawler/internal/devstack/demosite"
+	"github.com/trawlerhq/trawler/internal/stream"
+	"github.com/trawlerhq/trawler/storage/jsonl"
 )
 
 const streamChain = `

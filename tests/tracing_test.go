@@ -9,9 +9,9 @@ import (
 	"go.temporal.io/sdk/client"
 	sdklog "go.temporal.io/sdk/log"
 
-	"trawler/internal/devstack/demosite"
-	"trawler/internal/engine"
-	"trawler/internal/tracing"
+	"github.com/trawlerhq/trawler/internal/devstack/demosite"
+	"github.com/trawlerhq/trawler/internal/engine"
+	"github.com/trawlerhq/trawler/internal/tracing"
 )
 
 // With tracing on, one trace follows a run from its workflow to each batch activity and

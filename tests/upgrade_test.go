@@ -8,10 +8,10 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/workflow"
 
-	"trawler/fetch"
-	"trawler/internal/devstack/demosite"
-	"trawler/internal/engine"
-	"trawler/workflows"
+	"github.com/trawlerhq/trawler/fetch"
+	"github.com/trawlerhq/trawler/internal/devstack/demosite"
+	"github.com/trawlerhq/trawler/internal/engine"
+	"github.com/trawlerhq/trawler/workflows"
 )
 
 // markers counts the version markers in a run's root history.

@@ -19,13 +19,13 @@ import (
 	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/workflow"
 
-	"trawler/activities"
-	"trawler/crawl"
-	"trawler/dedup"
-	"trawler/storage"
-	"trawler/storage/jsonl"
-	"trawler/tests/fixture/synth"
-	"trawler/workflows"
+	"github.com/trawlerhq/trawler/activities"
+	"github.com/trawlerhq/trawler/crawl"
+	"github.com/trawlerhq/trawler/dedup"
+	"github.com/trawlerhq/trawler/storage"
+	"github.com/trawlerhq/trawler/storage/jsonl"
+	"github.com/trawlerhq/trawler/tests/fixture/synth"
+	"github.com/trawlerhq/trawler/workflows"
 )
 
 func plan(t *testing.T, yaml string, sets ...string) *crawl.Plan {

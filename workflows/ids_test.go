@@ -6,9 +6,9 @@ import (
 	"sync"
 	"testing"
 
-	"trawler/crawl"
-	"trawler/storage"
-	"trawler/workflows"
+	"github.com/trawlerhq/trawler/crawl"
+	"github.com/trawlerhq/trawler/storage"
+	"github.com/trawlerhq/trawler/workflows"
 )
 
 // halfWrites stands for a sink that keeps every copy it is sent (Kafka): on the listed

@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
-	"trawler/crawl"
-	"trawler/workflows"
+	"github.com/trawlerhq/trawler/crawl"
+	"github.com/trawlerhq/trawler/workflows"
 )
 
 // TestOutcomes: a run says how it went. A chain whose only seed answers 404 failed; one

@@ -3,7 +3,7 @@ package workflows
 import (
 	"strings"
 
-	"trawler/crawl"
+	"github.com/trawlerhq/trawler/crawl"
 )
 
 // SiteQueueOf is the task queue a step's batches go to, for workers polling base: the

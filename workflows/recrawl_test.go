@@ -9,10 +9,10 @@ import (
 	"github.com/redis/go-redis/v9"
 	"go.temporal.io/sdk/activity"
 
-	"trawler/crawl"
-	"trawler/dedup"
-	"trawler/internal/recrawl"
-	"trawler/workflows"
+	"github.com/trawlerhq/trawler/crawl"
+	"github.com/trawlerhq/trawler/dedup"
+	"github.com/trawlerhq/trawler/internal/recrawl"
+	"github.com/trawlerhq/trawler/workflows"
 )
 
 // A run of a chain with a recrawl step claims the step's due pages first; pages the

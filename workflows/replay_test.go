@@ -11,7 +11,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 	"google.golang.org/protobuf/encoding/protojson"
 
-	"trawler/workflows"
+	"github.com/trawlerhq/trawler/workflows"
 )
 
 // TestRecordedHistoriesReplay replays histories recorded by earlier builds (the example

@@ -8,12 +8,12 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"trawler/internal/credentials"
-	"trawler/internal/endpoints"
-	"trawler/internal/engine"
-	"trawler/internal/redisurl"
-	"trawler/storage/es"
-	"trawler/storage/kafka"
+	"github.com/trawlerhq/trawler/internal/credentials"
+	"github.com/trawlerhq/trawler/internal/endpoints"
+	"github.com/trawlerhq/trawler/internal/engine"
+	"github.com/trawlerhq/trawler/internal/redisurl"
+	"github.com/trawlerhq/trawler/storage/es"
+	"github.com/trawlerhq/trawler/storage/kafka"
 )
 
 // authSettings are the stores' credentials and TLS settings. Secrets are named by file

@@ -7,10 +7,10 @@ import (
 	"strings"
 	"testing"
 
-	"trawler/internal/credentials/credtest"
-	"trawler/internal/devstack/redisproc"
-	"trawler/internal/endpoints"
-	"trawler/internal/quota"
+	"github.com/trawlerhq/trawler/internal/credentials/credtest"
+	"github.com/trawlerhq/trawler/internal/devstack/redisproc"
+	"github.com/trawlerhq/trawler/internal/endpoints"
+	"github.com/trawlerhq/trawler/internal/quota"
 )
 
 func secretFile(t *testing.T, content string) string {

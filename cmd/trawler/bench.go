@@ -29,12 +29,12 @@ import (
 	"github.com/spf13/cobra"
 	"go.temporal.io/sdk/client"
 
-	"trawler/crawl"
-	"trawler/examples"
-	"trawler/fetch"
-	"trawler/internal/devstack/demosite"
-	"trawler/internal/engine"
-	"trawler/sites/demo"
+	"github.com/trawlerhq/trawler/crawl"
+	"github.com/trawlerhq/trawler/examples"
+	"github.com/trawlerhq/trawler/fetch"
+	"github.com/trawlerhq/trawler/internal/devstack/demosite"
+	"github.com/trawlerhq/trawler/internal/engine"
+	"github.com/trawlerhq/trawler/sites/demo"
 )
 
 // benchGoal is the throughput Trawler aims for, as a fraction of Colly's.

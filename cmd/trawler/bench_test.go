@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"trawler/internal/devstack/demosite"
+	"github.com/trawlerhq/trawler/internal/devstack/demosite"
 )
 
 // Both crawlers of `trawler bench crawl` must do the same, complete work; how fast they

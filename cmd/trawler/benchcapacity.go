@@ -11,7 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"trawler/internal/capacity"
+	"github.com/trawlerhq/trawler/internal/capacity"
 )
 
 func benchCapacityCmd(s *settings) *cobra.Command {

@@ -14,10 +14,10 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
 
-	"trawler/examples"
-	"trawler/internal/devstack/demosite"
-	"trawler/internal/engine"
-	"trawler/workflows"
+	"github.com/trawlerhq/trawler/examples"
+	"github.com/trawlerhq/trawler/internal/devstack/demosite"
+	"github.com/trawlerhq/trawler/internal/engine"
+	"github.com/trawlerhq/trawler/workflows"
 )
 
 // hopGoal is the most a hop through the server may cost on the embedded stack.

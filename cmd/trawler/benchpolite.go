@@ -20,14 +20,14 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/spf13/cobra"
 
-	"trawler/crawl"
-	"trawler/examples"
-	"trawler/fetch"
-	"trawler/internal/devstack/demosite"
-	"trawler/internal/devstack/redisproc"
-	"trawler/internal/engine"
-	"trawler/internal/polite"
-	"trawler/internal/redisurl"
+	"github.com/trawlerhq/trawler/crawl"
+	"github.com/trawlerhq/trawler/examples"
+	"github.com/trawlerhq/trawler/fetch"
+	"github.com/trawlerhq/trawler/internal/devstack/demosite"
+	"github.com/trawlerhq/trawler/internal/devstack/redisproc"
+	"github.com/trawlerhq/trawler/internal/engine"
+	"github.com/trawlerhq/trawler/internal/polite"
+	"github.com/trawlerhq/trawler/internal/redisurl"
 )
 
 // Goals of fleet-wide politeness.

@@ -11,11 +11,11 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"trawler/crawl"
-	"trawler/examples"
-	"trawler/internal/devstack/demosite"
-	"trawler/internal/engine"
-	"trawler/internal/recrawl"
+	"github.com/trawlerhq/trawler/crawl"
+	"github.com/trawlerhq/trawler/examples"
+	"github.com/trawlerhq/trawler/internal/devstack/demosite"
+	"github.com/trawlerhq/trawler/internal/engine"
+	"github.com/trawlerhq/trawler/internal/recrawl"
 )
 
 // Goals of adaptive recrawl against recrawling everything every tick.

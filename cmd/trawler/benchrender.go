@@ -14,10 +14,10 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"trawler/crawl"
-	"trawler/fetch"
-	"trawler/fetch/render"
-	"trawler/internal/devstack/demosite"
+	"github.com/trawlerhq/trawler/crawl"
+	"github.com/trawlerhq/trawler/fetch"
+	"github.com/trawlerhq/trawler/fetch/render"
+	"github.com/trawlerhq/trawler/internal/devstack/demosite"
 )
 
 func benchRenderCmd(s *settings) *cobra.Command {

@@ -14,9 +14,9 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"trawler/examples"
-	"trawler/internal/devstack/demosite"
-	"trawler/internal/engine"
+	"github.com/trawlerhq/trawler/examples"
+	"github.com/trawlerhq/trawler/internal/devstack/demosite"
+	"github.com/trawlerhq/trawler/internal/engine"
 )
 
 func benchScaleCmd(s *settings) *cobra.Command {

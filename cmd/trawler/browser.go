@@ -6,7 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"trawler/fetch/render"
+	"github.com/trawlerhq/trawler/fetch/render"
 )
 
 // browserFlags give a worker its headless browsers for the steps that render pages.

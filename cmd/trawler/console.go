@@ -8,8 +8,8 @@ import (
 	"github.com/spf13/cobra"
 	"go.temporal.io/sdk/client"
 
-	"trawler/console"
-	"trawler/internal/endpoints"
+	"github.com/trawlerhq/trawler/console"
+	"github.com/trawlerhq/trawler/internal/endpoints"
 )
 
 // defaultConsoleAddr is where `trawler console`, `trawler dev` and `trawler demo` serve

@@ -17,8 +17,8 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/spf13/cobra"
 
-	"trawler/dedup"
-	"trawler/internal/redisops"
+	"github.com/trawlerhq/trawler/dedup"
+	"github.com/trawlerhq/trawler/internal/redisops"
 )
 
 func dedupCmd(s *settings) *cobra.Command {

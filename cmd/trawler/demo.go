@@ -15,14 +15,14 @@ import (
 	"github.com/alicebob/miniredis/v2"
 	"github.com/spf13/cobra"
 
-	"trawler/console"
-	"trawler/examples"
-	"trawler/fetch"
-	"trawler/internal/devstack"
-	"trawler/internal/devstack/demosite"
-	"trawler/internal/devstack/eslite"
-	"trawler/internal/devstack/hbaselite"
-	"trawler/internal/engine"
+	"github.com/trawlerhq/trawler/console"
+	"github.com/trawlerhq/trawler/examples"
+	"github.com/trawlerhq/trawler/fetch"
+	"github.com/trawlerhq/trawler/internal/devstack"
+	"github.com/trawlerhq/trawler/internal/devstack/demosite"
+	"github.com/trawlerhq/trawler/internal/devstack/eslite"
+	"github.com/trawlerhq/trawler/internal/devstack/hbaselite"
+	"github.com/trawlerhq/trawler/internal/engine"
 )
 
 // stack is the embedded world of `trawler demo` and `trawler dev`: Temporal on a SQLite

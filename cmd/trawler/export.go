@@ -16,12 +16,12 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"trawler/crawl"
-	"trawler/storage/es"
-	"trawler/storage/file"
-	"trawler/storage/hbase"
-	"trawler/storage/jsonl"
-	"trawler/storage/mongo"
+	"github.com/trawlerhq/trawler/crawl"
+	"github.com/trawlerhq/trawler/storage/es"
+	"github.com/trawlerhq/trawler/storage/file"
+	"github.com/trawlerhq/trawler/storage/hbase"
+	"github.com/trawlerhq/trawler/storage/jsonl"
+	"github.com/trawlerhq/trawler/storage/mongo"
 )
 
 // exportFlags are the settings of `trawler export`.

@@ -18,15 +18,15 @@ import (
 
 	"github.com/parquet-go/parquet-go"
 
-	"trawler/crawl"
-	"trawler/internal/devstack"
-	"trawler/internal/devstack/eslite"
-	"trawler/internal/devstack/hbaselite"
-	"trawler/storage/es"
-	"trawler/storage/file"
-	"trawler/storage/hbase"
-	"trawler/storage/jsonl"
-	"trawler/storage/mongo"
+	"github.com/trawlerhq/trawler/crawl"
+	"github.com/trawlerhq/trawler/internal/devstack"
+	"github.com/trawlerhq/trawler/internal/devstack/eslite"
+	"github.com/trawlerhq/trawler/internal/devstack/hbaselite"
+	"github.com/trawlerhq/trawler/storage/es"
+	"github.com/trawlerhq/trawler/storage/file"
+	"github.com/trawlerhq/trawler/storage/hbase"
+	"github.com/trawlerhq/trawler/storage/jsonl"
+	"github.com/trawlerhq/trawler/storage/mongo"
 )
 
 // One embedded stack for the package's export tests, started on first use.

@@ -8,8 +8,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"trawler/internal/engine"
-	"trawler/storage/file"
+	"github.com/trawlerhq/trawler/internal/engine"
+	"github.com/trawlerhq/trawler/storage/file"
 )
 
 // fileSinkFlags configure a worker's file sink (store: [file]); each falls back to its

@@ -10,9 +10,9 @@ import (
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 
-	"trawler/internal/endpoints"
-	"trawler/internal/engine"
-	"trawler/workflows"
+	"github.com/trawlerhq/trawler/internal/endpoints"
+	"github.com/trawlerhq/trawler/internal/engine"
+	"github.com/trawlerhq/trawler/workflows"
 )
 
 // follower keeps `trawler run --wait` with its run through restarts of the stack: when

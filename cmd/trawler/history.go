@@ -12,9 +12,9 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"trawler/crawl"
-	"trawler/internal/recrawl"
-	"trawler/storage/hbase"
+	"github.com/trawlerhq/trawler/crawl"
+	"github.com/trawlerhq/trawler/internal/recrawl"
+	"github.com/trawlerhq/trawler/storage/hbase"
 )
 
 func historyCmd(s *settings) *cobra.Command {

@@ -9,9 +9,9 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"trawler/crawl"
-	"trawler/internal/engine"
-	"trawler/storage/mongo"
+	"github.com/trawlerhq/trawler/crawl"
+	"github.com/trawlerhq/trawler/internal/engine"
+	"github.com/trawlerhq/trawler/storage/mongo"
 )
 
 func itemsCmd(s *settings) *cobra.Command {

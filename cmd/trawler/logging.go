@@ -4,7 +4,7 @@ import (
 	"context"
 	"log/slog"
 
-	"trawler/crawl"
+	"github.com/trawlerhq/trawler/crawl"
 )
 
 // redactingHandler masks credentials in every log record (its message and string

@@ -20,16 +20,16 @@ import (
 	"go.temporal.io/sdk/client"
 	sdklog "go.temporal.io/sdk/log"
 
-	"trawler/crawl"
-	"trawler/internal/endpoints"
-	"trawler/internal/engine"
-	"trawler/internal/redisurl"
-	"trawler/internal/tracing"
-	"trawler/workflows"
+	"github.com/trawlerhq/trawler/crawl"
+	"github.com/trawlerhq/trawler/internal/endpoints"
+	"github.com/trawlerhq/trawler/internal/engine"
+	"github.com/trawlerhq/trawler/internal/redisurl"
+	"github.com/trawlerhq/trawler/internal/tracing"
+	"github.com/trawlerhq/trawler/workflows"
 
-	_ "trawler/sites/demo"
-	_ "trawler/sites/generic"
-	_ "trawler/sites/hackernews"
+	_ "github.com/trawlerhq/trawler/sites/demo"
+	_ "github.com/trawlerhq/trawler/sites/generic"
+	_ "github.com/trawlerhq/trawler/sites/hackernews"
 )
 
 func main() {

@@ -14,7 +14,7 @@ import (
 	"github.com/spf13/cobra"
 	"go.temporal.io/sdk/client"
 
-	"trawler/internal/engine"
+	"github.com/trawlerhq/trawler/internal/engine"
 )
 
 // watchFlags are the monitoring settings of `trawler worker` and `trawler dev`.

@@ -15,10 +15,10 @@ import (
 	"github.com/PuerkitoBio/goquery"
 	"github.com/spf13/cobra"
 
-	"trawler/crawl"
-	"trawler/fetch"
-	"trawler/fetch/charset"
-	"trawler/internal/scaffold"
+	"github.com/trawlerhq/trawler/crawl"
+	"github.com/trawlerhq/trawler/fetch"
+	"github.com/trawlerhq/trawler/fetch/charset"
+	"github.com/trawlerhq/trawler/internal/scaffold"
 )
 
 func newCmd(s *settings) *cobra.Command {
@@ -85,7 +85,7 @@ blank import to add to cmd/trawler/main.go next to the other sites.`,
 			}
 			fmt.Println()
 			if res.ImportLine != "" {
-				fmt.Printf("Register its tasks: add this line to the import block of %s,\nnext to _ \"trawler/sites/demo\":\n\n\t%s\n\n", res.ImportInto, res.ImportLine)
+				fmt.Printf("Register its tasks: add this line to the import block of %s,\nnext to _ \"github.com/trawlerhq/trawler/sites/demo\":\n\n\t%s\n\n", res.ImportInto, res.ImportLine)
 			} else {
 				fmt.Println("Register its tasks: import the package (blank import) in the binary's main package.")
 			}

@@ -14,11 +14,11 @@ import (
 
 	"gopkg.in/yaml.v3"
 
-	"trawler/crawl"
-	"trawler/fetch"
-	"trawler/internal/devstack/demosite"
-	"trawler/internal/scaffold"
-	"trawler/sites/generic"
+	"github.com/trawlerhq/trawler/crawl"
+	"github.com/trawlerhq/trawler/fetch"
+	"github.com/trawlerhq/trawler/internal/devstack/demosite"
+	"github.com/trawlerhq/trawler/internal/scaffold"
+	"github.com/trawlerhq/trawler/sites/generic"
 )
 
 func runCLI(t *testing.T, args ...string) error {

@@ -9,10 +9,10 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"trawler/internal/capacity"
-	"trawler/internal/devstack"
-	"trawler/internal/monitor"
-	"trawler/workflows"
+	"github.com/trawlerhq/trawler/internal/capacity"
+	"github.com/trawlerhq/trawler/internal/devstack"
+	"github.com/trawlerhq/trawler/internal/monitor"
+	"github.com/trawlerhq/trawler/workflows"
 )
 
 // TestRunExitCodes: `trawler run --wait` ends with the code of the run's outcome, so a

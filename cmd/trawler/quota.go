@@ -5,8 +5,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"trawler/crawl"
-	"trawler/internal/quota"
+	"github.com/trawlerhq/trawler/crawl"
+	"github.com/trawlerhq/trawler/internal/quota"
 )
 
 func quotaCmd(s *settings) *cobra.Command {

@@ -16,12 +16,12 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 
-	"trawler/crawl"
-	"trawler/external"
-	"trawler/internal/engine"
-	"trawler/internal/monitor"
-	"trawler/storage"
-	"trawler/workflows"
+	"github.com/trawlerhq/trawler/crawl"
+	"github.com/trawlerhq/trawler/external"
+	"github.com/trawlerhq/trawler/internal/engine"
+	"github.com/trawlerhq/trawler/internal/monitor"
+	"github.com/trawlerhq/trawler/storage"
+	"github.com/trawlerhq/trawler/workflows"
 )
 
 // knownSinks are the sink names chain files may use.

@@ -12,8 +12,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"trawler/crawl"
-	"trawler/internal/engine"
+	"github.com/trawlerhq/trawler/crawl"
+	"github.com/trawlerhq/trawler/internal/engine"
 )
 
 const cronHelp = `A spec is five fields: minute hour day-of-month month day-of-week, read in UTC, or in

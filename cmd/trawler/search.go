@@ -16,8 +16,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"trawler/crawl"
-	"trawler/storage/es"
+	"github.com/trawlerhq/trawler/crawl"
+	"github.com/trawlerhq/trawler/storage/es"
 )
 
 // titleFields are tried, in order, for the TITLE column of `trawler search`.

@@ -9,9 +9,9 @@ import (
 	"testing"
 	"time"
 
-	"trawler/crawl"
-	"trawler/internal/devstack/eslite"
-	"trawler/storage/es"
+	"github.com/trawlerhq/trawler/crawl"
+	"github.com/trawlerhq/trawler/internal/devstack/eslite"
+	"github.com/trawlerhq/trawler/storage/es"
 )
 
 func TestSearchCommand(t *testing.T) {

@@ -13,14 +13,14 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/spf13/cobra"
 
-	"trawler/crawl"
-	"trawler/internal/capacity"
-	"trawler/internal/engine"
-	"trawler/internal/monitor"
-	"trawler/internal/polite"
-	"trawler/internal/recrawl"
-	"trawler/internal/stream"
-	"trawler/workflows"
+	"github.com/trawlerhq/trawler/crawl"
+	"github.com/trawlerhq/trawler/internal/capacity"
+	"github.com/trawlerhq/trawler/internal/engine"
+	"github.com/trawlerhq/trawler/internal/monitor"
+	"github.com/trawlerhq/trawler/internal/polite"
+	"github.com/trawlerhq/trawler/internal/recrawl"
+	"github.com/trawlerhq/trawler/internal/stream"
+	"github.com/trawlerhq/trawler/workflows"
 )
 
 func statusCmd(s *settings) *cobra.Command {

@@ -8,9 +8,9 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"trawler/crawl"
-	"trawler/internal/capacity"
-	"trawler/internal/engine"
+	"github.com/trawlerhq/trawler/crawl"
+	"github.com/trawlerhq/trawler/internal/capacity"
+	"github.com/trawlerhq/trawler/internal/engine"
 )
 
 // printNeeds is `trawler status --needs`: per learned task, what a batch needs, the

@@ -11,8 +11,8 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/spf13/cobra"
 
-	"trawler/console"
-	kafkasink "trawler/storage/kafka"
+	"github.com/trawlerhq/trawler/console"
+	kafkasink "github.com/trawlerhq/trawler/storage/kafka"
 )
 
 func tokenCmd(s *settings) *cobra.Command {

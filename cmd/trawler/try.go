@@ -14,10 +14,10 @@ import (
 	"github.com/spf13/cobra"
 	"gopkg.in/yaml.v3"
 
-	"trawler/crawl"
-	"trawler/fetch"
-	"trawler/fetch/render"
-	"trawler/internal/stream"
+	"github.com/trawlerhq/trawler/crawl"
+	"github.com/trawlerhq/trawler/fetch"
+	"github.com/trawlerhq/trawler/fetch/render"
+	"github.com/trawlerhq/trawler/internal/stream"
 )
 
 func tryCmd(s *settings) *cobra.Command {

@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"trawler/internal/devstack/demosite"
-	"trawler/internal/endpoints"
+	"github.com/trawlerhq/trawler/internal/devstack/demosite"
+	"github.com/trawlerhq/trawler/internal/endpoints"
 )
 
 // captureStdout runs fn and returns what it printed on standard output.

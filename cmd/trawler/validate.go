@@ -6,8 +6,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"trawler/crawl"
-	"trawler/internal/engine"
+	"github.com/trawlerhq/trawler/crawl"
+	"github.com/trawlerhq/trawler/internal/engine"
 )
 
 func validateCmd(s *settings) *cobra.Command {

@@ -9,10 +9,10 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"trawler/crawl"
-	"trawler/fetch"
-	"trawler/internal/engine"
-	"trawler/storage"
+	"github.com/trawlerhq/trawler/crawl"
+	"github.com/trawlerhq/trawler/fetch"
+	"github.com/trawlerhq/trawler/internal/engine"
+	"github.com/trawlerhq/trawler/storage"
 )
 
 // openSinks opens every sink the settings configure (jsonl with --out, kafka with

@@ -19,8 +19,8 @@ import (
 	"testing"
 	"time"
 
-	"trawler/crawl"
-	"trawler/fetch"
+	"github.com/trawlerhq/trawler/crawl"
+	"github.com/trawlerhq/trawler/fetch"
 )
 
 // inNetns is set in the copy of the test binary that runs in a network namespace of

@@ -10,7 +10,7 @@ import (
 	"sync"
 	"time"
 
-	"trawler/crawl"
+	"github.com/trawlerhq/trawler/crawl"
 )
 
 // proxy is the only way out of a browser. Chromium is started with it as its proxy,

@@ -9,9 +9,9 @@ import (
 	"testing"
 	"time"
 
-	"trawler/crawl"
-	"trawler/fetch"
-	"trawler/internal/devstack/demosite"
+	"github.com/trawlerhq/trawler/crawl"
+	"github.com/trawlerhq/trawler/fetch"
+	"github.com/trawlerhq/trawler/internal/devstack/demosite"
 )
 
 // startPool starts a pool on Debian's chromium, which .ci/run installs, and checks

@@ -1,6 +1,6 @@
 package devstack
 
-import "trawler/internal/endpoints"
+import "github.com/trawlerhq/trawler/internal/endpoints"
 
 // The endpoints file lives in its own package (internal/endpoints) so that builds
 // without the embedded servers read it too; these names keep the stack's API.

@@ -13,7 +13,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"trawler/dedup"
+	"github.com/trawlerhq/trawler/dedup"
 )
 
 // redisChildEnv makes the test binary a process that only runs a persistent embedded

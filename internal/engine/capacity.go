@@ -9,9 +9,9 @@ import (
 	"strings"
 	"time"
 
-	"trawler/crawl"
-	"trawler/internal/capacity"
-	"trawler/internal/monitor"
+	"github.com/trawlerhq/trawler/crawl"
+	"github.com/trawlerhq/trawler/internal/capacity"
+	"github.com/trawlerhq/trawler/internal/monitor"
 )
 
 // TaskLoad is one task's work in the running chains of one task queue, sampled once.

@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
-	"trawler/internal/capacity"
-	"trawler/internal/monitor"
+	"github.com/trawlerhq/trawler/internal/capacity"
+	"github.com/trawlerhq/trawler/internal/monitor"
 )
 
 // The desired workers of a queue: its backlog over the drain target at the rate a

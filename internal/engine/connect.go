@@ -5,7 +5,7 @@ import (
 
 	"go.temporal.io/sdk/client"
 
-	"trawler/internal/tracing"
+	"github.com/trawlerhq/trawler/internal/tracing"
 )
 
 // TemporalAuth secures the connection to a Temporal cluster: TLS (a CA to trust, a

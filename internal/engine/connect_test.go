@@ -13,8 +13,8 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/peer"
 
-	trawlercreds "trawler/internal/credentials"
-	"trawler/internal/credentials/credtest"
+	trawlercreds "github.com/trawlerhq/trawler/internal/credentials"
+	"github.com/trawlerhq/trawler/internal/credentials/credtest"
 )
 
 // TestClientOptionsReachTheServer dials a gRPC server that demands a client

@@ -21,12 +21,12 @@ import (
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 
-	"trawler/crawl"
-	"trawler/internal/monitor"
-	"trawler/internal/quota"
-	"trawler/internal/recrawl"
-	"trawler/internal/stream"
-	"trawler/workflows"
+	"github.com/trawlerhq/trawler/crawl"
+	"github.com/trawlerhq/trawler/internal/monitor"
+	"github.com/trawlerhq/trawler/internal/quota"
+	"github.com/trawlerhq/trawler/internal/recrawl"
+	"github.com/trawlerhq/trawler/internal/stream"
+	"github.com/trawlerhq/trawler/workflows"
 )
 
 // ChainLoad is what one chain of one tenant is doing now, over all its running runs.

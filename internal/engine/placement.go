@@ -14,10 +14,10 @@ import (
 	"go.temporal.io/sdk/interceptor"
 	"go.temporal.io/sdk/temporal"
 
-	"trawler/crawl"
-	"trawler/internal/capacity"
-	"trawler/internal/monitor"
-	"trawler/workflows"
+	"github.com/trawlerhq/trawler/crawl"
+	"github.com/trawlerhq/trawler/internal/capacity"
+	"github.com/trawlerhq/trawler/internal/monitor"
+	"github.com/trawlerhq/trawler/workflows"
 )
 
 // CapacityWaitType is the error type of a batch a worker passes on for lack of free CPU

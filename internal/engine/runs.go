@@ -15,9 +15,9 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/converter"
 
-	"trawler/crawl"
-	"trawler/external"
-	"trawler/workflows"
+	"github.com/trawlerhq/trawler/crawl"
+	"github.com/trawlerhq/trawler/external"
+	"github.com/trawlerhq/trawler/workflows"
 )
 
 // KnownSinks are the sink names chain files may use: the stores, and the resource pools

@@ -24,8 +24,8 @@ import (
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 
-	"trawler/crawl"
-	"trawler/workflows"
+	"github.com/trawlerhq/trawler/crawl"
+	"github.com/trawlerhq/trawler/workflows"
 )
 
 // OverlapPolicies name what a schedule does when a firing comes while its previous run

@@ -5,14 +5,14 @@ import (
 	"log/slog"
 	"time"
 
-	"trawler/crawl"
-	"trawler/storage"
-	"trawler/storage/es"
-	"trawler/storage/file"
-	"trawler/storage/hbase"
-	"trawler/storage/jsonl"
-	"trawler/storage/kafka"
-	"trawler/storage/mongo"
+	"github.com/trawlerhq/trawler/crawl"
+	"github.com/trawlerhq/trawler/storage"
+	"github.com/trawlerhq/trawler/storage/es"
+	"github.com/trawlerhq/trawler/storage/file"
+	"github.com/trawlerhq/trawler/storage/hbase"
+	"github.com/trawlerhq/trawler/storage/jsonl"
+	"github.com/trawlerhq/trawler/storage/kafka"
+	"github.com/trawlerhq/trawler/storage/mongo"
 )
 
 // HotOptions tune the hot-storage sinks. Zero values take the sinks' defaults.

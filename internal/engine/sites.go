@@ -12,8 +12,8 @@ import (
 	"go.temporal.io/sdk/interceptor"
 	"go.temporal.io/sdk/worker"
 
-	"trawler/activities"
-	"trawler/internal/affinity"
+	"github.com/trawlerhq/trawler/activities"
+	"github.com/trawlerhq/trawler/internal/affinity"
 )
 
 // siteWorkers polls the site queues of a worker's task queue whose sites the worker's

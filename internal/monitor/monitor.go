@@ -19,8 +19,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promauto"
 	"github.com/redis/go-redis/v9"
 
-	"trawler/crawl"
-	"trawler/internal/capacity"
+	"github.com/trawlerhq/trawler/crawl"
+	"github.com/trawlerhq/trawler/internal/capacity"
 )
 
 // Metrics on the default Prometheus registry, served at /metrics by `trawler worker

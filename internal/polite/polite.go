@@ -31,8 +31,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"trawler/crawl"
-	"trawler/fetch"
+	"github.com/trawlerhq/trawler/crawl"
+	"github.com/trawlerhq/trawler/fetch"
 )
 
 const (

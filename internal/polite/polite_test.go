@@ -17,10 +17,10 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"trawler/crawl"
-	"trawler/fetch"
-	"trawler/internal/devstack/redisproc"
-	"trawler/internal/polite"
+	"github.com/trawlerhq/trawler/crawl"
+	"github.com/trawlerhq/trawler/fetch"
+	"github.com/trawlerhq/trawler/internal/devstack/redisproc"
+	"github.com/trawlerhq/trawler/internal/polite"
 )
 
 var server *redisproc.Server

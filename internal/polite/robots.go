@@ -7,7 +7,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"trawler/fetch"
+	"github.com/trawlerhq/trawler/fetch"
 )
 
 // Robots is the fleet's copies of the robots.txt files its workers read, in Redis: each

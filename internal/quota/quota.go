@@ -34,8 +34,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"trawler/crawl"
-	"trawler/internal/redisops"
+	"github.com/trawlerhq/trawler/crawl"
+	"github.com/trawlerhq/trawler/internal/redisops"
 )
 
 // DefaultBlock is how many units a lease takes from Redis at once.

@@ -12,8 +12,8 @@ import (
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
 
-	"trawler/crawl"
-	"trawler/internal/devstack/redisproc"
+	"github.com/trawlerhq/trawler/crawl"
+	"github.com/trawlerhq/trawler/internal/devstack/redisproc"
 )
 
 var realRedis *redisproc.Server

@@ -57,7 +57,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"trawler/crawl"
+	"github.com/trawlerhq/trawler/crawl"
 )
 
 // Planner keeps the plans of every recrawl step in Redis.

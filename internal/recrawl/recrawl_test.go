@@ -9,8 +9,8 @@ import (
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
 
-	"trawler/crawl"
-	"trawler/internal/devstack/redisproc"
+	"github.com/trawlerhq/trawler/crawl"
+	"github.com/trawlerhq/trawler/internal/devstack/redisproc"
 )
 
 var policy = crawl.Recrawl{Min: 10 * time.Minute, Max: 7 * 24 * time.Hour, TargetMiss: 0.1, PerRun: 1000}

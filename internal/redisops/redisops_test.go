@@ -9,10 +9,10 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"trawler/dedup"
-	"trawler/internal/devstack/redisproc"
-	"trawler/internal/redisops"
-	"trawler/internal/redisurl"
+	"github.com/trawlerhq/trawler/dedup"
+	"github.com/trawlerhq/trawler/internal/devstack/redisproc"
+	"github.com/trawlerhq/trawler/internal/redisops"
+	"github.com/trawlerhq/trawler/internal/redisurl"
 )
 
 // On a three-master cluster: a scan finds the keys of every master, a script runs over

@@ -35,8 +35,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"trawler/crawl"
-	"trawler/internal/credentials"
+	"github.com/trawlerhq/trawler/crawl"
+	"github.com/trawlerhq/trawler/internal/credentials"
 )
 
 // Options complete an address with what does not belong in it.

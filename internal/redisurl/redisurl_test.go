@@ -8,11 +8,11 @@ import (
 	"testing"
 	"time"
 
-	"trawler/dedup"
-	"trawler/internal/credentials"
-	"trawler/internal/credentials/credtest"
-	"trawler/internal/devstack/redisproc"
-	"trawler/internal/redisurl"
+	"github.com/trawlerhq/trawler/dedup"
+	"github.com/trawlerhq/trawler/internal/credentials"
+	"github.com/trawlerhq/trawler/internal/credentials/credtest"
+	"github.com/trawlerhq/trawler/internal/devstack/redisproc"
+	"github.com/trawlerhq/trawler/internal/redisurl"
 )
 
 func TestParseForms(t *testing.T) {

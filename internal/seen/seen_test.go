@@ -11,7 +11,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"trawler/internal/devstack/redisproc"
+	"github.com/trawlerhq/trawler/internal/devstack/redisproc"
 )
 
 var realRedis string

@@ -24,7 +24,7 @@ import (
 	"sync"
 	"time"
 
-	"trawler/crawl"
+	"github.com/trawlerhq/trawler/crawl"
 )
 
 // Source is one upstream stream and how to talk to it.

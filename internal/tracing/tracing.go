@@ -97,7 +97,7 @@ func Interceptors() []interceptor.ClientInterceptor {
 }
 
 // temporalScope names the spans of the Temporal interceptor (StartActivity, RunActivity …).
-const temporalScope = "trawler/temporal"
+const temporalScope = "github.com/trawlerhq/trawler/temporal"
 
 // ownSpans passes on the spans of Trawler's tracers only.
 type ownSpans struct{ sdktrace.SpanExporter }

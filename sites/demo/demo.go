@@ -16,7 +16,7 @@ import (
 
 	"github.com/PuerkitoBio/goquery"
 
-	"trawler/crawl"
+	"github.com/trawlerhq/trawler/crawl"
 )
 
 // DefaultBaseURL is where `trawler` serves the demo site unless told otherwise.

@@ -9,9 +9,9 @@ import (
 	"testing"
 	"time"
 
-	"trawler/crawl"
-	"trawler/fetch"
-	"trawler/internal/devstack/demosite"
+	"github.com/trawlerhq/trawler/crawl"
+	"github.com/trawlerhq/trawler/fetch"
+	"github.com/trawlerhq/trawler/internal/devstack/demosite"
 )
 
 func startSite(t *testing.T, o demosite.Options) string {

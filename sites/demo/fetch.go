@@ -7,7 +7,7 @@ import (
 	"strconv"
 	"strings"
 
-	"trawler/crawl"
+	"github.com/trawlerhq/trawler/crawl"
 )
 
 // param returns a step param, falling back to the task's declared default when the

@@ -8,7 +8,7 @@ import (
 	"io"
 	"net/http"
 
-	"trawler/crawl"
+	"github.com/trawlerhq/trawler/crawl"
 )
 
 // testFetcher is a minimal crawl.Fetcher over net/http: no retries, no politeness, a

@@ -11,8 +11,8 @@ import (
 	"strings"
 	"time"
 
-	"trawler/crawl"
-	"trawler/external"
+	"github.com/trawlerhq/trawler/crawl"
+	"github.com/trawlerhq/trawler/external"
 )
 
 // The members' side of the demo site (see internal/devstack/demosite/protected.go):

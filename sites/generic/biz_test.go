@@ -4,7 +4,7 @@ import (
 	"reflect"
 	"testing"
 
-	"trawler/crawl"
+	"github.com/trawlerhq/trawler/crawl"
 )
 
 // Two chains running generic.html_detail store under biz of their own, each with the

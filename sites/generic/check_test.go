@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"trawler/crawl"
+	"github.com/trawlerhq/trawler/crawl"
 )
 
 type checkCase struct {

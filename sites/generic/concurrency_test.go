@@ -4,7 +4,7 @@ import (
 	"sync"
 	"testing"
 
-	"trawler/crawl"
+	"github.com/trawlerhq/trawler/crawl"
 )
 
 func TestConcurrentRunsShareOneConfig(t *testing.T) {

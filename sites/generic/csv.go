@@ -14,8 +14,8 @@ import (
 
 	"golang.org/x/text/encoding"
 
-	"trawler/crawl"
-	"trawler/fetch/charset"
+	"github.com/trawlerhq/trawler/crawl"
+	"github.com/trawlerhq/trawler/fetch/charset"
 )
 
 var csvSpec = crawl.TaskSpec{

@@ -5,9 +5,9 @@ import (
 	"strings"
 	"testing"
 
-	"trawler/crawl"
-	"trawler/examples"
-	"trawler/external"
+	"github.com/trawlerhq/trawler/crawl"
+	"github.com/trawlerhq/trawler/examples"
+	"github.com/trawlerhq/trawler/external"
 )
 
 // Every generic example chain validates (as `trawler validate` checks it) and compiles.

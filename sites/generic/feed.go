@@ -12,8 +12,8 @@ import (
 	"github.com/tidwall/gjson"
 	"golang.org/x/net/html"
 
-	"trawler/crawl"
-	"trawler/fetch/charset"
+	"github.com/trawlerhq/trawler/crawl"
+	"github.com/trawlerhq/trawler/fetch/charset"
 )
 
 // feedFields are what an entry of any feed format becomes, and what generic.feed stores

@@ -20,7 +20,7 @@ import (
 	"github.com/tidwall/gjson"
 	"golang.org/x/net/html"
 
-	"trawler/crawl"
+	"github.com/trawlerhq/trawler/crawl"
 )
 
 // A field spec says where a value is and how to turn it into a typed field:

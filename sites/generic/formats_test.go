@@ -11,7 +11,7 @@ import (
 
 	"golang.org/x/text/encoding/simplifiedchinese"
 
-	"trawler/crawl"
+	"github.com/trawlerhq/trawler/crawl"
 )
 
 func TestCSV(t *testing.T) {

@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"trawler/crawl"
-	"trawler/fetch"
+	"github.com/trawlerhq/trawler/crawl"
+	"github.com/trawlerhq/trawler/fetch"
 )
 
 var testFetcher = fetch.New(fetch.Options{Retries: -1, Timeout: 5 * time.Second, AllowPrivate: true})

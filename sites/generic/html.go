@@ -17,8 +17,8 @@ import (
 	"golang.org/x/net/html"
 	"golang.org/x/text/encoding"
 
-	"trawler/crawl"
-	"trawler/fetch/charset"
+	"github.com/trawlerhq/trawler/crawl"
+	"github.com/trawlerhq/trawler/fetch/charset"
 )
 
 const selectorDoc = "CSS, or XPath when it starts with / ./ ../ or ( ; or a mapping {css: …} or {xpath: …}"

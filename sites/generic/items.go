@@ -7,7 +7,7 @@ import (
 	"net/url"
 	"strconv"
 
-	"trawler/crawl"
+	"github.com/trawlerhq/trawler/crawl"
 )
 
 // itemRules are what every item-producing task shares: the fields, the key and the

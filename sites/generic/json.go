@@ -10,8 +10,8 @@ import (
 
 	"github.com/tidwall/gjson"
 
-	"trawler/crawl"
-	"trawler/fetch/charset"
+	"github.com/trawlerhq/trawler/crawl"
+	"github.com/trawlerhq/trawler/fetch/charset"
 )
 
 var jsonSpec = crawl.TaskSpec{

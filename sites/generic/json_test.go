@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"trawler/crawl"
+	"github.com/trawlerhq/trawler/crawl"
 )
 
 // api serves 7 records in pages of 3 (0-based offsets underneath) in four paging styles.

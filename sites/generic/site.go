@@ -13,7 +13,7 @@ import (
 	"golang.org/x/net/publicsuffix"
 	"golang.org/x/text/encoding"
 
-	"trawler/crawl"
+	"github.com/trawlerhq/trawler/crawl"
 )
 
 // Variables generic.site hands to itself.

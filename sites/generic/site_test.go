@@ -11,9 +11,9 @@ import (
 	"testing"
 	"time"
 
-	"trawler/crawl"
-	"trawler/examples"
-	"trawler/internal/devstack/demosite"
+	"github.com/trawlerhq/trawler/crawl"
+	"github.com/trawlerhq/trawler/examples"
+	"github.com/trawlerhq/trawler/internal/devstack/demosite"
 )
 
 // siteVisit is one page a site crawl fetched and what it emitted.

@@ -14,8 +14,8 @@ import (
 	"strings"
 	"time"
 
-	"trawler/crawl"
-	"trawler/fetch/charset"
+	"github.com/trawlerhq/trawler/crawl"
+	"github.com/trawlerhq/trawler/fetch/charset"
 )
 
 // maxSitemapBytes bounds a decompressed sitemap (the protocol allows 50 MB).

@@ -9,8 +9,8 @@ import (
 	"strings"
 	"time"
 
-	"trawler/crawl"
-	"trawler/internal/stream"
+	"github.com/trawlerhq/trawler/crawl"
+	"github.com/trawlerhq/trawler/internal/stream"
 )
 
 // StreamTask reads server-sent events or NDJSON through the process's stream hub.

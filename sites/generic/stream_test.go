@@ -9,9 +9,9 @@ import (
 	"testing"
 	"time"
 
-	"trawler/crawl"
-	"trawler/internal/devstack/demosite"
-	"trawler/internal/stream"
+	"github.com/trawlerhq/trawler/crawl"
+	"github.com/trawlerhq/trawler/internal/devstack/demosite"
+	"github.com/trawlerhq/trawler/internal/stream"
 )
 
 func streamSite(t *testing.T) string {

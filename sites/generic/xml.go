@@ -12,8 +12,8 @@ import (
 	"github.com/antchfx/xpath"
 	"golang.org/x/text/encoding"
 
-	"trawler/crawl"
-	"trawler/fetch/charset"
+	"github.com/trawlerhq/trawler/crawl"
+	"github.com/trawlerhq/trawler/fetch/charset"
 )
 
 var xmlSpec = crawl.TaskSpec{

@@ -13,9 +13,9 @@ import (
 	"testing"
 	"time"
 
-	"trawler/crawl"
-	"trawler/fetch"
-	"trawler/tests/fixture/hn"
+	"github.com/trawlerhq/trawler/crawl"
+	"github.com/trawlerhq/trawler/fetch"
+	"github.com/trawlerhq/trawler/tests/fixture/hn"
 )
 
 // testFetcher is a minimal crawl.Fetcher over net/http that hands every status to the

@@ -10,10 +10,10 @@ import (
 	"strings"
 	"testing"
 
-	"trawler/crawl"
-	"trawler/internal/credentials/credtest"
-	"trawler/internal/devstack/eslite"
-	"trawler/storage/es"
+	"github.com/trawlerhq/trawler/crawl"
+	"github.com/trawlerhq/trawler/internal/credentials/credtest"
+	"github.com/trawlerhq/trawler/internal/devstack/eslite"
+	"github.com/trawlerhq/trawler/storage/es"
 )
 
 // guarded serves eslite over TLS (a private CA's certificate) behind a check of the

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"trawler/storage/es"
+	"github.com/trawlerhq/trawler/storage/es"
 )
 
 // The client takes user:password@ from the address, and refuses a server that does not

@@ -50,8 +50,8 @@ import (
 
 	"github.com/elastic/go-elasticsearch/v8/esapi"
 
-	"trawler/crawl"
-	"trawler/storage"
+	"github.com/trawlerhq/trawler/crawl"
+	"github.com/trawlerhq/trawler/storage"
 )
 
 // Alias names every Trawler index.

@@ -11,10 +11,10 @@ import (
 	"testing"
 	"time"
 
-	"trawler/crawl"
-	"trawler/internal/devstack/eslite"
-	"trawler/storage"
-	"trawler/storage/es"
+	"github.com/trawlerhq/trawler/crawl"
+	"github.com/trawlerhq/trawler/internal/devstack/eslite"
+	"github.com/trawlerhq/trawler/storage"
+	"github.com/trawlerhq/trawler/storage/es"
 )
 
 var storySpec = crawl.TaskSpec{Name: "demo.story", Output: []crawl.Field{

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"trawler/crawl"
+	"github.com/trawlerhq/trawler/crawl"
 )
 
 // Selection picks documents for Scan and CountSelected: a query-string query (empty:

@@ -11,9 +11,9 @@ import (
 	"sync"
 	"testing"
 
-	"trawler/crawl"
-	"trawler/internal/devstack/eslite"
-	"trawler/storage/es"
+	"github.com/trawlerhq/trawler/crawl"
+	"github.com/trawlerhq/trawler/internal/devstack/eslite"
+	"github.com/trawlerhq/trawler/storage/es"
 )
 
 // aliasCalls records the alias changes a sink asks for.

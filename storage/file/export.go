@@ -7,7 +7,7 @@ import (
 	"slices"
 	"sort"
 
-	"trawler/crawl"
+	"github.com/trawlerhq/trawler/crawl"
 )
 
 // Each streams records to fn until it returns an error or the records end. Export calls

@@ -13,9 +13,9 @@ import (
 
 	"github.com/parquet-go/parquet-go"
 
-	"trawler/crawl"
-	"trawler/storage"
-	"trawler/storage/file"
+	"github.com/trawlerhq/trawler/crawl"
+	"github.com/trawlerhq/trawler/storage"
+	"github.com/trawlerhq/trawler/storage/file"
 )
 
 var storyFields = []crawl.Field{

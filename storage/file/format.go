@@ -31,7 +31,7 @@ import (
 
 	"github.com/parquet-go/parquet-go"
 
-	"trawler/crawl"
+	"github.com/trawlerhq/trawler/crawl"
 )
 
 // Format is a file format.

@@ -14,8 +14,8 @@ import (
 	"github.com/parquet-go/parquet-go"
 	"github.com/parquet-go/parquet-go/format"
 
-	"trawler/crawl"
-	"trawler/storage/jsonl"
+	"github.com/trawlerhq/trawler/crawl"
+	"github.com/trawlerhq/trawler/storage/jsonl"
 )
 
 // ReadFile reads back the items of a file the sink or Export wrote, in the format its

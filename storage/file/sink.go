@@ -13,7 +13,7 @@ import (
 	"sync"
 	"time"
 
-	"trawler/crawl"
+	"github.com/trawlerhq/trawler/crawl"
 )
 
 // PartialExt ends the name of a file still being written; it is renamed to its final

@@ -16,9 +16,9 @@ import (
 	"github.com/tsuna/gohbase/filter"
 	"github.com/tsuna/gohbase/hrpc"
 
-	"trawler/crawl"
-	"trawler/internal/devstack/hbaselite"
-	"trawler/storage/hbase"
+	"github.com/trawlerhq/trawler/crawl"
+	"github.com/trawlerhq/trawler/internal/devstack/hbaselite"
+	"github.com/trawlerhq/trawler/storage/hbase"
 )
 
 var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))

@@ -23,7 +23,7 @@ import (
 	"sync"
 	"syscall"
 
-	"trawler/crawl"
+	"github.com/trawlerhq/trawler/crawl"
 )
 
 // FailuresFile is the name of the file failed inputs are recorded in.

@@ -7,7 +7,7 @@ import (
 	"sync"
 	"testing"
 
-	"trawler/crawl"
+	"github.com/trawlerhq/trawler/crawl"
 )
 
 func items(run string, keys ...string) []crawl.Item {

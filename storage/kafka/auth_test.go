@@ -8,9 +8,9 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kfake"
 
-	"trawler/internal/credentials"
-	"trawler/internal/credentials/credtest"
-	"trawler/storage/kafka"
+	"github.com/trawlerhq/trawler/internal/credentials"
+	"github.com/trawlerhq/trawler/internal/credentials/credtest"
+	"github.com/trawlerhq/trawler/storage/kafka"
 )
 
 // TestSASL writes through a real SASL handshake (kfake speaks PLAIN and SCRAM as a

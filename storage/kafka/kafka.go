@@ -36,8 +36,8 @@ import (
 	"github.com/segmentio/kafka-go/sasl/plain"
 	"github.com/segmentio/kafka-go/sasl/scram"
 
-	"trawler/crawl"
-	"trawler/storage"
+	"github.com/trawlerhq/trawler/crawl"
+	"github.com/trawlerhq/trawler/storage"
 )
 
 // TopicPrefix starts the name of every topic the sink writes.

@@ -10,10 +10,10 @@ import (
 
 	kafkago "github.com/segmentio/kafka-go"
 
-	"trawler/crawl"
-	"trawler/internal/devstack"
-	"trawler/storage"
-	"trawler/storage/kafka"
+	"github.com/trawlerhq/trawler/crawl"
+	"github.com/trawlerhq/trawler/internal/devstack"
+	"github.com/trawlerhq/trawler/storage"
+	"github.com/trawlerhq/trawler/storage/kafka"
 )
 
 func startKafka(t *testing.T) []string {

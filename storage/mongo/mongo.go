@@ -43,8 +43,8 @@ import (
 	"go.mongodb.org/mongo-driver/mongo"
 	"go.mongodb.org/mongo-driver/mongo/options"
 
-	"trawler/crawl"
-	"trawler/storage"
+	"github.com/trawlerhq/trawler/crawl"
+	"github.com/trawlerhq/trawler/storage"
 )
 
 // Config configures the sink.

@@ -12,9 +12,9 @@ import (
 	"go.mongodb.org/mongo-driver/bson"
 	"go.mongodb.org/mongo-driver/mongo/options"
 
-	"trawler/crawl"
-	"trawler/internal/devstack"
-	"trawler/storage/mongo"
+	"github.com/trawlerhq/trawler/crawl"
+	"github.com/trawlerhq/trawler/internal/devstack"
+	"github.com/trawlerhq/trawler/storage/mongo"
 )
 
 func startMongo(t *testing.T) string {

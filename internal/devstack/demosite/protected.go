@@ -11,7 +11,7 @@ import (
 	"sync"
 	"time"
 
-	"trawler/external"
+	"github.com/trawlerhq/trawler/external"
 )
 
 // The members' side of the demo site, for resource farming. Logging in needs a solved

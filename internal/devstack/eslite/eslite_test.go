@@ -15,7 +15,7 @@ import (
 	"github.com/elastic/go-elasticsearch/v8"
 	"github.com/elastic/go-elasticsearch/v8/esapi"
 
-	"trawler/internal/devstack/eslite"
+	"github.com/trawlerhq/trawler/internal/devstack/eslite"
 )
 
 const newsMapping = `{

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"trawler/internal/devstack/hbaselite"
+	"github.com/trawlerhq/trawler/internal/devstack/hbaselite"
 )
 
 // suiteSkips are the tests of gohbase's integration suite that hbaselite cannot pass,

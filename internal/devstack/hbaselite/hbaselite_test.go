@@ -16,8 +16,8 @@ import (
 	"github.com/tsuna/gohbase/filter"
 	"github.com/tsuna/gohbase/hrpc"
 
-	"trawler/internal/devstack/hbaselite"
-	"trawler/storage/hbase"
+	"github.com/trawlerhq/trawler/internal/devstack/hbaselite"
+	"github.com/trawlerhq/trawler/storage/hbase"
 )
 
 // start runs a server on a fresh directory (or dir) and returns it with clients.

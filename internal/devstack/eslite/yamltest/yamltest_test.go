@@ -8,8 +8,8 @@ import (
 	"strings"
 	"testing"
 
-	"trawler/internal/devstack/eslite"
-	"trawler/internal/devstack/eslite/yamltest"
+	"github.com/trawlerhq/trawler/internal/devstack/eslite"
+	"github.com/trawlerhq/trawler/internal/devstack/eslite/yamltest"
 )
 
 // TestElasticsearchYAML runs Elasticsearch's YAML REST tests against a fresh eslite when
