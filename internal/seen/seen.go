@@ -26,8 +26,9 @@
 // of its bucket is taken for seen and not fetched: with n keys per bucket, a
 // probability of n / 2^32, about 2·10⁻⁸ at 90 (0.2 URLs of ten million).
 //
-// Every key of a run expires TTL after the run last claimed anything: a run's set is
-// gone a week after it ends.
+// Every key of a run expires between TTL/2 and TTL after the run last claimed anything
+// (a process refreshes a bucket's TTL at most once per TTL/2): a run's set is gone
+// within a week after it ends.
 package seen
 
 import (
@@ -60,6 +61,9 @@ type Set struct {
 	cfg     Config
 	mu      sync.Mutex
 	buckets map[string]int // run → B
+	// refreshed is when this process last refreshed a bucket's TTL: at most once per
+	// TTL/2, so a claim costs one command, not two.
+	refreshed map[string]time.Time
 }
 
 // Open reads the server's listpack limit and returns a Set. A server that does not
@@ -81,7 +85,7 @@ func Open(ctx context.Context, rdb redis.UniversalClient, cfg Config) (*Set, err
 		}
 	}
 	cfg.PerBucket = min(cfg.PerBucket, 0.7*float64(maxListpack))
-	return &Set{rdb: rdb, cfg: cfg, buckets: map[string]int{}}, nil
+	return &Set{rdb: rdb, cfg: cfg, buckets: map[string]int{}, refreshed: map[string]time.Time{}}, nil
 }
 
 func metaKey(run string) string { return "seen:" + run + ":meta" }
@@ -159,9 +163,11 @@ func (c *Claimer) Mark(keys []string) {
 
 // Claim check-and-sets keys in the run's set and reports, per key, whether it goes on:
 // no one had claimed it, or this batch had in an attempt that did not hand it on. A key
-// twice in keys goes on once. One round trip: HSETNX and HGET per key, and a refreshed
-// TTL per bucket, in a pipeline of one-key commands (on a Cluster the client splits it
-// by node; values never change once set, so no transaction is needed).
+// twice in keys goes on once. One command per key in the usual case: an HSETNX per key,
+// and an EXPIRE for each bucket this process has not refreshed within TTL/2, in one
+// pipeline of one-key commands (on a Cluster the client splits it by node); only keys
+// someone had claimed already take a second round trip, an HGET to read whose claim it
+// is. Values never change once set, so no transaction is needed.
 func (c *Claimer) Claim(ctx context.Context, keys []string) ([]bool, error) {
 	goes := make([]bool, len(keys))
 	if len(keys) == 0 {
@@ -172,11 +178,12 @@ func (c *Claimer) Claim(ctx context.Context, keys []string) ([]bool, error) {
 		return nil, err
 	}
 	pipe := c.set.rdb.Pipeline()
-	gets := make([]*redis.StringCmd, len(keys))
 	sets := make([]*redis.BoolCmd, len(keys))
 	fps := make([]uint64, len(keys))
+	where := make([][2]string, len(keys)) // bucket key and field
 	asked := map[uint64]bool{}
 	touched := map[int]bool{}
+	now := time.Now()
 	for i, k := range keys {
 		fp := fingerprint(k)
 		fps[i] = fp
@@ -186,33 +193,66 @@ func (c *Claimer) Claim(ctx context.Context, keys []string) ([]bool, error) {
 		asked[fp] = true
 		bk := int((fp >> 32) % uint64(b))
 		key, field := BucketKey(c.run, bk), strconv.Itoa(int(int32(uint32(fp))))
+		where[i] = [2]string{key, field}
 		sets[i] = pipe.HSetNX(ctx, key, field, c.tag)
-		gets[i] = pipe.HGet(ctx, key, field)
 		if !touched[bk] {
 			touched[bk] = true
-			pipe.Expire(ctx, key, c.set.cfg.TTL)
+			if c.set.stale(key, now) {
+				pipe.Expire(ctx, key, c.set.cfg.TTL)
+			}
 		}
 	}
 	if len(asked) == 0 {
 		return goes, nil
 	}
-	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+	if _, err := pipe.Exec(ctx); err != nil {
 		return nil, fmt.Errorf("seen-set of run %s: claim %d keys: %w", c.run, len(asked), err)
 	}
-	for i, get := range gets {
-		if get == nil {
-			continue
-		}
-		if get.Val() == c.tag {
+	gets := make([]*redis.StringCmd, len(keys))
+	pipe = c.set.rdb.Pipeline()
+	for i, set := range sets {
+		switch {
+		case set == nil:
+		case set.Val():
 			goes[i] = true
 			c.mine[fps[i]] = true
-			if !sets[i].Val() {
-				c.earlier[fps[i]] = true
-			}
+		default:
+			gets[i] = pipe.HGet(ctx, where[i][0], where[i][1])
+		}
+	}
+	if pipe.Len() == 0 {
+		return goes, nil
+	}
+	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+		return nil, fmt.Errorf("seen-set of run %s: read the claims of %d keys: %w", c.run, pipe.Len(), err)
+	}
+	for i, get := range gets {
+		if get != nil && get.Val() == c.tag {
+			goes[i] = true
+			c.mine[fps[i]] = true
+			c.earlier[fps[i]] = true
 		}
 	}
 	return goes, nil
 }
+
+// stale reports whether a bucket's TTL is due for a refresh from this process (not
+// refreshed within TTL/2), and notes it refreshed now.
+func (s *Set) stale(key string, now time.Time) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if at, ok := s.refreshed[key]; ok && now.Sub(at) < s.cfg.TTL/2 {
+		return false
+	}
+	if len(s.refreshed) >= maxRefreshed { // a long-lived worker forgets old buckets
+		clear(s.refreshed)
+	}
+	s.refreshed[key] = now
+	return true
+}
+
+// maxRefreshed bounds the buckets a process remembers refreshing (about 64 bytes each).
+const maxRefreshed = 1 << 18
 
 // Earlier reports whether the key went on in Claim because the batch had claimed it
 // already, in an attempt that died, rather than because no one had: that attempt may
