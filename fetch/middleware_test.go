@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/trawlerhq/trawler/crawl"
-	"github.com/trawlerhq/trawler/external"
+	"github.com/trawlerhq/trawler/internal/external"
 )
 
 // Each middleware on its own, over the bare transport, against a real server.

@@ -8,7 +8,7 @@ import (
 	"net/url"
 
 	"github.com/trawlerhq/trawler/crawl"
-	"github.com/trawlerhq/trawler/external"
+	"github.com/trawlerhq/trawler/internal/external"
 )
 
 // maxSwitches bounds how many leases one request tries when the site refuses them.

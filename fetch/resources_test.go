@@ -15,7 +15,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/trawlerhq/trawler/crawl"
-	"github.com/trawlerhq/trawler/external"
+	"github.com/trawlerhq/trawler/internal/external"
 )
 
 // lruPool returns pools on a fresh miniredis holding items in tenant t's pool of kind k

@@ -14,7 +14,7 @@ import (
 
 	"github.com/trawlerhq/trawler/internal/engine"
 	"github.com/trawlerhq/trawler/internal/monitor"
-	"github.com/trawlerhq/trawler/workflows"
+	"github.com/trawlerhq/trawler/internal/workflows"
 )
 
 const affinityTree = `

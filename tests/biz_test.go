@@ -17,8 +17,8 @@ import (
 	"github.com/trawlerhq/trawler/internal/devstack/eslite"
 	"github.com/trawlerhq/trawler/internal/devstack/hbaselite"
 	"github.com/trawlerhq/trawler/internal/engine"
-	"github.com/trawlerhq/trawler/storage/es"
-	"github.com/trawlerhq/trawler/storage/hbase"
+	"github.com/trawlerhq/trawler/internal/storage/es"
+	"github.com/trawlerhq/trawler/internal/storage/hbase"
 )
 
 // Two chains run the same generic task over the same pages, one reading price as a

@@ -11,14 +11,14 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/trawlerhq/trawler/external"
+	"github.com/trawlerhq/trawler/internal/external"
 	"github.com/trawlerhq/trawler/internal/devstack/demosite"
 	"github.com/trawlerhq/trawler/internal/devstack/redisproc"
 	"github.com/trawlerhq/trawler/internal/engine"
 	"github.com/trawlerhq/trawler/internal/monitor"
 	"github.com/trawlerhq/trawler/internal/quota"
 	"github.com/trawlerhq/trawler/internal/redisurl"
-	"github.com/trawlerhq/trawler/workflows"
+	"github.com/trawlerhq/trawler/internal/workflows"
 )
 
 // A worker pointed at a three-master Redis Cluster (redis-cluster://…) keeps dedup,

@@ -24,10 +24,10 @@ import (
 	"github.com/trawlerhq/trawler/internal/devstack"
 	"github.com/trawlerhq/trawler/internal/devstack/demosite"
 	"github.com/trawlerhq/trawler/internal/engine"
-	"github.com/trawlerhq/trawler/storage/jsonl"
-	"github.com/trawlerhq/trawler/storage/kafka"
-	"github.com/trawlerhq/trawler/storage/mongo"
-	"github.com/trawlerhq/trawler/workflows"
+	"github.com/trawlerhq/trawler/internal/storage/jsonl"
+	"github.com/trawlerhq/trawler/internal/storage/kafka"
+	"github.com/trawlerhq/trawler/internal/storage/mongo"
+	"github.com/trawlerhq/trawler/internal/workflows"
 )
 
 // buildTrawler builds the real binary once for the tests that run worker processes.

@@ -22,13 +22,13 @@ import (
 	"github.com/trawlerhq/trawler/internal/devstack"
 	"github.com/trawlerhq/trawler/internal/devstack/demosite"
 	"github.com/trawlerhq/trawler/internal/engine"
-	"github.com/trawlerhq/trawler/storage/jsonl"
+	"github.com/trawlerhq/trawler/internal/storage/jsonl"
 	"github.com/trawlerhq/trawler/tests/fixture/hn"
 	"github.com/trawlerhq/trawler/tests/fixture/synth"
-	"github.com/trawlerhq/trawler/workflows"
+	"github.com/trawlerhq/trawler/internal/workflows"
 
-	_ "github.com/trawlerhq/trawler/sites/demo"
-	_ "github.com/trawlerhq/trawler/sites/hackernews"
+	_ "github.com/trawlerhq/trawler/internal/sites/demo"
+	_ "github.com/trawlerhq/trawler/internal/sites/hackernews"
 )
 
 const taskQueue = "e2e"

@@ -15,11 +15,11 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/trawlerhq/trawler/crawl"
-	"github.com/trawlerhq/trawler/external"
+	"github.com/trawlerhq/trawler/internal/external"
 	"github.com/trawlerhq/trawler/internal/devstack/demosite"
 	"github.com/trawlerhq/trawler/internal/engine"
-	"github.com/trawlerhq/trawler/sites/demo"
-	"github.com/trawlerhq/trawler/workflows"
+	"github.com/trawlerhq/trawler/internal/sites/demo"
+	"github.com/trawlerhq/trawler/internal/workflows"
 )
 
 // pools reads and configures the pools the shared worker lends from.

@@ -15,8 +15,8 @@ import (
 	"github.com/trawlerhq/trawler/crawl"
 	"github.com/trawlerhq/trawler/internal/devstack/demosite"
 	"github.com/trawlerhq/trawler/internal/engine"
-	"github.com/trawlerhq/trawler/storage/jsonl"
-	"github.com/trawlerhq/trawler/workflows"
+	"github.com/trawlerhq/trawler/internal/storage/jsonl"
+	"github.com/trawlerhq/trawler/internal/workflows"
 )
 
 // A worker SIGKILLed while its batch follows the feed page after page, and the stories

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/trawlerhq/trawler/crawl"
-	"github.com/trawlerhq/trawler/workflows"
+	"github.com/trawlerhq/trawler/internal/workflows"
 )
 
 // ringShop is a shop whose category pages each list the same products and link the

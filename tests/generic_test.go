@@ -16,10 +16,10 @@ import (
 
 	"github.com/trawlerhq/trawler/crawl"
 	"github.com/trawlerhq/trawler/internal/devstack/demosite"
-	"github.com/trawlerhq/trawler/storage/jsonl"
-	"github.com/trawlerhq/trawler/workflows"
+	"github.com/trawlerhq/trawler/internal/storage/jsonl"
+	"github.com/trawlerhq/trawler/internal/workflows"
 
-	_ "github.com/trawlerhq/trawler/sites/generic"
+	_ "github.com/trawlerhq/trawler/internal/sites/generic"
 )
 
 // items reads back what a run stored in the jsonl sink: key → item, per biz.

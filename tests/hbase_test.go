@@ -13,7 +13,7 @@ import (
 	"github.com/trawlerhq/trawler/internal/devstack/demosite"
 	"github.com/trawlerhq/trawler/internal/devstack/hbaselite"
 	"github.com/trawlerhq/trawler/internal/engine"
-	"github.com/trawlerhq/trawler/storage/hbase"
+	"github.com/trawlerhq/trawler/internal/storage/hbase"
 )
 
 // storeHBase adds the hbase sink to every step that stores items.

@@ -13,9 +13,9 @@ import (
 	"time"
 
 	"github.com/trawlerhq/trawler/crawl"
-	"github.com/trawlerhq/trawler/workflows"
+	"github.com/trawlerhq/trawler/internal/workflows"
 
-	_ "github.com/trawlerhq/trawler/sites/generic"
+	_ "github.com/trawlerhq/trawler/internal/sites/generic"
 )
 
 // listSite serves a list page at /list linking to /a and /b, and a detail page at each

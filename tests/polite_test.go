@@ -19,9 +19,9 @@ import (
 
 	"github.com/trawlerhq/trawler/internal/devstack/redisproc"
 	"github.com/trawlerhq/trawler/internal/redisurl"
-	"github.com/trawlerhq/trawler/workflows"
+	"github.com/trawlerhq/trawler/internal/workflows"
 
-	_ "github.com/trawlerhq/trawler/sites/generic"
+	_ "github.com/trawlerhq/trawler/internal/sites/generic"
 )
 
 // The politeness tests run real `trawler worker` processes on a real redis-server and

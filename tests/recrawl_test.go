@@ -17,7 +17,7 @@ import (
 	"github.com/trawlerhq/trawler/internal/devstack/hbaselite"
 	"github.com/trawlerhq/trawler/internal/engine"
 	"github.com/trawlerhq/trawler/internal/recrawl"
-	"github.com/trawlerhq/trawler/storage/hbase"
+	"github.com/trawlerhq/trawler/internal/storage/hbase"
 )
 
 // TestRecrawlVisitsWhatChanges runs examples/recrawl.yaml once per simulated

@@ -15,7 +15,7 @@ import (
 	"github.com/trawlerhq/trawler/fetch/render"
 	"github.com/trawlerhq/trawler/internal/devstack/demosite"
 	"github.com/trawlerhq/trawler/internal/engine"
-	"github.com/trawlerhq/trawler/storage/jsonl"
+	"github.com/trawlerhq/trawler/internal/storage/jsonl"
 )
 
 // renderWorkers starts two workers on their own task queue, as a fleet where only some

@@ -12,7 +12,7 @@ import (
 
 	"github.com/trawlerhq/trawler/internal/engine"
 	"github.com/trawlerhq/trawler/tests/fixture/synth"
-	"github.com/trawlerhq/trawler/workflows"
+	"github.com/trawlerhq/trawler/internal/workflows"
 )
 
 const treeChain = `

@@ -12,7 +12,7 @@ import (
 	"github.com/trawlerhq/trawler/internal/devstack/demosite"
 	"github.com/trawlerhq/trawler/internal/devstack/eslite"
 	"github.com/trawlerhq/trawler/internal/engine"
-	"github.com/trawlerhq/trawler/storage/es"
+	"github.com/trawlerhq/trawler/internal/storage/es"
 )
 
 // esSearch posts a search body to the alias and decodes the answer.

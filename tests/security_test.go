@@ -23,17 +23,17 @@ import (
 	"github.com/redis/go-redis/v9"
 	"go.mongodb.org/mongo-driver/bson"
 
-	"github.com/trawlerhq/trawler/console"
+	"github.com/trawlerhq/trawler/internal/console"
 	"github.com/trawlerhq/trawler/crawl"
-	"github.com/trawlerhq/trawler/external"
+	"github.com/trawlerhq/trawler/internal/external"
 	"github.com/trawlerhq/trawler/fetch"
 	"github.com/trawlerhq/trawler/internal/devstack/demosite"
 	"github.com/trawlerhq/trawler/internal/devstack/eslite"
 	"github.com/trawlerhq/trawler/internal/devstack/hbaselite"
 	"github.com/trawlerhq/trawler/internal/engine"
-	"github.com/trawlerhq/trawler/storage/es"
-	"github.com/trawlerhq/trawler/storage/hbase"
-	"github.com/trawlerhq/trawler/workflows"
+	"github.com/trawlerhq/trawler/internal/storage/es"
+	"github.com/trawlerhq/trawler/internal/storage/hbase"
+	"github.com/trawlerhq/trawler/internal/workflows"
 )
 
 // loopbackOnly is a test network for a worker's fetcher: names resolve from a table

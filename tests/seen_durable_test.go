@@ -16,8 +16,8 @@ import (
 	"go.temporal.io/sdk/converter"
 
 	"github.com/trawlerhq/trawler/crawl"
-	"github.com/trawlerhq/trawler/storage/jsonl"
-	"github.com/trawlerhq/trawler/workflows"
+	"github.com/trawlerhq/trawler/internal/storage/jsonl"
+	"github.com/trawlerhq/trawler/internal/workflows"
 )
 
 // The ring shop on three worker processes, with the worker running the list batch —

@@ -13,7 +13,7 @@ import (
 
 	"github.com/trawlerhq/trawler/internal/devstack/demosite"
 	"github.com/trawlerhq/trawler/internal/stream"
-	"github.com/trawlerhq/trawler/storage/jsonl"
+	"github.com/trawlerhq/trawler/internal/storage/jsonl"
 )
 
 const streamChain = `

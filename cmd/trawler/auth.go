@@ -12,8 +12,8 @@ import (
 	"github.com/trawlerhq/trawler/internal/endpoints"
 	"github.com/trawlerhq/trawler/internal/engine"
 	"github.com/trawlerhq/trawler/internal/redisurl"
-	"github.com/trawlerhq/trawler/storage/es"
-	"github.com/trawlerhq/trawler/storage/kafka"
+	"github.com/trawlerhq/trawler/internal/storage/es"
+	"github.com/trawlerhq/trawler/internal/storage/kafka"
 )
 
 // authSettings are the stores' credentials and TLS settings. Secrets are named by file

@@ -34,7 +34,7 @@ import (
 	"github.com/trawlerhq/trawler/fetch"
 	"github.com/trawlerhq/trawler/internal/devstack/demosite"
 	"github.com/trawlerhq/trawler/internal/engine"
-	"github.com/trawlerhq/trawler/sites/demo"
+	"github.com/trawlerhq/trawler/internal/sites/demo"
 )
 
 // benchGoal is the throughput Trawler aims for, as a fraction of Colly's.

@@ -17,7 +17,7 @@ import (
 	"github.com/trawlerhq/trawler/examples"
 	"github.com/trawlerhq/trawler/internal/devstack/demosite"
 	"github.com/trawlerhq/trawler/internal/engine"
-	"github.com/trawlerhq/trawler/workflows"
+	"github.com/trawlerhq/trawler/internal/workflows"
 )
 
 // hopGoal is the most a hop through the server may cost on the embedded stack.

@@ -8,7 +8,7 @@ import (
 	"github.com/spf13/cobra"
 	"go.temporal.io/sdk/client"
 
-	"github.com/trawlerhq/trawler/console"
+	"github.com/trawlerhq/trawler/internal/console"
 	"github.com/trawlerhq/trawler/internal/endpoints"
 )
 

@@ -17,11 +17,11 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/trawlerhq/trawler/crawl"
-	"github.com/trawlerhq/trawler/storage/es"
-	"github.com/trawlerhq/trawler/storage/file"
-	"github.com/trawlerhq/trawler/storage/hbase"
-	"github.com/trawlerhq/trawler/storage/jsonl"
-	"github.com/trawlerhq/trawler/storage/mongo"
+	"github.com/trawlerhq/trawler/internal/storage/es"
+	"github.com/trawlerhq/trawler/internal/storage/file"
+	"github.com/trawlerhq/trawler/internal/storage/hbase"
+	"github.com/trawlerhq/trawler/internal/storage/jsonl"
+	"github.com/trawlerhq/trawler/internal/storage/mongo"
 )
 
 // exportFlags are the settings of `trawler export`.

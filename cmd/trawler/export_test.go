@@ -22,11 +22,11 @@ import (
 	"github.com/trawlerhq/trawler/internal/devstack"
 	"github.com/trawlerhq/trawler/internal/devstack/eslite"
 	"github.com/trawlerhq/trawler/internal/devstack/hbaselite"
-	"github.com/trawlerhq/trawler/storage/es"
-	"github.com/trawlerhq/trawler/storage/file"
-	"github.com/trawlerhq/trawler/storage/hbase"
-	"github.com/trawlerhq/trawler/storage/jsonl"
-	"github.com/trawlerhq/trawler/storage/mongo"
+	"github.com/trawlerhq/trawler/internal/storage/es"
+	"github.com/trawlerhq/trawler/internal/storage/file"
+	"github.com/trawlerhq/trawler/internal/storage/hbase"
+	"github.com/trawlerhq/trawler/internal/storage/jsonl"
+	"github.com/trawlerhq/trawler/internal/storage/mongo"
 )
 
 // One embedded stack for the package's export tests, started on first use.

@@ -9,7 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/trawlerhq/trawler/internal/engine"
-	"github.com/trawlerhq/trawler/storage/file"
+	"github.com/trawlerhq/trawler/internal/storage/file"
 )
 
 // fileSinkFlags configure a worker's file sink (store: [file]); each falls back to its

@@ -12,7 +12,7 @@ import (
 
 	"github.com/trawlerhq/trawler/internal/endpoints"
 	"github.com/trawlerhq/trawler/internal/engine"
-	"github.com/trawlerhq/trawler/workflows"
+	"github.com/trawlerhq/trawler/internal/workflows"
 )
 
 // follower keeps `trawler run --wait` with its run through restarts of the stack: when

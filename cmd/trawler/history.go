@@ -14,7 +14,7 @@ import (
 
 	"github.com/trawlerhq/trawler/crawl"
 	"github.com/trawlerhq/trawler/internal/recrawl"
-	"github.com/trawlerhq/trawler/storage/hbase"
+	"github.com/trawlerhq/trawler/internal/storage/hbase"
 )
 
 func historyCmd(s *settings) *cobra.Command {

@@ -11,7 +11,7 @@ import (
 
 	"github.com/trawlerhq/trawler/crawl"
 	"github.com/trawlerhq/trawler/internal/engine"
-	"github.com/trawlerhq/trawler/storage/mongo"
+	"github.com/trawlerhq/trawler/internal/storage/mongo"
 )
 
 func itemsCmd(s *settings) *cobra.Command {

@@ -25,11 +25,11 @@ import (
 	"github.com/trawlerhq/trawler/internal/engine"
 	"github.com/trawlerhq/trawler/internal/redisurl"
 	"github.com/trawlerhq/trawler/internal/tracing"
-	"github.com/trawlerhq/trawler/workflows"
+	"github.com/trawlerhq/trawler/internal/workflows"
 
-	_ "github.com/trawlerhq/trawler/sites/demo"
-	_ "github.com/trawlerhq/trawler/sites/generic"
-	_ "github.com/trawlerhq/trawler/sites/hackernews"
+	_ "github.com/trawlerhq/trawler/internal/sites/demo"
+	_ "github.com/trawlerhq/trawler/internal/sites/generic"
+	_ "github.com/trawlerhq/trawler/internal/sites/hackernews"
 )
 
 func main() {

@@ -85,7 +85,7 @@ blank import to add to cmd/trawler/main.go next to the other sites.`,
 			}
 			fmt.Println()
 			if res.ImportLine != "" {
-				fmt.Printf("Register its tasks: add this line to the import block of %s,\nnext to _ \"github.com/trawlerhq/trawler/sites/demo\":\n\n\t%s\n\n", res.ImportInto, res.ImportLine)
+				fmt.Printf("Register its tasks: add this line to the import block of %s,\nnext to _ \"github.com/trawlerhq/trawler/internal/sites/demo\":\n\n\t%s\n\n", res.ImportInto, res.ImportLine)
 			} else {
 				fmt.Println("Register its tasks: import the package (blank import) in the binary's main package.")
 			}

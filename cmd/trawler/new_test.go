@@ -18,7 +18,7 @@ import (
 	"github.com/trawlerhq/trawler/fetch"
 	"github.com/trawlerhq/trawler/internal/devstack/demosite"
 	"github.com/trawlerhq/trawler/internal/scaffold"
-	"github.com/trawlerhq/trawler/sites/generic"
+	"github.com/trawlerhq/trawler/internal/sites/generic"
 )
 
 func runCLI(t *testing.T, args ...string) error {

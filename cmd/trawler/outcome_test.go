@@ -12,7 +12,7 @@ import (
 	"github.com/trawlerhq/trawler/internal/capacity"
 	"github.com/trawlerhq/trawler/internal/devstack"
 	"github.com/trawlerhq/trawler/internal/monitor"
-	"github.com/trawlerhq/trawler/workflows"
+	"github.com/trawlerhq/trawler/internal/workflows"
 )
 
 // TestRunExitCodes: `trawler run --wait` ends with the code of the run's outcome, so a

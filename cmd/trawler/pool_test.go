@@ -9,7 +9,7 @@ import (
 
 	"github.com/alicebob/miniredis/v2"
 
-	"github.com/trawlerhq/trawler/external"
+	"github.com/trawlerhq/trawler/internal/external"
 )
 
 // TestPoolCommandsHideValues: the pool commands list, count and show items by id with

@@ -17,11 +17,11 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/trawlerhq/trawler/crawl"
-	"github.com/trawlerhq/trawler/external"
+	"github.com/trawlerhq/trawler/internal/external"
 	"github.com/trawlerhq/trawler/internal/engine"
 	"github.com/trawlerhq/trawler/internal/monitor"
-	"github.com/trawlerhq/trawler/storage"
-	"github.com/trawlerhq/trawler/workflows"
+	"github.com/trawlerhq/trawler/internal/storage"
+	"github.com/trawlerhq/trawler/internal/workflows"
 )
 
 // knownSinks are the sink names chain files may use.

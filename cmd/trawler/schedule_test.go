@@ -20,7 +20,7 @@ import (
 
 	"github.com/trawlerhq/trawler/internal/devstack"
 	"github.com/trawlerhq/trawler/internal/engine"
-	"github.com/trawlerhq/trawler/workflows"
+	"github.com/trawlerhq/trawler/internal/workflows"
 )
 
 // TestScheduleCommands drives `trawler schedule` against an embedded Temporal server

@@ -17,7 +17,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/trawlerhq/trawler/crawl"
-	"github.com/trawlerhq/trawler/storage/es"
+	"github.com/trawlerhq/trawler/internal/storage/es"
 )
 
 // titleFields are tried, in order, for the TITLE column of `trawler search`.

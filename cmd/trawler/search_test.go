@@ -11,7 +11,7 @@ import (
 
 	"github.com/trawlerhq/trawler/crawl"
 	"github.com/trawlerhq/trawler/internal/devstack/eslite"
-	"github.com/trawlerhq/trawler/storage/es"
+	"github.com/trawlerhq/trawler/internal/storage/es"
 )
 
 func TestSearchCommand(t *testing.T) {

@@ -20,7 +20,7 @@ import (
 	"github.com/trawlerhq/trawler/internal/polite"
 	"github.com/trawlerhq/trawler/internal/recrawl"
 	"github.com/trawlerhq/trawler/internal/stream"
-	"github.com/trawlerhq/trawler/workflows"
+	"github.com/trawlerhq/trawler/internal/workflows"
 )
 
 func statusCmd(s *settings) *cobra.Command {

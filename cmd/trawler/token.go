@@ -11,8 +11,8 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/spf13/cobra"
 
-	"github.com/trawlerhq/trawler/console"
-	kafkasink "github.com/trawlerhq/trawler/storage/kafka"
+	"github.com/trawlerhq/trawler/internal/console"
+	kafkasink "github.com/trawlerhq/trawler/internal/storage/kafka"
 )
 
 func tokenCmd(s *settings) *cobra.Command {

@@ -12,7 +12,7 @@ import (
 	"github.com/trawlerhq/trawler/crawl"
 	"github.com/trawlerhq/trawler/fetch"
 	"github.com/trawlerhq/trawler/internal/engine"
-	"github.com/trawlerhq/trawler/storage"
+	"github.com/trawlerhq/trawler/internal/storage"
 )
 
 // openSinks opens every sink the settings configure (jsonl with --out, kafka with

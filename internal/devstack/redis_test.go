@@ -13,7 +13,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/trawlerhq/trawler/dedup"
+	"github.com/trawlerhq/trawler/internal/dedup"
 )
 
 // redisChildEnv makes the test binary a process that only runs a persistent embedded

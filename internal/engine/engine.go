@@ -27,10 +27,10 @@ import (
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/trawlerhq/trawler/activities"
+	"github.com/trawlerhq/trawler/internal/activities"
 	"github.com/trawlerhq/trawler/crawl"
-	"github.com/trawlerhq/trawler/dedup"
-	"github.com/trawlerhq/trawler/external"
+	"github.com/trawlerhq/trawler/internal/dedup"
+	"github.com/trawlerhq/trawler/internal/external"
 	"github.com/trawlerhq/trawler/fetch"
 	"github.com/trawlerhq/trawler/fetch/render"
 	"github.com/trawlerhq/trawler/internal/affinity"
@@ -42,9 +42,9 @@ import (
 	"github.com/trawlerhq/trawler/internal/redisurl"
 	"github.com/trawlerhq/trawler/internal/seen"
 	"github.com/trawlerhq/trawler/internal/stream"
-	"github.com/trawlerhq/trawler/storage"
-	"github.com/trawlerhq/trawler/storage/jsonl"
-	"github.com/trawlerhq/trawler/workflows"
+	"github.com/trawlerhq/trawler/internal/storage"
+	"github.com/trawlerhq/trawler/internal/storage/jsonl"
+	"github.com/trawlerhq/trawler/internal/workflows"
 )
 
 // WorkerOptions configure a worker process.

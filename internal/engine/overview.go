@@ -26,7 +26,7 @@ import (
 	"github.com/trawlerhq/trawler/internal/quota"
 	"github.com/trawlerhq/trawler/internal/recrawl"
 	"github.com/trawlerhq/trawler/internal/stream"
-	"github.com/trawlerhq/trawler/workflows"
+	"github.com/trawlerhq/trawler/internal/workflows"
 )
 
 // ChainLoad is what one chain of one tenant is doing now, over all its running runs.

@@ -17,7 +17,7 @@ import (
 	"github.com/trawlerhq/trawler/crawl"
 	"github.com/trawlerhq/trawler/internal/capacity"
 	"github.com/trawlerhq/trawler/internal/monitor"
-	"github.com/trawlerhq/trawler/workflows"
+	"github.com/trawlerhq/trawler/internal/workflows"
 )
 
 // CapacityWaitType is the error type of a batch a worker passes on for lack of free CPU

@@ -13,10 +13,10 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/worker"
 
-	"github.com/trawlerhq/trawler/activities"
+	"github.com/trawlerhq/trawler/internal/activities"
 	"github.com/trawlerhq/trawler/crawl"
 	"github.com/trawlerhq/trawler/fetch/render"
-	"github.com/trawlerhq/trawler/workflows"
+	"github.com/trawlerhq/trawler/internal/workflows"
 )
 
 // addBrowser gives the worker its browser pool and a second Temporal worker polling

@@ -16,8 +16,8 @@ import (
 	"go.temporal.io/sdk/converter"
 
 	"github.com/trawlerhq/trawler/crawl"
-	"github.com/trawlerhq/trawler/external"
-	"github.com/trawlerhq/trawler/workflows"
+	"github.com/trawlerhq/trawler/internal/external"
+	"github.com/trawlerhq/trawler/internal/workflows"
 )
 
 // KnownSinks are the sink names chain files may use: the stores, and the resource pools

@@ -25,7 +25,7 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/trawlerhq/trawler/crawl"
-	"github.com/trawlerhq/trawler/workflows"
+	"github.com/trawlerhq/trawler/internal/workflows"
 )
 
 // OverlapPolicies name what a schedule does when a firing comes while its previous run

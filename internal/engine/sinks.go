@@ -6,13 +6,13 @@ import (
 	"time"
 
 	"github.com/trawlerhq/trawler/crawl"
-	"github.com/trawlerhq/trawler/storage"
-	"github.com/trawlerhq/trawler/storage/es"
-	"github.com/trawlerhq/trawler/storage/file"
-	"github.com/trawlerhq/trawler/storage/hbase"
-	"github.com/trawlerhq/trawler/storage/jsonl"
-	"github.com/trawlerhq/trawler/storage/kafka"
-	"github.com/trawlerhq/trawler/storage/mongo"
+	"github.com/trawlerhq/trawler/internal/storage"
+	"github.com/trawlerhq/trawler/internal/storage/es"
+	"github.com/trawlerhq/trawler/internal/storage/file"
+	"github.com/trawlerhq/trawler/internal/storage/hbase"
+	"github.com/trawlerhq/trawler/internal/storage/jsonl"
+	"github.com/trawlerhq/trawler/internal/storage/kafka"
+	"github.com/trawlerhq/trawler/internal/storage/mongo"
 )
 
 // HotOptions tune the hot-storage sinks. Zero values take the sinks' defaults.

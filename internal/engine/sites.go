@@ -12,7 +12,7 @@ import (
 	"go.temporal.io/sdk/interceptor"
 	"go.temporal.io/sdk/worker"
 
-	"github.com/trawlerhq/trawler/activities"
+	"github.com/trawlerhq/trawler/internal/activities"
 	"github.com/trawlerhq/trawler/internal/affinity"
 )
 

@@ -9,7 +9,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/trawlerhq/trawler/dedup"
+	"github.com/trawlerhq/trawler/internal/dedup"
 	"github.com/trawlerhq/trawler/internal/devstack/redisproc"
 	"github.com/trawlerhq/trawler/internal/redisops"
 	"github.com/trawlerhq/trawler/internal/redisurl"

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/trawlerhq/trawler/dedup"
+	"github.com/trawlerhq/trawler/internal/dedup"
 	"github.com/trawlerhq/trawler/internal/credentials"
 	"github.com/trawlerhq/trawler/internal/credentials/credtest"
 	"github.com/trawlerhq/trawler/internal/devstack/redisproc"

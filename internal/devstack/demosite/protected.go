@@ -11,7 +11,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/trawlerhq/trawler/external"
+	"github.com/trawlerhq/trawler/internal/external"
 )
 
 // The members' side of the demo site, for resource farming. Logging in needs a solved

@@ -17,7 +17,7 @@ import (
 	"github.com/tsuna/gohbase/hrpc"
 
 	"github.com/trawlerhq/trawler/internal/devstack/hbaselite"
-	"github.com/trawlerhq/trawler/storage/hbase"
+	"github.com/trawlerhq/trawler/internal/storage/hbase"
 )
 
 // start runs a server on a fresh directory (or dir) and returns it with clients.
