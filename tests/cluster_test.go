@@ -11,10 +11,10 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/trawlerhq/trawler/internal/external"
 	"github.com/trawlerhq/trawler/internal/devstack/demosite"
 	"github.com/trawlerhq/trawler/internal/devstack/redisproc"
 	"github.com/trawlerhq/trawler/internal/engine"
+	"github.com/trawlerhq/trawler/internal/external"
 	"github.com/trawlerhq/trawler/internal/monitor"
 	"github.com/trawlerhq/trawler/internal/quota"
 	"github.com/trawlerhq/trawler/internal/redisurl"

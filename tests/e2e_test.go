@@ -23,9 +23,9 @@ import (
 	"github.com/trawlerhq/trawler/internal/devstack/demosite"
 	"github.com/trawlerhq/trawler/internal/engine"
 	"github.com/trawlerhq/trawler/internal/storage/jsonl"
+	"github.com/trawlerhq/trawler/internal/workflows"
 	"github.com/trawlerhq/trawler/tests/fixture/hn"
 	"github.com/trawlerhq/trawler/tests/fixture/synth"
-	"github.com/trawlerhq/trawler/internal/workflows"
 
 	_ "github.com/trawlerhq/trawler/internal/sites/demo"
 	_ "github.com/trawlerhq/trawler/internal/sites/hackernews"

@@ -15,9 +15,9 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/trawlerhq/trawler/crawl"
-	"github.com/trawlerhq/trawler/internal/external"
 	"github.com/trawlerhq/trawler/internal/devstack/demosite"
 	"github.com/trawlerhq/trawler/internal/engine"
+	"github.com/trawlerhq/trawler/internal/external"
 	"github.com/trawlerhq/trawler/internal/sites/demo"
 	"github.com/trawlerhq/trawler/internal/workflows"
 )

@@ -19,8 +19,8 @@ import (
 
 	"github.com/trawlerhq/trawler/internal/devstack/demosite"
 	"github.com/trawlerhq/trawler/internal/engine"
-	"github.com/trawlerhq/trawler/tests/fixture/hn"
 	"github.com/trawlerhq/trawler/internal/workflows"
+	"github.com/trawlerhq/trawler/tests/fixture/hn"
 )
 
 // TestExampleHistoriesReplay runs the example chains, then replays their histories

@@ -11,8 +11,8 @@ import (
 	"go.temporal.io/api/workflowservice/v1"
 
 	"github.com/trawlerhq/trawler/internal/engine"
-	"github.com/trawlerhq/trawler/tests/fixture/synth"
 	"github.com/trawlerhq/trawler/internal/workflows"
+	"github.com/trawlerhq/trawler/tests/fixture/synth"
 )
 
 const treeChain = `

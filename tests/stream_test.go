@@ -12,8 +12,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/trawlerhq/trawler/internal/devstack/demosite"
-	"github.com/trawlerhq/trawler/internal/stream"
 	"github.com/trawlerhq/trawler/internal/storage/jsonl"
+	"github.com/trawlerhq/trawler/internal/stream"
 )
 
 const streamChain = `

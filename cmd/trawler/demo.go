@@ -15,9 +15,9 @@ import (
 	"github.com/alicebob/miniredis/v2"
 	"github.com/spf13/cobra"
 
-	"github.com/trawlerhq/trawler/internal/console"
 	"github.com/trawlerhq/trawler/examples"
 	"github.com/trawlerhq/trawler/fetch"
+	"github.com/trawlerhq/trawler/internal/console"
 	"github.com/trawlerhq/trawler/internal/devstack"
 	"github.com/trawlerhq/trawler/internal/devstack/demosite"
 	"github.com/trawlerhq/trawler/internal/devstack/eslite"

@@ -17,8 +17,8 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/trawlerhq/trawler/crawl"
-	"github.com/trawlerhq/trawler/internal/external"
 	"github.com/trawlerhq/trawler/internal/engine"
+	"github.com/trawlerhq/trawler/internal/external"
 	"github.com/trawlerhq/trawler/internal/monitor"
 	"github.com/trawlerhq/trawler/internal/storage"
 	"github.com/trawlerhq/trawler/internal/workflows"

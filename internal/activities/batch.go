@@ -19,9 +19,9 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/trawlerhq/trawler/crawl"
+	"github.com/trawlerhq/trawler/internal/affinity"
 	"github.com/trawlerhq/trawler/internal/dedup"
 	"github.com/trawlerhq/trawler/internal/external"
-	"github.com/trawlerhq/trawler/internal/affinity"
 	"github.com/trawlerhq/trawler/internal/monitor"
 	"github.com/trawlerhq/trawler/internal/quota"
 	"github.com/trawlerhq/trawler/internal/recrawl"

@@ -15,8 +15,8 @@ import (
 
 	"github.com/trawlerhq/trawler/crawl"
 	"github.com/trawlerhq/trawler/internal/dedup"
-	"github.com/trawlerhq/trawler/internal/tracing"
 	"github.com/trawlerhq/trawler/internal/storage"
+	"github.com/trawlerhq/trawler/internal/tracing"
 )
 
 // The item pipeline: what becomes of the items a finished input yields, in named stages,

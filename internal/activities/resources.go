@@ -7,8 +7,8 @@ import (
 	"strings"
 
 	"github.com/trawlerhq/trawler/crawl"
-	"github.com/trawlerhq/trawler/internal/external"
 	"github.com/trawlerhq/trawler/fetch"
+	"github.com/trawlerhq/trawler/internal/external"
 )
 
 // resources are what a step's fetcher lends its task's requests: the pools of the

@@ -18,9 +18,9 @@ import (
 
 	"github.com/trawlerhq/trawler/crawl"
 	"github.com/trawlerhq/trawler/examples"
-	"github.com/trawlerhq/trawler/internal/external"
 	"github.com/trawlerhq/trawler/internal/devstack/demosite"
 	"github.com/trawlerhq/trawler/internal/engine"
+	"github.com/trawlerhq/trawler/internal/external"
 	"github.com/trawlerhq/trawler/internal/recrawl"
 	"github.com/trawlerhq/trawler/internal/sites/demo"
 )

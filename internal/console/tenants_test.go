@@ -16,8 +16,8 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/trawlerhq/trawler/internal/external"
 	"github.com/trawlerhq/trawler/internal/engine"
+	"github.com/trawlerhq/trawler/internal/external"
 )
 
 // Two tenants crawled the same demo site into every store, each with a schedule and a

@@ -13,9 +13,9 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/worker"
 
-	"github.com/trawlerhq/trawler/internal/activities"
 	"github.com/trawlerhq/trawler/crawl"
 	"github.com/trawlerhq/trawler/fetch/render"
+	"github.com/trawlerhq/trawler/internal/activities"
 	"github.com/trawlerhq/trawler/internal/workflows"
 )
 

@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/trawlerhq/trawler/internal/dedup"
 	"github.com/trawlerhq/trawler/internal/credentials"
 	"github.com/trawlerhq/trawler/internal/credentials/credtest"
+	"github.com/trawlerhq/trawler/internal/dedup"
 	"github.com/trawlerhq/trawler/internal/devstack/redisproc"
 	"github.com/trawlerhq/trawler/internal/redisurl"
 )

@@ -19,13 +19,13 @@ import (
 	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/trawlerhq/trawler/internal/activities"
 	"github.com/trawlerhq/trawler/crawl"
+	"github.com/trawlerhq/trawler/internal/activities"
 	"github.com/trawlerhq/trawler/internal/dedup"
 	"github.com/trawlerhq/trawler/internal/storage"
 	"github.com/trawlerhq/trawler/internal/storage/jsonl"
-	"github.com/trawlerhq/trawler/tests/fixture/synth"
 	"github.com/trawlerhq/trawler/internal/workflows"
+	"github.com/trawlerhq/trawler/tests/fixture/synth"
 )
 
 func plan(t *testing.T, yaml string, sets ...string) *crawl.Plan {
