@@ -1,0 +1,702 @@
+//go:build !production
+
+package cli
+
+import (
+	"bufio"
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/PuerkitoBio/goquery"
+	"github.com/gocolly/colly/v2"
+	"github.com/spf13/cobra"
+	"go.temporal.io/sdk/client"
+
+	"github.com/trawlerhq/trawler/crawl"
+	"github.com/trawlerhq/trawler/examples"
+	"github.com/trawlerhq/trawler/fetch"
+	"github.com/trawlerhq/trawler/internal/devstack/demosite"
+	"github.com/trawlerhq/trawler/internal/engine"
+	"github.com/trawlerhq/trawler/internal/sites/demo"
+)
+
+// benchGoal is the throughput Trawler aims for, as a fraction of Colly's.
+const benchGoal = 0.6
+
+func benchCmd(s *settings) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "bench",
+		Short: "Measure Trawler against a plain in-process crawler",
+		Long: `Benchmarks that put a number on what durability costs. ` + "`trawler bench crawl`" + ` crawls the
+bundled demo site with Colly and with Trawler on embedded Temporal and compares pages/s.`,
+	}
+	cmd.AddCommand(benchCrawlCmd(s), benchScaleCmd(s), benchHopsCmd(s), benchRecrawlCmd(s), benchRenderCmd(s), benchCapacityCmd(s), benchPoliteCmd(s))
+	return cmd
+}
+
+func benchCrawlCmd(s *settings) *cobra.Command {
+	var o benchOptions
+	cmd := &cobra.Command{
+		Use:   "crawl",
+		Short: "Crawl the demo site with Colly and with Trawler (durable) and compare pages/s",
+		Long: `Crawl the bundled demo news site twice in this process and compare throughput:
+
+  colly    github.com/gocolly/colly/v2, async, LimitRule{DomainGlob: "*", Parallelism: C},
+           no URL revisits, its HTTP transport keeping as many idle connections per host
+           as Trawler's fetcher does. It follows the list pages (More link) up to --list-pages,
+           visits every story, extracts the fields demo.story stores (title, url, author,
+           score, time, comments, text), follows every comments page and extracts every
+           comment (id, author, text), writing each item as a JSON line through a buffered
+           file writer. No durability: a crash loses the crawl.
+  trawler  examples/demo.yaml run by an embedded Temporal server persisting to SQLite in
+           a temp data dir, with one worker whose fetcher lets at most C requests hit the
+           site at once (fetch HostConcurrency = C, as Colly's Parallelism). Every batch of
+           inputs is a Temporal activity: scheduled, started, heartbeated and completed
+           through the server and written to SQLite, and its items go to the jsonl sink.
+
+Both sides must crawl the same pages and store the same items, and both must match what
+the demo site says a full crawl stores; otherwise the command fails (the comparison
+would not be fair).
+
+What is measured: the site runs on loopback and answers at once, so this is pure
+overhead, not network — HTML parsing, JSON encoding and, for Trawler, the price of
+durability. Trawler does not pay it per page: a step's inputs travel in batches (up to
+` + "`batch`" + ` inputs, 50 in the demo chain, ` + "`parallel`" + ` batches in flight per step), each batch
+one Temporal activity, and the chain workflow routes a finished batch's outputs into new
+batches in one workflow task; every activity and workflow task is a round trip through
+the server and a write to SQLite. The list and comments pages link each to the next, a
+chain of hops that would cost a round trip each; a batch follows such pages itself on its
+worker (checkpointed in its heartbeat), so only a few hops go through the server. Over a
+real network both sides wait on the site with at most C requests in flight, and the
+overhead matters less; the goal is Trawler ≥ 0.6× Colly even here. The CPU column is
+each side's process CPU per page over the timed span; Trawler's includes the embedded
+Temporal server. Reading the stores back to check a run comes after the span.
+
+Timing: Colly from its first request until its output file is flushed; Trawler from the
+run's start until the workflow completes (as ` + "`duration_s`" + ` of ` + "`trawler run --wait`" + `),
+excluding the start-up of Temporal and the worker. Neither side is timed cold: Colly
+crawls the site once untimed first, and Trawler first runs a one-page chain so the first
+workflow's costs are not charged. Colly runs before Temporal starts, so it has the
+machine to itself. The machine's other work shows in the numbers (Trawler's more than
+Colly's: it waits on many short round trips); --runs N times each side N times and
+reports the medians. With --data DIR the Temporal database and both outputs stay in DIR;
+otherwise they go to a temp dir that is removed.`,
+		Example: `  trawler bench crawl
+  trawler bench crawl --list-pages 200 --per-page 20 --depth 3
+  trawler bench crawl --list-pages 50 --concurrency 32
+  trawler bench crawl --runs 5                      # medians of 5 timed runs
+  trawler bench crawl --batch 100 --parallel 8     # try other batch settings
+  trawler bench crawl --redis --runs 3             # with the seen-set and fleet budgets…
+  trawler bench crawl --redis --revisit --runs 3   # …and without the seen-set
+  trawler bench crawl --json | tail -1`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if cmd.Flags().Changed("pages") && !cmd.Flags().Changed("list-pages") {
+				o.pages = o.legacyPages
+			}
+			if o.pages < 1 {
+				return fmt.Errorf("--list-pages %d: use 1 or more list pages", o.pages)
+			}
+			if o.perPage < 1 {
+				return fmt.Errorf("--per-page %d: use 1 or more detail links per list page", o.perPage)
+			}
+			if o.depth < 2 || o.depth > 3 {
+				return fmt.Errorf("--depth %d: use 2 (list → detail) or 3 (list → detail → comments)", o.depth)
+			}
+			if o.concurrency < 1 {
+				return fmt.Errorf("--concurrency %d: use 1 or more parallel requests", o.concurrency)
+			}
+			if o.runs < 1 {
+				return fmt.Errorf("--runs %d: use 1 or more timed runs", o.runs)
+			}
+			if o.batch < 0 || o.parallel < 0 {
+				return errors.New("--batch and --parallel take a positive number (0 keeps the chain's own)")
+			}
+			if o.revisit && !o.redis {
+				return errors.New("--revisit turns the run's seen-set off, which only a worker with Redis has: add --redis")
+			}
+			if !s.json {
+				o.note = func(format string, args ...any) {
+					fmt.Fprintf(os.Stderr, format+"\n", args...)
+				}
+			}
+			res, err := benchCrawl(cmd.Context(), s, o)
+			if err != nil {
+				return err
+			}
+			return printResult(s, res)
+		},
+	}
+	f := cmd.Flags()
+	f.IntVar(&o.pages, "list-pages", 20, "list pages to crawl, each linking to the next (with the defaults, 20 = 1579 pages, 13,770 items)")
+	f.IntVar(&o.legacyPages, "pages", 20, "the same as --list-pages")
+	_ = f.MarkHidden("pages")
+	f.IntVar(&o.perPage, "per-page", demosite.DefaultPerPage, "detail pages each list page links to")
+	f.IntVar(&o.depth, "depth", 3, "chain depth: 2 is list → detail, 3 is list → detail → comments (every comments page of a detail page, each linking to the next)")
+	f.IntVar(&o.concurrency, "concurrency", 16, "requests in flight to the site at once, on both sides")
+	f.IntVar(&o.runs, "runs", 1, "timed runs per side; each side reports its median run (the machine's noise shows in the spread)")
+	f.IntVar(&o.batch, "batch", 0, "Trawler: inputs per batch activity for every step (0: the chain's own, 50)")
+	f.IntVar(&o.parallel, "parallel", 0, "Trawler: batches in flight per step (0: the chain's own, 4)")
+	f.BoolVar(&o.redis, "redis", false, "Trawler: the worker uses the stack's Redis, as in production: the run's seen-set (each page fetched once) and the fleet's host budgets; dedup is off so every run stores every item")
+	f.BoolVar(&o.revisit, "revisit", false, "with --redis: every step revisit: true, so the seen-set is off (compare with and without it)")
+	return cmd
+}
+
+type benchOptions struct {
+	pages       int // list pages
+	legacyPages int // --pages, the former name of --list-pages
+	perPage     int // detail links per list page; 0 is the demo site's default
+	depth       int // 2: list → detail; 3: … → comments; 0 is 3
+	concurrency int
+	runs        int // timed runs per side; the median counts
+	batch       int
+	parallel    int
+	redis       bool                             // the worker on the stack's Redis: seen-set and fleet budgets
+	revisit     bool                             // with redis: the seen-set off
+	note        func(format string, args ...any) // progress notes; nil for none
+}
+
+// benchSide is one crawler's measurement.
+type benchSide struct {
+	Pages     int     `json:"pages"`
+	Items     int     `json:"items"`
+	Seconds   float64 `json:"seconds"`
+	PagesPerS float64 `json:"pages_per_s"`
+	// CPUPerPageMS is the process's CPU time (user + system) over the run per page: for
+	// Trawler it includes the embedded Temporal server, the worker and the sinks, as
+	// all run in this process.
+	CPUPerPageMS float64 `json:"cpu_per_page_ms"`
+}
+
+// verdict says whether a benchmark met its goal.
+func verdict(met bool) string {
+	if met {
+		return "met"
+	}
+	return "NOT met"
+}
+
+// printResult prints a benchmark's result: its JSON with --json, else its text.
+func printResult(s *settings, res interface{ print() }) error {
+	if s.json {
+		return printJSON(res)
+	}
+	res.print()
+	return nil
+}
+
+func newBenchSide(pages, items int, d, cpu time.Duration) benchSide {
+	sec := d.Seconds()
+	rate := 0.0
+	if sec > 0 {
+		rate = float64(pages) / sec
+	}
+	perPage := 0.0
+	if pages > 0 {
+		perPage = float64(cpu.Microseconds()) / 1000 / float64(pages)
+	}
+	return benchSide{Pages: pages, Items: items, Seconds: roundTo(sec, 3), PagesPerS: roundTo(rate, 1), CPUPerPageMS: roundTo(perPage, 3)}
+}
+
+// processCPU is the CPU time (user + system) this process has used so far.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// benchResult is what `trawler bench crawl --json` prints.
+type benchResult struct {
+	CollyPagesPerS   float64   `json:"colly_pages_per_s"`
+	TrawlerPagesPerS float64   `json:"trawler_pages_per_s"`
+	Ratio            float64   `json:"ratio"`
+	Pages            int       `json:"pages"`
+	Items            int       `json:"items"`
+	Concurrency      int       `json:"concurrency"`
+	FeedPages        int       `json:"feed_pages"` // list pages
+	PerPage          int       `json:"per_page"`
+	Depth            int       `json:"depth"`
+	CPURatio         float64   `json:"cpu_per_page_ratio"` // Trawler's CPU per page over Colly's
+	Batch            int       `json:"batch"`
+	Parallel         int       `json:"parallel"`
+	Goal             float64   `json:"goal"`
+	GoalMet          bool      `json:"goal_met"`
+	Colly            benchSide `json:"colly"`
+	Trawler          benchSide `json:"trawler"`
+	Runs             int       `json:"runs"`
+	CollyRuns        []float64 `json:"colly_runs_pages_per_s"`
+	TrawlerRuns      []float64 `json:"trawler_runs_pages_per_s"`
+	TrawlerBatches   int       `json:"trawler_batches"`
+	TrawlerRunID     string    `json:"trawler_run_id"`
+}
+
+func (r *benchResult) print() {
+	shape := "list → detail"
+	if r.Depth >= 3 {
+		shape += " → comments"
+	}
+	fmt.Printf("\ncrawl of the demo site: %s, %d list pages × %d detail links, at most %d requests in flight (Trawler: batch %d, parallel %d)\n",
+		shape, r.FeedPages, r.PerPage, r.Concurrency, r.Batch, r.Parallel)
+	fmt.Printf("  %-22s %8s %8s %9s %9s %13s\n", "", "pages", "items", "seconds", "pages/s", "CPU ms/page")
+	row := func(name string, b benchSide) {
+		fmt.Printf("  %-22s %8d %8d %9.2f %9.1f %13.3f\n", name, b.Pages, b.Items, b.Seconds, b.PagesPerS, b.CPUPerPageMS)
+	}
+	row("colly (in memory)", r.Colly)
+	row("trawler (durable)", r.Trawler)
+	if r.Runs > 1 {
+		fmt.Printf("  median of %d timed runs each; pages/s per run: colly %v, trawler %v\n", r.Runs, r.CollyRuns, r.TrawlerRuns)
+	}
+	fmt.Printf("  ratio trawler/colly: %.2f×   goal ≥ %.1f× Colly: %s\n", r.Ratio, r.Goal, verdict(r.GoalMet))
+	fmt.Printf("  CPU per page trawler/colly: %.2f× (Trawler's includes the embedded Temporal server)\n", r.CPURatio)
+	fmt.Printf("  Trawler ran %d batch activities (%.1f pages each) for run %s\n",
+		r.TrawlerBatches, float64(r.Trawler.Pages)/float64(max(r.TrawlerBatches, 1)), r.TrawlerRunID)
+}
+
+// benchCrawl runs the comparison: the demo site, Colly (warm-up, then timed), then the
+// embedded Temporal stack with a worker, Trawler's warm-up run and its timed runs.
+func benchCrawl(ctx context.Context, s *settings, o benchOptions) (*benchResult, error) {
+	o.runs = max(o.runs, 1)
+	note := o.note
+	if note == nil {
+		note = func(string, ...any) {}
+	}
+	o.depth = cmp.Or(o.depth, 3)
+	siteOpts := demosite.Options{Pages: o.pages, PerPage: o.perPage}.WithDefaults()
+	base, stopSite, err := demosite.Start("127.0.0.1:0", siteOpts)
+	if err != nil {
+		return nil, fmt.Errorf("start the demo site: %w", err)
+	}
+	defer func() { _ = stopSite() }()
+	wantPages, wantItems := demoCrawlSize(siteOpts, o.pages, o.depth)
+
+	data := s.dataDir("")
+	if data == "" {
+		tmp, err := os.MkdirTemp("", "trawler-bench-")
+		if err != nil {
+			return nil, err
+		}
+		defer os.RemoveAll(tmp)
+		data = tmp
+	}
+	if err := os.MkdirAll(data, 0o755); err != nil {
+		return nil, err
+	}
+
+	// Colly: once untimed, then timed, before Temporal starts.
+	note("colly: crawling %s (%d feed pages, %d pages expected): warm-up, then %d timed run(s)…", base, o.pages, wantPages, o.runs)
+	cOut := filepath.Join(data, "colly.jsonl")
+	if _, err := collyCrawl(ctx, base, o.pages, o.depth, o.concurrency, cOut); err != nil {
+		return nil, fmt.Errorf("colly warm-up: %w", err)
+	}
+	var collyRuns []benchSide
+	for range o.runs {
+		cs, err := collyCrawl(ctx, base, o.pages, o.depth, o.concurrency, cOut)
+		if err != nil {
+			return nil, fmt.Errorf("colly: %w", err)
+		}
+		if cs.Pages != wantPages || cs.Items != wantItems {
+			return nil, fmt.Errorf("colly fetched %d pages and stored %d items, but the demo site holds %d pages and %d items for %d feed pages; the comparison would not be fair",
+				cs.Pages, cs.Items, wantPages, wantItems, o.pages)
+		}
+		collyRuns = append(collyRuns, cs)
+	}
+
+	// Trawler: embedded Temporal on SQLite, one worker capped at C requests per host.
+	note("trawler: starting embedded Temporal (SQLite in %s) and a worker…", data)
+	c, w, stop, err := startBenchWorker(ctx, s, data, engine.WorkerOptions{Fetch: fetch.Options{HostConcurrency: o.concurrency}}, o.redis)
+	if err != nil {
+		return nil, err
+	}
+	defer stop()
+
+	src, err := examples.Files.ReadFile("demo.yaml")
+	if err != nil {
+		return nil, err
+	}
+	plan := func(pages int) (*crawl.Plan, error) {
+		p, err := loadChain("examples/demo.yaml", src, []string{"base_url=" + base, "feed.pages=" + strconv.Itoa(pages)})
+		if err != nil {
+			return nil, err
+		}
+		if o.depth < 3 {
+			if err := dropLastStep(p, "comments"); err != nil {
+				return nil, err
+			}
+		}
+		for i := range p.Steps {
+			if o.batch > 0 {
+				p.Steps[i].Batch = o.batch
+			}
+			if o.parallel > 0 {
+				p.Steps[i].Parallel = o.parallel
+			}
+			if o.redis {
+				// Every run stores every item, so each is checked against the site.
+				p.Steps[i].Dedup = crawl.DedupOff
+			}
+			if o.revisit {
+				p.Steps[i].Revisit = true
+				for k := range p.Steps[i].Consumers {
+					p.Steps[i].Consumers[k].Revisit = true
+				}
+			}
+		}
+		return p, nil
+	}
+	quiet := *s
+	quiet.json = false // progress goes to a terminal's stderr only, never to stdout
+	// trawl runs the chain over pages list pages and gives its result and the CPU the
+	// process spent until the run completed: reading the stores back to check the run
+	// comes after, as Colly's side is not charged for checking its output either.
+	trawl := func(pages int) (*result, time.Duration, error) {
+		p, err := plan(pages)
+		if err != nil {
+			return nil, 0, err
+		}
+		cpu := processCPU()
+		res, err := startAndWait(ctx, &quiet, c, p, waitOn(c))
+		if err != nil {
+			return nil, 0, err
+		}
+		cpu = processCPU() - cpu
+		if err := res.readBack(ctx, p, w.Sinks); err != nil {
+			return nil, 0, err
+		}
+		if res.Failed > 0 {
+			return nil, 0, fmt.Errorf("%d inputs failed (first: %s)", res.Failed, firstFailure(res))
+		}
+		if n := res.Sinks["jsonl"]; n != res.Items {
+			return nil, 0, fmt.Errorf("run %s counted %d items but its jsonl sink holds %d", res.RunID, res.Items, n)
+		}
+		return res, cpu, nil
+	}
+
+	note("trawler: warm-up run (1 feed page), then %d timed run(s)…", o.runs)
+	if _, _, err := trawl(1); err != nil {
+		return nil, fmt.Errorf("trawler warm-up: %w", err)
+	}
+	var (
+		trawlerRuns []benchSide
+		runIDs      []string
+	)
+	for range o.runs {
+		res, cpu, err := trawl(o.pages)
+		if err != nil {
+			return nil, fmt.Errorf("trawler: %w", err)
+		}
+		ts := newBenchSide(res.Pages, res.Items, time.Duration(res.DurationS*float64(time.Second)), cpu)
+		// The comparison is only fair when both did the same, complete work.
+		if ts.Pages != wantPages || ts.Items != wantItems {
+			return nil, fmt.Errorf("the crawls differ: colly fetched %d pages and stored %d items (as the demo site holds), trawler %d pages and %d items (run %s); the comparison would not be fair",
+				wantPages, wantItems, ts.Pages, ts.Items, res.RunID)
+		}
+		trawlerRuns = append(trawlerRuns, ts)
+		runIDs = append(runIDs, res.RunID)
+	}
+
+	cs, _ := medianSide(collyRuns)
+	ts, ti := medianSide(trawlerRuns)
+	batches := 0
+	if d, err := engine.Describe(ctx, c, runIDs[ti]); err == nil && d.Progress != nil {
+		batches = d.Progress.Batches
+	}
+	full, err := plan(o.pages)
+	if err != nil {
+		return nil, err
+	}
+	out := &benchResult{
+		CollyPagesPerS: cs.PagesPerS, TrawlerPagesPerS: ts.PagesPerS,
+		Pages: cs.Pages, Items: cs.Items, Concurrency: o.concurrency, FeedPages: o.pages, PerPage: siteOpts.PerPage, Depth: o.depth,
+		Batch: full.Steps[0].Batch, Parallel: full.Steps[0].Parallel, Goal: benchGoal, Runs: o.runs,
+		Colly: cs, Trawler: ts, TrawlerBatches: batches, TrawlerRunID: runIDs[ti],
+	}
+	for i := range o.runs {
+		out.CollyRuns = append(out.CollyRuns, collyRuns[i].PagesPerS)
+		out.TrawlerRuns = append(out.TrawlerRuns, trawlerRuns[i].PagesPerS)
+	}
+	if cs.PagesPerS > 0 {
+		out.Ratio = roundTo(ts.PagesPerS/cs.PagesPerS, 3)
+	}
+	if cs.CPUPerPageMS > 0 {
+		out.CPURatio = roundTo(ts.CPUPerPageMS/cs.CPUPerPageMS, 2)
+	}
+	out.GoalMet = out.Ratio >= benchGoal
+	return out, nil
+}
+
+// startBenchTrawler starts an embedded Temporal server on SQLite in data and one worker
+// whose fetcher lets at most concurrency requests hit a host at once; stop ends both.
+func startBenchTrawler(ctx context.Context, s *settings, data string, concurrency int) (client.Client, *engine.Worker, func(), error) {
+	return startBenchWorker(ctx, s, data, engine.WorkerOptions{Fetch: fetch.Options{HostConcurrency: concurrency}}, false)
+}
+
+// startBenchWorker starts an embedded Temporal server on SQLite in data and one worker
+// with the options o (its task queue, output, log and loopback fetching filled in, and
+// with withRedis the stack's Redis); stop ends both.
+func startBenchWorker(ctx context.Context, s *settings, data string, o engine.WorkerOptions, withRedis bool) (client.Client, *engine.Worker, func(), error) {
+	st, err := startStack(ctx, s, stackOptions{data: data, sitePages: 1})
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	c, err := s.dial(ctx)
+	if err != nil {
+		st.stop()
+		return nil, nil, nil, err
+	}
+	o.TaskQueue, o.OutDir, o.Log = s.taskQueue, s.out, s.logger()
+	if withRedis {
+		o.Redis = s.redis
+	}
+	o.Fetch.AllowPrivate = true // the benchmark site listens on loopback
+	w, err := engine.NewWorker(c, o)
+	if err == nil {
+		err = w.Start()
+	}
+	if err != nil {
+		c.Close()
+		st.stop()
+		return nil, nil, nil, err
+	}
+	// The worker stops before the client closes and the server stops.
+	return c, w, func() { w.Stop(); c.Close(); st.stop() }, nil
+}
+
+// medianSide returns the run with the median pages/s (the lower middle one for an even
+// count) and its index.
+func medianSide(runs []benchSide) (benchSide, int) {
+	idx := make([]int, len(runs))
+	for i := range idx {
+		idx[i] = i
+	}
+	sort.SliceStable(idx, func(a, b int) bool { return runs[idx[a]].PagesPerS < runs[idx[b]].PagesPerS })
+	m := idx[(len(idx)-1)/2]
+	return runs[m], m
+}
+
+func firstFailure(r *result) string {
+	if len(r.Failures) == 0 {
+		return "no cause recorded"
+	}
+	f := r.Failures[0]
+	return fmt.Sprintf("[%s] %s", f.Step, f.Cause)
+}
+
+// demoCrawlSize is what a complete crawl of the first `feed` feed pages fetches and
+// stores: every feed page, every story page and, at depth 3, every comments page of
+// stories with comments; every story and, at depth 3, every comment.
+func demoCrawlSize(o demosite.Options, feed, depth int) (pages, items int) {
+	o = o.WithDefaults()
+	feed = min(feed, o.Pages)
+	stories, comments := demosite.Expected(o, feed)
+	if depth < 3 {
+		return feed + stories, stories
+	}
+	pages = feed
+	for id := 1; id <= feed*o.PerPage; id++ {
+		pages++
+		if demosite.CommentCount(id) > 0 {
+			pages += o.CommentPages(id)
+		}
+	}
+	return pages, stories + comments
+}
+
+// dropLastStep removes a plan's last step, id, and every route to it: what its producers
+// hand it is then dropped, so the chain ends one level earlier.
+func dropLastStep(p *crawl.Plan, id string) error {
+	last := len(p.Steps) - 1
+	if last < 0 || p.Steps[last].ID != id {
+		return fmt.Errorf("examples/demo.yaml: its last step is not %q, so --depth 2 cannot leave it out", id)
+	}
+	p.Steps = p.Steps[:last]
+	for i := range p.Steps {
+		p.Steps[i].Consumers = slices.DeleteFunc(p.Steps[i].Consumers, func(c crawl.Consumer) bool { return c.Step == last })
+	}
+	return nil
+}
+
+// jsonLines is a minimal item exporter: one JSON object per line through a buffered
+// writer, safe for concurrent callbacks.
+type jsonLines struct {
+	mu  sync.Mutex
+	f   *os.File
+	w   *bufio.Writer
+	n   int
+	err error
+}
+
+func createJSONLines(path string) (*jsonLines, error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	return &jsonLines{f: f, w: bufio.NewWriterSize(f, 256<<10)}, nil
+}
+
+func (j *jsonLines) write(v any) {
+	b, err := json.Marshal(v)
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if err != nil {
+		j.err = errors.Join(j.err, err)
+		return
+	}
+	if _, err := j.w.Write(append(b, '\n')); err != nil {
+		j.err = errors.Join(j.err, err)
+		return
+	}
+	j.n++
+}
+
+func (j *jsonLines) close() error {
+	err := errors.Join(j.err, j.w.Flush(), j.f.Close())
+	return err
+}
+
+// collyItem is one exported record.
+type collyItem struct {
+	Type string         `json:"type"`
+	Key  string         `json:"key"`
+	URL  string         `json:"url"`
+	Data map[string]any `json:"data"`
+}
+
+var (
+	collyStoryPath    = regexp.MustCompile(`^/item/(\d+)/?$`)
+	collyCommentsPath = regexp.MustCompile(`^/item/(\d+)/comments/?$`)
+)
+
+// collyCrawl crawls the demo site the way the demo chain does, with Colly.
+func collyCrawl(ctx context.Context, base string, feedPages, depth, parallelism int, outPath string) (benchSide, error) {
+	out, err := createJSONLines(outPath)
+	if err != nil {
+		return benchSide{}, err
+	}
+	c := colly.NewCollector(colly.Async(true), colly.StdlibContext(ctx))
+	c.AllowURLRevisit = false
+	if err := c.Limit(&colly.LimitRule{DomainGlob: "*", Parallelism: parallelism}); err != nil {
+		_ = out.close()
+		return benchSide{}, err
+	}
+	c.WithTransport(&http.Transport{
+		Proxy:               http.ProxyFromEnvironment,
+		DialContext:         (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+		MaxIdleConns:        256,
+		MaxIdleConnsPerHost: max(parallelism, 16),
+		IdleConnTimeout:     90 * time.Second,
+	})
+
+	var (
+		pages    atomic.Int64
+		errMu    sync.Mutex
+		crawlErr error
+	)
+	fail := func(err error) {
+		errMu.Lock()
+		crawlErr = errors.Join(crawlErr, err)
+		errMu.Unlock()
+	}
+	visit := func(e *colly.HTMLElement, href string) {
+		var seen *colly.AlreadyVisitedError
+		if err := e.Request.Visit(href); err != nil && !errors.As(err, &seen) {
+			fail(fmt.Errorf("visit %s from %s: %w", href, e.Request.URL, err))
+		}
+	}
+	c.OnResponse(func(r *colly.Response) { pages.Add(1) })
+	c.OnError(func(r *colly.Response, err error) {
+		fail(fmt.Errorf("GET %s: status %d: %w", r.Request.URL, r.StatusCode, err))
+	})
+	// One callback per page, dispatching on the page's path like the demo chain's three
+	// tasks; measured a little cheaper than one callback per selector, since Colly parses
+	// the page once either way but builds an element (with its text) per match.
+	c.OnHTML("html", func(e *colly.HTMLElement) {
+		u := e.Request.URL
+		doc := e.DOM
+		switch {
+		case u.Path == "/news":
+			page, _ := strconv.Atoi(u.Query().Get("p"))
+			doc.Find("tr.athing span.titleline > a").Each(func(_ int, a *goquery.Selection) {
+				visit(e, a.AttrOr("href", ""))
+			})
+			if page < feedPages {
+				if href, ok := doc.Find("a.morelink").First().Attr("href"); ok {
+					visit(e, href)
+				}
+			}
+		case collyStoryPath.MatchString(u.Path):
+			it, comments, err := collyStory(u, doc.Find("article.story").First())
+			if err != nil {
+				fail(err)
+				return
+			}
+			out.write(it)
+			if comments > 0 && depth >= 3 {
+				if href, ok := doc.Find("article.story a.comments-link").First().Attr("href"); ok {
+					visit(e, href)
+				}
+			}
+		case collyCommentsPath.MatchString(u.Path):
+			story, _ := strconv.Atoi(collyCommentsPath.FindStringSubmatch(u.Path)[1])
+			doc.Find("div.comments div.comment").Each(func(_ int, cm *goquery.Selection) {
+				id, err := strconv.Atoi(cm.AttrOr("data-id", ""))
+				if err != nil {
+					fail(fmt.Errorf("%s: comment without an id", u))
+					return
+				}
+				out.write(collyItem{Type: "demo.comments", Key: "demo:comment:" + strconv.Itoa(id), URL: u.String() + "#c" + strconv.Itoa(id),
+					Data: map[string]any{
+						"id":     id,
+						"story":  story,
+						"author": strings.TrimSpace(cm.Find(".author").First().Text()),
+						"text":   strings.TrimSpace(cm.Find("div.text").First().Text()),
+					}})
+			})
+			if href, ok := doc.Find("a.morelink").First().Attr("href"); ok {
+				visit(e, href)
+			}
+		}
+	})
+
+	start, cpu := time.Now(), processCPU()
+	if err := c.Visit(base + "/news?p=1"); err != nil {
+		_ = out.close()
+		return benchSide{}, err
+	}
+	c.Wait()
+	cerr := out.close()
+	elapsed := time.Since(start)
+	if err := errors.Join(crawlErr, cerr, ctx.Err()); err != nil {
+		return benchSide{}, err
+	}
+	return newBenchSide(int(pages.Load()), out.n, elapsed, processCPU()-cpu), nil
+}
+
+// collyStory extracts a story's fields with the same parser demo.story uses, so both
+// sides of the benchmark do the same work per page.
+func collyStory(u *url.URL, art *goquery.Selection) (collyItem, int, error) {
+	id, _ := strconv.Atoi(collyStoryPath.FindStringSubmatch(u.Path)[1])
+	it, comments, err := demo.ParseStory(art, u.String(), id)
+	if err != nil {
+		return collyItem{}, 0, err
+	}
+	return collyItem{Type: demo.StoryTask, Key: it.Key, URL: it.URL, Data: it.Data}, comments, nil
+}

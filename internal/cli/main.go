@@ -1,0 +1,333 @@
+// Package cli is the trawler command: every subcommand, its flags and its output. The
+// binary's main (cmd/trawler) only calls Main.
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/netip"
+	"net/url"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/spf13/cobra"
+	"go.temporal.io/sdk/client"
+	sdklog "go.temporal.io/sdk/log"
+
+	"github.com/trawlerhq/trawler/crawl"
+	"github.com/trawlerhq/trawler/internal/endpoints"
+	"github.com/trawlerhq/trawler/internal/engine"
+	"github.com/trawlerhq/trawler/internal/redisurl"
+	"github.com/trawlerhq/trawler/internal/tracing"
+	"github.com/trawlerhq/trawler/internal/workflows"
+
+	_ "github.com/trawlerhq/trawler/internal/sites/demo"
+	_ "github.com/trawlerhq/trawler/internal/sites/generic"
+	_ "github.com/trawlerhq/trawler/internal/sites/hackernews"
+)
+
+// Main runs the trawler command with the process's arguments and exits with its status.
+func Main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	// go-redis logs every failed dial to stderr on its own; the command's error already
+	// says what is wrong, once, with the address masked.
+	redis.SetLogger(quietRedis{})
+	root := newRoot()
+	if err := root.ExecuteContext(ctx); err != nil {
+		var exit exitError
+		if errors.As(err, &exit) {
+			os.Exit(int(exit))
+		}
+		// Errors quote addresses (--es, --mongo, --redis …) that may carry a password.
+		fmt.Fprintln(os.Stderr, "trawler:", crawl.RedactText(err.Error()))
+		os.Exit(1)
+	}
+}
+
+type quietRedis struct{}
+
+func (quietRedis) Printf(context.Context, string, ...any) {}
+
+// exitError ends the process with a code after the command printed its own message.
+type exitError int
+
+func (e exitError) Error() string { return fmt.Sprintf("exit %d", int(e)) }
+
+// settings are where a command finds Temporal and writes its output. Precedence: flags,
+// then TRAWLER_* environment variables, then the endpoints.json of a running
+// `trawler dev` named by --data, then defaults.
+type settings struct {
+	data      string
+	temporal  string
+	namespace string
+	taskQueue string
+	out       string
+	redis     string
+	kafka     string // brokers of the kafka sink, comma-separated
+	es        string // URL of the es sink's Elasticsearch
+	hbase     string // ZooKeeper quorum of the hbase sink
+	mongo     string // URI of the mongo sink
+	auth      authSettings
+	json      bool
+	verbose   bool
+	otlp      string // where traces go: an OTLP/gRPC collector's HOST:PORT, or stderr
+	// secretParams names query parameters, besides crawl.DefaultSecretParams, whose
+	// values are masked wherever a URL is shown.
+	secretParams string
+	stopTrace    func(context.Context) error
+}
+
+func newRoot() *cobra.Command {
+	s := &settings{}
+	root := &cobra.Command{
+		Use:   "trawler",
+		Short: "Durable crawl chains on Temporal",
+		Long: `Trawler runs crawl chains: small per-site tasks (feed → detail → comments) declared in
+a YAML chain file, each run as a Temporal activity over batches of inputs, each chain as
+a Temporal workflow, so a crawl survives crashed workers and restarts.
+
+Start here:
+  trawler demo                          run the bundled demo end to end on embedded servers
+  trawler dev --data .data/dev          embedded stack + worker, until Ctrl-C
+  trawler validate examples/*.yaml      check chain files (file:line and the fix)
+  trawler run examples/demo.yaml --data .data/dev --wait
+  trawler status --data .data/dev       list runs; trawler status RUN_ID for one
+
+Settings come from flags, then TRAWLER_* environment variables (TRAWLER_TEMPORAL,
+TRAWLER_NAMESPACE, TRAWLER_TASK_QUEUE, TRAWLER_DATA, TRAWLER_OUT, TRAWLER_REDIS,
+TRAWLER_KAFKA, TRAWLER_MONGO, and one per credential flag: TRAWLER_REDIS_PASSWORD_FILE
+…), then the endpoints.json that a running 'trawler dev --data DIR' writes into DIR.
+Secrets are read from files (--redis-password-file, --kafka-password-file,
+--es-password-file, --es-api-key-file, --mongo-password-file,
+--temporal-api-key-file), never from flag values.`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	pf := root.PersistentFlags()
+	pf.StringVar(&s.data, "data", "", "data directory `DIR` of a trawler dev stack (its endpoints.json names the servers) [TRAWLER_DATA]")
+	pf.StringVar(&s.temporal, "temporal", "", "Temporal frontend host:port (default from --data, else 127.0.0.1:7233) [TRAWLER_TEMPORAL]")
+	pf.StringVar(&s.namespace, "namespace", "", "Temporal namespace (default \"default\") [TRAWLER_NAMESPACE]")
+	pf.StringVar(&s.taskQueue, "task-queue", "", "Temporal task queue of the workers (default \"trawler\") [TRAWLER_TASK_QUEUE]")
+	pf.StringVar(&s.out, "out", "", "directory of the jsonl sink (default <data>/out) [TRAWLER_OUT]")
+	pf.StringVar(&s.redis, "redis", "", "Redis of dedup, pools and quotas: host:port, redis://[user:password@]host:port[/db], rediss://…, redis-sentinel://[user:password@]h1:26379,h2:26379/MASTER or redis-cluster://[user:password@]h1:6379,h2:6379 (default from --data; none: dedup off) [TRAWLER_REDIS]")
+	pf.StringVar(&s.hbase, "hbase", "", "ZooKeeper quorum of the hbase sink and of trawler history, HOST:PORT[,HOST:PORT…] (default from --data; none: no hbase sink) [TRAWLER_HBASE]")
+	pf.StringVar(&s.es, "es", "", "Elasticsearch URL of the es sink and of trawler search (default from --data; none: no es sink) [TRAWLER_ES]")
+	pf.StringVar(&s.kafka, "kafka", "", "Kafka brokers of the kafka sink, HOST:PORT[,HOST:PORT…] (default from --data; none: no kafka sink) [TRAWLER_KAFKA]")
+	pf.StringVar(&s.mongo, "mongo", "", "MongoDB URI of the mongo sink, mongodb://… (default from --data; none: no mongo sink) [TRAWLER_MONGO]")
+	s.auth.register(pf)
+	pf.BoolVar(&s.json, "json", false, "machine-readable output: JSON lines, the last one the result")
+	pf.BoolVarP(&s.verbose, "verbose", "v", false, "log worker and client details to stderr")
+	pf.StringVar(&s.otlp, "otlp", "", "send OpenTelemetry traces (workflow → batch activity → each fetch and store write) to this OTLP/gRPC collector `HOST:PORT` (https://HOST:PORT for TLS), or print each span to stderr with --otlp stderr [TRAWLER_OTLP]")
+	pf.StringVar(&s.secretParams, "secret-params", "", "more query parameters whose values are secrets, `NAME[,NAME…]`, masked wherever a URL is shown (besides "+strings.Join(crawl.DefaultSecretParams, ", ")+") [TRAWLER_SECRET_PARAMS]")
+	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error {
+		if s.secretParams == "" {
+			s.secretParams = os.Getenv("TRAWLER_SECRET_PARAMS")
+		}
+		crawl.SetSecretParams(strings.Split(s.secretParams, ","))
+		if s.otlp == "" {
+			s.otlp = os.Getenv("TRAWLER_OTLP")
+		}
+		if s.otlp == "" {
+			return nil
+		}
+		var err error
+		s.stopTrace, err = tracing.Start(cmd.Context(), s.otlp, "trawler-"+cmd.Name(), os.Stderr)
+		return err
+	}
+	root.PersistentPostRunE = func(cmd *cobra.Command, _ []string) error {
+		if s.stopTrace == nil {
+			return nil
+		}
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(cmd.Context()), 5*time.Second)
+		defer cancel()
+		return s.stopTrace(ctx) // sends what is still buffered
+	}
+	root.AddCommand(demoCmd(s), devCmd(s), workerCmd(s), runCmd(s), statusCmd(s), validateCmd(s), scheduleCmd(s), benchCmd(s), dedupCmd(s), quotaCmd(s), tryCmd(s), itemsCmd(s), searchCmd(s), consoleCmd(s), historyCmd(s), poolCmd(s), newCmd(s), exportCmd(s), tokenCmd(s), auditCmd(s))
+	return root
+}
+
+// resolve fills unset settings from the environment and the dev stack's endpoints.json.
+func (s *settings) resolve() error {
+	env := func(v *string, name, def string) {
+		if *v == "" {
+			*v = os.Getenv(name)
+		}
+		if *v == "" {
+			*v = def
+		}
+	}
+	env(&s.data, "TRAWLER_DATA", "")
+	var fromFile *endpoints.Endpoints
+	if s.data != "" {
+		// The stack's addresses fill chain files' ${demo_site} … even when --temporal
+		// points elsewhere.
+		if ep, err := endpoints.Read(s.data); err == nil {
+			stackVars = ep.Vars()
+		}
+	}
+	if s.data != "" && (s.temporal == "" && os.Getenv("TRAWLER_TEMPORAL") == "") {
+		ep, err := endpoints.Read(s.data)
+		if err != nil {
+			return err
+		}
+		fromFile = &ep
+		s.temporal = ep.Temporal
+		if s.namespace == "" {
+			s.namespace = ep.Namespace
+		}
+		if s.redis == "" && os.Getenv("TRAWLER_REDIS") == "" {
+			s.redis = ep.Redis
+		}
+		if s.kafka == "" && os.Getenv("TRAWLER_KAFKA") == "" {
+			s.kafka = strings.Join(ep.Kafka, ",")
+		}
+		if s.mongo == "" && os.Getenv("TRAWLER_MONGO") == "" {
+			s.mongo = ep.Mongo
+		}
+		if s.es == "" && os.Getenv("TRAWLER_ES") == "" {
+			s.es = ep.ES
+		}
+		if s.hbase == "" && os.Getenv("TRAWLER_HBASE") == "" {
+			s.hbase = ep.HBaseZK
+		}
+	}
+	env(&s.redis, "TRAWLER_REDIS", "")
+	env(&s.kafka, "TRAWLER_KAFKA", "")
+	env(&s.mongo, "TRAWLER_MONGO", "")
+	env(&s.es, "TRAWLER_ES", "")
+	env(&s.hbase, "TRAWLER_HBASE", "")
+	env(&s.temporal, "TRAWLER_TEMPORAL", "127.0.0.1:7233")
+	env(&s.namespace, "TRAWLER_NAMESPACE", "default")
+	env(&s.taskQueue, "TRAWLER_TASK_QUEUE", workflows.DefaultTaskQueue)
+	outDefault := ""
+	if s.data != "" {
+		outDefault = filepath.Join(s.data, "out")
+	}
+	env(&s.out, "TRAWLER_OUT", outDefault)
+	if err := s.auth.resolve(fromFile); err != nil {
+		return err
+	}
+	if s.auth.mongoPasswordFile != "" {
+		// Idempotent: resolve may run more than once.
+		uri, err := withMongoPassword(s.mongo, s.auth.mongoPasswordFile)
+		if err != nil {
+			return err
+		}
+		s.mongo = uri
+	}
+	return nil
+}
+
+// dataDir is --data, else TRAWLER_DATA, else def: for commands that use the directory
+// without resolving the other settings (dev, demo, bench).
+func (s *settings) dataDir(def string) string {
+	if s.data != "" {
+		return s.data
+	}
+	if d := os.Getenv("TRAWLER_DATA"); d != "" {
+		return d
+	}
+	return def
+}
+
+// stackSite is the address of the demo site of the stack that --data (or TRAWLER_DATA)
+// names, from its endpoints.json: try and new chain fetch it without --allow-private,
+// since it is the stack's own site, while every other loopback port stays refused.
+func (s *settings) stackSite() []netip.AddrPort {
+	data := s.dataDir("")
+	if data == "" {
+		return nil
+	}
+	ep, err := endpoints.Read(data)
+	if err != nil || ep.DemoSite == "" {
+		return nil
+	}
+	u, err := url.Parse(ep.DemoSite)
+	if err != nil {
+		return nil
+	}
+	ap, err := netip.ParseAddrPort(u.Host)
+	if err != nil {
+		return nil
+	}
+	return []netip.AddrPort{ap}
+}
+
+func (s *settings) logger() *slog.Logger {
+	level := slog.LevelWarn
+	if s.verbose {
+		level = slog.LevelInfo
+	}
+	return slog.New(redactingHandler{slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level})})
+}
+
+// connect resolves the settings and dials Temporal.
+func (s *settings) connect(ctx context.Context) (client.Client, error) {
+	if err := s.resolve(); err != nil {
+		return nil, err
+	}
+	return s.dial(ctx)
+}
+
+// dial connects to Temporal, failing fast with a hint when nothing answers.
+func (s *settings) dial(ctx context.Context) (client.Client, error) {
+	auth, err := s.temporalAuth()
+	if err != nil {
+		return nil, err
+	}
+	dctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	opts := engine.ClientOptions(s.temporal, s.namespace, auth)
+	opts.Logger = sdklog.NewStructuredLogger(s.logger())
+	c, err := client.DialContext(dctx, opts)
+	if err != nil {
+		return nil, fmt.Errorf("cannot reach Temporal at %s (namespace %s): %v\n  start a local stack with `trawler dev --data .data/dev` and pass --data .data/dev, or point --temporal / TRAWLER_TEMPORAL at your cluster", s.temporal, s.namespace, err)
+	}
+	return c, nil
+}
+
+// redisClient resolves the settings and opens the Redis that holds dedup state, pools
+// and quotas; what names what the command needs it for, in the error when none is set.
+// It pings, so a server that is down or refuses the password says so here, with the
+// setting to fix.
+func (s *settings) redisClient(what string) (redis.UniversalClient, error) {
+	if err := s.resolve(); err != nil {
+		return nil, err
+	}
+	if s.redis == "" {
+		return nil, fmt.Errorf("no Redis %s: pass --redis HOST:PORT or redis://… (or --data of a running `trawler dev`)", what)
+	}
+	return s.openRedis(0, true)
+}
+
+// openRedis opens the resolved --redis with its password file and CA; poolSize 0 keeps
+// go-redis's default. With ping it checks the server answers and takes the password.
+func (s *settings) openRedis(poolSize int, ping bool) (redis.UniversalClient, error) {
+	o, err := s.redisOptions()
+	if err != nil {
+		return nil, err
+	}
+	o.PoolSize = poolSize
+	rdb, err := redisurl.Open(s.redis, o)
+	if err != nil {
+		return nil, err
+	}
+	if !ping {
+		return rdb, nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := redisurl.Ping(ctx, rdb, s.redis); err != nil {
+		rdb.Close()
+		return nil, err
+	}
+	return rdb, nil
+}
