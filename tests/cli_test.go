@@ -222,20 +222,21 @@ func TestCLIExamplesFollowTheStack(t *testing.T) {
 	}
 }
 
-// The README says what the files and commands are: its complete chain example is
-// examples/demo.yaml as it is, its command table names every command, and its sample
-// `trawler demo --json` line has the keys the command prints.
+// The README and docs/ say what the files and commands are: the complete chain example
+// is examples/demo.yaml as it is, the README's command table names every command, and
+// its sample `trawler demo --json` line has the keys the command prints.
 func TestReadmeEqualsFilesAndCommands(t *testing.T) {
 	readme, err := os.ReadFile("../README.md")
 	if err != nil {
 		t.Fatal(err)
 	}
+	docs := allDocs(t)
 	demo, err := examples.Files.ReadFile("demo.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(string(readme), "`examples/demo.yaml` as it is:\n\n```yaml\n"+string(demo)+"```\n") {
-		t.Error("README's complete example is not examples/demo.yaml as it is")
+	if !strings.Contains(docs, "`examples/demo.yaml` as it is:\n\n```yaml\n"+string(demo)+"```\n") {
+		t.Error("the docs' complete example is not examples/demo.yaml as it is")
 	}
 	help, _, _ := trawler(t, "--help")
 	_, cmds, _ := strings.Cut(help, "Available Commands:")

@@ -35,7 +35,7 @@ func searchCmd(s *settings) *cobra.Command {
 		Long: `Search the items the es sink stored. Every task has its own index
 (trawler-<site>-<task>), all of them behind the alias trawler-items, which is searched by
 default; --tenant T searches T's documents alone, through the alias trawler.T that
-Trawler keeps for every tenant (see "Per-tenant search" in the README). Item fields
+Trawler keeps for every tenant (see "Per-tenant search" in docs/search.md). Item fields
 are at the top level (key, biz, url, ts, run_id, chain, tenant); the task's fields
 are under data (data.title, data.points, ...). Text fields have a keyword
 sub-field for exact matches, sorting and aggregations (data.title.keyword). A query

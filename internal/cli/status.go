@@ -55,7 +55,7 @@ stack).
 
 Each task queue also shows the workers it wants: enough to drain its backlog within
 --drain at the rates its tasks' learned needs give a typical worker of the queue (the
-trawler_desired_workers metric an autoscaler reads; see the README's Capacity and
+trawler_desired_workers metric an autoscaler reads; see docs/tenants.md, Capacity and
 autoscaling). --needs lists per task what a batch needs (cores, MB), the live workers
 whose capacity covers it, how far it decays when none does, and its batches waiting
 for capacity.`,

@@ -151,7 +151,7 @@ browsers × (browser-mb + tabs × 64) MiB. Debian's chromium is used when instal
 		},
 	}
 	browser.add(cmd)
-	cmd.Flags().BoolVar(&frontier, "frontier", true, "with --redis: each step fetches a URL at most once per run (the run's seen-set, README \"The frontier\"); --frontier=false hands every step every input, as revisit: true does")
+	cmd.Flags().BoolVar(&frontier, "frontier", true, "with --redis: each step fetches a URL at most once per run (the run's seen-set, docs/frontier.md); --frontier=false hands every step every input, as revisit: true does")
 	cmd.Flags().IntVar(&maxBatches, "max-batches", 16, "batch activities this worker runs at once (with --tune-resources: at most)")
 	cmd.Flags().BoolVar(&tuned, "tune-resources", false, "let the machine's CPU and memory use decide how many batches run at once, 1 to --max-batches (Temporal's resource-based tuner)")
 	cmd.Flags().Float64Var(&targetCPU, "target-cpu", 0.8, "with --tune-resources: the machine CPU use (0–1) the worker aims at")

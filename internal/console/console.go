@@ -227,7 +227,7 @@ func (s *Server) register() {
 	api("GET /api/pools/{tenant}/{site}/{kind}", s.pools)
 	api("GET /api/audit", s.auditLog)
 	api("/api/", func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, http.StatusNotFound, fmt.Sprintf("no API endpoint %s %s; the endpoints are listed in the README, section \"Console and HTTP API\"", r.Method, r.URL.Path), "path")
+		writeError(w, http.StatusNotFound, fmt.Sprintf("no API endpoint %s %s; the endpoints are listed in docs/console.md", r.Method, r.URL.Path), "path")
 	})
 	api("GET /metrics", promhttp.Handler().ServeHTTP)
 	s.open("GET /healthz", http.HandlerFunc(s.healthz))

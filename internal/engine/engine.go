@@ -82,7 +82,7 @@ type WorkerOptions struct {
 	Redis     string
 	RedisAuth redisurl.Options
 	// NoFrontier turns the run's seen-set off: with Redis, each step fetches a URL at most
-	// once per run (README "The frontier"); with this, every input handed to a step runs,
+	// once per run (docs/frontier.md); with this, every input handed to a step runs,
 	// as if every step said `revisit: true`.
 	NoFrontier bool
 	// Kafka are the brokers of the kafka sink and Mongo the URI of the mongo sink;

@@ -302,7 +302,7 @@ func Unserved(beats []monitor.WorkerBeat, plan *crawl.Plan, queue string) []stri
 		}
 		how := fmt.Sprintf("start one with `trawler worker --task-queue %s`", queue)
 		if render {
-			how += " and a browser (see the README's Rendering)"
+			how += " and a browser (see docs/rendering.md)"
 			q = queue + " (render queue " + workflows.RenderQueue(queue) + ")"
 		}
 		step := ""

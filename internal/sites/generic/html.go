@@ -57,7 +57,7 @@ var htmlDetailSpec = crawl.TaskSpec{
 		baseURLParam,
 		fieldsParam("field name → field spec read from the whole page; a CSS selector string is the shorthand", true),
 		keyParam,
-		{Name: "canonical", Type: crawl.Bool, Default: false, Doc: "without `key:`, key the record by the page's <link rel=\"canonical\"> when it names one (made canonical, see README \"Canonical URLs\"), so every address of one page is one record"},
+		{Name: "canonical", Type: crawl.Bool, Default: false, Doc: "without `key:`, key the record by the page's <link rel=\"canonical\"> when it names one (made canonical, see docs/tasks.md, \"Canonical URLs\"), so every address of one page is one record"},
 		headersParam,
 		encodingParam,
 	},
