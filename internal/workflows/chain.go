@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
@@ -293,6 +294,8 @@ func (s *Summary) merge(o *Summary, sample int) {
 		a.DuplicatesSkipped += b.DuplicatesSkipped
 		a.OutOfScope += b.OutOfScope
 		a.TrapDropped += b.TrapDropped
+		// Sums are the same in any order of the map walk.
+		//workflowcheck:ignore
 		a.TrapRules = crawl.AddCounts(a.TrapRules, b.TrapRules)
 		a.Aged += b.Aged
 		a.QuotaSkipped += b.QuotaSkipped
@@ -359,8 +362,57 @@ const (
 	ChangeRecrawlDue = "recrawl-due"
 )
 
-// changes lists the guarded changes in the order they were made.
-var changes = []string{ChangeDownstreamFirst, ChangeStepActivityIDs, ChangeFairPriority, ChangeSeedPerURL, ChangeOutlastOutages, ChangeTaskActivities, ChangeFollowOwnStep, ChangeFollowDownstream, ChangeRecrawlDue}
+// gates is the table of guarded changes, in the order they were made: each change's name
+// and the newest version of it this build runs. A run records one version marker per
+// gate, and each call site asks for its change by name (gateSet.version), so adding a
+// row shifts no other change. Retiring a change is the only way a row leaves the table;
+// see README, "Changing workflow code".
+var gates = []gate{
+	{change: ChangeDownstreamFirst, version: 1},
+	{change: ChangeStepActivityIDs, version: 1},
+	{change: ChangeFairPriority, version: 1},
+	{change: ChangeSeedPerURL, version: 1},
+	{change: ChangeOutlastOutages, version: 1},
+	{change: ChangeTaskActivities, version: 1},
+	{change: ChangeFollowOwnStep, version: 1},
+	{change: ChangeFollowDownstream, version: 1},
+	{change: ChangeRecrawlDue, version: 1},
+}
+
+// gate is one guarded change: the newest version of it this build runs, and whether its
+// old path is retired (a history without its marker is then refused, not replayed).
+type gate struct {
+	change  string
+	version workflow.Version
+	retired bool
+}
+
+// gateSet holds the gates a build knows by name; a change it lacks is one that build
+// predates, so it runs the old path and writes no marker.
+type gateSet map[string]gate
+
+// version is the version of change this run follows: the one its history recorded, or
+// the newest this build runs on a fresh run; DefaultVersion when the build predates it.
+func (g gateSet) version(ctx workflow.Context, change string) workflow.Version {
+	c, ok := g[change]
+	if !ok {
+		return workflow.DefaultVersion
+	}
+	oldest := workflow.DefaultVersion
+	if c.retired {
+		oldest = 1
+	}
+	return workflow.GetVersion(ctx, change, oldest, c.version)
+}
+
+// gatesBefore is the table as the build made just before gates[n] saw it.
+func gatesBefore(n int) gateSet {
+	g := make(gateSet, n)
+	for _, c := range gates[:n] {
+		g[c.change] = c
+	}
+	return g
+}
 
 // IsBatchActivity reports whether an activity type runs a batch (RunBatch, or a task's
 // name: every name but the site registration's and the recrawl claim's).
@@ -370,62 +422,51 @@ func IsBatchActivity(name string) bool {
 
 // Changes returns the guarded changes, oldest first; a run started by this build records
 // one version marker for each.
-func Changes() []string { return append([]string(nil), changes...) }
+func Changes() []string {
+	names := make([]string, len(gates))
+	for i, g := range gates {
+		names[i] = g.change
+	}
+	return names
+}
 
 // ChainWorkflow runs a chain (or one partition of it) to completion.
 func ChainWorkflow(ctx workflow.Context, in ChainInput) (*Summary, error) {
-	return chainWorkflow(ctx, in, len(changes))
+	return chainWorkflow(ctx, in, gatesBefore(len(gates)))
 }
 
 // WorkflowBefore returns the chain workflow as a build made before `change` ran it: the
 // guarded changes from that one on are off and their version markers are not written.
-// Upgrade tests run it on an "old" worker and switch to ChainWorkflow mid-run.
+// Upgrade tests run it on an "old" worker and switch to ChainWorkflow mid-run. It panics
+// on a name that is not in the table, so a test cannot silently run today's workflow.
 func WorkflowBefore(change string) func(workflow.Context, ChainInput) (*Summary, error) {
-	known := len(changes)
-	for i, c := range changes {
-		if c == change {
-			known = i
-		}
+	n := slices.IndexFunc(gates, func(g gate) bool { return g.change == change })
+	if n < 0 {
+		panic(fmt.Sprintf("workflows.WorkflowBefore: no guarded change %q; guarded changes: %s", change, strings.Join(Changes(), ", ")))
 	}
-	return func(ctx workflow.Context, in ChainInput) (*Summary, error) { return chainWorkflow(ctx, in, known) }
+	g := gatesBefore(n)
+	return func(ctx workflow.Context, in ChainInput) (*Summary, error) { return chainWorkflow(ctx, in, g) }
 }
 
-func chainWorkflow(ctx workflow.Context, in ChainInput, known int) (*Summary, error) {
+// chainWorkflow runs a chain with the guarded changes in g. The version markers are read
+// in the order the changes were made, once, at the start of the run: a run's history
+// holds them in that order.
+func chainWorkflow(ctx workflow.Context, in ChainInput, g gateSet) (*Summary, error) {
 	r := newRunner(ctx, in)
 	if err := workflow.SetQueryHandler(ctx, ProgressQuery, func() (*Summary, error) {
 		return r.progress(), nil
 	}); err != nil {
 		return nil, err
 	}
-	if known > 0 {
-		r.downstreamFirst = workflow.GetVersion(ctx, ChangeDownstreamFirst, workflow.DefaultVersion, 1) == 1
-	}
-	if known > 1 {
-		r.stepActivityIDs = workflow.GetVersion(ctx, ChangeStepActivityIDs, workflow.DefaultVersion, 1) == 1
-	}
-	if known > 2 {
-		r.fairPriority = workflow.GetVersion(ctx, ChangeFairPriority, workflow.DefaultVersion, 1) == 1
-	}
-	seedPerURL := false
-	if known > 3 {
-		seedPerURL = workflow.GetVersion(ctx, ChangeSeedPerURL, workflow.DefaultVersion, 1) == 1
-	}
-	if known > 4 {
-		r.outages = workflow.GetVersion(ctx, ChangeOutlastOutages, workflow.DefaultVersion, 1) == 1
-	}
-	if known > 5 {
-		r.taskActivities = workflow.GetVersion(ctx, ChangeTaskActivities, workflow.DefaultVersion, 1) == 1
-	}
-	if known > 6 {
-		r.follow = workflow.GetVersion(ctx, ChangeFollowOwnStep, workflow.DefaultVersion, 1) == 1
-	}
-	if known > 7 {
-		r.followDown = workflow.GetVersion(ctx, ChangeFollowDownstream, workflow.DefaultVersion, 1) == 1
-	}
-	recrawlDue := false
-	if known > 8 {
-		recrawlDue = workflow.GetVersion(ctx, ChangeRecrawlDue, workflow.DefaultVersion, 1) == 1
-	}
+	r.downstreamFirst = g.version(ctx, ChangeDownstreamFirst) >= 1
+	r.stepActivityIDs = g.version(ctx, ChangeStepActivityIDs) >= 1
+	r.fairPriority = g.version(ctx, ChangeFairPriority) >= 1
+	seedPerURL := g.version(ctx, ChangeSeedPerURL) >= 1
+	r.outages = g.version(ctx, ChangeOutlastOutages) >= 1
+	r.taskActivities = g.version(ctx, ChangeTaskActivities) >= 1
+	r.follow = g.version(ctx, ChangeFollowOwnStep) >= 1
+	r.followDown = g.version(ctx, ChangeFollowDownstream) >= 1
+	recrawlDue := g.version(ctx, ChangeRecrawlDue) >= 1
 	if recrawlDue {
 		r.seedDue(ctx)
 	}
@@ -920,6 +961,8 @@ func (r *runner) absorb(ctx workflow.Context, i int, res crawl.BatchResult) {
 	st.DepthLimited += res.DepthLimited
 	st.OutOfScope += res.OutOfScope
 	st.TrapDropped += res.Trapped
+	// Sums are the same in any order of the map walk.
+	//workflowcheck:ignore
 	st.TrapRules = crawl.AddCounts(st.TrapRules, res.TrapRules)
 	for s, n := range res.Duplicates { // by step index: the steps the batch's outputs go to
 		if s < len(r.sum.Steps) {
