@@ -19,8 +19,8 @@ import (
 // authSettings are the stores' credentials and TLS settings. Secrets are named by file
 // (…-password-file, …-api-key-file), never given as values, so that they stay out of
 // process lists, shell histories and endpoints.json; the other settings are names and
-// paths. They resolve like every setting: flag, then TRAWLER_* environment variable,
-// then the --data directory's endpoints.json (file paths only), then none.
+// paths. They resolve like every setting (settings.go): flag, then TRAWLER_* environment
+// variable, then the --data directory's endpoints.json (file paths only), then none.
 type authSettings struct {
 	redisPasswordFile, redisCAFile                                                    string
 	kafkaSASL, kafkaUser, kafkaPasswordFile, kafkaCAFile                              string
@@ -31,36 +31,28 @@ type authSettings struct {
 	temporalCert, temporalKey, temporalCAFile, temporalServerName, temporalAPIKeyFile string
 }
 
-// authSetting is one row of the table: a string or a bool setting, its flag,
-// environment variable, endpoints.json field and help.
-type authSetting struct {
-	flag, env, usage string
-	str              *string
-	boolean          *bool
-	ep               func(*endpoints.Endpoints) any // *string or *bool in the file
-}
-
-func (a *authSettings) table() []authSetting {
+// table lists the credential settings, as rows of the settings table (settings.go).
+func (a *authSettings) table() []setting {
 	type E = endpoints.Endpoints
-	return []authSetting{
-		{"redis-password-file", "TRAWLER_REDIS_PASSWORD_FILE", "file holding the Redis password (replaces one in --redis)", &a.redisPasswordFile, nil, func(e *E) any { return &e.RedisPasswordFile }},
-		{"redis-ca-file", "TRAWLER_REDIS_CA_FILE", "PEM CA that signed the Redis servers' certificates, for rediss:// (default: system roots)", &a.redisCAFile, nil, func(e *E) any { return &e.RedisCAFile }},
-		{"kafka-sasl", "TRAWLER_KAFKA_SASL", "SASL mechanism of the Kafka brokers: plain, scram-sha-256 or scram-sha-512 (default: none)", &a.kafkaSASL, nil, func(e *E) any { return &e.KafkaSASL }},
-		{"kafka-user", "TRAWLER_KAFKA_USER", "SASL user name for Kafka", &a.kafkaUser, nil, func(e *E) any { return &e.KafkaUser }},
-		{"kafka-password-file", "TRAWLER_KAFKA_PASSWORD_FILE", "file holding the SASL password for Kafka", &a.kafkaPasswordFile, nil, func(e *E) any { return &e.KafkaPasswordFile }},
-		{"kafka-tls", "TRAWLER_KAFKA_TLS", "talk TLS to the Kafka brokers (on with --kafka-ca-file)", nil, &a.kafkaTLS, func(e *E) any { return &e.KafkaTLS }},
-		{"kafka-ca-file", "TRAWLER_KAFKA_CA_FILE", "PEM CA that signed the Kafka brokers' certificates (turns TLS on; default: system roots)", &a.kafkaCAFile, nil, func(e *E) any { return &e.KafkaCAFile }},
-		{"es-user", "TRAWLER_ES_USER", "Elasticsearch basic-auth user (or user:password@ in --es)", &a.esUser, nil, func(e *E) any { return &e.ESUser }},
-		{"es-password-file", "TRAWLER_ES_PASSWORD_FILE", "file holding the Elasticsearch password of --es-user", &a.esPasswordFile, nil, func(e *E) any { return &e.ESPasswordFile }},
-		{"es-api-key-file", "TRAWLER_ES_API_KEY_FILE", "file holding an Elasticsearch API key (the base64 \"encoded\" value)", &a.esAPIKeyFile, nil, func(e *E) any { return &e.ESAPIKeyFile }},
-		{"es-ca-file", "TRAWLER_ES_CA_FILE", "PEM CA that signed Elasticsearch's certificate (default: system roots)", &a.esCAFile, nil, func(e *E) any { return &e.ESCAFile }},
-		{"mongo-password-file", "TRAWLER_MONGO_PASSWORD_FILE", "file holding the MongoDB password of the user in --mongo (mongodb://USER@host/…)", &a.mongoPasswordFile, nil, func(e *E) any { return &e.MongoPasswordFile }},
-		{"temporal-tls", "TRAWLER_TEMPORAL_TLS", "talk TLS to Temporal (on with any --temporal-tls-*/--temporal-ca-file/--temporal-api-key-file)", nil, &a.temporalTLS, func(e *E) any { return &e.TemporalTLS }},
-		{"temporal-tls-cert", "TRAWLER_TEMPORAL_TLS_CERT", "PEM client certificate for Temporal mTLS", &a.temporalCert, nil, func(e *E) any { return &e.TemporalTLSCert }},
-		{"temporal-tls-key", "TRAWLER_TEMPORAL_TLS_KEY", "PEM private key of --temporal-tls-cert", &a.temporalKey, nil, func(e *E) any { return &e.TemporalTLSKey }},
-		{"temporal-ca-file", "TRAWLER_TEMPORAL_CA_FILE", "PEM CA that signed the Temporal frontend's certificate (default: system roots)", &a.temporalCAFile, nil, func(e *E) any { return &e.TemporalCAFile }},
-		{"temporal-server-name", "TRAWLER_TEMPORAL_SERVER_NAME", "name to verify the Temporal frontend's certificate against (default: the --temporal host)", &a.temporalServerName, nil, func(e *E) any { return &e.TemporalServerName }},
-		{"temporal-api-key-file", "TRAWLER_TEMPORAL_API_KEY_FILE", "file holding a Temporal API key (Temporal Cloud); turns TLS on", &a.temporalAPIKeyFile, nil, func(e *E) any { return &e.TemporalAPIKeyFile }},
+	return []setting{
+		{"redis-password-file", "TRAWLER_REDIS_PASSWORD_FILE", "file holding the Redis password (replaces one in --redis)", &a.redisPasswordFile, nil, func(e *E) any { return e.RedisPasswordFile }, nil},
+		{"redis-ca-file", "TRAWLER_REDIS_CA_FILE", "PEM CA that signed the Redis servers' certificates, for rediss:// (default: system roots)", &a.redisCAFile, nil, func(e *E) any { return e.RedisCAFile }, nil},
+		{"kafka-sasl", "TRAWLER_KAFKA_SASL", "SASL mechanism of the Kafka brokers: plain, scram-sha-256 or scram-sha-512 (default: none)", &a.kafkaSASL, nil, func(e *E) any { return e.KafkaSASL }, nil},
+		{"kafka-user", "TRAWLER_KAFKA_USER", "SASL user name for Kafka", &a.kafkaUser, nil, func(e *E) any { return e.KafkaUser }, nil},
+		{"kafka-password-file", "TRAWLER_KAFKA_PASSWORD_FILE", "file holding the SASL password for Kafka", &a.kafkaPasswordFile, nil, func(e *E) any { return e.KafkaPasswordFile }, nil},
+		{"kafka-tls", "TRAWLER_KAFKA_TLS", "talk TLS to the Kafka brokers (on with --kafka-ca-file)", nil, &a.kafkaTLS, func(e *E) any { return e.KafkaTLS }, nil},
+		{"kafka-ca-file", "TRAWLER_KAFKA_CA_FILE", "PEM CA that signed the Kafka brokers' certificates (turns TLS on; default: system roots)", &a.kafkaCAFile, nil, func(e *E) any { return e.KafkaCAFile }, nil},
+		{"es-user", "TRAWLER_ES_USER", "Elasticsearch basic-auth user (or user:password@ in --es)", &a.esUser, nil, func(e *E) any { return e.ESUser }, nil},
+		{"es-password-file", "TRAWLER_ES_PASSWORD_FILE", "file holding the Elasticsearch password of --es-user", &a.esPasswordFile, nil, func(e *E) any { return e.ESPasswordFile }, nil},
+		{"es-api-key-file", "TRAWLER_ES_API_KEY_FILE", "file holding an Elasticsearch API key (the base64 \"encoded\" value)", &a.esAPIKeyFile, nil, func(e *E) any { return e.ESAPIKeyFile }, nil},
+		{"es-ca-file", "TRAWLER_ES_CA_FILE", "PEM CA that signed Elasticsearch's certificate (default: system roots)", &a.esCAFile, nil, func(e *E) any { return e.ESCAFile }, nil},
+		{"mongo-password-file", "TRAWLER_MONGO_PASSWORD_FILE", "file holding the MongoDB password of the user in --mongo (mongodb://USER@host/…)", &a.mongoPasswordFile, nil, func(e *E) any { return e.MongoPasswordFile }, nil},
+		{"temporal-tls", "TRAWLER_TEMPORAL_TLS", "talk TLS to Temporal (on with any --temporal-tls-*/--temporal-ca-file/--temporal-api-key-file)", nil, &a.temporalTLS, func(e *E) any { return e.TemporalTLS }, nil},
+		{"temporal-tls-cert", "TRAWLER_TEMPORAL_TLS_CERT", "PEM client certificate for Temporal mTLS", &a.temporalCert, nil, func(e *E) any { return e.TemporalTLSCert }, nil},
+		{"temporal-tls-key", "TRAWLER_TEMPORAL_TLS_KEY", "PEM private key of --temporal-tls-cert", &a.temporalKey, nil, func(e *E) any { return e.TemporalTLSKey }, nil},
+		{"temporal-ca-file", "TRAWLER_TEMPORAL_CA_FILE", "PEM CA that signed the Temporal frontend's certificate (default: system roots)", &a.temporalCAFile, nil, func(e *E) any { return e.TemporalCAFile }, nil},
+		{"temporal-server-name", "TRAWLER_TEMPORAL_SERVER_NAME", "name to verify the Temporal frontend's certificate against (default: the --temporal host)", &a.temporalServerName, nil, func(e *E) any { return e.TemporalServerName }, nil},
+		{"temporal-api-key-file", "TRAWLER_TEMPORAL_API_KEY_FILE", "file holding a Temporal API key (Temporal Cloud); turns TLS on", &a.temporalAPIKeyFile, nil, func(e *E) any { return e.TemporalAPIKeyFile }, nil},
 	}
 }
 
@@ -73,54 +65,6 @@ func (a *authSettings) register(pf *pflag.FlagSet) {
 			pf.StringVar(r.str, r.flag, "", usage)
 		}
 	}
-}
-
-// resolve fills what no flag set from the environment, then from ep (nil when no
-// endpoints.json was read).
-func (a *authSettings) resolve(ep *endpoints.Endpoints) error {
-	for _, r := range a.table() {
-		v := os.Getenv(r.env)
-		if r.boolean != nil {
-			if *r.boolean {
-				continue
-			}
-			if v != "" {
-				switch strings.ToLower(v) {
-				case "1", "true", "yes", "on":
-					*r.boolean = true
-				case "0", "false", "no", "off":
-				default:
-					return fmt.Errorf("%s=%s: want true or false", r.env, v)
-				}
-				continue
-			}
-			if ep != nil {
-				*r.boolean = *r.ep(ep).(*bool)
-			}
-			continue
-		}
-		if *r.str != "" {
-			continue
-		}
-		if v == "" && ep != nil {
-			v = *r.ep(ep).(*string)
-		}
-		*r.str = v
-	}
-	return nil
-}
-
-// resolveAuth resolves only the credential settings, for commands that need no
-// Temporal (search): flags, environment, then --data's endpoints.json when there is one.
-func (s *settings) resolveAuth() error {
-	data := s.dataDir("")
-	var ep *endpoints.Endpoints
-	if data != "" {
-		if e, err := endpoints.Read(data); err == nil {
-			ep = &e
-		}
-	}
-	return s.auth.resolve(ep)
 }
 
 // redisOptions are the password and CA of --redis.

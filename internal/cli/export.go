@@ -360,11 +360,8 @@ func mongoSource(ctx context.Context, s *settings, f exportFlags, since time.Tim
 }
 
 func esSource(ctx context.Context, s *settings, f exportFlags, since time.Time) (*exportSource, error) {
-	addr, err := searchAddress(s, s.es)
+	addr, err := searchAddress(s)
 	if err != nil {
-		return nil, err
-	}
-	if err := s.resolveAuth(); err != nil {
 		return nil, err
 	}
 	auth, err := s.esAuth()

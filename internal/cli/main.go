@@ -11,7 +11,6 @@ import (
 	"net/url"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -26,7 +25,6 @@ import (
 	"github.com/trawlerhq/trawler/internal/engine"
 	"github.com/trawlerhq/trawler/internal/redisurl"
 	"github.com/trawlerhq/trawler/internal/tracing"
-	"github.com/trawlerhq/trawler/internal/workflows"
 
 	_ "github.com/trawlerhq/trawler/internal/sites/demo"
 	_ "github.com/trawlerhq/trawler/internal/sites/generic"
@@ -61,9 +59,9 @@ type exitError int
 
 func (e exitError) Error() string { return fmt.Sprintf("exit %d", int(e)) }
 
-// settings are where a command finds Temporal and writes its output. Precedence: flags,
-// then TRAWLER_* environment variables, then the endpoints.json of a running
-// `trawler dev` named by --data, then defaults.
+// settings are where a command finds Temporal and writes its output. Each resolves by
+// one rule (settings.go): its flag, then its TRAWLER_* environment variable, then the
+// endpoints.json of a running `trawler dev` named by --data, then its default.
 type settings struct {
 	data      string
 	temporal  string
@@ -83,6 +81,7 @@ type settings struct {
 	// values are masked wherever a URL is shown.
 	secretParams string
 	stopTrace    func(context.Context) error
+	sources      map[string]string // flag name → where resolve found its value
 }
 
 func newRoot() *cobra.Command {
@@ -104,7 +103,8 @@ Start here:
 Settings come from flags, then TRAWLER_* environment variables (TRAWLER_TEMPORAL,
 TRAWLER_NAMESPACE, TRAWLER_TASK_QUEUE, TRAWLER_DATA, TRAWLER_OUT, TRAWLER_REDIS,
 TRAWLER_KAFKA, TRAWLER_MONGO, and one per credential flag: TRAWLER_REDIS_PASSWORD_FILE
-…), then the endpoints.json that a running 'trawler dev --data DIR' writes into DIR.
+…), then the endpoints.json that a running 'trawler dev --data DIR' writes into DIR,
+then defaults, each setting on its own; 'trawler config show' prints where each came from.
 Secrets are read from files (--redis-password-file, --kafka-password-file,
 --es-password-file, --es-api-key-file, --mongo-password-file,
 --temporal-api-key-file), never from flag values.`,
@@ -128,13 +128,10 @@ Secrets are read from files (--redis-password-file, --kafka-password-file,
 	pf.StringVar(&s.otlp, "otlp", "", "send OpenTelemetry traces (workflow → batch activity → each fetch and store write) to this OTLP/gRPC collector `HOST:PORT` (https://HOST:PORT for TLS), or print each span to stderr with --otlp stderr [TRAWLER_OTLP]")
 	pf.StringVar(&s.secretParams, "secret-params", "", "more query parameters whose values are secrets, `NAME[,NAME…]`, masked wherever a URL is shown (besides "+strings.Join(crawl.DefaultSecretParams, ", ")+") [TRAWLER_SECRET_PARAMS]")
 	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error {
-		if s.secretParams == "" {
-			s.secretParams = os.Getenv("TRAWLER_SECRET_PARAMS")
+		if err := s.apply(s.earlyTable(), nil); err != nil {
+			return err
 		}
 		crawl.SetSecretParams(strings.Split(s.secretParams, ","))
-		if s.otlp == "" {
-			s.otlp = os.Getenv("TRAWLER_OTLP")
-		}
 		if s.otlp == "" {
 			return nil
 		}
@@ -150,92 +147,8 @@ Secrets are read from files (--redis-password-file, --kafka-password-file,
 		defer cancel()
 		return s.stopTrace(ctx) // sends what is still buffered
 	}
-	root.AddCommand(demoCmd(s), devCmd(s), workerCmd(s), runCmd(s), statusCmd(s), validateCmd(s), scheduleCmd(s), benchCmd(s), dedupCmd(s), quotaCmd(s), tryCmd(s), itemsCmd(s), searchCmd(s), consoleCmd(s), historyCmd(s), poolCmd(s), newCmd(s), exportCmd(s), tokenCmd(s), auditCmd(s))
+	root.AddCommand(demoCmd(s), devCmd(s), workerCmd(s), runCmd(s), statusCmd(s), validateCmd(s), scheduleCmd(s), benchCmd(s), dedupCmd(s), quotaCmd(s), tryCmd(s), itemsCmd(s), searchCmd(s), consoleCmd(s), historyCmd(s), poolCmd(s), newCmd(s), exportCmd(s), tokenCmd(s), auditCmd(s), configCmd(s))
 	return root
-}
-
-// resolve fills unset settings from the environment and the dev stack's endpoints.json.
-func (s *settings) resolve() error {
-	env := func(v *string, name, def string) {
-		if *v == "" {
-			*v = os.Getenv(name)
-		}
-		if *v == "" {
-			*v = def
-		}
-	}
-	env(&s.data, "TRAWLER_DATA", "")
-	var fromFile *endpoints.Endpoints
-	if s.data != "" {
-		// The stack's addresses fill chain files' ${demo_site} … even when --temporal
-		// points elsewhere.
-		if ep, err := endpoints.Read(s.data); err == nil {
-			stackVars = ep.Vars()
-		}
-	}
-	if s.data != "" && (s.temporal == "" && os.Getenv("TRAWLER_TEMPORAL") == "") {
-		ep, err := endpoints.Read(s.data)
-		if err != nil {
-			return err
-		}
-		fromFile = &ep
-		s.temporal = ep.Temporal
-		if s.namespace == "" {
-			s.namespace = ep.Namespace
-		}
-		if s.redis == "" && os.Getenv("TRAWLER_REDIS") == "" {
-			s.redis = ep.Redis
-		}
-		if s.kafka == "" && os.Getenv("TRAWLER_KAFKA") == "" {
-			s.kafka = strings.Join(ep.Kafka, ",")
-		}
-		if s.mongo == "" && os.Getenv("TRAWLER_MONGO") == "" {
-			s.mongo = ep.Mongo
-		}
-		if s.es == "" && os.Getenv("TRAWLER_ES") == "" {
-			s.es = ep.ES
-		}
-		if s.hbase == "" && os.Getenv("TRAWLER_HBASE") == "" {
-			s.hbase = ep.HBaseZK
-		}
-	}
-	env(&s.redis, "TRAWLER_REDIS", "")
-	env(&s.kafka, "TRAWLER_KAFKA", "")
-	env(&s.mongo, "TRAWLER_MONGO", "")
-	env(&s.es, "TRAWLER_ES", "")
-	env(&s.hbase, "TRAWLER_HBASE", "")
-	env(&s.temporal, "TRAWLER_TEMPORAL", "127.0.0.1:7233")
-	env(&s.namespace, "TRAWLER_NAMESPACE", "default")
-	env(&s.taskQueue, "TRAWLER_TASK_QUEUE", workflows.DefaultTaskQueue)
-	outDefault := ""
-	if s.data != "" {
-		outDefault = filepath.Join(s.data, "out")
-	}
-	env(&s.out, "TRAWLER_OUT", outDefault)
-	if err := s.auth.resolve(fromFile); err != nil {
-		return err
-	}
-	if s.auth.mongoPasswordFile != "" {
-		// Idempotent: resolve may run more than once.
-		uri, err := withMongoPassword(s.mongo, s.auth.mongoPasswordFile)
-		if err != nil {
-			return err
-		}
-		s.mongo = uri
-	}
-	return nil
-}
-
-// dataDir is --data, else TRAWLER_DATA, else def: for commands that use the directory
-// without resolving the other settings (dev, demo, bench).
-func (s *settings) dataDir(def string) string {
-	if s.data != "" {
-		return s.data
-	}
-	if d := os.Getenv("TRAWLER_DATA"); d != "" {
-		return d
-	}
-	return def
 }
 
 // stackSite is the address of the demo site of the stack that --data (or TRAWLER_DATA)

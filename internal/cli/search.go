@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"regexp"
 	"sort"
 	"strings"
@@ -17,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/trawlerhq/trawler/crawl"
+	"github.com/trawlerhq/trawler/internal/endpoints"
 	"github.com/trawlerhq/trawler/internal/storage/es"
 )
 
@@ -73,7 +73,7 @@ aggregation; --json prints Elasticsearch's answer as one JSON line.`,
 				}
 				index = t
 			}
-			addr, err := searchAddress(s, s.es)
+			addr, err := searchAddress(s)
 			if err != nil {
 				return err
 			}
@@ -98,10 +98,6 @@ aggregation; --json prints Elasticsearch's answer as one JSON line.`,
 				if err != nil {
 					return err
 				}
-			}
-			// search needs no Temporal, so it resolves the credentials on their own.
-			if err := s.resolveAuth(); err != nil {
-				return err
 			}
 			auth, err := s.esAuth()
 			if err != nil {
@@ -165,28 +161,19 @@ aggregation; --json prints Elasticsearch's answer as one JSON line.`,
 	return cmd
 }
 
-// searchAddress resolves the Elasticsearch URL: flag, TRAWLER_ES, endpoints.json, default.
-func searchAddress(s *settings, flag string) (string, error) {
-	addr := flag
-	if addr == "" {
-		addr = os.Getenv("TRAWLER_ES")
+// searchAddress resolves the settings as a command that needs no Temporal does
+// (credentials included) and returns the Elasticsearch URL: --es by the settings rule
+// (flag, TRAWLER_ES, --data's endpoints.json), else the local default.
+func searchAddress(s *settings) (string, error) {
+	if err := s.resolveOffline(); err != nil {
+		return "", err
 	}
-	data := s.dataDir("")
-	if addr == "" && data != "" {
-		b, err := os.ReadFile(filepath.Join(data, "endpoints.json"))
-		if err != nil {
-			return "", fmt.Errorf("read %s: %w (is `trawler dev --data %s` running?)", filepath.Join(data, "endpoints.json"), err, data)
+	addr := s.es
+	if addr == "" && s.data != "" {
+		if _, err := s.readEndpoints(); err != nil {
+			return "", err
 		}
-		var ep struct {
-			ES string `json:"es"`
-		}
-		if err := json.Unmarshal(b, &ep); err != nil {
-			return "", fmt.Errorf("read %s: %w", filepath.Join(data, "endpoints.json"), err)
-		}
-		if ep.ES == "" {
-			return "", fmt.Errorf("%s names no Elasticsearch (no \"es\" field): pass --es URL", filepath.Join(data, "endpoints.json"))
-		}
-		addr = ep.ES
+		return "", fmt.Errorf("%s names no Elasticsearch (no \"es\" field): pass --es URL", endpoints.Path(s.data))
 	}
 	if addr == "" {
 		addr = "http://127.0.0.1:9200"

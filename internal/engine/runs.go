@@ -2,6 +2,8 @@ package engine
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"fmt"
 	"io"
 	"os"
@@ -11,6 +13,7 @@ import (
 	"time"
 
 	commonpb "go.temporal.io/api/common/v1"
+	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/converter"
@@ -152,3 +155,34 @@ func MemoString(m *commonpb.Memo, name string) string {
 
 // RunStates are the states a run can be in, as Status and RunInfo name them.
 var RunStates = []string{"running", "completed", "failed", "canceled", "terminated", "timed_out", "continued"}
+
+// RunOptions configure one chain run.
+type RunOptions struct {
+	TaskQueue string
+	ID        string // workflow id; default <chain>-<time>-<random>
+	Tuning    workflows.Tuning
+}
+
+// Start starts a chain run and returns its run id (the root workflow id).
+func Start(ctx context.Context, c client.Client, plan *crawl.Plan, o RunOptions) (string, error) {
+	if o.TaskQueue == "" {
+		o.TaskQueue = workflows.DefaultTaskQueue
+	}
+	id := o.ID
+	if id == "" {
+		var b [3]byte
+		_, _ = rand.Read(b[:])
+		id = fmt.Sprintf("%s-%s-%s", plan.Chain, time.Now().UTC().Format("20060102-150405"), hex.EncodeToString(b[:]))
+	}
+	_, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
+		ID:                       id,
+		TaskQueue:                o.TaskQueue,
+		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
+		WorkflowExecutionTimeout: 0,
+		Memo:                     runMemo(plan),
+	}, workflows.ChainWorkflowName, workflows.ChainInput{RunID: id, Plan: *plan, TaskQueue: o.TaskQueue, Tuning: o.Tuning})
+	if err != nil {
+		return "", fmt.Errorf("start chain %s on Temporal: %w", plan.Chain, err)
+	}
+	return id, nil
+}

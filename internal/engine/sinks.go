@@ -127,25 +127,3 @@ func addHotSinks(set storage.Set, o SinkOptions) error {
 	}
 	return nil
 }
-
-// Stop stops the Temporal worker, then closes its sinks.
-func (w *Worker) Stop() {
-	if w.sites != nil {
-		w.sites.stopAll() // batches on site queues finish before the sinks close
-	}
-	if w.stopLoops != nil {
-		w.stopLoops()
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		_ = w.monitor.Forget(ctx, w.Identity, w.taskQueue)
-		cancel()
-	}
-	if w.renderer != nil {
-		w.renderer.Stop() // its batches finish (or fail) before the browsers go
-		w.browsers.Close()
-	}
-	w.Worker.Stop()
-	if w.fleet != nil {
-		w.fleet.Close()
-	}
-	_ = w.Sinks.Close()
-}

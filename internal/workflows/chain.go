@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
@@ -293,6 +294,8 @@ func (s *Summary) merge(o *Summary, sample int) {
 		a.DuplicatesSkipped += b.DuplicatesSkipped
 		a.OutOfScope += b.OutOfScope
 		a.TrapDropped += b.TrapDropped
+		// Sums are the same in any order of the map walk.
+		//workflowcheck:ignore
 		a.TrapRules = crawl.AddCounts(a.TrapRules, b.TrapRules)
 		a.Aged += b.Aged
 		a.QuotaSkipped += b.QuotaSkipped
@@ -359,8 +362,57 @@ const (
 	ChangeRecrawlDue = "recrawl-due"
 )
 
-// changes lists the guarded changes in the order they were made.
-var changes = []string{ChangeDownstreamFirst, ChangeStepActivityIDs, ChangeFairPriority, ChangeSeedPerURL, ChangeOutlastOutages, ChangeTaskActivities, ChangeFollowOwnStep, ChangeFollowDownstream, ChangeRecrawlDue}
+// gates is the table of guarded changes, in the order they were made: each change's name
+// and the newest version of it this build runs. A run records one version marker per
+// gate, and each call site asks for its change by name (gateSet.version), so adding a
+// row shifts no other change. Retiring a change is the only way a row leaves the table;
+// see README, "Changing workflow code".
+var gates = []gate{
+	{change: ChangeDownstreamFirst, version: 1},
+	{change: ChangeStepActivityIDs, version: 1},
+	{change: ChangeFairPriority, version: 1},
+	{change: ChangeSeedPerURL, version: 1},
+	{change: ChangeOutlastOutages, version: 1},
+	{change: ChangeTaskActivities, version: 1},
+	{change: ChangeFollowOwnStep, version: 1},
+	{change: ChangeFollowDownstream, version: 1},
+	{change: ChangeRecrawlDue, version: 1},
+}
+
+// gate is one guarded change: the newest version of it this build runs, and whether its
+// old path is retired (a history without its marker is then refused, not replayed).
+type gate struct {
+	change  string
+	version workflow.Version
+	retired bool
+}
+
+// gateSet holds the gates a build knows by name; a change it lacks is one that build
+// predates, so it runs the old path and writes no marker.
+type gateSet map[string]gate
+
+// version is the version of change this run follows: the one its history recorded, or
+// the newest this build runs on a fresh run; DefaultVersion when the build predates it.
+func (g gateSet) version(ctx workflow.Context, change string) workflow.Version {
+	c, ok := g[change]
+	if !ok {
+		return workflow.DefaultVersion
+	}
+	oldest := workflow.DefaultVersion
+	if c.retired {
+		oldest = 1
+	}
+	return workflow.GetVersion(ctx, change, oldest, c.version)
+}
+
+// gatesBefore is the table as the build made just before gates[n] saw it.
+func gatesBefore(n int) gateSet {
+	g := make(gateSet, n)
+	for _, c := range gates[:n] {
+		g[c.change] = c
+	}
+	return g
+}
 
 // IsBatchActivity reports whether an activity type runs a batch (RunBatch, or a task's
 // name: every name but the site registration's and the recrawl claim's).
@@ -370,62 +422,51 @@ func IsBatchActivity(name string) bool {
 
 // Changes returns the guarded changes, oldest first; a run started by this build records
 // one version marker for each.
-func Changes() []string { return append([]string(nil), changes...) }
+func Changes() []string {
+	names := make([]string, len(gates))
+	for i, g := range gates {
+		names[i] = g.change
+	}
+	return names
+}
 
 // ChainWorkflow runs a chain (or one partition of it) to completion.
 func ChainWorkflow(ctx workflow.Context, in ChainInput) (*Summary, error) {
-	return chainWorkflow(ctx, in, len(changes))
+	return chainWorkflow(ctx, in, gatesBefore(len(gates)))
 }
 
 // WorkflowBefore returns the chain workflow as a build made before `change` ran it: the
 // guarded changes from that one on are off and their version markers are not written.
-// Upgrade tests run it on an "old" worker and switch to ChainWorkflow mid-run.
+// Upgrade tests run it on an "old" worker and switch to ChainWorkflow mid-run. It panics
+// on a name that is not in the table, so a test cannot silently run today's workflow.
 func WorkflowBefore(change string) func(workflow.Context, ChainInput) (*Summary, error) {
-	known := len(changes)
-	for i, c := range changes {
-		if c == change {
-			known = i
-		}
+	n := slices.IndexFunc(gates, func(g gate) bool { return g.change == change })
+	if n < 0 {
+		panic(fmt.Sprintf("workflows.WorkflowBefore: no guarded change %q; guarded changes: %s", change, strings.Join(Changes(), ", ")))
 	}
-	return func(ctx workflow.Context, in ChainInput) (*Summary, error) { return chainWorkflow(ctx, in, known) }
+	g := gatesBefore(n)
+	return func(ctx workflow.Context, in ChainInput) (*Summary, error) { return chainWorkflow(ctx, in, g) }
 }
 
-func chainWorkflow(ctx workflow.Context, in ChainInput, known int) (*Summary, error) {
+// chainWorkflow runs a chain with the guarded changes in g. The version markers are read
+// in the order the changes were made, once, at the start of the run: a run's history
+// holds them in that order.
+func chainWorkflow(ctx workflow.Context, in ChainInput, g gateSet) (*Summary, error) {
 	r := newRunner(ctx, in)
 	if err := workflow.SetQueryHandler(ctx, ProgressQuery, func() (*Summary, error) {
 		return r.progress(), nil
 	}); err != nil {
 		return nil, err
 	}
-	if known > 0 {
-		r.downstreamFirst = workflow.GetVersion(ctx, ChangeDownstreamFirst, workflow.DefaultVersion, 1) == 1
-	}
-	if known > 1 {
-		r.stepActivityIDs = workflow.GetVersion(ctx, ChangeStepActivityIDs, workflow.DefaultVersion, 1) == 1
-	}
-	if known > 2 {
-		r.fairPriority = workflow.GetVersion(ctx, ChangeFairPriority, workflow.DefaultVersion, 1) == 1
-	}
-	seedPerURL := false
-	if known > 3 {
-		seedPerURL = workflow.GetVersion(ctx, ChangeSeedPerURL, workflow.DefaultVersion, 1) == 1
-	}
-	if known > 4 {
-		r.outages = workflow.GetVersion(ctx, ChangeOutlastOutages, workflow.DefaultVersion, 1) == 1
-	}
-	if known > 5 {
-		r.taskActivities = workflow.GetVersion(ctx, ChangeTaskActivities, workflow.DefaultVersion, 1) == 1
-	}
-	if known > 6 {
-		r.follow = workflow.GetVersion(ctx, ChangeFollowOwnStep, workflow.DefaultVersion, 1) == 1
-	}
-	if known > 7 {
-		r.followDown = workflow.GetVersion(ctx, ChangeFollowDownstream, workflow.DefaultVersion, 1) == 1
-	}
-	recrawlDue := false
-	if known > 8 {
-		recrawlDue = workflow.GetVersion(ctx, ChangeRecrawlDue, workflow.DefaultVersion, 1) == 1
-	}
+	r.downstreamFirst = g.version(ctx, ChangeDownstreamFirst) >= 1
+	r.stepActivityIDs = g.version(ctx, ChangeStepActivityIDs) >= 1
+	r.fairPriority = g.version(ctx, ChangeFairPriority) >= 1
+	seedPerURL := g.version(ctx, ChangeSeedPerURL) >= 1
+	r.outages = g.version(ctx, ChangeOutlastOutages) >= 1
+	r.taskActivities = g.version(ctx, ChangeTaskActivities) >= 1
+	r.follow = g.version(ctx, ChangeFollowOwnStep) >= 1
+	r.followDown = g.version(ctx, ChangeFollowDownstream) >= 1
+	recrawlDue := g.version(ctx, ChangeRecrawlDue) >= 1
 	if recrawlDue {
 		r.seedDue(ctx)
 	}
@@ -742,20 +783,57 @@ func (r *runner) takeReady(step, n int, now time.Time) []Pending {
 	return out
 }
 
+// startBatch sends pending inputs of step i to a worker as one batch activity; batchDone
+// handles its result. Each named step below decides one part of the batch, so a guarded
+// change touches one of them.
 func (r *runner) startBatch(ctx workflow.Context, i int, pending []Pending, now time.Time) {
-	step := r.plan.Steps[i]
+	b := r.newBatch(i, pending)
+	opts := r.batchOptions(&b)
+	downstream := r.followInto(i)
+	r.planFollow(&b, &opts, downstream)
+	if r.stepActivityIDs {
+		opts.ActivityID = fmt.Sprintf("%s/%d", b.Step.ID, b.Sequence)
+	}
+	r.prioritize(&opts, i, pending, now)
+	sent := sentBatch{step: i, pending: pending, work: b.Work, downstream: downstream, activityID: opts.ActivityID}
+	r.hold(sent, 1)
+	activityName := RunBatchActivity
+	if r.taskActivities {
+		activityName = b.Step.Task
+	}
+	f := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, opts), activityName, b)
+	r.selector.AddFuture(f, func(f workflow.Future) { r.batchDone(ctx, sent, f) })
+}
+
+// sentBatch is what the run remembers of a batch it started, to settle it when it ends.
+type sentBatch struct {
+	step       int
+	pending    []Pending    // as taken from the queue, with their age
+	work       []crawl.Work // the batch's inputs
+	downstream []int        // steps it follows into, one batch slot of each held
+	activityID string       // "" before ChangeStepActivityIDs
+}
+
+// newBatch builds the batch of step i holding pending's inputs, numbered in run order.
+func (r *runner) newBatch(i int, pending []Pending) crawl.Batch {
 	work := make([]crawl.Work, len(pending))
 	for k, p := range pending {
 		work[k] = p.Work
 	}
 	r.seq++
-	b := crawl.Batch{
+	return crawl.Batch{
 		RunID: r.in.RunID, Chain: r.plan.Chain, Tenant: r.plan.Tenant, Robots: r.plan.Robots, Quota: r.plan.Quota,
-		StepIdx: i, Step: step, Work: work, Sequence: r.seq,
+		StepIdx: i, Step: r.plan.Steps[i], Work: work, Sequence: r.seq,
 	}
+}
+
+// batchOptions chooses the activity's queue, time limits and retries for b, and how b
+// meets an outage.
+func (r *runner) batchOptions(b *crawl.Batch) workflow.ActivityOptions {
+	step := b.Step
 	// A batch runs its inputs `concurrency` at a time, each within the step timeout;
 	// the activity's own limit leaves room for that plus storing the items.
-	rounds := (len(work) + step.Concurrency - 1) / max(step.Concurrency, 1)
+	rounds := (len(b.Work) + step.Concurrency - 1) / max(step.Concurrency, 1)
 	opts := workflow.ActivityOptions{
 		TaskQueue:           SiteQueueOf(step, r.in.TaskQueue),
 		StartToCloseTimeout: time.Duration(rounds+1)*step.Timeout + time.Minute,
@@ -778,34 +856,43 @@ func (r *runner) startBatch(ctx workflow.Context, i int, pending []Pending, now 
 		// (see activities' hold); its heartbeat still catches a dead worker.
 		opts.StartToCloseTimeout += r.tune.OutageHold + cmp.Or(r.plan.MaxOutage, 24*time.Hour)
 	}
-	downstream := r.followInto(i)
-	if r.follow && r.tune.FollowInputs > 0 && (step.ConsumesItself() || len(downstream) > 0) {
-		b.Follow, b.FollowFor = r.tune.FollowInputs, r.tune.FollowFor
-		lanes := []int{i}
-		timeout := step.Timeout
-		for _, d := range downstream {
-			b.Downstream = append(b.Downstream, crawl.DownstreamStep{StepIdx: d, Step: r.plan.Steps[d]})
-			lanes = append(lanes, d)
-			timeout = max(timeout, r.plan.Steps[d].Timeout)
-		}
-		// Following stops once the batch holds a full load for the steps it feeds and
-		// does not follow into (every batch slot of theirs), so they never idle while it
-		// pages on.
-		for _, l := range lanes {
-			for _, c := range r.plan.Steps[l].Consumers {
-				if !slices.Contains(lanes, c.Step) {
-					cs := r.plan.Steps[c.Step]
-					b.FollowHold += max(cs.Batch, 1) * max(cs.Parallel, 1)
-				}
+	return opts
+}
+
+// planFollow lets b follow its outputs on its worker, into its own step and into the
+// downstream steps it holds a slot of, and gives it the time that takes.
+func (r *runner) planFollow(b *crawl.Batch, opts *workflow.ActivityOptions, downstream []int) {
+	step := b.Step
+	if !r.follow || r.tune.FollowInputs <= 0 || (!step.ConsumesItself() && len(downstream) == 0) {
+		return
+	}
+	b.Follow, b.FollowFor = r.tune.FollowInputs, r.tune.FollowFor
+	lanes := []int{b.StepIdx}
+	timeout := step.Timeout
+	for _, d := range downstream {
+		b.Downstream = append(b.Downstream, crawl.DownstreamStep{StepIdx: d, Step: r.plan.Steps[d]})
+		lanes = append(lanes, d)
+		timeout = max(timeout, r.plan.Steps[d].Timeout)
+	}
+	// Following stops once the batch holds a full load for the steps it feeds and
+	// does not follow into (every batch slot of theirs), so they never idle while it
+	// pages on.
+	for _, l := range lanes {
+		for _, c := range r.plan.Steps[l].Consumers {
+			if !slices.Contains(lanes, c.Step) {
+				cs := r.plan.Steps[c.Step]
+				b.FollowHold += max(cs.Batch, 1) * max(cs.Parallel, 1)
 			}
 		}
-		// The batch admits followed inputs for FollowFor; each of those still running
-		// then gets its step timeout.
-		opts.StartToCloseTimeout += r.tune.FollowFor + timeout
 	}
-	if r.stepActivityIDs {
-		opts.ActivityID = fmt.Sprintf("%s/%d", step.ID, r.seq)
-	}
+	// The batch admits followed inputs for FollowFor; each of those still running
+	// then gets its step timeout.
+	opts.StartToCloseTimeout += r.tune.FollowFor + timeout
+}
+
+// prioritize sets the batch's priority and fairness key: the run's priority, or under
+// ChangeFairPriority one that ages with the inputs' wait (see priority).
+func (r *runner) prioritize(opts *workflow.ActivityOptions, i int, pending []Pending, now time.Time) {
 	switch {
 	case r.fairPriority:
 		prio := r.priority(i, pending, now)
@@ -820,72 +907,79 @@ func (r *runner) startBatch(ctx workflow.Context, i int, pending []Pending, now 
 	case r.plan.Priority > 0:
 		opts.Priority = temporal.Priority{PriorityKey: r.plan.Priority}
 	}
-	r.inFlight[i]++
-	r.inputsIn[i] += len(work)
-	for _, d := range downstream {
-		r.inFlight[d]++ // the batch is one of that step's batches too
+}
+
+// hold counts a batch into (n = 1) or out of (n = -1) the batch slots and in-flight
+// inputs of its step, and the slots of the steps it follows into.
+func (r *runner) hold(s sentBatch, n int) {
+	r.inFlight[s.step] += n
+	r.inputsIn[s.step] += n * len(s.work)
+	for _, d := range s.downstream {
+		r.inFlight[d] += n // the batch is one of that step's batches too
 	}
-	activityName := RunBatchActivity
-	if r.taskActivities {
-		activityName = step.Task
+}
+
+// batchDone settles a batch that ended: its inputs go back to the queue when no worker
+// took it in time or it failed through an outage, its counts and outputs are taken in
+// when it ran.
+func (r *runner) batchDone(ctx workflow.Context, s sentBatch, f workflow.Future) {
+	r.hold(s, -1)
+	var res crawl.BatchResult
+	err := f.Get(ctx, &res)
+	switch {
+	case waitedTooLong(err):
+		// No worker took the batch within AgingStep: queue its inputs again at the
+		// head, keeping their age, so the next dispatch sends them more urgently.
+		r.queues[s.step] = append(append([]Pending(nil), s.pending...), r.queues[s.step]...)
+		r.sum.Steps[s.step].Aged++
+	case err != nil && r.outages && !temporal.IsCanceledError(err):
+		r.requeueFailed(ctx, s, err)
+	case err != nil:
+		r.err = fmt.Errorf("step %s: batch of %d inputs failed after all activity retries: %w", r.plan.Steps[s.step].ID, len(s.work), err)
+	default:
+		r.takeResult(ctx, s.step, res)
 	}
-	f := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, opts), activityName, b)
-	r.selector.AddFuture(f, func(f workflow.Future) {
-		r.inFlight[i]--
-		r.inputsIn[i] -= len(work)
-		for _, d := range downstream {
-			r.inFlight[d]--
-		}
-		var res crawl.BatchResult
-		err := f.Get(ctx, &res)
-		if waitedTooLong(err) {
-			// No worker took the batch within AgingStep: queue its inputs again at the
-			// head, keeping their age, so the next dispatch sends them more urgently.
-			r.queues[i] = append(append([]Pending(nil), pending...), r.queues[i]...)
-			r.sum.Steps[i].Aged++
-			return
-		}
-		if err != nil && r.outages && !temporal.IsCanceledError(err) {
-			// The batch failed even after its own retries: its worker keeps dying, or
-			// something it needs is missing. Its inputs wait and try again later.
-			dep, cause := dependencyOf(err)
-			waiting := pendingOf(i, work)
-			if opts.ActivityID != "" {
-				// Its attempts may have claimed outputs in the run's seen-set: the batch
-				// that runs these inputs next claims them as this one (activities/seen.go).
-				claim := workflow.GetInfo(ctx).WorkflowExecution.RunID + "/" + opts.ActivityID
-				for k := range waiting {
-					if waiting[k].Work.Input.Claim == "" {
-						waiting[k].Work.Input.Claim = claim
-					}
-				}
-			}
-			r.requeueWaiting(ctx, waiting, dep, cause)
-			return
-		}
-		if err != nil {
-			r.err = fmt.Errorf("step %s: batch of %d inputs failed after all activity retries: %w", step.ID, len(work), err)
-			return
-		}
-		r.sum.Batches++
-		r.absorb(ctx, i, res)
-		for _, d := range res.Downstream {
-			r.absorb(ctx, d.StepIdx, d)
-		}
-		if !r.outages {
-			return
-		}
-		if res.Outage != nil {
-			r.requeueWaiting(ctx, pendingOf(i, res.Waiting), res.Outage.Dependency, res.Outage.Cause)
-		} else {
-			r.outageOver(ctx, i)
-		}
-		for _, d := range res.Downstream {
-			if d.Outage != nil {
-				r.requeueWaiting(ctx, pendingOf(d.StepIdx, d.Waiting), d.Outage.Dependency, d.Outage.Cause)
+}
+
+// requeueFailed puts back the inputs of a batch that failed even after its own retries:
+// its worker keeps dying, or something it needs is missing. They wait and try again later.
+func (r *runner) requeueFailed(ctx workflow.Context, s sentBatch, err error) {
+	dep, cause := dependencyOf(err)
+	waiting := pendingOf(s.step, s.work)
+	if s.activityID != "" {
+		// Its attempts may have claimed outputs in the run's seen-set: the batch
+		// that runs these inputs next claims them as this one (activities/seen.go).
+		claim := workflow.GetInfo(ctx).WorkflowExecution.RunID + "/" + s.activityID
+		for k := range waiting {
+			if waiting[k].Work.Input.Claim == "" {
+				waiting[k].Work.Input.Claim = claim
 			}
 		}
-	})
+	}
+	r.requeueWaiting(ctx, waiting, dep, cause)
+}
+
+// takeResult takes in a batch of step i that ran: its counts and outputs, those of the
+// steps it followed into, and what an outage kept it from finishing.
+func (r *runner) takeResult(ctx workflow.Context, i int, res crawl.BatchResult) {
+	r.sum.Batches++
+	r.absorb(ctx, i, res)
+	for _, d := range res.Downstream {
+		r.absorb(ctx, d.StepIdx, d)
+	}
+	if !r.outages {
+		return
+	}
+	if res.Outage != nil {
+		r.requeueWaiting(ctx, pendingOf(i, res.Waiting), res.Outage.Dependency, res.Outage.Cause)
+	} else {
+		r.outageOver(ctx, i)
+	}
+	for _, d := range res.Downstream {
+		if d.Outage != nil {
+			r.requeueWaiting(ctx, pendingOf(d.StepIdx, d.Waiting), d.Outage.Dependency, d.Outage.Cause)
+		}
+	}
 }
 
 // followInto lists the steps a batch of step i may follow its outputs into: those it
@@ -920,6 +1014,8 @@ func (r *runner) absorb(ctx workflow.Context, i int, res crawl.BatchResult) {
 	st.DepthLimited += res.DepthLimited
 	st.OutOfScope += res.OutOfScope
 	st.TrapDropped += res.Trapped
+	// Sums are the same in any order of the map walk.
+	//workflowcheck:ignore
 	st.TrapRules = crawl.AddCounts(st.TrapRules, res.TrapRules)
 	for s, n := range res.Duplicates { // by step index: the steps the batch's outputs go to
 		if s < len(r.sum.Steps) {
