@@ -135,6 +135,21 @@ func URLOf(fn func(Params, Input) (string, error)) TaskOption {
 	return func(_ *TaskSpec, h *taskHooks) { h.urlOf = fn }
 }
 
+// StartAt gives a root step its first page: the task declares a start_url param with u
+// as its default (a chain may set another), and an input without a URL fetches it.
+func StartAt(u string) TaskOption {
+	return func(s *TaskSpec, h *taskHooks) {
+		s.Params = append(s.Params, Param{Name: "start_url", Type: URL, Default: u, Doc: "the first page a root step fetches"})
+		h.urlOf = func(p Params, _ Input) (string, error) { return fmt.Sprint(p["start_url"]), nil }
+	}
+}
+
+// FollowTask defines an HTML task that stores nothing: fn hands on the page's links
+// (Page.Follow, FollowAll …), as a list page's task does for its entries' pages.
+func FollowTask(name string, fn func(p *Page) error, opts ...TaskOption) Task {
+	return newPageTask(name, true, func(p *Page, _ *Out[struct{}]) error { return fn(p) }, opts)
+}
+
 // htmlTask runs an HTMLTask or, with html false, a JSONTask: the page is fetched the
 // same way, and only an HTML page is parsed.
 type htmlTask[T any] struct {
@@ -447,6 +462,10 @@ func (o *Out[T]) Item(key string, v *T) {
 	}
 	o.items = append(o.items, Item{Key: key, URL: o.page.URL, Data: DataOf(v)})
 }
+
+// PageItem stores v as the page's one item, keyed by the page's canonical URL (see
+// URLKey), for a site whose pages have no better natural id.
+func (o *Out[T]) PageItem(v *T) { o.Item(URLKey(o.page.URL), v) }
 
 // ItemAt is Item with its own URL (an anchor on the page, a canonical link).
 func (o *Out[T]) ItemAt(key, u string, v *T) {

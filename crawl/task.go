@@ -7,7 +7,9 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net/http"
+	"reflect"
 	"regexp"
 	"sort"
 	"strings"
@@ -335,25 +337,50 @@ var taskName = regexp.MustCompile(`^[a-z][a-z0-9_]*\.[a-z][a-z0-9_]*$`)
 // digits and _ (demo.story). An item's biz is its task's name.
 func IsTaskName(name string) bool { return taskName.MatchString(name) }
 
-// Register adds tasks; it panics on a malformed or duplicate name, or an item type
-// whose field tags cannot work (see CheckTags), because that is a programming error in
-// a site package, found the first time the binary starts (or its tests run).
+// Register adds tasks; it panics where Add returns an error (a malformed or duplicate
+// name, or an item type whose field tags cannot work, see CheckTags), because from an
+// init function that is a programming error in a site package, found the first time the
+// binary starts (or its tests run).
 func (r *Registry) Register(tasks ...Task) {
+	if err := r.Add(tasks...); err != nil {
+		panic("crawl: " + err.Error())
+	}
+}
+
+// Add adds tasks, or none of them when one cannot be added: its name is not site.task,
+// another task already has it, or its item's field tags cannot work. Adding the very task
+// a name already holds (the same value, e.g. registered by its package's init and passed
+// to cli.Main too) changes nothing.
+func (r *Registry) Add(tasks ...Task) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	adding := map[string]Task{}
 	for _, t := range tasks {
 		name := t.Spec().Name
 		if !IsTaskName(name) {
-			panic(fmt.Sprintf("crawl: task name %q must look like site.task (lowercase letters, digits, _)", name))
+			return fmt.Errorf("task name %q must look like site.task (lowercase letters, digits, _)", name)
 		}
-		if _, dup := r.tasks[name]; dup {
-			panic(fmt.Sprintf("crawl: task %q registered twice", name))
+		held, dup := r.tasks[name]
+		if !dup {
+			held, dup = adding[name]
+		}
+		if dup && !sameTask(held, t) {
+			return fmt.Errorf("task %q registered twice: two different tasks have this name; rename one: a task's name is unique in a binary", name)
 		}
 		if c, ok := t.(interface{ tagError() error }); ok && c.tagError() != nil {
-			panic(fmt.Sprintf("crawl: task %s: its item's field tags cannot work:\n%v", name, c.tagError()))
+			return fmt.Errorf("task %s: its item's field tags cannot work:\n%v", name, c.tagError())
 		}
-		r.tasks[name] = t
+		adding[name] = t
 	}
+	maps.Copy(r.tasks, adding)
+	return nil
+}
+
+// sameTask reports whether a and b are one task value. Tasks built by TaskFunc hold a
+// func and are never equal to anything, not even themselves.
+func sameTask(a, b Task) bool {
+	ta := reflect.TypeOf(a)
+	return ta == reflect.TypeOf(b) && ta.Comparable() && a == b
 }
 
 // Register adds tasks to the default registry.

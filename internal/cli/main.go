@@ -35,11 +35,7 @@ import (
 func Main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	// go-redis logs every failed dial to stderr on its own; the command's error already
-	// says what is wrong, once, with the address masked.
-	redis.SetLogger(quietRedis{})
-	root := newRoot()
-	if err := root.ExecuteContext(ctx); err != nil {
+	if err := Run(ctx, os.Args[1:]); err != nil {
 		var exit exitError
 		if errors.As(err, &exit) {
 			os.Exit(int(exit))
@@ -48,6 +44,18 @@ func Main() {
 		fmt.Fprintln(os.Stderr, "trawler:", crawl.RedactText(err.Error()))
 		os.Exit(1)
 	}
+}
+
+// Run runs the trawler command with args (without the program name) until it ends or ctx
+// is done. A command that printed its own message returns an error whose text is only
+// "exit N", N being the status Main exits with.
+func Run(ctx context.Context, args []string) error {
+	// go-redis logs every failed dial to stderr on its own; the command's error already
+	// says what is wrong, once, with the address masked.
+	redis.SetLogger(quietRedis{})
+	root := newRoot()
+	root.SetArgs(args)
+	return root.ExecuteContext(ctx)
 }
 
 type quietRedis struct{}

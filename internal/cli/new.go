@@ -58,11 +58,18 @@ them. NAME is a lowercase Go identifier; an existing
 package directory or chain file is refused unless --force.
 
 The tasks register themselves when the package is imported: the command prints the
-blank import to add to cmd/trawler/main.go next to the other sites.`,
+blank import to add to cmd/trawler/main.go next to the other sites.
+
+With --module PATH it writes a Go module of its own instead, for a repository of your
+team's (in --dir, default ./NAME): go.mod requiring github.com/trawlerhq/trawler,
+main.go calling cli.Main with the site's tasks (so ` + "`go build`" + ` yields the whole trawler
+command with them), the package NAME/, chain.yaml and a Makefile (build, test, dev,
+run). Until Trawler is published, --replace DIR points go.mod at a local checkout.`,
 		Example: `  trawler new site acme
   trawler new site acme --base-url https://news.acme.example
   go test ./sites/acme && trawler validate examples/acme.yaml
-  trawler new site acme --dir sites --examples examples --force --json`,
+  trawler new site acme --dir sites --examples examples --force --json
+  trawler new site acme --module github.com/acme/crawlers --dir ../crawlers --replace .`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.Name = args[0]
@@ -72,12 +79,32 @@ blank import to add to cmd/trawler/main.go next to the other sites.`,
 					return fmt.Errorf("--base-url %q: want an absolute http(s) URL such as https://news.example.com", o.BaseURL)
 				}
 			}
+			if o.Module == "" && o.Replace != "" {
+				return fmt.Errorf("--replace %s: only a module of its own (--module PATH) has a go.mod to point at a checkout", o.Replace)
+			}
+			if o.Module != "" && !cmd.Flags().Changed("dir") {
+				o.Dir = o.Name
+			}
 			res, err := scaffold.WriteSite(o)
 			if err != nil {
 				return err
 			}
 			if s.json {
 				return printJSON(res)
+			}
+			if o.Module != "" {
+				fmt.Printf("wrote module %s in %s (tasks %s):\n", o.Module, relOrAbs(res.Module), strings.Join(res.Tasks, ", "))
+				for _, f := range res.Files {
+					fmt.Println("  " + f)
+				}
+				fmt.Printf("\nThen, in %s:\n", relOrAbs(res.Module))
+				if o.Replace == "" {
+					fmt.Println("  go get github.com/trawlerhq/trawler@latest && go mod tidy")
+				}
+				fmt.Println("  make test     the tasks against the recorded pages, and the chain file")
+				fmt.Println("  make build    bin/" + o.Name + ": trawler with the site's tasks")
+				fmt.Println("  make dev      an embedded stack with its worker (one terminal), then make run (another)")
+				return nil
 			}
 			fmt.Printf("wrote package %s (tasks %s):\n", res.Package, strings.Join(res.Tasks, ", "))
 			for _, f := range res.Files {
@@ -103,6 +130,8 @@ blank import to add to cmd/trawler/main.go next to the other sites.`,
 	f.StringVar(&o.ExamplesDir, "examples", "examples", "`DIR` of the chain file NAME.yaml")
 	f.StringVar(&o.BaseURL, "base-url", "", "the site's root `URL` (default: the demo site, ${demo_site:-http://127.0.0.1:8089} in the chain)")
 	f.BoolVar(&o.Force, "force", false, "overwrite an existing package directory and chain file")
+	f.StringVar(&o.Module, "module", "", "write a Go module of its own with this module `PATH` (go.mod, main.go, the package, chain.yaml, Makefile) in --dir (default ./NAME)")
+	f.StringVar(&o.Replace, "replace", "", "with --module: a local checkout `DIR` of Trawler for go.mod's replace, until it is published")
 	return cmd
 }
 
