@@ -27,6 +27,7 @@ import (
 
 	"github.com/PuerkitoBio/goquery"
 	"github.com/gocolly/colly/v2"
+	"github.com/redis/go-redis/v9"
 	"github.com/spf13/cobra"
 	"go.temporal.io/sdk/client"
 
@@ -271,6 +272,14 @@ type benchResult struct {
 	// (with --redis), counted as RedisCounted says.
 	RedisCommandsPerPage *float64 `json:"redis_commands_per_page,omitempty"`
 	RedisCounted         string   `json:"redis_counted,omitempty"`
+	// RedisByCommand is the same per command (with --redis-server), most run first.
+	RedisByCommand []benchCommand `json:"redis_by_command,omitempty"`
+}
+
+// benchCommand is how often Redis ran one command per page.
+type benchCommand struct {
+	Name    string  `json:"name"`
+	PerPage float64 `json:"per_page"`
 }
 
 // benchProcess is one process's CPU (user + system) per page.
@@ -284,6 +293,24 @@ type benchProcess struct {
 type benchRedis struct {
 	commands int64
 	cpu      time.Duration
+	byName   map[string]int64 // redis-server's commands by name
+}
+
+// redisCommands reads redis-server's count of each command it ran (INFO commandstats).
+func redisCommands(ctx context.Context, rdb redis.UniversalClient) (map[string]int64, error) {
+	info, err := rdb.Info(ctx, "commandstats").Result()
+	if err != nil {
+		return nil, fmt.Errorf("read redis-server's INFO: %w", err)
+	}
+	out := map[string]int64{}
+	for _, line := range strings.Split(info, "\n") {
+		name, stats, ok := strings.Cut(strings.TrimPrefix(strings.TrimSpace(line), "cmdstat_"), ":calls=")
+		if ok && strings.HasPrefix(strings.TrimSpace(line), "cmdstat_") {
+			calls, _, _ := strings.Cut(stats, ",")
+			out[name], _ = strconv.ParseInt(calls, 10, 64)
+		}
+	}
+	return out, nil
 }
 
 func (r *benchResult) print() {
@@ -313,6 +340,9 @@ func (r *benchResult) print() {
 	}
 	if r.RedisCommandsPerPage != nil {
 		fmt.Printf("  Redis commands per page: %.3f (%s)\n", *r.RedisCommandsPerPage, r.RedisCounted)
+		for _, c := range r.RedisByCommand {
+			fmt.Printf("    %-18s %.3f\n", c.Name, c.PerPage)
+		}
 	}
 	fmt.Printf("  Trawler ran %d batch activities (%.1f pages each) for run %s\n",
 		r.TrawlerBatches, float64(r.Trawler.Pages)/float64(max(r.TrawlerBatches, 1)), r.TrawlerRunID)
@@ -392,8 +422,12 @@ func benchCrawl(ctx context.Context, s *settings, o benchOptions) (*benchResult,
 		wo.Redis = rds.Addr
 		counted = "redis-server's INFO commandstats, commands run inside scripts included"
 		redisNow = func() (benchRedis, error) {
+			by, err := redisCommands(ctx, rdb)
+			if err != nil {
+				return benchRedis{}, err
+			}
 			u, err := redisUsage(ctx, rdb)
-			return benchRedis{commands: u.calls, cpu: u.cpu}, err
+			return benchRedis{commands: u.calls, cpu: u.cpu, byName: by}, err
 		}
 	}
 	bs, err := startBenchStack(ctx, s, data, wo, o.redis)
@@ -467,7 +501,10 @@ func benchCrawl(ctx context.Context, s *settings, o benchOptions) (*benchResult,
 				return nil, 0, benchRedis{}, err
 			}
 			if o.redisServer {
-				red1.commands-- // the INFO that read red0
+				// The counts of red1 include the second INFO that read red0 and the first
+				// that read red1.
+				red1.commands -= 2
+				red1.byName["info"] -= 2
 			}
 		}
 		if err := res.readBack(ctx, p, w.Sinks); err != nil {
@@ -479,7 +516,16 @@ func benchCrawl(ctx context.Context, s *settings, o benchOptions) (*benchResult,
 		if n := res.Sinks["jsonl"]; n != res.Items {
 			return nil, 0, benchRedis{}, fmt.Errorf("run %s counted %d items but its jsonl sink holds %d", res.RunID, res.Items, n)
 		}
-		return res, cpu, benchRedis{commands: red1.commands - red0.commands, cpu: red1.cpu - red0.cpu}, nil
+		d := benchRedis{commands: red1.commands - red0.commands, cpu: red1.cpu - red0.cpu}
+		for name, n := range red1.byName {
+			if n -= red0.byName[name]; n > 0 {
+				if d.byName == nil {
+					d.byName = map[string]int64{}
+				}
+				d.byName[name] = n
+			}
+		}
+		return res, cpu, d, nil
 	}
 
 	note("trawler: warm-up run (1 feed page), then %d timed run(s)…", o.runs)
@@ -545,6 +591,12 @@ func benchCrawl(ctx context.Context, s *settings, o benchOptions) (*benchResult,
 	if redisNow != nil {
 		n := roundTo(float64(red.commands)/float64(max(ts.Pages, 1)), 3)
 		out.RedisCommandsPerPage, out.RedisCounted = &n, counted
+		for name, calls := range red.byName {
+			out.RedisByCommand = append(out.RedisByCommand, benchCommand{Name: name, PerPage: roundTo(float64(calls)/float64(max(ts.Pages, 1)), 3)})
+		}
+		slices.SortFunc(out.RedisByCommand, func(a, b benchCommand) int {
+			return cmp.Or(cmp.Compare(b.PerPage, a.PerPage), strings.Compare(a.Name, b.Name))
+		})
 	}
 	for i := range o.runs {
 		out.CollyRuns = append(out.CollyRuns, collyRuns[i].PagesPerS)
