@@ -59,7 +59,7 @@ func benchCrawlCmd(s *settings) *cobra.Command {
 	var o benchOptions
 	cmd := &cobra.Command{
 		Use:   "crawl",
-		Short: "Crawl the demo site with Colly and with Trawler (durable) and compare pages/s",
+		Short: "Crawl the demo site (or its static copy) with Colly and with Trawler (durable) and compare pages/s",
 		Long: `Crawl the bundled demo news site twice in this process and compare throughput:
 
   colly    github.com/gocolly/colly/v2, async, LimitRule{DomainGlob: "*", Parallelism: C},
@@ -93,6 +93,14 @@ overhead matters less; the goal is Trawler ≥ 0.6× Colly even here. The CPU co
 each side's process CPU per page over the timed span; Trawler's includes the embedded
 Temporal server. Reading the stores back to check a run comes after the span.
 
+With --site static the site's pages are rendered once, before either side starts, and
+served from memory (the same pages and links): the site then costs a few µs a page, and
+what remains is each crawler's own cost per page. The CPU rows list every process of
+Trawler's side: this one (Temporal server, worker, sinks, the site and, with --redis,
+the embedded Redis) and, with --redis --redis-server, the redis-server the bench starts;
+with --redis the bench also counts the Redis commands per page (by command name on a
+redis-server, whose INFO commandstats counts the commands scripts run too).
+
 Timing: Colly from its first request until its output file is flushed; Trawler from the
 run's start until the workflow completes (as ` + "`duration_s`" + ` of ` + "`trawler run --wait`" + `),
 excluding the start-up of Temporal and the worker. Neither side is timed cold: Colly
@@ -109,6 +117,8 @@ otherwise they go to a temp dir that is removed.`,
   trawler bench crawl --batch 100 --parallel 8     # try other batch settings
   trawler bench crawl --redis --runs 3             # with the seen-set and fleet budgets…
   trawler bench crawl --redis --revisit --runs 3   # …and without the seen-set
+  trawler bench crawl --site static --list-pages 50 --runs 5 --redis --redis-server
+  trawler bench crawl --site static --cpuprofile trawler.prof   # then: go tool pprof trawler.prof
   trawler bench crawl --json | tail -1`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
