@@ -447,7 +447,7 @@ func benchCrawl(ctx context.Context, s *settings, o benchOptions) (*benchResult,
 	defer bs.stop()
 	c, w := bs.c, bs.w
 	if o.redis && !o.redisServer {
-		counted = "the embedded Redis's command count: a script is one command"
+		counted = "the embedded Redis's command count, commands run inside scripts included"
 		redisNow = func() (benchRedis, error) { return benchRedis{commands: int64(bs.st.redis.CommandCount())}, nil }
 	}
 
