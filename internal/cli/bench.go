@@ -15,6 +15,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"runtime/pprof"
 	"slices"
 	"sort"
 	"strconv"
@@ -26,6 +27,7 @@ import (
 
 	"github.com/PuerkitoBio/goquery"
 	"github.com/gocolly/colly/v2"
+	"github.com/redis/go-redis/v9"
 	"github.com/spf13/cobra"
 	"go.temporal.io/sdk/client"
 
@@ -33,7 +35,9 @@ import (
 	"github.com/trawlerhq/trawler/examples"
 	"github.com/trawlerhq/trawler/fetch"
 	"github.com/trawlerhq/trawler/internal/devstack/demosite"
+	"github.com/trawlerhq/trawler/internal/devstack/redisproc"
 	"github.com/trawlerhq/trawler/internal/engine"
+	"github.com/trawlerhq/trawler/internal/redisurl"
 	"github.com/trawlerhq/trawler/internal/sites/demo"
 )
 
@@ -55,7 +59,7 @@ func benchCrawlCmd(s *settings) *cobra.Command {
 	var o benchOptions
 	cmd := &cobra.Command{
 		Use:   "crawl",
-		Short: "Crawl the demo site with Colly and with Trawler (durable) and compare pages/s",
+		Short: "Crawl the demo site (or its static copy) with Colly and with Trawler (durable) and compare pages/s",
 		Long: `Crawl the bundled demo news site twice in this process and compare throughput:
 
   colly    github.com/gocolly/colly/v2, async, LimitRule{DomainGlob: "*", Parallelism: C},
@@ -89,6 +93,14 @@ overhead matters less; the goal is Trawler ≥ 0.6× Colly even here. The CPU co
 each side's process CPU per page over the timed span; Trawler's includes the embedded
 Temporal server. Reading the stores back to check a run comes after the span.
 
+With --site static the site's pages are rendered once, before either side starts, and
+served from memory (the same pages and links): the site then costs a few µs a page, and
+what remains is each crawler's own cost per page. The CPU rows list every process of
+Trawler's side: this one (Temporal server, worker, sinks, the site and, with --redis,
+the embedded Redis) and, with --redis --redis-server, the redis-server the bench starts;
+with --redis the bench also counts the Redis commands per page (by command name on a
+redis-server, whose INFO commandstats counts the commands scripts run too).
+
 Timing: Colly from its first request until its output file is flushed; Trawler from the
 run's start until the workflow completes (as ` + "`duration_s`" + ` of ` + "`trawler run --wait`" + `),
 excluding the start-up of Temporal and the worker. Neither side is timed cold: Colly
@@ -105,6 +117,8 @@ otherwise they go to a temp dir that is removed.`,
   trawler bench crawl --batch 100 --parallel 8     # try other batch settings
   trawler bench crawl --redis --runs 3             # with the seen-set and fleet budgets…
   trawler bench crawl --redis --revisit --runs 3   # …and without the seen-set
+  trawler bench crawl --site static --list-pages 50 --runs 5 --redis --redis-server
+  trawler bench crawl --site static --cpuprofile trawler.prof   # then: go tool pprof trawler.prof
   trawler bench crawl --json | tail -1`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -132,6 +146,12 @@ otherwise they go to a temp dir that is removed.`,
 			if o.revisit && !o.redis {
 				return errors.New("--revisit turns the run's seen-set off, which only a worker with Redis has: add --redis")
 			}
+			if o.redisServer && !o.redis {
+				return errors.New("--redis-server chooses the Redis the worker uses, and only a worker with --redis uses one: add --redis")
+			}
+			if o.site != "demo" && o.site != "static" {
+				return fmt.Errorf("--site %q: use demo (pages rendered per request) or static (pre-rendered, served from memory)", o.site)
+			}
 			if !s.json {
 				o.note = func(format string, args ...any) {
 					fmt.Fprintf(os.Stderr, format+"\n", args...)
@@ -156,6 +176,9 @@ otherwise they go to a temp dir that is removed.`,
 	f.IntVar(&o.parallel, "parallel", 0, "Trawler: batches in flight per step (0: the chain's own, 4)")
 	f.BoolVar(&o.redis, "redis", false, "Trawler: the worker uses the stack's Redis, as in production: the run's seen-set (each page fetched once) and the fleet's host budgets; dedup is off so every run stores every item")
 	f.BoolVar(&o.revisit, "revisit", false, "with --redis: every step revisit: true, so the seen-set is off (compare with and without it)")
+	f.BoolVar(&o.redisServer, "redis-server", false, "with --redis: the worker uses a real redis-server the bench starts (apt-get install redis-server) instead of the embedded one, whose CPU is then shown apart")
+	f.StringVar(&o.site, "site", "demo", "the site's shape: demo (pages rendered per request) or static (the same pages and links rendered once and served from memory, a few µs each: what remains is each crawler's own cost per page)")
+	f.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of Trawler's timed runs to this file (go tool pprof FILE)")
 	return cmd
 }
 
@@ -170,6 +193,9 @@ type benchOptions struct {
 	parallel    int
 	redis       bool                             // the worker on the stack's Redis: seen-set and fleet budgets
 	revisit     bool                             // with redis: the seen-set off
+	redisServer bool                             // with redis: a real redis-server, not the embedded one
+	site        string                           // "demo" (default) or "static"
+	cpuProfile  string                           // file for a CPU profile of Trawler's timed runs
 	note        func(format string, args ...any) // progress notes; nil for none
 }
 
@@ -247,6 +273,54 @@ type benchResult struct {
 	TrawlerRuns      []float64 `json:"trawler_runs_pages_per_s"`
 	TrawlerBatches   int       `json:"trawler_batches"`
 	TrawlerRunID     string    `json:"trawler_run_id"`
+	Site             string    `json:"site"` // demo or static
+	// Processes is the CPU per page of every process of Trawler's side in its median run:
+	// the bench's own (Temporal server, worker and sinks, and the embedded Redis) and,
+	// with --redis-server, redis-server's.
+	Processes []benchProcess `json:"processes"`
+	// RedisCommandsPerPage is what the worker's Redis ran per page in the median run
+	// (with --redis), counted as RedisCounted says.
+	RedisCommandsPerPage *float64 `json:"redis_commands_per_page,omitempty"`
+	RedisCounted         string   `json:"redis_counted,omitempty"`
+	// RedisByCommand is the same per command (with --redis-server), most run first.
+	RedisByCommand []benchCommand `json:"redis_by_command,omitempty"`
+}
+
+// benchCommand is how often Redis ran one command per page.
+type benchCommand struct {
+	Name    string  `json:"name"`
+	PerPage float64 `json:"per_page"`
+}
+
+// benchProcess is one process's CPU (user + system) per page.
+type benchProcess struct {
+	Name         string  `json:"name"`
+	CPUPerPageMS float64 `json:"cpu_per_page_ms"`
+}
+
+// benchRedis is what the worker's Redis did over a span: commands run and, for a
+// redis-server, its CPU.
+type benchRedis struct {
+	commands int64
+	cpu      time.Duration
+	byName   map[string]int64 // redis-server's commands by name
+}
+
+// redisCommands reads redis-server's count of each command it ran (INFO commandstats).
+func redisCommands(ctx context.Context, rdb redis.UniversalClient) (map[string]int64, error) {
+	info, err := rdb.Info(ctx, "commandstats").Result()
+	if err != nil {
+		return nil, fmt.Errorf("read redis-server's INFO: %w", err)
+	}
+	out := map[string]int64{}
+	for _, line := range strings.Split(info, "\n") {
+		name, stats, ok := strings.Cut(strings.TrimPrefix(strings.TrimSpace(line), "cmdstat_"), ":calls=")
+		if ok && strings.HasPrefix(strings.TrimSpace(line), "cmdstat_") {
+			calls, _, _ := strings.Cut(stats, ",")
+			out[name], _ = strconv.ParseInt(calls, 10, 64)
+		}
+	}
+	return out, nil
 }
 
 func (r *benchResult) print() {
@@ -254,8 +328,12 @@ func (r *benchResult) print() {
 	if r.Depth >= 3 {
 		shape += " → comments"
 	}
-	fmt.Printf("\ncrawl of the demo site: %s, %d list pages × %d detail links, at most %d requests in flight (Trawler: batch %d, parallel %d)\n",
-		shape, r.FeedPages, r.PerPage, r.Concurrency, r.Batch, r.Parallel)
+	site := "the demo site"
+	if r.Site == "static" {
+		site = "the static site (pre-rendered pages from memory)"
+	}
+	fmt.Printf("\ncrawl of %s: %s, %d list pages × %d detail links, at most %d requests in flight (Trawler: batch %d, parallel %d)\n",
+		site, shape, r.FeedPages, r.PerPage, r.Concurrency, r.Batch, r.Parallel)
 	fmt.Printf("  %-22s %8s %8s %9s %9s %13s\n", "", "pages", "items", "seconds", "pages/s", "CPU ms/page")
 	row := func(name string, b benchSide) {
 		fmt.Printf("  %-22s %8d %8d %9.2f %9.1f %13.3f\n", name, b.Pages, b.Items, b.Seconds, b.PagesPerS, b.CPUPerPageMS)
@@ -266,7 +344,16 @@ func (r *benchResult) print() {
 		fmt.Printf("  median of %d timed runs each; pages/s per run: colly %v, trawler %v\n", r.Runs, r.CollyRuns, r.TrawlerRuns)
 	}
 	fmt.Printf("  ratio trawler/colly: %.2f×   goal ≥ %.1f× Colly: %s\n", r.Ratio, r.Goal, verdict(r.GoalMet))
-	fmt.Printf("  CPU per page trawler/colly: %.2f× (Trawler's includes the embedded Temporal server)\n", r.CPURatio)
+	fmt.Printf("  CPU per page trawler/colly: %.2f× (Trawler's includes the embedded Temporal server and every process below)\n", r.CPURatio)
+	for _, p := range r.Processes {
+		fmt.Printf("    %-58s %.3f ms/page\n", p.Name, p.CPUPerPageMS)
+	}
+	if r.RedisCommandsPerPage != nil {
+		fmt.Printf("  Redis commands per page: %.3f (%s)\n", *r.RedisCommandsPerPage, r.RedisCounted)
+		for _, c := range r.RedisByCommand {
+			fmt.Printf("    %-18s %.3f\n", c.Name, c.PerPage)
+		}
+	}
 	fmt.Printf("  Trawler ran %d batch activities (%.1f pages each) for run %s\n",
 		r.TrawlerBatches, float64(r.Trawler.Pages)/float64(max(r.TrawlerBatches, 1)), r.TrawlerRunID)
 }
@@ -281,7 +368,12 @@ func benchCrawl(ctx context.Context, s *settings, o benchOptions) (*benchResult,
 	}
 	o.depth = cmp.Or(o.depth, 3)
 	siteOpts := demosite.Options{Pages: o.pages, PerPage: o.perPage}.WithDefaults()
-	base, stopSite, err := demosite.Start("127.0.0.1:0", siteOpts)
+	o.site = cmp.Or(o.site, "demo")
+	startSite := demosite.Start
+	if o.site == "static" {
+		startSite = demosite.StartStatic
+	}
+	base, stopSite, err := startSite("127.0.0.1:0", siteOpts)
 	if err != nil {
 		return nil, fmt.Errorf("start the demo site: %w", err)
 	}
@@ -322,11 +414,42 @@ func benchCrawl(ctx context.Context, s *settings, o benchOptions) (*benchResult,
 
 	// Trawler: embedded Temporal on SQLite, one worker capped at C requests per host.
 	note("trawler: starting embedded Temporal (SQLite in %s) and a worker…", data)
-	c, w, stop, err := startBenchWorker(ctx, s, data, engine.WorkerOptions{Fetch: fetch.Options{HostConcurrency: o.concurrency}}, o.redis)
+	wo := engine.WorkerOptions{Fetch: fetch.Options{HostConcurrency: o.concurrency}}
+	// redisNow reads what the worker's Redis has done so far; nil without --redis.
+	var redisNow func() (benchRedis, error)
+	counted := ""
+	if o.redisServer {
+		rds, err := redisproc.Start()
+		if err != nil {
+			return nil, err
+		}
+		defer rds.Stop()
+		rdb, err := redisurl.Open(rds.Addr, redisurl.Options{})
+		if err != nil {
+			return nil, err
+		}
+		defer rdb.Close()
+		wo.Redis = rds.Addr
+		counted = "redis-server's INFO commandstats, commands run inside scripts included"
+		redisNow = func() (benchRedis, error) {
+			by, err := redisCommands(ctx, rdb)
+			if err != nil {
+				return benchRedis{}, err
+			}
+			u, err := redisUsage(ctx, rdb)
+			return benchRedis{commands: u.calls, cpu: u.cpu, byName: by}, err
+		}
+	}
+	bs, err := startBenchStack(ctx, s, data, wo, o.redis)
 	if err != nil {
 		return nil, err
 	}
-	defer stop()
+	defer bs.stop()
+	c, w := bs.c, bs.w
+	if o.redis && !o.redisServer {
+		counted = "the embedded Redis's command count, commands run inside scripts included"
+		redisNow = func() (benchRedis, error) { return benchRedis{commands: int64(bs.st.redis.CommandCount())}, nil }
+	}
 
 	src, err := examples.Files.ReadFile("demo.yaml")
 	if err != nil {
@@ -364,42 +487,75 @@ func benchCrawl(ctx context.Context, s *settings, o benchOptions) (*benchResult,
 	}
 	quiet := *s
 	quiet.json = false // progress goes to a terminal's stderr only, never to stdout
-	// trawl runs the chain over pages list pages and gives its result and the CPU the
-	// process spent until the run completed: reading the stores back to check the run
-	// comes after, as Colly's side is not charged for checking its output either.
-	trawl := func(pages int) (*result, time.Duration, error) {
+	// trawl runs the chain over pages list pages and gives its result, the CPU the
+	// process spent until the run completed and what the worker's Redis did meanwhile:
+	// reading the stores back to check the run comes after, as Colly's side is not
+	// charged for checking its output either.
+	trawl := func(pages int) (*result, time.Duration, benchRedis, error) {
+		var red0, red1 benchRedis
 		p, err := plan(pages)
+		if err == nil && redisNow != nil {
+			red0, err = redisNow()
+		}
 		if err != nil {
-			return nil, 0, err
+			return nil, 0, benchRedis{}, err
 		}
 		cpu := processCPU()
 		res, err := startAndWait(ctx, &quiet, c, p, waitOn(c))
 		if err != nil {
-			return nil, 0, err
+			return nil, 0, benchRedis{}, err
 		}
 		cpu = processCPU() - cpu
+		if redisNow != nil {
+			if red1, err = redisNow(); err != nil {
+				return nil, 0, benchRedis{}, err
+			}
+			if o.redisServer {
+				// The counts of red1 include the second INFO that read red0 and the first
+				// that read red1.
+				red1.commands -= 2
+				red1.byName["info"] -= 2
+			}
+		}
 		if err := res.readBack(ctx, p, w.Sinks); err != nil {
-			return nil, 0, err
+			return nil, 0, benchRedis{}, err
 		}
 		if res.Failed > 0 {
-			return nil, 0, fmt.Errorf("%d inputs failed (first: %s)", res.Failed, firstFailure(res))
+			return nil, 0, benchRedis{}, fmt.Errorf("%d inputs failed (first: %s)", res.Failed, firstFailure(res))
 		}
 		if n := res.Sinks["jsonl"]; n != res.Items {
-			return nil, 0, fmt.Errorf("run %s counted %d items but its jsonl sink holds %d", res.RunID, res.Items, n)
+			return nil, 0, benchRedis{}, fmt.Errorf("run %s counted %d items but its jsonl sink holds %d", res.RunID, res.Items, n)
 		}
-		return res, cpu, nil
+		d := benchRedis{commands: red1.commands - red0.commands, cpu: red1.cpu - red0.cpu}
+		for name, n := range red1.byName {
+			if n -= red0.byName[name]; n > 0 {
+				if d.byName == nil {
+					d.byName = map[string]int64{}
+				}
+				d.byName[name] = n
+			}
+		}
+		return res, cpu, d, nil
 	}
 
 	note("trawler: warm-up run (1 feed page), then %d timed run(s)…", o.runs)
-	if _, _, err := trawl(1); err != nil {
+	if _, _, _, err := trawl(1); err != nil {
 		return nil, fmt.Errorf("trawler warm-up: %w", err)
 	}
 	var (
 		trawlerRuns []benchSide
 		runIDs      []string
+		redisRuns   []benchRedis
 	)
+	if o.cpuProfile != "" {
+		stopProfile, err := startCPUProfile(o.cpuProfile)
+		if err != nil {
+			return nil, err
+		}
+		defer stopProfile()
+	}
 	for range o.runs {
-		res, cpu, err := trawl(o.pages)
+		res, cpu, red, err := trawl(o.pages)
 		if err != nil {
 			return nil, fmt.Errorf("trawler: %w", err)
 		}
@@ -411,6 +567,7 @@ func benchCrawl(ctx context.Context, s *settings, o benchOptions) (*benchResult,
 		}
 		trawlerRuns = append(trawlerRuns, ts)
 		runIDs = append(runIDs, res.RunID)
+		redisRuns = append(redisRuns, red)
 	}
 
 	cs, _ := medianSide(collyRuns)
@@ -427,7 +584,29 @@ func benchCrawl(ctx context.Context, s *settings, o benchOptions) (*benchResult,
 		CollyPagesPerS: cs.PagesPerS, TrawlerPagesPerS: ts.PagesPerS,
 		Pages: cs.Pages, Items: cs.Items, Concurrency: o.concurrency, FeedPages: o.pages, PerPage: siteOpts.PerPage, Depth: o.depth,
 		Batch: full.Steps[0].Batch, Parallel: full.Steps[0].Parallel, Goal: benchGoal, Runs: o.runs,
-		Colly: cs, Trawler: ts, TrawlerBatches: batches, TrawlerRunID: runIDs[ti],
+		Colly: cs, Trawler: ts, TrawlerBatches: batches, TrawlerRunID: runIDs[ti], Site: o.site,
+	}
+	perPage := func(d time.Duration) float64 {
+		return roundTo(float64(d.Microseconds())/1000/float64(max(ts.Pages, 1)), 3)
+	}
+	red := redisRuns[ti]
+	here := "this process: Temporal server, worker, sinks, the site"
+	if o.redis && !o.redisServer {
+		here += ", the embedded Redis"
+	}
+	out.Processes = []benchProcess{{Name: here, CPUPerPageMS: ts.CPUPerPageMS}}
+	if o.redisServer {
+		out.Processes = append(out.Processes, benchProcess{Name: "redis-server", CPUPerPageMS: perPage(red.cpu)})
+	}
+	if redisNow != nil {
+		n := roundTo(float64(red.commands)/float64(max(ts.Pages, 1)), 3)
+		out.RedisCommandsPerPage, out.RedisCounted = &n, counted
+		for name, calls := range red.byName {
+			out.RedisByCommand = append(out.RedisByCommand, benchCommand{Name: name, PerPage: roundTo(float64(calls)/float64(max(ts.Pages, 1)), 3)})
+		}
+		slices.SortFunc(out.RedisByCommand, func(a, b benchCommand) int {
+			return cmp.Or(cmp.Compare(b.PerPage, a.PerPage), strings.Compare(a.Name, b.Name))
+		})
 	}
 	for i := range o.runs {
 		out.CollyRuns = append(out.CollyRuns, collyRuns[i].PagesPerS)
@@ -437,7 +616,11 @@ func benchCrawl(ctx context.Context, s *settings, o benchOptions) (*benchResult,
 		out.Ratio = roundTo(ts.PagesPerS/cs.PagesPerS, 3)
 	}
 	if cs.CPUPerPageMS > 0 {
-		out.CPURatio = roundTo(ts.CPUPerPageMS/cs.CPUPerPageMS, 2)
+		all := ts.CPUPerPageMS
+		if o.redisServer {
+			all += perPage(red.cpu)
+		}
+		out.CPURatio = roundTo(all/cs.CPUPerPageMS, 2)
 	}
 	out.GoalMet = out.Ratio >= benchGoal
 	return out, nil
@@ -453,17 +636,38 @@ func startBenchTrawler(ctx context.Context, s *settings, data string, concurrenc
 // with the options o (its task queue, output, log and loopback fetching filled in, and
 // with withRedis the stack's Redis); stop ends both.
 func startBenchWorker(ctx context.Context, s *settings, data string, o engine.WorkerOptions, withRedis bool) (client.Client, *engine.Worker, func(), error) {
-	st, err := startStack(ctx, s, stackOptions{data: data, sitePages: 1})
+	b, err := startBenchStack(ctx, s, data, o, withRedis)
 	if err != nil {
 		return nil, nil, nil, err
+	}
+	return b.c, b.w, b.stop, nil
+}
+
+// benchStack is the embedded stack of a benchmark and its one worker.
+type benchStack struct {
+	c    client.Client
+	w    *engine.Worker
+	st   *stack
+	stop func() // the worker stops before the client closes and the server stops
+}
+
+// startBenchStack is startBenchWorker, giving the stack too. With withRedis the worker
+// uses o.Redis, or the stack's embedded Redis when o.Redis is empty.
+func startBenchStack(ctx context.Context, s *settings, data string, o engine.WorkerOptions, withRedis bool) (*benchStack, error) {
+	st, err := startStack(ctx, s, stackOptions{data: data, sitePages: 1})
+	if err != nil {
+		return nil, err
 	}
 	c, err := s.dial(ctx)
 	if err != nil {
 		st.stop()
-		return nil, nil, nil, err
+		return nil, err
 	}
 	o.TaskQueue, o.OutDir, o.Log = s.taskQueue, s.out, s.logger()
-	if withRedis {
+	switch {
+	case !withRedis:
+		o.Redis = ""
+	case o.Redis == "":
 		o.Redis = s.redis
 	}
 	o.Fetch.AllowPrivate = true // the benchmark site listens on loopback
@@ -474,10 +678,22 @@ func startBenchWorker(ctx context.Context, s *settings, data string, o engine.Wo
 	if err != nil {
 		c.Close()
 		st.stop()
-		return nil, nil, nil, err
+		return nil, err
 	}
-	// The worker stops before the client closes and the server stops.
-	return c, w, func() { w.Stop(); c.Close(); st.stop() }, nil
+	return &benchStack{c: c, w: w, st: st, stop: func() { w.Stop(); c.Close(); st.stop() }}, nil
+}
+
+// startCPUProfile profiles this process's CPU into path until stop.
+func startCPUProfile(path string) (stop func(), err error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("--cpuprofile: %w", err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		_ = f.Close()
+		return nil, fmt.Errorf("--cpuprofile %s: %w", path, err)
+	}
+	return func() { pprof.StopCPUProfile(); _ = f.Close() }, nil
 }
 
 // medianSide returns the run with the median pages/s (the lower middle one for an even

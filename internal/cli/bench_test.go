@@ -43,14 +43,19 @@ func TestBenchCrawlSameWork(t *testing.T) {
 		t.Errorf("CPU per page: colly %v ms, trawler %v ms; both crawls used the CPU", res.Colly.CPUPerPageMS, res.Trawler.CPUPerPageMS)
 	}
 
-	// The list → detail shape: no comments pages on either side.
-	res, err = benchCrawl(ctx, &settings{data: t.TempDir()}, benchOptions{pages: 3, perPage: 7, depth: 2, concurrency: 4, runs: 1})
+	// The list → detail shape, pre-rendered, with the worker on Redis: no comments pages on
+	// either side, and the Redis commands are counted.
+	res, err = benchCrawl(ctx, &settings{data: t.TempDir()}, benchOptions{pages: 3, perPage: 7, depth: 2, concurrency: 4, runs: 1, site: "static", redis: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if res.Colly.Pages != 3+21 || res.Trawler.Pages != 3+21 || res.Colly.Items != 21 || res.Trawler.Items != 21 {
 		t.Errorf("3 list pages × 7 details at depth 2: colly %d pages %d items, trawler %d pages %d items; want 24 pages, 21 items",
 			res.Colly.Pages, res.Colly.Items, res.Trawler.Pages, res.Trawler.Items)
+	}
+	if res.Site != "static" || res.RedisCommandsPerPage == nil || *res.RedisCommandsPerPage <= 0 || len(res.Processes) != 1 || res.Processes[0].CPUPerPageMS <= 0 {
+		t.Errorf("static site on Redis: site %q, Redis commands per page %v, processes %+v; want the count (the seen-set uses Redis) and this process's CPU",
+			res.Site, res.RedisCommandsPerPage, res.Processes)
 	}
 }
 

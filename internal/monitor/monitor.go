@@ -13,6 +13,7 @@ import (
 	"math"
 	"sort"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -93,10 +94,44 @@ func Batch(b crawl.Batch, res crawl.BatchResult) {
 type Recorder struct {
 	rdb redis.UniversalClient
 	now func() time.Time
+
+	mu sync.Mutex
+	// listed holds when this recorder last added a task to the task list, and expiring
+	// when it set a rate counter's expiry: each takes a command now and then, not once per
+	// batch. A task is listed again every relist, in case Redis lost the list.
+	listed   map[string]time.Time
+	expiring map[string]time.Time
 }
 
+const relist = 10 * time.Minute
+
 // NewRecorder returns a recorder over rdb.
-func NewRecorder(rdb redis.UniversalClient) *Recorder { return &Recorder{rdb: rdb, now: time.Now} }
+func NewRecorder(rdb redis.UniversalClient) *Recorder {
+	return &Recorder{rdb: rdb, now: time.Now, listed: map[string]time.Time{}, expiring: map[string]time.Time{}}
+}
+
+// due reports whether key was not noted in set within every, and notes it now; a set
+// past 10,000 keys (a long-lived worker's old minutes) starts over.
+func (r *Recorder) due(set map[string]time.Time, key string, every time.Duration) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	now := r.now()
+	if at, ok := set[key]; ok && now.Sub(at) < every {
+		return false
+	}
+	if len(set) > 10_000 {
+		clear(set)
+	}
+	set[key] = now
+	return true
+}
+
+// forget drops a note of due whose command failed, so the next batch sends it again.
+func (r *Recorder) forget(set map[string]time.Time, key string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(set, key)
+}
 
 // rateKey counts pages of a tenant's chain in one minute.
 func rateKey(tenant, chain string, minute int64) string {
@@ -111,11 +146,17 @@ func (r *Recorder) Pages(ctx context.Context, tenant, chain string, pages int) e
 		return nil
 	}
 	key := rateKey(cmp.Or(tenant, crawl.DefaultTenant), chain, r.now().Unix()/60)
+	if !r.due(r.expiring, key, time.Hour) {
+		return r.rdb.IncrBy(ctx, key, int64(pages)).Err()
+	}
 	pipe := r.rdb.Pipeline()
 	pipe.IncrBy(ctx, key, int64(pages))
 	pipe.Expire(ctx, key, time.Hour)
-	_, err := pipe.Exec(ctx)
-	return err
+	if _, err := pipe.Exec(ctx); err != nil {
+		r.forget(r.expiring, key)
+		return err
+	}
+	return nil
 }
 
 // PerMinute is a chain's pages in the last full minute.
@@ -206,10 +247,13 @@ const tasksKey = "trawler:tasks"
 // so the averages follow a site that gets slower or heavier within ~50 batches.
 var addCost = redis.NewScript(`
 local names = {'pages', 'ms', 'bytes', 'cpu_ms'}
+local old = redis.call('HMGET', KEYS[1], unpack(names))
+local new = {}
 for i, name in ipairs(names) do
-  local old = tonumber(redis.call('HGET', KEYS[1], name) or '0')
-  redis.call('HSET', KEYS[1], name, tostring(old * 0.98 + tonumber(ARGV[i])))
+  new[#new+1] = name
+  new[#new+1] = tostring((tonumber(old[i]) or 0) * 0.98 + tonumber(ARGV[i]))
 end
+redis.call('HSET', KEYS[1], unpack(new))
 return 1
 `)
 
@@ -229,7 +273,14 @@ func (r *Recorder) TaskCost(ctx context.Context, task string, pages int, wall, c
 	if err := addCost.Run(ctx, r.rdb, []string{taskKey(task)}, pages, wall.Milliseconds(), bytes, cpu.Milliseconds()).Err(); err != nil {
 		return err
 	}
-	return r.rdb.SAdd(ctx, tasksKey, task).Err()
+	if !r.due(r.listed, task, relist) {
+		return nil
+	}
+	if err := r.rdb.SAdd(ctx, tasksKey, task).Err(); err != nil {
+		r.forget(r.listed, task)
+		return err
+	}
+	return nil
 }
 
 // Needs reads every task's running averages, by task name.

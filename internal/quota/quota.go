@@ -1,7 +1,9 @@
 // Package quota enforces cost budgets (pages and items, per run and per day, per chain
 // and per tenant) across every worker that shares one Redis. Workers never ask Redis
 // per page: a batch leases a block of units from each counter that applies to it and
-// spends them locally.
+// spends them locally. A counter no budget limits (none declared for the chain, none
+// set for the tenant) is only counted: the batch adds what it spent to it in bulk,
+// every SyncEvery and when it ends, with no script.
 //
 // Each budget has two parts in Redis: the counter of units spent, and the reservations
 // of the leases running now (a hash, lease id → units and expiry). A Lua script grants
@@ -44,7 +46,8 @@ const DefaultBlock = 25
 const (
 	// SyncEvery is how often a lease commits what it spent, renews its reservation and
 	// reads the budgets again: a budget changed with `trawler quota set` applies to
-	// every running batch within this interval (a new batch reads it when it starts).
+	// every running batch within this interval, and to a new batch within it too (the
+	// batches of a worker that start within SyncEvery share one read of the budgets).
 	SyncEvery = 500 * time.Millisecond
 	// LeaseLife is how long a reservation outlives its last renewal; the reservation of
 	// a worker that died goes back to the budget after it.
@@ -199,6 +202,17 @@ type Manager struct {
 	// clears its entry, so a raised budget clears it at the next sync of any lease.
 	spent  map[string]spentMark
 	pruned time.Time
+
+	// budgets are the tenants' budgets as last read, for the leases that start within
+	// SyncEvery of the read; expiring holds when this manager last set the expiry of an
+	// unlimited counter, which it refreshes once per half its life.
+	budgets  map[string]readBudgets
+	expiring map[string]time.Time
+}
+
+type readBudgets struct {
+	q  crawl.Quota
+	at time.Time
 }
 
 type spentMark struct {
@@ -211,7 +225,8 @@ func New(rdb redis.UniversalClient, block int) *Manager {
 	if block <= 0 {
 		block = DefaultBlock
 	}
-	return &Manager{rdb: rdb, block: block, now: time.Now, spent: map[string]spentMark{}}
+	return &Manager{rdb: rdb, block: block, now: time.Now, spent: map[string]spentMark{},
+		budgets: map[string]readBudgets{}, expiring: map[string]time.Time{}}
 }
 
 // note records whether a counter is spent ("" when not).
@@ -316,7 +331,8 @@ type held struct {
 	field      string    // the tenant's budget that applies too ("" for none)
 	what       [2]string // the budget, named for a stop reason: [0] the chain's, [1] the tenant's
 	ttl        time.Duration
-	most       int // units this lease ever needs (0: unknown)
+	most       int  // units this lease ever needs (0: unknown)
+	free       bool // no budget limits the counter: spent units are only counted
 
 	left  int // reserved in Redis, not yet spent
 	used  int // spent, not yet added to the counter
@@ -354,6 +370,11 @@ func (m *Manager) For(ctx context.Context, tenant, chain, run string, chainQ cra
 			l.items = cs
 		}
 	}
+	budgets, err := m.tenantBudgets(ctx, tenant, true)
+	if err != nil {
+		return nil, err
+	}
+	l.limit(budgets, true)
 	// Learn at once which budgets are already spent, so a batch of a spent run stops
 	// before its first page.
 	if err := l.sync(ctx, false); err != nil {
@@ -361,6 +382,45 @@ func (m *Manager) For(ctx context.Context, tenant, chain, run string, chainQ cra
 	}
 	go l.keepSynced()
 	return l, nil
+}
+
+// tenantBudgets reads a tenant's budgets, or with recent takes those this manager read
+// less than SyncEvery ago.
+func (m *Manager) tenantBudgets(ctx context.Context, tenant string, recent bool) (crawl.Quota, error) {
+	m.mu.Lock()
+	b, ok := m.budgets[tenant]
+	m.mu.Unlock()
+	now := m.now()
+	if recent && ok && now.Sub(b.at) < SyncEvery {
+		return b.q, nil
+	}
+	q, err := m.Tenant(ctx, tenant)
+	if err != nil {
+		return crawl.Quota{}, err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.budgets[tenant] = readBudgets{q: q, at: now}
+	for t, b := range m.budgets {
+		if now.Sub(b.at) > time.Minute {
+			delete(m.budgets, t)
+		}
+	}
+	return q, nil
+}
+
+// limit marks the counters no budget limits as free, given the tenant's budgets; at
+// the start of the lease also those no longer free. A counter a budget came to limit
+// goes over to leased units at its next take; one a limit was lifted from stays
+// leased until the batch ends, as the script finds no limit to stop it.
+func (l *Lease) limit(tenant crawl.Quota, start bool) {
+	budget := map[string]int{"pages": tenant.Pages, "items": tenant.Items, "pages_per_day": tenant.PagesPerDay, "items_per_day": tenant.ItemsPerDay}
+	for _, h := range l.all() {
+		free := h.chainLimit <= 0 && (h.field == "" || budget[h.field] <= 0)
+		if start || !free {
+			h.free = free
+		}
+	}
 }
 
 func (l *Lease) all() []*held { return append(slices.Clip(l.pages), l.items...) }
@@ -448,7 +508,14 @@ func (l *Lease) apply(h *held, cmd *redis.Cmd) (got int, spent string, err error
 // are spent; giveBack returns every unspent unit too. The caller holds l.mu, or no
 // one else has the lease yet.
 func (l *Lease) sync(ctx context.Context, giveBack bool) error {
-	hs := l.all()
+	var hs, free []*held
+	for _, h := range l.all() {
+		if h.free {
+			free = append(free, h)
+		} else {
+			hs = append(hs, h)
+		}
+	}
 	give := func(h *held) int {
 		if giveBack {
 			return h.left
@@ -460,15 +527,60 @@ func (l *Lease) sync(ctx context.Context, giveBack bool) error {
 		keys, args := l.args(h, give(h), 0)
 		calls[i] = redisops.Call{Keys: keys, Args: args}
 	}
-	cmds := redisops.EvalEach(ctx, l.m.rdb, lease, calls)
 	var errs []error
-	for i, h := range hs {
-		if _, _, err := l.apply(h, cmds[i]); err != nil {
-			errs = append(errs, err)
+	if len(calls) > 0 {
+		cmds := redisops.EvalEach(ctx, l.m.rdb, lease, calls)
+		for i, h := range hs {
+			if _, _, err := l.apply(h, cmds[i]); err != nil {
+				errs = append(errs, err)
+			}
 		}
 	}
+	errs = append(errs, l.count(ctx, free))
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("sync quota of tenant %s: %w", l.tenant, err)
+	}
+	return nil
+}
+
+// count adds what the lease spent of free counters to them, in one round trip, and
+// sets their expiry when this manager has not lately. No budget limits them, so no
+// script needs to weigh the spending against one.
+func (l *Lease) count(ctx context.Context, free []*held) error {
+	now := l.m.now()
+	pipe := l.m.rdb.Pipeline()
+	var added []*held
+	l.m.mu.Lock()
+	for _, h := range free {
+		if h.used == 0 {
+			continue
+		}
+		pipe.IncrBy(ctx, h.key, int64(h.used))
+		if at, ok := l.m.expiring[h.key]; !ok || now.Sub(at) > h.ttl/2 {
+			pipe.Expire(ctx, h.key, h.ttl)
+			l.m.expiring[h.key] = now
+		}
+		added = append(added, h)
+	}
+	for k, at := range l.m.expiring {
+		if now.Sub(at) > 24*time.Hour {
+			delete(l.m.expiring, k)
+		}
+	}
+	l.m.mu.Unlock()
+	if len(added) == 0 {
+		return nil
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		l.m.mu.Lock()
+		for _, h := range added {
+			delete(l.m.expiring, h.key) // set it again with the next try
+		}
+		l.m.mu.Unlock()
+		return err
+	}
+	for _, h := range added {
+		h.used = 0
 	}
 	return nil
 }
@@ -485,7 +597,12 @@ func (l *Lease) keepSynced() {
 		case <-l.stop:
 			return
 		case <-t.C:
+			// The budgets are read before the lock is taken, not to hold up the pages.
+			budgets, err := l.m.tenantBudgets(context.Background(), l.tenant, false)
 			l.mu.Lock()
+			if err == nil {
+				l.limit(budgets, false)
+			}
 			// A failed sync is tried again on the next tick; a grant reports Redis errors.
 			_ = l.sync(context.Background(), false)
 			l.mu.Unlock()
@@ -529,12 +646,15 @@ func (l *Lease) tryTake(ctx context.Context, hs, stop []*held) (ok bool, reason 
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for _, h := range stop {
+		if h.free {
+			continue
+		}
 		if reason := l.m.spentReason(h.key); h.left == 0 && reason != "" {
 			return false, reason, false, nil
 		}
 	}
 	for _, h := range hs {
-		if h.left > 0 {
+		if h.free || h.left > 0 {
 			continue
 		}
 		want := l.m.block
@@ -559,7 +679,9 @@ func (l *Lease) tryTake(ctx context.Context, hs, stop []*held) (ok bool, reason 
 		return false, "", true, nil
 	}
 	for _, h := range hs {
-		h.left--
+		if !h.free {
+			h.left--
+		}
 		h.used++
 		h.taken++
 	}

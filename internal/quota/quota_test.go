@@ -387,3 +387,86 @@ func TestChangeTenantRefusesBadBudgets(t *testing.T) {
 		t.Errorf("refused changes changed the budgets: %+v", q)
 	}
 }
+
+// commandCounter counts the commands a client sends, those of pipelines one by one.
+type commandCounter struct{ n atomic.Int64 }
+
+func (c *commandCounter) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (c *commandCounter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		c.n.Add(1)
+		return next(ctx, cmd)
+	}
+}
+func (c *commandCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		c.n.Add(int64(len(cmds)))
+		return next(ctx, cmds)
+	}
+}
+
+// With no budget declared, spending costs no Redis command per page or item: a batch
+// learns at its start that nothing limits it and writes what it spent in bulk, so the
+// counters `trawler quota show` reads are exact once it ends.
+func TestNoBudgetSpendsWithoutRedisPerPage(t *testing.T) {
+	onBoth(t, func(t *testing.T, connect func() *redis.Client) {
+		ctx := context.Background()
+		rdb := connect()
+		var count commandCounter
+		rdb.AddHook(&count)
+		m := New(rdb, 0)
+		for batch := range 2 {
+			before := count.n.Load()
+			l, err := m.For(ctx, "acme", "news", "r1", crawl.Quota{}, 1000)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := range 1000 {
+				if ok, reason, err := l.Page(ctx); !ok || err != nil {
+					t.Fatalf("page %d refused with no budget: %q %v", i, reason, err)
+				}
+				if ok, reason, err := l.Item(ctx); !ok || err != nil {
+					t.Fatalf("item %d refused with no budget: %q %v", i, reason, err)
+				}
+			}
+			if err := l.Release(ctx); err != nil {
+				t.Fatal(err)
+			}
+			// At most: the budgets read, and each of the 6 counters added to once and its
+			// expiry set (a sync on the way may add its own).
+			if n := count.n.Load() - before; n > 26 {
+				t.Errorf("batch %d: 1000 pages and 1000 items with no budget cost %d Redis commands; want no command per page", batch+1, n)
+			}
+		}
+		run, _ := m.RunUsage(ctx, "acme", "r1")
+		chain, _ := m.ChainUsage(ctx, "acme", "news")
+		day, _ := m.TenantUsage(ctx, "acme")
+		want := Usage{Pages: 2000, Items: 2000}
+		if run != want || chain != want || day != want {
+			t.Fatalf("after 2 batches of 1000 pages and items: run %+v, chain today %+v, tenant today %+v; want %+v each", run, chain, day, want)
+		}
+		if ttl := rdb.TTL(ctx, runKey("acme", "r1", "pages")).Val(); ttl <= 0 {
+			t.Errorf("the run's page counter never expires (TTL %v)", ttl)
+		}
+	})
+}
+
+// A budget declared while a batch with none runs reaches it within SyncEvery or two.
+func TestBudgetSetReachesALeaseStartedWithout(t *testing.T) {
+	onBoth(t, func(t *testing.T, connect func() *redis.Client) {
+		ctx := context.Background()
+		m := New(connect(), 0)
+		l := leaseFor(t, m, "acme", "news", "r1", crawl.Quota{})
+		if n, _ := spend(t, l, 5); n != 5 {
+			t.Fatalf("spent %d of 5", n)
+		}
+		if _, err := New(connect(), 0).ChangeTenant(ctx, "acme", Change{Set: map[string]int{"pages": 12}}); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(3 * SyncEvery)
+		n, reason := spend(t, l, 0)
+		if n != 7 || reason != "quota reached: 12 pages per run of tenant acme" {
+			t.Fatalf("after a budget of 12 was set the lease that had spent 5 spent %d more (%q); want 7", n, reason)
+		}
+	})
+}

@@ -354,3 +354,29 @@ func TestHandlerWithoutStart(t *testing.T) {
 		t.Fatalf("single page has a More link")
 	}
 }
+
+// The static site serves every page of the demo site, byte for byte, and nothing else.
+func TestStaticServesTheDemoPages(t *testing.T) {
+	o := Options{Pages: 2, PerPage: 5}
+	base := start(t, o)
+	sbase, stop, err := StartStatic("127.0.0.1:0", o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	// Story 3 has 21 comments: two comments pages of 20.
+	for _, uri := range []string{"/robots.txt", "/news?p=1", "/news?p=2", "/item/10", "/item/3/comments?p=1", "/item/3/comments?p=2"} {
+		want, wantBody := get(t, base+uri)
+		got, body := get(t, sbase+uri)
+		if got.StatusCode != 200 || want.StatusCode != 200 || string(body) != string(wantBody) ||
+			got.Header.Get("Content-Type") != want.Header.Get("Content-Type") || got.ContentLength != int64(len(wantBody)) {
+			t.Errorf("GET %s: static %d %q (%d bytes), dynamic %d %q (%d bytes)", uri,
+				got.StatusCode, got.Header.Get("Content-Type"), len(body), want.StatusCode, want.Header.Get("Content-Type"), len(wantBody))
+		}
+	}
+	for _, uri := range []string{"/news?p=3", "/item/11", "/item/3/comments?p=3"} {
+		if resp, _ := get(t, sbase+uri); resp.StatusCode != http.StatusNotFound {
+			t.Errorf("GET %s: %d, want 404 (not a page of a 2-page site)", uri, resp.StatusCode)
+		}
+	}
+}

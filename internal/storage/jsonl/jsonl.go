@@ -18,6 +18,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -87,8 +88,9 @@ func (s *Sink) Write(ctx context.Context, items []crawl.Item) error {
 			return err
 		}
 		recs := make([]record, len(byBiz[biz]))
+		var enc itemEncoder
 		for i, it := range byBiz[biz] {
-			line, err := json.Marshal(it)
+			line, err := enc.encode(it)
 			if err != nil {
 				return fmt.Errorf("jsonl sink: encode item %s: %w", it.Key, err)
 			}
@@ -279,3 +281,85 @@ func ReadFile(path string, fn func(crawl.Item) error) error {
 
 // Close implements storage.Sink.
 func (s *Sink) Close() error { return nil }
+
+// itemEncoder writes items as json.Marshal does, byte for byte, into one buffer for a
+// batch, without the two allocations per field encoding/json makes walking a map by
+// reflection: an item's data is a map[string]any, and its fields are most of a line.
+type itemEncoder struct {
+	buf  bytes.Buffer
+	enc  *json.Encoder
+	keys []string
+}
+
+// encode returns the item's line, valid until the encoder is dropped.
+func (e *itemEncoder) encode(it crawl.Item) ([]byte, error) {
+	if e.enc == nil {
+		e.enc = json.NewEncoder(&e.buf)
+	}
+	start := e.buf.Len()
+	data := it.Data
+	it.Data = nil
+	// The item without its data, then the data in place of the null Data is last.
+	if err := e.value(it); err != nil {
+		return nil, err
+	}
+	e.buf.Truncate(e.buf.Len() - len("null}"))
+	if err := e.data(data); err != nil {
+		return nil, err
+	}
+	e.buf.WriteByte('}')
+	return e.buf.Bytes()[start:], nil
+}
+
+// value writes v as json.Marshal would.
+func (e *itemEncoder) value(v any) error {
+	if err := e.enc.Encode(v); err != nil {
+		return err
+	}
+	e.buf.Truncate(e.buf.Len() - 1) // Encode ends each value with a newline
+	return nil
+}
+
+// data writes a map with its keys sorted, as json.Marshal does.
+func (e *itemEncoder) data(m map[string]any) error {
+	if m == nil {
+		e.buf.WriteString("null")
+		return nil
+	}
+	e.keys = e.keys[:0]
+	for k := range m {
+		e.keys = append(e.keys, k)
+	}
+	slices.Sort(e.keys)
+	e.buf.WriteByte('{')
+	for i, k := range e.keys {
+		if i > 0 {
+			e.buf.WriteByte(',')
+		}
+		if plainKey(k) {
+			e.buf.WriteByte('"')
+			e.buf.WriteString(k)
+			e.buf.WriteByte('"')
+		} else if err := e.value(k); err != nil {
+			return err
+		}
+		e.buf.WriteByte(':')
+		if err := e.value(m[k]); err != nil {
+			return err
+		}
+	}
+	e.buf.WriteByte('}')
+	return nil
+}
+
+// plainKey reports whether JSON writes k as it is, between quotes: letters, digits, _
+// and -, as the keys of tasks' data are.
+func plainKey(k string) bool {
+	for i := 0; i < len(k); i++ {
+		c := k[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
