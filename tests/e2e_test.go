@@ -335,6 +335,19 @@ func TestBadInputIsRecordedAndNothingElseLost(t *testing.T) {
 	}
 }
 
+// firedRun waits for the nth run a schedule started and returns its workflow id.
+func firedRun(t *testing.T, h client.ScheduleHandle, n int) string {
+	t.Helper()
+	var runID string
+	eventually(t, 30*time.Second, fmt.Sprintf("run %d of schedule %s", n, h.GetID()), func() bool {
+		if d, err := h.Describe(context.Background()); err == nil && len(d.Info.RecentActions) >= n {
+			runID = d.Info.RecentActions[n-1].StartWorkflowResult.WorkflowID
+		}
+		return runID != ""
+	})
+	return runID
+}
+
 func TestScheduleStartsRuns(t *testing.T) {
 	site := startSite(t, demosite.Options{Pages: 1})
 	p := plan(t, "demo.yaml", "", "base_url="+site, "feed.pages=1")
@@ -355,15 +368,7 @@ func TestScheduleStartsRuns(t *testing.T) {
 	if err := h.Trigger(ctx, client.ScheduleTriggerOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	var runID string
-	for deadline := time.Now().Add(30 * time.Second); runID == "" && time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
-		if d, err := h.Describe(ctx); err == nil && len(d.Info.RecentActions) > 0 {
-			runID = d.Info.RecentActions[0].StartWorkflowResult.WorkflowID
-		}
-	}
-	if runID == "" {
-		t.Fatal("the triggered schedule started no run")
-	}
+	runID := firedRun(t, h, 1)
 	wait(t, runID, time.Minute)
 	stories, comments := demosite.Expected(demosite.Options{Pages: 1}, 1)
 	if got := len(stored(t, runID)); got != stories+comments {
