@@ -346,6 +346,7 @@ func assertNoKafkaRepeats(t *testing.T, id string, js *jsonl.Sink, k *kafka.Sink
 // TestEachStartURLFailsAlone: of ten start URLs, one answers 500, one 429 and one
 // hangs; the seven good pages are stored and each bad one fails with its own cause.
 func TestEachStartURLFailsAlone(t *testing.T) {
+	t.Parallel()
 	var mu sync.Mutex
 	hits := map[string]int{}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -143,6 +143,10 @@ func plan(t *testing.T, name, yaml string, sets ...string) *crawl.Plan {
 	return p
 }
 
+// tenantOf is the test's own tenant. A test whose runs, sites and checks stay within
+// its tenant (its dedup, quotas, records and failures by run id) may call t.Parallel:
+// parallel tests start once every other test has ended, so none of them meets a test
+// that restarts the shared stack or reads what all workers and tenants do.
 func tenantOf(t *testing.T) string {
 	return strings.ToLower(strings.NewReplacer("/", "-", "_", "-").Replace(t.Name()))
 }
@@ -232,6 +236,7 @@ func startSite(t *testing.T, o demosite.Options) string {
 }
 
 func TestDemoChainStoresExactlyTheSite(t *testing.T) {
+	t.Parallel()
 	o := demosite.Options{Pages: 5}
 	site := startSite(t, o)
 	id := start(t, plan(t, "demo.yaml", "", "base_url="+site, "feed.pages=4"), taskQueue)
@@ -256,6 +261,7 @@ func TestDemoChainStoresExactlyTheSite(t *testing.T) {
 }
 
 func TestHackerNewsChainAgainstFixture(t *testing.T) {
+	t.Parallel()
 	base, stop := hn.Start()
 	defer stop()
 	id := start(t, plan(t, "hackernews.yaml", "", "base_url="+base), taskQueue)
@@ -291,6 +297,7 @@ func TestHackerNewsChainAgainstFixture(t *testing.T) {
 }
 
 func TestBadInputIsRecordedAndNothingElseLost(t *testing.T) {
+	t.Parallel()
 	o := demosite.Options{Pages: 1, Faults: map[int]demosite.Fault{
 		3: demosite.FaultStatus500, 5: demosite.FaultRetryAfter, 7: demosite.FaultTruncated,
 		9: demosite.FaultHugeBody, 11: demosite.FaultHang,

@@ -138,6 +138,7 @@ func TestCLIRunExitCodeFollowsOutcome(t *testing.T) {
 // attempts so far and its last error with the cause; once the site answers again the run
 // ends completed.
 func TestCLIStatusShowsRetryingInput(t *testing.T) {
+	t.Parallel()
 	var down atomic.Bool
 	down.Store(true)
 	var hits atomic.Int32
