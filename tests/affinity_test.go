@@ -39,7 +39,7 @@ func TestAffinityFollowsTheProbe(t *testing.T) {
 		s := slow[r.Header.Get("X-Trawler-Worker")]
 		mu.Unlock()
 		if s {
-			time.Sleep(400 * time.Millisecond)
+			time.Sleep(400 * time.Millisecond) // the slow network the probe measures
 		}
 		fmt.Fprintln(w, "ok")
 	}))
@@ -53,16 +53,15 @@ func TestAffinityFollowsTheProbe(t *testing.T) {
 	// waitPolling waits until exactly the named worker polls the site queue.
 	waitPolling := func(who string) {
 		t.Helper()
-		for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		if !poll(30*time.Second, func() bool {
 			ok := true
 			for id, w := range workers {
 				ok = ok && slices.Contains(w.SiteQueues(), site) == (id == who)
 			}
-			if ok {
-				return
-			}
+			return ok
+		}) {
+			t.Fatalf("site queue %s: polled by a %v, b %v; want only %s", site, workers["far-a"].SiteQueues(), workers["far-b"].SiteQueues(), who)
 		}
-		t.Fatalf("site queue %s: polled by a %v, b %v; want only %s", site, workers["far-a"].SiteQueues(), workers["far-b"].SiteQueues(), who)
 	}
 	runOn := func(want string) string {
 		t.Helper()
@@ -89,17 +88,13 @@ func TestAffinityFollowsTheProbe(t *testing.T) {
 	// trawler status shows which worker polls the site, from the workers' heartbeats.
 	rdb := redis.NewClient(&redis.Options{Addr: shared.redis.Addr()})
 	defer rdb.Close()
-	shown := false
-	for deadline := time.Now().Add(15 * time.Second); !shown && time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+	if !poll(15*time.Second, func() bool {
 		beats, err := monitor.NewRecorder(rdb).Workers(context.Background())
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, b := range beats {
-			shown = shown || (b.Identity == "far-a" && slices.Contains(b.Sites, site))
-		}
-	}
-	if !shown {
+		return slices.ContainsFunc(beats, func(b monitor.WorkerBeat) bool { return b.Identity == "far-a" && slices.Contains(b.Sites, site) })
+	}) {
 		t.Error("the heartbeats never showed far-a polling the site queue")
 	}
 

@@ -52,7 +52,7 @@ func TestPlacementFollowsLearnedNeeds(t *testing.T) {
 	report := func(want func(*engine.TaskPlacement) bool) *engine.TaskPlacement {
 		t.Helper()
 		var last *engine.TaskPlacement
-		for deadline := time.Now().Add(15 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+		if !poll(15*time.Second, func() bool {
 			ov, err := engine.GetOverview(ctx, shared.client, rdb, 0)
 			if err != nil {
 				t.Fatal(err)
@@ -63,12 +63,11 @@ func TestPlacementFollowsLearnedNeeds(t *testing.T) {
 					last = &ov.Capacity.Tasks[i]
 				}
 			}
-			if last != nil && want(last) {
-				return last
-			}
+			return last != nil && want(last)
+		}) {
+			t.Fatalf("the needs report never showed what was expected; last: %+v", last)
 		}
-		t.Fatalf("the needs report never showed what was expected; last: %+v", last)
-		return nil
+		return last
 	}
 	tp := report(func(tp *engine.TaskPlacement) bool { return slices.Contains(tp.Qualify, "big") })
 	if tp.Need.CPU != 12 || slices.Contains(tp.Qualify, "small") || tp.DecaySteps != 0 {

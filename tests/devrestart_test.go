@@ -91,10 +91,8 @@ func TestDevKilledTwiceRunsWaitAndKeepDedup(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = waiting.Process.Kill() })
-	for deadline := time.Now().Add(time.Minute); !strings.Contains(stdout.String(), `"progress"`); time.Sleep(50 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("no progress from trawler run:\n%s\n%s", stdout.String(), stderr.String())
-		}
+	if !poll(time.Minute, func() bool { return strings.Contains(stdout.String(), `"progress"`) }) {
+		t.Fatalf("no progress from trawler run:\n%s\n%s", stdout.String(), stderr.String())
 	}
 	if err := dev.Process.Kill(); err != nil {
 		t.Fatal(err)

@@ -70,21 +70,21 @@ func workerProcessOn(t *testing.T, bin, redisURL, queue, out string, extra ...st
 // waitPages polls a run's progress until it has processed at least n pages.
 func waitPages(t *testing.T, id string, n int) int {
 	t.Helper()
-	deadline := time.Now().Add(2 * time.Minute)
-	for time.Now().Before(deadline) {
+	pages := 0
+	eventually(t, 2*time.Minute, fmt.Sprintf("run %s reaching %d pages", id, n), func() bool {
 		st, err := engine.Describe(context.Background(), shared.client, id)
-		if err == nil && st.Progress != nil {
-			if pages, _, _, _ := st.Progress.Totals(); pages >= n {
-				return pages
-			}
-			if st.State != "running" {
-				t.Fatalf("run ended (%s) before reaching %d pages", st.State, n)
-			}
+		if err != nil || st.Progress == nil {
+			return false
 		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	t.Fatalf("run %s did not reach %d pages", id, n)
-	return 0
+		if pages, _, _, _ = st.Progress.Totals(); pages >= n {
+			return true
+		}
+		if st.State != "running" {
+			t.Fatalf("run ended (%s) at %d pages, before reaching %d", st.State, pages, n)
+		}
+		return false
+	})
+	return pages
 }
 
 // TestKilledWorkerLosesNothing runs one crawl on three worker processes storing to
@@ -135,8 +135,9 @@ func TestKilledWorkerLosesNothing(t *testing.T) {
 // activity id.
 func runningBatch(t *testing.T, runID string, workers map[int]*exec.Cmd, prefix string) (int, string) {
 	t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for time.Now().Before(deadline) {
+	var pid int
+	var batch string
+	eventually(t, time.Minute, "a worker process holding a running batch", func() bool {
 		d, err := shared.client.DescribeWorkflowExecution(context.Background(), runID, "")
 		if err != nil {
 			t.Fatal(err)
@@ -155,14 +156,14 @@ func runningBatch(t *testing.T, runID string, workers map[int]*exec.Cmd, prefix 
 				newest = pa
 			}
 		}
-		if newest != nil {
-			pid, _ := strconv.Atoi(strings.SplitN(newest.GetLastWorkerIdentity(), "@", 2)[0])
-			return pid, newest.GetActivityId()
+		if newest == nil {
+			return false
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	t.Fatal("no worker process held a running batch")
-	return 0, ""
+		pid, _ = strconv.Atoi(strings.SplitN(newest.GetLastWorkerIdentity(), "@", 2)[0])
+		batch = newest.GetActivityId()
+		return true
+	})
+	return pid, batch
 }
 
 // finalAttempt reads the run's history for the attempt that completed a batch and the
@@ -251,7 +252,9 @@ func TestMongoOutageRunWaits(t *testing.T) {
 	t.Log("stopped MongoDB")
 	out := waitOutage(t, id, "store mongo", "in mongo")
 	t.Logf("status while MongoDB is down: %+v", out)
-	time.Sleep(8 * time.Second) // far past two attempts of a batch
+	// The outage itself is under test: it lasts far past two attempts of a batch, and
+	// the run must still be waiting, not failed, at its end.
+	time.Sleep(8 * time.Second)
 	if st, err := engine.Describe(context.Background(), shared.client, id); err != nil || st.State != "running" {
 		t.Fatalf("after 8 s of outage: %+v, %v; want the run still running", st, err)
 	}
@@ -277,12 +280,10 @@ func TestMongoOutageRunWaits(t *testing.T) {
 	// The webhook heard of the outage, naming the store, and of its end (the run's own
 	// end is another alert, run_ended, left out here).
 	var alerts []engine.Alert
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+	poll(10*time.Second, func() bool {
 		alerts = slices.DeleteFunc(received(), func(a engine.Alert) bool { return a.Alert == "run_ended" })
-		if len(alerts) >= 2 && alerts[len(alerts)-1].Resolved {
-			break
-		}
-	}
+		return len(alerts) >= 2 && alerts[len(alerts)-1].Resolved
+	})
 	if len(alerts) < 2 || alerts[0].Alert != "outage" || alerts[0].Dependency != "store mongo" || alerts[0].Resolved ||
 		// The cause is the store's own error: "connection refused", or a socket closed
 		// under a write in flight when the store stopped.
@@ -313,7 +314,7 @@ func TestRedisOutageRunWaits(t *testing.T) {
 	t.Log("stopped Redis")
 	out := waitOutage(t, id, "redis", "")
 	t.Logf("status while Redis is down: %+v", out)
-	time.Sleep(8 * time.Second)
+	time.Sleep(8 * time.Second) // the outage under test lasts far past two attempts of a batch
 	if err := rd.Restart(); err != nil {
 		t.Fatal(err)
 	}
@@ -345,6 +346,7 @@ func assertNoKafkaRepeats(t *testing.T, id string, js *jsonl.Sink, k *kafka.Sink
 // TestEachStartURLFailsAlone: of ten start URLs, one answers 500, one 429 and one
 // hangs; the seven good pages are stored and each bad one fails with its own cause.
 func TestEachStartURLFailsAlone(t *testing.T) {
+	t.Parallel()
 	var mu sync.Mutex
 	hits := map[string]int{}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

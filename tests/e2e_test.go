@@ -143,6 +143,10 @@ func plan(t *testing.T, name, yaml string, sets ...string) *crawl.Plan {
 	return p
 }
 
+// tenantOf is the test's own tenant. A test whose runs, sites and checks stay within
+// its tenant (its dedup, quotas, records and failures by run id) may call t.Parallel:
+// parallel tests start once every other test has ended, so none of them meets a test
+// that restarts the shared stack or reads what all workers and tenants do.
 func tenantOf(t *testing.T) string {
 	return strings.ToLower(strings.NewReplacer("/", "-", "_", "-").Replace(t.Name()))
 }
@@ -232,6 +236,7 @@ func startSite(t *testing.T, o demosite.Options) string {
 }
 
 func TestDemoChainStoresExactlyTheSite(t *testing.T) {
+	t.Parallel()
 	o := demosite.Options{Pages: 5}
 	site := startSite(t, o)
 	id := start(t, plan(t, "demo.yaml", "", "base_url="+site, "feed.pages=4"), taskQueue)
@@ -256,6 +261,7 @@ func TestDemoChainStoresExactlyTheSite(t *testing.T) {
 }
 
 func TestHackerNewsChainAgainstFixture(t *testing.T) {
+	t.Parallel()
 	base, stop := hn.Start()
 	defer stop()
 	id := start(t, plan(t, "hackernews.yaml", "", "base_url="+base), taskQueue)
@@ -291,6 +297,7 @@ func TestHackerNewsChainAgainstFixture(t *testing.T) {
 }
 
 func TestBadInputIsRecordedAndNothingElseLost(t *testing.T) {
+	t.Parallel()
 	o := demosite.Options{Pages: 1, Faults: map[int]demosite.Fault{
 		3: demosite.FaultStatus500, 5: demosite.FaultRetryAfter, 7: demosite.FaultTruncated,
 		9: demosite.FaultHugeBody, 11: demosite.FaultHang,
@@ -335,6 +342,19 @@ func TestBadInputIsRecordedAndNothingElseLost(t *testing.T) {
 	}
 }
 
+// firedRun waits for the nth run a schedule started and returns its workflow id.
+func firedRun(t *testing.T, h client.ScheduleHandle, n int) string {
+	t.Helper()
+	var runID string
+	eventually(t, 30*time.Second, fmt.Sprintf("run %d of schedule %s", n, h.GetID()), func() bool {
+		if d, err := h.Describe(context.Background()); err == nil && len(d.Info.RecentActions) >= n {
+			runID = d.Info.RecentActions[n-1].StartWorkflowResult.WorkflowID
+		}
+		return runID != ""
+	})
+	return runID
+}
+
 func TestScheduleStartsRuns(t *testing.T) {
 	site := startSite(t, demosite.Options{Pages: 1})
 	p := plan(t, "demo.yaml", "", "base_url="+site, "feed.pages=1")
@@ -355,15 +375,7 @@ func TestScheduleStartsRuns(t *testing.T) {
 	if err := h.Trigger(ctx, client.ScheduleTriggerOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	var runID string
-	for deadline := time.Now().Add(30 * time.Second); runID == "" && time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
-		if d, err := h.Describe(ctx); err == nil && len(d.Info.RecentActions) > 0 {
-			runID = d.Info.RecentActions[0].StartWorkflowResult.WorkflowID
-		}
-	}
-	if runID == "" {
-		t.Fatal("the triggered schedule started no run")
-	}
+	runID := firedRun(t, h, 1)
 	wait(t, runID, time.Minute)
 	stories, comments := demosite.Expected(demosite.Options{Pages: 1}, 1)
 	if got := len(stored(t, runID)); got != stories+comments {

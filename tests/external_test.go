@@ -87,13 +87,7 @@ func TestFarmingScheduleFillsPoolsToTarget(t *testing.T) {
 		if err := h.Trigger(ctx, client.ScheduleTriggerOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
-			if d, err := h.Describe(ctx); err == nil && len(d.Info.RecentActions) == n {
-				return wait(t, d.Info.RecentActions[n-1].StartWorkflowResult.WorkflowID, 2*time.Minute)
-			}
-		}
-		t.Fatalf("firing %d of schedule %s started no run", n, id)
-		return nil
+		return wait(t, firedRun(t, h, n), 2*time.Minute)
 	}
 	s := fire(1)
 	cookies, devices := poolStats(t, p, external.Cookie), poolStats(t, p, external.DeviceID)

@@ -44,8 +44,12 @@ func TestKilledWorkerMidFollowLosesNothing(t *testing.T) {
 	id := start(t, p, queue)
 
 	victim, batch := runningBatch(t, id, workers, "feed/")
-	// Long enough for a checkpoint with followed pages (heartbeats every second).
-	time.Sleep(1200 * time.Millisecond)
+	// The kill comes once a checkpoint holds followed pages done (more than the batch
+	// was handed), so the retry has a checkpointed part to skip.
+	handed := len(scheduledBatches(t, id, batch)[batch].Work)
+	eventually(t, time.Minute, "batch "+batch+" checkpointing followed pages", func() bool {
+		return len(checkpointedDone(t, id, batch)) > handed
+	})
 	if err := workers[victim].Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}

@@ -135,7 +135,7 @@ func TestStatusAndAlertsFollowARun(t *testing.T) {
 	id := startTuned(t, p, taskQueue, noFollow)
 	waitPages(t, id, 10)
 	var seen *engine.ChainLoad
-	for deadline := time.Now().Add(time.Minute); seen == nil && time.Now().Before(deadline); {
+	eventually(t, time.Minute, "status showing the running chain with a backlog and a rate", func() bool {
 		ov, err := engine.GetOverview(context.Background(), shared.client, rdb, time.Second)
 		if err != nil {
 			t.Fatal(err)
@@ -152,10 +152,8 @@ func TestStatusAndAlertsFollowARun(t *testing.T) {
 		if !alive {
 			t.Errorf("the shared worker is missing from the heartbeats: %+v", ov.Workers)
 		}
-	}
-	if seen == nil {
-		t.Fatal("status never showed the running chain with a backlog and a rate")
-	}
+		return seen != nil
+	})
 	t.Logf("while running: %d runs, backlog %d, %.1f pages/s", seen.Runs, seen.Backlog, seen.Rate1s)
 	s := wait(t, id, 2*time.Minute)
 	pages, _, _, _ := s.Totals()
@@ -168,12 +166,10 @@ func TestStatusAndAlertsFollowARun(t *testing.T) {
 	// may dip under the threshold and rise again while the run goes on, so the alerts
 	// alternate: over the threshold, resolved, …, ending resolved.
 	var alerts []engine.Alert
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+	poll(10*time.Second, func() bool {
 		alerts = slices.DeleteFunc(received(), func(a engine.Alert) bool { return a.Alert == "run_ended" })
-		if len(alerts) >= 2 && alerts[len(alerts)-1].Resolved {
-			break
-		}
-	}
+		return len(alerts) >= 2 && alerts[len(alerts)-1].Resolved
+	})
 	if len(alerts) < 2 || !alerts[len(alerts)-1].Resolved {
 		t.Fatalf("alerts %+v; want a backlog alert over 20, then its resolution", alerts)
 	}
@@ -204,15 +200,11 @@ func TestAlertWebhookHearsEachRunEnd(t *testing.T) {
 		done.RunID: {Alert: "run_ended", Tenant: tenantOf(t), Chain: "outcome", RunID: done.RunID, Outcome: workflows.OutcomeCompleted, Value: 0},
 		lost.RunID: {Alert: "run_ended", Tenant: tenantOf(t), Chain: "outcome", RunID: lost.RunID, Outcome: workflows.OutcomeFailed, Value: 1},
 	}
-	// The watcher looks every 200 ms; a few more looks show no run is posted twice.
-	var got []engine.Alert
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
-		if got = received(); len(got) >= len(want) {
-			break
-		}
-	}
+	poll(10*time.Second, func() bool { return len(received()) >= len(want) })
+	// The watcher looks every 200 ms: a quiet second, five more looks, is what shows no
+	// run is posted twice, so it is waited out, not awaited.
 	time.Sleep(time.Second)
-	got = received()
+	got := received()
 	if len(got) != len(want) {
 		t.Fatalf("webhook received %+v; want one run_ended alert for each of %s and %s", got, done.RunID, lost.RunID)
 	}

@@ -138,6 +138,7 @@ func TestCLIRunExitCodeFollowsOutcome(t *testing.T) {
 // attempts so far and its last error with the cause; once the site answers again the run
 // ends completed.
 func TestCLIStatusShowsRetryingInput(t *testing.T) {
+	t.Parallel()
 	var down atomic.Bool
 	down.Store(true)
 	var hits atomic.Int32
@@ -170,20 +171,18 @@ func TestCLIStatusShowsRetryingInput(t *testing.T) {
 
 	// Poll until the input has failed at least twice and waits for its next try.
 	var retrying crawl.Failure
-	deadline := time.Now().Add(2 * time.Minute)
-	for {
-		if time.Now().After(deadline) {
-			t.Fatalf("status never listed the retrying input (site hit %d times)", hits.Load())
-		}
+	if !poll(2*time.Minute, func() bool {
 		st, stdout := runStatus(t, id)
 		if st.State != "running" {
 			t.Fatalf("run %s while its site is down, want running: %s", st.State, stdout)
 		}
 		if p := st.Progress; p != nil && len(p.Retrying) == 1 && p.Retrying[0].Attempts >= 2 {
 			retrying = p.Retrying[0]
-			break
+			return true
 		}
-		time.Sleep(300 * time.Millisecond)
+		return false
+	}) {
+		t.Fatalf("status never listed the retrying input (site hit %d times)", hits.Load())
 	}
 	// The error as the worker's fetcher gave up on it: two tries per attempt (Retries: 1).
 	wantErr := fmt.Sprintf("%s/list: GET %s/list: HTTP 503 Service Unavailable (2 attempts)", srv.URL, srv.URL)
@@ -208,21 +207,17 @@ func TestCLIStatusShowsRetryingInput(t *testing.T) {
 	}
 
 	down.Store(false)
-	deadline = time.Now().Add(3 * time.Minute)
-	for {
-		if time.Now().After(deadline) {
-			t.Fatalf("run %s did not finish after its site recovered", id)
-		}
+	eventually(t, 3*time.Minute, fmt.Sprintf("run %s finishing after its site recovered", id), func() bool {
 		st, stdout := runStatus(t, id)
-		if st.State != "running" {
-			if st.State != "completed" || st.Progress == nil || st.Progress.Outcome != workflows.OutcomeCompleted || len(st.Progress.Retrying) != 0 {
-				t.Fatalf("after the site recovered: %s", stdout)
-			}
-			if _, items, _, failed := st.Progress.Totals(); items != 1 || failed != 0 {
-				t.Fatalf("after the site recovered: %d items, %d failed; want 1, 0", items, failed)
-			}
-			break
+		if st.State == "running" {
+			return false
 		}
-		time.Sleep(500 * time.Millisecond)
-	}
+		if st.State != "completed" || st.Progress == nil || st.Progress.Outcome != workflows.OutcomeCompleted || len(st.Progress.Retrying) != 0 {
+			t.Fatalf("after the site recovered: %s", stdout)
+		}
+		if _, items, _, failed := st.Progress.Totals(); items != 1 || failed != 0 {
+			t.Fatalf("after the site recovered: %d items, %d failed; want 1, 0", items, failed)
+		}
+		return true
+	})
 }

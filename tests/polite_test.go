@@ -419,10 +419,7 @@ func killedWorker(t *testing.T, f *politeFleet) {
 	}
 	var victim int
 	var ends []redis.Z // the victim's slots, scored by when their leases end (µs)
-	for deadline := time.Now().Add(time.Minute); victim == 0; time.Sleep(10 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("no worker took a slot of the site")
-		}
+	eventually(t, time.Minute, "a worker taking a slot of the site", func() bool {
 		held, _ := f.rdb.ZRangeWithScores(ctx, slots, 0, -1).Result()
 		for _, z := range held {
 			if pid := holder(z.Member.(string)); f.workers[pid] != nil && (victim == 0 || pid == victim) {
@@ -430,7 +427,8 @@ func killedWorker(t *testing.T, f *politeFleet) {
 				ends = append(ends, z)
 			}
 		}
-	}
+		return victim != 0
+	})
 	if err := f.workers[victim].Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
@@ -460,13 +458,10 @@ func killedWorker(t *testing.T, f *politeFleet) {
 func redisOutage(t *testing.T, f *politeFleet, srv *redisproc.Server) {
 	site := newPoliteSite(t, 3, 10, 50*time.Millisecond, allowAll)
 	id := start(t, plan(t, "polite.yaml", politeChain("{rate: 10/s, concurrency: 2}", 3, site)), f.queue)
-	for deadline := time.Now().Add(time.Minute); len(site.log()) < 12; time.Sleep(10 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("the crawl made %d requests in a minute", len(site.log()))
-		}
-	}
+	eventually(t, time.Minute, "the crawl making 12 requests", func() bool { return len(site.log()) >= 12 })
 	srv.Stop()
 	stopped := time.Now()
+	// The outage under test: the host must wait it out.
 	time.Sleep(3 * time.Second)
 	back := time.Now() // the new server may answer before Restart returns
 	if err := srv.Restart(); err != nil {

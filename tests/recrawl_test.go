@@ -200,13 +200,7 @@ func triggerSchedule(t *testing.T, p *crawl.Plan, queue string) string {
 	if err := h.Trigger(ctx, client.ScheduleTriggerOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
-		if d, err := h.Describe(ctx); err == nil && len(d.Info.RecentActions) > 0 {
-			return d.Info.RecentActions[0].StartWorkflowResult.WorkflowID
-		}
-	}
-	t.Fatal("the triggered schedule started no run")
-	return ""
+	return firedRun(t, h, 1)
 }
 
 func totalVisits(live *demosite.Live, n int) int {

@@ -200,13 +200,7 @@ func TestKilledRenderingWorkerLeavesNoOrphan(t *testing.T) {
 	browserFlags := []string{"--browsers", "1", "--tabs", "2"}
 	first := workerProcess(t, bin, queue, out, browserFlags...)
 	id := start(t, plan(t, "render.yaml", "", "base_url="+site), queue)
-	deadline := time.Now().Add(time.Minute)
-	for len(browsersOf(first.Process.Pid)) == 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("the worker started no browser")
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	eventually(t, time.Minute, "the worker starting a browser", func() bool { return len(browsersOf(first.Process.Pid)) > 0 })
 	waitPages(t, id, 3)
 	if err := first.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
@@ -222,10 +216,7 @@ func TestKilledRenderingWorkerLeavesNoOrphan(t *testing.T) {
 	_ = second.Wait()
 	for _, w := range []*exec.Cmd{first, second} {
 		// A process being killed is gone in a moment.
-		deadline := time.Now().Add(5 * time.Second)
-		for len(browsersOf(w.Process.Pid)) > 0 && time.Now().Before(deadline) {
-			time.Sleep(50 * time.Millisecond)
-		}
+		poll(5*time.Second, func() bool { return len(browsersOf(w.Process.Pid)) == 0 })
 		if left := browsersOf(w.Process.Pid); len(left) > 0 {
 			t.Errorf("browser processes of worker %d outlived it: %+v", w.Process.Pid, left)
 		}
@@ -249,25 +240,21 @@ func TestStatusSaysRenderBatchesWaitForABrowser(t *testing.T) {
 	site := startSite(t, demosite.Options{Pages: 1, PerPage: 2})
 	id := start(t, plan(t, "render.yaml", "", "base_url="+site), "render-none")
 	defer func() { _ = shared.client.TerminateWorkflow(context.Background(), id, "", "test over") }()
-	deadline := time.Now().Add(time.Minute)
-	for {
-		st, err := engine.Describe(context.Background(), shared.client, id)
-		if err != nil {
+	var st *engine.Status
+	if !poll(time.Minute, func() bool {
+		var err error
+		if st, err = engine.Describe(context.Background(), shared.client, id); err != nil {
 			t.Fatal(err)
 		}
-		if len(st.Waiting) > 0 {
-			want := "for a worker with a browser: step list renders pages, and no worker polls the render queue (<task queue>@render); start one with `trawler worker --browser PATH`"
-			if !strings.Contains(st.Waiting[0], want) {
-				t.Fatalf("status says %q; want %q", st.Waiting, want)
-			}
-			if pages, _, _, _ := st.Progress.Totals(); pages != 0 {
-				t.Errorf("%d pages done by a fleet without a browser", pages)
-			}
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("status never said why the batches wait: %+v", st)
-		}
-		time.Sleep(500 * time.Millisecond)
+		return len(st.Waiting) > 0
+	}) {
+		t.Fatalf("status never said why the batches wait: %+v", st)
+	}
+	want := "for a worker with a browser: step list renders pages, and no worker polls the render queue (<task queue>@render); start one with `trawler worker --browser PATH`"
+	if !strings.Contains(st.Waiting[0], want) {
+		t.Fatalf("status says %q; want %q", st.Waiting, want)
+	}
+	if pages, _, _, _ := st.Progress.Totals(); pages != 0 {
+		t.Errorf("%d pages done by a fleet without a browser", pages)
 	}
 }

@@ -70,22 +70,17 @@ func historyLengths(t *testing.T, prefix string) (out map[string]int, running []
 // (visibility is eventually consistent).
 func waitVisible(t *testing.T, prefix string, n int) map[string]int {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		// Visibility learns of a run's end a moment after it ended, longer on a loaded
-		// machine: a run it still lists as running is looked at again.
-		h, running := historyLengths(t, prefix)
-		if len(h) >= n && len(running) == 0 {
-			return h
-		}
-		if time.Now().After(deadline) {
-			if len(running) > 0 {
-				t.Errorf("%v still running", running)
-			}
-			return h
-		}
-		time.Sleep(500 * time.Millisecond)
+	var h map[string]int
+	var running []string
+	// Visibility learns of a run's end a moment after it ended, longer on a loaded
+	// machine: a run it still lists as running is looked at again.
+	if !poll(30*time.Second, func() bool {
+		h, running = historyLengths(t, prefix)
+		return len(h) >= n && len(running) == 0
+	}) && len(running) > 0 {
+		t.Errorf("%v still running", running)
 	}
+	return h
 }
 
 func TestHundredThousandPagesKeepEveryHistoryBounded(t *testing.T) {

@@ -53,11 +53,7 @@ func TestRingShopKilledWorkerRefetchesOnlyUncheckpointedPages(t *testing.T) {
 	// The kill comes once the server holds a checkpoint with category pages the batch
 	// followed, so there is a checkpointed part that must not be fetched again.
 	victim, batch := runningBatch(t, id, workers, "list/")
-	for deadline := time.Now().Add(time.Minute); len(checkpointedDone(t, id, batch)) < 3; time.Sleep(20 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("batch %s checkpointed no followed category pages", batch)
-		}
-	}
+	eventually(t, time.Minute, "batch "+batch+" checkpointing followed category pages", func() bool { return len(checkpointedDone(t, id, batch)) >= 3 })
 	if err := workers[victim].Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
@@ -157,13 +153,7 @@ func TestRingShopFollowFetchesEveryPageOnce(t *testing.T) {
 // waitServed waits until the site has served path.
 func waitServed(t *testing.T, shop *ringShop, path string) {
 	t.Helper()
-	deadline := time.Now().Add(2 * time.Minute)
-	for shop.served()[path] == 0 {
-		if time.Now().After(deadline) {
-			t.Fatalf("the site never served %s", path)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	eventually(t, 2*time.Minute, "the site serving "+path, func() bool { return shop.served()[path] > 0 })
 }
 
 // currentRun is the id of the workflow run a run is in now.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -210,7 +211,8 @@ func TestHotStorageHoldsExactlyTheDemo(t *testing.T) {
 func waitOutage(t *testing.T, id, dep, cause string) workflows.Outage {
 	t.Helper()
 	var seen []workflows.Outage
-	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+	var found workflows.Outage
+	if !poll(time.Minute, func() bool {
 		st, err := engine.Describe(context.Background(), shared.client, id)
 		if err != nil {
 			t.Fatal(err)
@@ -219,17 +221,20 @@ func waitOutage(t *testing.T, id, dep, cause string) workflows.Outage {
 			t.Fatalf("run %s while %s is down", st.State, dep)
 		}
 		if st.Progress == nil {
-			continue
+			return false
 		}
 		seen = st.Progress.Outages
-		for _, o := range seen {
-			if strings.HasPrefix(o.Dependency, dep) && strings.Contains(o.Cause, cause) && o.Waiting > 0 && !o.Since.IsZero() && len(o.Steps) > 0 {
-				return o
-			}
+		i := slices.IndexFunc(seen, func(o workflows.Outage) bool {
+			return strings.HasPrefix(o.Dependency, dep) && strings.Contains(o.Cause, cause) && o.Waiting > 0 && !o.Since.IsZero() && len(o.Steps) > 0
+		})
+		if i >= 0 {
+			found = seen[i]
 		}
+		return i >= 0
+	}) {
+		t.Fatalf("status while %s is down shows outages %+v, want %s with its error %q and the inputs waiting", dep, seen, dep, cause)
 	}
-	t.Fatalf("status while %s is down shows outages %+v, want %s with its error %q and the inputs waiting", dep, seen, dep, cause)
-	return workflows.Outage{}
+	return found
 }
 
 func TestKafkaOutageLosesNothing(t *testing.T) {

@@ -55,8 +55,7 @@ func TestStreamChainsShareOneConnection(t *testing.T) {
 	// While both read, `trawler status` shows them on one connection.
 	rdb := redis.NewClient(&redis.Options{Addr: shared.redis.Addr()})
 	defer rdb.Close()
-	together := false
-	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline) && !together; time.Sleep(20 * time.Millisecond) {
+	if !poll(time.Minute, func() bool {
 		subs, err := stream.Subscriptions(context.Background(), rdb)
 		if err != nil {
 			t.Fatal(err)
@@ -67,9 +66,8 @@ func TestStreamChainsShareOneConnection(t *testing.T) {
 				conns[s.Run] = s.Conn
 			}
 		}
-		together = len(conns) == 2 && conns[a] == conns[b]
-	}
-	if !together {
+		return len(conns) == 2 && conns[a] == conns[b]
+	}) {
 		t.Error("the two subscriptions never showed on one shared connection in trawler status")
 	}
 
@@ -157,9 +155,10 @@ func TestStreamSurvivesAKilledWorker(t *testing.T) {
 	}
 	defer js.Close()
 	before := 0
-	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline) && before < 10; time.Sleep(50 * time.Millisecond) {
+	poll(time.Minute, func() bool {
 		before = len(runRecords(t, js, id))
-	}
+		return before >= 10
+	})
 	if before < 10 || before >= len(want) {
 		t.Fatalf("%d of %d events stored before the kill; the test needs the stream mid-way", before, len(want))
 	}

@@ -27,16 +27,14 @@ func consoleProcess(t *testing.T, adminToken string) string {
 	}
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
 	base := "http://" + addr
-	deadline := time.Now().Add(30 * time.Second)
-	for time.Now().Before(deadline) {
-		if resp, err := http.Get(base + "/healthz"); err == nil {
+	eventually(t, 30*time.Second, "console on "+addr+" answering /healthz", func() bool {
+		resp, err := http.Get(base + "/healthz")
+		if err == nil {
 			resp.Body.Close()
-			return base
 		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	t.Fatalf("console on %s did not answer within 30 s", addr)
-	return ""
+		return err == nil
+	})
+	return base
 }
 
 // statusWith is the status a console answers a token on the runs list.
