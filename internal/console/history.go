@@ -15,8 +15,8 @@ import (
 // itemHistory: GET /api/history/{biz}/{key}?tenant=default&n=50 — a tenant's stored
 // versions of a record in HBase, newest first, each with the fields that changed from
 // the version before. History is per tenant, like dedup: another tenant's crawls of the
-// same biz/key are another record. The tenant is a parameter, as for runs and pools:
-// every token of the console reads every tenant.
+// same biz/key are another record. The tenant is a parameter, as for runs and pools; a
+// token scoped to tenants reads only its own (readTenant), another's is 404.
 func (s *Server) itemHistory(w http.ResponseWriter, r *http.Request) {
 	if s.hbase == nil {
 		writeError(w, http.StatusServiceUnavailable, "no HBase configured: record history needs --hbase ZK_HOST:PORT (or TRAWLER_HBASE)", "hbase")

@@ -12,8 +12,9 @@ import (
 // hostBudgets: GET /api/hosts — what `trawler status` shows per host budget: the limit
 // in force and where it comes from, the current rate, requests in flight, a pause with
 // its reason, and the last 429/503; newest first, every budget Redis keeps. Budgets are
-// the fleet's, shared by every tenant that crawls the host, so every token reads them
-// all, as it reads every tenant's runs.
+// the fleet's, shared by every tenant that crawls the host: admin and viewer tokens
+// read them all, and a token scoped to tenants gets 403 (it would see other tenants'
+// hosts).
 func (s *Server) hostBudgets(w http.ResponseWriter, r *http.Request) {
 	if s.redis == nil {
 		writeError(w, http.StatusServiceUnavailable, "host budgets are kept in Redis, and none is configured here (start the console with --redis HOST:PORT or TRAWLER_REDIS)", "redis")
