@@ -183,6 +183,7 @@ func (c *Claimer) Claim(ctx context.Context, keys []string) ([]bool, error) {
 	where := make([][2]string, len(keys)) // bucket key and field
 	asked := map[uint64]bool{}
 	touched := map[int]bool{}
+	var refreshing []string // buckets whose EXPIRE rides in this pipeline
 	now := time.Now()
 	for i, k := range keys {
 		fp := fingerprint(k)
@@ -199,6 +200,7 @@ func (c *Claimer) Claim(ctx context.Context, keys []string) ([]bool, error) {
 			touched[bk] = true
 			if c.set.stale(key, now) {
 				pipe.Expire(ctx, key, c.set.cfg.TTL)
+				refreshing = append(refreshing, key)
 			}
 		}
 	}
@@ -206,6 +208,8 @@ func (c *Claimer) Claim(ctx context.Context, keys []string) ([]bool, error) {
 		return goes, nil
 	}
 	if _, err := pipe.Exec(ctx); err != nil {
+		// An HSETNX may have run without its bucket's EXPIRE: refresh those next time.
+		c.set.forget(refreshing)
 		return nil, fmt.Errorf("seen-set of run %s: claim %d keys: %w", c.run, len(asked), err)
 	}
 	gets := make([]*redis.StringCmd, len(keys))
@@ -249,6 +253,15 @@ func (s *Set) stale(key string, now time.Time) bool {
 	}
 	s.refreshed[key] = now
 	return true
+}
+
+// forget drops buckets from those this process refreshed, so the next claim sets their TTL.
+func (s *Set) forget(keys []string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, k := range keys {
+		delete(s.refreshed, k)
+	}
 }
 
 // maxRefreshed bounds the buckets a process remembers refreshing (about 64 bytes each).

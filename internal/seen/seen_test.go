@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/trawlerhq/trawler/internal/devstack/redisproc"
@@ -174,4 +175,44 @@ func usedMemory(t *testing.T, rdb *redis.Client) int64 {
 	}
 	t.Fatal("no used_memory in INFO memory")
 	return 0
+}
+
+// A claim that fails after Redis ran its HSETNX but not its EXPIRE leaves the bucket to
+// be refreshed by the next claim, not taken for refreshed: no bucket outlives its TTL.
+func TestFailedClaimRefreshesTheBucketNextTime(t *testing.T) {
+	mr := miniredis.RunT(t)
+	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr(), MaxRetries: -1})
+	t.Cleanup(func() { rdb.Close() })
+	ctx := context.Background()
+	s, err := Open(ctx, rdb, Config{Expected: 2, PerBucket: 1, TTL: time.Hour}) // two buckets
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Two keys in different buckets: one to fix B, one whose bucket is new.
+	bucket := func(k string) uint64 { return (fingerprint(k) >> 32) % 2 }
+	warm, cold := "/warm", ""
+	for i := 0; cold == ""; i++ {
+		if k := fmt.Sprintf("/cold%d", i); bucket(k) != bucket(warm) {
+			cold = k
+		}
+	}
+	c := s.Claimer("run-f", "b")
+	if _, err := c.Claim(ctx, []string{warm}); err != nil {
+		t.Fatal(err)
+	}
+	mr.Close()
+	if _, err := c.Claim(ctx, []string{cold}); err == nil {
+		t.Fatal("a claim with Redis down succeeded")
+	}
+	if err := mr.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	key := BucketKey("run-f", int(bucket(cold)))
+	mr.HSet(key, "1", "1") // as if its HSETNX had run, with no EXPIRE after it
+	if _, err := c.Claim(ctx, []string{cold}); err != nil {
+		t.Fatal(err)
+	}
+	if ttl := mr.TTL(key); ttl <= 0 || ttl > time.Hour {
+		t.Errorf("bucket TTL %s after the failed claim and the next one, want about 1h", ttl)
+	}
 }
