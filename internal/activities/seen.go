@@ -39,8 +39,8 @@ func (r *batchRun) openClaims() {
 	}
 	info := activity.GetInfo(r.ctx)
 	r.cp.claim = info.WorkflowExecution.RunID + "/" + info.ActivityID
-	r.claims = r.a.Seen.Claimer(r.b.RunID, r.cp.claim)
-	r.seeds = r.a.Seen.Claimer(r.b.RunID, "seeds")
+	r.claims = r.a.Seen.Claimer(r.seenChain(), r.b.RunID, r.cp.claim)
+	r.seeds = r.a.Seen.Claimer(r.seenChain(), r.b.RunID, "seeds")
 	var keys []string
 	for _, out := range r.cp.sum.Out {
 		if k, ok := seenKey(out.Step, out.Input); ok {
@@ -53,6 +53,12 @@ func (r *batchRun) openClaims() {
 		}
 	}
 	r.claims.Mark(keys)
+}
+
+// seenChain names the batch's chain to the seen-set, which sizes a run's set from the
+// runs of its chain before it.
+func (r *batchRun) seenChain() string {
+	return cmp.Or(r.b.Tenant, crawl.DefaultTenant) + "/" + r.b.Chain
 }
 
 // claimOutputs drops from a stored group's outputs those the run has handed their step
@@ -136,7 +142,7 @@ func (r *batchRun) claimer(id string) *seen.Claimer {
 		if r.handedBack == nil {
 			r.handedBack = map[string]*seen.Claimer{}
 		}
-		c = r.a.Seen.Claimer(r.b.RunID, id)
+		c = r.a.Seen.Claimer(r.seenChain(), r.b.RunID, id)
 		r.handedBack[id] = c
 	}
 	return c

@@ -56,10 +56,10 @@ func TestHandedBackInputsClaimAsTheirBatch(t *testing.T) {
 		keys = append(keys, k)
 	}
 	// In r1 it had claimed two of them, in r2 all three.
-	if _, err := set.Claimer("r1", "wf/list/7").Claim(ctx, keys[:2]); err != nil {
+	if _, err := set.Claimer("shop", "r1", "wf/list/7").Claim(ctx, keys[:2]); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := set.Claimer("r2", "wf/list/7").Claim(ctx, keys); err != nil {
+	if _, err := set.Claimer("shop", "r2", "wf/list/7").Claim(ctx, keys); err != nil {
 		t.Fatal(err)
 	}
 

@@ -26,6 +26,17 @@
 // of its bucket is taken for seen and not fetched: with n keys per bucket, a
 // probability of n / 2^32, about 2·10⁻⁸ at 90 (0.2 URLs of ten million).
 //
+// # Sizing
+//
+// B is fixed when a run first claims, from the runs of its chain before it: twice the
+// keys of the largest of them (at least Least), or Expected for a chain's first run.
+// Each process counts the keys its claims add and adds them, on its first claim of the
+// run and then every thousand keys or ten seconds, to "seen:sizes:<chain>", a sorted set of run → keys that keeps the eight
+// largest runs and is forgotten 30 days after the chain last claimed. Sizing matters for
+// cost as much as for memory: every bucket a process touches takes one EXPIRE, so a run
+// of 2,000 pages in a set sized for ten million would pay two commands a key, where a
+// set sized for it pays one.
+//
 // Every key of a run expires between TTL/2 and TTL after the run last claimed anything
 // (a process refreshes a bucket's TTL at most once per TTL/2): a run's set is gone
 // within a week after it ends.
@@ -46,8 +57,11 @@ import (
 
 // Config sizes the seen-sets of new runs.
 type Config struct {
-	// Expected is the number of keys a run's set is sized for (default 10,000,000).
+	// Expected is the number of keys the set of a chain's first run is sized for
+	// (default 1,000,000); later runs are sized from the runs before them.
 	Expected int64
+	// Least is the fewest keys a set is sized for (default 10,000).
+	Least int64
 	// PerBucket is the target average of keys per bucket (default 90), capped at 70% of
 	// the server's hash-max-listpack-entries so buckets stay listpacks.
 	PerBucket float64
@@ -61,6 +75,9 @@ type Set struct {
 	cfg     Config
 	mu      sync.Mutex
 	buckets map[string]int // run → B
+	// added counts the keys each run's claims added in this process since they were
+	// last added to its chain's sizes.
+	added map[string]*added
 	// refreshed is when this process last refreshed a bucket's TTL: at most once per
 	// TTL/2, so a claim costs one command, not two.
 	refreshed map[string]time.Time
@@ -70,7 +87,10 @@ type Set struct {
 // answer CONFIG GET is assumed to use Redis's default of 128 entries.
 func Open(ctx context.Context, rdb redis.UniversalClient, cfg Config) (*Set, error) {
 	if cfg.Expected <= 0 {
-		cfg.Expected = 10_000_000
+		cfg.Expected = 1_000_000
+	}
+	if cfg.Least <= 0 {
+		cfg.Least = 10_000
 	}
 	if cfg.PerBucket <= 0 {
 		cfg.PerBucket = 90
@@ -85,7 +105,7 @@ func Open(ctx context.Context, rdb redis.UniversalClient, cfg Config) (*Set, err
 		}
 	}
 	cfg.PerBucket = min(cfg.PerBucket, 0.7*float64(maxListpack))
-	return &Set{rdb: rdb, cfg: cfg, buckets: map[string]int{}, refreshed: map[string]time.Time{}}, nil
+	return &Set{rdb: rdb, cfg: cfg, buckets: map[string]int{}, added: map[string]*added{}, refreshed: map[string]time.Time{}}, nil
 }
 
 func metaKey(run string) string { return "seen:" + run + ":meta" }
@@ -93,50 +113,111 @@ func metaKey(run string) string { return "seen:" + run + ":meta" }
 // BucketKey is the Redis key of one bucket of a run's set.
 func BucketKey(run string, b int) string { return "seen:" + run + ":" + strconv.Itoa(b) }
 
-// bucketsOf returns a run's B, fixing it on first use.
-func (s *Set) bucketsOf(ctx context.Context, run string) (int, error) {
+func sizesKey(chain string) string { return "seen:sizes:" + chain }
+
+// sizesKept is how many of a chain's runs its sizes remember (the largest), and
+// sizesTTL how long after the chain's last claim they are forgotten.
+const (
+	sizesKept = 8
+	sizesTTL  = 30 * 24 * time.Hour
+)
+
+// bucketsOf returns a run's B, fixing it on first use from the sizes of its chain's runs.
+func (s *Set) bucketsOf(ctx context.Context, chain, run string) (int, error) {
 	s.mu.Lock()
 	b, ok := s.buckets[run]
 	s.mu.Unlock()
 	if ok {
 		return b, nil
 	}
-	want := int(math.Ceil(float64(s.cfg.Expected) / s.cfg.PerBucket))
 	pipe := s.rdb.Pipeline()
-	pipe.HSetNX(ctx, metaKey(run), "buckets", want)
-	get := pipe.HGet(ctx, metaKey(run), "buckets")
-	pipe.Expire(ctx, metaKey(run), s.cfg.TTL)
-	if _, err := pipe.Exec(ctx); err != nil {
+	fixed := pipe.HGet(ctx, metaKey(run), "buckets")
+	largest := pipe.ZRangeArgsWithScores(ctx, redis.ZRangeArgs{Key: sizesKey(chain), Start: 0, Stop: 0, Rev: true})
+	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
 		return 0, fmt.Errorf("seen-set of run %s: %w", run, err)
 	}
-	b, err := strconv.Atoi(get.Val())
+	val := fixed.Val()
+	if val == "" {
+		want := s.cfg.Expected
+		if prev := largest.Val(); len(prev) > 0 {
+			want = max(2*int64(prev[0].Score), s.cfg.Least)
+		}
+		pipe = s.rdb.Pipeline()
+		pipe.HSetNX(ctx, metaKey(run), "buckets", int(math.Ceil(float64(want)/s.cfg.PerBucket)))
+		get := pipe.HGet(ctx, metaKey(run), "buckets")
+		pipe.Expire(ctx, metaKey(run), s.cfg.TTL)
+		if _, err := pipe.Exec(ctx); err != nil {
+			return 0, fmt.Errorf("seen-set of run %s: %w", run, err)
+		}
+		val = get.Val()
+	}
+	b, err := strconv.Atoi(val)
 	if err != nil || b <= 0 {
-		return 0, fmt.Errorf("seen-set of run %s: bad bucket count %q in %s", run, get.Val(), metaKey(run))
+		return 0, fmt.Errorf("seen-set of run %s: bad bucket count %q in %s", run, val, metaKey(run))
 	}
 	s.mu.Lock()
 	if len(s.buckets) > 10_000 { // a long-lived worker forgets old runs
 		clear(s.buckets)
+		clear(s.added)
 	}
 	s.buckets[run] = b
 	s.mu.Unlock()
 	return b, nil
 }
 
+// added is what a run's claims added in this process, not yet in its chain's sizes.
+type added struct {
+	keys int64
+	at   time.Time // when they were last added
+}
+
+// count notes n keys a run's claims added, and reports how many are due to be added to
+// its chain's sizes now: on the run's first claim in this process (so that even a short
+// run is known to be small), then every thousand keys or ten seconds.
+func (s *Set) count(run string, n int64, now time.Time) int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	a := s.added[run]
+	if a == nil {
+		s.added[run] = &added{at: now}
+		return n
+	}
+	a.keys += n
+	if a.keys < 1000 && now.Sub(a.at) < 10*time.Second {
+		return 0
+	}
+	due := a.keys
+	a.keys, a.at = 0, now
+	return due
+}
+
+// recordSize adds keys to a run's entry in its chain's sizes, keeping the largest runs.
+// It is a hint for sizing the next run: if Redis does not answer, the keys are dropped.
+func (s *Set) recordSize(ctx context.Context, chain, run string, keys int64) {
+	pipe := s.rdb.Pipeline()
+	pipe.ZIncrBy(ctx, sizesKey(chain), float64(keys), run)
+	pipe.ZRemRangeByRank(ctx, sizesKey(chain), 0, -sizesKept-1)
+	pipe.Expire(ctx, sizesKey(chain), sizesTTL)
+	_, _ = pipe.Exec(ctx) // a lost count only sizes a later run less well
+}
+
 // Claimer claims keys in one run's set for one batch, across the batch's attempts.
 type Claimer struct {
-	set  *Set
-	run  string
-	tag  string
-	mine map[uint64]bool // fingerprints this attempt handed on
+	set   *Set
+	chain string
+	run   string
+	tag   string
+	mine  map[uint64]bool // fingerprints this attempt handed on
 	// earlier are the fingerprints this attempt found claimed by the batch already: an
 	// attempt that died claimed them, and may have run them itself.
 	earlier map[uint64]bool
 }
 
 // Claimer returns the claimer of the batch with the given id (the same in every attempt
-// of the batch) in a run.
-func (s *Set) Claimer(run, id string) *Claimer {
-	return &Claimer{set: s, run: run, tag: strconv.Itoa(Tag(id)), mine: map[uint64]bool{}, earlier: map[uint64]bool{}}
+// of the batch) in a run of a chain (a name that is the same for every run of the chain,
+// such as tenant/chain: its runs' sizes size the next run's set).
+func (s *Set) Claimer(chain, run, id string) *Claimer {
+	return &Claimer{set: s, chain: chain, run: run, tag: strconv.Itoa(Tag(id)), mine: map[uint64]bool{}, earlier: map[uint64]bool{}}
 }
 
 // Tag is the 13-bit tag a batch's claims carry, in the signed range a listpack stores in
@@ -173,7 +254,7 @@ func (c *Claimer) Claim(ctx context.Context, keys []string) ([]bool, error) {
 	if len(keys) == 0 {
 		return goes, nil
 	}
-	b, err := c.set.bucketsOf(ctx, c.run)
+	b, err := c.set.bucketsOf(ctx, c.chain, c.run)
 	if err != nil {
 		return nil, err
 	}
@@ -214,15 +295,20 @@ func (c *Claimer) Claim(ctx context.Context, keys []string) ([]bool, error) {
 	}
 	gets := make([]*redis.StringCmd, len(keys))
 	pipe = c.set.rdb.Pipeline()
+	var n int64
 	for i, set := range sets {
 		switch {
 		case set == nil:
 		case set.Val():
 			goes[i] = true
 			c.mine[fps[i]] = true
+			n++
 		default:
 			gets[i] = pipe.HGet(ctx, where[i][0], where[i][1])
 		}
+	}
+	if due := c.set.count(c.run, n, now); due > 0 {
+		c.set.recordSize(ctx, c.chain, c.run, due)
 	}
 	if pipe.Len() == 0 {
 		return goes, nil

@@ -3,6 +3,7 @@ package seen
 import (
 	"context"
 	"fmt"
+	"math"
 	"os"
 	"strconv"
 	"strings"
@@ -61,7 +62,7 @@ func claim(t *testing.T, c *Claimer, keys ...string) string {
 // later in the same attempt, find it seen; a key twice in one claim goes on once.
 func TestClaimAndDuplicate(t *testing.T) {
 	s, _ := connect(t, Config{Expected: 1000})
-	a, b := s.Claimer("run-1", "wf/list/1"), s.Claimer("run-1", "wf/list/2")
+	a, b := s.Claimer("shop", "run-1", "wf/list/1"), s.Claimer("shop", "run-1", "wf/list/2")
 	if got := claim(t, a, "1\x00/p/1", "1\x00/p/2", "1\x00/p/1"); got != "true,true,false" {
 		t.Fatalf("first claim = %s, want true,true,false", got)
 	}
@@ -72,7 +73,7 @@ func TestClaimAndDuplicate(t *testing.T) {
 		t.Fatalf("the first batch again = %s, want false,false", got)
 	}
 	// Another run has a set of its own.
-	if got := claim(t, s.Claimer("run-2", "wf/list/1"), "1\x00/p/1"); got != "true" {
+	if got := claim(t, s.Claimer("shop", "run-2", "wf/list/1"), "1\x00/p/1"); got != "true" {
 		t.Fatalf("another run = %s, want true", got)
 	}
 }
@@ -82,10 +83,10 @@ func TestClaimAndDuplicate(t *testing.T) {
 // except those its checkpoint says it handed on already.
 func TestOwnClaimOnRetry(t *testing.T) {
 	s, _ := connect(t, Config{Expected: 1000})
-	if got := claim(t, s.Claimer("run-1", "wf/detail/7"), "/p/1", "/p/2", "/p/3"); got != "true,true,true" {
+	if got := claim(t, s.Claimer("shop", "run-1", "wf/detail/7"), "/p/1", "/p/2", "/p/3"); got != "true,true,true" {
 		t.Fatalf("first attempt = %s", got)
 	}
-	retry := s.Claimer("run-1", "wf/detail/7")
+	retry := s.Claimer("shop", "run-1", "wf/detail/7")
 	retry.Mark([]string{"/p/1"})
 	if got := claim(t, retry, "/p/1", "/p/2", "/p/3", "/p/4"); got != "false,true,true,true" {
 		t.Fatalf("retried attempt = %s, want false,true,true,true (own claims go on, checkpointed ones not twice)", got)
@@ -94,7 +95,7 @@ func TestOwnClaimOnRetry(t *testing.T) {
 	if !retry.Earlier("/p/2") || !retry.Earlier("/p/3") || retry.Earlier("/p/4") {
 		t.Errorf("earlier: /p/2 %v, /p/3 %v, /p/4 %v; want true, true, false", retry.Earlier("/p/2"), retry.Earlier("/p/3"), retry.Earlier("/p/4"))
 	}
-	if got := claim(t, s.Claimer("run-1", "wf/detail/8"), "/p/2"); got != "false" {
+	if got := claim(t, s.Claimer("shop", "run-1", "wf/detail/8"), "/p/2"); got != "false" {
 		t.Fatalf("another batch after the retry = %s, want false", got)
 	}
 }
@@ -103,7 +104,7 @@ func TestOwnClaimOnRetry(t *testing.T) {
 func TestTTLSet(t *testing.T) {
 	s, rdb := connect(t, Config{Expected: 1000, TTL: time.Hour})
 	ctx := context.Background()
-	claim(t, s.Claimer("run-ttl", "b"), "/a", "/b", "/c")
+	claim(t, s.Claimer("shop", "run-ttl", "b"), "/a", "/b", "/c")
 	keys, err := rdb.Keys(ctx, "seen:run-ttl:*").Result()
 	if err != nil {
 		t.Fatal(err)
@@ -131,7 +132,7 @@ func TestMemoryPerURL(t *testing.T) {
 	before := usedMemory(t, rdb)
 	keys := make([]string, 0, 1000)
 	for i := range n {
-		c := s.Claimer("run-mem", "batch-"+strconv.Itoa(i/1000))
+		c := s.Claimer("shop", "run-mem", "batch-"+strconv.Itoa(i/1000))
 		keys = append(keys, "2\x00https://shop.example/product/"+strconv.Itoa(i)+"?ref=list")
 		if len(keys) == cap(keys) {
 			goes, err := c.Claim(ctx, keys)
@@ -196,7 +197,7 @@ func TestFailedClaimRefreshesTheBucketNextTime(t *testing.T) {
 			cold = k
 		}
 	}
-	c := s.Claimer("run-f", "b")
+	c := s.Claimer("shop", "run-f", "b")
 	if _, err := c.Claim(ctx, []string{warm}); err != nil {
 		t.Fatal(err)
 	}
@@ -214,5 +215,59 @@ func TestFailedClaimRefreshesTheBucketNextTime(t *testing.T) {
 	}
 	if ttl := mr.TTL(key); ttl <= 0 || ttl > time.Hour {
 		t.Errorf("bucket TTL %s after the failed claim and the next one, want about 1h", ttl)
+	}
+}
+
+// A run's set is sized from the runs of its chain before it, so a small run pays about
+// one command a key: an HSETNX, and an EXPIRE per bucket it touches, of which a set
+// sized for it has a few. (Sized for a million keys, each of its keys would find a new
+// bucket and pay an EXPIRE of its own.)
+func TestSetSizedFromTheChainsEarlierRuns(t *testing.T) {
+	s, rdb := connect(t, Config{Expected: 1_000_000, Least: 1000})
+	ctx := context.Background()
+	claimAll := func(chain, run string, n int) {
+		for i := 0; i < n; i += 100 {
+			var keys []string
+			for j := i; j < i+100 && j < n; j++ {
+				keys = append(keys, fmt.Sprintf("2\x00https://shop.example/%s/%d", run, j))
+			}
+			if got := claim(t, s.Claimer(chain, run, "b"+strconv.Itoa(i)), keys...); strings.Contains(got, "false") {
+				t.Fatalf("%s: a new key was taken for seen: %s", run, got)
+			}
+		}
+	}
+	expires := func() int64 {
+		info, err := rdb.Info(ctx, "commandstats").Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, line := range strings.Split(info, "\r\n") {
+			if v, ok := strings.CutPrefix(line, "cmdstat_expire:calls="); ok {
+				n, _ := strconv.ParseInt(strings.SplitN(v, ",", 2)[0], 10, 64)
+				return n
+			}
+		}
+		return 0
+	}
+	claimAll("acme/shop", "run-1", 3000) // the chain's first run: sized for Expected
+	// A process adds its count on its first claim, then every thousand keys: what it
+	// has not added yet when the run ends (under a thousand) is not counted.
+	recorded := rdb.ZScore(ctx, "seen:sizes:acme/shop", "run-1").Val()
+	if recorded < 2000 || recorded > 3000 {
+		t.Fatalf("the chain's sizes hold %v keys for run-1, want 2000 to 3000", recorded)
+	}
+	before := expires()
+	claimAll("acme/shop", "run-2", 2000)
+	want := int64(math.Ceil(2 * recorded / 90))
+	if b, _ := rdb.HGet(ctx, metaKey("run-2"), "buckets").Int64(); b != want {
+		t.Errorf("run-2 has %d buckets, want %d (twice the keys recorded for run-1, 90 a bucket)", b, want)
+	}
+	if n := expires() - before; n > want+3 { // a bucket each, the meta key, the sizes twice
+		t.Errorf("run-2 paid %d EXPIREs for 2000 keys, want at most one a bucket and 3 more (%d)", n, want+3)
+	}
+	// Another chain's first run is not sized from this one's.
+	claimAll("acme/news", "run-3", 10)
+	if b := rdb.HGet(ctx, metaKey("run-3"), "buckets").Val(); b != "11112" {
+		t.Errorf("run-3 has %s buckets, want 11112 (Expected, 90 a bucket)", b)
 	}
 }
