@@ -44,10 +44,10 @@ import (
 	"github.com/trawlerhq/trawler/internal/recrawl"
 	"github.com/trawlerhq/trawler/internal/redisurl"
 	"github.com/trawlerhq/trawler/internal/seen"
-	"github.com/trawlerhq/trawler/internal/storage/hbase"
-	"github.com/trawlerhq/trawler/internal/storage/kafka"
 	"github.com/trawlerhq/trawler/internal/storage"
+	"github.com/trawlerhq/trawler/internal/storage/hbase"
 	"github.com/trawlerhq/trawler/internal/storage/jsonl"
+	"github.com/trawlerhq/trawler/internal/storage/kafka"
 	"github.com/trawlerhq/trawler/internal/stream"
 	"github.com/trawlerhq/trawler/internal/workflows"
 )
