@@ -81,6 +81,9 @@ type Step struct {
 	Parallel    int
 	Priority    int    // 1 (most urgent) … 5; 0 = the chain's
 	Dedup       string // new | changed | off; "" = the chain default
+	// Changes is where the step's change events go (ChangesKafka; "": nowhere).
+	Changes     string
+	ChangesLine int
 	// Shared makes the step a shared source: identical inputs of the same task and
 	// params, in any chain of any tenant, are fetched once per this interval.
 	Shared time.Duration
@@ -188,7 +191,7 @@ var (
 	chainKeys    = []string{"name", "tenant", "robots", "priority", "quota", "max_outage", "middlewares", "defaults", "steps"}
 	quotaKeys    = []string{"pages", "items", "pages_per_day", "items_per_day"}
 	defaultsKeys = []string{"timeout", "retries", "batch", "concurrency", "parallel", "store", "params", "dedup", "politeness"}
-	stepKeys     = []string{"id", "task", "biz", "params", "from", "each", "max_depth", "store", "dedup", "timeout", "retries", "batch", "concurrency", "parallel", "priority", "shared", "affinity", "middlewares", "follow", "revisit", "recrawl", "render", "politeness", "urls_file"}
+	stepKeys     = []string{"id", "task", "biz", "params", "from", "each", "max_depth", "store", "dedup", "changes", "timeout", "retries", "batch", "concurrency", "parallel", "priority", "shared", "affinity", "middlewares", "follow", "revisit", "recrawl", "render", "politeness", "urls_file"}
 	affinityKeys = []string{"probe", "max_latency", "min_kbps"}
 	dedupModes   = []string{DedupChanged, DedupNew, DedupOff}
 	nameRE       = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]*$`)
@@ -404,6 +407,8 @@ func (l *loader) parse(data []byte) *Chain {
 				s.Store = l.strList(v, "store")
 			case "dedup":
 				s.Dedup = l.str(v, "dedup")
+			case "changes":
+				s.Changes, s.ChangesLine = l.changes(v, where)
 			case "affinity":
 				a := &Affinity{}
 				l.fields(v, where+".affinity", affinityKeys, func(key string, v *yaml.Node) {
@@ -812,6 +817,7 @@ func (l *loader) validateStep(c *Chain, s Step, ids map[string]int) {
 	}
 	l.checkDedup(s.Line, where, s.Dedup)
 	l.checkRecrawl(c, s, where)
+	l.checkChanges(c, s, where)
 	if s.Priority < 0 || s.Priority > 5 {
 		l.add(s.Line, "%s: priority %d: use 1 (highest) to 5 (lowest), or leave it out to take the chain's", where, s.Priority)
 	}

@@ -143,7 +143,7 @@ func TestLoadProblems(t *testing.T) {
 		{"unknown task with defaults.params", "name: x\ndefaults:\n  params: {base_url: http://x.test}\nsteps:\n  - id: a\n    task: news.stroy\n", nil, []string{
 			"f.yaml:5: step \"a\": unknown task \"news.stroy\" (did you mean \"news.story\"?); registered tasks: news.comment, news.feed, news.story"}},
 		{"unknown step field", "name: x\nsteps:\n  - id: a\n    task: news.feed\n    form: b\n", nil, []string{
-			"f.yaml:5: step 1: unknown field `form` (did you mean \"from\"?); valid fields: id, task, biz, params, from, each, max_depth, store, dedup, timeout, retries, batch, concurrency, parallel, priority, shared, affinity, middlewares, follow, revisit, recrawl, render, politeness, urls_file"}},
+			"f.yaml:5: step 1: unknown field `form` (did you mean \"from\"?); valid fields: id, task, biz, params, from, each, max_depth, store, dedup, changes, timeout, retries, batch, concurrency, parallel, priority, shared, affinity, middlewares, follow, revisit, recrawl, render, politeness, urls_file"}},
 		{"unknown param", "name: x\nsteps:\n  - id: a\n    task: news.feed\n    params: {pagse: 2}\n", nil, []string{
 			"f.yaml:5: step \"a\": task news.feed has no param `pagse` (did you mean \"pages\"?); its params: base_url, pages"}},
 		{"bad param type", "name: x\nsteps:\n  - id: a\n    task: news.feed\n    params: {pages: many}\n", nil, []string{
@@ -220,6 +220,40 @@ func TestLoadProblems(t *testing.T) {
 			got := strings.Split(err.Error(), "\n")
 			if strings.Join(got, "\n") != strings.Join(tc.want, "\n") {
 				t.Fatalf("got:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(tc.want, "\n"))
+			}
+		})
+	}
+}
+
+// TestChangesOption: `changes: kafka` is the one way a step asks for change events, and
+// they need what they are made from: the old versions HBase keeps, and dedup's changed
+// verdicts.
+func TestChangesOption(t *testing.T) {
+	opts := crawl.LoadOptions{Registry: testRegistry(), Sinks: []string{"jsonl", "kafka", "hbase"}}
+	step := "name: x\nsteps:\n  - id: a\n    task: news.story\n"
+	c, err := crawl.Load("f.yaml", []byte(step+"    store: [jsonl, hbase]\n    changes: kafka\n"), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := c.Compile(testRegistry())
+	if err != nil || p.Steps[0].Changes != crawl.ChangesKafka {
+		t.Fatalf("changes: kafka compiles to %+v (%v), want Changes kafka", p, err)
+	}
+	if c, _ := crawl.Load("f.yaml", []byte(step+"    store: [all]\n"), opts); c.Steps[0].Changes != "" {
+		t.Errorf("a step without `changes:` has Changes %q", c.Steps[0].Changes)
+	}
+	for _, tc := range []struct{ name, yaml, want string }{
+		{"unknown carrier", step + "    store: [hbase]\n    changes: carrier-pigeon\n",
+			"f.yaml:6: step 1: changes \"carrier-pigeon\": the one carrier is kafka; write `changes: kafka` (change events go to the Kafka topic trawler.changes), or leave it out"},
+		{"no hbase", step + "    store: [jsonl]\n    changes: kafka\n",
+			"f.yaml:6: step \"a\": changes: kafka reads the old values of a changed record from its previous version in HBase; add hbase to the step's store (store: [jsonl, hbase]), or store: [all] on a worker with --hbase"},
+		{"dedup new", step + "    store: [hbase]\n    dedup: new\n    changes: kafka\n",
+			"f.yaml:7: step \"a\": changes: kafka reports the records dedup judges changed, and with dedup: new a changed record is not stored; set `dedup: changed` on the step"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := crawl.Load("f.yaml", []byte(tc.yaml), opts)
+			if err == nil || err.Error() != tc.want {
+				t.Fatalf("got:\n%v\nwant:\n%s", err, tc.want)
 			}
 		})
 	}

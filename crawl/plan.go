@@ -44,7 +44,9 @@ type PlanStep struct {
 	MaxDepth    int           `json:"max_depth,omitempty"`
 	Store       []string      `json:"store,omitempty"`
 	Dedup       string        `json:"dedup,omitempty"`
-	Root        bool          `json:"root,omitempty"`
+	// Changes is where the step's change events go (`changes: kafka`); "": nowhere.
+	Changes string `json:"changes,omitempty"`
+	Root    bool   `json:"root,omitempty"`
 	// Seeds are a root step's start inputs, one per start URL, when its task declares
 	// them (TaskSpec.Seeds): each is fetched, retried and failed on its own. Empty: the
 	// step starts from one empty input.
@@ -167,6 +169,7 @@ func (c *Chain) Compile(reg *Registry) (*Plan, error) {
 			Follow:      s.Follow,
 			Revisit:     s.Revisit,
 			Recrawl:     s.Recrawl,
+			Changes:     s.Changes,
 		}
 		if ps.Biz = StepBiz(c.Name, s, spec); ps.Biz != s.Task {
 			ps.Output = spec.Output

@@ -20,6 +20,7 @@ import (
 
 	"github.com/trawlerhq/trawler/crawl"
 	"github.com/trawlerhq/trawler/internal/affinity"
+	"github.com/trawlerhq/trawler/internal/changes"
 	"github.com/trawlerhq/trawler/internal/dedup"
 	"github.com/trawlerhq/trawler/internal/external"
 	"github.com/trawlerhq/trawler/internal/monitor"
@@ -64,6 +65,9 @@ type Activities struct {
 	// Render renders the pages of steps with `render:`; nil: the worker has no
 	// browser and refuses their batches (render.go).
 	Render *Rendering
+	// Changes sends the change events of steps with `changes: kafka`; nil: the worker
+	// has no Kafka, HBase or Redis and refuses their batches (changes.go).
+	Changes *changes.Publisher
 }
 
 // outcome is what became of one input. Finished outcomes are checkpointed through the
@@ -97,8 +101,9 @@ type outcome struct {
 	// so a write retried during an outage neither leases nor judges them twice
 	judged  bool
 	kept    []crawl.Item
-	stages  []string // see wrote
-	dropped []string // keys of items the budget kept from being stored
+	changed map[string]bool // canonical keys of kept items dedup judged changed (`changes:` steps)
+	stages  []string        // see wrote
+	dropped []string        // keys of items the budget kept from being stored
 }
 
 // RunBatch is the activity; its registered name is workflows.RunBatchActivity. A batch
@@ -282,6 +287,9 @@ func (a *Activities) openLane(b crawl.Batch, k int, task crawl.Task) (*lane, err
 			return nil, crawl.Dependency("store "+name, err)
 		}
 		l.sinks = append(l.sinks, s)
+	}
+	if err := a.checkChanges(lb.Step); err != nil {
+		return nil, err
 	}
 	fetcher, err := a.stepFetcher(task.Spec(), lb)
 	if err != nil {
@@ -796,6 +804,7 @@ func (a *Activities) summarize(ctx context.Context, b crawl.Batch, cp *checkpoin
 func (a *Activities) summarizeStep(ctx context.Context, b crawl.Batch, s *tally, claimed func(crawl.Input) crawl.Input) (crawl.BatchResult, error) {
 	res := crawl.BatchResult{Pages: s.Pages, Items: s.Items, Skipped: s.Skipped, Unchanged: s.Unchanged, DepthLimited: s.DepthLimited, OutOfScope: s.OutOfScope, Trapped: s.Trapped, TrapRules: s.TrapRules, Retried: s.Retried}
 	var gone []crawl.Input // pages the site says are gone: a recrawl step forgets them
+	var removed []changes.Gone
 	failed := slices.Clone(s.Failed)
 	slices.SortFunc(failed, func(x, y outcome) int { return x.Index - y.Index })
 	for _, o := range failed {
@@ -810,6 +819,7 @@ func (a *Activities) summarizeStep(ctx context.Context, b crawl.Batch, s *tally,
 			res.Failed = append(res.Failed, crawl.Failure{Step: b.Step.ID, Input: w.Input, Attempts: attempts, Cause: o.Err, Class: o.Class}.Redacted())
 			if isGone(o.Class) {
 				gone = append(gone, w.Input)
+				removed = append(removed, changes.Gone{Input: w.Input, Status: goneStatus(o.Class)})
 			}
 			continue
 		}
@@ -817,6 +827,9 @@ func (a *Activities) summarizeStep(ctx context.Context, b crawl.Batch, s *tally,
 		res.RetryAfter = max(res.RetryAfter, o.RetryAfter)
 	}
 	a.forgetGone(ctx, b, gone)
+	if err := a.publishRemoved(ctx, b, removed); err != nil {
+		return crawl.BatchResult{}, err
+	}
 	if len(res.Failed) > 0 && a.Failures != nil {
 		if err := a.Failures.WriteFailures(ctx, b.RunID, res.Failed); err != nil {
 			return crawl.BatchResult{}, crawl.Dependency("failure log", fmt.Errorf("record %d failures of step %s: %w", len(res.Failed), b.Step.ID, err))

@@ -29,6 +29,8 @@ import (
 //	route   the inputs each input hands to the steps that consume it (less the pages a
 //	        recrawl step plans itself)
 //	write   every sink of the step, in order
+//	changes the change events of a step with `changes: kafka`: one per stored record
+//	        dedup judged changed, its old values read from HBase (activities/changes.go)
 //	record  the dedup entries of what was stored (unchanged items move their last-seen
 //	        time), after the write: a crash in between makes items new again, never lost;
 //	        then the next visit of each page of a recrawl step (activities/recrawl.go)
@@ -103,6 +105,9 @@ func (a *Activities) store(ctx context.Context, b crawl.Batch, sinks []storage.S
 	if !dd {
 		return nil
 	}
+	if err := a.publishChanges(ctx, b, group); err != nil {
+		return err
+	}
 	if err := a.record(ctx, b, group); err != nil {
 		return err
 	}
@@ -123,6 +128,10 @@ func (a *Activities) judge(ctx context.Context, b crawl.Batch, dd bool, sinks []
 		}
 	}
 	kept, unchanged := dedupStage(b.Step.Dedup, group, verdicts)
+	var changed map[string]bool
+	if b.Step.Changes != "" {
+		changed = changedKeys(group, verdicts)
+	}
 	for p := range group {
 		o := &group[p]
 		if o.judged {
@@ -137,6 +146,7 @@ func (a *Activities) judge(ctx context.Context, b crawl.Batch, dd bool, sinks []
 			items, o.dropped = allowed, dropped
 		}
 		o.kept, o.Unchanged, o.Items = items, unchanged[p], len(items)
+		o.changed = changed
 		o.Out, o.DepthLimited = route(b.Step, o.input, items, o.result.Next)
 		o.judged = true
 	}

@@ -35,6 +35,7 @@ import (
 	"github.com/trawlerhq/trawler/internal/activities"
 	"github.com/trawlerhq/trawler/internal/affinity"
 	"github.com/trawlerhq/trawler/internal/capacity"
+	"github.com/trawlerhq/trawler/internal/changes"
 	"github.com/trawlerhq/trawler/internal/dedup"
 	"github.com/trawlerhq/trawler/internal/external"
 	"github.com/trawlerhq/trawler/internal/monitor"
@@ -44,7 +45,9 @@ import (
 	"github.com/trawlerhq/trawler/internal/redisurl"
 	"github.com/trawlerhq/trawler/internal/seen"
 	"github.com/trawlerhq/trawler/internal/storage"
+	"github.com/trawlerhq/trawler/internal/storage/hbase"
 	"github.com/trawlerhq/trawler/internal/storage/jsonl"
+	"github.com/trawlerhq/trawler/internal/storage/kafka"
 	"github.com/trawlerhq/trawler/internal/stream"
 	"github.com/trawlerhq/trawler/internal/workflows"
 )
@@ -234,6 +237,13 @@ func NewWorker(c client.Client, o WorkerOptions) (*Worker, error) {
 		// keeps the fleet's rates and heartbeats.
 		acts.Quotas = quota.New(rdb, 0)
 		acts.Recrawl = recrawl.New(rdb, o.Clock)
+		// Change events read old versions from HBase and go to Kafka: a worker with both
+		// can run the steps with `changes: kafka`.
+		k, hasKafka := sinks["kafka"].(*kafka.Sink)
+		h, hasHBase := sinks["hbase"].(*hbase.Sink)
+		if hasKafka && hasHBase {
+			acts.Changes = &changes.Publisher{Versions: h, Kafka: k, Pages: rdb, Now: o.Clock}
+		}
 		acts.Monitor = monitor.NewRecorder(rdb)
 		place.rec = acts.Monitor
 		hub.Record(rdb) // stream subscriptions, for `trawler status`

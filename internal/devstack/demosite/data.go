@@ -24,6 +24,8 @@ type Options struct {
 	// Latency delays every answer, so a crawl is bound by waiting on the site as on a
 	// real one (worker-loss and scaling tests use it to have work in flight).
 	Latency time.Duration
+	// Edits change stories while the site serves (retitled, deleted); nil: none.
+	Edits *Edits
 }
 
 // Defaults for Options.
@@ -182,6 +184,7 @@ func (o Options) Story(id int) (Story, bool) {
 		s.Title = fmt.Sprintf("The %s %s of the %s", adj, noun, noun2)
 		s.URL = fmt.Sprintf("https://%s.example.com/%d/%s", pick(hosts, id), id, slug(adj+" "+noun))
 	}
+	s.Title = o.Edits.title(id, s.Title)
 	return s, true
 }
 

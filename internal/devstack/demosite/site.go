@@ -135,6 +135,9 @@ func (s *site) feedOf(w http.ResponseWriter, r *http.Request, mixed bool) {
 	}
 	data := feedPage{Page: p, Rank: (p - 1) * s.o.PerPage, Mixed: mixed}
 	for id := data.Rank + 1; id <= p*s.o.PerPage; id++ {
+		if s.o.Edits.deleted(id) != 0 {
+			continue
+		}
 		st, _ := s.o.Story(id)
 		data.Stories = append(data.Stories, st)
 	}
@@ -151,6 +154,9 @@ func (s *site) story(w http.ResponseWriter, r *http.Request) {
 	}
 	if s.o.Live != nil {
 		s.o.Live.visit(st.ID)
+	}
+	if s.o.Edits.serveDeleted(w, st.ID) {
+		return
 	}
 	switch s.o.Faults[st.ID] {
 	case FaultStatus500:

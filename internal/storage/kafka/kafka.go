@@ -189,13 +189,8 @@ func (s *Sink) Write(ctx context.Context, items []crawl.Item) error {
 	msgs := make([]kafkago.Message, 0, len(items))
 	for _, it := range items {
 		topic := Topic(it.Biz)
-		if !s.known(topic) {
-			if err := validTopic(topic); err != nil {
-				return err
-			}
-			if err := s.ensure(ctx, topic); err != nil {
-				return err
-			}
+		if err := s.prepare(ctx, topic); err != nil {
+			return err
 		}
 		value, err := json.Marshal(it)
 		if err != nil {
@@ -209,6 +204,40 @@ func (s *Sink) Write(ctx context.Context, items []crawl.Item) error {
 			Time:    it.TS,
 		})
 	}
+	return s.send(ctx, msgs)
+}
+
+// Publish sends messages to a topic that holds no items (crawl.ChangesTopic), creating
+// it when missing, and returns when every message is acknowledged by all in-sync
+// replicas. Count, IDs and Scan never read such a topic.
+func (s *Sink) Publish(ctx context.Context, topic string, msgs []kafkago.Message) error {
+	if len(msgs) == 0 {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.WriteTimeout)
+	defer cancel()
+	if err := s.prepare(ctx, topic); err != nil {
+		return err
+	}
+	for i := range msgs {
+		msgs[i].Topic = topic
+	}
+	return s.send(ctx, msgs)
+}
+
+// prepare makes sure a topic exists before the first message to it.
+func (s *Sink) prepare(ctx context.Context, topic string) error {
+	if s.known(topic) {
+		return nil
+	}
+	if err := validTopic(topic); err != nil {
+		return err
+	}
+	return s.ensure(ctx, topic)
+}
+
+// send writes messages to their topics, acknowledged by all in-sync replicas.
+func (s *Sink) send(ctx context.Context, msgs []kafkago.Message) error {
 	if err := s.writer.WriteMessages(ctx, msgs...); err != nil {
 		// A topic deleted or lost behind our back is created again on the retry.
 		s.mu.Lock()
@@ -219,6 +248,13 @@ func (s *Sink) Write(ctx context.Context, items []crawl.Item) error {
 		return fmt.Errorf("kafka sink: %s", describeWriteError(err, len(msgs), s.cfg.Brokers))
 	}
 	return nil
+}
+
+// isItemTopic reports whether a topic holds items: trawler.<site.task>, not a topic of
+// events such as trawler.changes.
+func isItemTopic(topic string) bool {
+	biz, ok := strings.CutPrefix(topic, TopicPrefix)
+	return ok && crawl.CheckBiz(biz) == nil
 }
 
 func (s *Sink) known(topic string) bool {
@@ -349,7 +385,7 @@ func (s *Sink) scan(ctx context.Context, since time.Time, fn func(crawl.Item) er
 	return nil
 }
 
-// partitions lists the partitions of every trawler topic, fresh from a broker (not from
+// partitions lists the partitions of every item topic, fresh from a broker (not from
 // the writer's cached metadata).
 func (s *Sink) partitions(ctx context.Context) ([]kafkago.Partition, error) {
 	var lastErr error
@@ -367,7 +403,7 @@ func (s *Sink) partitions(ctx context.Context) ([]kafkago.Partition, error) {
 		}
 		var out []kafkago.Partition
 		for _, p := range all {
-			if strings.HasPrefix(p.Topic, TopicPrefix) {
+			if isItemTopic(p.Topic) {
 				out = append(out, p)
 			}
 		}
