@@ -111,7 +111,7 @@ type Step struct {
 	Expect      *Expect
 	ExpectLines map[string]int
 	Line        int
-	ParamLines map[string]int // line of each param in the file, and of its keys (fields.title)
+	ParamLines  map[string]int // line of each param in the file, and of its keys (fields.title)
 }
 
 // Engine defaults used when neither the chain nor the task says otherwise.

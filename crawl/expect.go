@@ -32,7 +32,7 @@ type Expect struct {
 	MaxNewShare *float64 `json:"max_new_share,omitempty"`
 	// Fail makes a broken expectation fail the run (`on_violation: fail`) instead of
 	// ending it completed_with_violations.
-	Fail        bool `json:"fail,omitempty"`
+	Fail        bool   `json:"fail,omitempty"`
 	onViolation string // as the step wrote it; Compile resolves it with the chain's
 }
 

@@ -461,6 +461,8 @@ type BatchResult struct {
 	Downstream []BatchResult `json:"downstream,omitempty"`
 	// StepIdx names the step of a Downstream result.
 	StepIdx int `json:"step_idx,omitempty"`
+	// Expect counts the batch's items for the step's expectations (nil: it has none).
+	Expect *ExpectCounts `json:"expect,omitempty"`
 }
 
 // Outage is a dependency a batch could not reach, and the error it got. A batch that
