@@ -26,6 +26,9 @@ type Chain struct {
 	// Middlewares wrap the fetcher of every step (outermost first), before the step's own.
 	Middlewares []MiddlewareRef
 	Defaults    Defaults
+	// OnViolation is what a broken expectation does to a run of a step that does not
+	// say: mark (default) or fail.
+	OnViolation string
 	Steps       []Step
 }
 
@@ -105,9 +108,13 @@ type Step struct {
 	// Politeness is the step's own `politeness:` (over the chain's defaults).
 	Politeness *Politeness
 	// URLsFile adds start URLs from a file to the step's `urls` param.
-	URLsFile   *URLsFile
-	Line       int
-	ParamLines map[string]int // line of each param in the file, and of its keys (fields.title)
+	URLsFile *URLsFile
+	// Expect is what the step's data must look like (`expect:`); ExpectLines are the
+	// lines of the fields it names.
+	Expect      *Expect
+	ExpectLines map[string]int
+	Line        int
+	ParamLines  map[string]int // line of each param in the file, and of its keys (fields.title)
 }
 
 // Engine defaults used when neither the chain nor the task says otherwise.
@@ -188,10 +195,10 @@ func (ps Problems) Error() string {
 }
 
 var (
-	chainKeys    = []string{"name", "tenant", "robots", "priority", "quota", "max_outage", "middlewares", "defaults", "steps"}
+	chainKeys    = []string{"name", "tenant", "robots", "priority", "quota", "max_outage", "middlewares", "defaults", "on_violation", "steps"}
 	quotaKeys    = []string{"pages", "items", "pages_per_day", "items_per_day"}
 	defaultsKeys = []string{"timeout", "retries", "batch", "concurrency", "parallel", "store", "params", "dedup", "politeness"}
-	stepKeys     = []string{"id", "task", "biz", "params", "from", "each", "max_depth", "store", "dedup", "changes", "timeout", "retries", "batch", "concurrency", "parallel", "priority", "shared", "affinity", "middlewares", "follow", "revisit", "recrawl", "render", "politeness", "urls_file"}
+	stepKeys     = []string{"id", "task", "biz", "params", "from", "each", "max_depth", "store", "dedup", "changes", "timeout", "retries", "batch", "concurrency", "parallel", "priority", "shared", "affinity", "middlewares", "follow", "revisit", "recrawl", "render", "politeness", "urls_file", "expect"}
 	affinityKeys = []string{"probe", "max_latency", "min_kbps"}
 	dedupModes   = []string{DedupChanged, DedupNew, DedupOff}
 	nameRE       = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]*$`)
@@ -363,6 +370,8 @@ func (l *loader) parse(data []byte) *Chain {
 					c.Defaults.Politeness = l.politeness(v, "defaults", true)
 				}
 			})
+		case "on_violation":
+			c.OnViolation = l.onViolation(v, "chain")
 		case "steps":
 			stepsNode = v
 		}
@@ -458,6 +467,9 @@ func (l *loader) parse(data []byte) *Chain {
 				s.Politeness = l.politeness(v, where, true)
 			case "urls_file":
 				s.URLsFile = l.urlsFile(v, where)
+			case "expect":
+				s.ExpectLines = map[string]int{}
+				s.Expect = l.expect(v, where, s.ExpectLines)
 			}
 		})
 		c.Steps = append(c.Steps, s)
@@ -741,21 +753,26 @@ func (l *loader) validateStep(c *Chain, s Step, ids map[string]int) {
 				l.add(line, "%s: param `%s`: %v", where, k, err)
 			}
 		}
-		if spec.Check != nil {
-			params := Params{}
-			for _, p := range spec.Params {
-				if v, ok := s.Params[p.Name]; ok {
-					params[p.Name] = v
-				} else if v, ok := c.Defaults.Params[p.Name]; ok {
-					params[p.Name] = v
-				} else if p.Default != nil {
-					params[p.Name] = p.Default
-				}
+		params := Params{}
+		for _, p := range spec.Params {
+			if v, ok := s.Params[p.Name]; ok {
+				params[p.Name] = v
+			} else if v, ok := c.Defaults.Params[p.Name]; ok {
+				params[p.Name] = v
+			} else if p.Default != nil {
+				params[p.Name] = p.Default
 			}
+		}
+		if spec.Check != nil {
 			for _, err := range spec.Check(params) {
 				l.add(s.paramLine(err.Error()), "%s: %v", where, err)
 			}
 		}
+		output := spec.Output
+		if spec.Schema != nil {
+			output = spec.Schema(params)
+		}
+		l.checkExpect(s, output, where)
 		for _, p := range spec.Params {
 			_, inStep := s.Params[p.Name]
 			_, inDefaults := c.Defaults.Params[p.Name]

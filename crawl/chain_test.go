@@ -136,14 +136,14 @@ func TestLoadProblems(t *testing.T) {
 			[]string{"f.yaml:2: YAML syntax: did not find expected '-' indicator (check indentation and quoting from this line on)"}},
 		{"empty", "", nil, []string{"f.yaml: file is empty; a chain needs `name:` and `steps:` (see examples/demo.yaml)"}},
 		{"unknown chain field", "name: x\nstesp: []\n", nil, []string{
-			"f.yaml:2: chain: unknown field `stesp` (did you mean \"steps\"?); valid fields: name, tenant, robots, priority, quota, max_outage, middlewares, defaults, steps",
+			"f.yaml:2: chain: unknown field `stesp` (did you mean \"steps\"?); valid fields: name, tenant, robots, priority, quota, max_outage, middlewares, defaults, on_violation, steps",
 			"f.yaml:1: chain has no `steps:`; add a list of steps, each with `id:` and `task:`"}},
 		{"unknown task", "name: x\nsteps:\n  - id: a\n    task: news.stroy\n", nil, []string{
 			"f.yaml:3: step \"a\": unknown task \"news.stroy\" (did you mean \"news.story\"?); registered tasks: news.comment, news.feed, news.story"}},
 		{"unknown task with defaults.params", "name: x\ndefaults:\n  params: {base_url: http://x.test}\nsteps:\n  - id: a\n    task: news.stroy\n", nil, []string{
 			"f.yaml:5: step \"a\": unknown task \"news.stroy\" (did you mean \"news.story\"?); registered tasks: news.comment, news.feed, news.story"}},
 		{"unknown step field", "name: x\nsteps:\n  - id: a\n    task: news.feed\n    form: b\n", nil, []string{
-			"f.yaml:5: step 1: unknown field `form` (did you mean \"from\"?); valid fields: id, task, biz, params, from, each, max_depth, store, dedup, changes, timeout, retries, batch, concurrency, parallel, priority, shared, affinity, middlewares, follow, revisit, recrawl, render, politeness, urls_file"}},
+			"f.yaml:5: step 1: unknown field `form` (did you mean \"from\"?); valid fields: id, task, biz, params, from, each, max_depth, store, dedup, changes, timeout, retries, batch, concurrency, parallel, priority, shared, affinity, middlewares, follow, revisit, recrawl, render, politeness, urls_file, expect"}},
 		{"unknown param", "name: x\nsteps:\n  - id: a\n    task: news.feed\n    params: {pagse: 2}\n", nil, []string{
 			"f.yaml:5: step \"a\": task news.feed has no param `pagse` (did you mean \"pages\"?); its params: base_url, pages"}},
 		{"bad param type", "name: x\nsteps:\n  - id: a\n    task: news.feed\n    params: {pages: many}\n", nil, []string{
@@ -208,6 +208,14 @@ func TestLoadProblems(t *testing.T) {
 			"f.yaml:15: step 1.politeness: autothrottle.target \"0\": use a number above 0, the requests in flight the host should see on average, e.g. 1 or 2.5",
 			"f.yaml:17: step 1.politeness.hosts: \"http://a.test/x\" is not a host pattern: write a host name like example.com, or *.example.com for every host under it (no scheme, port or path)",
 			"f.yaml:18: step 1.politeness.hosts[*.b.test]: hosts cannot nest; list every pattern under the one `hosts:` of the politeness block"}},
+		{"bad expectations", "name: x\non_violation: stop\nsteps:\n  - id: a\n    task: news.feed\n  - id: s\n    task: news.story\n    from: a\n    expect:\n      min_items: {fraction: 0.5}\n      coverage: {title: 1.5, titel: 0.9}\n      fields:\n        title: {type: text, match: '(unclosed'}\n        kids: {min: 1}\n      max_new_shares: 0.2\n", nil, []string{
+			"f.yaml:2: chain: on_violation \"stop\": use mark (the run ends completed_with_violations) or fail (the run fails)",
+			"f.yaml:10: step 2.expect.min_items: a relative minimum needs both `fraction` and `of_last`, e.g. {fraction: 0.5, of_last: 5}",
+			"f.yaml:11: step 2.expect.coverage.title 1.5: a share runs from 0 (none) to 1 (all); write 0.95 for 95%",
+			"f.yaml:13: step 2.expect.fields.title.type \"text\": use one of string, number, int, bool, list, object",
+			"f.yaml:13: step 2.expect.fields.title.match \"(unclosed\" is no regular expression: missing closing ): `(unclosed`; write it in Go's RE2 syntax and quote it in single quotes, e.g. '^https://'",
+			"f.yaml:15: step 2.expect: unknown field `max_new_shares` (did you mean \"max_new_share\"?); valid fields: min_items, coverage, fields, max_failure_share, max_new_share, on_violation",
+			"f.yaml:11: step \"s\": expect names field `titel`, which task news.story does not produce (did you mean \"title\"?); its fields: title, kids"}},
 		{"bad name", "name: My Chain\nsteps:\n  - id: a\n    task: news.feed\n", nil, []string{
 			"f.yaml:1: chain name \"My Chain\": use lowercase letters, digits, - and _ (it becomes part of workflow ids)"}},
 	}

@@ -1,6 +1,7 @@
 package crawl
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"reflect"
@@ -75,6 +76,8 @@ type PlanStep struct {
 	// Politeness is the step's per-host limits (PlanPoliteness); nil: the fetcher's
 	// defaults and robots.txt alone.
 	Politeness *Politeness `json:"politeness,omitempty"`
+	// Expect is what the step's data must look like (`expect:`); nil: anything goes.
+	Expect *Expect `json:"expect,omitempty"`
 }
 
 // SiteQueue is a site's task queue and the affinity that guards it. The workflow names
@@ -181,6 +184,11 @@ func (c *Chain) Compile(reg *Registry) (*Plan, error) {
 			ps.Render = s.Render
 		}
 		ps.Politeness = PlanPoliteness(s.Politeness, c.Defaults.Politeness, spec)
+		if s.Expect != nil {
+			e := *s.Expect
+			e.Fail = cmp.Or(e.onViolation, c.OnViolation) == OnViolationFail
+			ps.Expect = &e
+		}
 		if ps.Root && spec.Seeds != nil {
 			ps.Seeds = spec.Seeds(params)
 			if !ps.Revisit {
@@ -456,6 +464,8 @@ type BatchResult struct {
 	Downstream []BatchResult `json:"downstream,omitempty"`
 	// StepIdx names the step of a Downstream result.
 	StepIdx int `json:"step_idx,omitempty"`
+	// Expect counts the batch's items for the step's expectations (nil: it has none).
+	Expect *ExpectCounts `json:"expect,omitempty"`
 }
 
 // Outage is a dependency a batch could not reach, and the error it got. A batch that

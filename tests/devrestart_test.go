@@ -14,6 +14,7 @@ import (
 	"github.com/trawlerhq/trawler/crawl"
 	"github.com/trawlerhq/trawler/internal/devstack/demosite"
 	"github.com/trawlerhq/trawler/internal/endpoints"
+	"github.com/trawlerhq/trawler/internal/workflows"
 )
 
 // devProcess starts `trawler dev` on data, on any free ports, and returns once it is up.
@@ -53,6 +54,8 @@ type runSummary struct {
 	Sinks     map[string]int  `json:"sinks"`
 	Outcome   string          `json:"outcome"`
 	Failures  []crawl.Failure `json:"failures"`
+	// Violations are the run's broken expectations.
+	Violations []workflows.Violation `json:"violations"`
 }
 
 func parseSummary(t *testing.T, stdout, stderr string) runSummary {

@@ -83,11 +83,13 @@ type outcome struct {
 	Trapped      int            `json:"trap,omitempty"`
 	TrapRules    map[string]int `json:"traps,omitempty"`
 	Out          []crawl.Routed `json:"out,omitempty"`
-	dups         []int          // the steps of the outputs the seen-set dropped, one each
-	Err          string         `json:"err,omitempty"`
-	Class        crawl.Cause    `json:"cls,omitempty"`
-	Permanent    bool           `json:"perm,omitempty"`
-	RetryAfter   time.Duration  `json:"ra,omitempty"`
+	// Expect counts the input's items for the step's expectations.
+	Expect     *crawl.ExpectCounts `json:"exp,omitempty"`
+	dups       []int               // the steps of the outputs the seen-set dropped, one each
+	Err        string              `json:"err,omitempty"`
+	Class      crawl.Cause         `json:"cls,omitempty"`
+	Permanent  bool                `json:"perm,omitempty"`
+	RetryAfter time.Duration       `json:"ra,omitempty"`
 	// Held: the host's politeness held the input back (crawl.HeldError); it runs again
 	// after RetryAfter without spending an attempt.
 	Held    bool   `json:"held,omitempty"`
@@ -802,7 +804,7 @@ func (a *Activities) summarize(ctx context.Context, b crawl.Batch, cp *checkpoin
 // summarizeStep is the result of one step's finished inputs.
 // Inputs to be retried leave the batch stamped by claimed.
 func (a *Activities) summarizeStep(ctx context.Context, b crawl.Batch, s *tally, claimed func(crawl.Input) crawl.Input) (crawl.BatchResult, error) {
-	res := crawl.BatchResult{Pages: s.Pages, Items: s.Items, Skipped: s.Skipped, Unchanged: s.Unchanged, DepthLimited: s.DepthLimited, OutOfScope: s.OutOfScope, Trapped: s.Trapped, TrapRules: s.TrapRules, Retried: s.Retried}
+	res := crawl.BatchResult{Pages: s.Pages, Items: s.Items, Skipped: s.Skipped, Unchanged: s.Unchanged, DepthLimited: s.DepthLimited, OutOfScope: s.OutOfScope, Trapped: s.Trapped, TrapRules: s.TrapRules, Retried: s.Retried, Expect: s.Expect}
 	var gone []crawl.Input // pages the site says are gone: a recrawl step forgets them
 	var removed []changes.Gone
 	failed := slices.Clone(s.Failed)

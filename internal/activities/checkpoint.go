@@ -48,6 +48,8 @@ type tally struct {
 	Failed       []outcome      `json:"failed,omitempty"`
 	// Retried counts inputs an attempt of the batch that died had begun, run again.
 	Retried int `json:"retried,omitempty"`
+	// Expect sums the inputs' counts for the step's expectations.
+	Expect *crawl.ExpectCounts `json:"exp,omitempty"`
 }
 
 // followed is an input a batch took over from its outputs, for the step of its lane: 0
@@ -191,6 +193,12 @@ func (c *checkpointer) finish(o outcome, lane int) {
 	t.OutOfScope += o.OutOfScope
 	t.Trapped += o.Trapped
 	t.TrapRules = crawl.AddCounts(t.TrapRules, o.TrapRules)
+	if o.Expect != nil {
+		if t.Expect == nil {
+			t.Expect = &crawl.ExpectCounts{}
+		}
+		t.Expect.Add(o.Expect)
+	}
 	c.sum.Out = append(c.sum.Out, o.Out...)
 	for _, step := range o.dups {
 		c.duplicate(step)

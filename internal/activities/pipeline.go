@@ -132,6 +132,7 @@ func (a *Activities) judge(ctx context.Context, b crawl.Batch, dd bool, sinks []
 	if b.Step.Changes != "" {
 		changed = changedKeys(group, verdicts)
 	}
+	expectStage(b.Step.Expect, group, verdicts)
 	for p := range group {
 		o := &group[p]
 		if o.judged {
@@ -233,6 +234,34 @@ func dedupStage(mode string, group []outcome, verdicts []dedup.Verdict) (kept []
 		}
 	}
 	return kept, stopped
+}
+
+// expectStage counts, for the step's expectations, the fields of every item each input
+// of the group not judged yet produced, and how many dedup judged new (verdicts in the
+// order of the group's items; nil: dedup is off and no item counts as new). Counting
+// here, once per input, keeps the expectations a matter of sums: nothing is scanned
+// when the run ends.
+func expectStage(e *crawl.Expect, group []outcome, verdicts []dedup.Verdict) {
+	counter := crawl.NewCounter(e)
+	if counter == nil {
+		return
+	}
+	k := 0
+	for p := range group {
+		o := &group[p]
+		items := o.result.Items
+		if !o.judged {
+			o.Expect = counter.Count(items)
+			for j := range items {
+				if verdicts != nil && verdicts[k+j].State == dedup.New {
+					o.Expect.New++
+				}
+			}
+		}
+		if verdicts != nil {
+			k += len(items)
+		}
+	}
 }
 
 // quotaStage spends one item of the budgets per item and keeps what they pay for; the

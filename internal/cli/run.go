@@ -188,9 +188,11 @@ type result struct {
 	// or "outage" when a dependency outlasted max_outage.
 	Status string `json:"status"`
 	Quota  string `json:"quota,omitempty"`
-	// Outcome is completed, partial, failed or canceled (workflows.Outcome*); the exit
-	// code of `trawler run --wait` follows it.
+	// Outcome is completed, completed_with_violations, partial, failed or canceled
+	// (workflows.Outcome*); the exit code of `trawler run --wait` follows it.
 	Outcome string `json:"outcome"`
+	// Violations are the run's broken expectations (`expect:` in the chain).
+	Violations []workflows.Violation `json:"violations,omitempty"`
 
 	start time.Time // when the run was started: a log's part of it begins after
 }
@@ -238,7 +240,7 @@ func startAndWait(ctx context.Context, s *settings, c client.Client, plan *crawl
 	pages, items, skipped, failed := sum.Totals()
 	res := &result{Chain: plan.Chain, RunID: id, Pages: pages, Items: items, Skipped: skipped, Unchanged: sum.Unchanged(), Failed: failed,
 		DurationS: roundTo(time.Since(start).Seconds(), 2), Sinks: map[string]int{}, Steps: sum.Steps, Failures: sum.Failures,
-		Status: cmp.Or(sum.Status, workflows.StatusCompleted), Quota: sum.Quota, Outcome: cmp.Or(sum.Outcome, workflows.OutcomeOf(sum)), start: start}
+		Status: cmp.Or(sum.Status, workflows.StatusCompleted), Quota: sum.Quota, Outcome: cmp.Or(sum.Outcome, workflows.OutcomeOf(sum)), Violations: sum.Violations, start: start}
 	return res, nil
 }
 
@@ -278,7 +280,7 @@ func (res *result) readBack(ctx context.Context, plan *crawl.Plan, sinks storage
 }
 
 // Exit codes of `trawler run --wait` per outcome (completed exits 0).
-var outcomeExit = map[string]exitError{workflows.OutcomePartial: 2, workflows.OutcomeFailed: 3, workflows.OutcomeCanceled: 4}
+var outcomeExit = map[string]exitError{workflows.OutcomePartial: 2, workflows.OutcomeFailed: 3, workflows.OutcomeCanceled: 4, workflows.OutcomeViolations: 5}
 
 // exit is the error that ends the command with the code of the run's outcome; nil for a
 // completed run, and for a partial one when allowPartial.
@@ -298,7 +300,8 @@ func (r *result) print(asJSON bool) error {
 		fmt.Printf("\nrun %s of chain %s was canceled after %.1fs\n", r.RunID, r.Chain, r.DurationS)
 		return nil
 	}
-	fmt.Printf("\nrun %s of chain %s finished in %.1fs: %s\n", r.RunID, r.Chain, r.DurationS, describeOutcome(r.Outcome))
+	fmt.Printf("\nrun %s of chain %s finished in %.1fs: %s\n", r.RunID, r.Chain, r.DurationS, describeOutcome(r.Outcome, r.Violations))
+	printViolations(r.Violations)
 	if r.Status == workflows.StatusQuotaReached {
 		skipped := 0
 		for _, st := range r.Steps {
@@ -450,12 +453,28 @@ func (s *settings) checkWorkers(ctx context.Context, plan *crawl.Plan) error {
 }
 
 // describeOutcome says in words how a finished run went.
-func describeOutcome(outcome string) string {
+func describeOutcome(outcome string, violations []workflows.Violation) string {
 	switch outcome {
 	case workflows.OutcomePartial:
 		return "PARTIAL, some inputs failed"
 	case workflows.OutcomeFailed:
+		if slices.ContainsFunc(violations, func(v workflows.Violation) bool { return v.Fail }) {
+			return "FAILED, it broke an expectation whose on_violation is fail"
+		}
 		return "FAILED, nothing was stored or every input of a step failed"
+	case workflows.OutcomeViolations:
+		return "COMPLETED WITH VIOLATIONS, its data broke the chain's expectations"
 	}
 	return outcome
+}
+
+// printViolations lists a run's broken expectations, one a line.
+func printViolations(vs []workflows.Violation) {
+	if len(vs) == 0 {
+		return
+	}
+	fmt.Printf("  broken expectations:\n")
+	for _, v := range vs {
+		fmt.Printf("    step %s: %s\n", v.Step, v.Detail)
+	}
 }

@@ -284,7 +284,7 @@ func printHosts(hosts []polite.Host, rows int, now time.Time) {
 func printStatus(st *engine.Status) {
 	state := st.State
 	if p := st.Progress; p != nil && p.Done && p.Outcome != workflows.OutcomeCompleted {
-		state += ", " + describeOutcome(p.Outcome)
+		state += ", " + describeOutcome(p.Outcome, p.Violations)
 	}
 	fmt.Printf("run %s: %s (started %s)\n", st.RunID, state, st.Started.Local().Format(time.DateTime))
 	if st.Error != "" {
@@ -319,6 +319,7 @@ func printStatus(st *engine.Status) {
 		fmt.Printf("  ended: %s\n", p.Reason)
 	}
 	printOutages(p.Outages)
+	printViolations(p.Violations)
 	if len(p.Retrying) > 0 {
 		fmt.Printf("  retrying %d input(s), last error of each:\n", len(p.Retrying))
 		for _, f := range p.Retrying {

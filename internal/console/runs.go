@@ -248,8 +248,8 @@ type runView struct {
 	Steps      []stepView `json:"steps"`
 	Causes     []cause    `json:"causes,omitempty"`
 	TemporalUI string     `json:"temporal_ui,omitempty"`
-	// Outcome is how a finished run went (workflows.Outcome*: completed, partial, failed,
-	// canceled), as `trawler run --wait` exits on it; empty while the run goes on.
+	// Outcome is how a finished run went (workflows.Outcome*: completed,
+	// completed_with_violations, partial, failed, canceled), as `trawler run --wait` exits on it; empty while the run goes on.
 	Outcome string `json:"outcome,omitempty"`
 }
 

@@ -259,6 +259,7 @@ func NewWorker(c client.Client, o WorkerOptions) (*Worker, error) {
 	}
 	acts.Fetcher = fetch.New(o.Fetch)
 	Register(w, acts, o.Workflow)
+	w.RegisterActivityWithOptions(recentRuns(c), activity.RegisterOptions{Name: workflows.RecentRunsActivity})
 	ww := &Worker{fleet: fleet, taskQueue: o.TaskQueue, Worker: w, Sinks: sinks, JSONL: js, Identity: o.Identity, monitor: acts.Monitor, place: place, slots: o.MaxBatches, registry: o.Registry}
 	if o.Browser != nil {
 		if err := ww.addBrowser(c, acts, o); err != nil {

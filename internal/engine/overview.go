@@ -323,10 +323,12 @@ type Alert struct {
 	Alert  string `json:"alert"` // "backlog", "failure_rate", "outage" or "run_ended"
 	Tenant string `json:"tenant"`
 	Chain  string `json:"chain"`
-	// A run_ended alert names the run and its outcome (completed, partial, failed or
-	// canceled); its value is the run's failed inputs. It is posted once per run.
+	// A run_ended alert names the run and its outcome (completed,
+	// completed_with_violations, partial, failed or canceled); its value is the run's failed inputs. It is posted once per run.
 	RunID   string `json:"run_id,omitempty"`
 	Outcome string `json:"outcome,omitempty"`
+	// Violations are the run's broken expectations (Summary.Violations).
+	Violations []workflows.Violation `json:"violations,omitempty"`
 	// An outage alert names the dependency, since when it is down and its last error;
 	// its value is the inputs waiting for it. It fires whenever a dependency is down.
 	Dependency string     `json:"dependency,omitempty"`
@@ -459,6 +461,7 @@ func (r *runsEnded) look(ctx context.Context, c client.Client, o WatchOptions) {
 				}
 				_, _, _, failed := s.Totals()
 				a.Outcome, a.Value, a.Chain = cmp.Or(s.Outcome, workflows.OutcomeOf(&s)), float64(failed), cmp.Or(a.Chain, s.Chain)
+				a.Violations = s.Violations
 			case enumspb.WORKFLOW_EXECUTION_STATUS_CANCELED:
 				a.Outcome = workflows.OutcomeCanceled
 			}

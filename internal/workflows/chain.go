@@ -176,9 +176,11 @@ type StepStats struct {
 	// OutageSkipped counts inputs never run because the run ended on max_outage.
 	OutageSkipped int `json:"outage_skipped,omitempty"`
 	// Due counts the pages a recrawl step's plans had due when the run started.
-	Due      int `json:"due,omitempty"`
-	Queued   int `json:"queued"`    // live: waiting in this workflow
-	InFlight int `json:"in_flight"` // live: inside running batch activities
+	Due int `json:"due,omitempty"`
+	// Expect is the counters the step's expectations are judged on (nil: it has none).
+	Expect   *crawl.ExpectCounts `json:"expect,omitempty"`
+	Queued   int                 `json:"queued"`    // live: waiting in this workflow
+	InFlight int                 `json:"in_flight"` // live: inside running batch activities
 }
 
 // Summary is a run's (or a partition's) progress and, once done, its result.
@@ -207,6 +209,9 @@ type Summary struct {
 	// Retrying are, live, the queued inputs waiting to be tried again, each with its
 	// attempts so far and the error and cause of its last one (up to FailureSample).
 	Retrying []crawl.Failure `json:"retrying,omitempty"`
+	// Violations are the steps' broken expectations (`expect:`): judged when the run
+	// ends, and live, while it runs, from the shares so far (no min_items, no history).
+	Violations []Violation `json:"violations,omitempty"`
 }
 
 // Outage is a dependency (a store, Redis, a pool, a worker) that batches could not
@@ -231,16 +236,23 @@ const (
 // Run outcomes in Summary.Outcome, and the exit codes `trawler run --wait` ends with.
 const (
 	OutcomeCompleted = "completed" // every input succeeded (or was stopped by a budget)
-	OutcomePartial   = "partial"   // some inputs failed, or an outage left some unrun
-	OutcomeFailed    = "failed"    // nothing was stored, or every input of a step failed
-	OutcomeCanceled  = "canceled"  // the run was canceled before it ended
+	// OutcomeViolations: the run completed, and broke an expectation of its chain.
+	OutcomeViolations = "completed_with_violations"
+	OutcomePartial    = "partial"  // some inputs failed, or an outage left some unrun
+	OutcomeFailed     = "failed"   // nothing was stored, or every input of a step failed
+	OutcomeCanceled   = "canceled" // the run was canceled before it ended
 )
 
 // OutcomeOf judges a finished run from its counters. A run fails when it has failures
 // and stored nothing (no item new or unchanged), or when a step saw inputs and every
 // one of them failed: a chain whose only seed answers 404 has not done its job. A
-// quota stop is the user's own budget and judged like a run that ended.
+// quota stop is the user's own budget and judged like a run that ended. A run that broke
+// an expectation of a step whose on_violation is fail fails; one that broke others and
+// would have completed completes with violations.
 func OutcomeOf(s *Summary) string {
+	if slices.ContainsFunc(s.Violations, func(v Violation) bool { return v.Fail }) {
+		return OutcomeFailed
+	}
 	_, items, _, failed := s.Totals()
 	unrun := 0
 	for _, st := range s.Steps {
@@ -254,6 +266,8 @@ func OutcomeOf(s *Summary) string {
 		return OutcomeFailed
 	case failed > 0 || unrun > 0:
 		return OutcomePartial
+	case len(s.Violations) > 0:
+		return OutcomeViolations
 	}
 	return OutcomeCompleted
 }
@@ -301,6 +315,12 @@ func (s *Summary) merge(o *Summary, sample int) {
 		a.QuotaSkipped += b.QuotaSkipped
 		a.QuotaDropped += b.QuotaDropped
 		a.OutageSkipped += b.OutageSkipped
+		if b.Expect != nil {
+			if a.Expect == nil {
+				a.Expect = &crawl.ExpectCounts{}
+			}
+			a.Expect.Add(b.Expect)
+		}
 	}
 	s.Batches += o.Batches
 	s.Partitions += o.Partitions
@@ -360,6 +380,10 @@ const (
 	// ChangeRecrawlDue: a fresh run of a chain with recrawl steps starts by claiming
 	// their due pages (RecrawlDueActivity), which become those steps' first inputs.
 	ChangeRecrawlDue = "recrawl-due"
+	// ChangeExpectations: a run whose steps have `expect:` judges them when it ends,
+	// reading its chain's earlier runs first (RecentRunsActivity) when a rule compares
+	// with them, and lists what broke in its summary.
+	ChangeExpectations = "expectations"
 )
 
 // gates is the table of guarded changes, in the order they were made: each change's name
@@ -377,6 +401,7 @@ var gates = []gate{
 	{change: ChangeFollowOwnStep, version: 1},
 	{change: ChangeFollowDownstream, version: 1},
 	{change: ChangeRecrawlDue, version: 1},
+	{change: ChangeExpectations, version: 1},
 }
 
 // gate is one guarded change: the newest version of it this build runs, and whether its
@@ -417,7 +442,7 @@ func gatesBefore(n int) gateSet {
 // IsBatchActivity reports whether an activity type runs a batch (RunBatch, or a task's
 // name: every name but the site registration's and the recrawl claim's).
 func IsBatchActivity(name string) bool {
-	return name != RegisterSitesActivity && name != RecrawlDueActivity
+	return name != RegisterSitesActivity && name != RecrawlDueActivity && name != RecentRunsActivity
 }
 
 // Changes returns the guarded changes, oldest first; a run started by this build records
@@ -467,6 +492,7 @@ func chainWorkflow(ctx workflow.Context, in ChainInput, g gateSet) (*Summary, er
 	r.follow = g.version(ctx, ChangeFollowOwnStep) >= 1
 	r.followDown = g.version(ctx, ChangeFollowDownstream) >= 1
 	recrawlDue := g.version(ctx, ChangeRecrawlDue) >= 1
+	r.expectations = g.version(ctx, ChangeExpectations) >= 1
 	if recrawlDue {
 		r.seedDue(ctx)
 	}
@@ -483,6 +509,7 @@ type runner struct {
 	taskActivities  bool // ChangeTaskActivities is on for this run
 	follow          bool // ChangeFollowOwnStep is on for this run
 	followDown      bool // ChangeFollowDownstream is on for this run
+	expectations    bool // ChangeExpectations is on for this run
 	tune            Tuning
 	plan            crawl.Plan
 	queues          [][]Pending // per step, FIFO
@@ -563,6 +590,9 @@ func (r *runner) progress() *Summary {
 		}
 	}
 	s.Running = r.children
+	if !s.Done && r.expectations {
+		s.Violations = Judge(&r.plan, &s, nil, false)
+	}
 	s.Retrying = nil
 	for _, q := range r.queues {
 		for _, p := range q {
@@ -628,6 +658,7 @@ func (r *runner) run(ctx workflow.Context) (*Summary, error) {
 			if r.queued() == 0 {
 				r.sum.Done = true
 				r.sum.Status = StatusCompleted
+				r.judgeEnd(ctx)
 				r.sum.Outcome = OutcomeOf(r.sum)
 				return r.progress(), nil
 			}
@@ -1026,6 +1057,12 @@ func (r *runner) absorb(ctx workflow.Context, i int, res crawl.BatchResult) {
 	st.Failed += len(res.Failed)
 	st.QuotaSkipped += res.QuotaSkipped
 	st.QuotaDropped += res.QuotaDropped
+	if res.Expect != nil {
+		if st.Expect == nil {
+			st.Expect = &crawl.ExpectCounts{}
+		}
+		st.Expect.Add(res.Expect)
+	}
 	if res.Quota != "" && r.sum.Quota == "" {
 		r.sum.Quota = res.Quota
 	}

@@ -19,6 +19,11 @@ type Options struct {
 	// Upvoted stories score one point more than the generator says: their content
 	// changes while everything else stays the same (dedup tests re-crawl the site).
 	Upvoted map[int]bool
+	// LinksGoneFrom, when set, is the first story whose page lost its external link, as
+	// after a redesign the scraper does not know: from it on, 9 stories in 10 have no
+	// url (the tenth, an Ask story, never had one). Expectation tests watch the url
+	// field's coverage fall.
+	LinksGoneFrom int
 	// Live makes stories change on a clock (see Live); nil: the site never changes.
 	Live *Live
 	// Latency delays every answer, so a crawl is bound by waiting on the site as on a
@@ -185,6 +190,9 @@ func (o Options) Story(id int) (Story, bool) {
 		s.URL = fmt.Sprintf("https://%s.example.com/%d/%s", pick(hosts, id), id, slug(adj+" "+noun))
 	}
 	s.Title = o.Edits.title(id, s.Title)
+	if o.LinksGoneFrom > 0 && id >= o.LinksGoneFrom {
+		s.URL = ""
+	}
 	return s, true
 }
 

@@ -247,7 +247,8 @@ pages.run = () => {
       return status !== 404;
     }
     running = data.state === "running";
-    // A finished run shows how it went: completed, partial, failed or canceled.
+    // A finished run shows how it went: completed, completed_with_violations, partial,
+    // failed or canceled.
     $("#state").replaceWith(Object.assign(state(data.outcome || data.state), { id: "state" }));
     $("#chain").textContent = data.chain ? "chain " + data.chain : "";
     $("#times").textContent = "started " + when(data.started) + (data.closed ? " · ended " + when(data.closed) : "") +
@@ -292,6 +293,11 @@ pages.run = () => {
     fill($("#outages tbody"), outages.map((o) => el("tr", {},
       el("td", {}, o.dependency), el("td", {}, when(o.since)), el("td", { class: "n" }, num(o.waiting)),
       el("td", {}, (o.steps || []).join(", ")), el("td", { class: "error" }, o.cause))));
+    const violations = (data.progress && data.progress.violations) || [];
+    $("#violations-box").hidden = !violations.length;
+    fill($("#violations tbody"), violations.map((v) => el("tr", {},
+      el("td", {}, v.step), el("td", {}, v.rule), el("td", {}, v.field || ""), el("td", { class: "n" }, String(v.want)),
+      el("td", { class: "n" }, String(Math.round(v.got * 1000) / 1000)), el("td", { class: "error" }, v.detail))));
     if (data.progress && data.progress.reason) {
       $("#error").hidden = false;
       $("#error").textContent = data.progress.reason;
