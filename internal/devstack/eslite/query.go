@@ -561,6 +561,9 @@ func (c *qctx) termQ(body any) (query.Query, error) {
 		tq.SetField(fIgnoredTerms)
 		return &constScoreQuery{inner: tq, boost: boostValue(opts["boost"])}, nil
 	}
+	if f == "_id" {
+		return &constScoreQuery{inner: bleve.NewDocIDQuery([]string{scalarString(v)}), boost: boostValue(opts["boost"])}, nil
+	}
 	fi, ok := c.fields[f]
 	if !ok {
 		return bleve.NewMatchNoneQuery(), nil
@@ -629,6 +632,13 @@ func (c *qctx) termsQ(body any) (query.Query, error) {
 			qs = append(qs, tq)
 		}
 		return &constScoreQuery{inner: bleve.NewDisjunctionQuery(qs...), boost: boostValue(o["boost"])}, nil
+	}
+	if f == "_id" {
+		ids := make([]string, len(vals))
+		for i, v := range vals {
+			ids[i] = scalarString(v)
+		}
+		return &constScoreQuery{inner: bleve.NewDocIDQuery(ids), boost: boostValue(o["boost"])}, nil
 	}
 	fi, ok := c.fields[f]
 	if !ok || len(vals) == 0 {
