@@ -2,6 +2,7 @@ package eslite_test
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 )
 
@@ -20,5 +21,38 @@ func TestTermOnID(t *testing.T) {
 		if fmt.Sprint(got) != fmt.Sprint(want) {
 			t.Errorf("%s: ids %v, want %v", q, got, want)
 		}
+	}
+}
+
+// A date sort with a format gives its sort values as formatted dates (null for a
+// document without one), reads search_after in that format, and "missing" places the
+// documents without a value first, last or at a value of their own.
+func TestSortFormatAndMissing(t *testing.T) {
+	e := start(t, t.TempDir())
+	defer e.stop()
+	e.seed()
+	e.ok(e.es.Index("news", strings.NewReader(`{"title":"Undated"}`), e.es.Index.WithDocumentID("7"), e.es.Index.WithRefresh("true")))
+	sorts := func(body string) string {
+		var out []string
+		for _, h := range e.search("news", body)["hits"].(map[string]any)["hits"].([]any) {
+			out = append(out, fmt.Sprint(h.(map[string]any)["_id"], " ", h.(map[string]any)["sort"]))
+		}
+		return strings.Join(out, " ")
+	}
+	for body, want := range map[string]string{
+		`{"size":2,"sort":[{"published":{"order":"desc","format":"strict_date_optional_time_nanos"}}]}`:                                           "6 [2026-03-01T00:00:00.000Z] 5 [2026-02-10T09:00:00.000Z]",
+		`{"size":2,"sort":[{"published":{"order":"desc","format":"yyyy-MM-dd"}}],"search_after":["2026-02-10"]}`:                                  "4 [2026-02-02] 3 [2026-01-20]",
+		`{"size":2,"sort":[{"published":{"order":"desc","format":"yyyy-MM-dd","missing":"_first"}}]}`:                                             "7 [<nil>] 6 [2026-03-01]",
+		`{"size":1,"sort":[{"published":{"order":"asc","format":"epoch_millis","missing":"_first"}}],"query":{"term":{"_id":"7"}}}`:               "7 [<nil>]",
+		`{"size":2,"sort":[{"points":{"order":"asc","missing":0}}]}`:                                                                              "7 [0] 6 [5]",
+		`{"size":3,"sort":[{"published":{"order":"asc","format":"yyyy-MM-dd","missing":"_last"}}],"search_after":["2026-02-09"],"_source":false}`: "5 [2026-02-10] 6 [2026-03-01] 7 [<nil>]",
+	} {
+		if got := sorts(body); got != want {
+			t.Errorf("%s:\n got %s\nwant %s", body, got, want)
+		}
+	}
+	st, m := e.do("POST", "/news/_search", `{"sort":[{"published":{"format":"epoch_millis"}}],"search_after":["2026-02-10T09:00:00Z"]}`)
+	if st != 400 || !strings.Contains(fmt.Sprint(m["error"]), "failed to parse date field [2026-02-10T09:00:00Z] with format [epoch_millis]") {
+		t.Errorf("search_after not in the sort's format: %d %v", st, m)
 	}
 }

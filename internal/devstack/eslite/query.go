@@ -1780,7 +1780,12 @@ func parseDateFormat(v any, format string) (time.Time, error) {
 		var err error
 		switch f {
 		case "epoch_millis":
-			t, err = parseDateValue(numberValue(v))
+			n, ok := toFloat(numberValue(v))
+			if !ok {
+				err = fmt.Errorf("failed to parse date field [%v] with format [epoch_millis]", v)
+			} else {
+				t = time.UnixMilli(int64(n)).UTC()
+			}
 		case "epoch_second":
 			n, ok := toFloat(numberValue(v))
 			if !ok {
