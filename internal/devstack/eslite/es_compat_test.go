@@ -56,3 +56,30 @@ func TestSortFormatAndMissing(t *testing.T) {
 		t.Errorf("search_after not in the sort's format: %d %v", st, m)
 	}
 }
+
+// A date field mapped with a different format in each index of a pattern (logs-*) is
+// read in each index's own format: sorts and date histograms over both see every date.
+func TestDateFormatsDifferAcrossIndexes(t *testing.T) {
+	e := start(t, t.TempDir())
+	defer e.stop()
+	for name, format := range map[string]string{"logs-a": "yyyy-MM-dd HH:mm:ss", "logs-b": "dd/MM/yyyy HH:mm"} {
+		e.ok(e.es.Indices.Create(name, e.es.Indices.Create.WithBody(strings.NewReader(`{"mappings":{"properties":{"ts":{"type":"date","format":"`+format+`"}}}}`))))
+	}
+	e.ok(e.es.Index("logs-a", strings.NewReader(`{"ts":"2026-01-05 10:00:00"}`), e.es.Index.WithDocumentID("a1"), e.es.Index.WithRefresh("true")))
+	e.ok(e.es.Index("logs-b", strings.NewReader(`{"ts":"20/02/2026 08:30"}`), e.es.Index.WithDocumentID("b1"), e.es.Index.WithRefresh("true")))
+	m := e.search("logs-*", `{"sort":[{"ts":"desc"}],"aggs":{"m":{"date_histogram":{"field":"ts","calendar_interval":"month","format":"yyyy-MM"}}}}`)
+	var got []string
+	for _, h := range m["hits"].(map[string]any)["hits"].([]any) {
+		got = append(got, fmt.Sprint(h.(map[string]any)["_id"], " ", h.(map[string]any)["sort"]))
+	}
+	if strings.Join(got, ", ") != "b1 [1.7715762e+12], a1 [1.7676072e+12]" {
+		t.Errorf("sorted hits: %v", got)
+	}
+	var buckets []string
+	for _, b := range m["aggregations"].(map[string]any)["m"].(map[string]any)["buckets"].([]any) {
+		buckets = append(buckets, fmt.Sprint(b.(map[string]any)["key_as_string"], "=", b.(map[string]any)["doc_count"]))
+	}
+	if strings.Join(buckets, " ") != "2026-01=1 2026-02=1" {
+		t.Errorf("buckets: %v", buckets)
+	}
+}

@@ -28,6 +28,9 @@ var dateLayouts = []string{
 	"2006",
 }
 
+// defaultDateFormat is the format of a date field whose mapping sets none.
+const defaultDateFormat = "strict_date_optional_time||epoch_millis"
+
 func parseDateString(s string) (time.Time, error) {
 	s = strings.TrimSpace(s)
 	for _, l := range dateLayouts {
@@ -38,7 +41,7 @@ func parseDateString(s string) (time.Time, error) {
 	if ms, err := strconv.ParseInt(s, 10, 64); err == nil {
 		return time.UnixMilli(ms).UTC(), nil
 	}
-	return time.Time{}, fmt.Errorf("failed to parse date field [%s] with format [strict_date_optional_time||epoch_millis]", s)
+	return time.Time{}, fmt.Errorf("failed to parse date field [%s] with format [%s]", s, defaultDateFormat)
 }
 
 func parseDateValue(v any) (time.Time, error) {

@@ -47,8 +47,15 @@ func (s *server) searchTarget(r *http.Request, expr string) (*target, error) {
 	t := &target{ixs: ixs, fields: map[string]fieldInfo{}, server: s, filters: aliasFilters(expr, ixs)}
 	for _, ix := range ixs {
 		for n, fi := range ix.fieldMap() {
-			if _, ok := t.fields[n]; !ok {
+			have, ok := t.fields[n]
+			switch {
+			case !ok:
 				t.fields[n] = fi
+			case have.Type == "date" && fi.Type == "date" && have.DateFormat != fi.DateFormat:
+				// A date field mapped with different formats in the indexes searched
+				// reads each index's values in its own format.
+				have.DateFormat = formatOrDefault(have.DateFormat) + "||" + formatOrDefault(fi.DateFormat)
+				t.fields[n] = have
 			}
 		}
 	}
@@ -590,7 +597,7 @@ func afterKeys(specs []sortSpec, v any) ([]sortKey, error) {
 				tm, err = parseDateValue(x)
 			}
 			if err != nil {
-				return nil, badRequest("parse_exception", "failed to parse date field [%v] with format [%s]", x, orDefault(format, "strict_date_optional_time||epoch_millis"))
+				return nil, badRequest("parse_exception", "failed to parse date field [%v] with format [%s]", x, formatOrDefault(format))
 			}
 			out[i] = sortKey{v: float64(tm.UnixMilli())}
 		case sp.fi.Type == "boolean":
@@ -784,4 +791,12 @@ var searchKeys = map[string]bool{"query": true, "from": true, "size": true, "sor
 func boolOpt(v any) bool {
 	b, _ := toBool(v)
 	return b
+}
+
+// formatOrDefault is a date field's format, the default one when its mapping sets none.
+func formatOrDefault(f string) string {
+	if f == "" {
+		return defaultDateFormat
+	}
+	return f
 }
