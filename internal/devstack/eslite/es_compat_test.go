@@ -83,3 +83,23 @@ func TestDateFormatsDifferAcrossIndexes(t *testing.T) {
 		t.Errorf("buckets: %v", buckets)
 	}
 }
+
+// top_hits under a nested aggregation returns the nested objects as hits: the document's
+// id, the object as _source and its place in _nested, sorted on the objects' fields.
+func TestTopHitsOfNestedObjects(t *testing.T) {
+	e := start(t, t.TempDir())
+	defer e.stop()
+	e.ok(e.es.Indices.Create("posts", e.es.Indices.Create.WithBody(strings.NewReader(`{"mappings":{"properties":{"comments":{"type":"nested","properties":{"by":{"type":"keyword"}}}}}}`))))
+	e.ok(e.es.Index("posts", strings.NewReader(`{"comments":[{"by":"zoe"},{"by":"al"}]}`), e.es.Index.WithDocumentID("p1"), e.es.Index.WithRefresh("true")))
+	e.ok(e.es.Index("posts", strings.NewReader(`{"comments":[{"by":"max"}]}`), e.es.Index.WithDocumentID("p2"), e.es.Index.WithRefresh("true")))
+	m := e.search("posts", `{"size":0,"aggs":{"c":{"nested":{"path":"comments"},"aggs":{"top":{"top_hits":{"sort":"comments.by"}}}}}}`)
+	var got []string
+	for _, h := range m["aggregations"].(map[string]any)["c"].(map[string]any)["top"].(map[string]any)["hits"].(map[string]any)["hits"].([]any) {
+		h := h.(map[string]any)
+		got = append(got, fmt.Sprint(h["_id"], " ", h["_nested"], " ", h["_source"]))
+	}
+	want := "p1 map[field:comments offset:1] map[by:al], p2 map[field:comments offset:0] map[by:max], p1 map[field:comments offset:0] map[by:zoe]"
+	if strings.Join(got, ", ") != want {
+		t.Errorf("nested top hits:\n got %s\nwant %s", strings.Join(got, ", "), want)
+	}
+}
