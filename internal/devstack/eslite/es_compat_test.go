@@ -103,3 +103,21 @@ func TestTopHitsOfNestedObjects(t *testing.T) {
 		t.Errorf("nested top hits:\n got %s\nwant %s", strings.Join(got, ", "), want)
 	}
 }
+
+// A field that is a long in one index and a double in another aggregates as a double
+// over both: 14.6 stays 14.6.
+func TestLongAndDoubleAcrossIndexes(t *testing.T) {
+	e := start(t, t.TempDir())
+	defer e.stop()
+	e.ok(e.es.Index("n1", strings.NewReader(`{"number":10}`), e.es.Index.WithRefresh("true")))
+	e.ok(e.es.Index("n2", strings.NewReader(`{"number":14.6}`), e.es.Index.WithRefresh("true")))
+	e.ok(e.es.Index("n2", strings.NewReader(`{"number":10.0}`), e.es.Index.WithRefresh("true")))
+	m := e.search("n1,n2", `{"size":0,"aggs":{"t":{"terms":{"field":"number"}}}}`)
+	var got []string
+	for _, b := range m["aggregations"].(map[string]any)["t"].(map[string]any)["buckets"].([]any) {
+		got = append(got, fmt.Sprint(b.(map[string]any)["key"], "=", b.(map[string]any)["doc_count"]))
+	}
+	if strings.Join(got, " ") != "10=2 14.6=1" {
+		t.Errorf("buckets: %v", got)
+	}
+}

@@ -51,6 +51,11 @@ func (s *server) searchTarget(r *http.Request, expr string) (*target, error) {
 			switch {
 			case !ok:
 				t.fields[n] = fi
+			case have.Type == "long" && fi.Type == "double":
+				// A number that is whole in one index and floating in another is
+				// read as floating everywhere, as Elasticsearch widens a long to a
+				// double when it merges the indexes' terms.
+				t.fields[n] = fi
 			case have.Type == "date" && fi.Type == "date" && have.DateFormat != fi.DateFormat:
 				// A date field mapped with different formats in the indexes searched
 				// reads each index's values in its own format.
