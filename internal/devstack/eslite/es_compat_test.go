@@ -121,3 +121,24 @@ func TestLongAndDoubleAcrossIndexes(t *testing.T) {
 		t.Errorf("buckets: %v", got)
 	}
 }
+
+// A terms order path may name a top_metrics metric in brackets, top_metrics[field], as
+// well as with a dot.
+func TestTermsOrderByTopMetricsInBrackets(t *testing.T) {
+	e := start(t, t.TempDir())
+	defer e.stop()
+	e.seed()
+	got := func(path string) string {
+		m := e.search("news", `{"size":0,"aggs":{"a":{"terms":{"field":"author","order":{"`+path+`":"desc"}},
+			"aggs":{"tm":{"top_metrics":{"metrics":{"field":"points"},"sort":{"points":"asc"}}}}}}}`)
+		var keys []string
+		for _, b := range m["aggregations"].(map[string]any)["a"].(map[string]any)["buckets"].([]any) {
+			keys = append(keys, b.(map[string]any)["key"].(string))
+		}
+		return strings.Join(keys, " ")
+	}
+	// The least points per author: dave 150, alice 120, carol 45, bob 5.
+	if b, d := got("tm[points]"), got("tm.points"); b != "dave alice carol bob" || b != d {
+		t.Errorf("by tm[points]: %s; by tm.points: %s", b, d)
+	}
+}
