@@ -142,3 +142,18 @@ func TestTermsOrderByTopMetricsInBrackets(t *testing.T) {
 		t.Errorf("by tm[points]: %s; by tm.points: %s", b, d)
 	}
 }
+
+// A get with realtime=false and refresh=true refreshes the index first, so it finds a
+// document indexed since the last refresh.
+func TestGetRealtimeFalseWithRefresh(t *testing.T) {
+	e := start(t, t.TempDir())
+	defer e.stop()
+	e.ok(e.es.Indices.Create("r", e.es.Indices.Create.WithBody(strings.NewReader(`{"settings":{"index.refresh_interval":-1}}`))))
+	e.ok(e.es.Index("r", strings.NewReader(`{"a":1}`), e.es.Index.WithDocumentID("1")))
+	if st, _ := e.do("GET", "/r/_doc/1?realtime=false", ""); st != 404 {
+		t.Errorf("unrefreshed realtime=false get: %d, want 404", st)
+	}
+	if st, m := e.do("GET", "/r/_doc/1?realtime=false&refresh=true", ""); st != 200 || m["found"] != true {
+		t.Errorf("realtime=false&refresh=true: %d %v", st, m)
+	}
+}
