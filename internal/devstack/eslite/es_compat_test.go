@@ -157,3 +157,23 @@ func TestGetRealtimeFalseWithRefresh(t *testing.T) {
 		t.Errorf("realtime=false&refresh=true: %d %v", st, m)
 	}
 }
+
+// filter_path keeps only what its paths name, drops what its -paths name, and walks
+// through arrays and ** levels.
+func TestFilterPath(t *testing.T) {
+	e := start(t, t.TempDir())
+	defer e.stop()
+	e.seed()
+	for fp, want := range map[string]string{
+		"hits.total.value":                `map[hits:map[total:map[value:1]]]`,
+		"hits.hits._id,-hits.hits._index": `map[hits:map[hits:[map[_id:1]]]]`,
+		"**._source.author":               `map[hits:map[hits:[map[_source:map[author:alice]]]]]`,
+		"-**._source,-_shards,-took,-timed_out,-hits.total,-hits.max_score,-hits.hits._score": `map[hits:map[hits:[map[_id:1 _index:news]]]]`,
+		"nothing.here": `map[]`,
+	} {
+		st, m := e.do("POST", "/news/_search?filter_path="+fp, `{"query":{"term":{"_id":"1"}}}`)
+		if got := fmt.Sprint(m); st != 200 || got != want {
+			t.Errorf("filter_path=%s: %d %s, want %s", fp, st, got, want)
+		}
+	}
+}

@@ -431,6 +431,9 @@ func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(status)
 		return
 	}
+	if fp := r.URL.Query().Get("filter_path"); fp != "" {
+		v = filterPath(v, fp)
+	}
 	writeJSON(w, status, v)
 }
 
