@@ -1,8 +1,10 @@
 // Package yamltest runs Elasticsearch's YAML REST tests (the files under
 // rest-api-spec/src/yamlRestTest/resources/rest-api-spec/test/<api>/ in the
 // elastic/elasticsearch repository) over HTTP against a server, and counts what passes.
-// It is how eslite is measured against Elasticsearch itself; the YAML files are read from
-// a directory outside this repository and never copied into it.
+// It is how eslite is measured against Elasticsearch itself. The files are read from
+// ../shared/es-yaml beside the repository (or ESLITE_YAML_DIR) and never copied into it;
+// TestElasticsearchYAML runs them over the twelve folders below and fails when fewer
+// pass than its floor, minPassPercent, the figure last reached rounded down.
 //
 // The runner implements the suite's semantics: setup and teardown sections, `do` with
 // `catch` (bad_request, unauthorized, forbidden, missing, request_timeout, conflict,
@@ -10,12 +12,79 @@
 // `ignore`, the assertions match, length, is_true, is_false, gt, gte, lt, lte, contains,
 // exists, not_exists and close_to, `set` and `transform_and_set` with $stash
 // substitution in values, keys and paths, and `skip`/`requires` gates on versions,
-// runner features, cluster features, awaits_fix and known_issues. A test gated on a
-// runner feature or cluster feature this runner does not declare is skipped, as
-// Elasticsearch's own runner does; so is a test whose setup or body calls an X-Pack API
-// (security.*, xpack.*, ...), which only Elasticsearch's X-Pack suites run. Everything
-// else runs. A failing teardown fails its test, and between tests every index is deleted
-// and the cluster settings reset, as the real runner wipes the cluster.
+// runner features, cluster features, awaits_fix and known_issues. A failing teardown
+// fails its test, and between tests every index is deleted and the cluster settings
+// reset, as the real runner wipes the cluster.
+//
+// It is as strict as Elasticsearch's framework: match compares numbers by value and
+// everything else by type and value (the string "1" is not the number 1, true is not
+// "true"); a /regex/ in match applies only to a string, found anywhere in it, in Java's
+// COMMENTS mode; gt, gte, lt and lte compare numbers with numbers and strings with
+// strings, nothing else; close_to wants a number; is_true and is_false judge a value by
+// its Java string form (null, "", "0" and "false" in any case are false; 0.0 and an
+// empty object are true); `catch: /regex/` wants an error status and an `error` in the
+// response, and finds the pattern in that error's Java form ({root_cause=[...],
+// type=..., reason=...}, keys in the response's order). Where it differs: numbers
+// nested in an object or list compare by value too (Java's Map.equals would tell the
+// Integer 1 from the Double 1.0, a difference JSON does not carry), gt and friends
+// compare a long with a double by value (Java would throw a ClassCastException), and
+// length counts a string's characters, not its UTF-16 units.
+//
+// A test is skipped, with its reason counted, only when the suite gates it: a runner
+// feature (skip.features, requires.test_runner_features) this runner does not have, a
+// cluster feature it does not declare, a version range that includes ServerVersion, an
+// awaits_fix or unfixed known issue, or an X-Pack API (security.*, xpack.*, ...), which
+// Elasticsearch runs only in its X-Pack suites. Some stored files are from the 7.x
+// branch, where mapping types still existed and so went ungated: a test that passes a
+// `type` or `include_type_name: true`, or asserts that a response has a `_type`, is
+// skipped as 7.x only (Elasticsearch 8 fails it as eslite does) rather than counted as
+// a failure, and eslite does not answer as 7.x did.
+//
+// Measured on 2026-11-27 (go test -count=1 -v -run TestElasticsearchYAML
+// ./internal/devstack/eslite/yamltest), against eslite, over the 233 files of the
+// twelve folders (SOURCES.tsv there names each file's commit):
+//
+//	folder                run  passed  failed   pass%  skipped
+//	bulk                   12      11       1   91.7%        8
+//	count                   6       6       0  100.0%        4
+//	get                    25      14      11   56.0%        6
+//	index                  28      12      16   42.9%       18
+//	indices.create         41      40       1   97.6%       63
+//	indices.get_alias       7       7       0  100.0%       22
+//	indices.get_mapping    20      20       0  100.0%        3
+//	indices.put_alias      12      12       0  100.0%        0
+//	indices.put_mapping    14      13       1   92.9%        1
+//	search                372     307      65   82.5%      111
+//	search.aggregation    390     347      43   89.0%        5
+//	search.highlight       18      17       1   94.4%       27
+//	total                 945     806     139   85.3%      268
+//
+// Skipped, by reason (the test prints each with its folders): cluster features not
+// declared 176 (mapper.track_ignored_source 31,
+// mapper.keyword.store_high_cardinality_in_binary_doc_values 29,
+// mapper.source.mode_from_index_setting 22, the doc-values prefix/wildcard/regexp
+// features 20, other mapper, search, bulk and ingest features 74), the capabilities
+// runner feature 38 and other runner features 7 (node_selector, default_shards,
+// warnings, yaml, ...), X-Pack APIs 22 (security.put_role), 7.x only 17 (mapping
+// types), version ranges and gates the suite sets everywhere 5 ("all", gte_v8.0.0 in a
+// skip), awaits_fix 3. On the same day, before the fixes of that day, the figure was 788
+// of 945 (83.4%; 788 of 962, 81.9%, before the 7.x gate).
+//
+// What still fails, by cause (139): synthetic, columnar and ignored _source and
+// ignore_above/ignore_malformed in fetched values (29); profiler internals and
+// statistics (aggregator class names, collect counts, request cache, fielddata, shard
+// counts, pre-filter shard skipping: 18); scripts beyond expressions (scripted_metric,
+// stored scripts: 7); Elasticsearch features newer than eslite's model (rank, rerank,
+// knn, exact queries, join_hits and lookup fields, unit-aware numbers, time_series and
+// downsampling checks: 14); significant_text details (duplicate filtering, heuristics:
+// 5); date_nanos precision (nanosecond sort values: 5); mapping limits and validation
+// (total_tokens_per_document, ignore_above, synthetic-source mode changes: 7); index
+// templates (_template, _index_template: 6); range fields in histograms (4); flattened
+// fields in exists, query_string and fields (4); rescore, and collapse with rescore or
+// on an alias (5); filter sub-aggregations inside nested ones (2); and single tests
+// (HDR over negative values, explain in top_hits, pipeline error texts, geo points with
+// null values, tie order in top_metrics, a bulk error's position prefix, and two tests
+// that call get without an id, which Elasticsearch's runner refuses too).
 package yamltest
 
 import (
