@@ -50,6 +50,9 @@ type aggDef struct {
 	allDocs []map[string]any
 	// top_hits: renders documents as a search's hits
 	hits func(docs []map[string]any, opts map[string]any) (map[string]any, error)
+	// nested: records, for each document it makes of a nested object, the document it
+	// came from, the path and the object's offset, so top_hits can render it as a hit
+	nestedOf func(doc, parent map[string]any, path string, offset int)
 	// ip_range
 	ipRanges []ipRange
 	// ip_prefix: the prefix length and whether addresses are read as IPv6;
@@ -1047,12 +1050,14 @@ type aggPrep struct {
 	all    func() ([]map[string]any, error)
 	hits   func(docs []map[string]any, opts map[string]any) (map[string]any, error)
 	score  func(doc map[string]any) float64
+	// nestedOf records where a nested aggregation's document came from.
+	nestedOf func(doc, parent map[string]any, path string, offset int)
 }
 
 func prepareAggs(defs []*aggDef, p aggPrep) error {
 	match, docKey, all := p.match, p.docKey, p.all
 	for _, a := range defs {
-		a.hits, a.score, a.docKey = p.hits, p.score, docKey
+		a.hits, a.score, a.docKey, a.nestedOf = p.hits, p.score, docKey, p.nestedOf
 		significant := a.kind == "significant_terms" || a.kind == "significant_text"
 		if a.kind == "global" || (a.kind == "terms" && a.minDocCount == 0) || significant {
 			docs, err := all()

@@ -242,13 +242,16 @@ func parseDateIn(v any, format string, loc *time.Location) (time.Time, error) {
 	if s, ok := v.(string); ok {
 		layout := ""
 		switch format {
-		case "", "iso8601", "strict_date_optional_time", "date_optional_time":
+		case "", "iso8601", "strict_date_optional_time", "date_optional_time", "strict_date_optional_time_nanos", "date_optional_time_nanos":
 		case "epoch_millis", "epoch_second":
 		default:
 			layout = javaDateTokens.Replace(format)
 		}
 		if layout != "" {
 			return time.ParseInLocation(layout, s, loc)
+		}
+		if strings.HasPrefix(format, "epoch_") {
+			return parseDateFormat(v, format)
 		}
 		for _, l := range []string{"2006-01-02T15:04:05.000Z07:00", "2006-01-02T15:04:05Z07:00", "2006-01-02T15:04:05", "2006-01-02"} {
 			if t, err := time.ParseInLocation(l, s, loc); err == nil {
@@ -267,7 +270,8 @@ func formatDate(ms float64, format string, loc *time.Location) string {
 	}
 	t := time.UnixMilli(int64(ms)).In(loc)
 	switch format {
-	case "", "iso8601", "strict_date_optional_time", "date_optional_time", "strict_date_time", "date_time":
+	case "", "iso8601", "strict_date_optional_time", "date_optional_time", "strict_date_time", "date_time",
+		"strict_date_optional_time_nanos", "date_optional_time_nanos":
 		return t.Format("2006-01-02T15:04:05.000Z07:00")
 	case "epoch_millis":
 		return strconv.FormatInt(int64(ms), 10)

@@ -691,6 +691,7 @@ func (a *aggDef) runMore(docs []map[string]any) (map[string]any, bool, error) {
 		var objs []map[string]any
 		segs := strings.Split(a.field, ".")
 		for _, d := range docs {
+			offset := 0
 			for _, v := range sourceValues(d, a.field) {
 				o, ok := v.(map[string]any)
 				if !ok {
@@ -701,6 +702,10 @@ func (a *aggDef) runMore(docs []map[string]any) (map[string]any, bool, error) {
 					doc = map[string]any{segs[i]: doc}
 				}
 				objs = append(objs, doc.(map[string]any))
+				if a.nestedOf != nil {
+					a.nestedOf(doc.(map[string]any), d, a.field, offset)
+				}
+				offset++
 			}
 		}
 		b, err := a.bucket(nil, objs, nil)

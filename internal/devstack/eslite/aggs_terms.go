@@ -140,7 +140,7 @@ func (a *aggDef) orderLeaf(path string) (*aggDef, error) {
 		return badRequest("aggregation_execution_exception", "Invalid aggregation order path [%s]. The provided aggregation [%s] either does not exist, or is a pipeline aggregation and cannot be used to sort the buckets.", path, name)
 	}
 	cur := a
-	steps := strings.Split(path, ">")
+	steps := orderSteps(path)
 	for i, step := range steps {
 		name := step
 		if j := strings.IndexAny(step, ".["); j > 0 {
@@ -169,6 +169,18 @@ func (a *aggDef) orderLeaf(path string) (*aggDef, error) {
 	return cur, nil
 }
 
+// orderSteps splits an order path at its ">" separators, writing a metric named in
+// brackets (top_metrics[field]) with a dot (top_metrics.field), its other spelling.
+func orderSteps(path string) []string {
+	steps := strings.Split(path, ">")
+	for i, step := range steps {
+		if name, metric, ok := strings.Cut(step, "["); ok && strings.HasSuffix(metric, "]") {
+			steps[i] = name + "." + strings.TrimSuffix(metric, "]")
+		}
+	}
+	return steps
+}
+
 var singleBucketKinds = map[string]bool{"filter": true, "global": true, "nested": true, "sampler": true, "diversified_sampler": true}
 
 // orderValue is the value a bucket sorts by under a sub-aggregation path: a number,
@@ -178,7 +190,7 @@ var singleBucketKinds = map[string]bool{"filter": true, "global": true, "nested"
 func (a *aggDef) orderValue(b map[string]any, path string) any {
 	leaf, _ := a.orderLeaf(path)
 	if leaf != nil && (singleBucketKinds[leaf.kind] || leaf.kind == "top_metrics") {
-		steps := strings.Split(path, ">")
+		steps := orderSteps(path)
 		sub := b
 		for _, step := range steps[:len(steps)-1] {
 			sub, _ = sub[step].(map[string]any)

@@ -144,6 +144,16 @@ type scoredDoc struct {
 	// matched holds the named queries the document matches, with their scores.
 	matched map[string]float64
 	hit     *bsearch.DocumentMatch
+	// nested places a nested object's hit (top_hits under a nested aggregation) in the
+	// document it belongs to; its src is the object at its path.
+	nested *nestedPos
+}
+
+// nestedPos is where a nested hit's object sits: its path and its offset among the
+// objects at that path.
+type nestedPos struct {
+	field  string
+	offset int
 }
 
 func (d *scoredDoc) tokens(field string, fi fieldInfo) []string {

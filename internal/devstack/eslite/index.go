@@ -1156,7 +1156,11 @@ func (s *server) doc(r *http.Request, target, op, id string, body []byte) (int, 
 		if sd != nil && ix.shards() > 1 && sd.routing != q.Get("routing") {
 			sd = nil
 		}
-		// A get with realtime=false reads what searches see.
+		// A get with realtime=false reads what searches see, after refreshing the
+		// index first when it asks to (refresh=true).
+		if q.Get("realtime") == "false" && (q.Get("refresh") == "true" || (q.Has("refresh") && q.Get("refresh") == "")) {
+			ix.refreshNow()
+		}
 		if limit, limited := ix.visibleUpTo(); sd != nil && limited && q.Get("realtime") == "false" && sd.seq > limit {
 			sd = nil
 		}

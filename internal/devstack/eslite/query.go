@@ -28,6 +28,9 @@ var dateLayouts = []string{
 	"2006",
 }
 
+// defaultDateFormat is the format of a date field whose mapping sets none.
+const defaultDateFormat = "strict_date_optional_time||epoch_millis"
+
 func parseDateString(s string) (time.Time, error) {
 	s = strings.TrimSpace(s)
 	for _, l := range dateLayouts {
@@ -38,7 +41,7 @@ func parseDateString(s string) (time.Time, error) {
 	if ms, err := strconv.ParseInt(s, 10, 64); err == nil {
 		return time.UnixMilli(ms).UTC(), nil
 	}
-	return time.Time{}, fmt.Errorf("failed to parse date field [%s] with format [strict_date_optional_time||epoch_millis]", s)
+	return time.Time{}, fmt.Errorf("failed to parse date field [%s] with format [%s]", s, defaultDateFormat)
 }
 
 func parseDateValue(v any) (time.Time, error) {
@@ -561,6 +564,9 @@ func (c *qctx) termQ(body any) (query.Query, error) {
 		tq.SetField(fIgnoredTerms)
 		return &constScoreQuery{inner: tq, boost: boostValue(opts["boost"])}, nil
 	}
+	if f == "_id" {
+		return &constScoreQuery{inner: bleve.NewDocIDQuery([]string{scalarString(v)}), boost: boostValue(opts["boost"])}, nil
+	}
 	fi, ok := c.fields[f]
 	if !ok {
 		return bleve.NewMatchNoneQuery(), nil
@@ -629,6 +635,13 @@ func (c *qctx) termsQ(body any) (query.Query, error) {
 			qs = append(qs, tq)
 		}
 		return &constScoreQuery{inner: bleve.NewDisjunctionQuery(qs...), boost: boostValue(o["boost"])}, nil
+	}
+	if f == "_id" {
+		ids := make([]string, len(vals))
+		for i, v := range vals {
+			ids[i] = scalarString(v)
+		}
+		return &constScoreQuery{inner: bleve.NewDocIDQuery(ids), boost: boostValue(o["boost"])}, nil
 	}
 	fi, ok := c.fields[f]
 	if !ok || len(vals) == 0 {
@@ -1770,7 +1783,12 @@ func parseDateFormat(v any, format string) (time.Time, error) {
 		var err error
 		switch f {
 		case "epoch_millis":
-			t, err = parseDateValue(numberValue(v))
+			n, ok := toFloat(numberValue(v))
+			if !ok {
+				err = fmt.Errorf("failed to parse date field [%v] with format [epoch_millis]", v)
+			} else {
+				t = time.UnixMilli(int64(n)).UTC()
+			}
 		case "epoch_second":
 			n, ok := toFloat(numberValue(v))
 			if !ok {

@@ -47,8 +47,20 @@ func (s *server) searchTarget(r *http.Request, expr string) (*target, error) {
 	t := &target{ixs: ixs, fields: map[string]fieldInfo{}, server: s, filters: aliasFilters(expr, ixs)}
 	for _, ix := range ixs {
 		for n, fi := range ix.fieldMap() {
-			if _, ok := t.fields[n]; !ok {
+			have, ok := t.fields[n]
+			switch {
+			case !ok:
 				t.fields[n] = fi
+			case have.Type == "long" && fi.Type == "double":
+				// A number that is whole in one index and floating in another is
+				// read as floating everywhere, as Elasticsearch widens a long to a
+				// double when it merges the indexes' terms.
+				t.fields[n] = fi
+			case have.Type == "date" && fi.Type == "date" && have.DateFormat != fi.DateFormat:
+				// A date field mapped with different formats in the indexes searched
+				// reads each index's values in its own format.
+				have.DateFormat = formatOrDefault(have.DateFormat) + "||" + formatOrDefault(fi.DateFormat)
+				t.fields[n] = have
 			}
 		}
 	}
@@ -407,6 +419,13 @@ type sortSpec struct {
 	field string // "_score", "_doc", "_script" or a field
 	desc  bool
 	fi    fieldInfo
+	// format renders a date field's sort values (and reads its search_after values) in
+	// a date format instead of as epoch millis.
+	format string
+	// missingFirst puts documents without a value first, whatever the order ("missing":
+	// "_first"); missingValue, when set, is the value they sort by instead.
+	missingFirst bool
+	missingValue any
 	// script computes a _script sort's value for a document.
 	script func(d *scoredDoc) []any
 }
@@ -440,7 +459,17 @@ func (c *qctx) parseSort(v any) ([]sortSpec, error) {
 						switch k {
 						case "order":
 							sp.desc = strings.EqualFold(scalarString(val), "desc")
-						case "unmapped_type", "missing", "mode", "format", "numeric_type":
+						case "format":
+							sp.format = scalarString(val)
+						case "missing":
+							switch m := scalarString(val); m {
+							case "_first":
+								sp.missingFirst = true
+							case "_last":
+							default:
+								sp.missingValue = val
+							}
+						case "unmapped_type", "mode", "numeric_type":
 						default:
 							return nil, parsingErr("[sort] option [%s] on [%s] is not supported by eslite", k, f)
 						}
@@ -470,6 +499,13 @@ func (c *qctx) parseSort(v any) ([]sortSpec, error) {
 			return nil, badRequest("illegal_argument_exception", "Text fields are not optimised for operations that require per-document field data like aggregations and sorting, so these operations are disabled by default. Please use a keyword field instead. Alternatively, set fielddata=true on [%s] in order to load field data by uninverting the inverted index.", sp.field)
 		}
 		out[i].fi = fi
+		if sp.missingValue != nil {
+			tv, ok := typedValue(fi, sp.missingValue)
+			if !ok {
+				return nil, badRequest("illegal_argument_exception", "[sort] missing value [%v] of [%s] is not a %s", sp.missingValue, sp.field, fi.ESType)
+			}
+			out[i].missingValue = tv
+		}
 	}
 	return out, nil
 }
@@ -492,6 +528,9 @@ func docSortKeys(specs []sortSpec, d *scoredDoc) []sortKey {
 			keys[i] = sortKey{v: d.id}
 		default:
 			vals := sortSource(sp, d)
+			if len(vals) == 0 && sp.missingValue != nil {
+				vals = []any{sp.missingValue}
+			}
 			if len(vals) == 0 {
 				keys[i] = sortKey{missing: true}
 				continue
@@ -514,10 +553,11 @@ func compareKeys(specs []sortSpec, a, b []sortKey) int {
 		switch {
 		case ka.missing && kb.missing:
 			continue
-		case ka.missing:
+		case ka.missing != kb.missing:
+			if ka.missing == sp.missingFirst {
+				return -1
+			}
 			return 1
-		case kb.missing:
-			return -1
 		}
 		c := compareValues(ka.v, kb.v)
 		if sp.desc {
@@ -553,9 +593,16 @@ func afterKeys(specs []sortSpec, v any) ([]sortKey, error) {
 				out[i] = sortKey{v: f}
 				continue
 			}
-			tm, err := parseDateValue(x)
+			format := sp.format
+			if format == "" {
+				format = sp.fi.DateFormat
+			}
+			tm, err := parseDateIn(x, format, time.UTC)
+			if format == "" {
+				tm, err = parseDateValue(x)
+			}
 			if err != nil {
-				return nil, badRequest("parse_exception", "failed to parse date field [%v]", x)
+				return nil, badRequest("parse_exception", "failed to parse date field [%v] with format [%s]", x, formatOrDefault(format))
 			}
 			out[i] = sortKey{v: float64(tm.UnixMilli())}
 		case sp.fi.Type == "boolean":
@@ -749,4 +796,12 @@ var searchKeys = map[string]bool{"query": true, "from": true, "size": true, "sor
 func boolOpt(v any) bool {
 	b, _ := toBool(v)
 	return b
+}
+
+// formatOrDefault is a date field's format, the default one when its mapping sets none.
+func formatOrDefault(f string) string {
+	if f == "" {
+		return defaultDateFormat
+	}
+	return f
 }

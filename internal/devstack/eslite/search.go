@@ -122,6 +122,14 @@ func sortValues(specs []sortSpec, d *scoredDoc) []any {
 			continue
 		}
 		vals := sortSource(sp, d)
+		if len(vals) == 0 && sp.missingValue != nil {
+			vals = []any{sp.missingValue}
+		}
+		if len(vals) == 0 && sp.format != "" {
+			// A formatted sort has no value to print for a missing one.
+			out = append(out, nil)
+			continue
+		}
 		if len(vals) == 0 {
 			if sp.desc {
 				out = append(out, math.MinInt64)
@@ -138,6 +146,10 @@ func sortValues(specs []sortSpec, d *scoredDoc) []any {
 		}
 		switch b := best.(type) {
 		case float64:
+			if sp.format != "" && sp.fi.Type == "date" {
+				out = append(out, formatDate(b, sp.format, time.UTC))
+				continue
+			}
 			out = append(out, jsonNumber(b))
 		case bool:
 			if b {

@@ -280,8 +280,31 @@ func (s *server) search(r *http.Request, expr string, body []byte) (int, any, er
 			}
 			return out, nil
 		}
+		// A nested aggregation's documents are hits of their own: the nested object, at
+		// its offset in the document it came from.
+		nested := map[uintptr]*scoredDoc{}
+		nestedOf := func(doc, parent map[string]any, path string, offset int) {
+			pd := byKey[docKey(parent)]
+			if pd == nil {
+				if pn := nested[reflect.ValueOf(parent).Pointer()]; pn != nil {
+					pd = pn
+				} else {
+					return
+				}
+			}
+			nd := *pd
+			nd.src, nd.toks, nd.matched = doc, nil, nil
+			nd.nested = &nestedPos{field: path, offset: offset}
+			nested[reflect.ValueOf(doc).Pointer()] = &nd
+		}
 		hits := func(srcs []map[string]any, o map[string]any) (map[string]any, error) {
-			return s.topHits(srcs, o, docKey, byKey, c, t, asInt, fetch)
+			lookup := func(src map[string]any) *scoredDoc {
+				if d := byKey[docKey(src)]; d != nil {
+					return d
+				}
+				return nested[reflect.ValueOf(src).Pointer()]
+			}
+			return s.topHits(srcs, o, lookup, c, t, asInt, fetch)
 		}
 		score := func(src map[string]any) float64 {
 			if d := byKey[docKey(src)]; d != nil {
@@ -289,7 +312,7 @@ func (s *server) search(r *http.Request, expr string, body []byte) (int, any, er
 			}
 			return 0
 		}
-		if err := prepareAggs(aggs, aggPrep{match: match, docKey: docKey, all: all, hits: hits, score: score}); err != nil {
+		if err := prepareAggs(aggs, aggPrep{match: match, docKey: docKey, all: all, hits: hits, score: score, nestedOf: nestedOf}); err != nil {
 			return 0, nil, err
 		}
 		if aggOut, err = runAggs(aggs, srcs); err != nil {
@@ -499,6 +522,17 @@ func (s *server) renderHit(d *scoredDoc, o hitOptions) (map[string]any, error) {
 	}
 	if o.withSource && !o.storedNone && o.src != nil {
 		hit["_source"] = o.src.apply(d.src)
+	}
+	if d.nested != nil {
+		// A nested object's hit: its _source is the object alone.
+		hit["_nested"] = map[string]any{"field": d.nested.field, "offset": d.nested.offset}
+		if _, on := d.ix.nestedAndSource(); !on {
+			delete(hit, "_source")
+		}
+		if _, ok := hit["_source"]; ok {
+			obj, _ := sourceValues(d.src, d.nested.field)[0].(map[string]any)
+			hit["_source"] = o.src.apply(obj)
+		}
 	}
 	if len(o.specs) > 0 {
 		hit["sort"] = sortValues(o.specs, d)
@@ -736,10 +770,10 @@ func (col *collapse) decorate(s *server, hit map[string]any, d *scoredDoc, o hit
 
 // topHits renders the documents of a bucket as a top_hits aggregation: sorted, paged
 // and fetched with the aggregation's own options, as a search's hits are.
-func (s *server) topHits(srcs []map[string]any, o map[string]any, docKey func(map[string]any) string, byKey map[string]*scoredDoc, c *qctx, t *target, asInt bool, searchFetch []fieldRequest) (map[string]any, error) {
+func (s *server) topHits(srcs []map[string]any, o map[string]any, lookup func(map[string]any) *scoredDoc, c *qctx, t *target, asInt bool, searchFetch []fieldRequest) (map[string]any, error) {
 	docs := make([]*scoredDoc, 0, len(srcs))
 	for _, src := range srcs {
-		if d := byKey[docKey(src)]; d != nil {
+		if d := lookup(src); d != nil {
 			docs = append(docs, d)
 		}
 	}

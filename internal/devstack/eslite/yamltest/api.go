@@ -328,13 +328,19 @@ func (x *exec) do(m map[string]any) error {
 		if resp.StatusCode < 400 {
 			return fmt.Errorf("expected an error matching %s, got status %d: %s", catch, resp.StatusCode, clip(raw))
 		}
-		// Unlike match, catch regexes are plain Java patterns (no COMMENTS flag).
+		// As in DoSection: the response has an `error`, and the pattern (a plain Java
+		// one, without match's COMMENTS flag) is found in its Java string form,
+		// {root_cause=[...], type=..., reason=...}, not in the JSON.
 		re, err := regexp.Compile("(?s)" + strings.TrimSuffix(strings.TrimPrefix(catch, "/"), "/"))
 		if err != nil {
 			return err
 		}
-		if !re.Match(raw) {
-			return fmt.Errorf("error does not match %s: %d %s", catch, resp.StatusCode, clip(raw))
+		errText, ok := javaErrorString(raw)
+		if !ok {
+			return fmt.Errorf("expected an error matching %s, but status %d has no [error]: %s", catch, resp.StatusCode, clip(raw))
+		}
+		if !re.MatchString(errText) {
+			return fmt.Errorf("error %s does not match %s (status %d)", clip([]byte(errText)), catch, resp.StatusCode)
 		}
 	default:
 		want, ok := catchStatus[catch]
@@ -354,4 +360,72 @@ func clip(b []byte) string {
 		s = s[:400] + "…"
 	}
 	return s
+}
+
+// javaErrorString renders the `error` of a response body the way Java's Map.toString
+// prints it in Elasticsearch's test framework: keys in the response's order, k=v pairs
+// joined by ", " in braces, lists in brackets, strings bare.
+func javaErrorString(raw []byte) (string, bool) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return "", false
+	}
+	for dec.More() {
+		k, err := dec.Token()
+		if err != nil {
+			return "", false
+		}
+		if k == "error" {
+			var b strings.Builder
+			if err := writeJava(dec, &b); err != nil {
+				return "", false
+			}
+			return b.String(), b.String() != "null"
+		}
+		var skip json.RawMessage
+		if err := dec.Decode(&skip); err != nil {
+			return "", false
+		}
+	}
+	return "", false
+}
+
+func writeJava(dec *json.Decoder, b *strings.Builder) error {
+	t, err := dec.Token()
+	if err != nil {
+		return err
+	}
+	switch v := t.(type) {
+	case json.Delim:
+		open, close := "{", "}"
+		if v == '[' {
+			open, close = "[", "]"
+		}
+		b.WriteString(open)
+		for first := true; dec.More(); first = false {
+			if !first {
+				b.WriteString(", ")
+			}
+			if v == '{' {
+				k, err := dec.Token()
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(b, "%v=", k)
+			}
+			if err := writeJava(dec, b); err != nil {
+				return err
+			}
+		}
+		if _, err := dec.Token(); err != nil {
+			return err
+		}
+		b.WriteString(close)
+	case nil:
+		b.WriteString("null")
+	default:
+		fmt.Fprint(b, v)
+	}
+	return nil
 }

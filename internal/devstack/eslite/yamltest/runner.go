@@ -1,8 +1,10 @@
 // Package yamltest runs Elasticsearch's YAML REST tests (the files under
 // rest-api-spec/src/yamlRestTest/resources/rest-api-spec/test/<api>/ in the
 // elastic/elasticsearch repository) over HTTP against a server, and counts what passes.
-// It is how eslite is measured against Elasticsearch itself; the YAML files are read from
-// a directory outside this repository and never copied into it.
+// It is how eslite is measured against Elasticsearch itself. The files are read from
+// ../shared/es-yaml beside the repository (or ESLITE_YAML_DIR) and never copied into it;
+// TestElasticsearchYAML runs them over the twelve folders below and fails when fewer
+// pass than its floor, minPassPercent, the figure last reached rounded down.
 //
 // The runner implements the suite's semantics: setup and teardown sections, `do` with
 // `catch` (bad_request, unauthorized, forbidden, missing, request_timeout, conflict,
@@ -10,12 +12,79 @@
 // `ignore`, the assertions match, length, is_true, is_false, gt, gte, lt, lte, contains,
 // exists, not_exists and close_to, `set` and `transform_and_set` with $stash
 // substitution in values, keys and paths, and `skip`/`requires` gates on versions,
-// runner features, cluster features, awaits_fix and known_issues. A test gated on a
-// runner feature or cluster feature this runner does not declare is skipped, as
-// Elasticsearch's own runner does; so is a test whose setup or body calls an X-Pack API
-// (security.*, xpack.*, ...), which only Elasticsearch's X-Pack suites run. Everything
-// else runs. A failing teardown fails its test, and between tests every index is deleted
-// and the cluster settings reset, as the real runner wipes the cluster.
+// runner features, cluster features, awaits_fix and known_issues. A failing teardown
+// fails its test, and between tests every index is deleted and the cluster settings
+// reset, as the real runner wipes the cluster.
+//
+// It is as strict as Elasticsearch's framework: match compares numbers by value and
+// everything else by type and value (the string "1" is not the number 1, true is not
+// "true"); a /regex/ in match applies only to a string, found anywhere in it, in Java's
+// COMMENTS mode; gt, gte, lt and lte compare numbers with numbers and strings with
+// strings, nothing else; close_to wants a number; is_true and is_false judge a value by
+// its Java string form (null, "", "0" and "false" in any case are false; 0.0 and an
+// empty object are true); `catch: /regex/` wants an error status and an `error` in the
+// response, and finds the pattern in that error's Java form ({root_cause=[...],
+// type=..., reason=...}, keys in the response's order). Where it differs: numbers
+// nested in an object or list compare by value too (Java's Map.equals would tell the
+// Integer 1 from the Double 1.0, a difference JSON does not carry), gt and friends
+// compare a long with a double by value (Java would throw a ClassCastException), and
+// length counts a string's characters, not its UTF-16 units.
+//
+// A test is skipped, with its reason counted, only when the suite gates it: a runner
+// feature (skip.features, requires.test_runner_features) this runner does not have, a
+// cluster feature it does not declare, a version range that includes ServerVersion, an
+// awaits_fix or unfixed known issue, or an X-Pack API (security.*, xpack.*, ...), which
+// Elasticsearch runs only in its X-Pack suites. Some stored files are from the 7.x
+// branch, where mapping types still existed and so went ungated: a test that passes a
+// `type` or `include_type_name: true`, or asserts that a response has a `_type`, is
+// skipped as 7.x only (Elasticsearch 8 fails it as eslite does) rather than counted as
+// a failure, and eslite does not answer as 7.x did.
+//
+// Measured on 2026-11-27 (go test -count=1 -v -run TestElasticsearchYAML
+// ./internal/devstack/eslite/yamltest), against eslite, over the 233 files of the
+// twelve folders (SOURCES.tsv there names each file's commit):
+//
+//	folder                run  passed  failed   pass%  skipped
+//	bulk                   12      11       1   91.7%        8
+//	count                   6       6       0  100.0%        4
+//	get                    25      14      11   56.0%        6
+//	index                  28      12      16   42.9%       18
+//	indices.create         41      40       1   97.6%       63
+//	indices.get_alias       7       7       0  100.0%       22
+//	indices.get_mapping    20      20       0  100.0%        3
+//	indices.put_alias      12      12       0  100.0%        0
+//	indices.put_mapping    14      13       1   92.9%        1
+//	search                372     307      65   82.5%      111
+//	search.aggregation    390     347      43   89.0%        5
+//	search.highlight       18      17       1   94.4%       27
+//	total                 945     806     139   85.3%      268
+//
+// Skipped, by reason (the test prints each with its folders): cluster features not
+// declared 176 (mapper.track_ignored_source 31,
+// mapper.keyword.store_high_cardinality_in_binary_doc_values 29,
+// mapper.source.mode_from_index_setting 22, the doc-values prefix/wildcard/regexp
+// features 20, other mapper, search, bulk and ingest features 74), the capabilities
+// runner feature 38 and other runner features 7 (node_selector, default_shards,
+// warnings, yaml, ...), X-Pack APIs 22 (security.put_role), 7.x only 17 (mapping
+// types), version ranges and gates the suite sets everywhere 5 ("all", gte_v8.0.0 in a
+// skip), awaits_fix 3. On the same day, before the fixes of that day, the figure was 788
+// of 945 (83.4%; 788 of 962, 81.9%, before the 7.x gate).
+//
+// What still fails, by cause (139): synthetic, columnar and ignored _source and
+// ignore_above/ignore_malformed in fetched values (29); profiler internals and
+// statistics (aggregator class names, collect counts, request cache, fielddata, shard
+// counts, pre-filter shard skipping: 18); scripts beyond expressions (scripted_metric,
+// stored scripts: 7); Elasticsearch features newer than eslite's model (rank, rerank,
+// knn, exact queries, join_hits and lookup fields, unit-aware numbers, time_series and
+// downsampling checks: 14); significant_text details (duplicate filtering, heuristics:
+// 5); date_nanos precision (nanosecond sort values: 5); mapping limits and validation
+// (total_tokens_per_document, ignore_above, synthetic-source mode changes: 7); index
+// templates (_template, _index_template: 6); range fields in histograms (4); flattened
+// fields in exists, query_string and fields (4); rescore, and collapse with rescore or
+// on an alias (5); filter sub-aggregations inside nested ones (2); and single tests
+// (HDR over negative values, explain in top_hits, pipeline error texts, geo points with
+// null values, tie order in top_metrics, a bulk error's position prefix, and two tests
+// that call get without an id, which Elasticsearch's runner refuses too).
 package yamltest
 
 import (
@@ -186,10 +255,7 @@ func (r *Runner) RunFile(path string) ([]Result, error) {
 	var out []Result
 	setupSkip := ""
 	if setup != nil {
-		setupSkip = skipReason(setup.steps)
-		if setupSkip == "" {
-			setupSkip = xpackReason(setup.steps)
-		}
+		setupSkip = gateReason(setup.steps)
 	}
 	for _, t := range tests {
 		res := Result{Dir: dir, File: file, Name: t.name}
@@ -198,11 +264,7 @@ func (r *Runner) RunFile(path string) ([]Result, error) {
 			out = append(out, res)
 			continue
 		}
-		why := skipReason(t.steps)
-		if why == "" {
-			why = xpackReason(t.steps)
-		}
-		if why != "" {
+		if why := gateReason(t.steps); why != "" {
 			res.Status, res.Reason = "skip", why
 			out = append(out, res)
 			continue
@@ -282,6 +344,18 @@ func (r *Runner) client() *http.Client {
 }
 
 // ---- skip / requires ----
+
+// gateReason says why steps do not run here: a skip or requires gate of the suite, an
+// X-Pack API, or a 7.x-only request or assertion.
+func gateReason(steps []any) string {
+	if why := skipReason(steps); why != "" {
+		return why
+	}
+	if why := xpackReason(steps); why != "" {
+		return why
+	}
+	return typesReason(steps)
+}
 
 func skipReason(steps []any) string {
 	for _, st := range steps {
@@ -376,6 +450,51 @@ func xpackReason(steps []any) string {
 			for _, p := range xpackAPIs {
 				if strings.HasPrefix(api, p) {
 					return "requires X-Pack API [" + api + "]"
+				}
+			}
+		}
+	}
+	return ""
+}
+
+// typesReason gates the tests of 7.x-era files that ask for mapping types, which
+// Elasticsearch 8.0 removed: a `type` or `include_type_name: true` parameter, or an
+// assertion that a response has a `_type`. The suite's 7.x branch had no gate for them
+// because they held there; Elasticsearch 8 fails them as eslite does, so they are counted
+// as skipped, not as failures of eslite.
+func typesReason(steps []any) string {
+	for _, st := range steps {
+		m, ok := st.(map[string]any)
+		if !ok {
+			continue
+		}
+		for kind, v := range m {
+			switch kind {
+			case "do":
+				for api, p := range asMap(v) {
+					params := asMap(p)
+					if params == nil || api == "catch" || api == "headers" {
+						continue
+					}
+					if fmt.Sprint(params["include_type_name"]) == "true" {
+						return "7.x only (mapping types, removed in 8.0): include_type_name"
+					}
+					if _, ok := params["type"]; ok {
+						return "7.x only (mapping types, removed in 8.0): [type] parameter of " + api
+					}
+				}
+			case "match", "is_true", "exists":
+				paths := []string{fmt.Sprint(v)}
+				if mm := asMap(v); mm != nil {
+					paths = paths[:0]
+					for p := range mm {
+						paths = append(paths, p)
+					}
+				}
+				for _, p := range paths {
+					if parts := splitPath(p); len(parts) > 0 && parts[len(parts)-1] == "_type" {
+						return "7.x only (mapping types, removed in 8.0): _type in responses"
+					}
 				}
 			}
 		}
@@ -550,23 +669,15 @@ func asMap(v any) map[string]any {
 	return m
 }
 
+// isFalsy is the test of Elasticsearch's is_false (and the negation of is_true): the
+// value is missing or null, or its Java string form is "", "0" or "false" in any case.
+// So 0.0 and an empty object or list are true, as there.
 func isFalsy(v any) bool {
-	switch t := v.(type) {
-	case nil:
+	if v == nil {
 		return true
-	case bool:
-		return !t
-	case string:
-		return t == "" || t == "false"
-	case json.Number:
-		f, _ := t.Float64()
-		return f == 0
-	case int:
-		return t == 0
-	case float64:
-		return t == 0
 	}
-	return false
+	s := fmt.Sprint(plain(v))
+	return s == "" || s == "0" || strings.EqualFold(s, "false")
 }
 
 func show(v any) string {
@@ -705,12 +816,16 @@ func (x *exec) assert(kind, path string, want any) error {
 			}
 			return fmt.Errorf("[%s] is missing, want %s", path, show(want))
 		}
-		if s, ok := want.(string); ok && len(s) > 1 && strings.HasPrefix(strings.TrimSpace(s), "/") && strings.HasSuffix(strings.TrimSpace(s), "/") {
+		if s, ok := want.(string); ok && isRegexp(s) {
 			re, rerr := javaRegexp(strings.TrimSpace(s))
 			if rerr != nil {
 				return rerr
 			}
-			if !re.MatchString(fmt.Sprint(plain(got))) {
+			str, isStr := got.(string)
+			if !isStr {
+				return fmt.Errorf("[%s] = %s is not a string to match %s", path, show(got), s)
+			}
+			if !re.MatchString(str) {
 				return fmt.Errorf("[%s] = %s does not match %s", path, show(got), s)
 			}
 			return nil
@@ -736,14 +851,24 @@ func (x *exec) assert(kind, path string, want any) error {
 			return fmt.Errorf("length of [%s] = %d, want %v (%s)", path, l, want, show(got))
 		}
 	case "gt", "gte", "lt", "lte":
-		g, ok1 := toFloat(got)
-		w, ok2 := toFloat(want)
-		if !ok1 || !ok2 {
-			return fmt.Errorf("[%s] = %s is not comparable with %v", path, show(got), want)
+		// Numbers compare by value, strings by their characters; anything else, or a
+		// number with a string, fails, as Java's Comparable does there.
+		var c int
+		gs, gStr := got.(string)
+		ws, wStr := want.(string)
+		switch {
+		case isNumber(got) && isNumber(want):
+			g, _ := toFloat(got)
+			w, _ := toFloat(want)
+			c = cmpFloat(g, w)
+		case gStr && wStr:
+			c = strings.Compare(gs, ws)
+		default:
+			return fmt.Errorf("[%s] = %s is not comparable with %s", path, show(got), show(want))
 		}
-		ok := map[string]bool{"gt": g > w, "gte": g >= w, "lt": g < w, "lte": g <= w}[kind]
+		ok := map[string]bool{"gt": c > 0, "gte": c >= 0, "lt": c < 0, "lte": c <= 0}[kind]
 		if !ok {
-			return fmt.Errorf("[%s] = %v is not %s %v", path, g, kind, w)
+			return fmt.Errorf("[%s] = %s is not %s %s", path, show(got), kind, show(want))
 		}
 	case "contains":
 		list, ok := got.([]any)
@@ -760,8 +885,8 @@ func (x *exec) assert(kind, path string, want any) error {
 		o := asMap(want)
 		v, _ := toFloat(o["value"])
 		e, _ := toFloat(o["error"])
-		g, ok := toFloat(got)
-		if !ok || math.Abs(g-v) > e {
+		g, _ := toFloat(got)
+		if !isNumber(got) || math.Abs(g-v) > e {
 			return fmt.Errorf("[%s] = %s is not within %v of %v", path, show(got), e, v)
 		}
 	}
@@ -792,6 +917,12 @@ func plain(v any) any {
 		return n.String()
 	}
 	return v
+}
+
+// isRegexp reports whether an expected value is a /regex/, as MatchAssertion decides.
+func isRegexp(s string) bool {
+	s = strings.TrimSpace(s)
+	return len(s) > 2 && strings.HasPrefix(s, "/") && strings.HasSuffix(s, "/")
 }
 
 // javaRegexp compiles a /.../ pattern the way the suite means it: Java's COMMENTS mode,
@@ -825,6 +956,16 @@ func javaRegexp(s string) (*regexp.Regexp, error) {
 	return regexp.Compile("(?s)" + b.String())
 }
 
+func cmpFloat(a, b float64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
 func toFloat(v any) (float64, bool) {
 	switch t := v.(type) {
 	case json.Number:
@@ -853,8 +994,10 @@ func isNumber(v any) bool {
 	return false
 }
 
-// equal compares a response value with an expected one: numbers by value (an integer
-// response equals 1.0), maps and lists deeply.
+// equal compares a response value with an expected one as MatchAssertion does: numbers
+// by value (an integer response equals 1.0), everything else by type and value, maps and
+// lists deeply. A string never equals a number or a boolean: the suite quotes the values
+// Elasticsearch answers as strings (settings).
 func equal(got, want any) bool {
 	if isNumber(got) && isNumber(want) {
 		gs, ws := numString(got), numString(want)
@@ -891,17 +1034,6 @@ func equal(got, want any) bool {
 			}
 		}
 		return true
-	case string:
-		// The suite writes numbers and booleans unquoted or quoted; a stringly response
-		// (settings) equals the unquoted expectation and the reverse.
-		return fmt.Sprint(plain(got)) == w
-	case bool:
-		if s, ok := got.(string); ok {
-			return s == strconv.FormatBool(w)
-		}
-	}
-	if s, ok := got.(string); ok && isNumber(want) {
-		return s == numString(want)
 	}
 	return reflect.DeepEqual(got, want)
 }

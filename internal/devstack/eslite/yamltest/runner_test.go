@@ -107,3 +107,88 @@ func TestFailingTeardownFailsTheTest(t *testing.T) {
 		t.Errorf("results: %+v", res)
 	}
 }
+
+// The assertions hold to Elasticsearch's framework: a string is not a number, a regex
+// matches only strings, is_true follows Java's string forms.
+func TestAssertionsAreAsStrictAsElasticsearch(t *testing.T) {
+	x := &exec{stash: map[string]any{}, body: map[string]any{
+		"n": json.Number("1"), "s": "1", "f": json.Number("0.0"), "zero": json.Number("0"),
+		"empty": map[string]any{}, "no": "FALSE", "t": "2021-01-01",
+	}}
+	for _, c := range []struct {
+		kind, path string
+		want       any
+		ok         bool
+	}{
+		{"match", "n", 1.0, true},
+		{"match", "n", "1", false},
+		{"match", "s", 1, false},
+		{"match", "s", "1", true},
+		{"match", "n", "/1/", false},
+		{"match", "s", "/^1$/", true},
+		{"gt", "t", "2020-12-31", true},
+		{"gt", "s", 0, false},
+		{"close_to", "s", map[string]any{"value": 1, "error": 0.1}, false},
+		{"close_to", "n", map[string]any{"value": 1, "error": 0.1}, true},
+	} {
+		err := x.assert(c.kind, c.path, c.want)
+		if (err == nil) != c.ok {
+			t.Errorf("%s %s %v: err %v, want pass=%v", c.kind, c.path, c.want, err, c.ok)
+		}
+	}
+	for path, want := range map[string]bool{"f": true, "zero": false, "empty": true, "no": false, "missing": false} {
+		if err := x.step("is_true", path); (err == nil) != want {
+			t.Errorf("is_true %s: %v, want true=%v", path, err, want)
+		}
+	}
+}
+
+// catch: /regex/ is found in the Java string form of the response's error, which the
+// response must have.
+func TestCatchRegexMatchesTheErrorObject(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(400)
+		if r.URL.Path == "/bare/_search" {
+			_, _ = w.Write([]byte(`{"status":400,"message":"type=x"}`))
+			return
+		}
+		_, _ = w.Write([]byte(`{"error":{"root_cause":[{"type":"x","reason":"bad [a]"}],"type":"x","reason":"bad [a]"},"status":400}`))
+	}))
+	defer srv.Close()
+	x := &exec{r: &Runner{URL: srv.URL}, stash: map[string]any{}}
+	do := func(index, catch string) error {
+		return x.do(map[string]any{"catch": catch, "search": map[string]any{"index": index}})
+	}
+	if err := do("i", `/type=x, reason=bad \[a\]/`); err != nil {
+		t.Errorf("error object form not matched: %v", err)
+	}
+	if err := do("i", `/"type":"x"/`); err == nil {
+		t.Error("the JSON text matched, not the error object")
+	}
+	if err := do("bare", `/type=x/`); err == nil || !strings.Contains(err.Error(), "has no [error]") {
+		t.Errorf("a response without error passed: %v", err)
+	}
+}
+
+func TestTypesAreGatedAs7xOnly(t *testing.T) {
+	step := func(k string, v any) []any { return []any{map[string]any{k: v}} }
+	for _, steps := range [][]any{
+		step("do", map[string]any{"index": map[string]any{"index": "i", "type": "t"}}),
+		step("do", map[string]any{"indices.create": map[string]any{"index": "i", "include_type_name": true}}),
+		step("match", map[string]any{"hits.hits.0._type": "_doc"}),
+		step("is_true", "_type"),
+	} {
+		if why := gateReason(steps); !strings.HasPrefix(why, "7.x only") {
+			t.Errorf("%v: gate %q", steps, why)
+		}
+	}
+	for _, steps := range [][]any{
+		step("is_false", "hits.hits.0._type"),
+		step("do", map[string]any{"indices.create": map[string]any{"index": "i", "include_type_name": false}}),
+	} {
+		if why := gateReason(steps); why != "" {
+			t.Errorf("%v: gated %q", steps, why)
+		}
+	}
+}
