@@ -384,6 +384,10 @@ const (
 	// reading its chain's earlier runs first (RecentRunsActivity) when a rule compares
 	// with them, and lists what broke in its summary.
 	ChangeExpectations = "expectations"
+	// ChangeCostSizedBatches: a step whose pages prove cheap takes larger batches (up to
+	// four times its `batch`, about batchTarget of work each), so a crawl of cheap pages
+	// pays for fewer activities.
+	ChangeCostSizedBatches = "cost-sized-batches"
 )
 
 // gates is the table of guarded changes, in the order they were made: each change's name
@@ -402,6 +406,7 @@ var gates = []gate{
 	{change: ChangeFollowDownstream, version: 1},
 	{change: ChangeRecrawlDue, version: 1},
 	{change: ChangeExpectations, version: 1},
+	{change: ChangeCostSizedBatches, version: 1},
 }
 
 // gate is one guarded change: the newest version of it this build runs, and whether its
@@ -493,6 +498,7 @@ func chainWorkflow(ctx workflow.Context, in ChainInput, g gateSet) (*Summary, er
 	r.followDown = g.version(ctx, ChangeFollowDownstream) >= 1
 	recrawlDue := g.version(ctx, ChangeRecrawlDue) >= 1
 	r.expectations = g.version(ctx, ChangeExpectations) >= 1
+	r.costSized = g.version(ctx, ChangeCostSizedBatches) >= 1
 	if recrawlDue {
 		r.seedDue(ctx)
 	}
@@ -510,6 +516,10 @@ type runner struct {
 	follow          bool // ChangeFollowOwnStep is on for this run
 	followDown      bool // ChangeFollowDownstream is on for this run
 	expectations    bool // ChangeExpectations is on for this run
+	costSized       bool // ChangeCostSizedBatches is on for this run
+	// pageCost is each step's observed batch time per page (a moving average), from
+	// which costSized sizes its batches; zero until a batch of the step has ended.
+	pageCost []time.Duration
 	tune            Tuning
 	plan            crawl.Plan
 	queues          [][]Pending // per step, FIFO
@@ -533,6 +543,7 @@ func newRunner(ctx workflow.Context, in ChainInput) *runner {
 	r.queues = make([][]Pending, n)
 	r.inFlight = make([]int, n)
 	r.inputsIn = make([]int, n)
+	r.pageCost = make([]time.Duration, n)
 	if in.Carry != nil {
 		r.sum = in.Carry
 	} else {
@@ -789,12 +800,52 @@ func (r *runner) dispatch(ctx workflow.Context) {
 		}
 		step := r.plan.Steps[i]
 		for r.inFlight[i] < step.Parallel {
-			batch := r.takeReady(i, step.Batch, now)
+			batch := r.takeReady(i, r.batchSize(i), now)
 			if len(batch) == 0 {
 				break
 			}
 			r.startBatch(ctx, i, batch, now)
 		}
+	}
+}
+
+// batchTarget is about how long a batch of cheap pages is sized to last under
+// ChangeCostSizedBatches: long enough that the activity's own cost (scheduling, a
+// history event, a heartbeat, a result) is small beside its pages, short enough that a
+// batch's checkpoints and retries stay cheap.
+const batchTarget = 5 * time.Second
+
+// batchSize is how many inputs step i's next batch takes: its `batch`; under
+// ChangeCostSizedBatches, once the step's batches have shown what a page costs, as many
+// as fill batchTarget, up to four times `batch`, but never more than a fair share of
+// the queued inputs among its free batch slots, so parallel batches are not starved and
+// a run's last inputs are not left to one long batch.
+func (r *runner) batchSize(i int) int {
+	step := r.plan.Steps[i]
+	if !r.costSized || r.pageCost[i] <= 0 {
+		return step.Batch
+	}
+	n := min(int(batchTarget/r.pageCost[i]), 4*step.Batch)
+	free := max(step.Parallel-r.inFlight[i], 1)
+	share := (len(r.queues[i]) + free - 1) / free
+	return max(step.Batch, min(n, share))
+}
+
+// notePageCost averages into step i's page cost the time a batch that ran took per page
+// (its own and those it followed into other steps).
+func (r *runner) notePageCost(s sentBatch, res crawl.BatchResult, now time.Time) {
+	pages := res.Pages + len(res.Failed)
+	for _, d := range res.Downstream {
+		pages += d.Pages + len(d.Failed)
+	}
+	if !r.costSized || pages == 0 || s.started.IsZero() {
+		return
+	}
+	cost := now.Sub(s.started) / time.Duration(pages)
+	if r.pageCost[s.step] == 0 {
+		r.pageCost[s.step] = cost
+	} else {
+		r.pageCost[s.step] = (r.pageCost[s.step] + cost) / 2
 	}
 }
 
@@ -826,7 +877,7 @@ func (r *runner) startBatch(ctx workflow.Context, i int, pending []Pending, now 
 		opts.ActivityID = fmt.Sprintf("%s/%d", b.Step.ID, b.Sequence)
 	}
 	r.prioritize(&opts, i, pending, now)
-	sent := sentBatch{step: i, pending: pending, work: b.Work, downstream: downstream, activityID: opts.ActivityID}
+	sent := sentBatch{step: i, pending: pending, work: b.Work, downstream: downstream, activityID: opts.ActivityID, started: now}
 	r.hold(sent, 1)
 	activityName := RunBatchActivity
 	if r.taskActivities {
@@ -843,6 +894,7 @@ type sentBatch struct {
 	work       []crawl.Work // the batch's inputs
 	downstream []int        // steps it follows into, one batch slot of each held
 	activityID string       // "" before ChangeStepActivityIDs
+	started    time.Time    // when it was sent
 }
 
 // newBatch builds the batch of step i holding pending's inputs, numbered in run order.
@@ -968,6 +1020,7 @@ func (r *runner) batchDone(ctx workflow.Context, s sentBatch, f workflow.Future)
 	case err != nil:
 		r.err = fmt.Errorf("step %s: batch of %d inputs failed after all activity retries: %w", r.plan.Steps[s.step].ID, len(s.work), err)
 	default:
+		r.notePageCost(s, res, workflow.Now(ctx))
 		r.takeResult(ctx, s.step, res)
 	}
 }
