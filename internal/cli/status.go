@@ -137,7 +137,15 @@ for capacity.`,
 				fmt.Println("recent runs:")
 			}
 			for _, r := range rows {
-				fmt.Printf("%-44s %-10s %s\n", r.RunID, r.State, r.Started.Local().Format(time.DateTime))
+				state := r.State
+				if r.Paused != nil {
+					state = "paused"
+				}
+				line := fmt.Sprintf("%-44s %-10s %s", r.RunID, state, r.Started.Local().Format(time.DateTime))
+				if r.RerunOf != "" {
+					line += "  rerun of " + r.RerunOf
+				}
+				fmt.Println(line)
 			}
 			return nil
 		},
@@ -286,7 +294,14 @@ func printStatus(st *engine.Status) {
 	if p := st.Progress; p != nil && p.Done && p.Outcome != workflows.OutcomeCompleted {
 		state += ", " + describeOutcome(p.Outcome)
 	}
+	if st.Paused != nil {
+		state = fmt.Sprintf("paused by %s since %s (%s ago); `trawler resume %s` goes on", st.Paused.By,
+			st.Paused.Since.Local().Format(time.DateTime), time.Since(st.Paused.Since).Round(time.Second), st.RunID)
+	}
 	fmt.Printf("run %s: %s (started %s)\n", st.RunID, state, st.Started.Local().Format(time.DateTime))
+	if st.RerunOf != "" {
+		fmt.Printf("  rerun of %s: its failed inputs, run again\n", st.RerunOf)
+	}
 	if st.Error != "" {
 		fmt.Printf("  error: %s\n", st.Error)
 	}
