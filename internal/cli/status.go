@@ -34,7 +34,8 @@ func statusCmd(s *settings) *cobra.Command {
 failed, queued), live while it runs, with the first failures and their causes, and the
 batches Temporal is retrying with their last error, and the dependencies (a store,
 Redis, a resource pool) the run is waiting for: since when, how many inputs wait, and
-the last error. A run never fails because a dependency is down: it waits, retrying with
+the last error. A paused run (trawler pause) shows who paused it and since when, a
+rerun (trawler rerun) the run whose failures it re-runs. A run never fails because a dependency is down: it waits, retrying with
 a backoff that grows to 10 minutes, until it answers again (or until the chain's
 max_outage, if it sets one).
 

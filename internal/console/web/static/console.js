@@ -181,7 +181,7 @@ pages.dashboard = () => {
       const sum = (k) => steps.reduce((n, s) => n + (s[k] || 0), 0);
       return el("tr", { "data-run": r.run_id },
         el("td", {}, runLink(r.run_id)), el("td", {}, r.chain), el("td", {}, r.tenant || ""),
-        el("td", {}, state(r.state)), el("td", {}, when(r.started)),
+        el("td", {}, state(r.paused ? "paused" : r.state)), el("td", {}, when(r.started)),
         el("td", { class: "n" }, num(sum("pages"))), el("td", { class: "n" }, num(sum("items"))),
         el("td", { class: "n" }, num(sum("failed"))),
         el("td", {}, progressBar(sum("pages"), sum("failed"), queued(steps), r.state !== "running")));
