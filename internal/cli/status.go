@@ -34,7 +34,8 @@ func statusCmd(s *settings) *cobra.Command {
 failed, queued), live while it runs, with the first failures and their causes, and the
 batches Temporal is retrying with their last error, and the dependencies (a store,
 Redis, a resource pool) the run is waiting for: since when, how many inputs wait, and
-the last error. A run never fails because a dependency is down: it waits, retrying with
+the last error. A paused run (trawler pause) shows who paused it and since when, a
+rerun (trawler rerun) the run whose failures it re-runs. A run never fails because a dependency is down: it waits, retrying with
 a backoff that grows to 10 minutes, until it answers again (or until the chain's
 max_outage, if it sets one).
 
@@ -137,7 +138,15 @@ for capacity.`,
 				fmt.Println("recent runs:")
 			}
 			for _, r := range rows {
-				fmt.Printf("%-44s %-10s %s\n", r.RunID, r.State, r.Started.Local().Format(time.DateTime))
+				state := r.State
+				if r.Paused != nil {
+					state = "paused"
+				}
+				line := fmt.Sprintf("%-44s %-10s %s", r.RunID, state, r.Started.Local().Format(time.DateTime))
+				if r.RerunOf != "" {
+					line += "  rerun of " + r.RerunOf
+				}
+				fmt.Println(line)
 			}
 			return nil
 		},
@@ -286,7 +295,14 @@ func printStatus(st *engine.Status) {
 	if p := st.Progress; p != nil && p.Done && p.Outcome != workflows.OutcomeCompleted {
 		state += ", " + describeOutcome(p.Outcome, p.Violations)
 	}
+	if st.Paused != nil {
+		state = fmt.Sprintf("paused by %s since %s (%s ago); `trawler resume %s` goes on", st.Paused.By,
+			st.Paused.Since.Local().Format(time.DateTime), time.Since(st.Paused.Since).Round(time.Second), st.RunID)
+	}
 	fmt.Printf("run %s: %s (started %s)\n", st.RunID, state, st.Started.Local().Format(time.DateTime))
+	if st.RerunOf != "" {
+		fmt.Printf("  rerun of %s: its failed inputs, run again\n", st.RerunOf)
+	}
 	if st.Error != "" {
 		fmt.Printf("  error: %s\n", st.Error)
 	}

@@ -201,6 +201,8 @@ func (s *Server) register() {
 	api("POST /api/runs", s.startRun)
 	api("GET /api/runs/{id}", s.runDetail)
 	api("POST /api/runs/{id}/cancel", s.cancelRun)
+	api("POST /api/runs/{id}/pause", s.controlRun("pause"))
+	api("POST /api/runs/{id}/resume", s.controlRun("resume"))
 	api("GET /api/runs/{id}/chain", s.runChain)
 	api("GET /api/fleet", s.fleet)
 	api("GET /api/capacity", s.capacityReport)

@@ -238,6 +238,30 @@ func (s *Server) cancelRun(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusAccepted, map[string]string{"run_id": id, "state": "canceling"})
 }
 
+// controlRun: POST /api/runs/{id}/pause and /resume. Like cancel, it needs an operator
+// of the run's tenant (or an admin).
+func (s *Server) controlRun(action string) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		id, ok := pathID(w, r, "run id")
+		if !ok || !s.ownRun(w, r, id) {
+			return
+		}
+		p := principalFrom(r)
+		rc, err := engine.ControlRun(r.Context(), s.cfg.Temporal, id, action, "console: "+p.Name)
+		var state *engine.RunStateError
+		switch {
+		case errors.Is(err, engine.ErrNoRun):
+			writeError(w, http.StatusNotFound, err.Error(), "id")
+		case errors.As(err, &state):
+			writeError(w, http.StatusConflict, err.Error(), "id")
+		case err != nil:
+			writeError(w, http.StatusBadGateway, err.Error(), "")
+		default:
+			writeJSON(w, http.StatusAccepted, rc)
+		}
+	}
+}
+
 // runView is a run's detail: its status, rates and failures grouped by cause.
 type runView struct {
 	*engine.Status

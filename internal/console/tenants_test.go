@@ -16,6 +16,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/trawlerhq/trawler/internal/devstack/demosite"
 	"github.com/trawlerhq/trawler/internal/engine"
 	"github.com/trawlerhq/trawler/internal/external"
 )
@@ -551,4 +552,55 @@ func counter(t *testing.T, reason string) float64 {
 		t.Fatal(err)
 	}
 	return d.GetCounter().GetValue()
+}
+
+// TestPauseAndResumeRun: pausing and resuming need an operator of the run's tenant, like
+// cancel; the run's detail shows who paused it; wrong states are refused with 409.
+func TestPauseAndResumeRun(t *testing.T) {
+	tenantWorld(t)
+	_, ts := guarded(t, nil)
+	op := world.tokens["operator"]
+	if status, out := bearer(t, ts.URL, "POST", "/api/runs/"+world.runs[tenantA]+"/pause", world.tokens["viewer"], nil); status != http.StatusForbidden {
+		t.Errorf("viewer pauses A's run: %d %v, want 403", status, out)
+	}
+	if status, out := bearer(t, ts.URL, "POST", "/api/runs/"+world.runs[tenantB]+"/pause", op, nil); status != http.StatusNotFound {
+		t.Errorf("operator of A pauses B's run: %d %v, want 404", status, out)
+	}
+	want := fmt.Sprintf("run %s has already ended (completed): only a running run can be paused", world.runs[tenantA])
+	if status, out := bearer(t, ts.URL, "POST", "/api/runs/"+world.runs[tenantA]+"/pause", op, nil); status != http.StatusConflict || out["error"] != want {
+		t.Errorf("pause a finished run: %d %v, want 409 %q", status, out, want)
+	}
+	want = "no run \"no-such-run\" on this Temporal namespace (list runs with `trawler status`)"
+	if status, out := bearer(t, ts.URL, "POST", "/api/runs/no-such-run/pause", fullToken, nil); status != http.StatusNotFound || out["error"] != want {
+		t.Errorf("pause an unknown run: %d %v, want 404 %q", status, out, want)
+	}
+
+	slow, stop, err := demosite.Start("127.0.0.1:0", demosite.Options{Pages: 10, Latency: 300 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	status, out := bearer(t, ts.URL, "POST", "/api/runs", op, map[string]any{"source": tenantChain(t, tenantA), "sets": []string{"base_url=" + slow, "feed.pages=10"}})
+	if status != http.StatusCreated {
+		t.Fatalf("start A's chain: %d %v", status, out)
+	}
+	id := out["run_id"].(string)
+	defer bearer(t, ts.URL, "POST", "/api/runs/"+id+"/cancel", op, nil)
+	want = fmt.Sprintf("run %s is not paused, so there is nothing to resume; pause it with `trawler pause %s`", id, id)
+	if status, out := bearer(t, ts.URL, "POST", "/api/runs/"+id+"/resume", op, nil); status != http.StatusConflict || out["error"] != want {
+		t.Errorf("resume a running run: %d %v, want 409 %q", status, out, want)
+	}
+	if status, out := bearer(t, ts.URL, "POST", "/api/runs/"+id+"/pause", op, nil); status != http.StatusAccepted || out["taken"] != true || out["by"] != "console: ops-acme" {
+		t.Fatalf("pause: %d %v", status, out)
+	}
+	_, run := bearer(t, ts.URL, "GET", "/api/runs/"+id, op, nil)
+	if p, _ := run["paused"].(map[string]any); p == nil || p["by"] != "console: ops-acme" || p["since"] == "" || run["state"] != "running" {
+		t.Errorf("paused run's detail: state %v, paused %v", run["state"], run["paused"])
+	}
+	if status, out := bearer(t, ts.URL, "POST", "/api/runs/"+id+"/resume", op, nil); status != http.StatusAccepted || out["taken"] != true {
+		t.Fatalf("resume: %d %v", status, out)
+	}
+	if _, run := bearer(t, ts.URL, "GET", "/api/runs/"+id, op, nil); run["paused"] != nil {
+		t.Errorf("resumed run still paused: %v", run["paused"])
+	}
 }

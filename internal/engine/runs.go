@@ -83,6 +83,10 @@ type RunInfo struct {
 	State   string    `json:"state"`
 	Started time.Time `json:"started"`
 	Closed  time.Time `json:"closed,omitzero"`
+	// Paused is who paused a running run and since when; RerunOf the run whose failed
+	// inputs it re-runs.
+	Paused  *workflows.Pause `json:"paused,omitempty"`
+	RerunOf string           `json:"rerun_of,omitempty"`
 }
 
 // ListOptions filter a run listing; empty fields match everything.
@@ -122,6 +126,10 @@ func ListRuns(ctx context.Context, c client.Client, o ListOptions) ([]RunInfo, e
 				r.Closed = e.GetCloseTime().AsTime()
 			}
 			r.Chain, r.Tenant = MemoString(e.GetMemo(), "chain"), MemoString(e.GetMemo(), "tenant")
+			r.RerunOf = MemoString(e.GetMemo(), MemoRerunOf)
+			if r.State == "running" {
+				r.Paused = PausedOf(e.GetMemo())
+			}
 			if m := runIDShape.FindStringSubmatch(id); r.Chain == "" && m != nil {
 				r.Chain = m[1]
 			}
@@ -161,7 +169,14 @@ type RunOptions struct {
 	TaskQueue string
 	ID        string // workflow id; default <chain>-<time>-<random>
 	Tuning    workflows.Tuning
+	// Queue, when set, is the work the run starts from in place of the chain's start
+	// inputs; RerunOf names the run it re-runs (see Rerun).
+	Queue   []workflows.Pending
+	RerunOf string
 }
+
+// MemoRerunOf is the memo field a run re-running another's failures names it in.
+const MemoRerunOf = "rerun_of"
 
 // Start starts a chain run and returns its run id (the root workflow id).
 func Start(ctx context.Context, c client.Client, plan *crawl.Plan, o RunOptions) (string, error) {
@@ -174,13 +189,21 @@ func Start(ctx context.Context, c client.Client, plan *crawl.Plan, o RunOptions)
 		_, _ = rand.Read(b[:])
 		id = fmt.Sprintf("%s-%s-%s", plan.Chain, time.Now().UTC().Format("20060102-150405"), hex.EncodeToString(b[:]))
 	}
+	in := workflows.ChainInput{RunID: id, Plan: *plan, TaskQueue: o.TaskQueue, Tuning: o.Tuning}
+	memo := runMemo(plan)
+	if o.Queue != nil {
+		in.Queue, in.Seeded = o.Queue, true
+	}
+	if o.RerunOf != "" {
+		memo[MemoRerunOf] = o.RerunOf
+	}
 	_, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
 		ID:                       id,
 		TaskQueue:                o.TaskQueue,
 		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
 		WorkflowExecutionTimeout: 0,
-		Memo:                     runMemo(plan),
-	}, workflows.ChainWorkflowName, workflows.ChainInput{RunID: id, Plan: *plan, TaskQueue: o.TaskQueue, Tuning: o.Tuning})
+		Memo:                     memo,
+	}, workflows.ChainWorkflowName, in)
 	if err != nil {
 		return "", fmt.Errorf("start chain %s on Temporal: %w", plan.Chain, err)
 	}

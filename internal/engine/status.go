@@ -28,6 +28,11 @@ type Status struct {
 	Closed   time.Time          `json:"closed,omitzero"`
 	Progress *workflows.Summary `json:"progress,omitempty"`
 	Error    string             `json:"error,omitempty"`
+	// Paused says who paused a running run and since when (trawler pause); the state
+	// stays "running", as the run is open and takes its in-flight batches in.
+	Paused *workflows.Pause `json:"paused,omitempty"`
+	// RerunOf is the run whose failed inputs this run re-runs (trawler rerun).
+	RerunOf string `json:"rerun_of,omitempty"`
 	// Failing lists the root workflow's batches that Temporal is retrying, each with
 	// its attempt and last error, e.g. a store that is down:
 	// "batch story/12, attempt 3, next in 4s: store 42 items of step story in kafka: …".
@@ -81,6 +86,10 @@ func Describe(ctx context.Context, c client.Client, runID string) (*Status, erro
 	}
 	if info.GetCloseTime() != nil {
 		st.Closed = info.GetCloseTime().AsTime()
+	}
+	st.RerunOf = MemoString(info.GetMemo(), MemoRerunOf)
+	if info.GetStatus() == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
+		st.Paused = PausedOf(info.GetMemo())
 	}
 	st.Failing = failingActivities(d.GetPendingActivities())
 	st.Waiting = waitingForBrowser(d.GetPendingActivities(), MemoString(info.GetMemo(), "render_steps"))

@@ -35,7 +35,26 @@ const (
 	RecrawlDueActivity = "RecrawlDue"
 	ProgressQuery      = "progress"
 	DefaultTaskQueue   = "trawler"
+	// PauseSignal and ResumeSignal pause and resume a run (PauseRequest); the root
+	// passes them on to its partitions.
+	PauseSignal  = "pause"
+	ResumeSignal = "resume"
+	// MemoPausedBy and MemoPausedSince are the memo fields a paused run shows who
+	// paused it and since when (RFC 3339) in; both empty while it is not paused.
+	MemoPausedBy    = "paused_by"
+	MemoPausedSince = "paused_since"
 )
+
+// PauseRequest is the payload of PauseSignal and ResumeSignal: who asks.
+type PauseRequest struct {
+	By string `json:"by"`
+}
+
+// Pause says who paused a run and when.
+type Pause struct {
+	By    string    `json:"by"`
+	Since time.Time `json:"since"`
+}
 
 // Tuning bounds a run's history and pacing. Zero values take the defaults; tests shrink
 // them to exercise continue-as-new and partitioning quickly.
@@ -212,6 +231,9 @@ type Summary struct {
 	// Violations are the steps' broken expectations (`expect:`): judged when the run
 	// ends, and live, while it runs, from the shares so far (no min_items, no history).
 	Violations []Violation `json:"violations,omitempty"`
+	// Paused is set while the run is paused: its running batches finish, none starts
+	// until it is resumed. It carries over continue-as-new with the counters.
+	Paused *Pause `json:"paused,omitempty"`
 }
 
 // Outage is a dependency (a store, Redis, a pool, a worker) that batches could not
@@ -388,6 +410,10 @@ const (
 	// four times its `batch`, about batchTarget of work each), so a crawl of cheap pages
 	// pays for fewer activities.
 	ChangeCostSizedBatches = "cost-sized-batches"
+	// ChangePauseResume: a run takes PauseSignal and ResumeSignal; while paused it
+	// starts no batch and no partition, lets running batches finish, records who paused
+	// it in its memo and passes the signals on to its running partitions.
+	ChangePauseResume = "pause-resume"
 )
 
 // gates is the table of guarded changes, in the order they were made: each change's name
@@ -407,6 +433,7 @@ var gates = []gate{
 	{change: ChangeRecrawlDue, version: 1},
 	{change: ChangeExpectations, version: 1},
 	{change: ChangeCostSizedBatches, version: 1},
+	{change: ChangePauseResume, version: 1},
 }
 
 // gate is one guarded change: the newest version of it this build runs, and whether its
@@ -499,6 +526,9 @@ func chainWorkflow(ctx workflow.Context, in ChainInput, g gateSet) (*Summary, er
 	recrawlDue := g.version(ctx, ChangeRecrawlDue) >= 1
 	r.expectations = g.version(ctx, ChangeExpectations) >= 1
 	r.costSized = g.version(ctx, ChangeCostSizedBatches) >= 1
+	if g.version(ctx, ChangePauseResume) >= 1 {
+		r.takeSignals(ctx)
+	}
 	if recrawlDue {
 		r.seedDue(ctx)
 	}
@@ -519,19 +549,20 @@ type runner struct {
 	costSized       bool // ChangeCostSizedBatches is on for this run
 	// pageCost is each step's observed batch time per page (a moving average), from
 	// which costSized sizes its batches; zero until a batch of the step has ended.
-	pageCost []time.Duration
-	tune            Tuning
-	plan            crawl.Plan
-	queues          [][]Pending // per step, FIFO
-	inFlight        []int       // per step: batches running
-	inputsIn        []int       // per step: inputs inside running batches
-	children        int
-	sum             *Summary
-	seq             int64
-	nextChild       int
-	selector        workflow.Selector
-	timerAt         time.Time // the pending wake-up timer, zero when none
-	err             error
+	pageCost  []time.Duration
+	tune      Tuning
+	plan      crawl.Plan
+	queues    [][]Pending // per step, FIFO
+	inFlight  []int       // per step: batches running
+	inputsIn  []int       // per step: inputs inside running batches
+	children  int
+	running   []workflow.ChildWorkflowFuture // partitions started and not yet ended
+	sum       *Summary
+	seq       int64
+	nextChild int
+	selector  workflow.Selector
+	timerAt   time.Time // the pending wake-up timer, zero when none
+	err       error
 }
 
 func newRunner(ctx workflow.Context, in ChainInput) *runner {
@@ -657,11 +688,12 @@ func (r *runner) run(ctx workflow.Context) (*Summary, error) {
 			continue
 		}
 		draining := workflow.GetInfo(ctx).GetCurrentHistoryLength() >= r.tune.ContinueAsNewAt
+		paused := r.sum.Paused != nil
 		if draining {
 			if !r.busy() {
 				return nil, r.continueAsNew(ctx)
 			}
-		} else {
+		} else if !paused {
 			r.split(ctx)
 			r.dispatch(ctx)
 		}
@@ -673,11 +705,64 @@ func (r *runner) run(ctx workflow.Context) (*Summary, error) {
 				r.sum.Outcome = OutcomeOf(r.sum)
 				return r.progress(), nil
 			}
-			if !draining {
+			if !draining && !paused {
 				r.wakeAtEarliest(ctx)
 			}
 		}
 		r.selector.Select(ctx)
+	}
+}
+
+// takeSignals lets the run be paused and resumed (ChangePauseResume). A pause takes
+// effect at the next turn of the run loop: running batches and partitions go on, and
+// their results are taken in, but nothing new starts until a resume.
+func (r *runner) takeSignals(ctx workflow.Context) {
+	pause := workflow.GetSignalChannel(ctx, PauseSignal)
+	resume := workflow.GetSignalChannel(ctx, ResumeSignal)
+	r.selector.AddReceive(pause, func(c workflow.ReceiveChannel, _ bool) {
+		var req PauseRequest
+		c.Receive(ctx, &req)
+		if r.sum.Paused == nil {
+			r.setPaused(ctx, &Pause{By: req.By, Since: workflow.Now(ctx)})
+		}
+		r.forward(ctx, PauseSignal, req)
+	})
+	r.selector.AddReceive(resume, func(c workflow.ReceiveChannel, _ bool) {
+		var req PauseRequest
+		c.Receive(ctx, &req)
+		if r.sum.Paused != nil {
+			r.setPaused(ctx, nil)
+		}
+		r.forward(ctx, ResumeSignal, req)
+	})
+}
+
+// setPaused records the run's pause (nil: resumed) in its progress and, for the root,
+// in its memo, where status and listings read it without asking a worker.
+func (r *runner) setPaused(ctx workflow.Context, p *Pause) {
+	r.sum.Paused = p
+	if workflow.GetInfo(ctx).ParentWorkflowExecution != nil {
+		return
+	}
+	memo := map[string]any{MemoPausedBy: "", MemoPausedSince: ""}
+	if p != nil {
+		memo[MemoPausedBy], memo[MemoPausedSince] = p.By, p.Since.UTC().Format(time.RFC3339)
+	}
+	if err := workflow.UpsertMemo(ctx, memo); err != nil {
+		workflow.GetLogger(ctx).Warn("pause not recorded in the memo", "err", err)
+	}
+}
+
+// forward passes a pause or resume on to the running partitions, each in its own
+// coroutine: a partition not started yet is signalled once it is.
+func (r *runner) forward(ctx workflow.Context, signal string, req PauseRequest) {
+	for _, c := range r.running {
+		workflow.Go(ctx, func(ctx workflow.Context) {
+			if err := c.SignalChildWorkflow(ctx, signal, req).Get(ctx, nil); err != nil {
+				// A partition that ended meanwhile has nothing to pause.
+				workflow.GetLogger(ctx).Info("partition not signalled", "signal", signal, "err", err)
+			}
+		})
 	}
 }
 
@@ -771,8 +856,10 @@ func (r *runner) startChild(ctx workflow.Context, part []Pending) {
 	child := ChainInput{RunID: r.in.RunID, Plan: r.plan, TaskQueue: r.in.TaskQueue, Tuning: r.in.Tuning, Queue: part, Seeded: true}
 	r.children++
 	f := workflow.ExecuteChildWorkflow(cctx, ChainWorkflowName, child)
+	r.running = append(r.running, f)
 	r.selector.AddFuture(f, func(f workflow.Future) {
 		r.children--
+		r.running = slices.DeleteFunc(r.running, func(c workflow.ChildWorkflowFuture) bool { return c == f })
 		var res Summary
 		if err := f.Get(ctx, &res); err != nil {
 			if r.outages && !temporal.IsCanceledError(err) {

@@ -60,7 +60,7 @@ func TestVersionGatesByName(t *testing.T) {
 func TestWorkflowBeforeUnknownChange(t *testing.T) {
 	defer func() {
 		got := fmt.Sprint(recover())
-		want := `workflows.WorkflowBefore: no guarded change "fair-prio"; guarded changes: downstream-first, step-activity-ids, fair-priority, seed-per-url, outlast-outages, task-activities, follow-own-step, follow-downstream, recrawl-due, expectations`
+		want := `workflows.WorkflowBefore: no guarded change "fair-prio"; guarded changes: downstream-first, step-activity-ids, fair-priority, seed-per-url, outlast-outages, task-activities, follow-own-step, follow-downstream, recrawl-due, expectations, cost-sized-batches, pause-resume`
 		if got != want {
 			t.Fatalf("panic %q, want %q", got, want)
 		}

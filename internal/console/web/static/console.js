@@ -181,7 +181,7 @@ pages.dashboard = () => {
       const sum = (k) => steps.reduce((n, s) => n + (s[k] || 0), 0);
       return el("tr", { "data-run": r.run_id },
         el("td", {}, runLink(r.run_id)), el("td", {}, r.chain), el("td", {}, r.tenant || ""),
-        el("td", {}, state(r.state)), el("td", {}, when(r.started)),
+        el("td", {}, state(r.paused ? "paused" : r.state)), el("td", {}, when(r.started)),
         el("td", { class: "n" }, num(sum("pages"))), el("td", { class: "n" }, num(sum("items"))),
         el("td", { class: "n" }, num(sum("failed"))),
         el("td", {}, progressBar(sum("pages"), sum("failed"), queued(steps), r.state !== "running")));
@@ -240,6 +240,13 @@ pages.run = () => {
     const { status, data } = await api("POST", "/api/runs/" + encodeURIComponent(id) + "/cancel");
     flash(status === 202 ? "cancel requested" : data.error, status === 202);
   });
+  // Pause lets the running batches finish and starts none until resume.
+  for (const action of ["pause", "resume"]) {
+    $("#" + action).addEventListener("click", async () => {
+      const { status, data } = await api("POST", "/api/runs/" + encodeURIComponent(id) + "/" + action);
+      flash(status === 202 ? action + (data.taken ? "d" : " sent; the run takes it when a worker runs it") : data.error, status === 202);
+    });
+  }
   every(1000, async () => {
     const { status, data } = await api("GET", "/api/runs/" + encodeURIComponent(id));
     if (status !== 200) {
@@ -249,13 +256,26 @@ pages.run = () => {
     running = data.state === "running";
     // A finished run shows how it went: completed, completed_with_violations, partial,
     // failed or canceled.
-    $("#state").replaceWith(Object.assign(state(data.outcome || data.state), { id: "state" }));
+    $("#state").replaceWith(Object.assign(state(data.paused ? "paused" : data.outcome || data.state), { id: "state" }));
     $("#chain").textContent = data.chain ? "chain " + data.chain : "";
     $("#times").textContent = "started " + when(data.started) + (data.closed ? " · ended " + when(data.closed) : "") +
       " · " + data.elapsed_s + " s";
     const link = $("#temporal-link");
     if (data.temporal_ui) { link.href = data.temporal_ui; link.hidden = false; }
     $("#cancel").hidden = !running;
+    $("#pause").hidden = !running || !!data.paused;
+    $("#resume").hidden = !running || !data.paused;
+    $("#paused").hidden = !data.paused;
+    if (data.paused) {
+      $("#paused").textContent = "Paused by " + data.paused.by + " since " + when(data.paused.since) +
+        ": running batches finish, none starts until it is resumed.";
+    }
+    $("#rerun-of").hidden = !data.rerun_of;
+    if (data.rerun_of) {
+      const a = $("#rerun-of a");
+      a.textContent = data.rerun_of;
+      a.href = "/runs/" + encodeURIComponent(data.rerun_of);
+    }
     const steps = data.steps || [];
     const sum = (k) => steps.reduce((n, s) => n + (s[k] || 0), 0);
     $("#progress").replaceWith(Object.assign(progressBar(sum("pages"), sum("failed"), queued(steps), !running), { id: "progress" }));
