@@ -40,6 +40,9 @@ func (r *batchRun) openClaims() {
 	info := activity.GetInfo(r.ctx)
 	r.cp.claim = info.WorkflowExecution.RunID + "/" + info.ActivityID
 	r.claims = r.a.Seen.Claimer(r.seenChain(), r.b.RunID, r.cp.claim)
+	if info.Attempt <= 1 {
+		r.claims.FirstAttempt()
+	}
 	r.seeds = r.a.Seen.Claimer(r.seenChain(), r.b.RunID, "seeds")
 	var keys []string
 	for _, out := range r.cp.sum.Out {

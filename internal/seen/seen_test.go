@@ -236,19 +236,7 @@ func TestSetSizedFromTheChainsEarlierRuns(t *testing.T) {
 			}
 		}
 	}
-	expires := func() int64 {
-		info, err := rdb.Info(ctx, "commandstats").Result()
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, line := range strings.Split(info, "\r\n") {
-			if v, ok := strings.CutPrefix(line, "cmdstat_expire:calls="); ok {
-				n, _ := strconv.ParseInt(strings.SplitN(v, ",", 2)[0], 10, 64)
-				return n
-			}
-		}
-		return 0
-	}
+	expires := func() int64 { return calls(t, rdb, "expire") }
 	claimAll("acme/shop", "run-1", 3000) // the chain's first run: sized for Expected
 	// A process adds its count on its first claim, then every thousand keys: what it
 	// has not added yet when the run ends (under a thousand) is not counted.
@@ -269,5 +257,47 @@ func TestSetSizedFromTheChainsEarlierRuns(t *testing.T) {
 	claimAll("acme/news", "run-3", 10)
 	if b := rdb.HGet(ctx, metaKey("run-3"), "buckets").Val(); b != "11112" {
 		t.Errorf("run-3 has %s buckets, want 11112 (Expected, 90 a bucket)", b)
+	}
+}
+
+// calls is how many times the server ran a command, from INFO commandstats.
+func calls(t *testing.T, rdb *redis.Client, command string) int64 {
+	t.Helper()
+	info, err := rdb.Info(context.Background(), "commandstats").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(info, "\r\n") {
+		if v, ok := strings.CutPrefix(line, "cmdstat_"+command+":calls="); ok {
+			n, err := strconv.ParseInt(strings.SplitN(v, ",", 2)[0], 10, 64)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return n
+		}
+	}
+	return 0
+}
+
+// A batch's first attempt takes a key claimed already for someone else's without
+// reading the claim; a later attempt reads it, and finds its own claims its own.
+func TestFirstAttemptReadsNoClaims(t *testing.T) {
+	s, rdb := connect(t, Config{Expected: 1000})
+	claim(t, s.Claimer("shop", "run-1", "wf/list/1"), "/p/1", "/p/2")
+	before := calls(t, rdb, "hget")
+	first := s.Claimer("shop", "run-1", "wf/list/2")
+	first.FirstAttempt()
+	if got := claim(t, first, "/p/1", "/p/2", "/p/3"); got != "false,false,true" {
+		t.Fatalf("first attempt: %s, want false,false,true", got)
+	}
+	if n := calls(t, rdb, "hget") - before; n != 0 {
+		t.Errorf("a first attempt read %d claims, want none", n)
+	}
+	retry := s.Claimer("shop", "run-1", "wf/list/2")
+	if got := claim(t, retry, "/p/1", "/p/3"); got != "false,true" {
+		t.Fatalf("retry: %s, want false,true (its own /p/3 goes on again)", got)
+	}
+	if !retry.Earlier("/p/3") {
+		t.Error("the retry did not find /p/3 claimed by its batch earlier")
 	}
 }
