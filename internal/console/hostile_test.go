@@ -43,6 +43,8 @@ var routeInputs = map[string][]string{
 	"POST /api/runs":                        nil,
 	"GET /api/runs/{id}":                    nil,
 	"POST /api/runs/{id}/cancel":            nil,
+	"POST /api/runs/{id}/pause":             nil,
+	"POST /api/runs/{id}/resume":            nil,
 	"GET /api/runs/{id}/chain":              nil,
 	"GET /api/fleet":                        nil,
 	"GET /api/capacity":                     {"drain"},
