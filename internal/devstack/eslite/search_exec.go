@@ -399,6 +399,9 @@ func (s *server) search(r *http.Request, expr string, body []byte) (int, any, er
 		"hits":      hitsOut,
 	}
 	if aggOut != nil {
+		if q.Get("typed_keys") == "true" {
+			typedKeys(aggs, aggOut)
+		}
 		out["aggregations"] = aggOut
 	}
 	if pit != nil {
