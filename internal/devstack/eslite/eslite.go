@@ -209,6 +209,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/url"
@@ -266,6 +267,7 @@ type server struct {
 	mu      sync.RWMutex
 	indexes map[string]*esIndex
 	pits    pits
+	scrolls scrolls
 	cluster clusterSettings
 }
 
@@ -372,6 +374,12 @@ func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(status)
 		return
 	}
+	if t, ok := v.(plainText); ok {
+		w.Header().Set("Content-Type", "text/plain; charset=UTF-8")
+		w.WriteHeader(status)
+		_, _ = io.WriteString(w, string(t))
+		return
+	}
 	if fp := r.URL.Query().Get("filter_path"); fp != "" {
 		v = filterPath(v, fp)
 	}
@@ -459,6 +467,14 @@ func (s *server) route(r *http.Request) (int, any, error) {
 				id = parts[2]
 			}
 			return s.pipelinesAPI(r, id)
+		case first == "_cat":
+			return s.catAPI(r, parts)
+		case first == "_mget" && len(parts) == 1:
+			return s.mget(r, "", body)
+		case first == "_field_caps" && len(parts) == 1:
+			return s.fieldCaps(r, "_all", body)
+		case first == "_search" && len(parts) <= 3 && len(parts) >= 2 && parts[1] == "scroll":
+			return s.scrollAPI(r, parts[2:], body)
 		case first == "_pit" && len(parts) == 1 && m == http.MethodDelete:
 			return s.closePIT(body)
 		case first == "_bulk" && len(parts) == 1:
@@ -518,6 +534,10 @@ func (s *server) route(r *http.Request) (int, any, error) {
 		return s.search(r, target, body)
 	case op == "_msearch" && len(parts) == 2:
 		return s.msearch(r, target, body)
+	case op == "_mget" && len(parts) == 2:
+		return s.mget(r, target, body)
+	case op == "_field_caps" && len(parts) == 2:
+		return s.fieldCaps(r, target, body)
 	case op == "_pit" && len(parts) == 2 && m == http.MethodPost:
 		return s.openPIT(r, target)
 	case op == "_count" && len(parts) == 2:
