@@ -2,6 +2,7 @@ package eslite_test
 
 import (
 	"io"
+	"math"
 	"net/http"
 	"regexp"
 	"strings"
@@ -238,5 +239,73 @@ func TestCatAPIs(t *testing.T) {
 	}
 	if st, m := e.do("GET", "/_cat/indices?s=nope", ""); st != 400 || errReason(m) != "Unable to sort by unknown sort key `nope`" {
 		t.Errorf("unknown sort key: %d %v", st, m)
+	}
+}
+
+func TestNestedInnerHits(t *testing.T) {
+	e := start(t, t.TempDir())
+	defer e.stop()
+	e.ok(e.es.Indices.Create("posts", e.es.Indices.Create.WithBody(strings.NewReader(
+		`{"mappings":{"properties":{"title":{"type":"text"},"comments":{"type":"nested","properties":{"author":{"type":"keyword"},"text":{"type":"text"},"stars":{"type":"long"}}}}}}`))))
+	docs := map[string]string{
+		"1": `{"title":"first","comments":[{"author":"ann","text":"great post","stars":5},{"author":"bob","text":"not great","stars":2},{"author":"cy","text":"meh","stars":3}]}`,
+		"2": `{"title":"second","comments":[{"author":"bob","text":"great great great","stars":4}]}`,
+		"3": `{"title":"third","comments":[{"author":"dee","text":"boring","stars":1}]}`,
+	}
+	for id, d := range docs {
+		e.ok(e.es.Index("posts", strings.NewReader(d), e.es.Index.WithDocumentID(id), e.es.Index.WithRefresh("true")))
+	}
+	res := e.search("posts", `{"sort":["_doc"],"query":{"nested":{"path":"comments","query":{"match":{"comments.text":"great"}},"inner_hits":{"_source":["comments.author"]}}}}`)
+	hits := res["hits"].(map[string]any)["hits"].([]any)
+	if len(hits) != 2 {
+		t.Fatalf("hits: %v", res)
+	}
+	byID := map[string]map[string]any{}
+	for _, h := range hits {
+		hm := h.(map[string]any)
+		byID[hm["_id"].(string)] = hm["inner_hits"].(map[string]any)["comments"].(map[string]any)["hits"].(map[string]any)
+	}
+	// Post 1: two of its three comments match, each named by its offset, with only the
+	// requested _source of the comment itself.
+	h1 := byID["1"]
+	if total := h1["total"].(map[string]any)["value"]; total != 2.0 {
+		t.Errorf("post 1 total: %v", h1)
+	}
+	var got []string
+	for _, x := range h1["hits"].([]any) {
+		xm := x.(map[string]any)
+		got = append(got, jsonString(xm["_nested"])+" "+jsonString(xm["_source"])+" "+xm["_id"].(string))
+	}
+	if strings.Join(got, "|") != `{"field":"comments","offset":0} {"author":"ann"} 1|{"field":"comments","offset":1} {"author":"bob"} 1` {
+		t.Errorf("post 1 inner hits: %v", got)
+	}
+	// Scores are BM25 over the nested objects: "great" in 3 of 5 comments; the comment
+	// with tf 3 outscores the ones with tf 1, and the 2-token comments score alike.
+	s1 := h1["hits"].([]any)[0].(map[string]any)["_score"].(float64)
+	s2 := byID["2"]["hits"].([]any)[0].(map[string]any)["_score"].(float64)
+	idf := math.Log(1 + (5-3+0.5)/(3+0.5))
+	avgdl := 9.0 / 5 // great post, not great, meh, great great great, boring
+	want1 := idf * 2.2 * 1 / (1 + 1.2*(0.25+0.75*2/avgdl))
+	want2 := idf * 2.2 * 3 / (3 + 1.2*(0.25+0.75*3/avgdl))
+	if math.Abs(s1-want1) > 1e-6 || math.Abs(s2-want2) > 1e-6 || byID["1"]["max_score"] != s1 {
+		t.Errorf("inner hit scores %v %v, want %v %v", s1, s2, want1, want2)
+	}
+	// size, from, name; errors for a repeated name and a window past 100.
+	res = e.search("posts", `{"query":{"nested":{"path":"comments","query":{"range":{"comments.stars":{"gte":2}}},"inner_hits":{"name":"good","size":1,"from":1}}}}`)
+	for _, h := range res["hits"].(map[string]any)["hits"].([]any) {
+		hm := h.(map[string]any)
+		g := hm["inner_hits"].(map[string]any)["good"].(map[string]any)["hits"].(map[string]any)
+		n := len(g["hits"].([]any))
+		if (hm["_id"] == "1" && n != 1) || (hm["_id"] == "2" && n != 0) {
+			t.Errorf("%s: %v", hm["_id"], g)
+		}
+	}
+	st, typ := e.searchStatus("posts", `{"query":{"bool":{"should":[{"nested":{"path":"comments","query":{"match_all":{}},"inner_hits":{}}},{"nested":{"path":"comments","query":{"match_all":{}},"inner_hits":{}}}]}}}`)
+	if st != 400 || typ != "illegal_argument_exception" {
+		t.Errorf("repeated inner_hits name: %d %s", st, typ)
+	}
+	st, m := e.do("POST", "/posts/_search", `{"query":{"nested":{"path":"comments","query":{"match_all":{}},"inner_hits":{"size":101}}}}`)
+	if st != 400 || !strings.HasPrefix(errReason(m), "Inner result window is too large, the inner hit definition's [comments]'s from + size must be less than or equal to: [100] but was [101].") {
+		t.Errorf("inner window: %d %v", st, m)
 	}
 }

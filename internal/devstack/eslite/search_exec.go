@@ -385,6 +385,13 @@ func (s *server) search(r *http.Request, expr string, body []byte) (int, any, er
 		}
 		hits = append(hits, hit)
 	}
+	if inners, err := findNestedInner(req["query"]); err != nil {
+		return 0, nil, err
+	} else if len(inners) > 0 && len(page) > 0 {
+		if err := s.nestedInnerHits(t, inners, page, hits, asInt); err != nil {
+			return 0, nil, err
+		}
+	}
 	hitsOut := map[string]any{"max_score": maxScore, "hits": hits}
 	switch {
 	case asInt && trackOff:
@@ -536,8 +543,13 @@ func (s *server) renderHit(d *scoredDoc, o hitOptions) (map[string]any, error) {
 			delete(hit, "_source")
 		}
 		if _, ok := hit["_source"]; ok {
-			obj, _ := sourceValues(d.src, d.nested.field)[0].(map[string]any)
-			hit["_source"] = o.src.apply(obj)
+			// The filter names fields by their full path (comments.author), as in
+			// the document; the hit shows what it keeps of the object.
+			obj := map[string]any{}
+			if vs := sourceValues(o.src.apply(d.src), d.nested.field); len(vs) > 0 {
+				obj, _ = vs[0].(map[string]any)
+			}
+			hit["_source"] = obj
 		}
 	}
 	if len(o.specs) > 0 {
