@@ -263,7 +263,12 @@ func TestNestedInnerHits(t *testing.T) {
 	byID := map[string]map[string]any{}
 	for _, h := range hits {
 		hm := h.(map[string]any)
-		byID[hm["_id"].(string)] = hm["inner_hits"].(map[string]any)["comments"].(map[string]any)["hits"].(map[string]any)
+		ih, _ := hm["inner_hits"].(map[string]any)
+		c, _ := ih["comments"].(map[string]any)
+		if c == nil {
+			t.Fatalf("no inner hits named comments: %v", hm)
+		}
+		byID[hm["_id"].(string)] = c["hits"].(map[string]any)
 	}
 	// Post 1: two of its three comments match, each named by its offset, with only the
 	// requested _source of the comment itself.
