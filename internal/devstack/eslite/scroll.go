@@ -90,6 +90,12 @@ func (s *server) openScroll(r *http.Request, expr string, req map[string]any) (i
 	if s.scrolls.open == nil {
 		s.scrolls.open = map[string]*scroll{}
 	}
+	// Scrolls nobody reads to the end or clears expire: drop them as new ones open.
+	for old, x := range s.scrolls.open {
+		if time.Now().After(x.pit.expires) {
+			delete(s.scrolls.open, old)
+		}
+	}
 	s.scrolls.open[id] = sc
 	s.scrolls.mu.Unlock()
 	return st, out, nil
