@@ -3,6 +3,7 @@ package eslite
 import (
 	"context"
 	"math"
+	"math/bits"
 	"sort"
 	"strconv"
 
@@ -20,7 +21,8 @@ import (
 //	idf   = ln(1 + (N − n + 0.5) / (n + 0.5))
 //
 // with k1 = 1.2, b = 0.75, N the documents that have f, n those that have t in f, dl the
-// number of tokens of f in the document and avgdl the mean over the documents that have f
+// number of tokens of f in the document as Lucene's one-byte norm keeps it (see
+// normLength) and avgdl the exact mean over the documents that have f
 // — all per index, as Elasticsearch computes them per shard. bleve's own BM25 uses the
 // square root of tf, multiplies by k1, and averages field lengths from the term count, so
 // bleve only decides which documents match and eslite scores them itself: term and
@@ -49,6 +51,54 @@ type indexStats struct {
 // bm25IDF is Lucene's BM25 idf.
 func bm25IDF(docCount, docFreq int) float64 {
 	return math.Log(1 + (float64(docCount)-float64(docFreq)+0.5)/(float64(docFreq)+0.5))
+}
+
+// normLength is the field length BM25 reads back from a document's norm. Lucene stores
+// the length in one byte (SmallFloat.intToByte4) and decodes it with byte4ToInt, so
+// lengths from 24 up lose precision (100 reads back as 96); avgdl stays exact.
+func normLength(n int) float64 {
+	return float64(byte4ToInt(intToByte4(n)))
+}
+
+// numFreeValues are the lengths intToByte4 keeps exactly: 255 minus the code of
+// Integer.MAX_VALUE (231).
+const numFreeValues = 24
+
+// intToByte4 is Lucene's SmallFloat.intToByte4.
+func intToByte4(i int) int {
+	if i < numFreeValues {
+		return i
+	}
+	return numFreeValues + longToInt4(int64(i-numFreeValues))
+}
+
+// byte4ToInt is Lucene's SmallFloat.byte4ToInt.
+func byte4ToInt(b int) int {
+	if b < numFreeValues {
+		return b
+	}
+	return numFreeValues + int(int4ToLong(b-numFreeValues))
+}
+
+// longToInt4 is Lucene's SmallFloat.longToInt4: a float with a 3-bit mantissa.
+func longToInt4(i int64) int {
+	numBits := 64 - bits.LeadingZeros64(uint64(i))
+	if numBits < 4 {
+		return int(i) // subnormal
+	}
+	shift := numBits - 4
+	encoded := int(i>>shift) & 0x07 // the leading bit is implicit
+	return encoded | (shift+1)<<3
+}
+
+// int4ToLong is Lucene's SmallFloat.int4ToLong.
+func int4ToLong(i int) int64 {
+	b := int64(i & 0x07)
+	shift := i>>3 - 1
+	if shift == -1 {
+		return b // subnormal
+	}
+	return (b | 0x08) << shift
 }
 
 // bm25TF is the term-frequency part, with Elasticsearch's (k1 + 1) numerator.
@@ -427,7 +477,7 @@ func (s *scorer) termScore(field string, fi fieldInfo, terms []string, boost flo
 	for _, t := range terms {
 		idf += bm25IDF(fs.docs, fs.df[t])
 	}
-	dl, avgdl := float64(len(toks)), float64(fs.tokens)/float64(fs.docs)
+	dl, avgdl := normLength(len(toks)), float64(fs.tokens)/float64(fs.docs)
 	if fi.Type == "keyword" {
 		dl, avgdl = 1, 1
 	}

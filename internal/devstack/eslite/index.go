@@ -1288,6 +1288,9 @@ func (s *server) doc(r *http.Request, target, op, id string, body []byte) (int, 
 		if err != nil {
 			return 0, nil, err
 		}
+		if err := checkUpdate(req); err != nil {
+			return 0, nil, err
+		}
 		o.update = req
 	}
 	ix, err := s.writeTarget(target)
@@ -1303,6 +1306,24 @@ func (s *server) doc(r *http.Request, target, op, id string, body []byte) (int, 
 	out := writeResult(ix.name, o)
 	refreshParam(q, out, ix)
 	return o.status, out, nil
+}
+
+// checkUpdate refuses an update body Elasticsearch refuses: unknown keys, neither doc nor
+// script, and (here) scripts, which eslite does not run.
+func checkUpdate(req map[string]any) error {
+	for k := range req {
+		switch k {
+		case "doc", "upsert", "doc_as_upsert", "detect_noop", "_source", "scripted_upsert":
+		case "script":
+			return badRequest("illegal_argument_exception", "eslite does not support scripted updates; send a partial document in [doc]")
+		default:
+			return badRequest("x_content_parse_exception", "[UpdateRequest] unknown field [%s]", k)
+		}
+	}
+	if req["doc"] == nil {
+		return badRequest("action_request_validation_exception", "Validation Failed: 1: script or doc is missing;")
+	}
+	return nil
 }
 
 func requireAliasErr(name string) *esError {

@@ -55,20 +55,11 @@ func (s *server) openPIT(r *http.Request, expr string) (int, any, error) {
 	if err != nil {
 		return 0, nil, err
 	}
-	found, err := matchDocs(t, query.NewMatchAllQuery(), false)
+	p, err := snapshot(t, d)
 	if err != nil {
 		return 0, nil, err
 	}
-	p := &pointInTime{docs: make(map[string]int64, len(found)), expires: time.Now().Add(d)}
-	for _, ix := range t.ixs {
-		p.indexes = append(p.indexes, ix.name)
-	}
-	for _, doc := range found {
-		p.docs[doc.ix.name+"\x00"+doc.id] = doc.seq
-	}
-	var raw [24]byte
-	_, _ = rand.Read(raw[:])
-	id := base64.URLEncoding.EncodeToString(raw[:])
+	id := newContextID()
 	s.pits.mu.Lock()
 	if s.pits.open == nil {
 		s.pits.open = map[string]*pointInTime{}
@@ -77,6 +68,30 @@ func (s *server) openPIT(r *http.Request, expr string) (int, any, error) {
 	s.pits.mu.Unlock()
 	n := len(t.ixs)
 	return 200, map[string]any{"id": id, "_shards": map[string]any{"total": n, "successful": n, "skipped": 0, "failed": 0}}, nil
+}
+
+// snapshot records which documents (and which version of each) the target's indexes
+// hold now, for a point in time or a scroll that lives for d.
+func snapshot(t *target, d time.Duration) (*pointInTime, error) {
+	found, err := matchDocs(t, query.NewMatchAllQuery(), false)
+	if err != nil {
+		return nil, err
+	}
+	p := &pointInTime{docs: make(map[string]int64, len(found)), expires: time.Now().Add(d)}
+	for _, ix := range t.ixs {
+		p.indexes = append(p.indexes, ix.name)
+	}
+	for _, doc := range found {
+		p.docs[doc.ix.name+"\x00"+doc.id] = doc.seq
+	}
+	return p, nil
+}
+
+// newContextID is the id of a new point in time or scroll: 24 random bytes, base64.
+func newContextID() string {
+	var raw [24]byte
+	_, _ = rand.Read(raw[:])
+	return base64.URLEncoding.EncodeToString(raw[:])
 }
 
 // pit returns the open point in time a search names, extending its life by keep_alive

@@ -27,16 +27,14 @@ func searchLimits(r *http.Request, req map[string]any, t *target, from, size int
 	if size < 0 {
 		return badRequest("illegal_argument_exception", "[size] parameter cannot be negative, found [%d]", size)
 	}
-	if q.Get("scroll") != "" {
+	if scrollOf(r) != nil {
 		if size > window {
 			return badRequest("illegal_argument_exception", "Batch size is too large, size must be less than or equal to: [%d] but was [%d]. Scroll batch sizes cost as much memory as result windows so they are controlled by the [index.max_result_window] index level setting.", window, size)
 		}
 		if req["collapse"] != nil {
 			return badRequest("illegal_argument_exception", "cannot use `collapse` in a scroll context")
 		}
-		return badRequest("illegal_argument_exception", "eslite does not support scroll; use from/size or search_after")
-	}
-	if from+size > window {
+	} else if from+size > window {
 		return badRequest("illegal_argument_exception", "Result window is too large, from + size must be less than or equal to: [%d] but was [%d]. See the scroll api for a more efficient way to request large data sets. This limit can be set by changing the [index.max_result_window] index level setting.", window, from+size)
 	}
 	if rs := req["rescore"]; rs != nil {
@@ -127,9 +125,14 @@ func (s *server) search(r *http.Request, expr string, body []byte) (int, any, er
 	if asInt && !trackOff && trackLimit != -1 && req["track_total_hits"] != nil {
 		return 0, nil, badRequest("illegal_argument_exception", "[rest_total_hits_as_int] cannot be used if the tracking of total hits is not accurate, got %d", trackLimit)
 	}
+	if q.Get("scroll") != "" {
+		return s.openScroll(r, expr, req)
+	}
 	var pit *pointInTime
 	var pitID string
-	if spec, ok := req["pit"]; ok {
+	if sc := scrollOf(r); sc != nil {
+		pit = sc.pit
+	} else if spec, ok := req["pit"]; ok {
 		if expr != "_all" {
 			return 0, nil, badRequest("action_request_validation_exception", "Validation Failed: 1: [indices] cannot be used with point in time. Do not specify any index with point in time.;")
 		}
@@ -382,6 +385,13 @@ func (s *server) search(r *http.Request, expr string, body []byte) (int, any, er
 		}
 		hits = append(hits, hit)
 	}
+	if inners, err := findNestedInner(req["query"]); err != nil {
+		return 0, nil, err
+	} else if len(inners) > 0 && len(page) > 0 {
+		if err := s.nestedInnerHits(t, inners, page, hits, asInt); err != nil {
+			return 0, nil, err
+		}
+	}
 	hitsOut := map[string]any{"max_score": maxScore, "hits": hits}
 	switch {
 	case asInt && trackOff:
@@ -399,6 +409,9 @@ func (s *server) search(r *http.Request, expr string, body []byte) (int, any, er
 		"hits":      hitsOut,
 	}
 	if aggOut != nil {
+		if q.Get("typed_keys") == "true" {
+			typedKeys(aggs, aggOut)
+		}
 		out["aggregations"] = aggOut
 	}
 	if pit != nil {
@@ -530,8 +543,13 @@ func (s *server) renderHit(d *scoredDoc, o hitOptions) (map[string]any, error) {
 			delete(hit, "_source")
 		}
 		if _, ok := hit["_source"]; ok {
-			obj, _ := sourceValues(d.src, d.nested.field)[0].(map[string]any)
-			hit["_source"] = o.src.apply(obj)
+			// The filter names fields by their full path (comments.author), as in
+			// the document; the hit shows what it keeps of the object.
+			obj := map[string]any{}
+			if vs := sourceValues(o.src.apply(d.src), d.nested.field); len(vs) > 0 {
+				obj, _ = vs[0].(map[string]any)
+			}
+			hit["_source"] = obj
 		}
 	}
 	if len(o.specs) > 0 {
