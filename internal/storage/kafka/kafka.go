@@ -221,6 +221,29 @@ func (s *Sink) Write(ctx context.Context, items []crawl.Item) error {
 	return nil
 }
 
+// Publish sends one message to topic (created when missing, as Write creates an
+// item's topic) and returns when all in-sync replicas have it: what the event
+// deliverer produces to the events topic with.
+func (s *Sink) Publish(ctx context.Context, topic string, key, value []byte) error {
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.WriteTimeout)
+	defer cancel()
+	if !s.known(topic) {
+		if err := validTopic(topic); err != nil {
+			return err
+		}
+		if err := s.ensure(ctx, topic); err != nil {
+			return err
+		}
+	}
+	if err := s.writer.WriteMessages(ctx, kafkago.Message{Topic: topic, Key: key, Value: value}); err != nil {
+		s.mu.Lock()
+		delete(s.topics, topic)
+		s.mu.Unlock()
+		return fmt.Errorf("kafka: %s", describeWriteError(err, 1, s.cfg.Brokers))
+	}
+	return nil
+}
+
 func (s *Sink) known(topic string) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
