@@ -15,6 +15,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -39,8 +40,12 @@ type Webhook struct {
 }
 
 // FormatSlack posts `{"text": "..."}`, which Slack's incoming webhooks (and Mattermost,
-// Discord's /slack endpoints) show as a message.
-const FormatSlack = "slack"
+// Discord's /slack endpoints) show as a message. FormatAlert posts the alert JSON that
+// --alert-webhook posted before events existed, so its receivers keep working.
+const (
+	FormatSlack = "slack"
+	FormatAlert = "alert"
+)
 
 // Check returns what is wrong with w's settings, each with its fix, or nil.
 func (w Webhook) Check() []string {
@@ -168,8 +173,12 @@ func (w Webhook) secret() []byte {
 
 // body is what w receives for e.
 func (w Webhook) body(e Event) []byte {
-	if w.Format == FormatSlack {
+	switch w.Format {
+	case FormatSlack:
 		b, _ := json.Marshal(map[string]string{"text": Text(e)})
+		return b
+	case FormatAlert:
+		b, _ := json.Marshal(alertOf(e))
 		return b
 	}
 	b, _ := json.Marshal(e)
@@ -198,4 +207,41 @@ func Text(e Event) string {
 		fmt.Fprintf(&b, " %s=%v", k, e.Detail[k])
 	}
 	return b.String()
+}
+
+// alert is the JSON --alert-webhook posted before events: kept for its receivers.
+type alert struct {
+	Alert      string     `json:"alert"`
+	Tenant     string     `json:"tenant"`
+	Chain      string     `json:"chain"`
+	RunID      string     `json:"run_id,omitempty"`
+	Outcome    string     `json:"outcome,omitempty"`
+	Dependency string     `json:"dependency,omitempty"`
+	Since      *time.Time `json:"since,omitempty"`
+	Cause      string     `json:"cause,omitempty"`
+	Value      float64    `json:"value"`
+	Threshold  float64    `json:"threshold"`
+	Resolved   bool       `json:"resolved,omitempty"`
+	At         time.Time  `json:"at"`
+}
+
+// alertOf is e as the old alert: a run's end is run_ended with its failed inputs as
+// the value, a resolution is its condition's name with resolved set.
+func alertOf(e Event) alert {
+	a := alert{Alert: e.Type, Tenant: e.Tenant, Chain: e.Chain, RunID: e.RunID, At: e.At}
+	num := func(k string) float64 { f, _ := e.Detail[k].(float64); return f }
+	str := func(k string) string { s, _ := e.Detail[k].(string); return s }
+	if name, ok := strings.CutSuffix(e.Type, "_resolved"); ok {
+		a.Alert, a.Resolved = name, true
+	}
+	switch e.Type {
+	case RunFinished, RunFailed:
+		a.Alert, a.Outcome, a.Value = "run_ended", str("outcome"), num("failed")
+	default:
+		a.Value, a.Threshold, a.Dependency, a.Cause = num("value"), num("threshold"), str("dependency"), str("cause")
+		if t, err := time.Parse(time.RFC3339Nano, str("since")); err == nil {
+			a.Since = &t
+		}
+	}
+	return a
 }
