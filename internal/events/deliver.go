@@ -50,7 +50,10 @@ type Deliverer struct {
 	// Consumer names this deliverer in the group (default: host name): one that
 	// restarts under the same name takes its pending events back at once; another
 	// takes over a stopped one's events after they were idle for Reclaim.
-	Consumer   string
+	Consumer string
+	// Group is the consumer group (default Group); deliverers in different groups
+	// each deliver every event.
+	Group      string
 	Attempts   int           // default 6
 	Backoff    time.Duration // first wait between attempts (default 1 s)
 	MaxBackoff time.Duration // longest wait (default 1 min)
@@ -90,6 +93,7 @@ func (d *Deliverer) defaults() {
 	d.Timeout = cmp.Or(d.Timeout, 10*time.Second)
 	d.Reclaim = cmp.Or(d.Reclaim, 5*time.Minute)
 	d.Queue = cmp.Or(d.Queue, 1000)
+	d.Group = cmp.Or(d.Group, Group)
 	d.Poll = cmp.Or(d.Poll, 500*time.Millisecond)
 	if d.Consumer == "" {
 		d.Consumer, _ = os.Hostname()
@@ -108,9 +112,9 @@ func (d *Deliverer) defaults() {
 func (d *Deliverer) Run(ctx context.Context) error {
 	d.defaults()
 	defer d.wg.Wait()
-	err := d.Redis.XGroupCreateMkStream(ctx, Stream, Group, "0").Err()
+	err := d.Redis.XGroupCreateMkStream(ctx, Stream, d.Group, "0").Err()
 	if err != nil && !strings.Contains(err.Error(), "BUSYGROUP") {
-		return fmt.Errorf("create consumer group %s on Redis stream %s: %w", Group, Stream, err)
+		return fmt.Errorf("create consumer group %s on Redis stream %s: %w", d.Group, Stream, err)
 	}
 	// This consumer's own pending events first (a restart), then new ones.
 	from := "0"
@@ -120,7 +124,7 @@ func (d *Deliverer) Run(ctx context.Context) error {
 			d.reclaim(ctx)
 			lastReclaim = time.Now()
 		}
-		res, err := d.Redis.XReadGroup(ctx, &redis.XReadGroupArgs{Group: Group, Consumer: d.Consumer,
+		res, err := d.Redis.XReadGroup(ctx, &redis.XReadGroupArgs{Group: d.Group, Consumer: d.Consumer,
 			Streams: []string{Stream, from}, Count: 100, Block: -1}).Result()
 		if ctx.Err() != nil {
 			break
@@ -154,7 +158,7 @@ func (d *Deliverer) Run(ctx context.Context) error {
 func (d *Deliverer) reclaim(ctx context.Context) {
 	start := "0-0"
 	for {
-		msgs, next, err := d.Redis.XAutoClaim(ctx, &redis.XAutoClaimArgs{Stream: Stream, Group: Group, Consumer: d.Consumer,
+		msgs, next, err := d.Redis.XAutoClaim(ctx, &redis.XAutoClaimArgs{Stream: Stream, Group: d.Group, Consumer: d.Consumer,
 			MinIdle: d.Reclaim, Start: start, Count: 100}).Result()
 		if err != nil {
 			return
@@ -180,7 +184,7 @@ func (d *Deliverer) dispatch(ctx context.Context, m redis.XMessage) {
 	e, err := decode(m)
 	if err != nil {
 		d.Log.Warn("events: skip an unreadable event", "err", err)
-		d.Redis.XAck(ctx, Stream, Group, m.ID)
+		d.Redis.XAck(ctx, Stream, d.Group, m.ID)
 		return
 	}
 	var targets []job
@@ -193,7 +197,7 @@ func (d *Deliverer) dispatch(ctx context.Context, m redis.XMessage) {
 		}
 	}
 	if len(targets) == 0 {
-		d.Redis.XAck(ctx, Stream, Group, m.ID)
+		d.Redis.XAck(ctx, Stream, d.Group, m.ID)
 		return
 	}
 	d.mu.Lock()
@@ -208,7 +212,7 @@ func (d *Deliverer) dispatch(ctx context.Context, m redis.XMessage) {
 		}
 		d.mu.Unlock()
 		if last {
-			d.Redis.XAck(context.WithoutCancel(ctx), Stream, Group, m.ID)
+			d.Redis.XAck(context.WithoutCancel(ctx), Stream, d.Group, m.ID)
 		}
 	}
 	for _, j := range targets {

@@ -209,8 +209,9 @@ func Text(e Event) string {
 	return b.String()
 }
 
-// alert is the JSON --alert-webhook posted before events: kept for its receivers.
-type alert struct {
+// Alert is the JSON --alert-webhook posted before events, kept for its receivers:
+// "alert" is backlog, failure_rate, outage or run_ended, "resolved" marks a recovery.
+type Alert struct {
 	Alert      string     `json:"alert"`
 	Tenant     string     `json:"tenant"`
 	Chain      string     `json:"chain"`
@@ -227,8 +228,8 @@ type alert struct {
 
 // alertOf is e as the old alert: a run's end is run_ended with its failed inputs as
 // the value, a resolution is its condition's name with resolved set.
-func alertOf(e Event) alert {
-	a := alert{Alert: e.Type, Tenant: e.Tenant, Chain: e.Chain, RunID: e.RunID, At: e.At}
+func alertOf(e Event) Alert {
+	a := Alert{Alert: e.Type, Tenant: e.Tenant, Chain: e.Chain, RunID: e.RunID, At: e.At}
 	num := func(k string) float64 { f, _ := e.Detail[k].(float64); return f }
 	str := func(k string) string { s, _ := e.Detail[k].(string); return s }
 	if name, ok := strings.CutSuffix(e.Type, "_resolved"); ok {
