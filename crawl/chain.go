@@ -27,6 +27,8 @@ type Chain struct {
 	Middlewares []MiddlewareRef
 	Defaults    Defaults
 	Steps       []Step
+	// Notify are the webhooks the chain's events go to (`notify: {webhooks: …}`).
+	Notify []Notify
 }
 
 // Affinity ties a step to the workers that reach its site well: each worker fetches
@@ -185,7 +187,7 @@ func (ps Problems) Error() string {
 }
 
 var (
-	chainKeys    = []string{"name", "tenant", "robots", "priority", "quota", "max_outage", "middlewares", "defaults", "steps"}
+	chainKeys    = []string{"name", "tenant", "robots", "priority", "quota", "max_outage", "middlewares", "defaults", "steps", "notify"}
 	quotaKeys    = []string{"pages", "items", "pages_per_day", "items_per_day"}
 	defaultsKeys = []string{"timeout", "retries", "batch", "concurrency", "parallel", "store", "params", "dedup", "politeness"}
 	stepKeys     = []string{"id", "task", "biz", "params", "from", "each", "max_depth", "store", "dedup", "timeout", "retries", "batch", "concurrency", "parallel", "priority", "shared", "affinity", "middlewares", "follow", "revisit", "recrawl", "render", "politeness", "urls_file"}
@@ -362,6 +364,8 @@ func (l *loader) parse(data []byte) *Chain {
 			})
 		case "steps":
 			stepsNode = v
+		case "notify":
+			c.Notify = l.notify(v)
 		}
 	})
 	if stepsNode == nil {

@@ -42,9 +42,9 @@ const (
 	QuotaExhausted      = "quota_exhausted"
 )
 
-// Types lists every event type, for validating a webhook's `events:` filter.
-var Types = []string{RunStarted, RunFinished, RunFailed, RunPaused, RunResumed, ExpectationBroken,
-	Outage, OutageResolved, Backlog, BacklogResolved, FailureRate, FailureRateResolved, QuotaExhausted}
+// Types lists every event type, the constants above: the chain file's loader checks a
+// webhook's `events:` against the same list.
+var Types = crawl.EventTypes
 
 // Stream is the Redis stream every event is appended to; DeadStream keeps the webhook
 // deliveries that failed every attempt.

@@ -9,7 +9,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
-	"net/url"
 	"os"
 	"slices"
 	"sort"
@@ -50,12 +49,8 @@ const (
 // Check returns what is wrong with w's settings, each with its fix, or nil.
 func (w Webhook) Check() []string {
 	var bad []string
-	u, err := url.Parse(w.URL)
-	switch {
-	case w.URL == "":
-		bad = append(bad, "webhook has no url: add `url: https://…`")
-	case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "":
-		bad = append(bad, fmt.Sprintf("webhook url %q is not an http(s) URL: write it as https://host/path", crawl.RedactURL(w.URL)))
+	if b := crawl.CheckWebhookURL(w.URL); b != "" {
+		bad = append(bad, b)
 	}
 	for _, t := range w.Events {
 		if !slices.Contains(Types, t) {
