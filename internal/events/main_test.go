@@ -2,7 +2,6 @@ package events_test
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"testing"
 	"time"
@@ -80,7 +79,7 @@ func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
 	for deadline := time.Now().Add(time.Minute); !cond(); {
 		if time.Now().After(deadline) {
-			t.Fatal(fmt.Sprintf("gave up waiting: %s", what))
+			t.Fatalf("gave up waiting: %s", what)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
