@@ -30,6 +30,8 @@ type Chain struct {
 	// say: mark (default) or fail.
 	OnViolation string
 	Steps       []Step
+	// Notify are the webhooks the chain's events go to (`notify: {webhooks: …}`).
+	Notify []Notify
 }
 
 // Affinity ties a step to the workers that reach its site well: each worker fetches
@@ -195,7 +197,7 @@ func (ps Problems) Error() string {
 }
 
 var (
-	chainKeys    = []string{"name", "tenant", "robots", "priority", "quota", "max_outage", "middlewares", "defaults", "on_violation", "steps"}
+	chainKeys    = []string{"name", "tenant", "robots", "priority", "quota", "max_outage", "middlewares", "defaults", "on_violation", "steps", "notify"}
 	quotaKeys    = []string{"pages", "items", "pages_per_day", "items_per_day"}
 	defaultsKeys = []string{"timeout", "retries", "batch", "concurrency", "parallel", "store", "params", "dedup", "politeness"}
 	stepKeys     = []string{"id", "task", "biz", "params", "from", "each", "max_depth", "store", "dedup", "changes", "timeout", "retries", "batch", "concurrency", "parallel", "priority", "shared", "affinity", "middlewares", "follow", "revisit", "recrawl", "render", "politeness", "urls_file", "expect"}
@@ -374,6 +376,8 @@ func (l *loader) parse(data []byte) *Chain {
 			c.OnViolation = l.onViolation(v, "chain")
 		case "steps":
 			stepsNode = v
+		case "notify":
+			c.Notify = l.notify(v)
 		}
 	})
 	if stepsNode == nil {

@@ -23,6 +23,8 @@ type Plan struct {
 	// dependency (a store, Redis, a pool); 0 waits for as long as it takes.
 	MaxOutage time.Duration `json:"max_outage,omitempty"`
 	Steps     []PlanStep    `json:"steps"`
+	// Notify are the chain's webhooks: starting a run registers them for its events.
+	Notify []Notify `json:"notify,omitempty"`
 }
 
 // PlanStep is one step with every setting resolved.
@@ -129,7 +131,7 @@ func (c *Chain) Compile(reg *Registry) (*Plan, error) {
 	if reg == nil {
 		reg = Default
 	}
-	p := &Plan{Chain: c.Name, Tenant: c.Tenant, Robots: c.Robots, Priority: c.Priority, Quota: c.Quota, MaxOutage: c.MaxOutage}
+	p := &Plan{Chain: c.Name, Tenant: c.Tenant, Robots: c.Robots, Priority: c.Priority, Quota: c.Quota, MaxOutage: c.MaxOutage, Notify: c.Notify}
 	index := map[string]int{}
 	for i, s := range c.Steps {
 		index[s.ID] = i

@@ -24,6 +24,7 @@ import (
 	"github.com/trawlerhq/trawler/internal/devstack"
 	"github.com/trawlerhq/trawler/internal/devstack/demosite"
 	"github.com/trawlerhq/trawler/internal/engine"
+	"github.com/trawlerhq/trawler/internal/events"
 	"github.com/trawlerhq/trawler/internal/storage/jsonl"
 	"github.com/trawlerhq/trawler/internal/storage/kafka"
 	"github.com/trawlerhq/trawler/internal/storage/mongo"
@@ -279,9 +280,9 @@ func TestMongoOutageRunWaits(t *testing.T) {
 	assertNoKafkaRepeats(t, id, w.JSONL, k, m)
 	// The webhook heard of the outage, naming the store, and of its end (the run's own
 	// end is another alert, run_ended, left out here).
-	var alerts []engine.Alert
+	var alerts []events.Alert
 	poll(10*time.Second, func() bool {
-		alerts = slices.DeleteFunc(received(), func(a engine.Alert) bool { return a.Alert == "run_ended" })
+		alerts = slices.DeleteFunc(received(), func(a events.Alert) bool { return a.Alert == "run_ended" })
 		return len(alerts) >= 2 && alerts[len(alerts)-1].Resolved
 	})
 	if len(alerts) < 2 || alerts[0].Alert != "outage" || alerts[0].Dependency != "store mongo" || alerts[0].Resolved ||

@@ -19,6 +19,7 @@ import (
 
 	"github.com/trawlerhq/trawler/internal/devstack/demosite"
 	"github.com/trawlerhq/trawler/internal/engine"
+	"github.com/trawlerhq/trawler/internal/events"
 	"github.com/trawlerhq/trawler/internal/monitor"
 	"github.com/trawlerhq/trawler/internal/quota"
 	"github.com/trawlerhq/trawler/internal/workflows"
@@ -165,9 +166,9 @@ func TestStatusAndAlertsFollowARun(t *testing.T) {
 	// The watcher looks every 200 ms: give it a look after the run ended. The backlog
 	// may dip under the threshold and rise again while the run goes on, so the alerts
 	// alternate: over the threshold, resolved, …, ending resolved.
-	var alerts []engine.Alert
+	var alerts []events.Alert
 	poll(10*time.Second, func() bool {
-		alerts = slices.DeleteFunc(received(), func(a engine.Alert) bool { return a.Alert == "run_ended" })
+		alerts = slices.DeleteFunc(received(), func(a events.Alert) bool { return a.Alert == "run_ended" })
 		return len(alerts) >= 2 && alerts[len(alerts)-1].Resolved
 	})
 	if len(alerts) < 2 || !alerts[len(alerts)-1].Resolved {
@@ -196,7 +197,7 @@ func TestAlertWebhookHearsEachRunEnd(t *testing.T) {
 	if code != 3 || lost.Outcome != workflows.OutcomeFailed {
 		t.Fatalf("only seed answers 404: exit %d, outcome %q; want 3, failed", code, lost.Outcome)
 	}
-	want := map[string]engine.Alert{
+	want := map[string]events.Alert{
 		done.RunID: {Alert: "run_ended", Tenant: tenantOf(t), Chain: "outcome", RunID: done.RunID, Outcome: workflows.OutcomeCompleted, Value: 0},
 		lost.RunID: {Alert: "run_ended", Tenant: tenantOf(t), Chain: "outcome", RunID: lost.RunID, Outcome: workflows.OutcomeFailed, Value: 1},
 	}
@@ -227,15 +228,15 @@ func quotaUsage(rdb *redis.Client, tenant, chain string) (int, error) {
 	return u.Pages, err
 }
 
-// watchAlerts runs the alert watcher (every 200 ms, backlog threshold maxBacklog) with a
-// webhook that keeps the alerts of one tenant, until the test ends; received returns
-// them so far, in order.
-func watchAlerts(t *testing.T, rdb *redis.Client, tenant string, maxBacklog int) (received func() []engine.Alert) {
+// watchAlerts runs the watcher (every 200 ms, backlog threshold maxBacklog) and an
+// event deliverer with a webhook in the alert format of --alert-webhook that keeps the
+// alerts of one tenant, until the test ends; received returns them so far, in order.
+func watchAlerts(t *testing.T, rdb *redis.Client, tenant string, maxBacklog int) (received func() []events.Alert) {
 	t.Helper()
 	var mu sync.Mutex
-	var alerts []engine.Alert
+	var alerts []events.Alert
 	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var a engine.Alert
+		var a events.Alert
 		if err := json.NewDecoder(r.Body).Decode(&a); err != nil {
 			t.Errorf("alert body: %v", err)
 		}
@@ -247,8 +248,11 @@ func watchAlerts(t *testing.T, rdb *redis.Client, tenant string, maxBacklog int)
 	}))
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(func() { cancel(); hook.Close() })
-	go engine.Watch(ctx, shared.client, rdb, engine.WatchOptions{Every: 200 * time.Millisecond, Webhook: hook.URL, MaxBacklog: maxBacklog, Log: quiet})
-	return func() []engine.Alert {
+	go engine.Watch(ctx, shared.client, rdb, engine.WatchOptions{Every: 200 * time.Millisecond, MaxBacklog: maxBacklog, Log: quiet})
+	d := &events.Deliverer{Redis: rdb, Static: []events.Webhook{{URL: hook.URL, Format: events.FormatAlert}},
+		Group: "test-" + t.Name(), Poll: 50 * time.Millisecond, Log: quiet}
+	go func() { _ = d.Run(ctx) }()
+	return func() []events.Alert {
 		mu.Lock()
 		defer mu.Unlock()
 		return slices.Clone(alerts)

@@ -9,6 +9,7 @@ import (
 	"net/http/httputil"
 	"net/url"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -17,8 +18,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/alicebob/miniredis/v2"
+	"github.com/redis/go-redis/v9"
+
 	"github.com/trawlerhq/trawler/internal/devstack/demosite"
 	"github.com/trawlerhq/trawler/internal/engine"
+	"github.com/trawlerhq/trawler/internal/events"
 	"github.com/trawlerhq/trawler/internal/storage/jsonl"
 	"github.com/trawlerhq/trawler/internal/workflows"
 )
@@ -71,7 +76,9 @@ func TestPauseHoldsAcrossRestartsAndResumeStoresOnce(t *testing.T) {
 	if want := fmt.Sprintf("run %s is not paused, so there is nothing to resume; pause it with `trawler pause %s`", id, id); code != 1 || !strings.Contains(stderr, want) {
 		t.Fatalf("resume of a running run: exit %d, stderr %q; want 1 and %q", code, stderr, want)
 	}
-	stdout, stderr, code = trawler(t, append([]string{"pause", id}, controlFlags()...)...)
+	// With a Redis, pause and resume are events too (trawler events tail).
+	evRedis := miniredis.RunT(t)
+	stdout, stderr, code = trawler(t, append([]string{"pause", id, "--redis", evRedis.Addr()}, controlFlags()...)...)
 	if code != 0 || !strings.Contains(stdout, "run "+id+" paused by ") {
 		t.Fatalf("pause: exit %d\nstdout %s\nstderr %s", code, stdout, stderr)
 	}
@@ -126,9 +133,26 @@ func TestPauseHoldsAcrossRestartsAndResumeStoresOnce(t *testing.T) {
 		t.Fatalf("the site served %d requests while the run was paused", after-before)
 	}
 
-	stdout, stderr, code = trawler(t, append([]string{"resume", id}, controlFlags()...)...)
+	stdout, stderr, code = trawler(t, append([]string{"resume", id, "--redis", evRedis.Addr()}, controlFlags()...)...)
 	if code != 0 || !strings.Contains(stdout, "run "+id+" resumed by ") {
 		t.Fatalf("resume: exit %d\nstdout %s\nstderr %s", code, stdout, stderr)
+	}
+	rdb := redis.NewClient(&redis.Options{Addr: evRedis.Addr()})
+	defer rdb.Close()
+	evs, err := rdb.XRange(context.Background(), events.Stream, "-", "+").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, e := range evs {
+		var ev events.Event
+		if err := json.Unmarshal([]byte(fmt.Sprint(e.Values["event"])), &ev); err != nil {
+			t.Fatalf("event %v: %v", e.Values, err)
+		}
+		got = append(got, ev.Type+" "+ev.RunID+" by "+ev.By)
+	}
+	if want := []string{"run_paused " + id + " by " + st.Paused.By, "run_resumed " + id + " by " + st.Paused.By}; !slices.Equal(got, want) {
+		t.Errorf("events of the pause and resume: %q, want %q", got, want)
 	}
 	s := wait(t, id, 3*time.Minute)
 	if pages, _, _, failed := s.Totals(); failed != 0 || pages <= pagesAtPause || s.Paused != nil {

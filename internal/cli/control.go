@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/spf13/cobra"
 
 	"github.com/trawlerhq/trawler/crawl"
@@ -42,9 +43,20 @@ had queued when it was paused, after any worker or Temporal restart in between.`
 			return err
 		}
 		defer cl.Close()
-		rc, err := engine.ControlRun(cmd.Context(), cl, args[0], action, operatorName())
+		// The event goes where the events are kept, when this command knows a Redis.
+		var rdb redis.UniversalClient
+		if s.resolve() == nil && s.redis != "" {
+			if rdb, err = s.openRedis(0, false); err != nil {
+				return err
+			}
+			defer rdb.Close()
+		}
+		rc, err := engine.ControlRun(cmd.Context(), cl, rdb, args[0], action, operatorName())
 		if err != nil {
 			return err
+		}
+		if rc.EventError != "" {
+			fmt.Fprintf(cmd.ErrOrStderr(), "warning: the %s event was not recorded: %s\n", action, rc.EventError)
 		}
 		if s.json {
 			return writeJSONTo(cmd.OutOrStdout(), rc)

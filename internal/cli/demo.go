@@ -180,6 +180,41 @@ func (st *stack) startWorker(ctx context.Context, s *settings) error {
 	return nil
 }
 
+// watchEvents runs the watcher, which emits the runs' and chains' events, and the
+// event deliverer (Kafka topic trawler.events, webhooks) of a dev stack until ctx
+// ends; stop waits for them.
+func watchEvents(ctx context.Context, s *settings) (stop func(), err error) {
+	c, err := s.dial(ctx)
+	if err != nil {
+		return nil, err
+	}
+	rdb, err := s.openRedis(0, false)
+	if err != nil {
+		c.Close()
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	stopDeliver, err := deliverEvents(ctx, s, rdb, nil)
+	if err != nil {
+		cancel()
+		rdb.Close()
+		c.Close()
+		return nil, err
+	}
+	watched := make(chan struct{})
+	go func() {
+		defer close(watched)
+		engine.Watch(ctx, c, rdb, engine.WatchOptions{Log: s.logger()})
+	}()
+	return func() {
+		cancel()
+		<-watched
+		stopDeliver()
+		rdb.Close()
+		c.Close()
+	}, nil
+}
+
 func (st *stack) stop() {
 	if st.worker != nil {
 		st.worker.Stop() // closes its sinks before their servers go
@@ -247,6 +282,11 @@ run, until Ctrl-C, to search and browse what was crawled.`,
 			if err := st.startWorker(cmd.Context(), s); err != nil {
 				return err
 			}
+			stopEvents, err := watchEvents(cmd.Context(), s)
+			if err != nil {
+				return err
+			}
+			defer stopEvents()
 			consoleURL, stopConsole, err := serveConsole(cmd.Context(), s, st)
 			if err != nil {
 				return err

@@ -18,6 +18,7 @@ import (
 
 	"github.com/trawlerhq/trawler/crawl"
 	"github.com/trawlerhq/trawler/internal/engine"
+	"github.com/trawlerhq/trawler/internal/events"
 	"github.com/trawlerhq/trawler/internal/external"
 	"github.com/trawlerhq/trawler/internal/monitor"
 	"github.com/trawlerhq/trawler/internal/storage"
@@ -126,6 +127,9 @@ With --wait, the exit code says how the run went, so cron jobs and CI can tell:
 			}
 			if !wait {
 				defer c.Close()
+				if err := s.registerNotify(cmd.Context(), plan); err != nil {
+					return err
+				}
 				id, err := engine.Start(cmd.Context(), c, plan, engine.RunOptions{TaskQueue: s.taskQueue})
 				if err != nil {
 					return err
@@ -210,6 +214,27 @@ func runAndWait(ctx context.Context, s *settings, c client.Client, plan *crawl.P
 	return res, res.readBack(ctx, plan, sinks)
 }
 
+// registerNotify makes the chain's notify: webhooks (and only them, of those its file
+// configured) receive its events, when there is a Redis to keep them in.
+func (s *settings) registerNotify(ctx context.Context, plan *crawl.Plan) error {
+	if s.redis == "" {
+		if len(plan.Notify) > 0 {
+			return fmt.Errorf("chain %s has notify: webhooks, which are kept in Redis: pass --redis URL (or --data of a dev stack)", plan.Chain)
+		}
+		return nil
+	}
+	rdb, err := s.openRedis(0, false)
+	if err != nil {
+		return err
+	}
+	defer rdb.Close()
+	ws := make([]events.Webhook, len(plan.Notify))
+	for i, n := range plan.Notify {
+		ws[i] = events.Webhook{URL: n.URL, SecretEnv: n.SecretEnv, Events: n.Events, Format: n.Format}
+	}
+	return events.SetChainWebhooks(ctx, rdb, plan.Tenant, plan.Chain, ws)
+}
+
 // waitFunc waits for a run to end, reporting its progress.
 type waitFunc func(ctx context.Context, runID string, onProgress func(*workflows.Summary)) (*workflows.Summary, error)
 
@@ -223,6 +248,9 @@ func waitOn(c client.Client) waitFunc {
 // startAndWait starts a run of plan and waits for it with wait, showing progress.
 func startAndWait(ctx context.Context, s *settings, c client.Client, plan *crawl.Plan, wait waitFunc) (*result, error) {
 	start := time.Now()
+	if err := s.registerNotify(ctx, plan); err != nil {
+		return nil, err
+	}
 	id, err := engine.Start(ctx, c, plan, engine.RunOptions{TaskQueue: s.taskQueue})
 	if err != nil {
 		return nil, err

@@ -247,7 +247,7 @@ func (s *Server) controlRun(action string) http.HandlerFunc {
 			return
 		}
 		p := principalFrom(r)
-		rc, err := engine.ControlRun(r.Context(), s.cfg.Temporal, id, action, "console: "+p.Name)
+		rc, err := engine.ControlRun(r.Context(), s.cfg.Temporal, s.redis, id, action, "console: "+p.Name)
 		var state *engine.RunStateError
 		switch {
 		case errors.Is(err, engine.ErrNoRun):

@@ -6,11 +6,13 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	commonpb "go.temporal.io/api/common/v1"
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 
+	"github.com/trawlerhq/trawler/internal/events"
 	"github.com/trawlerhq/trawler/internal/workflows"
 )
 
@@ -29,6 +31,8 @@ type RunControl struct {
 	By     string    `json:"by"`
 	At     time.Time `json:"at"`
 	Taken  bool      `json:"taken"`
+	// EventError says why the run_paused or run_resumed event could not be recorded.
+	EventError string `json:"event_error,omitempty"`
 }
 
 // ConfirmWait is how long ControlRun waits for the run to confirm a pause or resume.
@@ -53,8 +57,9 @@ func PausedOf(m *commonpb.Memo) *workflows.Pause {
 
 // ControlRun pauses or resumes a running run on behalf of by: a paused run lets its
 // running batches finish and starts none until it is resumed, where it stopped. Every
-// pause and resume, from the CLI and the console, goes through here.
-func ControlRun(ctx context.Context, c client.Client, runID, action, by string) (RunControl, error) {
+// pause and resume, from the CLI and the console, goes through here. With rdb (nil
+// without Redis) it emits the run_paused or run_resumed event.
+func ControlRun(ctx context.Context, c client.Client, rdb redis.UniversalClient, runID, action, by string) (RunControl, error) {
 	rc := RunControl{RunID: runID, Action: action, By: by, At: time.Now().UTC()}
 	d, err := c.DescribeWorkflowExecution(ctx, runID, "")
 	var nf *serviceerror.NotFound
@@ -83,6 +88,17 @@ func ControlRun(ctx context.Context, c client.Client, runID, action, by string) 
 	}
 	if err := c.SignalWorkflow(ctx, runID, "", signal, workflows.PauseRequest{By: by}); err != nil {
 		return rc, fmt.Errorf("%s run %s: %w", action, runID, err)
+	}
+	if rdb != nil {
+		ev := events.Event{Type: events.RunPaused, Tenant: MemoString(info.GetMemo(), "tenant"),
+			Chain: MemoString(info.GetMemo(), "chain"), RunID: runID, By: by}
+		if action == ActionResume {
+			ev.Type = events.RunResumed
+		}
+		if _, err := events.Emit(ctx, rdb, ev); err != nil {
+			// The run took the signal all the same: say so, and that no one heard of it.
+			rc.EventError = err.Error()
+		}
 	}
 	rc.Taken = poll(ctx, ConfirmWait, func() bool {
 		d, err := c.DescribeWorkflowExecution(ctx, runID, "")

@@ -1,15 +1,12 @@
 package engine
 
 import (
-	"bytes"
 	"cmp"
 	"context"
-	"encoding/json"
 	"fmt"
 	"log/slog"
 	"maps"
 	"math"
-	"net/http"
 	"slices"
 	"sort"
 	"strings"
@@ -22,6 +19,7 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/trawlerhq/trawler/crawl"
+	"github.com/trawlerhq/trawler/internal/events"
 	"github.com/trawlerhq/trawler/internal/monitor"
 	"github.com/trawlerhq/trawler/internal/quota"
 	"github.com/trawlerhq/trawler/internal/recrawl"
@@ -305,42 +303,29 @@ func addOutages(into, from []workflows.Outage) []workflows.Outage {
 	return into
 }
 
-// WatchOptions configure Watch. Zero thresholds turn their alert off.
+// WatchOptions configure Watch. Zero thresholds turn their event off.
 type WatchOptions struct {
 	Every          time.Duration // how often to look (default 15 s)
-	Webhook        string        // URL alerts are POSTed to as JSON; empty: no alerts
-	MaxBacklog     int           // alert when a chain's backlog exceeds this
-	MaxFailureRate float64       // alert when failures / (pages + failures) since the last look exceed this (0–1)
+	MaxBacklog     int           // a backlog event when a chain's backlog exceeds this
+	MaxFailureRate float64       // a failure_rate event when failures / (pages + failures) since the last look exceed this (0–1)
 	// Drain is the autoscaling target: trawler_desired_workers counts the workers that
 	// drain each task queue's backlog within it (default 10 min).
 	Drain time.Duration
 	Log   *slog.Logger
 }
 
-// Alert is what Watch POSTs to the webhook when a threshold is crossed, and again with
-// Resolved when the value is back under it; and once when a run ends.
-type Alert struct {
-	Alert  string `json:"alert"` // "backlog", "failure_rate", "outage" or "run_ended"
-	Tenant string `json:"tenant"`
-	Chain  string `json:"chain"`
-	// A run_ended alert names the run and its outcome (completed,
-	// completed_with_violations, partial, failed or canceled); its value is the run's failed inputs. It is posted once per run.
-	RunID   string `json:"run_id,omitempty"`
-	Outcome string `json:"outcome,omitempty"`
-	// Violations are the run's broken expectations (Summary.Violations).
-	Violations []workflows.Violation `json:"violations,omitempty"`
-	// An outage alert names the dependency, since when it is down and its last error;
-	// its value is the inputs waiting for it. It fires whenever a dependency is down.
-	Dependency string     `json:"dependency,omitempty"`
-	Since      *time.Time `json:"since,omitempty"`
-	Cause      string     `json:"cause,omitempty"`
-	Value      float64    `json:"value"`
-	Threshold  float64    `json:"threshold"`
-	Resolved   bool       `json:"resolved,omitempty"`
-	At         time.Time  `json:"at"`
+// condition is a threshold Watch follows: an event when the value crosses it, and the
+// type's _resolved event when it is back under it.
+type condition struct {
+	typ, tenant, chain string
+	dependency         string // of an outage
+	value, threshold   float64
+	detail             map[string]any
 }
 
-// Watch keeps the backlog gauge current and fires alerts until ctx ends.
+// Watch keeps the backlog gauge current and, with Redis, emits the events of the
+// running chains (events.Emit) until ctx ends: backlog, failure_rate and outage when
+// they start and end, and every run's end.
 func Watch(ctx context.Context, c client.Client, rdb redis.UniversalClient, o WatchOptions) {
 	if o.Every <= 0 {
 		o.Every = 15 * time.Second
@@ -353,8 +338,8 @@ func Watch(ctx context.Context, c client.Client, rdb redis.UniversalClient, o Wa
 	var history []*Overview     // the last two looks, newest first (desired workers)
 	ended := runsEnded{since: time.Now()}
 	for {
-		if o.Webhook != "" {
-			ended.look(ctx, c, o)
+		if rdb != nil {
+			ended.look(ctx, c, rdb, o)
 		}
 		ov, err := GetOverview(ctx, c, rdb, 0)
 		if err != nil {
@@ -363,25 +348,26 @@ func Watch(ctx context.Context, c client.Client, rdb redis.UniversalClient, o Wa
 			history = watchCapacity(ov, o.Drain, history)
 			monitor.Backlog.Reset()
 			seen := map[string]bool{}
-			down := map[string]bool{} // outage alert ids checked in this look
+			down := map[string]bool{} // outage ids checked in this look
 			for _, l := range ov.Chains {
 				seen[l.Tenant+"/"+l.Chain] = true
 				monitor.Backlog.WithLabelValues(l.Tenant, l.Chain).Set(float64(l.Backlog))
 				id := l.Tenant + "/" + l.Chain
 				if o.MaxBacklog > 0 {
-					o.check(ctx, firing, Alert{Alert: "backlog", Tenant: l.Tenant, Chain: l.Chain, Value: float64(l.Backlog), Threshold: float64(o.MaxBacklog)})
+					o.check(ctx, rdb, firing, condition{typ: events.Backlog, tenant: l.Tenant, chain: l.Chain, value: float64(l.Backlog), threshold: float64(o.MaxBacklog)})
 				}
 				for _, out := range l.Outages {
-					a := Alert{Alert: "outage", Tenant: l.Tenant, Chain: l.Chain, Dependency: out.Dependency, Since: &out.Since, Cause: out.Cause, Value: float64(max(out.Waiting, 1))}
+					a := condition{typ: events.Outage, tenant: l.Tenant, chain: l.Chain, dependency: out.Dependency, value: float64(max(out.Waiting, 1)),
+						detail: map[string]any{"since": out.Since.UTC().Format(time.RFC3339Nano), "cause": out.Cause}}
 					down[a.id()] = true
-					o.check(ctx, firing, a)
+					o.check(ctx, rdb, firing, a)
 				}
 				prev, seen := last[id]
 				last[id] = [2]int{l.Pages, l.Failures}
 				if o.MaxFailureRate > 0 && seen {
 					dp, df := l.Pages-prev[0], l.Failures-prev[1]
 					if dp+df > 0 {
-						o.check(ctx, firing, Alert{Alert: "failure_rate", Tenant: l.Tenant, Chain: l.Chain, Value: float64(df) / float64(dp+df), Threshold: o.MaxFailureRate})
+						o.check(ctx, rdb, firing, condition{typ: events.FailureRate, tenant: l.Tenant, chain: l.Chain, value: float64(df) / float64(dp+df), threshold: o.MaxFailureRate})
 					}
 				}
 			}
@@ -389,17 +375,17 @@ func Watch(ctx context.Context, c client.Client, rdb redis.UniversalClient, o Wa
 			// dependency no run waits for any more is back.
 			for id, on := range firing {
 				kind, tc, _ := strings.Cut(id, "/")
-				if kind == "outage" {
+				if kind == events.Outage {
 					if on && !down[id] {
 						tenant, rest, _ := strings.Cut(tc, "/")
 						chain, dep, _ := strings.Cut(rest, "/")
-						o.check(ctx, firing, Alert{Alert: kind, Tenant: tenant, Chain: chain, Dependency: dep})
+						o.check(ctx, rdb, firing, condition{typ: kind, tenant: tenant, chain: chain, dependency: dep})
 					}
 					continue
 				}
 				tenant, chain, _ := strings.Cut(tc, "/")
 				if on && !seen[tc] {
-					o.check(ctx, firing, Alert{Alert: kind, Tenant: tenant, Chain: chain})
+					o.check(ctx, rdb, firing, condition{typ: kind, tenant: tenant, chain: chain})
 				}
 				if !seen[tc] {
 					delete(last, tc)
@@ -418,16 +404,20 @@ func Watch(ctx context.Context, c client.Client, rdb redis.UniversalClient, o Wa
 // lists the runs closed since this long before the previous look.
 const visibilityLag = 30 * time.Second
 
-// runsEnded posts a run_ended alert for each chain run that closes while Watch runs.
+// endedOnce is the Redis key that makes one run's end one event, whichever of the
+// watchers (one per worker) sees it first; it outlives the visibility window.
+func endedOnce(runID string) string { return "trawler:events:ended:" + runID }
+
+// runsEnded emits the end of each chain run that closes while Watch runs.
 type runsEnded struct {
 	since  time.Time            // the previous look; runs closed before Watch started are not replayed
 	start  time.Time            // when Watch started
-	posted map[string]time.Time // run id → close time, of runs posted inside the window
+	posted map[string]time.Time // run id → close time, of runs emitted inside the window
 }
 
 // look lists the runs closed since the previous look (less the visibility lag) and
-// posts those not posted yet; it forgets the runs that fell out of the window.
-func (r *runsEnded) look(ctx context.Context, c client.Client, o WatchOptions) {
+// emits those not emitted yet; it forgets the runs that fell out of the window.
+func (r *runsEnded) look(ctx context.Context, c client.Client, rdb redis.UniversalClient, o WatchOptions) {
 	if r.posted == nil {
 		r.start, r.posted = r.since, map[string]time.Time{}
 	}
@@ -450,24 +440,39 @@ func (r *runsEnded) look(ctx context.Context, c client.Client, o WatchOptions) {
 			if _, done := r.posted[id]; done || strings.Contains(id, "/") || e.GetParentExecution() != nil { // partitions of a run
 				continue
 			}
-			a := Alert{Alert: "run_ended", Tenant: cmp.Or(MemoString(e.GetMemo(), "tenant"), crawl.DefaultTenant),
-				Chain: MemoString(e.GetMemo(), "chain"), RunID: id, Outcome: workflows.OutcomeFailed}
+			ev := events.Event{Type: events.RunFailed, Tenant: cmp.Or(MemoString(e.GetMemo(), "tenant"), crawl.DefaultTenant),
+				Chain: MemoString(e.GetMemo(), "chain"), RunID: id, Detail: map[string]any{"outcome": workflows.OutcomeFailed}}
+			var sum *workflows.Summary
 			switch e.GetStatus() {
 			case enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED:
 				var s workflows.Summary
 				if err := c.GetWorkflow(ctx, id, e.GetExecution().GetRunId()).Get(ctx, &s); err != nil {
 					o.Log.Warn("watch: read an ended run's summary", "run", id, "err", err)
-					continue // not posted: the next look tries again
+					continue // not emitted: the next look tries again
 				}
-				_, _, _, failed := s.Totals()
-				a.Outcome, a.Value, a.Chain = cmp.Or(s.Outcome, workflows.OutcomeOf(&s)), float64(failed), cmp.Or(a.Chain, s.Chain)
-				a.Violations = s.Violations
+				sum = &s
+				ev.Chain = cmp.Or(ev.Chain, s.Chain)
+				ev.Detail = runDetail(&s)
+				if outcome := ev.Detail["outcome"]; outcome != workflows.OutcomeFailed {
+					ev.Type = events.RunFinished
+				}
 			case enumspb.WORKFLOW_EXECUTION_STATUS_CANCELED:
-				a.Outcome = workflows.OutcomeCanceled
+				ev.Detail["outcome"] = workflows.OutcomeCanceled
+			}
+			first, err := rdb.SetNX(ctx, endedOnce(id), 1, 7*24*time.Hour).Result()
+			if err != nil {
+				o.Log.Warn("watch: mark a run's end", "run", id, "err", err)
+				continue // the next look tries again
 			}
 			r.posted[id] = e.GetCloseTime().AsTime()
-			a.At = time.Now().UTC()
-			o.post(ctx, a)
+			if !first {
+				continue // another watcher emitted it
+			}
+			for _, ev := range endEvents(ev, sum) {
+				if _, err := events.Emit(ctx, rdb, ev); err != nil {
+					o.Log.Warn("watch: emit", "event", ev.Type, "run", id, "err", err)
+				}
+			}
 		}
 		if token = resp.GetNextPageToken(); len(token) == 0 {
 			break
@@ -481,48 +486,72 @@ func (r *runsEnded) look(ctx context.Context, c client.Client, o WatchOptions) {
 	r.since = now
 }
 
-// id names what an alert is about: its kind, tenant and chain (tenant and chain names
-// have no slash), and the dependency of an outage.
-func (a Alert) id() string {
-	id := a.Alert + "/" + a.Tenant + "/" + a.Chain
-	if a.Dependency != "" {
-		id += "/" + a.Dependency
+// runDetail is what a run's end event says of it: its outcome and status, and its
+// pages, items and failed inputs.
+func runDetail(s *workflows.Summary) map[string]any {
+	pages, items, _, failed := s.Totals()
+	return map[string]any{"outcome": cmp.Or(s.Outcome, workflows.OutcomeOf(s)), "status": s.Status,
+		"pages": pages, "items": items, "failed": failed}
+}
+
+// endEvents are the events of a run's end: the end itself, quota_exhausted when a
+// budget stopped it, and expectation_broken when it ended with violations.
+func endEvents(end events.Event, s *workflows.Summary) []events.Event {
+	out := []events.Event{end}
+	if s == nil {
+		return out
+	}
+	if s.Status == workflows.StatusQuotaReached {
+		out = append(out, events.Event{Type: events.QuotaExhausted, Tenant: end.Tenant, Chain: end.Chain, RunID: end.RunID})
+	}
+	if broken := expectationBroken(end, s); broken != nil {
+		out = append(out, *broken)
+	}
+	return out
+}
+
+// expectationBroken is the expectation_broken event of a run that ended with broken
+// expectations (the outcome completed_with_violations, or failed by on_violation: fail),
+// listing them, or nil.
+func expectationBroken(end events.Event, s *workflows.Summary) *events.Event {
+	if len(s.Violations) == 0 {
+		return nil
+	}
+	return &events.Event{Type: events.ExpectationBroken, Tenant: end.Tenant, Chain: end.Chain, RunID: end.RunID,
+		Detail: map[string]any{"outcome": end.Detail["outcome"], "violations": s.Violations}}
+}
+
+// id names what a condition is about: its type, tenant and chain (tenant and chain
+// names have no slash), and the dependency of an outage.
+func (a condition) id() string {
+	id := a.typ + "/" + a.tenant + "/" + a.chain
+	if a.dependency != "" {
+		id += "/" + a.dependency
 	}
 	return id
 }
 
-// check posts an alert when its value crosses the threshold, and a resolution when it
-// falls back under it; nothing while it stays on one side.
-func (o WatchOptions) check(ctx context.Context, firing map[string]bool, a Alert) {
+// check emits an event when a value crosses its threshold, and the _resolved event
+// when it falls back under it; nothing while it stays on one side.
+func (o WatchOptions) check(ctx context.Context, rdb redis.UniversalClient, firing map[string]bool, a condition) {
 	id := a.id()
-	over := a.Value > a.Threshold
+	over := a.value > a.threshold
 	if over == firing[id] {
 		return
 	}
 	firing[id] = over
-	a.Resolved, a.At = !over, time.Now().UTC()
-	o.post(ctx, a)
-}
-
-// post sends an alert to the webhook, if there is one; a failure is logged.
-func (o WatchOptions) post(ctx context.Context, a Alert) {
-	if o.Webhook == "" {
+	if rdb == nil {
 		return
 	}
-	body, _ := json.Marshal(a)
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, o.Webhook, bytes.NewReader(body))
-	if err != nil {
-		o.Log.Warn("alert webhook", "err", err)
-		return
+	e := events.Event{Type: a.typ, Tenant: a.tenant, Chain: a.chain, Detail: map[string]any{"value": a.value, "threshold": a.threshold}}
+	if !over {
+		e.Type += "_resolved"
 	}
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		o.Log.Warn("alert webhook", "url", o.Webhook, "err", err)
-		return
+	if a.dependency != "" {
+		e.Detail["dependency"] = a.dependency
 	}
-	resp.Body.Close()
-	if resp.StatusCode >= 300 {
-		o.Log.Warn("alert webhook refused the alert", "url", o.Webhook, "status", resp.Status)
+	maps.Copy(e.Detail, a.detail)
+	if _, err := events.Emit(ctx, rdb, e); err != nil {
+		o.Log.Warn("watch: emit", "event", e.Type, "err", err)
 	}
 }
