@@ -159,6 +159,10 @@ type Input struct {
 	Claim string `json:"claim,omitempty"`
 }
 
+// ClaimID names a batch as a claimer in the run's seen-set (Input.Claim): its workflow
+// execution's run id and its activity id, the same in every attempt of the batch.
+func ClaimID(workflowRunID, activityID string) string { return workflowRunID + "/" + activityID }
+
 // Var returns a variable as a string, or "" when absent.
 func (in Input) Var(name string) string {
 	if v, ok := in.Vars[name]; ok && v != nil {

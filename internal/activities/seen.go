@@ -38,7 +38,7 @@ func (r *batchRun) openClaims() {
 		return
 	}
 	info := activity.GetInfo(r.ctx)
-	r.cp.claim = info.WorkflowExecution.RunID + "/" + info.ActivityID
+	r.cp.claim = crawl.ClaimID(info.WorkflowExecution.RunID, info.ActivityID)
 	r.claims = r.a.Seen.Claimer(r.seenChain(), r.b.RunID, r.cp.claim)
 	if info.Attempt <= 1 {
 		r.claims.FirstAttempt()

@@ -1120,7 +1120,7 @@ func (r *runner) requeueFailed(ctx workflow.Context, s sentBatch, err error) {
 	if s.activityID != "" {
 		// Its attempts may have claimed outputs in the run's seen-set: the batch
 		// that runs these inputs next claims them as this one (activities/seen.go).
-		claim := workflow.GetInfo(ctx).WorkflowExecution.RunID + "/" + s.activityID
+		claim := crawl.ClaimID(workflow.GetInfo(ctx).WorkflowExecution.RunID, s.activityID)
 		for k := range waiting {
 			if waiting[k].Work.Input.Claim == "" {
 				waiting[k].Work.Input.Claim = claim
