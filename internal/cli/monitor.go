@@ -31,7 +31,7 @@ type watchFlags struct {
 func (w *watchFlags) add(cmd *cobra.Command, metricsDefault string) {
 	f := cmd.Flags()
 	f.StringVar(&w.metrics, "metrics", metricsDefault, "serve Prometheus metrics at http://ADDR/metrics (pages, items per sink, dedup verdicts, failures by cause, per-host latency, backlog); empty: off")
-	f.StringVar(&w.webhook, "alert-webhook", "", "with --redis: POST every event (run ends, backlog, failure rate, outages and their recoveries …) of every tenant to this URL, as the JSON alert it posted before events (`alert`, `resolved`, `run_ended` with the outcome); implies --events")
+	f.StringVar(&w.webhook, "alert-webhook", "", "with --redis: POST every event (run ends, backlog, failure rate, outages and their recoveries …) of every tenant to this `URL`, in the JSON alerts it posted before events (alert, resolved, run_ended with the outcome); implies --events")
 	f.BoolVar(&w.events, "events", false, "with --redis: watch the running chains and emit their events (run ends, thresholds, outages); one or two workers with it suffice")
 	f.IntVar(&w.MaxBacklog, "alert-backlog", 0, "a backlog event when a chain's backlog (inputs queued or in flight) exceeds this; 0: off")
 	f.Float64Var(&w.MaxFailureRate, "alert-failure-rate", 0, "a failure_rate event when failures / attempts of a chain since the last look exceed this (0–1); 0: off")
