@@ -57,11 +57,28 @@ func dropDuplicateSeeds(seeds []Input) ([]Input, int) {
 	return kept, len(seeds) - len(kept)
 }
 
-// URLKey is the form dedup and recrawl plans keep a key in: a key that is an absolute
-// http(s) URL is its canonical URL (CanonicalURL with the defaults), so two spellings of
-// one page are one record and one plan; any other key, and a URL CanonicalURL refuses,
-// is kept as given. Keys kept before keys were canonical are still found: dedup and the
-// recrawl planner look a key up as given when its canonical form is unknown.
+// ItemKey is the form dedup keeps an item's key in: URLKey of the key's URL, with its
+// fragment kept, because a fragment in an item key names a record of the page (the
+// third row of a list keyed page#3, a comment keyed item?id=1#c5), not the page. Keys
+// kept before keys were canonical are still found: dedup looks a key up as given when
+// its canonical form is unknown.
+func ItemKey(key string) string {
+	page, fragment, ok := strings.Cut(key, "#")
+	if !ok {
+		return URLKey(key)
+	}
+	if c := URLKey(page); c != page {
+		return c + "#" + fragment
+	}
+	return key
+}
+
+// URLKey is the form recrawl plans and page items (Out.PageItem) keep a page's URL in: a
+// key that is an absolute http(s) URL is its canonical URL (CanonicalURL with the
+// defaults, so no fragment), so two spellings of one page are one plan and one record;
+// any other key, and a URL CanonicalURL refuses, is kept as given. Plans kept before
+// their URLs were canonical are still found: the recrawl planner looks a page up as
+// given when its canonical form is unknown.
 func URLKey(key string) string {
 	if len(key) < 8 || !(strings.EqualFold(key[:7], "http://") || strings.EqualFold(key[:8], "https://")) {
 		return key

@@ -38,7 +38,7 @@ func changedKeys(group []outcome, verdicts []dedup.Verdict) map[string]bool {
 	for _, o := range group {
 		for _, it := range o.result.Items {
 			if k < len(verdicts) && verdicts[k].State == dedup.Changed {
-				keys[crawl.URLKey(it.Key)] = true
+				keys[crawl.ItemKey(it.Key)] = true
 			}
 			k++
 		}
@@ -60,7 +60,7 @@ func (a *Activities) publishChanges(ctx context.Context, b crawl.Batch, group []
 	var pages []changes.Page
 	for _, o := range group {
 		for _, it := range o.kept {
-			if o.changed[crawl.URLKey(it.Key)] {
+			if o.changed[crawl.ItemKey(it.Key)] {
 				items = append(items, it)
 			}
 		}

@@ -159,14 +159,14 @@ func (a *Activities) judge(ctx context.Context, b crawl.Batch, dd bool, sinks []
 func dedupNamespace(b crawl.Batch) string { return b.Tenant + ":" + b.Step.RecordBiz() }
 
 // lookup asks dedup for a verdict on every item of the group, in order. Items are known
-// by their canonical key (crawl.URLKey); an item new under it whose key was not canonical
+// by their canonical key (crawl.ItemKey); an item new under it whose key was not canonical
 // is looked up again as given, as dedup kept it before keys were canonical, and keeps
 // that verdict, so upgrading stores no record again.
 func (a *Activities) lookup(ctx context.Context, b crawl.Batch, group []outcome) ([]dedup.Verdict, error) {
 	var entries []dedup.Entry
 	for _, o := range group {
 		for _, it := range o.result.Items {
-			entries = append(entries, dedup.Entry{Key: crawl.URLKey(it.Key), Content: it.Hash})
+			entries = append(entries, dedup.Entry{Key: crawl.ItemKey(it.Key), Content: it.Hash})
 		}
 	}
 	if len(entries) == 0 {
@@ -212,7 +212,7 @@ func dedupStage(mode string, group []outcome, verdicts []dedup.Verdict) (kept []
 	k := 0
 	for p, o := range group {
 		for _, it := range o.result.Items {
-			key := crawl.URLKey(it.Key)
+			key := crawl.ItemKey(it.Key)
 			keep := !seen[key]
 			if verdicts != nil {
 				switch verdicts[k].State {
@@ -327,7 +327,7 @@ func (a *Activities) record(ctx context.Context, b crawl.Batch, group []outcome)
 	for _, o := range group {
 		for _, it := range o.result.Items {
 			if !slices.Contains(o.dropped, it.Key) {
-				entries = append(entries, dedup.Entry{Key: crawl.URLKey(it.Key), Content: it.Hash})
+				entries = append(entries, dedup.Entry{Key: crawl.ItemKey(it.Key), Content: it.Hash})
 			}
 		}
 	}

@@ -247,8 +247,9 @@ func TestRouteStage(t *testing.T) {
 }
 
 // Dedup knows a URL-keyed item by its canonical URL: another spelling of the page (host
-// case, tracking parameters, query order) is unchanged, not a second record. An item
-// recorded before keys were canonical, under its key as given, is still unchanged.
+// case, default port, tracking parameters, query order) is unchanged, not a second
+// record. An item recorded before keys were canonical, under its key as given, is still
+// unchanged. A fragment tells records apart (a list's rows keyed page#1, page#2 …).
 func TestDedupKeysAreCanonicalURLs(t *testing.T) {
 	a, b := pipeline(t)
 	ctx := context.Background()
@@ -257,7 +258,7 @@ func TestDedupKeysAreCanonicalURLs(t *testing.T) {
 	if err := a.store(ctx, b, []storage.Sink{sink}, first, nil); err != nil {
 		t.Fatal(err)
 	}
-	again := group("v1", []string{"https://shop.test:443/p?id=1#reviews"})
+	again := group("v1", []string{"https://shop.test:443/p?id=1"})
 	again[0].result.Items[0].Hash = first[0].result.Items[0].Hash
 	if err := a.store(ctx, b, []storage.Sink{sink}, again, nil); err != nil {
 		t.Fatal(err)
@@ -279,5 +280,12 @@ func TestDedupKeysAreCanonicalURLs(t *testing.T) {
 	}
 	if fmt.Sprint(sink.got) != "[https://Shop.test/p?id=1&utm_source=mail]" {
 		t.Fatalf("sink got %v, want the first spelling once", sink.got)
+	}
+	rows := group("v1", []string{"https://shop.test/list?utm_source=x#1", "https://shop.test/list#2", "https://Shop.test/list#3"})
+	if err := a.store(ctx, b, []storage.Sink{sink}, rows, nil); err != nil {
+		t.Fatal(err)
+	}
+	if len(rows[0].kept) != 3 {
+		t.Fatalf("three rows of a list keyed by fragment: kept %v, want all three", keysOf(rows[0].kept))
 	}
 }
