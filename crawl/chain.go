@@ -59,6 +59,7 @@ type Defaults struct {
 	Params      map[string]any // applied to every step whose task declares the param
 	Dedup       string         // new | changed | off
 	Politeness  *Politeness    // per-host limits of every step (nil: none declared)
+	Archive     *Archive       // WARC archive of every step's pages (nil: none)
 }
 
 // Step is one node of the chain's DAG.
@@ -105,7 +106,9 @@ type Step struct {
 	// Politeness is the step's own `politeness:` (over the chain's defaults).
 	Politeness *Politeness
 	// URLsFile adds start URLs from a file to the step's `urls` param.
-	URLsFile   *URLsFile
+	URLsFile *URLsFile
+	// Archive keeps the step's raw responses as WARC files (nil: the chain default's).
+	Archive    *Archive
 	Line       int
 	ParamLines map[string]int // line of each param in the file, and of its keys (fields.title)
 }
@@ -190,8 +193,8 @@ func (ps Problems) Error() string {
 var (
 	chainKeys    = []string{"name", "tenant", "robots", "priority", "quota", "max_outage", "middlewares", "defaults", "steps"}
 	quotaKeys    = []string{"pages", "items", "pages_per_day", "items_per_day"}
-	defaultsKeys = []string{"timeout", "retries", "batch", "concurrency", "parallel", "store", "params", "dedup", "politeness"}
-	stepKeys     = []string{"id", "task", "biz", "params", "from", "each", "max_depth", "store", "dedup", "changes", "timeout", "retries", "batch", "concurrency", "parallel", "priority", "shared", "affinity", "middlewares", "follow", "revisit", "recrawl", "render", "politeness", "urls_file"}
+	defaultsKeys = []string{"timeout", "retries", "batch", "concurrency", "parallel", "store", "params", "dedup", "politeness", "archive"}
+	stepKeys     = []string{"id", "task", "biz", "params", "from", "each", "max_depth", "store", "dedup", "changes", "timeout", "retries", "batch", "concurrency", "parallel", "priority", "shared", "affinity", "middlewares", "follow", "revisit", "recrawl", "render", "politeness", "urls_file", "archive"}
 	affinityKeys = []string{"probe", "max_latency", "min_kbps"}
 	dedupModes   = []string{DedupChanged, DedupNew, DedupOff}
 	nameRE       = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]*$`)
@@ -361,6 +364,8 @@ func (l *loader) parse(data []byte) *Chain {
 					c.Defaults.Dedup = l.str(v, "defaults.dedup")
 				case "politeness":
 					c.Defaults.Politeness = l.politeness(v, "defaults", true)
+				case "archive":
+					c.Defaults.Archive = l.archive(v, "defaults")
 				}
 			})
 		case "steps":
@@ -458,6 +463,8 @@ func (l *loader) parse(data []byte) *Chain {
 				s.Politeness = l.politeness(v, where, true)
 			case "urls_file":
 				s.URLsFile = l.urlsFile(v, where)
+			case "archive":
+				s.Archive = l.archive(v, where)
 			}
 		})
 		c.Steps = append(c.Steps, s)

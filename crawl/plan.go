@@ -1,6 +1,7 @@
 package crawl
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"reflect"
@@ -75,6 +76,9 @@ type PlanStep struct {
 	// Politeness is the step's per-host limits (PlanPoliteness); nil: the fetcher's
 	// defaults and robots.txt alone.
 	Politeness *Politeness `json:"politeness,omitempty"`
+	// Archive keeps the raw HTTP exchanges of the step's pages as WARC files (the
+	// step's `archive:`, else the chain default's); nil: none.
+	Archive *Archive `json:"archive,omitempty"`
 }
 
 // SiteQueue is a site's task queue and the affinity that guards it. The workflow names
@@ -170,6 +174,7 @@ func (c *Chain) Compile(reg *Registry) (*Plan, error) {
 			Revisit:     s.Revisit,
 			Recrawl:     s.Recrawl,
 			Changes:     s.Changes,
+			Archive:     cmp.Or(s.Archive, c.Defaults.Archive),
 		}
 		if ps.Biz = StepBiz(c.Name, s, spec); ps.Biz != s.Task {
 			ps.Output = spec.Output
