@@ -64,9 +64,15 @@ func TestArchiveWARC(t *testing.T) {
 	for _, dest := range []string{"file://" + t.TempDir(), s3URL} {
 		bucket, err := archive.OpenBucket(context.Background(), dest)
 		if strings.HasPrefix(dest, "s3:") {
-			// The bucket must exist before the worker writes to it.
+			// The bucket must exist before the worker writes to it: a run to a missing
+			// one fails its start page with the reason.
 			if err == nil {
 				t.Fatal("a bucket that does not exist opened")
+			}
+			s := wait(t, start(t, plan(t, "archive.yaml", archiveChain(startSite(t, demosite.Options{Pages: 1}), dest)), queue), 2*time.Minute)
+			wantCause := "archive s3://warc/trawler?endpoint=" + url.QueryEscape(s3.URL) + "&region=us-east-1&use_path_style=true&disable_https=true&anonymous=true: bucket warc cannot be written: it does not exist; create it, or check the worker's AWS credentials (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY) and the URL's region and endpoint"
+			if len(s.Failures) != 1 || s.Failures[0].Cause != wantCause {
+				t.Errorf("a run archiving to a missing bucket failed %+v; want its start page failed with %q", s.Failures, wantCause)
 			}
 			if err := backend.CreateBucket("warc"); err != nil {
 				t.Fatal(err)
