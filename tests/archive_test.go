@@ -142,7 +142,7 @@ func checkWARCs(t *testing.T, bucket *blob.Bucket, tenant, run string, served []
 	ctx := context.Background()
 	it := bucket.List(&blob.ListOptions{Prefix: tenant + "/" + run + "/"})
 	requests, answers := map[string]string{}, map[string]string{} // record id → URL
-	concurrent := map[string]string{}                               // request's id → the response it names
+	concurrent := map[string]string{}                             // request's id → the response it names
 	files := 0
 	for {
 		obj, err := it.Next(ctx)
