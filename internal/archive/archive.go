@@ -40,6 +40,7 @@ import (
 
 	"github.com/trawlerhq/trawler/crawl"
 	"github.com/trawlerhq/trawler/fetch"
+	"github.com/trawlerhq/trawler/internal/monitor"
 )
 
 // Page is who fetched an archived page, for its index line.
@@ -56,6 +57,7 @@ type Writers struct {
 	mu     sync.Mutex
 	open   map[crawl.Archive]*Writer
 	tag    string // tells this worker's file names from other workers'
+	seq    atomic.Int64
 	closed bool
 }
 
@@ -165,12 +167,9 @@ type Writer struct {
 	maxBytes int64
 	maxAge   time.Duration
 
-	mu    sync.Mutex
-	files map[string]*file      // the file being written, by run
-	last  map[string]revisitRef // the last archived response of each URL, in finished files
-	seq   atomic.Int64
-	// failed counts exchanges that could not be archived (also logged).
-	failed     atomic.Int64
+	mu         sync.Mutex
+	files      map[string]*file      // the file being written, by run
+	last       map[string]revisitRef // the last archived response of each URL, in finished files
 	stop, done chan struct{}
 }
 
@@ -191,9 +190,6 @@ type file struct {
 	written map[string]revisitRef // responses in this file, by URL
 }
 
-// Failed is how many exchanges could not be archived since the worker started.
-func (w *Writer) Failed() int64 { return w.failed.Load() }
-
 // Recorder is a fetch.Recorder that archives the exchanges of page p here.
 func (w *Writer) Recorder(p Page) fetch.Recorder { return recorder{w, p} }
 
@@ -203,10 +199,11 @@ type recorder struct {
 }
 
 // Record archives one exchange. When the archive cannot be written the page goes on
-// (its items are stored): the failure is logged and counted, never the page's.
+// (its items are stored): the failure is logged and counted
+// (trawler_archive_failures_total), never the page's.
 func (r recorder) Record(ctx context.Context, ex *fetch.Exchange) {
 	if err := r.w.Write(r.p, ex); err != nil {
-		r.w.failed.Add(1)
+		monitor.ArchiveFailures.Inc()
 		r.w.ws.Log.Error("archive: page not archived", "dest", crawl.RedactURL(r.w.dest), "url", crawl.RedactURL(ex.URL), "run", r.p.RunID, "err", err)
 	}
 }
@@ -275,6 +272,7 @@ func (w *Writer) Write(p Page, ex *fetch.Exchange) error {
 	if err != nil {
 		return w.fail(f, err)
 	}
+	monitor.ArchivedPages.WithLabelValues(kind).Inc()
 	if kind == "response" {
 		f.written[ex.URL] = revisitRef{digest: digest, id: respID, uri: ex.URL, date: date.Format(time.RFC3339Nano)}
 	}
@@ -306,7 +304,7 @@ func (w *Writer) fileFor(p Page, at time.Time) (*file, error) {
 	if f := w.files[p.RunID]; f != nil {
 		return f, nil
 	}
-	name := fmt.Sprintf("%s/%s/%s-%05d-%s.warc.gz", cmp.Or(p.Tenant, crawl.DefaultTenant), p.RunID, at.Format("20060102150405"), w.seq.Add(1), w.ws.tag)
+	name := fmt.Sprintf("%s/%s/%s-%05d-%s.warc.gz", cmp.Or(p.Tenant, crawl.DefaultTenant), p.RunID, at.Format("20060102150405"), w.ws.seq.Add(1), w.ws.tag)
 	ctx, cancel := context.WithCancel(context.Background())
 	bw, err := w.bucket.NewWriter(ctx, name, &blob.WriterOptions{ContentType: "application/warc"})
 	if err != nil {
