@@ -386,7 +386,9 @@ func (w *Writer) finish(run string, f *file) error {
 // rotate finishes files once they are maxAge old, until Close.
 func (w *Writer) rotate() {
 	defer close(w.done)
-	t := time.NewTicker(min(w.maxAge/4, time.Second))
+	// A file is finished within a quarter of maxAge of its time, looking at most every
+	// second and at least every 100ms.
+	t := time.NewTicker(min(max(w.maxAge/4, 100*time.Millisecond), time.Second))
 	defer t.Stop()
 	for {
 		select {
