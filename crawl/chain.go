@@ -64,6 +64,7 @@ type Defaults struct {
 	Params      map[string]any // applied to every step whose task declares the param
 	Dedup       string         // new | changed | off
 	Politeness  *Politeness    // per-host limits of every step (nil: none declared)
+	Archive     *Archive       // WARC archive of every step's pages (nil: none)
 }
 
 // Step is one node of the chain's DAG.
@@ -115,8 +116,10 @@ type Step struct {
 	// lines of the fields it names.
 	Expect      *Expect
 	ExpectLines map[string]int
-	Line        int
-	ParamLines  map[string]int // line of each param in the file, and of its keys (fields.title)
+	// Archive keeps the step's raw responses as WARC files (nil: the chain default's).
+	Archive    *Archive
+	Line       int
+	ParamLines map[string]int // line of each param in the file, and of its keys (fields.title)
 }
 
 // Engine defaults used when neither the chain nor the task says otherwise.
@@ -199,8 +202,8 @@ func (ps Problems) Error() string {
 var (
 	chainKeys    = []string{"name", "tenant", "robots", "priority", "quota", "max_outage", "middlewares", "defaults", "on_violation", "steps", "notify"}
 	quotaKeys    = []string{"pages", "items", "pages_per_day", "items_per_day"}
-	defaultsKeys = []string{"timeout", "retries", "batch", "concurrency", "parallel", "store", "params", "dedup", "politeness"}
-	stepKeys     = []string{"id", "task", "biz", "params", "from", "each", "max_depth", "store", "dedup", "changes", "timeout", "retries", "batch", "concurrency", "parallel", "priority", "shared", "affinity", "middlewares", "follow", "revisit", "recrawl", "render", "politeness", "urls_file", "expect"}
+	defaultsKeys = []string{"timeout", "retries", "batch", "concurrency", "parallel", "store", "params", "dedup", "politeness", "archive"}
+	stepKeys     = []string{"id", "task", "biz", "params", "from", "each", "max_depth", "store", "dedup", "changes", "timeout", "retries", "batch", "concurrency", "parallel", "priority", "shared", "affinity", "middlewares", "follow", "revisit", "recrawl", "render", "politeness", "urls_file", "expect", "archive"}
 	affinityKeys = []string{"probe", "max_latency", "min_kbps"}
 	dedupModes   = []string{DedupChanged, DedupNew, DedupOff}
 	nameRE       = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]*$`)
@@ -370,6 +373,8 @@ func (l *loader) parse(data []byte) *Chain {
 					c.Defaults.Dedup = l.str(v, "defaults.dedup")
 				case "politeness":
 					c.Defaults.Politeness = l.politeness(v, "defaults", true)
+				case "archive":
+					c.Defaults.Archive = l.archive(v, "defaults")
 				}
 			})
 		case "on_violation":
@@ -474,6 +479,8 @@ func (l *loader) parse(data []byte) *Chain {
 			case "expect":
 				s.ExpectLines = map[string]int{}
 				s.Expect = l.expect(v, where, s.ExpectLines)
+			case "archive":
+				s.Archive = l.archive(v, where)
 			}
 		})
 		c.Steps = append(c.Steps, s)

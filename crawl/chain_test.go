@@ -143,7 +143,7 @@ func TestLoadProblems(t *testing.T) {
 		{"unknown task with defaults.params", "name: x\ndefaults:\n  params: {base_url: http://x.test}\nsteps:\n  - id: a\n    task: news.stroy\n", nil, []string{
 			"f.yaml:5: step \"a\": unknown task \"news.stroy\" (did you mean \"news.story\"?); registered tasks: news.comment, news.feed, news.story"}},
 		{"unknown step field", "name: x\nsteps:\n  - id: a\n    task: news.feed\n    form: b\n", nil, []string{
-			"f.yaml:5: step 1: unknown field `form` (did you mean \"from\"?); valid fields: id, task, biz, params, from, each, max_depth, store, dedup, changes, timeout, retries, batch, concurrency, parallel, priority, shared, affinity, middlewares, follow, revisit, recrawl, render, politeness, urls_file, expect"}},
+			"f.yaml:5: step 1: unknown field `form` (did you mean \"from\"?); valid fields: id, task, biz, params, from, each, max_depth, store, dedup, changes, timeout, retries, batch, concurrency, parallel, priority, shared, affinity, middlewares, follow, revisit, recrawl, render, politeness, urls_file, expect, archive"}},
 		{"unknown param", "name: x\nsteps:\n  - id: a\n    task: news.feed\n    params: {pagse: 2}\n", nil, []string{
 			"f.yaml:5: step \"a\": task news.feed has no param `pagse` (did you mean \"pages\"?); its params: base_url, pages"}},
 		{"bad param type", "name: x\nsteps:\n  - id: a\n    task: news.feed\n    params: {pages: many}\n", nil, []string{
@@ -321,5 +321,44 @@ func TestLoadFillsStackVariables(t *testing.T) {
 	_, err = crawl.Load("f.yaml", []byte(bad), crawl.LoadOptions{Registry: testRegistry(), Vars: map[string]string{"demo_site": "http://x", "redis": "r"}})
 	if err == nil || !strings.Contains(err.Error(), "f.yaml:5: `${demo_sit}` is not set (did you mean \"demo_site\"?); set: demo_site, redis") {
 		t.Errorf("misspelt variable: %v", err)
+	}
+}
+
+func TestArchiveOption(t *testing.T) {
+	opts := crawl.LoadOptions{Registry: testRegistry()}
+	chain := "name: x\ndefaults:\n  archive: {to: /var/warc}\nsteps:\n  - id: a\n    task: news.story\n  - id: b\n    task: news.story\n    archive: {to: \"s3://warc/news?region=eu-west-1\", max_mb: 100, max_age: 1m}\n"
+	c, err := crawl.Load("f.yaml", []byte(chain), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := c.Compile(testRegistry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a := p.Steps[0].Archive; a == nil || *a != (crawl.Archive{To: "/var/warc", MaxMB: crawl.DefaultArchiveMaxMB, MaxAge: crawl.DefaultArchiveMaxAge}) {
+		t.Errorf("step a (the default's archive) compiles to %+v", a)
+	}
+	if a := p.Steps[1].Archive; a == nil || *a != (crawl.Archive{To: "s3://warc/news?region=eu-west-1", MaxMB: 100, MaxAge: time.Minute}) {
+		t.Errorf("step b (its own archive) compiles to %+v", a)
+	}
+	step := "name: x\nsteps:\n  - id: a\n    task: news.story\n"
+	for _, tc := range []struct{ name, yaml, want string }{
+		{"ftp", step + "    archive: {to: \"ftp://x\"}\n",
+			"f.yaml:5: step 1: archive.to: ftp://x: ftp:// is not a destination for WARC files; use an absolute directory, file:///DIR or s3://BUCKET/PREFIX (gs:// and azblob:// need their gocloud.dev driver built in)"},
+		{"no bucket", step + "    archive: {to: \"s3://\"}\n",
+			"f.yaml:5: step 1: archive.to: s3:// names no bucket; write s3://BUCKET/PREFIX?region=REGION"},
+		{"relative", step + "    archive: {to: warc}\n",
+			"f.yaml:5: step 1: archive.to: \"warc\" is a relative directory, and each worker would resolve it where it runs; write an absolute one, e.g. /var/lib/trawler/warc"},
+		{"credentials", step + "    archive: {to: \"s3://warc?secret_access_key=abc\"}\n",
+			"f.yaml:5: step 1: archive.to: the URL carries the credential parameter secret_access_key; credentials never go in a chain file: give the worker AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (or AWS_SHARED_CREDENTIALS_FILE) in its environment"},
+		{"no to", step + "    archive: {max_mb: 10}\n",
+			"f.yaml:5: step 1: archive needs `to:`, where the WARC files go: an absolute directory, file:///DIR or s3://BUCKET/PREFIX"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := crawl.Load("f.yaml", []byte(tc.yaml), opts)
+			if err == nil || err.Error() != tc.want {
+				t.Fatalf("got:\n%v\nwant:\n%s", err, tc.want)
+			}
+		})
 	}
 }

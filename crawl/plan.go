@@ -80,6 +80,9 @@ type PlanStep struct {
 	Politeness *Politeness `json:"politeness,omitempty"`
 	// Expect is what the step's data must look like (`expect:`); nil: anything goes.
 	Expect *Expect `json:"expect,omitempty"`
+	// Archive keeps the raw HTTP exchanges of the step's pages as WARC files (the
+	// step's `archive:`, else the chain default's); nil: none.
+	Archive *Archive `json:"archive,omitempty"`
 }
 
 // SiteQueue is a site's task queue and the affinity that guards it. The workflow names
@@ -175,6 +178,7 @@ func (c *Chain) Compile(reg *Registry) (*Plan, error) {
 			Revisit:     s.Revisit,
 			Recrawl:     s.Recrawl,
 			Changes:     s.Changes,
+			Archive:     cmp.Or(s.Archive, c.Defaults.Archive),
 		}
 		if ps.Biz = StepBiz(c.Name, s, spec); ps.Biz != s.Task {
 			ps.Output = spec.Output

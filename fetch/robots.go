@@ -329,7 +329,8 @@ func parseRobots(f RobotsFile, where string) (*robotsRules, *robotsUnavailableEr
 // address (a *blockedError).
 func readRobots(ctx context.Context, next crawl.Fetcher, store RobotsStore, page *crawl.Request, u *url.URL) (*robotsRules, *robotsUnavailableError, time.Duration, error) {
 	where := robotsURL(u)
-	resp, err := next.Fetch(ctx, &crawl.Request{
+	// robots.txt is the fetcher's, no page of the task's: it is not archived.
+	resp, err := next.Fetch(withoutRecorder(ctx), &crawl.Request{
 		Method: http.MethodGet, URL: where,
 		// The page's headers: the site sees the same client (user agent, a leased
 		// cookie, a header a middleware added) ask for its rules as for its pages.

@@ -11,6 +11,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptrace"
 	"net/url"
 	"strings"
 	"time"
@@ -107,13 +108,29 @@ func (t *transport) Fetch(ctx context.Context, r *crawl.Request) (*crawl.Respons
 	}
 	actx, cancel := context.WithTimeout(ctx, t.opt.Timeout)
 	defer cancel()
+	var remote string
+	recorded := recorderOf(ctx) != nil
+	if recorded {
+		// The archive keeps the server's address, and the body as it came.
+		actx = httptrace.WithClientTrace(actx, &httptrace.ClientTrace{GotConn: func(c httptrace.GotConnInfo) {
+			if a, ok := c.Conn.RemoteAddr().(*net.TCPAddr); ok {
+				remote = a.IP.String()
+			}
+		}})
+	}
 	req := t.client.R().SetContext(actx)
 	for k, vs := range r.Header {
 		req.Header[http.CanonicalHeaderKey(k)] = append([]string(nil), vs...)
 	}
+	if recorded && req.Header.Get("Accept-Encoding") == "" {
+		// Asked for by name, gzip reaches readBody still encoded (and is decoded
+		// there), so the archive gets the bytes the server sent.
+		req.Header.Set("Accept-Encoding", "gzip")
+	}
 	if r.Body != nil {
 		req.SetBody(r.Body)
 	}
+	start := time.Now()
 	res, err := req.Execute(method, u.String())
 	var raw *http.Response
 	if res != nil {
@@ -149,6 +166,7 @@ func (t *transport) Fetch(ctx context.Context, r *crawl.Request) (*crawl.Respons
 	}
 	defer raw.Body.Close()
 	code := raw.StatusCode
+	rec := startRecording(ctx, raw)
 	if !r.Accepts(code) {
 		// The answer fails the request further out (or is retried); its body only
 		// explains the status, so a little of it is enough and its errors do not matter.
@@ -156,6 +174,9 @@ func (t *transport) Fetch(ctx context.Context, r *crawl.Request) (*crawl.Respons
 		return &crawl.Response{URL: raw.Request.URL.String(), Status: code, Header: header, Body: body, Attempts: 1}, nil
 	}
 	body, header, err := t.readBody(method, raw)
+	if err == nil {
+		rec.finish(ctx, raw, r.Body, remote, start)
+	}
 	if err != nil {
 		if errors.Is(err, ErrBodyTooLarge) {
 			return nil, exchangeError(method, r.URL, code, true, err, true, false)

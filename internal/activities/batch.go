@@ -19,7 +19,9 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/trawlerhq/trawler/crawl"
+	"github.com/trawlerhq/trawler/fetch"
 	"github.com/trawlerhq/trawler/internal/affinity"
+	"github.com/trawlerhq/trawler/internal/archive"
 	"github.com/trawlerhq/trawler/internal/changes"
 	"github.com/trawlerhq/trawler/internal/dedup"
 	"github.com/trawlerhq/trawler/internal/external"
@@ -68,6 +70,9 @@ type Activities struct {
 	// Changes sends the change events of steps with `changes: kafka`; nil: the worker
 	// has no Kafka, HBase or Redis and refuses their batches (changes.go).
 	Changes *changes.Publisher
+	// Archives write the WARC files of steps with `archive:` (archive.go); nil: the
+	// worker refuses their batches.
+	Archives *archive.Writers
 }
 
 // outcome is what became of one input. Finished outcomes are checkpointed through the
@@ -295,6 +300,9 @@ func (a *Activities) openLane(b crawl.Batch, k int, task crawl.Task) (*lane, err
 	}
 	fetcher, err := a.stepFetcher(task.Spec(), lb)
 	if err != nil {
+		return nil, err
+	}
+	if fetcher.archive, err = a.archiveOf(lb); err != nil {
 		return nil, err
 	}
 	l.cost = startCost()
@@ -866,6 +874,7 @@ type stepFetcher struct {
 	spec         crawl.TaskSpec
 	ignoreRobots bool
 	politeness   *crawl.Politeness // the step's (with the task's limits as defaults)
+	archive      fetch.Recorder    // keeps the step's exchanges (`archive:`); nil: none
 	resources
 }
 
@@ -887,6 +896,9 @@ func (s stepFetcher) Fetch(ctx context.Context, req *crawl.Request) (*crawl.Resp
 	ctx, err := s.lend(ctx)
 	if err != nil {
 		return nil, err
+	}
+	if s.archive != nil {
+		ctx = fetch.WithRecorder(ctx, s.archive)
 	}
 	resp, err := s.f.Fetch(ctx, &cp)
 	if resp != nil && s.cost != nil {

@@ -34,6 +34,7 @@ import (
 	"github.com/trawlerhq/trawler/fetch/render"
 	"github.com/trawlerhq/trawler/internal/activities"
 	"github.com/trawlerhq/trawler/internal/affinity"
+	"github.com/trawlerhq/trawler/internal/archive"
 	"github.com/trawlerhq/trawler/internal/capacity"
 	"github.com/trawlerhq/trawler/internal/changes"
 	"github.com/trawlerhq/trawler/internal/dedup"
@@ -131,6 +132,7 @@ type Worker struct {
 	place    *placement
 	slots    int
 	registry *crawl.Registry // its tasks are announced in each heartbeat
+	archives *archive.Writers
 }
 
 // SiteQueues lists the site queues this worker polls now: those of steps with an
@@ -201,7 +203,7 @@ func NewWorker(c client.Client, o WorkerOptions) (*Worker, error) {
 	place := newPlacement(o.Identity, o.TaskQueue, o.Capacity, o.ResourceTuned, cmp.Or(o.TargetCPU, 0.8), cmp.Or(o.TargetMem, 0.8), o.Log)
 	wo.Interceptors = append(wo.Interceptors, &placementInterceptor{p: place})
 	w := worker.New(c, o.TaskQueue, wo)
-	acts := &activities.Activities{Registry: o.Registry, Sinks: sinks, Failures: js, Log: o.Log}
+	acts := &activities.Activities{Registry: o.Registry, Sinks: sinks, Failures: js, Log: o.Log, Archives: archive.NewWriters(o.Log)}
 	// One stream hub per worker: subscriptions of one source share its connection.
 	hub := stream.NewHub()
 	crawl.Provide(&acts.Services, stream.HubService, hub)
@@ -260,7 +262,7 @@ func NewWorker(c client.Client, o WorkerOptions) (*Worker, error) {
 	acts.Fetcher = fetch.New(o.Fetch)
 	Register(w, acts, o.Workflow)
 	w.RegisterActivityWithOptions(recentRuns(c), activity.RegisterOptions{Name: workflows.RecentRunsActivity})
-	ww := &Worker{fleet: fleet, taskQueue: o.TaskQueue, Worker: w, Sinks: sinks, JSONL: js, Identity: o.Identity, monitor: acts.Monitor, place: place, slots: o.MaxBatches, registry: o.Registry}
+	ww := &Worker{fleet: fleet, taskQueue: o.TaskQueue, Worker: w, Sinks: sinks, JSONL: js, Identity: o.Identity, monitor: acts.Monitor, place: place, slots: o.MaxBatches, registry: o.Registry, archives: acts.Archives}
 	if o.Browser != nil {
 		if err := ww.addBrowser(c, acts, o); err != nil {
 			_ = sinks.Close()
@@ -326,6 +328,9 @@ func (w *Worker) Stop() {
 		w.browsers.Close()
 	}
 	w.Worker.Stop()
+	// Its batches are done: the WARC files they wrote are finished and indexed (a
+	// file that cannot be is logged).
+	_ = w.archives.Close()
 	if w.fleet != nil {
 		w.fleet.Close()
 	}

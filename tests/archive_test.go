@@ -1,0 +1,251 @@
+package tests
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/johannesboyne/gofakes3"
+	"github.com/johannesboyne/gofakes3/backend/s3mem"
+	"github.com/nlnwa/gowarc/v3"
+	"gocloud.dev/blob"
+
+	"github.com/trawlerhq/trawler/internal/archive"
+	"github.com/trawlerhq/trawler/internal/devstack/demosite"
+	"github.com/trawlerhq/trawler/internal/engine"
+)
+
+// archiveChain crawls one feed page of the demo site and its 30 stories, archiving
+// every page to `to`, each file finished within a second.
+func archiveChain(site, to string) string {
+	return `name: archived
+defaults:
+  params: {base_url: "` + site + `"}
+  archive: {to: "` + to + `", max_age: 1s}
+steps:
+  - id: feed
+    task: demo.feed
+    from: feed
+    max_depth: 10
+    params: {pages: 1}
+  - id: story
+    task: demo.story
+    from: feed
+`
+}
+
+// TestArchiveWARC crawls the demo site twice with `archive:` to a directory (file://)
+// and to an S3 bucket (an in-process S3 server): the WARC files of each run, read
+// back with gowarc's strict reader, hold one request and one response record for every
+// page the site served (robots.txt aside), each request naming its response; the
+// second run of the unchanged site holds revisit records instead, referring to the
+// first run's responses; and the CDXJ index lists every page, its offset and length
+// locating a record of its URL.
+func TestArchiveWARC(t *testing.T) {
+	startHot(t)
+	backend := s3mem.New()
+	s3 := httptest.NewServer(gofakes3.New(backend).Server())
+	t.Cleanup(s3.Close)
+	s3URL := "s3://warc/trawler?endpoint=" + url.QueryEscape(s3.URL) + "&region=us-east-1&use_path_style=true&disable_https=true&anonymous=true"
+	queue := "archive-" + fmt.Sprint(time.Now().UnixNano())
+	testWorker(t, engine.WorkerOptions{TaskQueue: queue, Redis: shared.redis.Addr()})
+
+	for _, dest := range []string{"file://" + t.TempDir(), s3URL} {
+		bucket, err := archive.OpenBucket(context.Background(), dest)
+		if strings.HasPrefix(dest, "s3:") {
+			// The bucket must exist before the worker writes to it: a run to a missing
+			// one fails its start page with the reason.
+			if err == nil {
+				t.Fatal("a bucket that does not exist opened")
+			}
+			s := wait(t, start(t, plan(t, "archive.yaml", archiveChain(startSite(t, demosite.Options{Pages: 1}), dest)), queue), 2*time.Minute)
+			wantCause := "archive s3://warc/trawler?endpoint=" + url.QueryEscape(s3.URL) + "&region=us-east-1&use_path_style=true&disable_https=true&anonymous=true: bucket warc cannot be written: it does not exist; create it, or check the worker's AWS credentials (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY) and the URL's region and endpoint"
+			if len(s.Failures) != 1 || s.Failures[0].Cause != wantCause {
+				t.Errorf("a run archiving to a missing bucket failed %+v; want its start page failed with %q", s.Failures, wantCause)
+			}
+			if err := backend.CreateBucket("warc"); err != nil {
+				t.Fatal(err)
+			}
+			bucket, err = archive.OpenBucket(context.Background(), dest)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		site, served := pagesServed(t, demosite.Options{Pages: 1})
+		p := plan(t, "archive.yaml", archiveChain(site, dest))
+		for n := 1; n <= 2; n++ {
+			before := len(served())
+			id := start(t, p, queue)
+			noFailures(t, wait(t, id, 2*time.Minute))
+			paths := served()[before:]
+			pages := len(paths)
+			if pages != 31 {
+				t.Fatalf("run %d fetched %d pages, want the feed page and 30 stories", n, pages)
+			}
+			var entries []archive.Entry
+			eventually(t, 30*time.Second, "the run's index lists every page", func() bool {
+				entries, err = archive.RunIndex(context.Background(), bucket, tenantOf(t), id)
+				return err == nil && len(entries) >= pages
+			})
+			want := "response"
+			if n == 2 {
+				want = "revisit"
+			}
+			checkWARCs(t, bucket, tenantOf(t), id, paths, want)
+			checkIndex(t, bucket, entries, id, want)
+		}
+	}
+}
+
+// pagesServed is the demo site behind a proxy that lists the pages it served (every
+// request but robots.txt), in order.
+func pagesServed(t *testing.T, o demosite.Options) (string, func() []string) {
+	t.Helper()
+	target, err := url.Parse(startSite(t, o))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var served []string
+	proxy := httputil.NewSingleHostReverseProxy(target)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/robots.txt" {
+			mu.Lock()
+			served = append(served, r.URL.RequestURI())
+			mu.Unlock()
+		}
+		proxy.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL, func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(served)
+	}
+}
+
+// checkWARCs reads every WARC file of a run with gowarc's strict reader.
+func checkWARCs(t *testing.T, bucket *blob.Bucket, tenant, run string, served []string, want string) {
+	t.Helper()
+	pages := len(served)
+	ctx := context.Background()
+	it := bucket.List(&blob.ListOptions{Prefix: tenant + "/" + run + "/"})
+	requests, answers := map[string]string{}, map[string]string{} // record id → URL
+	concurrent := map[string]string{}                             // request's id → the response it names
+	files := 0
+	for {
+		obj, err := it.Next(ctx)
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.HasSuffix(obj.Key, ".warc.gz") {
+			continue
+		}
+		files++
+		data, err := bucket.ReadAll(ctx, obj.Key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := gowarc.NewWarcFileReaderFromStream(bytes.NewReader(data), 0, gowarc.WithStrictValidation())
+		if err != nil {
+			t.Fatal(err)
+		}
+		first := true
+		for rec, err := range r.Records() {
+			if err != nil {
+				t.Fatalf("%s: %v", obj.Key, err)
+			}
+			if len(rec.Validation) > 0 {
+				t.Errorf("%s: record at %d: %v", obj.Key, rec.Offset, rec.Validation)
+			}
+			w := rec.WarcRecord
+			h := w.WarcHeader()
+			if first && w.Type() != gowarc.Warcinfo {
+				t.Errorf("%s starts with a %s record, want warcinfo", obj.Key, w.Type())
+			}
+			first = false
+			switch w.Type() {
+			case gowarc.Request:
+				requests[w.RecordId()] = h.Get(gowarc.WarcTargetURI)
+				concurrent[w.RecordId()] = h.GetId(gowarc.WarcConcurrentTo)
+			case gowarc.Response, gowarc.Revisit:
+				if got := strings.ToLower(w.Type().String()); got != want {
+					t.Errorf("%s: a %s record for %s, want %s", obj.Key, got, h.Get(gowarc.WarcTargetURI), want)
+				}
+				answers[w.RecordId()] = h.Get(gowarc.WarcTargetURI)
+				if w.Type() == gowarc.Revisit && (h.Get(gowarc.WarcRefersTo) == "" || h.Get(gowarc.WarcRefersToTargetURI) != h.Get(gowarc.WarcTargetURI)) {
+					t.Errorf("revisit of %s refers to %q (%s)", h.Get(gowarc.WarcTargetURI), h.Get(gowarc.WarcRefersTo), h.Get(gowarc.WarcRefersToTargetURI))
+				}
+			}
+			rec.Close()
+		}
+		r.Close()
+	}
+	if files == 0 || len(answers) != pages || len(requests) != pages {
+		t.Fatalf("run %s: %d WARC files hold %d requests and %d %s records, want %d of each", run, files, len(requests), len(answers), want, pages)
+	}
+	var archived []string
+	for id, u := range requests {
+		if answers[concurrent[id]] != u {
+			t.Errorf("request %s for %s names response %s, which is for %q", id, u, concurrent[id], answers[concurrent[id]])
+		}
+		parsed, _ := url.Parse(u)
+		archived = append(archived, parsed.RequestURI())
+	}
+	slices.Sort(archived)
+	served = slices.Sorted(slices.Values(served))
+	if !slices.Equal(archived, served) {
+		t.Errorf("run %s archived the pages\n%v\nthe site served\n%v", run, archived, served)
+	}
+}
+
+// checkIndex reads the record at each index entry's offset and length on its own.
+func checkIndex(t *testing.T, bucket *blob.Bucket, entries []archive.Entry, run, want string) {
+	t.Helper()
+	stories := 0
+	for _, e := range entries {
+		if e.RunID != run || e.Type != want || e.Status != 200 || e.Digest == "" || e.Canonical == "" || e.At.IsZero() {
+			t.Errorf("index entry %+v; want run %s, type %s, status 200, its digest, canonical URL and time", e, run, want)
+		}
+		if e.Step == "story" && e.Task == "demo.story" {
+			stories++
+		}
+		data, err := archive.ReadRecord(context.Background(), bucket, e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rec, _, _, err := gowarc.NewUnmarshaler(gowarc.WithStrictValidation()).Unmarshal(bufio.NewReader(bytes.NewReader(data)))
+		if err != nil {
+			t.Fatalf("the record at %s:%d+%d: %v", e.File, e.Offset, e.Length, err)
+		}
+		if u := rec.WarcHeader().Get(gowarc.WarcTargetURI); u != e.URL || strings.ToLower(rec.Type().String()) != want {
+			t.Errorf("the record at %s:%d is a %s of %s, the index says a %s of %s", e.File, e.Offset, rec.Type(), u, want, e.URL)
+		}
+		rec.Close()
+	}
+	if stories != 30 {
+		t.Errorf("the index lists %d story pages of step story, task demo.story; want 30", stories)
+	}
+	urls := make([]string, len(entries))
+	for i, e := range entries {
+		urls[i] = e.URL
+	}
+	slices.Sort(urls)
+	if len(slices.Compact(urls)) != 31 {
+		t.Errorf("the index lists %d distinct URLs, want 31", len(urls))
+	}
+}
