@@ -49,8 +49,9 @@ type Action struct {
 	Wait time.Duration `json:"wait,omitempty"`
 	// Optional actions that find nothing are skipped instead of failing the page.
 	Optional bool `json:"optional,omitempty"`
-	// Timeout bounds the action (DefaultActionTimeout).
-	Timeout time.Duration `json:"timeout"`
+	// Timeout bounds the action; 0 is DefaultActionTimeout, and for a repeat the
+	// page's render.timeout.
+	Timeout time.Duration `json:"timeout,omitempty"`
 	// Do, Until and Max make a repeat: Do runs until Until holds, at most Max times.
 	Do    []Action `json:"do,omitempty"`
 	Until *Until   `json:"until,omitempty"`
@@ -115,7 +116,7 @@ func (l *loader) actions(v *yaml.Node, where, path string) []Action {
 
 // action reads one action: a mapping with one kind key and the options.
 func (l *loader) action(n *yaml.Node, where, path string) (Action, bool) {
-	a := Action{Timeout: DefaultActionTimeout, line: n.Line}
+	a := Action{line: n.Line}
 	if n.Kind != yaml.MappingNode {
 		l.add(n.Line, "%s: %s must be a mapping such as `click: \"#more\"`, not a %s; actions: %s", where, path, kindName(n), strings.Join(ActionKinds, ", "))
 		return a, false

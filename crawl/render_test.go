@@ -150,7 +150,7 @@ steps:
 	if a := acts[0]; !a.Optional || a.Timeout != time.Second {
 		t.Errorf("optional click: %+v", a)
 	}
-	if a := acts[1]; a.Value != "boots" || a.Timeout != crawl.DefaultActionTimeout {
+	if a := acts[1]; a.Value != "boots" || a.Timeout != 0 {
 		t.Errorf("fill: %+v", a)
 	}
 	if r := acts[9]; r.Max != 10 || r.Until == nil || r.Until.Count != ".item" || r.Until.AtLeast != 35 || len(r.Do) != 1 || r.Do[0].Selector != "button.more" {

@@ -45,6 +45,11 @@ type Renderer struct {
 	// Screenshots is the directory that keeps a PNG of each page that failed, when
 	// Opts.Screenshot asks; "" keeps none.
 	Screenshots string
+	// Observe, when set, hears how each of Opts.Actions went, and ActionShots is the
+	// directory that keeps a PNG of the page after each ("" keeps none): what
+	// `trawler try --render` shows.
+	Observe     func(ActionOutcome)
+	ActionShots string
 }
 
 var _ crawl.Fetcher = Renderer{}
@@ -127,6 +132,9 @@ func (pg *pageRun) run(ctx context.Context) (*crawl.Response, error) {
 	}
 	deadline := time.Now().Add(o.Timeout)
 	if err := pg.settle(tctx, deadline); err != nil {
+		return nil, pg.fail(tctx, fmt.Errorf("render %s: %w", u, err))
+	}
+	if err := pg.act(tctx, deadline, o.Actions, "render.actions"); err != nil {
 		return nil, pg.fail(tctx, fmt.Errorf("render %s: %w", u, err))
 	}
 	if o.Script != "" {
@@ -359,20 +367,32 @@ func (pg *pageRun) fail(ctx context.Context, err error) error {
 	if !pg.r.Opts.Screenshot || pg.r.Screenshots == "" || pg.hung.Load() {
 		return err
 	}
+	if name, ok := pg.screenshot(ctx, pg.r.Screenshots, ""); ok {
+		return fmt.Errorf("%w (screenshot: %s)", err, name)
+	}
+	return err
+}
+
+// screenshot keeps a PNG of the page in dir, named by its URL, what it shows (an
+// action's path) and the time, and says where.
+func (pg *pageRun) screenshot(ctx context.Context, dir, what string) (string, bool) {
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 3*time.Second)
 	defer cancel()
 	var png []byte
 	if chromedp.Run(sctx, chromedp.CaptureScreenshot(&png)) != nil || len(png) == 0 {
-		return err
+		return "", false
 	}
-	if os.MkdirAll(pg.r.Screenshots, 0o755) != nil {
-		return err
+	if os.MkdirAll(dir, 0o755) != nil {
+		return "", false
 	}
-	name := filepath.Join(pg.r.Screenshots, fmt.Sprintf("%s-%d.png", safeName(pg.req.URL), time.Now().UnixNano()))
+	if what != "" {
+		what = "-" + safeName(what)
+	}
+	name := filepath.Join(dir, fmt.Sprintf("%s%s-%d.png", safeName(pg.req.URL), what, time.Now().UnixNano()))
 	if os.WriteFile(name, png, 0o644) != nil {
-		return err
+		return "", false
 	}
-	return fmt.Errorf("%w (screenshot: %s)", err, name)
+	return name, true
 }
 
 // safeName is a URL as a file name.

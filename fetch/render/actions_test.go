@@ -1,0 +1,155 @@
+package render
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/trawlerhq/trawler/crawl"
+	"github.com/trawlerhq/trawler/internal/devstack/demosite"
+)
+
+// recording is the step's fetcher, noting each URL the page had fetched through it.
+type recording struct {
+	crawl.Fetcher
+	mu   sync.Mutex
+	urls []string
+}
+
+func (r *recording) Fetch(ctx context.Context, req *crawl.Request) (*crawl.Response, error) {
+	r.mu.Lock()
+	r.urls = append(r.urls, strings.TrimPrefix(req.URL, "http://"))
+	r.mu.Unlock()
+	return r.Fetcher.Fetch(ctx, req)
+}
+
+func (r *recording) fetched(part string) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n := 0
+	for _, u := range r.urls {
+		if strings.Contains(u, part) {
+			n++
+		}
+	}
+	return n
+}
+
+// lastOf is the last outcome heard, or none.
+func lastOf(outs []ActionOutcome) ActionOutcome {
+	if len(outs) == 0 {
+		return ActionOutcome{}
+	}
+	return outs[len(outs)-1]
+}
+
+func actionsOpts(acts ...crawl.Action) crawl.Render {
+	return crawl.Render{Mode: crawl.RenderAlways, Timeout: 10 * time.Second, Viewport: "800x600", Block: crawl.DefaultRenderBlock, Idle: true, Actions: acts}
+}
+
+// Browser actions on the demo site's pages that load their items by script: one browser
+// for all of them.
+func TestActions(t *testing.T) {
+	base := demo(t, demosite.Options{})
+	p := startPool(t, Options{Browsers: 1, Tabs: 1})
+	page := func(t *testing.T, url string, opts crawl.Render) (string, []ActionOutcome, *recording, error) {
+		t.Helper()
+		r := renderer(p, opts)
+		rec := &recording{Fetcher: r.Inner}
+		r.Inner = rec
+		var outs []ActionOutcome
+		r.Observe = func(o ActionOutcome) { outs = append(outs, o) }
+		resp, err := r.Fetch(context.Background(), &crawl.Request{URL: base + url})
+		if err != nil {
+			return "", outs, rec, err
+		}
+		return string(resp.Body), outs, rec, nil
+	}
+	more := crawl.Action{Kind: crawl.ActionClick, Selector: "button.more"}
+
+	// "Load more" until 35 items show: three clicks, each item batch fetched by an XHR
+	// that went through the step's fetcher.
+	t.Run("load more", func(t *testing.T) {
+		body, outs, rec, err := page(t, "/js/more?total=35&per=10", actionsOpts(crawl.Action{Kind: crawl.ActionRepeat, Do: []crawl.Action{more},
+			Until: &crawl.Until{Count: ".item", AtLeast: 35}, Max: 10}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := strings.Count(body, `class="item"`); n != 35 || strings.Contains(body, "Item 36") {
+			t.Errorf("%d items after load more; want 35", n)
+		}
+		if n := rec.fetched("/js/api/items?"); n != 4 {
+			t.Errorf("%d item XHRs went through the fetcher (%v); want 4, the page's and one per click", n, rec.urls)
+		}
+		last := lastOf(outs)
+		if last.Path != "render.actions[0]" || last.Note != "until held after 3 rounds" || last.Err != nil {
+			t.Errorf("the loop's outcome %+v; want until held after 3 rounds", last)
+		}
+	})
+
+	// An infinite list: scrolled until nothing changes, all 120 show; with max 3, 80 do
+	// and the loop says it stopped on max.
+	t.Run("infinite scroll", func(t *testing.T) {
+		scroll := func(max int) crawl.Render {
+			return actionsOpts(crawl.Action{Kind: crawl.ActionRepeat, Do: []crawl.Action{{Kind: crawl.ActionScroll}},
+				Until: &crawl.Until{NoChange: true}, Max: max})
+		}
+		body, _, _, err := page(t, "/js/scroll?total=120&per=20", scroll(20))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := strings.Count(body, `class="item"`); n != 120 {
+			t.Errorf("%d items after scrolling to the end; want 120", n)
+		}
+		body, outs, _, err := page(t, "/js/scroll?total=120&per=20", scroll(3))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := strings.Count(body, `class="item"`); n != 80 {
+			t.Errorf("%d items after 3 scrolls; want 80", n)
+		}
+		if note := lastOf(outs).Note; note != "stopped on max: 3 rounds ran and until never held" {
+			t.Errorf("note %q", note)
+		}
+	})
+
+	// A consent banner: an optional click finds nothing on a page without one and the
+	// page is read; on a page with one it is clicked away.
+	t.Run("optional consent", func(t *testing.T) {
+		consent := crawl.Action{Kind: crawl.ActionClick, Selector: "#consent .accept", Optional: true, Timeout: 300 * time.Millisecond}
+		body, outs, _, err := page(t, "/js/more?total=5", actionsOpts(consent))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := strings.Count(body, `class="item"`); n != 5 || lastOf(outs).Note != "skipped: nothing matches (optional)" {
+			t.Errorf("%d items, outcome %+v", n, lastOf(outs))
+		}
+		body, _, _, err = page(t, "/js/more?total=5&consent=1", actionsOpts(consent))
+		if err != nil || strings.Contains(body, `id="consent"`) {
+			t.Errorf("the banner was not clicked away: %v", err)
+		}
+	})
+
+	// An action whose selector never appears fails the page with cause action, naming
+	// the action's index and selector, and a screenshot is named with it.
+	t.Run("missing selector", func(t *testing.T) {
+		opts := actionsOpts(crawl.Action{Kind: crawl.ActionWaitFor, Selector: ".item"},
+			crawl.Action{Kind: crawl.ActionClick, Selector: "#never", Timeout: 300 * time.Millisecond})
+		opts.Screenshot = true
+		r := renderer(p, opts)
+		r.Screenshots = t.TempDir()
+		_, err := r.Fetch(context.Background(), &crawl.Request{URL: base + "/js/more?total=5"})
+		want := fmt.Sprintf(`render %s/js/more?total=5: render.actions[1] click "#never": nothing matches "#never" within 300ms (the action's timeout) (screenshot: %s/`, base, r.Screenshots)
+		if crawl.CauseOf(err) != crawl.CauseAction || err == nil || !strings.HasPrefix(err.Error(), want) {
+			t.Fatalf("err %v (cause %s)\nwant %s…", err, crawl.CauseOf(err), want)
+		}
+		_, shot, _ := strings.Cut(err.Error(), "(screenshot: ")
+		if png, err := os.ReadFile(strings.TrimSuffix(shot, ")")); err != nil || !strings.HasPrefix(string(png), "\x89PNG") {
+			t.Errorf("no PNG at %s: %v", shot, err)
+		}
+	})
+}
