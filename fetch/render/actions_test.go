@@ -134,6 +134,23 @@ func TestActions(t *testing.T) {
 		}
 	})
 
+	// A search form: an option chosen by its text, a value typed in, Enter pressed in
+	// the field filled last (it has the focus).
+	t.Run("fill select press", func(t *testing.T) {
+		body, _, _, err := page(t, "/js/search", actionsOpts(
+			crawl.Action{Kind: crawl.ActionSelect, Selector: "#sort", Value: "Newest"},
+			crawl.Action{Kind: crawl.ActionFill, Selector: "#q", Value: "boots"},
+			crawl.Action{Kind: crawl.ActionPress, Value: "Enter"},
+			crawl.Action{Kind: crawl.ActionWaitFor, Selector: "#searched"}))
+		if err != nil || !strings.Contains(body, `<p id="searched">boots by new</p>`) {
+			t.Errorf("search: %v\n%s", err, body)
+		}
+		_, _, _, err = page(t, "/js/search", actionsOpts(crawl.Action{Kind: crawl.ActionSelect, Selector: "#sort", Value: "Oldest"}))
+		if want := `render.actions[0] select "#sort": "#sort" has no option with that value or text`; err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("err %v; want %s", err, want)
+		}
+	})
+
 	// An action whose selector never appears fails the page with cause action, naming
 	// the action's index and selector, and a screenshot is named with it.
 	t.Run("missing selector", func(t *testing.T) {

@@ -15,6 +15,8 @@ import (
 //	/js/scroll?total=N&per=M   an infinite list that adds M items whenever the window
 //	                           is scrolled to its bottom, until all N show
 //	/js/api/items?from=F&n=M&total=N   items F+1 … F+M (at most N), as JSON
+//	/js/search                 a search field (#q) and a sort (#sort); Enter in the
+//	                           field shows p#searched with what was asked
 //
 // Either page with consent=1 first shows a consent banner (#consent) whose button.accept
 // removes it.
@@ -30,6 +32,12 @@ window.addEventListener("scroll", () => {
   if (!loading && shown < total && innerHeight + scrollY >= document.documentElement.scrollHeight - 10) load();
 });
 load();`))
+	s.mux.HandleFunc("GET /js/search", s.jsShell(`
+document.getElementById("q").addEventListener("keydown", e => {
+  if (e.key !== "Enter") return;
+  const p = el("p", "", document.getElementById("q").value + " by " + document.getElementById("sort").value);
+  p.id = "searched"; document.body.append(p);
+});`, `<input id="q" name="q"> <select id="sort"><option value="top">Top</option><option value="new">Newest</option></select>`))
 	s.mux.HandleFunc("GET /js/api/items", func(w http.ResponseWriter, r *http.Request) {
 		q := r.URL.Query()
 		from, _ := strconv.Atoi(q.Get("from"))
