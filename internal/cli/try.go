@@ -61,7 +61,8 @@ demo_site) is fetched without --allow-private.
   trawler try generic.html_list --params examples/generic-html.yaml 'http://127.0.0.1:8089/news?p=2' --allow-private
   trawler try generic.json --params examples/generic-json.yaml 'http://127.0.0.1:8089/api/stories?per_page=3' --allow-private --json
   trawler try generic.sitemap https://example.com/sitemap.xml --set include='[/blog/]'
-  trawler try generic.html_detail --params examples/render.yaml http://127.0.0.1:8089/js/item/4 --allow-private --render`,
+  trawler try generic.html_detail --params examples/render.yaml http://127.0.0.1:8089/js/item/4 --allow-private --render
+  trawler try generic.html_list --params shop.yaml 'http://127.0.0.1:8089/js/more?total=35' --allow-private --render --screenshot shots`,
 		Args: cobra.RangeArgs(1, 2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			allowPrivate, err := private.resolve(cmd)
