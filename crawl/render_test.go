@@ -113,6 +113,7 @@ steps:
     task: news.page
     render:
       mode: always
+      har: true
       actions:
         - click: "#consent .accept"
           optional: true
@@ -137,6 +138,9 @@ steps:
 	p, err := c.Compile(reg)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if !p.Steps[0].Render.HAR {
+		t.Errorf("har: true did not reach the plan")
 	}
 	acts := p.Steps[0].Render.Actions
 	var got []string

@@ -2,6 +2,7 @@ package render
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"strings"
@@ -167,6 +168,53 @@ func TestActions(t *testing.T) {
 		_, shot, _ := strings.Cut(err.Error(), "(screenshot: ")
 		if png, err := os.ReadFile(strings.TrimSuffix(shot, ")")); err != nil || !strings.HasPrefix(string(png), "\x89PNG") {
 			t.Errorf("no PNG at %s: %v", shot, err)
+		}
+	})
+
+	// With har: true a failed page keeps a HAR of its requests, named in the failure:
+	// the document and the XHRs, with the value a fill typed masked wherever a request
+	// carried it.
+	t.Run("har", func(t *testing.T) {
+		opts := actionsOpts(crawl.Action{Kind: crawl.ActionFill, Selector: "#q", Value: "s3cret-pw"},
+			crawl.Action{Kind: crawl.ActionScript, Value: `fetch("/js/api/items?from=0&n=1&total=1&q=" + document.getElementById("q").value)`},
+			crawl.Action{Kind: crawl.ActionClick, Selector: "#never", Timeout: 300 * time.Millisecond})
+		opts.HAR = true
+		r := renderer(p, opts)
+		r.Screenshots = t.TempDir()
+		_, err := r.Fetch(context.Background(), &crawl.Request{URL: base + "/js/search"})
+		if err == nil || crawl.CauseOf(err) != crawl.CauseAction || strings.Contains(err.Error(), "s3cret") {
+			t.Fatalf("err %v", err)
+		}
+		_, name, ok := strings.Cut(err.Error(), "(har: ")
+		data, rerr := os.ReadFile(strings.TrimSuffix(name, ")"))
+		if !ok || rerr != nil {
+			t.Fatalf("no HAR named in %q: %v", err, rerr)
+		}
+		var har struct {
+			Log struct {
+				Entries []struct {
+					Request struct {
+						Method, URL string
+					}
+					Response struct {
+						Status int
+					}
+				}
+			}
+		}
+		if err := json.Unmarshal(data, &har); err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, e := range har.Log.Entries {
+			if strings.HasSuffix(e.Request.URL, "/favicon.ico") { // the browser's own, when it asks in time
+				continue
+			}
+			got = append(got, fmt.Sprintf("%s %s %d", e.Request.Method, strings.TrimPrefix(e.Request.URL, base), e.Response.Status))
+		}
+		want := "GET /js/search 200|GET /js/api/items?from=0&n=1&total=1&q=*** 200"
+		if strings.Join(got, "|") != want || strings.Contains(string(data), "s3cret") {
+			t.Errorf("HAR entries %q\nwant %q (and no s3cret in %s)", strings.Join(got, "|"), want, data)
 		}
 	})
 }
