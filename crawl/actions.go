@@ -156,7 +156,7 @@ func (l *loader) action(n *yaml.Node, where, path string) (Action, bool) {
 		a.Selector, a.Value = l.selector(v.Content[0], where, field), v.Content[1].Value
 	case ActionPress:
 		a.Value = l.str(v, field)
-		if len([]rune(a.Value)) != 1 && !slices.Contains(ActionKeys, a.Value) && a.Value != "" {
+		if v.Kind == yaml.ScalarNode && len([]rune(a.Value)) != 1 && !slices.Contains(ActionKeys, a.Value) {
 			l.add(v.Line, "%s: %s %q is not a key%s; press one character or one of: %s", where, field, a.Value, Suggest(a.Value, ActionKeys), strings.Join(ActionKeys, ", "))
 		}
 	case ActionScroll:
