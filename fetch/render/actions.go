@@ -43,7 +43,8 @@ func (pg *pageRun) act(ctx context.Context, deadline time.Time, acts []crawl.Act
 		p := fmt.Sprintf("%s[%d]", path, i)
 		start := time.Now()
 		note, err := pg.action(ctx, deadline, a, p)
-		if err != nil && !pg.hung.Load() && crawl.CauseOf(err) != crawl.CauseCanceled {
+		// A failed action inside a repeat names itself already.
+		if c := crawl.CauseOf(err); err != nil && !pg.hung.Load() && c != crawl.CauseCanceled && c != crawl.CauseAction {
 			err = crawl.WithCause(fmt.Errorf("%s %s: %w", p, a, err), crawl.CauseAction)
 		}
 		if obs := pg.r.Observe; obs != nil {
