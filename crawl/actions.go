@@ -2,6 +2,7 @@ package crawl
 
 import (
 	"fmt"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -45,6 +46,9 @@ type Action struct {
 	// Value is what fill types or select chooses, the key press presses, the script,
 	// or "bottom" for scroll. A fill value is never logged or shown.
 	Value string `json:"value,omitempty"`
+	// SecretFile is where a fill's value is read from on the worker, when the chain
+	// file says `{secret_file: PATH}`: a password then travels in no plan.
+	SecretFile string `json:"secret_file,omitempty"`
 	// Wait is how long `wait:` waits.
 	Wait time.Duration `json:"wait,omitempty"`
 	// Optional actions that find nothing are skipped instead of failing the page.
@@ -149,11 +153,23 @@ func (l *loader) action(n *yaml.Node, where, path string) (Action, bool) {
 	case ActionClick, ActionWaitFor:
 		a.Selector = l.selector(v, where, field)
 	case ActionFill, ActionSelect:
-		if v.Kind != yaml.MappingNode || len(v.Content) != 2 || v.Content[1].Kind != yaml.ScalarNode {
+		if v.Kind != yaml.MappingNode || len(v.Content) != 2 {
 			l.add(v.Line, "%s: %s takes one `SELECTOR: value`, e.g. %s: {\"#email\": \"me@example.com\"}", where, field, a.Kind)
 			return a, false
 		}
-		a.Selector, a.Value = l.selector(v.Content[0], where, field), v.Content[1].Value
+		a.Selector = l.selector(v.Content[0], where, field)
+		if val := v.Content[1]; val.Kind == yaml.ScalarNode {
+			a.Value = val.Value
+		} else if a.Kind == ActionFill {
+			l.fields(val, where+": "+field+" value", []string{"secret_file"}, func(_ string, v *yaml.Node) {
+				a.SecretFile = l.str(v, field+".secret_file")
+			})
+			if val.Kind == yaml.MappingNode && !filepath.IsAbs(a.SecretFile) {
+				l.add(val.Line, "%s: %s: write a value, or {secret_file: /absolute/path} of a file the workers read the secret from (one line; a trailing newline is dropped)", where, field)
+			}
+		} else {
+			l.add(val.Line, "%s: %s: the option to choose is one value (its value or text), not a %s", where, field, kindName(val))
+		}
 	case ActionPress:
 		a.Value = l.str(v, field)
 		if v.Kind == yaml.ScalarNode && len([]rune(a.Value)) != 1 && !slices.Contains(ActionKeys, a.Value) {

@@ -119,6 +119,7 @@ steps:
           optional: true
           timeout: 1s
         - fill: {"#q": "boots"}
+        - fill: {"#password": {secret_file: /run/secrets/shop}}
         - select: {"select[name=size]": "42"}
         - press: Enter
         - wait_for: ".item"
@@ -147,7 +148,7 @@ steps:
 	for _, a := range acts {
 		got = append(got, a.String())
 	}
-	want := `click "#consent .accept"|fill "#q"|select "select[name=size]"|press Enter|wait_for ".item"|wait 500ms|scroll bottom|scroll "#footer"|script|repeat`
+	want := `click "#consent .accept"|fill "#q"|fill "#password"|select "select[name=size]"|press Enter|wait_for ".item"|wait 500ms|scroll bottom|scroll "#footer"|script|repeat`
 	if strings.Join(got, "|") != want {
 		t.Fatalf("actions %q\nwant %q", strings.Join(got, "|"), want)
 	}
@@ -157,7 +158,10 @@ steps:
 	if a := acts[1]; a.Value != "boots" || a.Timeout != 0 {
 		t.Errorf("fill: %+v", a)
 	}
-	if r := acts[9]; r.Max != 10 || r.Until == nil || r.Until.Count != ".item" || r.Until.AtLeast != 35 || len(r.Do) != 1 || r.Do[0].Selector != "button.more" {
+	if a := acts[2]; a.SecretFile != "/run/secrets/shop" || a.Value != "" {
+		t.Errorf("fill from a secret file: %+v", a)
+	}
+	if r := acts[10]; r.Max != 10 || r.Until == nil || r.Until.Count != ".item" || r.Until.AtLeast != 35 || len(r.Do) != 1 || r.Do[0].Selector != "button.more" {
 		t.Errorf("repeat: %+v", r)
 	}
 }
@@ -181,6 +185,8 @@ steps:
         - click: "#x"
           timeout: 20s
         - scroll: ""
+        - fill: {"#password": {secret: shop}}
+        - fill: {"#password": {secret_file: secrets/shop}}
 `
 	_, err := crawl.Load("shop.yaml", []byte(src), crawl.LoadOptions{Registry: renderRegistry()})
 	if err == nil {
@@ -196,6 +202,8 @@ steps:
 		"shop.yaml:14: step 1: render.actions[5].press \"Entr\" is not a key (did you mean \"Enter\"?)",
 		"shop.yaml:15: step 1: render.actions[6] click \"#x\": its timeout 20s is longer than render.timeout 10s",
 		"shop.yaml:17: step 1: render.actions[7].scroll needs a CSS selector",
+		"shop.yaml:18: step 1: render.actions[8].fill value: unknown field `secret`; valid fields: secret_file",
+		"shop.yaml:19: step 1: render.actions[9].fill: write a value, or {secret_file: /absolute/path} of a file the workers read the secret from",
 	} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("missing %q in:\n%v", want, err)

@@ -11,6 +11,7 @@ import (
 	"github.com/chromedp/chromedp/kb"
 
 	"github.com/trawlerhq/trawler/crawl"
+	"github.com/trawlerhq/trawler/internal/credentials"
 )
 
 // ActionOutcome is what one action of render.actions did, for a person watching
@@ -99,7 +100,15 @@ func (pg *pageRun) action(ctx context.Context, deadline time.Time, a crawl.Actio
 			}
 		}
 	}
-	val, _ := json.Marshal(a.Value)
+	value := a.Value
+	if a.SecretFile != "" {
+		v, err := credentials.Secret("secret_file", a.SecretFile)
+		if err != nil {
+			return "", err
+		}
+		value = v
+	}
+	val, _ := json.Marshal(value)
 	var err error
 	switch a.Kind {
 	case crawl.ActionClick:

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -172,10 +173,14 @@ func TestActions(t *testing.T) {
 	})
 
 	// With har: true a failed page keeps a HAR of its requests, named in the failure:
-	// the document and the XHRs, with the value a fill typed masked wherever a request
-	// carried it.
+	// the document and the XHRs, with the value a fill typed (from a secret file) masked
+	// wherever a request carried it.
 	t.Run("har", func(t *testing.T) {
-		opts := actionsOpts(crawl.Action{Kind: crawl.ActionFill, Selector: "#q", Value: "s3cret-pw"},
+		secret := filepath.Join(t.TempDir(), "pw")
+		if err := os.WriteFile(secret, []byte("s3cret-pw\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		opts := actionsOpts(crawl.Action{Kind: crawl.ActionFill, Selector: "#q", SecretFile: secret},
 			crawl.Action{Kind: crawl.ActionScript, Value: `fetch("/js/api/items?from=0&n=1&total=1&q=" + document.getElementById("q").value)`},
 			crawl.Action{Kind: crawl.ActionClick, Selector: "#never", Timeout: 300 * time.Millisecond})
 		opts.HAR = true

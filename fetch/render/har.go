@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/trawlerhq/trawler/crawl"
+	"github.com/trawlerhq/trawler/internal/credentials"
 )
 
 // A HAR (HTTP Archive 1.2) of a page's requests, kept with a failure when the step asks
@@ -81,7 +82,11 @@ func fillValues(acts []crawl.Action) []string {
 	var out []string
 	for _, a := range acts {
 		if a.Kind == crawl.ActionFill {
-			out = append(out, a.Value)
+			v := a.Value
+			if a.SecretFile != "" {
+				v, _ = credentials.Secret("secret_file", a.SecretFile) // unreadable: the action fails
+			}
+			out = append(out, v)
 		}
 		out = append(out, fillValues(a.Do)...)
 	}
