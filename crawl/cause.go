@@ -38,6 +38,7 @@ const (
 	CauseConfig     Cause = "config" // the step's params or input cannot work
 	CauseStore      Cause = "store"
 	CauseResource   Cause = "resource" // a pool item (proxy, cookie …) was not to be had
+	CauseAction     Cause = "action"   // a browser action (render.actions) could not be done
 	CauseCanceled   Cause = "canceled"
 	CausePanic      Cause = "panic"
 	CauseOther      Cause = "other"
@@ -46,7 +47,7 @@ const (
 // Causes lists every cause, for documentation and metrics.
 var Causes = []Cause{CauseHTTP401, CauseHTTP403, CauseHTTP404, CauseHTTP410, CauseHTTP429, CauseHTTP4xx, CauseHTTP5xx,
 	CauseHTTPOther, CauseTimeout, CauseDNS, CauseTLS, CauseConnection, CauseRobots, CauseTooLarge, CauseBlocked, CauseQuota,
-	CauseParse, CauseConfig, CauseStore, CauseResource, CauseCanceled, CausePanic, CauseOther}
+	CauseParse, CauseConfig, CauseStore, CauseResource, CauseAction, CauseCanceled, CausePanic, CauseOther}
 
 type causeError struct {
 	err   error

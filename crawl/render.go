@@ -50,6 +50,11 @@ type Render struct {
 	Script string `json:"script,omitempty"`
 	// Screenshot keeps a PNG of the page with a failure.
 	Screenshot bool `json:"screenshot,omitempty"`
+	// HAR keeps a HAR file of the page's requests with a failure.
+	HAR bool `json:"har,omitempty"`
+	// Actions run in order once the page settled, before Script and before the HTML
+	// is taken: clicks, fills, scrolls, loops for "load more" (actions.go).
+	Actions []Action `json:"actions,omitempty"`
 }
 
 // DefaultRender is `render: MODE` with every option at its default.
@@ -70,7 +75,7 @@ func (r *Render) ViewportSize() (w, h int) {
 
 var (
 	renderModes = []string{RenderNever, RenderAlways, RenderAuto}
-	renderKeys  = []string{"mode", "wait_for", "idle", "timeout", "block", "viewport", "script", "screenshot"}
+	renderKeys  = []string{"mode", "wait_for", "idle", "timeout", "block", "viewport", "script", "screenshot", "har", "actions"}
 )
 
 // render reads a step's `render:`: a mode alone (`render: auto`) or a mapping with
@@ -115,8 +120,13 @@ func (l *loader) render(v *yaml.Node, where string) *Render {
 				r.Script = l.str(v, "render.script")
 			case "screenshot":
 				r.Screenshot = l.boolean(v, "render.screenshot")
+			case "har":
+				r.HAR = l.boolean(v, "render.har")
+			case "actions":
+				r.Actions = l.actions(v, where, "render.actions")
 			}
 		})
+		defer l.checkActions(r.Actions, r, where, "render.actions")
 		if r.Mode == "" && v.Kind == yaml.MappingNode {
 			l.add(v.Line, "%s: render needs `mode:` (never, always or auto)", where)
 			return nil

@@ -102,3 +102,111 @@ steps:
 		}
 	}
 }
+
+// `render.actions` reaches the plan in order, a repeat with its loop and an optional
+// click with its own timeout.
+func TestRenderActionsReachThePlan(t *testing.T) {
+	reg := renderRegistry()
+	src := `name: shop
+steps:
+  - id: list
+    task: news.page
+    render:
+      mode: always
+      har: true
+      actions:
+        - click: "#consent .accept"
+          optional: true
+          timeout: 1s
+        - fill: {"#q": "boots"}
+        - fill: {"#password": {secret_file: /run/secrets/shop}}
+        - select: {"select[name=size]": "42"}
+        - press: Enter
+        - wait_for: ".item"
+        - wait: 500ms
+        - scroll: bottom
+        - scroll: "#footer"
+        - script: "window.x = 1"
+        - repeat:
+            do: [click: "button.more"]
+            until: {count: ".item", at_least: 35}
+            max: 10
+`
+	c, err := crawl.Load("shop.yaml", []byte(src), crawl.LoadOptions{Registry: reg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := c.Compile(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !p.Steps[0].Render.HAR {
+		t.Errorf("har: true did not reach the plan")
+	}
+	acts := p.Steps[0].Render.Actions
+	var got []string
+	for _, a := range acts {
+		got = append(got, a.String())
+	}
+	want := `click "#consent .accept"|fill "#q"|fill "#password"|select "select[name=size]"|press Enter|wait_for ".item"|wait 500ms|scroll bottom|scroll "#footer"|script|repeat`
+	if strings.Join(got, "|") != want {
+		t.Fatalf("actions %q\nwant %q", strings.Join(got, "|"), want)
+	}
+	if a := acts[0]; !a.Optional || a.Timeout != time.Second {
+		t.Errorf("optional click: %+v", a)
+	}
+	if a := acts[1]; a.Value != "boots" || a.Timeout != 0 {
+		t.Errorf("fill: %+v", a)
+	}
+	if a := acts[2]; a.SecretFile != "/run/secrets/shop" || a.Value != "" {
+		t.Errorf("fill from a secret file: %+v", a)
+	}
+	if r := acts[10]; r.Max != 10 || r.Until == nil || r.Until.Count != ".item" || r.Until.AtLeast != 35 || len(r.Do) != 1 || r.Do[0].Selector != "button.more" {
+		t.Errorf("repeat: %+v", r)
+	}
+}
+
+// Every mistake in `render.actions` is reported on its line with the fix.
+func TestRenderActionProblems(t *testing.T) {
+	src := `name: shop
+steps:
+  - id: list
+    task: news.page
+    render:
+      mode: always
+      timeout: 10s
+      actions:
+        - klick: "#more"
+        - wait: 5
+        - repeat: {do: [click: "#more"]}
+        - repeat: {do: [click: "#more"], until: {count: ".item"}, max: 3}
+        - fill: "#q"
+        - press: Entr
+        - click: "#x"
+          timeout: 20s
+        - scroll: ""
+        - fill: {"#password": {secret: shop}}
+        - fill: {"#password": {secret_file: secrets/shop}}
+`
+	_, err := crawl.Load("shop.yaml", []byte(src), crawl.LoadOptions{Registry: renderRegistry()})
+	if err == nil {
+		t.Fatal("no error")
+	}
+	for _, want := range []string{
+		"shop.yaml:9: step 1: render.actions[0]: unknown action `klick` (did you mean \"click\"?); actions: click, fill, select, press, scroll, wait_for, wait, script, repeat",
+		"shop.yaml:10: `render.actions[1].wait`: bad duration \"5\": give a unit, e.g. 5s or 5m",
+		"shop.yaml:11: step 1: render.actions[2].repeat needs until: {count: SELECTOR, at_least: N}, {gone: SELECTOR} or {no_change: true}",
+		"shop.yaml:11: step 1: render.actions[2].repeat needs max: N (1 to 1000)",
+		"shop.yaml:12: step 1: render.actions[3].repeat.until.count needs at_least: N",
+		"shop.yaml:13: step 1: render.actions[4].fill takes one `SELECTOR: value`, e.g. fill: {\"#email\": \"me@example.com\"}",
+		"shop.yaml:14: step 1: render.actions[5].press \"Entr\" is not a key (did you mean \"Enter\"?)",
+		"shop.yaml:15: step 1: render.actions[6] click \"#x\": its timeout 20s is longer than render.timeout 10s",
+		"shop.yaml:17: step 1: render.actions[7].scroll needs a CSS selector",
+		"shop.yaml:18: step 1: render.actions[8].fill value: unknown field `secret`; valid fields: secret_file",
+		"shop.yaml:19: step 1: render.actions[9].fill: write a value, or {secret_file: /absolute/path} of a file the workers read the secret from",
+	} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("missing %q in:\n%v", want, err)
+		}
+	}
+}

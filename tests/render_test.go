@@ -12,6 +12,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/trawlerhq/trawler/crawl"
 	"github.com/trawlerhq/trawler/fetch/render"
 	"github.com/trawlerhq/trawler/internal/devstack/demosite"
 	"github.com/trawlerhq/trawler/internal/engine"
@@ -256,5 +257,52 @@ func TestStatusSaysRenderBatchesWaitForABrowser(t *testing.T) {
 	}
 	if pages, _, _, _ := st.Progress.Totals(); pages != 0 {
 		t.Errorf("%d pages done by a fleet without a browser", pages)
+	}
+}
+
+// Browser actions through the whole system: the actions travel in the plan to the
+// worker with a browser, the consent banner is clicked away and "load more" clicked
+// until it is gone and every item shows, and a page where an action finds nothing fails
+// alone with cause action, naming the action and its selector.
+func TestRenderActionsStoreEveryItem(t *testing.T) {
+	renderWorkers(t, "render-actions")
+	site := startSite(t, demosite.Options{})
+	yaml := `name: render-actions
+steps:
+  - id: list
+    task: generic.html_list
+    retries: 0
+    render:
+      mode: always
+      timeout: 15s
+      actions:
+        - click: "#consent .accept"
+          optional: true
+          timeout: 500ms
+        - repeat:
+            do: [{click: button.more, timeout: 2s}]
+            until: {gone: button.more}
+            max: 10
+    params:
+      base_url: ` + site + `
+      urls: ['/js/more?total=35&per=10&consent=1', /js/search]
+      items: div.item
+      key: {type: string}
+      fields:
+        title: {type: string, required: true}
+`
+	id := start(t, plan(t, "render-actions.yaml", yaml), "render-actions")
+	s := wait(t, id, 2*time.Minute)
+	got := items(t, id)["render_actions.list"]
+	titles := map[string]int{}
+	for _, it := range got {
+		titles[it.Data["title"].(string)]++
+	}
+	if len(got) != 35 || titles["Item 1"] != 1 || titles["Item 35"] != 1 {
+		t.Errorf("stored %d items (%v); want Item 1 to Item 35", len(got), titles)
+	}
+	want := site + `/js/search: render ` + site + `/js/search: render.actions[1].repeat.do[0] click "button.more": nothing matches "button.more" within 2s (the action's timeout)`
+	if len(s.Failures) != 1 || s.Failures[0].Class != crawl.CauseAction || s.Failures[0].Cause != want {
+		t.Errorf("failures %+v; want one, cause action: %s", s.Failures, want)
 	}
 }

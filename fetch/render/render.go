@@ -43,8 +43,14 @@ type Renderer struct {
 	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
 	Opts crawl.Render
 	// Screenshots is the directory that keeps a PNG of each page that failed, when
-	// Opts.Screenshot asks; "" keeps none.
+	// Opts.Screenshot asks, and a HAR of its requests, when Opts.HAR does; "" keeps
+	// none.
 	Screenshots string
+	// Observe, when set, hears how each of Opts.Actions went, and ActionShots is the
+	// directory that keeps a PNG of the page after each ("" keeps none): what
+	// `trawler try --render` shows.
+	Observe     func(ActionOutcome)
+	ActionShots string
 }
 
 var _ crawl.Fetcher = Renderer{}
@@ -60,7 +66,7 @@ func (r Renderer) Fetch(ctx context.Context, req *crawl.Request) (*crawl.Respons
 		return nil, crawl.WithCause(fmt.Errorf("render %s: %w", crawl.RedactURL(req.URL), err), crawl.CauseTimeout)
 	}
 	pctx, done := context.WithCancel(ctx)
-	pg := &pageRun{r: r, req: req, b: b, ctx: pctx}
+	pg := &pageRun{r: r, req: req, b: b, ctx: pctx, fills: fillValues(r.Opts.Actions)}
 	resp, err := pg.run(ctx)
 	done() // what the page still has going (a request, a WebSocket's tunnel) ends with it
 	r.Pool.release(b, pg.hung.Load())
@@ -82,6 +88,8 @@ type pageRun struct {
 	doc      *crawl.Response
 	docErr   error
 	navErr   error // the main frame went on to an address the worker refuses
+	har      []harEntry
+	fills    []string // what the actions type, never shown
 }
 
 func (pg *pageRun) run(ctx context.Context) (*crawl.Response, error) {
@@ -127,6 +135,9 @@ func (pg *pageRun) run(ctx context.Context) (*crawl.Response, error) {
 	}
 	deadline := time.Now().Add(o.Timeout)
 	if err := pg.settle(tctx, deadline); err != nil {
+		return nil, pg.fail(tctx, fmt.Errorf("render %s: %w", u, err))
+	}
+	if err := pg.act(tctx, deadline, o.Actions, "render.actions"); err != nil {
 		return nil, pg.fail(tctx, fmt.Errorf("render %s: %w", u, err))
 	}
 	if o.Script != "" {
@@ -300,7 +311,9 @@ func (pg *pageRun) answer(tctx context.Context, e *cdpfetch.EventRequestPaused) 
 		// A script or XHR answering 404 is the page's business, not a failure.
 		req.Accept = func(int) bool { return true }
 	}
+	started := time.Now()
 	resp, err := pg.r.Inner.Fetch(pg.ctx, req)
+	pg.record(req, started, resp, err)
 	pg.mu.Lock()
 	switch {
 	case isDoc:
@@ -349,30 +362,50 @@ func (pg *pageRun) docTaken() bool {
 	return taken
 }
 
-// fail is err, with a screenshot of the page kept beside it when the step asks. A page
+// fail is err, with a screenshot of the page and a HAR of its requests kept beside it
+// when the step asks. A page
 // whose main frame went on to a refused address failed for that reason, whatever err
 // says (a wait_for the browser's error page never matches).
 func (pg *pageRun) fail(ctx context.Context, err error) error {
 	if nav := pg.navigationBlocked(); nav != nil && !pg.hung.Load() {
 		err = nav
 	}
-	if !pg.r.Opts.Screenshot || pg.r.Screenshots == "" || pg.hung.Load() {
+	if pg.r.Screenshots == "" {
 		return err
 	}
+	if pg.r.Opts.Screenshot && !pg.hung.Load() {
+		if name, ok := pg.screenshot(ctx, pg.r.Screenshots, ""); ok {
+			err = fmt.Errorf("%w (screenshot: %s)", err, name)
+		}
+	}
+	if pg.r.Opts.HAR {
+		if name, ok := pg.writeHAR(pg.r.Screenshots); ok {
+			err = fmt.Errorf("%w (har: %s)", err, name)
+		}
+	}
+	return err
+}
+
+// screenshot keeps a PNG of the page in dir, named by its URL, what it shows (an
+// action's path) and the time, and says where.
+func (pg *pageRun) screenshot(ctx context.Context, dir, what string) (string, bool) {
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 3*time.Second)
 	defer cancel()
 	var png []byte
 	if chromedp.Run(sctx, chromedp.CaptureScreenshot(&png)) != nil || len(png) == 0 {
-		return err
+		return "", false
 	}
-	if os.MkdirAll(pg.r.Screenshots, 0o755) != nil {
-		return err
+	if os.MkdirAll(dir, 0o755) != nil {
+		return "", false
 	}
-	name := filepath.Join(pg.r.Screenshots, fmt.Sprintf("%s-%d.png", safeName(pg.req.URL), time.Now().UnixNano()))
+	if what != "" {
+		what = "-" + safeName(what)
+	}
+	name := filepath.Join(dir, fmt.Sprintf("%s%s-%d.png", safeName(pg.req.URL), what, time.Now().UnixNano()))
 	if os.WriteFile(name, png, 0o644) != nil {
-		return err
+		return "", false
 	}
-	return fmt.Errorf("%w (screenshot: %s)", err, name)
+	return name, true
 }
 
 // safeName is a URL as a file name.

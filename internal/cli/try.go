@@ -30,6 +30,7 @@ func tryCmd(s *settings) *cobra.Command {
 		limit      int
 		private    privateFlag
 		renderPage bool
+		shots      string
 	)
 	cmd := &cobra.Command{
 		Use:   "try TASK [URL]",
@@ -60,7 +61,8 @@ demo_site) is fetched without --allow-private.
   trawler try generic.html_list --params examples/generic-html.yaml 'http://127.0.0.1:8089/news?p=2' --allow-private
   trawler try generic.json --params examples/generic-json.yaml 'http://127.0.0.1:8089/api/stories?per_page=3' --allow-private --json
   trawler try generic.sitemap https://example.com/sitemap.xml --set include='[/blog/]'
-  trawler try generic.html_detail --params examples/render.yaml http://127.0.0.1:8089/js/item/4 --allow-private --render`,
+  trawler try generic.html_detail --params examples/render.yaml http://127.0.0.1:8089/js/item/4 --allow-private --render
+  trawler try generic.html_list --params shop.yaml 'http://127.0.0.1:8089/js/more?total=35' --allow-private --render --screenshot shots`,
 		Args: cobra.RangeArgs(1, 2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			allowPrivate, err := private.resolve(cmd)
@@ -110,13 +112,25 @@ demo_site) is fetched without --allow-private.
 			ctx, cancel := context.WithTimeout(cmd.Context(), timeout)
 			defer cancel()
 			f := fetch.New(fetch.Options{AllowPrivate: allowPrivate, AllowAddrs: s.stackSite()})
+			opts := *crawl.DefaultRender(crawl.RenderAlways)
 			if paramsFile != "" {
-				// A chain file's `middlewares:` (the chain's, then the step's) apply as on a worker.
-				mws, err := tryMiddlewares(cmd.Context(), s, paramsFile, spec.Name, stepID)
+				// A chain file's `middlewares:` (the chain's, then the step's) apply as on a
+				// worker, and its step's render: options and actions.
+				step, err := tryStep(cmd.Context(), s, paramsFile, spec.Name, stepID)
 				if err != nil {
 					return err
 				}
-				f = f.With(mws...)
+				if step != nil {
+					mws, err := crawl.BuildMiddlewares(step.Middlewares)
+					if err != nil {
+						return err
+					}
+					f = f.With(mws...)
+					if step.Render != nil {
+						opts = *step.Render
+						opts.Mode = crawl.RenderAlways
+					}
+				}
 			}
 			var fetcher crawl.Fetcher = tryFetcher{f: f, ignoreRobots: noRobots}
 			if renderPage {
@@ -125,7 +139,13 @@ demo_site) is fetched without --allow-private.
 					return err
 				}
 				defer pool.Close()
-				fetcher = render.Renderer{Pool: pool, Inner: fetcher, Dial: f.Dial, Opts: *crawl.DefaultRender(crawl.RenderAlways)}
+				r := render.Renderer{Pool: pool, Inner: fetcher, Dial: f.Dial, Opts: opts, Observe: printAction(s.json)}
+				if shots != "" {
+					r.Opts.Screenshot, r.Screenshots, r.ActionShots = true, shots, shots
+				}
+				fetcher = r
+			} else if shots != "" {
+				return errors.New("--screenshot pictures a rendered page: add --render")
 			}
 			env := &crawl.Env{
 				Params:  typed,
@@ -162,16 +182,17 @@ demo_site) is fetched without --allow-private.
 	f.StringVar(&stepID, "step", "", "with a chain file in --params: the step whose params to use")
 	f.StringArrayVar(&sets, "set", nil, "set a param: name=value, or name.key=value inside a mapping (repeatable; values are YAML)")
 	f.BoolVar(&noRobots, "no-robots", false, "ignore robots.txt")
-	f.BoolVar(&renderPage, "render", false, "render the page in headless Chromium (Debian's chromium) first, as a step with render: always does, for pages built by JavaScript")
+	f.BoolVar(&renderPage, "render", false, "render the page in headless Chromium (Debian's chromium) first, as a step with render: always does, for pages built by JavaScript; with a chain file in --params, with its step's render: options and actions, each printed with its outcome and time")
+	f.StringVar(&shots, "screenshot", "", "with --render: keep a PNG of the page after each action (and of a failed page) in `DIR`")
 	f.DurationVar(&timeout, "timeout", 0, "give up after this long (default: the task's timeout)")
 	f.IntVar(&limit, "limit", 10, "items to print in full (0: all); --json prints all")
 	private.add(cmd, "fetch loopback and private addresses (a local site); link-local and cloud metadata stay refused")
 	return cmd
 }
 
-// tryMiddlewares are the middlewares a chain file in --params names for the step that
-// runs task (or stepID); none when the file is a plain mapping of params.
-func tryMiddlewares(ctx context.Context, s *settings, file, task, stepID string) ([]crawl.Middleware, error) {
+// tryStep is the step of a chain file in --params that runs task (or stepID), as a
+// worker gets it; nil when the file is a plain mapping of params.
+func tryStep(ctx context.Context, s *settings, file, task, stepID string) (*crawl.PlanStep, error) {
 	data, err := readChainFile(ctx, file)
 	if err != nil {
 		return nil, err
@@ -184,12 +205,34 @@ func tryMiddlewares(ctx context.Context, s *settings, file, task, stepID string)
 	if err != nil {
 		return nil, err
 	}
-	for _, st := range plan.Steps {
+	for i, st := range plan.Steps {
 		if (stepID != "" && st.ID == stepID) || (stepID == "" && st.Task == task) {
-			return crawl.BuildMiddlewares(st.Middlewares)
+			return &plan.Steps[i], nil
 		}
 	}
 	return nil, nil
+}
+
+// printAction prints how each browser action went, one line each: on standard output,
+// or on standard error beside --json.
+func printAction(toStderr bool) func(render.ActionOutcome) {
+	w := os.Stdout
+	if toStderr {
+		w = os.Stderr
+	}
+	return func(o render.ActionOutcome) {
+		what := "ok"
+		switch {
+		case o.Err != nil:
+			what = "failed: " + o.Err.Error()
+		case o.Note != "":
+			what = o.Note
+		}
+		fmt.Fprintf(w, "%-32s %-28s %8s  %s\n", o.Path, o.Action, o.Took.Round(time.Millisecond), what)
+		if o.Screenshot != "" {
+			fmt.Fprintf(w, "%-32s screenshot %s\n", "", o.Screenshot)
+		}
+	}
 }
 
 // tryFetcher applies --no-robots to every request.

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"io"
 	"os"
+	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -101,5 +103,62 @@ func TestDataDirFromEnvironment(t *testing.T) {
 	t.Setenv("TRAWLER_DATA", "")
 	if got := (&settings{}).dataDir(".data/dev"); got != ".data/dev" {
 		t.Fatalf("dataDir without either = %q, want the default", got)
+	}
+}
+
+// `trawler try --render` with a chain file runs the step's render.actions, printing each
+// action's outcome and time, and with --screenshot DIR keeps a picture after each.
+func TestTryRenderRunsTheActions(t *testing.T) {
+	site, stop, err := demosite.Start("127.0.0.1:0", demosite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	chain := filepath.Join(t.TempDir(), "more.yaml")
+	if err := os.WriteFile(chain, []byte(`name: more
+steps:
+  - id: list
+    task: generic.html_list
+    render:
+      mode: always
+      timeout: 20s
+      actions:
+        - click: "#consent .accept"
+          optional: true
+          timeout: 300ms
+        - repeat:
+            do: [click: button.more]
+            until: {count: .item, at_least: 35}
+            max: 10
+    params:
+      base_url: `+site+`
+      urls: [/js/more]
+      items: div.item
+      fields:
+        title: {type: string}
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	shots := t.TempDir()
+	out := captureStdout(t, func() {
+		err = runCLI(t, "try", "generic.html_list", "--params", chain, site+"/js/more?total=35&per=10", "--render", "--allow-private", "--screenshot", shots)
+	})
+	if err != nil {
+		t.Fatalf("try: %v\n%s", err, out)
+	}
+	for _, want := range []*regexp.Regexp{
+		regexp.MustCompile(`(?m)^render\.actions\[0\] +click "#consent \.accept" +\d+ms +skipped: nothing matches \(optional\)$`),
+		regexp.MustCompile(`(?m)^render\.actions\[1\]\.repeat\.do\[0\] +click "button\.more" +[\d.]+m?s +ok$`),
+		regexp.MustCompile(`(?m)^render\.actions\[1\] +repeat +[\d.]+m?s +until held after 3 rounds$`),
+		regexp.MustCompile(`(?m)^generic\.html_list .*: 35 items,`),
+	} {
+		if !want.MatchString(out) {
+			t.Errorf("missing %s in:\n%s", want, out)
+		}
+	}
+	// One picture per action: the consent click, three clicks, the loop.
+	pngs, _ := filepath.Glob(filepath.Join(shots, "*.png"))
+	if len(pngs) != 5 {
+		t.Errorf("%d screenshots in %s, want 5: %v", len(pngs), shots, pngs)
 	}
 }

@@ -80,6 +80,7 @@ func newSite(o Options) *site {
 	s.addProtected()
 	s.addStreams()
 	s.addJS()
+	s.addActionPages()
 	return s
 }
 

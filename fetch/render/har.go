@@ -1,0 +1,164 @@
+package render
+
+import (
+	"cmp"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/trawlerhq/trawler/crawl"
+	"github.com/trawlerhq/trawler/internal/credentials"
+)
+
+// A HAR (HTTP Archive 1.2) of a page's requests, kept with a failure when the step asks
+// (render.har): what the page asked for, in order, and what the worker's fetcher
+// answered. It is written for a person to read in a browser's network panel, so every
+// secret is masked: credential headers and URL parameters as in logs, and the values
+// the page's fill actions typed wherever a request carried them.
+
+type harNV struct {
+	Name  string `json:"name"`
+	Value string `json:"value"`
+}
+
+type harEntry struct {
+	Started string  `json:"startedDateTime"`
+	Time    float64 `json:"time"` // milliseconds
+	Request struct {
+		Method      string   `json:"method"`
+		URL         string   `json:"url"`
+		HTTPVersion string   `json:"httpVersion"`
+		Headers     []harNV  `json:"headers"`
+		QueryString []harNV  `json:"queryString"`
+		Cookies     []harNV  `json:"cookies"`
+		HeadersSize int      `json:"headersSize"`
+		BodySize    int      `json:"bodySize"`
+		PostData    *harPost `json:"postData,omitempty"`
+	} `json:"request"`
+	Response struct {
+		Status      int     `json:"status"`
+		StatusText  string  `json:"statusText"`
+		HTTPVersion string  `json:"httpVersion"`
+		Headers     []harNV `json:"headers"`
+		Cookies     []harNV `json:"cookies"`
+		Content     struct {
+			Size     int    `json:"size"`
+			MimeType string `json:"mimeType"`
+		} `json:"content"`
+		RedirectURL string `json:"redirectURL"`
+		HeadersSize int    `json:"headersSize"`
+		BodySize    int    `json:"bodySize"`
+	} `json:"response"`
+	Cache   struct{}       `json:"cache"`
+	Timings map[string]any `json:"timings"`
+	// Error is why the request got no answer (refused, blocked by render.block).
+	Error string `json:"_error,omitempty"`
+}
+
+type harPost struct {
+	MimeType string `json:"mimeType"`
+	Text     string `json:"text"`
+}
+
+// mask hides what a HAR must not show: credentials, and the fill values of the step.
+func (pg *pageRun) mask(s string) string {
+	s = crawl.RedactText(s)
+	for _, v := range pg.fills {
+		if v != "" {
+			s = strings.ReplaceAll(s, v, crawl.Masked)
+		}
+	}
+	return s
+}
+
+// fillValues are the values the actions type, to be masked.
+func fillValues(acts []crawl.Action) []string {
+	var out []string
+	for _, a := range acts {
+		if a.Kind == crawl.ActionFill {
+			v := a.Value
+			if a.SecretFile != "" {
+				v, _ = credentials.Secret("secret_file", a.SecretFile) // unreadable: the action fails
+			}
+			out = append(out, v)
+		}
+		out = append(out, fillValues(a.Do)...)
+	}
+	// The longest first, so one that contains another is masked whole.
+	slices.SortFunc(out, func(a, b string) int { return len(b) - len(a) })
+	return out
+}
+
+// harHeaders are headers as HAR lists them, masked.
+func (pg *pageRun) harHeaders(h http.Header) []harNV {
+	out := []harNV{}
+	for _, k := range slices.Sorted(maps.Keys(h)) {
+		for _, v := range h[k] {
+			out = append(out, harNV{Name: k, Value: pg.mask(k + ": " + v)[len(k)+2:]})
+		}
+	}
+	return out
+}
+
+// record notes one request of the page and what came of it, when the step keeps a HAR.
+func (pg *pageRun) record(req *crawl.Request, started time.Time, resp *crawl.Response, err error) {
+	if !pg.r.Opts.HAR {
+		return
+	}
+	e := harEntry{Started: started.UTC().Format(time.RFC3339Nano), Time: float64(time.Since(started).Microseconds()) / 1000}
+	e.Request.Method = cmp.Or(req.Method, http.MethodGet)
+	e.Request.URL = pg.mask(req.URL)
+	e.Request.HTTPVersion, e.Response.HTTPVersion = "HTTP/1.1", "HTTP/1.1"
+	e.Request.Headers, e.Request.QueryString, e.Request.Cookies, e.Response.Cookies = pg.harHeaders(req.Header), []harNV{}, []harNV{}, []harNV{}
+	e.Request.HeadersSize, e.Response.HeadersSize = -1, -1
+	e.Request.BodySize = len(req.Body)
+	if len(req.Body) > 0 {
+		e.Request.PostData = &harPost{MimeType: req.Header.Get("Content-Type"), Text: pg.mask(string(req.Body))}
+	}
+	e.Response.Headers = []harNV{}
+	if resp != nil {
+		e.Response.Status, e.Response.StatusText = resp.Status, http.StatusText(resp.Status)
+		e.Response.Headers = pg.harHeaders(resp.Header)
+		e.Response.Content.Size, e.Response.BodySize = len(resp.Body), len(resp.Body)
+		e.Response.Content.MimeType = resp.Header.Get("Content-Type")
+		e.Response.RedirectURL = pg.mask(resp.Header.Get("Location"))
+	}
+	if err != nil {
+		e.Error = pg.mask(err.Error())
+	}
+	e.Timings = map[string]any{"send": 0, "wait": e.Time, "receive": 0}
+	pg.mu.Lock()
+	pg.har = append(pg.har, e)
+	pg.mu.Unlock()
+}
+
+// writeHAR keeps the page's requests in dir and says where.
+func (pg *pageRun) writeHAR(dir string) (string, bool) {
+	pg.mu.Lock()
+	entries := slices.Clone(pg.har)
+	pg.mu.Unlock()
+	if entries == nil {
+		entries = []harEntry{}
+	}
+	doc := map[string]any{"log": map[string]any{
+		"version": "1.2",
+		"creator": map[string]string{"name": "trawler", "version": "1"},
+		"pages":   []any{},
+		"entries": entries,
+	}}
+	data, err := json.MarshalIndent(doc, "", "  ")
+	if err != nil || os.MkdirAll(dir, 0o755) != nil {
+		return "", false
+	}
+	name := filepath.Join(dir, fmt.Sprintf("%s-%d.har", safeName(pg.req.URL), time.Now().UnixNano()))
+	if os.WriteFile(name, data, 0o644) != nil {
+		return "", false
+	}
+	return name, true
+}
