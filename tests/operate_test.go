@@ -72,13 +72,13 @@ func TestPauseHoldsAcrossRestartsAndResumeStoresOnce(t *testing.T) {
 	}
 	waitPages(t, id, 30)
 
-	stdout, stderr, code := trawler(t, append([]string{"resume", id}, controlFlags()...)...)
+	_, stderr, code := trawler(t, append([]string{"resume", id}, controlFlags()...)...)
 	if want := fmt.Sprintf("run %s is not paused, so there is nothing to resume; pause it with `trawler pause %s`", id, id); code != 1 || !strings.Contains(stderr, want) {
 		t.Fatalf("resume of a running run: exit %d, stderr %q; want 1 and %q", code, stderr, want)
 	}
 	// With a Redis, pause and resume are events too (trawler events tail).
 	evRedis := miniredis.RunT(t)
-	stdout, stderr, code = trawler(t, append([]string{"pause", id, "--redis", evRedis.Addr()}, controlFlags()...)...)
+	stdout, stderr, code := trawler(t, append([]string{"pause", id, "--redis", evRedis.Addr()}, controlFlags()...)...)
 	if code != 0 || !strings.Contains(stdout, "run "+id+" paused by ") {
 		t.Fatalf("pause: exit %d\nstdout %s\nstderr %s", code, stdout, stderr)
 	}
