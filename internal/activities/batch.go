@@ -192,6 +192,10 @@ type lane struct {
 	// queued or running, not yet collected; finished, not yet stored (collect's)
 	outstanding int
 	pending     []outcome
+	// claimed counts the pending inputs whose outputs are claimed in the run's seen-set
+	// (a prefix: inputs join at the end): each is claimed once, however often storing
+	// its group is tried again.
+	claimed int
 }
 
 type queued struct {
@@ -573,17 +577,30 @@ func (r *batchRun) flush() error {
 		if l == nil || len(l.pending) == 0 {
 			continue
 		}
-		if err := r.a.store(r.ctx, l.b, l.sinks, l.pending, l.budget); err != nil {
+		if err := r.a.judge(r.ctx, l.b, r.a.dedupOn(l.b.Step), l.sinks, l.pending, l.budget); err != nil {
 			return err
 		}
 		// Only outputs the run has not handed their step yet go on, to be followed here
-		// or handed back to the workflow.
-		r.claimOutputs(l, l.pending)
+		// or handed back to the workflow. Their claim, a Redis round trip, runs while the
+		// items are written and recorded (round trips of their own).
+		var claiming chan func()
+		if l.claimed < len(l.pending) {
+			claiming = make(chan func(), 1)
+			go func(group []outcome) { claiming <- r.claimOutputs(l, group) }(l.pending[l.claimed:])
+			l.claimed = len(l.pending)
+		}
+		err := r.a.store(r.ctx, l.b, l.sinks, l.pending, l.budget)
+		if claiming != nil {
+			(<-claiming)()
+		}
+		if err != nil {
+			return err
+		}
 		for _, o := range l.pending {
 			o.Out = slices.DeleteFunc(o.Out, r.follow)
 			r.cp.finish(o, l.n)
 		}
-		l.pending = l.pending[:0]
+		l.pending, l.claimed = l.pending[:0], 0
 	}
 	return nil
 }

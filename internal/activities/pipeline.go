@@ -95,7 +95,7 @@ func contentHash(data map[string]any) string {
 // where it stopped: judged inputs keep their verdicts and budget, sinks already written
 // are not written twice.
 func (a *Activities) store(ctx context.Context, b crawl.Batch, sinks []storage.Sink, group []outcome, budget *batchQuota) error {
-	dd := a.Dedup != nil && b.Step.Dedup != crawl.DedupOff
+	dd := a.dedupOn(b.Step)
 	if err := a.judge(ctx, b, dd, sinks, group, budget); err != nil {
 		return err
 	}
@@ -112,6 +112,11 @@ func (a *Activities) store(ctx context.Context, b crawl.Batch, sinks []storage.S
 		return err
 	}
 	return a.replan(ctx, b, group)
+}
+
+// dedupOn reports whether a step's items go through dedup on this worker.
+func (a *Activities) dedupOn(step crawl.PlanStep) bool {
+	return a.Dedup != nil && step.Dedup != crawl.DedupOff
 }
 
 // judge runs the dedup, quota and route stages for the inputs of the group not judged

@@ -64,14 +64,16 @@ func (r *batchRun) seenChain() string {
 	return cmp.Or(r.b.Tenant, crawl.DefaultTenant) + "/" + r.b.Chain
 }
 
-// claimOutputs drops from a stored group's outputs those the run has handed their step
-// already, and counts them on the outcome. Outputs are claimed as this batch, except
-// those of an input another batch handed back (crawl.Input.Claim): they are claimed as
-// that batch, which may have claimed them before it died. If Redis does not answer, all
-// go on: a page fetched twice costs a fetch, never a record.
-func (r *batchRun) claimOutputs(l *lane, group []outcome) {
+// claimOutputs claims a routed group's outputs in the run's seen-set and returns what
+// drops those the run has handed their step already and counts them on the outcome.
+// Claiming only reads the group, so it may run while the group is stored; apply, which
+// writes the outputs, runs after. Outputs are claimed as this batch, except those of an
+// input another batch handed back (crawl.Input.Claim): they are claimed as that batch,
+// which may have claimed them before it died. If Redis does not answer, all go on: a
+// page fetched twice costs a fetch, never a record.
+func (r *batchRun) claimOutputs(l *lane, group []outcome) (apply func()) {
 	if r.claims == nil {
-		return
+		return func() {}
 	}
 	revisit := map[int]bool{}
 	for _, c := range l.b.Step.Consumers {
@@ -83,6 +85,13 @@ func (r *batchRun) claimOutputs(l *lane, group []outcome) {
 		}
 		return seenKey(out.Step, out.Input)
 	}
+	// verdict is what the claim decided for one output: whether it goes on, and the
+	// claim it leaves with ("" for none).
+	type verdict struct {
+		goes  bool
+		claim string
+	}
+	verdicts := map[*outcome][]verdict{}
 	var order []string
 	by := map[string][]*outcome{}
 	for p := range group {
@@ -112,20 +121,33 @@ func (r *batchRun) claimOutputs(l *lane, group []outcome) {
 		}
 		k := 0
 		for _, o := range by[id] {
-			kept := o.Out[:0]
-			for _, out := range o.Out {
+			vs := make([]verdict, len(o.Out))
+			for j, out := range o.Out {
+				vs[j].goes = true
 				if key, ok := claimed(out); ok {
 					k++
-					if !goes[k-1] {
-						o.dups = append(o.dups, out.Step)
-						continue
-					}
+					vs[j].goes = goes[k-1]
 					// An output an attempt that died had claimed may have been run by
 					// it (followed), claiming what it led to: it leaves with the claim,
 					// so the batch that runs it claims those as its own.
-					if c.Earlier(key) {
-						out.Input.Claim = cmp.Or(id, r.cp.claim)
+					if vs[j].goes && c.Earlier(key) {
+						vs[j].claim = cmp.Or(id, r.cp.claim)
 					}
+				}
+			}
+			verdicts[o] = vs
+		}
+	}
+	return func() {
+		for o, vs := range verdicts {
+			kept := o.Out[:0]
+			for j, out := range o.Out {
+				switch {
+				case !vs[j].goes:
+					o.dups = append(o.dups, out.Step)
+					continue
+				case vs[j].claim != "":
+					out.Input.Claim = vs[j].claim
 				}
 				kept = append(kept, out)
 			}
