@@ -335,6 +335,8 @@ func redisText(t *testing.T, addr string) string {
 			v, err = rdb.SMembers(ctx, k).Result()
 		case "list":
 			v, err = rdb.LRange(ctx, k, 0, -1).Result()
+		case "stream": // events, audit
+			v, err = rdb.XRange(ctx, k, "-", "+").Result()
 		default:
 			t.Fatalf("redis key %s of type %s: read it too", k, typ)
 		}
