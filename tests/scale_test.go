@@ -121,7 +121,7 @@ func TestContinueAsNewCarriesTheRunOn(t *testing.T) {
 	p := plan(t, "can.yaml", fmt.Sprintf(treeChain, "can", 2, "[20, 30]"))
 	tune := fast
 	tune.ContinueAsNewAt = 60 // batches of cheap pages grow (cost-sized), so a run has few events
-	tune.SplitAt = 100000 // no partitions: this workflow must continue as new instead
+	tune.SplitAt = 100000     // no partitions: this workflow must continue as new instead
 	p.Steps[0].Batch = 5
 	id, err := engine.Start(context.Background(), shared.client, p, engine.RunOptions{TaskQueue: taskQueue, ID: "can-run", Tuning: tune})
 	if err != nil {
