@@ -23,7 +23,8 @@ var suiteFolders = []string{"bulk", "count", "get", "index", "indices.create", "
 	"search.aggregation", "search.highlight"}
 
 // minPassPercent is the share of the tests that run over suiteFolders that must pass: the
-// figure last reached, rounded down to a tenth, so that it can only rise. Raise it when
+// figure last reached, rounded down to a whole percent (806 or 807 of 945 pass: one test
+// is not stable), so that it can only rise. Raise it when
 // eslite passes more.
 const minPassPercent = 85.0
 
