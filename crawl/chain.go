@@ -69,8 +69,12 @@ type Defaults struct {
 
 // Step is one node of the chain's DAG.
 type Step struct {
+	// ID names the step to `from:` and in status; left out, it is the task's name after
+	// its site (`task: demo.feed` is step feed), so a chain need not say it twice.
 	ID   string
 	Task string
+	// idFromTask: ID was left out and taken from Task.
+	idFromTask bool
 	// Biz is what the step's records are stored under, `site.task` shaped (the `biz:`
 	// key; see StepBiz for the default).
 	Biz         string
@@ -221,6 +225,11 @@ func Load(file string, data []byte, opts LoadOptions) (*Chain, error) {
 	l := &loader{file: file, opts: opts, lines: map[string]int{}}
 	c := l.parse(l.expand(data))
 	if c != nil {
+		for i := range c.Steps {
+			if s := &c.Steps[i]; s.ID == "" && s.Task != "" {
+				s.ID, s.idFromTask = StepIDOf(s.Task), true
+			}
+		}
 		l.applySets(c)
 		for i := range c.Steps {
 			s := &c.Steps[i]
@@ -234,6 +243,12 @@ func Load(file string, data []byte, opts LoadOptions) (*Chain, error) {
 		return nil, l.problems
 	}
 	return c, nil
+}
+
+// StepIDOf is the id of a step that gives none: its task's name after the site
+// (demo.feed → feed), or the whole name when it has no site.
+func StepIDOf(task string) string {
+	return task[strings.LastIndexByte(task, '.')+1:]
 }
 
 type loader struct {
@@ -699,7 +714,9 @@ func (l *loader) validate(c *Chain) {
 	for i, s := range c.Steps {
 		if s.ID == "" {
 			l.add(s.Line, "step %d has no `id`; add `id: some_name` so other steps can refer to it", i+1)
-		} else if prev, dup := ids[s.ID]; dup {
+		} else if prev, dup := ids[s.ID]; dup && (s.idFromTask || c.Steps[prev].idFromTask) {
+			l.add(s.Line, "step id %q is already used by the step on line %d (a step without `id:` is named after its task); give one of them its own `id: some_name`", s.ID, c.Steps[prev].Line)
+		} else if dup {
 			l.add(s.Line, "step id %q is already used by the step on line %d; step ids must be unique", s.ID, c.Steps[prev].Line)
 		} else {
 			ids[s.ID] = i

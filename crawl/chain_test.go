@@ -362,3 +362,42 @@ func TestArchiveOption(t *testing.T) {
 		})
 	}
 }
+
+// A step without `id:` is named after its task, so `from:` and --set can use that name;
+// two such steps of one task are told to name themselves.
+func TestStepIDTakenFromTask(t *testing.T) {
+	reg := testRegistry()
+	src := `name: news
+steps:
+  - task: news.feed
+    from: feed
+    max_depth: 5
+  - task: news.story
+    from: feed
+`
+	c, err := crawl.Load("news.yaml", []byte(src), crawl.LoadOptions{Registry: reg, Sets: []string{"feed.pages=7"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Steps[0].ID != "feed" || c.Steps[1].ID != "story" {
+		t.Fatalf("step ids = %q, %q; want feed, story", c.Steps[0].ID, c.Steps[1].ID)
+	}
+	p, err := c.Compile(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Steps[0].Params.Int("pages") != 7 || len(p.Steps[0].Consumers) != 2 {
+		t.Errorf("feed: params %v, %d consumers; want pages=7 and 2 consumers", p.Steps[0].Params, len(p.Steps[0].Consumers))
+	}
+
+	twice := `name: news
+steps:
+  - task: news.feed
+  - task: news.feed
+`
+	_, err = crawl.Load("twice.yaml", []byte(twice), crawl.LoadOptions{Registry: reg})
+	want := `twice.yaml:4: step id "feed" is already used by the step on line 3 (a step without ` + "`id:`" + ` is named after its task); give one of them its own ` + "`id: some_name`"
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("err = %v\nwant it to contain %s", err, want)
+	}
+}

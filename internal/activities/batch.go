@@ -494,13 +494,27 @@ func (r *batchRun) closeQueue() {
 
 // collect takes every outcome as it comes: it stores finished inputs in groups (at once
 // when the batch follows their outputs: the next page is the critical path),
-// checkpoints them, and sets aside what waits for a dependency.
+// checkpoints them, and sets aside what waits for a dependency. Outcomes that finished
+// while a flush ran are waiting to be sent: collect takes them all before it flushes
+// (group commit), so one round trip to the stores and the seen-set serves every page
+// that finished meanwhile, rather than one each, and the lanes' workers do not queue
+// behind the collector.
 func (r *batchRun) collect() {
 	tick := time.NewTicker(2 * time.Second)
 	defer tick.Stop()
 	for {
 		select {
 		case o, ok := <-r.results:
+			due := false
+			for ok {
+				due = r.take(o) || due
+				select {
+				case o, ok = <-r.results:
+					continue
+				default:
+				}
+				break
+			}
 			if !ok {
 				r.closeQueue()
 				if r.flushErr == nil {
@@ -508,26 +522,9 @@ func (r *batchRun) collect() {
 				}
 				return
 			}
-			l := r.lanes[o.lane]
-			r.outstanding--
-			l.outstanding--
-			switch {
-			case o.waiting != nil:
-				r.cp.unbegin(o.Index)
-				r.waiting = append(r.waiting, o)
-			case o.quota != "":
-				r.cp.unrun[o.Index] = true // left unrun; the result says how many and why
-			case o.back:
-				r.cp.handBack(o.Index, crawl.Routed{Step: l.b.StepIdx, Input: o.input})
-			case r.flushErr != nil:
-				// not stored: it goes back with the rest
-			default:
-				l.pending = append(l.pending, o)
-				hop := r.following() && (len(o.result.Next) > 0 || l.feeds)
-				if hop || r.held() >= r.a.FlushEvery || r.outstanding == 0 {
-					r.flushOrStop()
-					r.cp.heartbeat(false)
-				}
+			if due {
+				r.flushOrStop()
+				r.cp.heartbeat(false)
 			}
 			if r.outstanding == 0 || r.flushErr != nil {
 				r.closeQueue() // nothing more will be followed
@@ -539,6 +536,31 @@ func (r *batchRun) collect() {
 			r.cp.heartbeat(false)
 		}
 	}
+}
+
+// take sets one outcome where it belongs: with the lane's pending group to store, back
+// to the workflow, or waiting; it reports whether the pending groups are due to be
+// stored now.
+func (r *batchRun) take(o outcome) (due bool) {
+	l := r.lanes[o.lane]
+	r.outstanding--
+	l.outstanding--
+	switch {
+	case o.waiting != nil:
+		r.cp.unbegin(o.Index)
+		r.waiting = append(r.waiting, o)
+	case o.quota != "":
+		r.cp.unrun[o.Index] = true // left unrun; the result says how many and why
+	case o.back:
+		r.cp.handBack(o.Index, crawl.Routed{Step: l.b.StepIdx, Input: o.input})
+	case r.flushErr != nil:
+		// not stored: it goes back with the rest
+	default:
+		l.pending = append(l.pending, o)
+		hop := r.following() && (len(o.result.Next) > 0 || l.feeds)
+		return hop || r.held() >= r.a.FlushEvery || r.outstanding == 0
+	}
+	return false
 }
 
 // held counts the finished inputs not stored yet, in every lane.
