@@ -14,11 +14,6 @@ import (
 // embedded servers of the dev stack and the benchmarks' peer crawler.
 var forbidden = []string{"github.com/trawlerhq/trawler/internal/devstack", "github.com/gocolly/colly"}
 
-// fullCommand are public packages whose default build is the whole trawler command,
-// `dev`, `demo` and `bench` included; their production build (-tags production) is
-// checked instead, the build a worker image uses.
-var fullCommand = map[string]bool{"github.com/trawlerhq/trawler/cli": true}
-
 // The public packages (everything outside internal/, tests/ and cmd/) link neither the
 // dev stack nor Colly; the message names the import chain that brings one in.
 func TestPublicPackagesLinkNoDevStackNorColly(t *testing.T) {
@@ -36,12 +31,8 @@ func TestPublicPackagesLinkNoDevStackNorColly(t *testing.T) {
 		}
 	}
 	for _, pkg := range public {
-		var args []string
-		if fullCommand[pkg] {
-			args = append(args, "-tags", "production")
-		}
 		graph := map[string][]string{}
-		for _, p := range goList(t, append(args, "-deps", pkg)...) {
+		for _, p := range goList(t, "-deps", pkg) {
 			graph[p.ImportPath] = p.Imports
 		}
 		for dep := range graph {

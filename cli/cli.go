@@ -10,15 +10,17 @@
 //
 //	func main() { cli.Main(acme.Feed, acme.Detail) }
 //
-// and `go build` yields trawler with every subcommand (worker, run, try, validate,
-// status, dev …) and acme's tasks beside the built-in ones (demo.*, generic.*,
+// and `go build` yields trawler with its subcommands (worker, run, try, validate, status,
+// export …) and acme's tasks beside the built-in ones (demo.*, generic.*,
 // hackernews.*). Middlewares register as before, with crawl.RegisterMiddleware in an init
 // function of a package the binary imports; so do tasks of packages that call
 // crawl.Register from init. `trawler new site NAME --module PATH` writes such a
 // repository.
 //
-// A build with -tags production leaves out the embedded servers of `dev` and `demo` and
-// the benchmarks' peer crawler, as it does for trawler itself.
+// The commands that start embedded servers or a peer crawler — `dev`, `demo` and
+// `bench` — are Trawler's own binary's (cmd/trawler): a site's binary links neither the
+// dev stack nor Colly, and says where to find those commands. Run the stack with
+// Trawler's `trawler dev --no-worker` and the site's binary as its worker.
 package cli
 
 import (

@@ -60,6 +60,22 @@ func TestNewSiteModuleBuildsTestsAndCrawls(t *testing.T) {
 		t.Fatalf("validate: %q", out)
 	}
 
+	// The site's binary carries no embedded server and no peer crawler: neither their
+	// modules nor the commands that need them, which say where to find them.
+	mods, err := exec.Command("go", "version", "-m", bin).Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range []string{"go.temporal.io/server", "github.com/gocolly/colly", "github.com/FerretDB/FerretDB"} {
+		if strings.Contains(string(mods), m) {
+			t.Errorf("the site's binary links %s:\n%s", m, mods)
+		}
+	}
+	dev := exec.Command(bin, "dev")
+	if msg, err := dev.CombinedOutput(); err == nil || !strings.Contains(string(msg), "run it from Trawler's own binary: go run github.com/trawlerhq/trawler/cmd/trawler dev") {
+		t.Errorf("acme dev: %v\n%s", err, msg)
+	}
+
 	o := demosite.Options{Pages: 2}
 	site := startSite(t, o)
 	out := t.TempDir()

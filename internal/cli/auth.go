@@ -68,13 +68,13 @@ func (a *authSettings) register(pf *pflag.FlagSet) {
 }
 
 // redisOptions are the password and CA of --redis.
-func (s *settings) redisOptions() (redisurl.Options, error) {
+func (s *Settings) redisOptions() (redisurl.Options, error) {
 	pw, err := credentials.Secret("--redis-password-file", s.auth.redisPasswordFile)
 	return redisurl.Options{Password: pw, CAFile: s.auth.redisCAFile}, err
 }
 
 // storeAuth reads the Kafka and Elasticsearch credentials of the settings.
-func (s *settings) storeAuth() (engine.StoreAuth, error) {
+func (s *Settings) storeAuth() (engine.StoreAuth, error) {
 	k, err := s.kafkaAuth()
 	if err != nil {
 		return engine.StoreAuth{}, err
@@ -83,7 +83,7 @@ func (s *settings) storeAuth() (engine.StoreAuth, error) {
 	return engine.StoreAuth{Kafka: k, ES: e}, err
 }
 
-func (s *settings) kafkaAuth() (kafka.Auth, error) {
+func (s *Settings) kafkaAuth() (kafka.Auth, error) {
 	var out kafka.Auth
 	a := s.auth
 	pw, err := credentials.Secret("--kafka-password-file", a.kafkaPasswordFile)
@@ -100,7 +100,7 @@ func (s *settings) kafkaAuth() (kafka.Auth, error) {
 }
 
 // esAuth reads the Elasticsearch credentials (the es sink's and trawler search's).
-func (s *settings) esAuth() (es.Auth, error) {
+func (s *Settings) esAuth() (es.Auth, error) {
 	var out es.Auth
 	a := s.auth
 	var err error
@@ -151,7 +151,7 @@ func withMongoPassword(uri, file string) (string, error) {
 }
 
 // temporalAuth reads the TLS files and API key of the Temporal settings.
-func (s *settings) temporalAuth() (engine.TemporalAuth, error) {
+func (s *Settings) temporalAuth() (engine.TemporalAuth, error) {
 	a := s.auth
 	var out engine.TemporalAuth
 	key, err := credentials.Secret("--temporal-api-key-file", a.temporalAPIKeyFile)

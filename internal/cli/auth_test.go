@@ -52,8 +52,8 @@ func TestRedisPasswordCommands(t *testing.T) {
 	if err := runRoot("quota", "set", "acme", "--items", "9", "--redis", srv.Addr); err != nil {
 		t.Fatal(err)
 	}
-	s := &settings{redis: srv.Addr}
-	rdb, err := s.redisClient("for the test")
+	s := &Settings{Redis: srv.Addr}
+	rdb, err := s.RedisClient("for the test")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,9 +84,9 @@ func TestAuthPrecedence(t *testing.T) {
 	}
 	t.Setenv("TRAWLER_KAFKA_USER", "from-env")
 	t.Setenv("TRAWLER_ES_USER", "")
-	s := &settings{data: dir}
+	s := &Settings{Data: dir}
 	s.auth.redisPasswordFile = "/flag/redis"
-	if err := s.resolve(); err != nil {
+	if err := s.Resolve(); err != nil {
 		t.Fatal(err)
 	}
 	a := s.auth
@@ -94,14 +94,14 @@ func TestAuthPrecedence(t *testing.T) {
 		t.Fatalf("%+v", a)
 	}
 	t.Setenv("TRAWLER_KAFKA_TLS", "maybe")
-	if err := (&settings{data: dir}).resolve(); err == nil || !strings.Contains(err.Error(), "TRAWLER_KAFKA_TLS=maybe") {
+	if err := (&Settings{Data: dir}).Resolve(); err == nil || !strings.Contains(err.Error(), "TRAWLER_KAFKA_TLS=maybe") {
 		t.Fatalf("bad bool: %v", err)
 	}
 }
 
 func TestStoreAuth(t *testing.T) {
 	pki := credtest.New(t)
-	s := &settings{}
+	s := &Settings{}
 	s.auth = authSettings{kafkaSASL: "scram-sha-512", kafkaUser: "u", kafkaPasswordFile: secretFile(t, "kpw"), kafkaCAFile: pki.CAFile,
 		esUser: "elastic", esPasswordFile: secretFile(t, "epw\r\n"), esAPIKeyFile: secretFile(t, "key=="), esCAFile: pki.CAFile}
 	a, err := s.storeAuth()
@@ -143,7 +143,7 @@ func TestMongoPassword(t *testing.T) {
 // name and the API key from their files.
 func TestTemporalAuth(t *testing.T) {
 	pki := credtest.New(t)
-	s := &settings{temporal: "temporal.example:7233", namespace: "crawl"}
+	s := &Settings{Temporal: "temporal.example:7233", Namespace: "crawl"}
 	s.auth = authSettings{temporalCert: pki.ClientCert, temporalKey: pki.ClientKey, temporalCAFile: pki.CAFile,
 		temporalServerName: "frontend.example", temporalAPIKeyFile: secretFile(t, "tk-123\n")}
 	a, err := s.temporalAuth()

@@ -10,13 +10,13 @@ import (
 )
 
 // browserFlags give a worker its headless browsers for the steps that render pages.
-type browserFlags struct {
+type BrowserFlags struct {
 	path                  string
 	browsers, tabs, pages int
 	mb                    int
 }
 
-func (f *browserFlags) add(cmd *cobra.Command) {
+func (f *BrowserFlags) Add(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&f.path, "browser", render.DefaultBrowser, "`PATH` of the headless Chromium that renders the pages of steps with render:, or \"none\" for no browser (the worker then leaves those steps to workers with one)")
 	cmd.Flags().IntVar(&f.browsers, "browsers", 2, "Chromium processes at once (each starts when a page needs it)")
 	cmd.Flags().IntVar(&f.tabs, "tabs", 4, "pages rendered at once per Chromium process")
@@ -27,7 +27,7 @@ func (f *browserFlags) add(cmd *cobra.Command) {
 // options are the pool's settings, or nil for a worker without a browser: --browser
 // none, --browsers 0, or the default browser not installed. A browser named on the
 // command line must exist.
-func (f *browserFlags) options(cmd *cobra.Command) (*render.Options, error) {
+func (f *BrowserFlags) Options(cmd *cobra.Command) (*render.Options, error) {
 	if f.path == "none" || f.browsers <= 0 {
 		return nil, nil
 	}
@@ -50,7 +50,7 @@ func browserLine(o *render.Options) string {
 
 // stackBrowser is the browser of the worker `trawler dev` and `trawler demo` start:
 // Debian's chromium when installed, with the pool's defaults.
-func stackBrowser() *render.Options {
+func StackBrowser() *render.Options {
 	if _, err := os.Stat(render.DefaultBrowser); err != nil {
 		return nil
 	}

@@ -10,7 +10,7 @@ import (
 	"github.com/trawlerhq/trawler/crawl"
 )
 
-func configCmd(s *settings) *cobra.Command {
+func configCmd(s *Settings) *cobra.Command {
 	c := &cobra.Command{
 		Use:   "config",
 		Short: "Show the settings a command would use, and where each comes from",
@@ -26,7 +26,7 @@ secret query parameters are masked; secrets themselves are only ever named by fi
   TRAWLER_REDIS=redis://cache:6379 trawler config show --json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := s.resolve(); err != nil {
+			if err := s.Resolve(); err != nil {
 				return err
 			}
 			type shown struct {
@@ -46,7 +46,7 @@ secret query parameters are masked; secrets themselves are only ever named by fi
 				rows = append(rows, shown{Setting: r.flag, Env: r.env, Value: v, Source: s.sources[r.flag]})
 			}
 			out := cmd.OutOrStdout()
-			if s.json {
+			if s.JSON {
 				return writeJSONTo(out, map[string]any{"settings": rows})
 			}
 			w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)

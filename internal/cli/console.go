@@ -14,9 +14,9 @@ import (
 
 // defaultConsoleAddr is where `trawler console`, `trawler dev` and `trawler demo` serve
 // the console; dev and demo take any free port when it is taken.
-const defaultConsoleAddr = "127.0.0.1:8090"
+const DefaultConsoleAddr = "127.0.0.1:8090"
 
-func consoleCmd(s *settings) *cobra.Command {
+func consoleCmd(s *Settings) *cobra.Command {
 	var listen, token, readToken, tokenFile, readTokenFile, ui string
 	var maxBody int64
 	cmd := &cobra.Command{
@@ -64,12 +64,12 @@ Request bodies are capped at --max-body bytes (1 MiB).`,
 				return err
 			}
 			defer c.Close()
-			if ui == "" && s.data != "" {
-				if ep, err := endpoints.Read(s.data); err == nil {
+			if ui == "" && s.Data != "" {
+				if ep, err := endpoints.Read(s.Data); err == nil {
 					ui = ep.TemporalUI
 				}
 			}
-			cfg := s.consoleConfig(c, ui)
+			cfg := s.ConsoleConfig(c, ui)
 			if cfg.RedisAuth, err = s.redisOptions(); err != nil {
 				return err
 			}
@@ -85,8 +85,8 @@ Request bodies are capped at --max-body bytes (1 MiB).`,
 			}
 			defer srv.Close()
 			return srv.Listen(cmd.Context(), listen, func(url string) {
-				if s.json {
-					_ = printJSON(map[string]string{"console": url})
+				if s.JSON {
+					_ = PrintJSON(map[string]string{"console": url})
 					return
 				}
 				fmt.Printf("console %s (Ctrl-C to stop)\n", url)
@@ -94,7 +94,7 @@ Request bodies are capped at --max-body bytes (1 MiB).`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&listen, "listen", defaultConsoleAddr, "HOST:PORT to serve on; anything but loopback needs --token")
+	f.StringVar(&listen, "listen", DefaultConsoleAddr, "HOST:PORT to serve on; anything but loopback needs --token")
 	f.StringVar(&token, "token", "", "bearer token for full access (start, cancel, schedule) [TRAWLER_TOKEN]")
 	f.StringVar(&readToken, "read-token", "", "bearer token for read-only access: search, runs, items, history [TRAWLER_READ_TOKEN]")
 	f.StringVar(&tokenFile, "token-file", "", "file holding the full-access token, instead of --token [TRAWLER_TOKEN_FILE]")
@@ -116,7 +116,7 @@ func consoleToken(value, file, name string) (string, error) {
 }
 
 // consoleConfig is the console's view of resolved settings.
-func (s *settings) consoleConfig(c client.Client, temporalUI string) console.Config {
-	return console.Config{Temporal: c, Namespace: s.namespace, TaskQueue: s.taskQueue, TemporalUI: temporalUI,
-		Redis: s.redis, Kafka: s.kafkaBrokers(), Mongo: s.mongo, ES: s.es, HBase: s.hbase, Log: s.logger()}
+func (s *Settings) ConsoleConfig(c client.Client, temporalUI string) console.Config {
+	return console.Config{Temporal: c, Namespace: s.Namespace, TaskQueue: s.TaskQueue, TemporalUI: temporalUI,
+		Redis: s.Redis, Kafka: s.KafkaBrokers(), Mongo: s.Mongo, ES: s.ES, HBase: s.HBase, Log: s.Logger()}
 }

@@ -15,7 +15,7 @@ import (
 )
 
 // controlCmd is `trawler pause` (pause) or `trawler resume`.
-func controlCmd(s *settings, action string) *cobra.Command {
+func controlCmd(s *Settings, action string) *cobra.Command {
 	c := &cobra.Command{
 		Use:   "pause RUN_ID",
 		Short: "Pause a running run: its running batches finish, no new one starts until it is resumed",
@@ -45,8 +45,8 @@ had queued when it was paused, after any worker or Temporal restart in between.`
 		defer cl.Close()
 		// The event goes where the events are kept, when this command knows a Redis.
 		var rdb redis.UniversalClient
-		if s.resolve() == nil && s.redis != "" {
-			if rdb, err = s.openRedis(0, false); err != nil {
+		if s.Resolve() == nil && s.Redis != "" {
+			if rdb, err = s.OpenRedis(0, false); err != nil {
 				return err
 			}
 			defer rdb.Close()
@@ -58,7 +58,7 @@ had queued when it was paused, after any worker or Temporal restart in between.`
 		if rc.EventError != "" {
 			fmt.Fprintf(cmd.ErrOrStderr(), "warning: the %s event was not recorded: %s\n", action, rc.EventError)
 		}
-		if s.json {
+		if s.JSON {
 			return writeJSONTo(cmd.OutOrStdout(), rc)
 		}
 		out := cmd.OutOrStdout()
@@ -77,7 +77,7 @@ had queued when it was paused, after any worker or Temporal restart in between.`
 	return c
 }
 
-func rerunCmd(s *settings) *cobra.Command {
+func rerunCmd(s *Settings) *cobra.Command {
 	var steps, causes []string
 	c := &cobra.Command{
 		Use:   "rerun RUN_ID [--step S] [--cause http_5xx,timeout]",
@@ -94,8 +94,8 @@ the old one (rerun_of) in trawler status and the console.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o := engine.RerunOptions{Steps: steps}
-			if s.out != "" {
-				o.FailureLog = filepath.Join(s.out, jsonl.FailuresFile)
+			if s.Out != "" {
+				o.FailureLog = filepath.Join(s.Out, jsonl.FailuresFile)
 			}
 			for _, c := range causes {
 				o.Causes = append(o.Causes, crawl.Cause(strings.TrimSpace(c)))
@@ -109,7 +109,7 @@ the old one (rerun_of) in trawler status and the console.`,
 			if err != nil {
 				return err
 			}
-			if s.json {
+			if s.JSON {
 				return writeJSONTo(cmd.OutOrStdout(), res)
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "started run %s: %d failed input(s) of run %s again\n", res.RunID, res.Inputs, res.Of)

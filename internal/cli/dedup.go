@@ -21,7 +21,7 @@ import (
 	"github.com/trawlerhq/trawler/internal/redisops"
 )
 
-func dedupCmd(s *settings) *cobra.Command {
+func dedupCmd(s *Settings) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "dedup",
 		Short: "Inspect and benchmark the Redis dedup store",
@@ -38,12 +38,12 @@ A namespace is <tenant>:<site.task>.`,
   trawler dedup stats --redis 10.0.0.5:6379 --ns default:demo.story --json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			rdb, err := s.redisClient("to inspect")
+			rdb, err := s.RedisClient("to inspect")
 			if err != nil {
 				return err
 			}
 			defer rdb.Close()
-			d, err := dedup.Open(cmd.Context(), rdb, dedup.Config{Log: s.logger()})
+			d, err := dedup.Open(cmd.Context(), rdb, dedup.Config{Log: s.Logger()})
 			if err != nil {
 				return err
 			}
@@ -61,8 +61,8 @@ A namespace is <tenant>:<site.task>.`,
 				}
 				all = append(all, st)
 			}
-			if s.json {
-				return printJSON(all)
+			if s.JSON {
+				return PrintJSON(all)
 			}
 			if len(all) == 0 {
 				fmt.Println("no dedup namespaces yet: they appear when a chain stores items")
@@ -87,7 +87,7 @@ A namespace is <tenant>:<site.task>.`,
 	return cmd
 }
 
-func dedupBenchCmd(s *settings) *cobra.Command {
+func dedupBenchCmd(s *Settings) *cobra.Command {
 	var n, batch, workers int
 	cmd := &cobra.Command{
 		Use:   "bench --redis ADDR --n N",
@@ -103,10 +103,10 @@ first. Use a real redis-server: miniredis does not measure memory.`,
   trawler dedup bench --redis 127.0.0.1:6390 --n 10000000 --json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := s.resolve(); err != nil {
+			if err := s.Resolve(); err != nil {
 				return err
 			}
-			if s.redis == "" {
+			if s.Redis == "" {
 				return fmt.Errorf("--redis HOST:PORT or redis://… is required (a real redis-server)")
 			}
 			if n < 1 {
@@ -116,8 +116,8 @@ first. Use a real redis-server: miniredis does not measure memory.`,
 			if err != nil {
 				return err
 			}
-			if s.json {
-				return printJSON(res)
+			if s.JSON {
+				return PrintJSON(res)
 			}
 			fmt.Printf("%d keys\n  trawler buckets  %6.2f bytes/entry  (%d buckets, %.0f checks/s, false-duplicate rate %.2g)\n  sha1 hex SET     %6.2f bytes/entry\n  ratio            %6.1fx smaller\n",
 				n, res.BytesPerEntry, res.Buckets, res.ChecksPerS, res.FalseDupRate, res.SetBytesPerEntry, res.Ratio)
@@ -142,16 +142,16 @@ type dedupBenchResult struct {
 	ExpectedDupRate  float64 `json:"expected_false_dup_rate"`
 }
 
-func runDedupBench(ctx context.Context, s *settings, n, batch, workers int) (*dedupBenchResult, error) {
-	rdb, err := s.openRedis(workers*2, true)
+func runDedupBench(ctx context.Context, s *Settings, n, batch, workers int) (*dedupBenchResult, error) {
+	rdb, err := s.OpenRedis(workers*2, true)
 	if err != nil {
 		return nil, err
 	}
 	defer rdb.Close()
 	const ns, setKey = "bench", "bench:sha1set"
 	say := func(stage string, done, total int) {
-		if s.json {
-			_ = printJSON(map[string]any{"progress": map[string]any{"stage": stage, "done": done, "total": total}})
+		if s.JSON {
+			_ = PrintJSON(map[string]any{"progress": map[string]any{"stage": stage, "done": done, "total": total}})
 		} else {
 			fmt.Fprintf(os.Stderr, "\r%-28s %d/%d   ", stage, done, total)
 			if done == total {
@@ -177,7 +177,7 @@ func runDedupBench(ctx context.Context, s *settings, n, batch, workers int) (*de
 		return nil, err
 	}
 
-	d, err := dedup.Open(ctx, rdb, dedup.Config{Expected: int64(n), Log: s.logger()})
+	d, err := dedup.Open(ctx, rdb, dedup.Config{Expected: int64(n), Log: s.Logger()})
 	if err != nil {
 		return nil, err
 	}
@@ -276,14 +276,14 @@ func runDedupBench(ctx context.Context, s *settings, n, batch, workers int) (*de
 	}
 	res := &dedupBenchResult{
 		N: n, Buckets: b,
-		BytesPerEntry:    roundTo(float64(bucketBytes)/float64(n), 2),
-		SetBytesPerEntry: roundTo(float64(setBytes)/float64(n), 2),
-		ChecksPerS:       roundTo(float64(n)/elapsed.Seconds(), 0),
+		BytesPerEntry:    RoundTo(float64(bucketBytes)/float64(n), 2),
+		SetBytesPerEntry: RoundTo(float64(setBytes)/float64(n), 2),
+		ChecksPerS:       RoundTo(float64(n)/elapsed.Seconds(), 0),
 		FalseDups:        dups.Load(),
 		FalseDupRate:     float64(dups.Load()) / float64(n),
 		ExpectedDupRate:  dedup.FalseDupRate(float64(n)/float64(b)) / 2, // averaged over the fill
 	}
-	res.Ratio = roundTo(res.SetBytesPerEntry/res.BytesPerEntry, 2)
+	res.Ratio = RoundTo(res.SetBytesPerEntry/res.BytesPerEntry, 2)
 	return res, nil
 }
 

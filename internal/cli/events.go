@@ -11,7 +11,7 @@ import (
 	"github.com/trawlerhq/trawler/internal/events"
 )
 
-func eventsCmd(s *settings) *cobra.Command {
+func eventsCmd(s *Settings) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "events",
 		Short: "Print the events of runs and chains, and the deliveries that failed",
@@ -37,7 +37,7 @@ See docs/operating-runs.md#events-and-notifications.`,
 					return fmt.Errorf("--type %s: not an event type; the types are %s", t, strings.Join(events.Types, ", "))
 				}
 			}
-			rdb, err := s.redisClient("keeps the events")
+			rdb, err := s.RedisClient("keeps the events")
 			if err != nil {
 				return err
 			}
@@ -54,14 +54,14 @@ See docs/operating-runs.md#events-and-notifications.`,
 				return err
 			}
 			for _, e := range list {
-				if err := printEvent(out, s.json, e); err != nil {
+				if err := printEvent(out, s.JSON, e); err != nil {
 					return err
 				}
 			}
 			if !follow {
 				return nil
 			}
-			return events.Follow(cmd.Context(), rdb, f, newest, func(e events.Event) error { return printEvent(out, s.json, e) })
+			return events.Follow(cmd.Context(), rdb, f, newest, func(e events.Event) error { return printEvent(out, s.JSON, e) })
 		},
 	}
 	tail.Flags().StringVar(&tenant, "tenant", "", "only this tenant's events")
@@ -74,7 +74,7 @@ See docs/operating-runs.md#events-and-notifications.`,
 		Short: "List the webhook and Kafka deliveries that failed every attempt (the dead-letter log)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			rdb, err := s.redisClient("keeps the events")
+			rdb, err := s.RedisClient("keeps the events")
 			if err != nil {
 				return err
 			}
@@ -85,7 +85,7 @@ See docs/operating-runs.md#events-and-notifications.`,
 			}
 			out := cmd.OutOrStdout()
 			for _, d := range list {
-				if s.json {
+				if s.JSON {
 					if err := writeJSONTo(out, d); err != nil {
 						return err
 					}
@@ -109,7 +109,7 @@ func printEvent(w io.Writer, asJSON bool, e events.Event) error {
 	return err
 }
 
-func webhookCmd(s *settings) *cobra.Command {
+func webhookCmd(s *Settings) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "webhook",
 		Short: "Configure the webhooks a tenant's (or one chain's) events are POSTed to",
@@ -131,7 +131,7 @@ See docs/operating-runs.md#events-and-notifications.`,
 			if bad := w.Check(); len(bad) > 0 {
 				return fmt.Errorf("%s", strings.Join(bad, "; "))
 			}
-			rdb, err := s.redisClient("keeps the webhooks")
+			rdb, err := s.RedisClient("keeps the webhooks")
 			if err != nil {
 				return err
 			}
@@ -153,7 +153,7 @@ See docs/operating-runs.md#events-and-notifications.`,
 		Short: "List the configured webhooks (URLs with credentials masked)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			rdb, err := s.redisClient("keeps the webhooks")
+			rdb, err := s.RedisClient("keeps the webhooks")
 			if err != nil {
 				return err
 			}
@@ -165,7 +165,7 @@ See docs/operating-runs.md#events-and-notifications.`,
 			out := cmd.OutOrStdout()
 			for _, w := range ws {
 				w.URL = w.Shown()
-				if s.json {
+				if s.JSON {
 					if err := writeJSONTo(out, w); err != nil {
 						return err
 					}
@@ -183,7 +183,7 @@ See docs/operating-runs.md#events-and-notifications.`,
 		Short: "Stop posting to URL",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			rdb, err := s.redisClient("keeps the webhooks")
+			rdb, err := s.RedisClient("keeps the webhooks")
 			if err != nil {
 				return err
 			}

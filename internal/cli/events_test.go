@@ -34,7 +34,7 @@ func TestEventsTailPrintsEvents(t *testing.T) {
 	}
 	tail := func(args ...string) []events.Event {
 		t.Helper()
-		cmd := eventsCmd(&settings{redis: mr.Addr(), json: true})
+		cmd := eventsCmd(&Settings{Redis: mr.Addr(), JSON: true})
 		var out bytes.Buffer
 		cmd.SetOut(&out)
 		cmd.SetArgs(append([]string{"tail"}, args...))

@@ -35,7 +35,7 @@ type exportFlags struct {
 // exportSources are the stores `trawler export` reads, for messages.
 const exportSources = "jsonl, mongo, es or hbase"
 
-func exportCmd(s *settings) *cobra.Command {
+func exportCmd(s *Settings) *cobra.Command {
 	var f exportFlags
 	cmd := &cobra.Command{
 		Use:   "export [--from jsonl|mongo|es|hbase] [--out FILE] [--format jsonl|csv|parquet]",
@@ -112,7 +112,7 @@ type exportResult struct {
 	Source  string `json:"source"`
 }
 
-func runExport(ctx context.Context, s *settings, f exportFlags, stdout, stderr io.Writer) error {
+func runExport(ctx context.Context, s *Settings, f exportFlags, stdout, stderr io.Writer) error {
 	f.from = strings.ToLower(strings.TrimSpace(f.from))
 	switch f.from {
 	case "jsonl", "mongo", "es", "hbase":
@@ -162,7 +162,7 @@ func runExport(ctx context.Context, s *settings, f exportFlags, stdout, stderr i
 	if err != nil {
 		return err
 	}
-	if err := s.resolve(); err != nil {
+	if err := s.Resolve(); err != nil {
 		return err
 	}
 	src, err := openExportSource(ctx, s, f, since, allVersions)
@@ -191,7 +191,7 @@ func runExport(ctx context.Context, s *settings, f exportFlags, stdout, stderr i
 	if toStdout {
 		jsonOut = stderr
 	}
-	prog := newExportProgress(s.json, jsonOut, stderr, total)
+	prog := newExportProgress(s.JSON, jsonOut, stderr, total)
 
 	var w io.Writer = stdout
 	var fh *os.File
@@ -232,7 +232,7 @@ func runExport(ctx context.Context, s *settings, f exportFlags, stdout, stderr i
 	if toStdout {
 		out.File = "-"
 	}
-	if s.json {
+	if s.JSON {
 		b, _ := json.Marshal(out)
 		fmt.Fprintln(jsonOut, string(b))
 		return nil
@@ -269,7 +269,7 @@ func keep(f exportFlags, since time.Time, it crawl.Item) bool {
 		(since.IsZero() || !it.TS.Before(since))
 }
 
-func openExportSource(ctx context.Context, s *settings, f exportFlags, since time.Time, allVersions bool) (*exportSource, error) {
+func openExportSource(ctx context.Context, s *Settings, f exportFlags, since time.Time, allVersions bool) (*exportSource, error) {
 	switch f.from {
 	case "jsonl":
 		return jsonlSource(s, f, since)
@@ -281,10 +281,10 @@ func openExportSource(ctx context.Context, s *settings, f exportFlags, since tim
 	return hbaseSource(ctx, s, f, since, allVersions)
 }
 
-func jsonlSource(s *settings, f exportFlags, since time.Time) (*exportSource, error) {
+func jsonlSource(s *Settings, f exportFlags, since time.Time) (*exportSource, error) {
 	dir := f.outDir
 	if dir == "" {
-		dir = s.out
+		dir = s.Out
 	}
 	if dir == "" {
 		return nil, errors.New("--from jsonl: no directory to read: pass --out-dir DIR (the worker's --out), --data DIR of a dev stack, or set TRAWLER_OUT")
@@ -333,14 +333,14 @@ func jsonlTasks(dir string) string {
 	return strings.Join(out, ", ")
 }
 
-func mongoSource(ctx context.Context, s *settings, f exportFlags, since time.Time) (*exportSource, error) {
+func mongoSource(ctx context.Context, s *Settings, f exportFlags, since time.Time) (*exportSource, error) {
 	if f.biz == "" {
 		return nil, errors.New("--from mongo needs --biz SITE.TASK: MongoDB keeps one collection per task (e.g. --biz demo.story)")
 	}
-	if s.mongo == "" {
+	if s.Mongo == "" {
 		return nil, errors.New("--from mongo: no MongoDB configured: pass --mongo mongodb://HOST:PORT (or TRAWLER_MONGO, or --data of a running `trawler dev`)")
 	}
-	r, err := mongo.OpenReader(s.mongo, "")
+	r, err := mongo.OpenReader(s.Mongo, "")
 	if err != nil {
 		return nil, err
 	}
@@ -348,7 +348,7 @@ func mongoSource(ctx context.Context, s *settings, f exportFlags, since time.Tim
 	defer cancel()
 	if err := r.Ping(pctx); err != nil {
 		r.Close()
-		return nil, fmt.Errorf("cannot reach MongoDB at %s: %v\n  check --mongo (TRAWLER_MONGO), or start a local stack with `trawler dev --data .data/dev` and pass --data .data/dev", crawl.RedactURL(s.mongo), err)
+		return nil, fmt.Errorf("cannot reach MongoDB at %s: %v\n  check --mongo (TRAWLER_MONGO), or start a local stack with `trawler dev --data .data/dev` and pass --data .data/dev", crawl.RedactURL(s.Mongo), err)
 	}
 	filter := mongo.Filter{RunID: f.runID, Chain: f.chain, Since: since}
 	return &exportSource{
@@ -359,7 +359,7 @@ func mongoSource(ctx context.Context, s *settings, f exportFlags, since time.Tim
 	}, nil
 }
 
-func esSource(ctx context.Context, s *settings, f exportFlags, since time.Time) (*exportSource, error) {
+func esSource(ctx context.Context, s *Settings, f exportFlags, since time.Time) (*exportSource, error) {
 	addr, err := searchAddress(s)
 	if err != nil {
 		return nil, err
@@ -399,14 +399,14 @@ func esSource(ctx context.Context, s *settings, f exportFlags, since time.Time) 
 	}, nil
 }
 
-func hbaseSource(ctx context.Context, s *settings, f exportFlags, since time.Time, allVersions bool) (*exportSource, error) {
+func hbaseSource(ctx context.Context, s *Settings, f exportFlags, since time.Time, allVersions bool) (*exportSource, error) {
 	if f.biz == "" {
 		return nil, errors.New("--from hbase needs --biz SITE.TASK: rows are keyed by task (e.g. --biz demo.story)")
 	}
-	if s.hbase == "" {
+	if s.HBase == "" {
 		return nil, errors.New("--from hbase: no HBase configured: pass --hbase HOST:PORT (its ZooKeeper quorum), set TRAWLER_HBASE, or --data DIR of a running `trawler dev`")
 	}
-	sink, err := hbase.Open(hbase.Config{ZK: s.hbase, Timeout: 30 * time.Second, Log: s.logger()})
+	sink, err := hbase.Open(hbase.Config{ZK: s.HBase, Timeout: 30 * time.Second, Log: s.Logger()})
 	if err != nil {
 		return nil, err
 	}

@@ -101,7 +101,7 @@ type exportRun struct {
 	stdout, stderr bytes.Buffer
 }
 
-func export(t *testing.T, s *settings, f exportFlags) (*exportRun, error) {
+func export(t *testing.T, s *Settings, f exportFlags) (*exportRun, error) {
 	t.Helper()
 	if f.from == "" {
 		f.from = "jsonl"
@@ -194,7 +194,7 @@ func TestExportFromJSONL(t *testing.T) {
 	if err := sink.Write(ctx, other); err != nil {
 		t.Fatal(err)
 	}
-	s := &settings{out: sink.Dir(), json: true}
+	s := &Settings{Out: sink.Dir(), JSON: true}
 
 	// CSV of one task and one run, columns from demo.story's schema
 	out := filepath.Join(dir, "exp", "stories.csv")
@@ -235,7 +235,7 @@ func TestExportFromJSONL(t *testing.T) {
 	}
 
 	// JSON Lines to stdout: every item as the jsonl sink wrote it; progress and result on stderr
-	s.json = true
+	s.JSON = true
 	r, err = export(t, s, exportFlags{biz: "demo.comments"})
 	if err != nil {
 		t.Fatal(err)
@@ -265,7 +265,7 @@ func TestExportFromMongo(t *testing.T) {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	s := &settings{mongo: st.mongo, json: true}
+	s := &Settings{Mongo: st.mongo, JSON: true}
 	out := filepath.Join(dir, "stories.parquet")
 	r, err := export(t, s, exportFlags{from: "mongo", biz: "demo.story", out: out})
 	if err != nil {
@@ -324,7 +324,7 @@ func TestExportFromES(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	s := &settings{es: st.es}
+	s := &Settings{ES: st.es}
 	dir := t.TempDir()
 	// every record of the run: three pages of search_after
 	out := filepath.Join(dir, "all.csv")
@@ -384,7 +384,7 @@ func TestExportFromHBase(t *testing.T) {
 	if err := sink.Write(ctx, changed); err != nil {
 		t.Fatal(err)
 	}
-	s := &settings{hbase: st.hbase}
+	s := &Settings{HBase: st.hbase}
 	dir := t.TempDir()
 	all := filepath.Join(dir, "all.parquet")
 	if _, err := export(t, s, exportFlags{from: "hbase", tenant: "team-a", biz: "demo.story", versions: "all", out: all}); err != nil {
@@ -450,24 +450,24 @@ func TestExportErrors(t *testing.T) {
 	}
 	for _, c := range []struct {
 		name string
-		s    settings
+		s    Settings
 		f    exportFlags
 		want string
 	}{
-		{"unknown source", settings{}, exportFlags{from: "kafka"}, `--from "kafka": export reads jsonl, mongo, es or hbase`},
-		{"parquet to stdout", settings{}, exportFlags{format: "parquet"}, "parquet needs a file: pass --out FILE.parquet (stdout takes --format jsonl or csv)"},
-		{"unknown extension", settings{}, exportFlags{out: "x.xlsx"}, "--out x.xlsx: cannot tell the format from its extension; name it .jsonl, .csv or .parquet, or pass --format jsonl|csv|parquet"},
-		{"unknown format", settings{}, exportFlags{format: "xml"}, `--format: unknown format "xml": use jsonl, csv or parquet`},
-		{"mongo without biz", settings{mongo: "mongodb://" + closed()}, exportFlags{from: "mongo"}, "--from mongo needs --biz SITE.TASK"},
-		{"hbase without biz", settings{hbase: closed()}, exportFlags{from: "hbase"}, "--from hbase needs --biz SITE.TASK"},
-		{"mongo unreachable", settings{mongo: "mongodb://" + closed() + "/?serverSelectionTimeoutMS=500"}, exportFlags{from: "mongo", biz: "demo.story"}, "cannot reach MongoDB at mongodb://"},
-		{"es unreachable", settings{es: "http://" + closed()}, exportFlags{from: "es"}, "cannot reach Elasticsearch at http://"},
-		{"hbase unreachable", settings{hbase: closed()}, exportFlags{from: "hbase", biz: "demo.story"}, "HBase's ZooKeeper quorum"},
-		{"query without es", settings{}, exportFlags{query: "x"}, "--query searches Elasticsearch: use it with --from es"},
-		{"no jsonl dir", settings{}, exportFlags{}, "--from jsonl: no directory to read: pass --out-dir DIR"},
-		{"missing jsonl task", settings{out: dir}, exportFlags{biz: "demo.nope"}, "--biz demo.nope: no file " + filepath.Join(dir, "demo.nope.jsonl")},
-		{"bad since", settings{out: dir}, exportFlags{since: "yesterday"}, `--since "yesterday": give a time`},
-		{"bad versions", settings{}, exportFlags{versions: "some"}, `--versions "some": use all (every stored version) or latest`},
+		{"unknown source", Settings{}, exportFlags{from: "kafka"}, `--from "kafka": export reads jsonl, mongo, es or hbase`},
+		{"parquet to stdout", Settings{}, exportFlags{format: "parquet"}, "parquet needs a file: pass --out FILE.parquet (stdout takes --format jsonl or csv)"},
+		{"unknown extension", Settings{}, exportFlags{out: "x.xlsx"}, "--out x.xlsx: cannot tell the format from its extension; name it .jsonl, .csv or .parquet, or pass --format jsonl|csv|parquet"},
+		{"unknown format", Settings{}, exportFlags{format: "xml"}, `--format: unknown format "xml": use jsonl, csv or parquet`},
+		{"mongo without biz", Settings{Mongo: "mongodb://" + closed()}, exportFlags{from: "mongo"}, "--from mongo needs --biz SITE.TASK"},
+		{"hbase without biz", Settings{HBase: closed()}, exportFlags{from: "hbase"}, "--from hbase needs --biz SITE.TASK"},
+		{"mongo unreachable", Settings{Mongo: "mongodb://" + closed() + "/?serverSelectionTimeoutMS=500"}, exportFlags{from: "mongo", biz: "demo.story"}, "cannot reach MongoDB at mongodb://"},
+		{"es unreachable", Settings{ES: "http://" + closed()}, exportFlags{from: "es"}, "cannot reach Elasticsearch at http://"},
+		{"hbase unreachable", Settings{HBase: closed()}, exportFlags{from: "hbase", biz: "demo.story"}, "HBase's ZooKeeper quorum"},
+		{"query without es", Settings{}, exportFlags{query: "x"}, "--query searches Elasticsearch: use it with --from es"},
+		{"no jsonl dir", Settings{}, exportFlags{}, "--from jsonl: no directory to read: pass --out-dir DIR"},
+		{"missing jsonl task", Settings{Out: dir}, exportFlags{biz: "demo.nope"}, "--biz demo.nope: no file " + filepath.Join(dir, "demo.nope.jsonl")},
+		{"bad since", Settings{Out: dir}, exportFlags{since: "yesterday"}, `--since "yesterday": give a time`},
+		{"bad versions", Settings{}, exportFlags{versions: "some"}, `--versions "some": use all (every stored version) or latest`},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			s := c.s
@@ -606,7 +606,7 @@ func TestExportRoundTripsEveryFieldOfAChain(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	s := &settings{out: out, mongo: st.mongo, es: st.es, hbase: st.hbase}
+	s := &Settings{Out: out, Mongo: st.mongo, ES: st.es, HBase: st.hbase}
 	want := map[string]crawl.Item{}
 	for _, it := range items {
 		want[it.Key] = it

@@ -20,8 +20,8 @@ import (
 // says it waits for the stack to come back, reads the endpoints again until Temporal
 // answers and knows the run, and goes on waiting there.
 type follower struct {
-	given settings  // the settings before resolve: resolving a copy reads endpoints.json again
-	s     *settings // resolved; moves with the stack
+	given Settings  // the settings before resolve: resolving a copy reads endpoints.json again
+	s     *Settings // resolved; moves with the stack
 	c     client.Client
 }
 
@@ -36,14 +36,14 @@ func (f *follower) wait(ctx context.Context, id string, onProgress func(*workflo
 			return sum, err
 		}
 		where := "to answer again"
-		if f.s.data != "" {
-			where = fmt.Sprintf("of --data %s to come back (start `trawler dev --data %s` if it stopped)", f.s.data, f.s.data)
+		if f.s.Data != "" {
+			where = fmt.Sprintf("of --data %s to come back (start `trawler dev --data %s` if it stopped)", f.s.Data, f.s.Data)
 		}
-		fmt.Fprintf(os.Stderr, "\nlost Temporal at %s; run %s goes on in the stack: waiting for it %s…\n", f.s.temporal, id, where)
+		fmt.Fprintf(os.Stderr, "\nlost Temporal at %s; run %s goes on in the stack: waiting for it %s…\n", f.s.Temporal, id, where)
 		if err := f.reconnect(ctx, id); err != nil {
 			return nil, err
 		}
-		fmt.Fprintf(os.Stderr, "the stack is back, Temporal at %s: waiting for run %s\n", f.s.temporal, id)
+		fmt.Fprintf(os.Stderr, "the stack is back, Temporal at %s: waiting for run %s\n", f.s.Temporal, id)
 	}
 }
 
@@ -69,7 +69,7 @@ func (f *follower) watch(ctx context.Context, cancel context.CancelFunc, id stri
 		case <-time.After(time.Second):
 		}
 		if f.temporalFromData() {
-			if ep, err := endpoints.Read(f.s.data); err == nil && ep.Temporal != f.s.temporal {
+			if ep, err := endpoints.Read(f.s.Data); err == nil && ep.Temporal != f.s.Temporal {
 				cancel()
 				return
 			}
@@ -91,7 +91,7 @@ func (f *follower) watch(ctx context.Context, cancel context.CancelFunc, id stri
 // temporalFromData says whether Temporal's address comes from --data's endpoints.json,
 // not from --temporal or TRAWLER_TEMPORAL.
 func (f *follower) temporalFromData() bool {
-	return f.s.data != "" && f.given.temporal == "" && os.Getenv("TRAWLER_TEMPORAL") == ""
+	return f.s.Data != "" && f.given.Temporal == "" && os.Getenv("TRAWLER_TEMPORAL") == ""
 }
 
 // reconnect waits until Temporal, where the settings name it now, answers and knows
@@ -104,11 +104,11 @@ func (f *follower) reconnect(ctx context.Context, id string) error {
 		case <-time.After(500 * time.Millisecond):
 		}
 		next := f.given
-		if next.resolve() != nil {
+		if next.Resolve() != nil {
 			continue // no endpoints.json until the stack is up
 		}
 		dctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		c, err := next.dial(dctx)
+		c, err := next.Dial(dctx)
 		if err == nil {
 			if _, err = c.DescribeWorkflowExecution(dctx, id, ""); err != nil {
 				c.Close()
@@ -127,10 +127,10 @@ func (f *follower) reconnect(ctx context.Context, id string) error {
 // of now: a restart of the stack may have moved them.
 func (f *follower) refresh() {
 	next := f.given
-	if f.s.data != "" && next.resolve() == nil {
+	if f.s.Data != "" && next.Resolve() == nil {
 		*f.s = next
 	}
 }
 
 // stores are the addresses of the stores a run is read back from.
-func (s *settings) stores() [5]string { return [5]string{s.out, s.kafka, s.mongo, s.es, s.hbase} }
+func (s *Settings) stores() [5]string { return [5]string{s.Out, s.Kafka, s.Mongo, s.ES, s.HBase} }

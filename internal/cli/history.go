@@ -17,7 +17,7 @@ import (
 	"github.com/trawlerhq/trawler/internal/storage/hbase"
 )
 
-func historyCmd(s *settings) *cobra.Command {
+func historyCmd(s *Settings) *cobra.Command {
 	var biz, tenant string
 	var versions int
 	cmd := &cobra.Command{
@@ -52,13 +52,13 @@ what it is estimated from (--json: "recrawl").`,
 			if versions < 0 {
 				return fmt.Errorf("--versions %d: use 1 or more, or 0 for all", versions)
 			}
-			if err := s.resolve(); err != nil {
+			if err := s.Resolve(); err != nil {
 				return err
 			}
-			if s.hbase == "" {
+			if s.HBase == "" {
 				return errors.New("no HBase to read from: pass --hbase HOST:PORT (its ZooKeeper quorum), set TRAWLER_HBASE, or --data DIR of a running `trawler dev`")
 			}
-			sink, err := hbase.Open(hbase.Config{ZK: s.hbase, Timeout: 15 * time.Second, Log: s.logger()})
+			sink, err := hbase.Open(hbase.Config{ZK: s.HBase, Timeout: 15 * time.Second, Log: s.Logger()})
 			if err != nil {
 				return err
 			}
@@ -82,8 +82,8 @@ what it is estimated from (--json: "recrawl").`,
 			if err != nil {
 				return err
 			}
-			if s.json {
-				return printJSON(struct {
+			if s.JSON {
+				return PrintJSON(struct {
 					*hbase.Record
 					Recrawl []recordPlan `json:"recrawl,omitempty"`
 				}{rec, plans})
@@ -127,11 +127,11 @@ type recordPlan struct {
 // recrawlPlans looks up the plan of the record's page (its newest version's URL) in the
 // recrawl namespace of its tenant and task (namespaces are per tenant, like the record's
 // history); none without Redis or a plan.
-func (s *settings) recrawlPlans(ctx context.Context, rec *hbase.Record) ([]recordPlan, error) {
-	if s.redis == "" || len(rec.Versions) == 0 || rec.Versions[0].URL == "" {
+func (s *Settings) recrawlPlans(ctx context.Context, rec *hbase.Record) ([]recordPlan, error) {
+	if s.Redis == "" || len(rec.Versions) == 0 || rec.Versions[0].URL == "" {
 		return nil, nil
 	}
-	rdb, err := s.openRedis(0, false)
+	rdb, err := s.OpenRedis(0, false)
 	if err != nil {
 		return nil, err
 	}
@@ -156,7 +156,7 @@ func (s *settings) recrawlPlans(ctx context.Context, rec *hbase.Record) ([]recor
 		if ok {
 			pol := pols[ns]
 			out = append(out, recordPlan{Namespace: ns, Page: page.URL, Policy: pol, Plan: pl,
-				Interval: crawl.FormatDuration(pl.Interval(pol)), ChangesPerHr: roundTo(pl.Rate(pol), 4)})
+				Interval: crawl.FormatDuration(pl.Interval(pol)), ChangesPerHr: RoundTo(pl.Rate(pol), 4)})
 		}
 	}
 	return out, nil

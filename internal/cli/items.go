@@ -14,7 +14,7 @@ import (
 	"github.com/trawlerhq/trawler/internal/storage/mongo"
 )
 
-func itemsCmd(s *settings) *cobra.Command {
+func itemsCmd(s *Settings) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "items",
 		Short: "Work with the records in the hot store (MongoDB)",
@@ -23,7 +23,7 @@ func itemsCmd(s *settings) *cobra.Command {
 	return cmd
 }
 
-func itemsClaimCmd(s *settings) *cobra.Command {
+func itemsClaimCmd(s *Settings) *cobra.Command {
 	var biz, tenant string
 	var n int
 	cmd := &cobra.Command{
@@ -55,13 +55,13 @@ flag 1), ready to pipe into a processor; the count goes to stderr.`,
 			if n < 1 {
 				return fmt.Errorf("--n %d: claim 1 or more records", n)
 			}
-			if err := s.resolve(); err != nil {
+			if err := s.Resolve(); err != nil {
 				return err
 			}
-			if s.mongo == "" {
+			if s.Mongo == "" {
 				return fmt.Errorf("no MongoDB configured: pass --mongo mongodb://HOST:PORT (or TRAWLER_MONGO, or --data of a running `trawler dev`)")
 			}
-			sinks, err := engine.OpenSinks(engine.SinkOptions{Mongo: s.mongo, Log: s.logger()})
+			sinks, err := engine.OpenSinks(engine.SinkOptions{Mongo: s.Mongo, Log: s.Logger()})
 			if err != nil {
 				return err
 			}
@@ -71,7 +71,7 @@ flag 1), ready to pipe into a processor; the count goes to stderr.`,
 			got, err := m.Claim(ctx, tenant, biz, n)
 			// Records already flipped are ours: print them even if a later one failed.
 			for _, it := range got {
-				if s.json {
+				if s.JSON {
 					b, jerr := json.Marshal(it)
 					if jerr != nil {
 						return jerr

@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -30,6 +31,35 @@ import (
 	_ "github.com/trawlerhq/trawler/internal/sites/generic"
 	_ "github.com/trawlerhq/trawler/internal/sites/hackernews"
 )
+
+// embeddedOnly are the commands that start embedded servers (dev, demo) or the
+// benchmarks' peer crawler: Trawler's own binary registers them (internal/devcli), a
+// production build and a site's binary built on the public cli package do not link them.
+var embeddedOnly = []string{"demo", "dev", "bench"}
+
+var embedded = map[string]func(*Settings) *cobra.Command{}
+
+// AddEmbedded registers one of the embeddedOnly commands; internal/devcli does, from
+// its init.
+func AddEmbedded(name string, cmd func(*Settings) *cobra.Command) {
+	if !slices.Contains(embeddedOnly, name) {
+		panic("cli.AddEmbedded: " + name + " is not one of " + strings.Join(embeddedOnly, ", "))
+	}
+	embedded[name] = cmd
+}
+
+// notInThisBinary stands for an embeddedOnly command this binary does not carry and
+// says where it is.
+func notInThisBinary(name string) *cobra.Command {
+	return &cobra.Command{
+		Use:    name,
+		Short:  "(not in this binary: it is in Trawler's own, see `" + name + " --help`)",
+		Hidden: true,
+		RunE: func(*cobra.Command, []string) error {
+			return fmt.Errorf("trawler %s starts embedded servers, which this binary does not carry (a production build, or a site's binary built on the public cli package); run it from Trawler's own binary: go run github.com/trawlerhq/trawler/cmd/trawler %s (a checkout: go run ./cmd/trawler %s)", name, name, name)
+		},
+	}
+}
 
 // Main runs the trawler command with the process's arguments and exits with its status.
 func Main() {
@@ -70,19 +100,19 @@ func (e exitError) Error() string { return fmt.Sprintf("exit %d", int(e)) }
 // settings are where a command finds Temporal and writes its output. Each resolves by
 // one rule (settings.go): its flag, then its TRAWLER_* environment variable, then the
 // endpoints.json of a running `trawler dev` named by --data, then its default.
-type settings struct {
-	data      string
-	temporal  string
-	namespace string
-	taskQueue string
-	out       string
-	redis     string
-	kafka     string // brokers of the kafka sink, comma-separated
-	es        string // URL of the es sink's Elasticsearch
-	hbase     string // ZooKeeper quorum of the hbase sink
-	mongo     string // URI of the mongo sink
+type Settings struct {
+	Data      string
+	Temporal  string
+	Namespace string
+	TaskQueue string
+	Out       string
+	Redis     string
+	Kafka     string // brokers of the kafka sink, comma-separated
+	ES        string // URL of the es sink's Elasticsearch
+	HBase     string // ZooKeeper quorum of the hbase sink
+	Mongo     string // URI of the mongo sink
 	auth      authSettings
-	json      bool
+	JSON      bool
 	verbose   bool
 	otlp      string // where traces go: an OTLP/gRPC collector's HOST:PORT, or stderr
 	// secretParams names query parameters, besides crawl.DefaultSecretParams, whose
@@ -93,7 +123,7 @@ type settings struct {
 }
 
 func newRoot() *cobra.Command {
-	s := &settings{}
+	s := &Settings{}
 	root := &cobra.Command{
 		Use:   "trawler",
 		Short: "Durable crawl chains on Temporal",
@@ -120,18 +150,18 @@ Secrets are read from files (--redis-password-file, --kafka-password-file,
 		SilenceErrors: true,
 	}
 	pf := root.PersistentFlags()
-	pf.StringVar(&s.data, "data", "", "data directory `DIR` of a trawler dev stack (its endpoints.json names the servers) [TRAWLER_DATA]")
-	pf.StringVar(&s.temporal, "temporal", "", "Temporal frontend host:port (default from --data, else 127.0.0.1:7233) [TRAWLER_TEMPORAL]")
-	pf.StringVar(&s.namespace, "namespace", "", "Temporal namespace (default \"default\") [TRAWLER_NAMESPACE]")
-	pf.StringVar(&s.taskQueue, "task-queue", "", "Temporal task queue of the workers (default \"trawler\") [TRAWLER_TASK_QUEUE]")
-	pf.StringVar(&s.out, "out", "", "directory of the jsonl sink (default <data>/out) [TRAWLER_OUT]")
-	pf.StringVar(&s.redis, "redis", "", "Redis of dedup, pools and quotas: host:port, redis://[user:password@]host:port[/db], rediss://…, redis-sentinel://[user:password@]h1:26379,h2:26379/MASTER or redis-cluster://[user:password@]h1:6379,h2:6379 (default from --data; none: dedup off) [TRAWLER_REDIS]")
-	pf.StringVar(&s.hbase, "hbase", "", "ZooKeeper quorum of the hbase sink and of trawler history, HOST:PORT[,HOST:PORT…] (default from --data; none: no hbase sink) [TRAWLER_HBASE]")
-	pf.StringVar(&s.es, "es", "", "Elasticsearch URL of the es sink and of trawler search (default from --data; none: no es sink) [TRAWLER_ES]")
-	pf.StringVar(&s.kafka, "kafka", "", "Kafka brokers of the kafka sink, HOST:PORT[,HOST:PORT…] (default from --data; none: no kafka sink) [TRAWLER_KAFKA]")
-	pf.StringVar(&s.mongo, "mongo", "", "MongoDB URI of the mongo sink, mongodb://… (default from --data; none: no mongo sink) [TRAWLER_MONGO]")
+	pf.StringVar(&s.Data, "data", "", "data directory `DIR` of a trawler dev stack (its endpoints.json names the servers) [TRAWLER_DATA]")
+	pf.StringVar(&s.Temporal, "temporal", "", "Temporal frontend host:port (default from --data, else 127.0.0.1:7233) [TRAWLER_TEMPORAL]")
+	pf.StringVar(&s.Namespace, "namespace", "", "Temporal namespace (default \"default\") [TRAWLER_NAMESPACE]")
+	pf.StringVar(&s.TaskQueue, "task-queue", "", "Temporal task queue of the workers (default \"trawler\") [TRAWLER_TASK_QUEUE]")
+	pf.StringVar(&s.Out, "out", "", "directory of the jsonl sink (default <data>/out) [TRAWLER_OUT]")
+	pf.StringVar(&s.Redis, "redis", "", "Redis of dedup, pools and quotas: host:port, redis://[user:password@]host:port[/db], rediss://…, redis-sentinel://[user:password@]h1:26379,h2:26379/MASTER or redis-cluster://[user:password@]h1:6379,h2:6379 (default from --data; none: dedup off) [TRAWLER_REDIS]")
+	pf.StringVar(&s.HBase, "hbase", "", "ZooKeeper quorum of the hbase sink and of trawler history, HOST:PORT[,HOST:PORT…] (default from --data; none: no hbase sink) [TRAWLER_HBASE]")
+	pf.StringVar(&s.ES, "es", "", "Elasticsearch URL of the es sink and of trawler search (default from --data; none: no es sink) [TRAWLER_ES]")
+	pf.StringVar(&s.Kafka, "kafka", "", "Kafka brokers of the kafka sink, HOST:PORT[,HOST:PORT…] (default from --data; none: no kafka sink) [TRAWLER_KAFKA]")
+	pf.StringVar(&s.Mongo, "mongo", "", "MongoDB URI of the mongo sink, mongodb://… (default from --data; none: no mongo sink) [TRAWLER_MONGO]")
 	s.auth.register(pf)
-	pf.BoolVar(&s.json, "json", false, "machine-readable output: JSON lines, the last one the result")
+	pf.BoolVar(&s.JSON, "json", false, "machine-readable output: JSON lines, the last one the result")
 	pf.BoolVarP(&s.verbose, "verbose", "v", false, "log worker and client details to stderr")
 	pf.StringVar(&s.otlp, "otlp", "", "send OpenTelemetry traces (workflow → batch activity → each fetch and store write) to this OTLP/gRPC collector `HOST:PORT` (https://HOST:PORT for TLS), or print each span to stderr with --otlp stderr [TRAWLER_OTLP]")
 	pf.StringVar(&s.secretParams, "secret-params", "", "more query parameters whose values are secrets, `NAME[,NAME…]`, masked wherever a URL is shown (besides "+strings.Join(crawl.DefaultSecretParams, ", ")+") [TRAWLER_SECRET_PARAMS]")
@@ -155,15 +185,22 @@ Secrets are read from files (--redis-password-file, --kafka-password-file,
 		defer cancel()
 		return s.stopTrace(ctx) // sends what is still buffered
 	}
-	root.AddCommand(demoCmd(s), devCmd(s), workerCmd(s), runCmd(s), statusCmd(s), validateCmd(s), scheduleCmd(s), benchCmd(s), dedupCmd(s), quotaCmd(s), tryCmd(s), itemsCmd(s), searchCmd(s), consoleCmd(s), historyCmd(s), poolCmd(s), newCmd(s), exportCmd(s), tokenCmd(s), auditCmd(s), configCmd(s), controlCmd(s, engine.ActionPause), controlCmd(s, engine.ActionResume), rerunCmd(s), eventsCmd(s), webhookCmd(s))
+	root.AddCommand(workerCmd(s), runCmd(s), statusCmd(s), validateCmd(s), scheduleCmd(s), dedupCmd(s), quotaCmd(s), tryCmd(s), itemsCmd(s), searchCmd(s), consoleCmd(s), historyCmd(s), poolCmd(s), newCmd(s), exportCmd(s), tokenCmd(s), auditCmd(s), configCmd(s), controlCmd(s, engine.ActionPause), controlCmd(s, engine.ActionResume), rerunCmd(s), eventsCmd(s), webhookCmd(s))
+	for _, name := range embeddedOnly {
+		if add := embedded[name]; add != nil {
+			root.AddCommand(add(s))
+		} else {
+			root.AddCommand(notInThisBinary(name))
+		}
+	}
 	return root
 }
 
 // stackSite is the address of the demo site of the stack that --data (or TRAWLER_DATA)
 // names, from its endpoints.json: try and new chain fetch it without --allow-private,
 // since it is the stack's own site, while every other loopback port stays refused.
-func (s *settings) stackSite() []netip.AddrPort {
-	data := s.dataDir("")
+func (s *Settings) stackSite() []netip.AddrPort {
+	data := s.DataDir("")
 	if data == "" {
 		return nil
 	}
@@ -182,7 +219,7 @@ func (s *settings) stackSite() []netip.AddrPort {
 	return []netip.AddrPort{ap}
 }
 
-func (s *settings) logger() *slog.Logger {
+func (s *Settings) Logger() *slog.Logger {
 	level := slog.LevelWarn
 	if s.verbose {
 		level = slog.LevelInfo
@@ -191,26 +228,26 @@ func (s *settings) logger() *slog.Logger {
 }
 
 // connect resolves the settings and dials Temporal.
-func (s *settings) connect(ctx context.Context) (client.Client, error) {
-	if err := s.resolve(); err != nil {
+func (s *Settings) connect(ctx context.Context) (client.Client, error) {
+	if err := s.Resolve(); err != nil {
 		return nil, err
 	}
-	return s.dial(ctx)
+	return s.Dial(ctx)
 }
 
 // dial connects to Temporal, failing fast with a hint when nothing answers.
-func (s *settings) dial(ctx context.Context) (client.Client, error) {
+func (s *Settings) Dial(ctx context.Context) (client.Client, error) {
 	auth, err := s.temporalAuth()
 	if err != nil {
 		return nil, err
 	}
 	dctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	opts := engine.ClientOptions(s.temporal, s.namespace, auth)
-	opts.Logger = sdklog.NewStructuredLogger(s.logger())
+	opts := engine.ClientOptions(s.Temporal, s.Namespace, auth)
+	opts.Logger = sdklog.NewStructuredLogger(s.Logger())
 	c, err := client.DialContext(dctx, opts)
 	if err != nil {
-		return nil, fmt.Errorf("cannot reach Temporal at %s (namespace %s): %v\n  start a local stack with `trawler dev --data .data/dev` and pass --data .data/dev, or point --temporal / TRAWLER_TEMPORAL at your cluster", s.temporal, s.namespace, err)
+		return nil, fmt.Errorf("cannot reach Temporal at %s (namespace %s): %v\n  start a local stack with `trawler dev --data .data/dev` and pass --data .data/dev, or point --temporal / TRAWLER_TEMPORAL at your cluster", s.Temporal, s.Namespace, err)
 	}
 	return c, nil
 }
@@ -219,25 +256,25 @@ func (s *settings) dial(ctx context.Context) (client.Client, error) {
 // and quotas; what names what the command needs it for, in the error when none is set.
 // It pings, so a server that is down or refuses the password says so here, with the
 // setting to fix.
-func (s *settings) redisClient(what string) (redis.UniversalClient, error) {
-	if err := s.resolve(); err != nil {
+func (s *Settings) RedisClient(what string) (redis.UniversalClient, error) {
+	if err := s.Resolve(); err != nil {
 		return nil, err
 	}
-	if s.redis == "" {
+	if s.Redis == "" {
 		return nil, fmt.Errorf("no Redis %s: pass --redis HOST:PORT or redis://… (or --data of a running `trawler dev`)", what)
 	}
-	return s.openRedis(0, true)
+	return s.OpenRedis(0, true)
 }
 
 // openRedis opens the resolved --redis with its password file and CA; poolSize 0 keeps
 // go-redis's default. With ping it checks the server answers and takes the password.
-func (s *settings) openRedis(poolSize int, ping bool) (redis.UniversalClient, error) {
+func (s *Settings) OpenRedis(poolSize int, ping bool) (redis.UniversalClient, error) {
 	o, err := s.redisOptions()
 	if err != nil {
 		return nil, err
 	}
 	o.PoolSize = poolSize
-	rdb, err := redisurl.Open(s.redis, o)
+	rdb, err := redisurl.Open(s.Redis, o)
 	if err != nil {
 		return nil, err
 	}
@@ -246,7 +283,7 @@ func (s *settings) openRedis(poolSize int, ping bool) (redis.UniversalClient, er
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if err := redisurl.Ping(ctx, rdb, s.redis); err != nil {
+	if err := redisurl.Ping(ctx, rdb, s.Redis); err != nil {
 		rdb.Close()
 		return nil, err
 	}

@@ -41,7 +41,7 @@ func (w *watchFlags) add(cmd *cobra.Command, metricsDefault string) {
 
 // start serves /metrics, runs the watcher (backlog gauge, events) and, with Redis,
 // the event deliverer until ctx ends.
-func (w *watchFlags) start(ctx context.Context, s *settings, c client.Client) error {
+func (w *watchFlags) start(ctx context.Context, s *Settings, c client.Client) error {
 	if err := checkDrain("scale-drain", w.Drain); err != nil {
 		return err
 	}
@@ -61,21 +61,21 @@ func (w *watchFlags) start(ctx context.Context, s *settings, c client.Client) er
 		go func() { <-ctx.Done(); _ = srv.Close() }()
 		fmt.Fprintf(os.Stderr, "metrics at http://%s/metrics\n", ln.Addr())
 	}
-	if s.redis == "" {
+	if s.Redis == "" {
 		if w.webhook != "" || w.events {
 			return fmt.Errorf("--alert-webhook and --events need Redis, where events are kept: set --redis URL (or TRAWLER_REDIS, or --data of a dev stack)")
 		}
 		if w.metrics != "" {
-			w.Log = s.logger()
+			w.Log = s.Logger()
 			go engine.Watch(ctx, c, nil, w.WatchOptions)
 		}
 		return nil
 	}
-	rdb, err := s.openRedis(0, false)
+	rdb, err := s.OpenRedis(0, false)
 	if err != nil {
 		return err
 	}
-	w.Log = s.logger()
+	w.Log = s.Logger()
 	var static []events.Webhook
 	if w.webhook != "" {
 		hook := events.Webhook{URL: w.webhook, Format: events.FormatAlert, Source: "flag"}
@@ -85,7 +85,7 @@ func (w *watchFlags) start(ctx context.Context, s *settings, c client.Client) er
 		}
 		static = []events.Webhook{hook}
 	}
-	stopDeliver, err := deliverEvents(ctx, s, rdb, static)
+	stopDeliver, err := DeliverEvents(ctx, s, rdb, static)
 	if err != nil {
 		rdb.Close()
 		return err
@@ -99,10 +99,10 @@ func (w *watchFlags) start(ctx context.Context, s *settings, c client.Client) er
 
 // deliverEvents runs an event deliverer (to the Kafka topic trawler.events when Kafka
 // is configured, and to the webhooks) until ctx ends; stop waits for it.
-func deliverEvents(ctx context.Context, s *settings, rdb redis.UniversalClient, static []events.Webhook) (stop func(), err error) {
-	d := &events.Deliverer{Redis: rdb, Static: static, Log: s.logger()}
+func DeliverEvents(ctx context.Context, s *Settings, rdb redis.UniversalClient, static []events.Webhook) (stop func(), err error) {
+	d := &events.Deliverer{Redis: rdb, Static: static, Log: s.Logger()}
 	var sink *kafka.Sink
-	if brokers := s.kafkaBrokers(); len(brokers) > 0 {
+	if brokers := s.KafkaBrokers(); len(brokers) > 0 {
 		auth, err := s.kafkaAuth()
 		if err != nil {
 			return nil, err
@@ -116,7 +116,7 @@ func deliverEvents(ctx context.Context, s *settings, rdb redis.UniversalClient, 
 	go func() {
 		defer close(done)
 		if err := d.Run(ctx); err != nil {
-			s.logger().Warn("events: deliverer stopped", "err", err)
+			s.Logger().Warn("events: deliverer stopped", "err", err)
 		}
 		if sink != nil {
 			_ = sink.Close()

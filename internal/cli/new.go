@@ -21,7 +21,7 @@ import (
 	"github.com/trawlerhq/trawler/internal/scaffold"
 )
 
-func newCmd(s *settings) *cobra.Command {
+func newCmd(s *Settings) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "new",
 		Short: "Start a site: a task package on the SDK (new site) or a config-driven chain inferred from a page (new chain)",
@@ -38,7 +38,7 @@ func newCmd(s *settings) *cobra.Command {
 	return cmd
 }
 
-func newSiteCmd(s *settings) *cobra.Command {
+func newSiteCmd(s *Settings) *cobra.Command {
 	var o scaffold.SiteOptions
 	cmd := &cobra.Command{
 		Use:   "site NAME",
@@ -89,8 +89,8 @@ run). Until Trawler is published, --replace DIR points go.mod at a local checkou
 			if err != nil {
 				return err
 			}
-			if s.json {
-				return printJSON(res)
+			if s.JSON {
+				return PrintJSON(res)
 			}
 			if o.Module != "" {
 				fmt.Printf("wrote module %s in %s (tasks %s):\n", o.Module, relOrAbs(res.Module), strings.Join(res.Tasks, ", "))
@@ -160,7 +160,7 @@ type newChainResult struct {
 
 var chainNameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]*$`)
 
-func newChainCmd(s *settings) *cobra.Command {
+func newChainCmd(s *Settings) *cobra.Command {
 	var (
 		out      string
 		name     string
@@ -262,8 +262,8 @@ object: the file, the findings and the validation.`,
 			if err := os.WriteFile(out, data, 0o644); err != nil {
 				return err
 			}
-			if s.json {
-				if err := printJSON(res); err != nil {
+			if s.JSON {
+				if err := PrintJSON(res); err != nil {
 					return err
 				}
 			} else {
@@ -272,9 +272,9 @@ object: the file, the findings and the validation.`,
 				if cmd.Flags().Changed("allow-private") && allowPrivate {
 					next.try = " --allow-private"
 				}
-				if s.data != "" {
-					next.try += " --data " + s.data
-					next.run = " --data " + s.data
+				if s.Data != "" {
+					next.try += " --data " + s.Data
+					next.run = " --data " + s.Data
 				}
 				printNewChain(res, next)
 			}

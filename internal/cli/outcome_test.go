@@ -32,7 +32,7 @@ func TestRunExitCodes(t *testing.T) {
 	} {
 		got := 0
 		var code exitError
-		if err := (&result{Outcome: c.outcome}).exit(c.allowPartial); errors.As(err, &code) {
+		if err := (&Result{Outcome: c.outcome}).exit(c.allowPartial); errors.As(err, &code) {
 			got = int(code)
 		} else if err != nil {
 			t.Fatalf("%s: %v", c.outcome, err)

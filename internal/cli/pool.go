@@ -18,7 +18,7 @@ import (
 	"github.com/trawlerhq/trawler/internal/external"
 )
 
-func poolCmd(s *settings) *cobra.Command {
+func poolCmd(s *Settings) *cobra.Command {
 	var tenant, site string
 	cmd := &cobra.Command{
 		Use:   "pool",
@@ -47,11 +47,11 @@ shared pool, used for proxies and user agents when a site has none of its own.`,
 	cmd.PersistentFlags().StringVar(&tenant, "tenant", crawl.DefaultTenant, "tenant whose pools to use")
 	cmd.PersistentFlags().StringVar(&site, "site", "", "site of the pool (the part of a task name before the dot), or * for the tenant's shared pool")
 	open := func() (*external.Pools, func(), error) {
-		rdb, err := s.redisClient("holds the pools")
+		rdb, err := s.RedisClient("holds the pools")
 		if err != nil {
 			return nil, nil, err
 		}
-		return external.NewPools(rdb, s.logger()), func() { rdb.Close() }, nil
+		return external.NewPools(rdb, s.Logger()), func() { rdb.Close() }, nil
 	}
 	kindArg := func(arg string) (external.Kind, error) {
 		k, err := external.ParseKind(arg)
@@ -98,7 +98,7 @@ and its value as stored: for moving pools elsewhere; keep the output as secret a
 				}
 			}
 			w := cmd.OutOrStdout()
-			if s.json {
+			if s.JSON {
 				return writeJSONTo(w, all)
 			}
 			if len(all) == 0 {
@@ -136,7 +136,7 @@ dropped and expired, check-outs that found nothing free) and, per item, its uses
 				return err
 			}
 			w := cmd.OutOrStdout()
-			if s.json {
+			if s.JSON {
 				return writeJSONTo(w, st)
 			}
 			c := st.Config
@@ -195,7 +195,7 @@ the attributes as stored.`,
 				it = masked.Items[j]
 			}
 			w := cmd.OutOrStdout()
-			if s.json {
+			if s.JSON {
 				return writeJSONTo(w, it)
 			}
 			fmt.Fprintf(w, "%s %s (tenant %s, site %s)\n  value: %s\n", k, it.ID, tenant, site, it.Value)
@@ -276,7 +276,7 @@ without values, only the settings change.`,
 				}
 			})
 			w := cmd.OutOrStdout()
-			if s.json {
+			if s.JSON {
 				return writeJSONTo(w, map[string]any{"tenant": tenant, "site": site, "kind": k, "added": len(items), "settings": set})
 			}
 			if k == external.Sign {
@@ -337,7 +337,7 @@ without values, only the settings change.`,
 			} else if n, err = p.Remove(cmd.Context(), tenant, site, k, args[1:]...); err != nil {
 				return err
 			}
-			if s.json {
+			if s.JSON {
 				return writeJSONTo(cmd.OutOrStdout(), map[string]any{"tenant": tenant, "site": site, "kind": k, "removed": n})
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "pool %s (tenant %s, site %s): removed %d item(s)\n", k, tenant, site, n)

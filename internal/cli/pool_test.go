@@ -18,9 +18,9 @@ func TestPoolCommandsHideValues(t *testing.T) {
 	mr := miniredis.RunT(t)
 	run := func(args ...string) (string, error) {
 		t.Helper()
-		s := &settings{redis: mr.Addr()}
+		s := &Settings{Redis: mr.Addr()}
 		if i := slices.Index(args, "--json"); i >= 0 { // a flag of the root command
-			s.json, args = true, slices.Delete(slices.Clone(args), i, i+1)
+			s.JSON, args = true, slices.Delete(slices.Clone(args), i, i+1)
 		}
 		cmd := poolCmd(s)
 		var out bytes.Buffer

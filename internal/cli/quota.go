@@ -9,7 +9,7 @@ import (
 	"github.com/trawlerhq/trawler/internal/quota"
 )
 
-func quotaCmd(s *settings) *cobra.Command {
+func quotaCmd(s *Settings) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "quota",
 		Short: "Set and show the page and item budgets of tenants",
@@ -42,7 +42,7 @@ stay as they are. A budget is a whole number above 0; --clear NAME removes the l
   trawler quota set acme --clear pages --clear items-per-day --data .data/dev`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			rdb, err := s.redisClient("keeps the budgets")
+			rdb, err := s.RedisClient("keeps the budgets")
 			if err != nil {
 				return err
 			}
@@ -51,8 +51,8 @@ stay as they are. A budget is a whole number above 0; --clear NAME removes the l
 			if err != nil {
 				return err
 			}
-			if s.json {
-				return printJSON(map[string]any{"tenant": args[0], "quota": q})
+			if s.JSON {
+				return PrintJSON(map[string]any{"tenant": args[0], "quota": q})
 			}
 			fmt.Printf("tenant %s: %s\n", args[0], describeQuota(q))
 			return nil
@@ -69,7 +69,7 @@ stay as they are. A budget is a whole number above 0; --clear NAME removes the l
 		Short: "A tenant's budgets and what it (and one chain) spent today",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			rdb, err := s.redisClient("keeps the budgets")
+			rdb, err := s.RedisClient("keeps the budgets")
 			if err != nil {
 				return err
 			}
@@ -91,8 +91,8 @@ stay as they are. A budget is a whole number above 0; --clear NAME removes the l
 				}
 				out["chain"], out["chain_today"] = chain, chainToday
 			}
-			if s.json {
-				return printJSON(out)
+			if s.JSON {
+				return PrintJSON(out)
 			}
 			fmt.Printf("tenant %s: %s\n  today: %d pages, %d items\n", args[0], describeQuota(budgets), today.Pages, today.Items)
 			if chain != "" {

@@ -28,26 +28,26 @@ import (
 // knownSinks are the sink names chain files may use.
 var knownSinks = engine.KnownSinks
 
-func loadChain(file string, data []byte, sets []string) (*crawl.Plan, error) {
-	return engine.LoadChainVars(file, data, sets, stackVars)
+func LoadChain(file string, data []byte, sets []string) (*crawl.Plan, error) {
+	return engine.LoadChainVars(file, data, sets, StackVars)
 }
 
 // stackVars are the running stack's addresses that chain files name as ${demo_site},
 // ${redis} …: --data's endpoints.json, read by settings.resolve before any chain loads,
 // or the stack `trawler demo` and the benchmarks start themselves.
-var stackVars map[string]string
+var StackVars map[string]string
 
 // loadChainFile reads, validates and compiles a chain file, with the stack's addresses
 // of --data for its variables.
-func (s *settings) loadChainFile(ctx context.Context, path string, sets []string) (*crawl.Plan, error) {
-	if err := s.resolve(); err != nil {
+func (s *Settings) loadChainFile(ctx context.Context, path string, sets []string) (*crawl.Plan, error) {
+	if err := s.Resolve(); err != nil {
 		return nil, err
 	}
 	data, err := readChainFile(ctx, path)
 	if err != nil {
 		return nil, err
 	}
-	return engine.LoadChainFile(path, data, sets, stackVars)
+	return engine.LoadChainFile(path, data, sets, StackVars)
 }
 
 // maxChainFile bounds what is read of a chain file. A chain is a few KB of YAML; more
@@ -83,7 +83,7 @@ func readChainFile(ctx context.Context, path string) ([]byte, error) {
 	}
 }
 
-func runCmd(s *settings) *cobra.Command {
+func runCmd(s *Settings) *cobra.Command {
 	var sets []string
 	var wait, allowPartial, noWorkerCheck bool
 	cmd := &cobra.Command{
@@ -130,12 +130,12 @@ With --wait, the exit code says how the run went, so cron jobs and CI can tell:
 				if err := s.registerNotify(cmd.Context(), plan); err != nil {
 					return err
 				}
-				id, err := engine.Start(cmd.Context(), c, plan, engine.RunOptions{TaskQueue: s.taskQueue})
+				id, err := engine.Start(cmd.Context(), c, plan, engine.RunOptions{TaskQueue: s.TaskQueue})
 				if err != nil {
 					return err
 				}
-				if s.json {
-					return printJSON(map[string]string{"chain": plan.Chain, "run_id": id})
+				if s.JSON {
+					return PrintJSON(map[string]string{"chain": plan.Chain, "run_id": id})
 				}
 				fmt.Printf("started %s\n  follow it: trawler status %s\n", id, id)
 				return nil
@@ -148,7 +148,7 @@ With --wait, the exit code says how the run went, so cron jobs and CI can tell:
 			}
 			defer func() { sinks.Close() }()
 			opened := s.stores()
-			res, err := startAndWait(cmd.Context(), s, c, plan, f.wait)
+			res, err := StartAndWait(cmd.Context(), s, c, plan, f.wait)
 			if err != nil {
 				return err
 			}
@@ -158,10 +158,10 @@ With --wait, the exit code says how the run went, so cron jobs and CI can tell:
 					return err
 				}
 			}
-			if err := res.readBack(cmd.Context(), plan, sinks); err != nil {
+			if err := res.ReadBack(cmd.Context(), plan, sinks); err != nil {
 				return err
 			}
-			if err := res.print(s.json); err != nil {
+			if err := res.Print(s.JSON); err != nil {
 				return err
 			}
 			return res.exit(allowPartial)
@@ -176,7 +176,7 @@ With --wait, the exit code says how the run went, so cron jobs and CI can tell:
 
 // result is the summary a finished run prints; its JSON form is the last line of
 // `trawler demo --json` and `trawler run --wait --json`.
-type result struct {
+type Result struct {
 	Chain     string                `json:"chain"`
 	RunID     string                `json:"run_id"`
 	Pages     int                   `json:"pages"`
@@ -206,24 +206,24 @@ type sinceCounter interface {
 	CountSince(ctx context.Context, runID string, since time.Time) (int, error)
 }
 
-func runAndWait(ctx context.Context, s *settings, c client.Client, plan *crawl.Plan, sinks storage.Set) (*result, error) {
-	res, err := startAndWait(ctx, s, c, plan, waitOn(c))
+func RunAndWait(ctx context.Context, s *Settings, c client.Client, plan *crawl.Plan, sinks storage.Set) (*Result, error) {
+	res, err := StartAndWait(ctx, s, c, plan, WaitOn(c))
 	if err != nil {
 		return nil, err
 	}
-	return res, res.readBack(ctx, plan, sinks)
+	return res, res.ReadBack(ctx, plan, sinks)
 }
 
 // registerNotify makes the chain's notify: webhooks (and only them, of those its file
 // configured) receive its events, when there is a Redis to keep them in.
-func (s *settings) registerNotify(ctx context.Context, plan *crawl.Plan) error {
-	if s.redis == "" {
+func (s *Settings) registerNotify(ctx context.Context, plan *crawl.Plan) error {
+	if s.Redis == "" {
 		if len(plan.Notify) > 0 {
 			return fmt.Errorf("chain %s has notify: webhooks, which are kept in Redis: pass --redis URL (or --data of a dev stack)", plan.Chain)
 		}
 		return nil
 	}
-	rdb, err := s.openRedis(0, false)
+	rdb, err := s.OpenRedis(0, false)
 	if err != nil {
 		return err
 	}
@@ -239,42 +239,42 @@ func (s *settings) registerNotify(ctx context.Context, plan *crawl.Plan) error {
 type waitFunc func(ctx context.Context, runID string, onProgress func(*workflows.Summary)) (*workflows.Summary, error)
 
 // waitOn waits with the one client c, for a stack that stays where it is.
-func waitOn(c client.Client) waitFunc {
+func WaitOn(c client.Client) waitFunc {
 	return func(ctx context.Context, id string, onProgress func(*workflows.Summary)) (*workflows.Summary, error) {
 		return engine.Wait(ctx, c, id, onProgress)
 	}
 }
 
 // startAndWait starts a run of plan and waits for it with wait, showing progress.
-func startAndWait(ctx context.Context, s *settings, c client.Client, plan *crawl.Plan, wait waitFunc) (*result, error) {
+func StartAndWait(ctx context.Context, s *Settings, c client.Client, plan *crawl.Plan, wait waitFunc) (*Result, error) {
 	start := time.Now()
 	if err := s.registerNotify(ctx, plan); err != nil {
 		return nil, err
 	}
-	id, err := engine.Start(ctx, c, plan, engine.RunOptions{TaskQueue: s.taskQueue})
+	id, err := engine.Start(ctx, c, plan, engine.RunOptions{TaskQueue: s.TaskQueue})
 	if err != nil {
 		return nil, err
 	}
-	bar := newProgress(s.json, id)
+	bar := newProgress(s.JSON, id)
 	sum, err := wait(ctx, id, bar.update)
 	bar.finish()
 	if temporal.IsCanceledError(err) {
-		return &result{Chain: plan.Chain, RunID: id, DurationS: roundTo(time.Since(start).Seconds(), 2), Sinks: map[string]int{},
+		return &Result{Chain: plan.Chain, RunID: id, DurationS: RoundTo(time.Since(start).Seconds(), 2), Sinks: map[string]int{},
 			Status: workflows.OutcomeCanceled, Outcome: workflows.OutcomeCanceled, start: start}, nil
 	}
 	if err != nil {
 		return nil, err
 	}
 	pages, items, skipped, failed := sum.Totals()
-	res := &result{Chain: plan.Chain, RunID: id, Pages: pages, Items: items, Skipped: skipped, Unchanged: sum.Unchanged(), Failed: failed,
-		DurationS: roundTo(time.Since(start).Seconds(), 2), Sinks: map[string]int{}, Steps: sum.Steps, Failures: sum.Failures,
+	res := &Result{Chain: plan.Chain, RunID: id, Pages: pages, Items: items, Skipped: skipped, Unchanged: sum.Unchanged(), Failed: failed,
+		DurationS: RoundTo(time.Since(start).Seconds(), 2), Sinks: map[string]int{}, Steps: sum.Steps, Failures: sum.Failures,
 		Status: cmp.Or(sum.Status, workflows.StatusCompleted), Quota: sum.Quota, Outcome: cmp.Or(sum.Outcome, workflows.OutcomeOf(sum)), Violations: sum.Violations, start: start}
 	return res, nil
 }
 
 // readBack counts the records of the run in each store it wrote to (what the summary's
 // sinks show: read from the store, not what the workers claim).
-func (res *result) readBack(ctx context.Context, plan *crawl.Plan, sinks storage.Set) error {
+func (res *Result) ReadBack(ctx context.Context, plan *crawl.Plan, sinks storage.Set) error {
 	used := map[string]bool{} // count the stores the run wrote to, not every one the worker has
 	for _, st := range plan.Steps {
 		for _, name := range st.Store {
@@ -312,7 +312,7 @@ var outcomeExit = map[string]exitError{workflows.OutcomePartial: 2, workflows.Ou
 
 // exit is the error that ends the command with the code of the run's outcome; nil for a
 // completed run, and for a partial one when allowPartial.
-func (r *result) exit(allowPartial bool) error {
+func (r *Result) exit(allowPartial bool) error {
 	code, ok := outcomeExit[r.Outcome]
 	if !ok || allowPartial && r.Outcome == workflows.OutcomePartial {
 		return nil
@@ -320,9 +320,9 @@ func (r *result) exit(allowPartial bool) error {
 	return code
 }
 
-func (r *result) print(asJSON bool) error {
+func (r *Result) Print(asJSON bool) error {
 	if asJSON {
-		return printJSON(r)
+		return PrintJSON(r)
 	}
 	if r.Outcome == workflows.OutcomeCanceled {
 		fmt.Printf("\nrun %s of chain %s was canceled after %.1fs\n", r.RunID, r.Chain, r.DurationS)
@@ -362,7 +362,7 @@ func (r *result) print(asJSON bool) error {
 	return nil
 }
 
-func printJSON(v any) error {
+func PrintJSON(v any) error {
 	b, err := json.Marshal(v)
 	if err != nil {
 		return err
@@ -371,7 +371,7 @@ func printJSON(v any) error {
 	return nil
 }
 
-func roundTo(v float64, digits int) float64 {
+func RoundTo(v float64, digits int) float64 {
 	p := 1.0
 	for i := 0; i < digits; i++ {
 		p *= 10
@@ -408,8 +408,8 @@ func (p *progress) update(s *workflows.Summary) {
 		rate = float64(pages) / elapsed
 	}
 	if p.json {
-		_ = printJSON(map[string]any{"progress": map[string]any{"run_id": p.runID, "pages": pages, "items": items,
-			"failed": failed, "queued": queued, "partitions_running": s.Running, "pages_per_s": roundTo(rate, 1), "done": s.Done,
+		_ = PrintJSON(map[string]any{"progress": map[string]any{"run_id": p.runID, "pages": pages, "items": items,
+			"failed": failed, "queued": queued, "partitions_running": s.Running, "pages_per_s": RoundTo(rate, 1), "done": s.Done,
 			"retrying": s.Retrying}})
 		return
 	}
@@ -460,11 +460,11 @@ func (p *progress) finish() {
 
 // checkWorkers refuses a run that no live worker can serve, from the heartbeats in the
 // workers' Redis; without a Redis there are no heartbeats to read and nothing is checked.
-func (s *settings) checkWorkers(ctx context.Context, plan *crawl.Plan) error {
-	if s.redis == "" {
+func (s *Settings) checkWorkers(ctx context.Context, plan *crawl.Plan) error {
+	if s.Redis == "" {
 		return nil
 	}
-	rdb, err := s.openRedis(0, false)
+	rdb, err := s.OpenRedis(0, false)
 	if err != nil {
 		return err
 	}
@@ -473,7 +473,7 @@ func (s *settings) checkWorkers(ctx context.Context, plan *crawl.Plan) error {
 	if err != nil {
 		return fmt.Errorf("check the workers' heartbeats in Redis (--no-worker-check to start anyway): %w", err)
 	}
-	missing := engine.Unserved(beats, plan, cmp.Or(s.taskQueue, workflows.DefaultTaskQueue))
+	missing := engine.Unserved(beats, plan, cmp.Or(s.TaskQueue, workflows.DefaultTaskQueue))
 	if len(missing) == 0 {
 		return nil
 	}

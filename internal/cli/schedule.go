@@ -38,7 +38,7 @@ const overlapHelp = `What a firing does while the previous run still goes (--ove
   terminate-other  terminate the previous run, then start
   allow-all        start it alongside`
 
-func scheduleCmd(s *settings) *cobra.Command {
+func scheduleCmd(s *Settings) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "schedule",
 		Short: "Run chains on cron schedules (Temporal Schedules)",
@@ -67,15 +67,15 @@ hash of the file) each schedule runs, and warns when the file has changed since.
 
 // scheduledChain loads FILE as create and update send it: checked, with its path and
 // the version of its content.
-func (s *settings) scheduledChain(ctx context.Context, file string, sets []string) (*crawl.Plan, engine.ChainSource, error) {
-	if err := s.resolve(); err != nil {
+func (s *Settings) scheduledChain(ctx context.Context, file string, sets []string) (*crawl.Plan, engine.ChainSource, error) {
+	if err := s.Resolve(); err != nil {
 		return nil, engine.ChainSource{}, err
 	}
 	data, err := readChainFile(ctx, file)
 	if err != nil {
 		return nil, engine.ChainSource{}, err
 	}
-	plan, err := engine.LoadChainFile(file, data, sets, stackVars)
+	plan, err := engine.LoadChainFile(file, data, sets, StackVars)
 	if err != nil {
 		return nil, engine.ChainSource{}, err
 	}
@@ -109,7 +109,7 @@ func scheduleErr(err error) error {
 	return err
 }
 
-func scheduleCreateCmd(s *settings) *cobra.Command {
+func scheduleCreateCmd(s *Settings) *cobra.Command {
 	var sets []string
 	var cfg engine.ScheduleConfig
 	var catchup, jitter string
@@ -161,7 +161,7 @@ firings with its daylight saving.
 				return err
 			}
 			defer c.Close()
-			if err := engine.CreateScheduleWith(cmd.Context(), c, name, src, cfg, plan, engine.RunOptions{TaskQueue: s.taskQueue}); err != nil {
+			if err := engine.CreateScheduleWith(cmd.Context(), c, name, src, cfg, plan, engine.RunOptions{TaskQueue: s.TaskQueue}); err != nil {
 				if strings.Contains(err.Error(), "already") {
 					return fmt.Errorf("a schedule named %q exists already: delete it first (trawler schedule delete %s) or pick another name", name, name)
 				}
@@ -176,7 +176,7 @@ firings with its daylight saving.
 				zone = "UTC"
 			}
 			out := cmd.OutOrStdout()
-			if s.json {
+			if s.JSON {
 				res := map[string]any{"schedule": name, "cron": strings.TrimSpace(cfg.Cron), "chain": plan.Chain, "file": file, "version": src.Version, "overlap": overlap}
 				if zone != "UTC" {
 					res["time_zone"] = zone
@@ -199,7 +199,7 @@ firings with its daylight saving.
 	return create
 }
 
-func scheduleUpdateCmd(s *settings) *cobra.Command {
+func scheduleUpdateCmd(s *Settings) *cobra.Command {
 	var sets []string
 	c := &cobra.Command{
 		Use:   "update NAME FILE",
@@ -225,10 +225,10 @@ policies and paused state stay, and runs already going keep their chain.`,
 			if err != nil {
 				return err
 			}
-			if err := engine.UpdateScheduleChain(cmd.Context(), cl, name, src, plan, engine.RunOptions{TaskQueue: s.taskQueue}); err != nil {
+			if err := engine.UpdateScheduleChain(cmd.Context(), cl, name, src, plan, engine.RunOptions{TaskQueue: s.TaskQueue}); err != nil {
 				return err
 			}
-			if s.json {
+			if s.JSON {
 				return writeJSONTo(cmd.OutOrStdout(), map[string]string{"schedule": name, "chain": plan.Chain, "file": file, "version": src.Version, "was": before.Version})
 			}
 			was := ""
@@ -243,7 +243,7 @@ policies and paused state stay, and runs already going keep their chain.`,
 	return c
 }
 
-func scheduleListCmd(s *settings) *cobra.Command {
+func scheduleListCmd(s *Settings) *cobra.Command {
 	return &cobra.Command{
 		Use:   "list",
 		Short: "List schedules: cron, chain, state, next and last run, overlap",
@@ -268,7 +268,7 @@ still runs the version it keeps until ` + "`trawler schedule update`" + `.`,
 				return err
 			}
 			out := cmd.OutOrStdout()
-			if s.json {
+			if s.JSON {
 				return writeJSONTo(out, rows)
 			}
 			if len(rows) == 0 {
@@ -319,7 +319,7 @@ still runs the version it keeps until ` + "`trawler schedule update`" + `.`,
 	}
 }
 
-func schedulePauseCmd(s *settings, pause bool) *cobra.Command {
+func schedulePauseCmd(s *Settings, pause bool) *cobra.Command {
 	var note string
 	done := "paused"
 	c := &cobra.Command{
@@ -349,7 +349,7 @@ func schedulePauseCmd(s *settings, pause bool) *cobra.Command {
 		if err != nil {
 			return err
 		}
-		if s.json {
+		if s.JSON {
 			return writeJSONTo(cmd.OutOrStdout(), map[string]string{"schedule": args[0], "done": done})
 		}
 		fmt.Fprintf(cmd.OutOrStdout(), "schedule %s %s\n", args[0], done)
@@ -359,7 +359,7 @@ func schedulePauseCmd(s *settings, pause bool) *cobra.Command {
 	return c
 }
 
-func scheduleTriggerCmd(s *settings) *cobra.Command {
+func scheduleTriggerCmd(s *Settings) *cobra.Command {
 	var wait time.Duration
 	var force bool
 	c := &cobra.Command{
@@ -385,7 +385,7 @@ the previous run ends). A paused schedule is refused unless --force runs it once
 				return err
 			}
 			out := cmd.OutOrStdout()
-			if s.json {
+			if s.JSON {
 				return writeJSONTo(out, res)
 			}
 			switch res.Outcome {
@@ -404,7 +404,7 @@ the previous run ends). A paused schedule is refused unless --force runs it once
 	return c
 }
 
-func scheduleBackfillCmd(s *settings) *cobra.Command {
+func scheduleBackfillCmd(s *Settings) *cobra.Command {
 	var from, to, overlap string
 	c := &cobra.Command{
 		Use:   "backfill NAME --from TIME --to TIME",
@@ -436,7 +436,7 @@ another.`,
 			if err != nil {
 				return scheduleErr(err)
 			}
-			if s.json {
+			if s.JSON {
 				return writeJSONTo(cmd.OutOrStdout(), res)
 			}
 			spec := fmt.Sprintf("%q", res.Schedule)
@@ -454,7 +454,7 @@ another.`,
 	return c
 }
 
-func scheduleDeleteCmd(s *settings) *cobra.Command {
+func scheduleDeleteCmd(s *Settings) *cobra.Command {
 	return &cobra.Command{
 		Use:   "delete NAME",
 		Short: "Delete a schedule (runs it already started keep going)",
@@ -470,7 +470,7 @@ func scheduleDeleteCmd(s *settings) *cobra.Command {
 			if err := engine.DeleteSchedule(cmd.Context(), c, args[0]); err != nil {
 				return err
 			}
-			if s.json {
+			if s.JSON {
 				return writeJSONTo(cmd.OutOrStdout(), map[string]string{"deleted": args[0]})
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "deleted schedule %s\n", args[0])

@@ -23,7 +23,7 @@ import (
 // titleFields are tried, in order, for the TITLE column of `trawler search`.
 var titleFields = []string{"title", "name", "headline", "subject", "text", "body", "description"}
 
-func searchCmd(s *settings) *cobra.Command {
+func searchCmd(s *Settings) *cobra.Command {
 	var (
 		index, sortBy, dsl, tenant string
 		size                       int
@@ -124,8 +124,8 @@ aggregation; --json prints Elasticsearch's answer as one JSON line.`,
 				return fmt.Errorf("search: %s: %s", res.Status(), strings.TrimSpace(string(raw)))
 			}
 			if res.IsError() {
-				if s.json {
-					_ = printJSON(out)
+				if s.JSON {
+					_ = PrintJSON(out)
 				}
 				reason := esReason(out)
 				for _, f := range aggs {
@@ -138,8 +138,8 @@ aggregation; --json prints Elasticsearch's answer as one JSON line.`,
 				}
 				return fmt.Errorf("search failed (%s): %s", res.Status(), reason)
 			}
-			if s.json {
-				return printJSON(out)
+			if s.JSON {
+				return PrintJSON(out)
 			}
 			printHits(cmd.OutOrStdout(), out)
 			printAggs(cmd.OutOrStdout(), out["aggregations"], "")
@@ -164,16 +164,16 @@ aggregation; --json prints Elasticsearch's answer as one JSON line.`,
 // searchAddress resolves the settings as a command that needs no Temporal does
 // (credentials included) and returns the Elasticsearch URL: --es by the settings rule
 // (flag, TRAWLER_ES, --data's endpoints.json), else the local default.
-func searchAddress(s *settings) (string, error) {
+func searchAddress(s *Settings) (string, error) {
 	if err := s.resolveOffline(); err != nil {
 		return "", err
 	}
-	addr := s.es
-	if addr == "" && s.data != "" {
+	addr := s.ES
+	if addr == "" && s.Data != "" {
 		if _, err := s.readEndpoints(); err != nil {
 			return "", err
 		}
-		return "", fmt.Errorf("%s names no Elasticsearch (no \"es\" field): pass --es URL", endpoints.Path(s.data))
+		return "", fmt.Errorf("%s names no Elasticsearch (no \"es\" field): pass --es URL", endpoints.Path(s.Data))
 	}
 	if addr == "" {
 		addr = "http://127.0.0.1:9200"

@@ -39,7 +39,7 @@ func TestSearchCommand(t *testing.T) {
 		t.Fatal(err)
 	}
 	run := func(args ...string) (string, error) {
-		cmd := searchCmd(&settings{data: dir})
+		cmd := searchCmd(&Settings{Data: dir})
 		var out bytes.Buffer
 		cmd.SetOut(&out)
 		cmd.SetErr(&out)
@@ -111,7 +111,7 @@ func TestSearchCommandByTenant(t *testing.T) {
 		t.Fatal(err)
 	}
 	run := func(args ...string) (string, error) {
-		cmd := searchCmd(&settings{es: url})
+		cmd := searchCmd(&Settings{ES: url})
 		var out bytes.Buffer
 		cmd.SetOut(&out)
 		cmd.SetErr(&out)

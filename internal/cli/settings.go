@@ -31,24 +31,24 @@ type setting struct {
 }
 
 // table lists every setting, --data first: the others may come from its endpoints.json.
-func (s *settings) table() []setting {
+func (s *Settings) table() []setting {
 	type E = endpoints.Endpoints
 	rows := []setting{
-		{flag: "data", env: "TRAWLER_DATA", str: &s.data},
-		{flag: "temporal", env: "TRAWLER_TEMPORAL", str: &s.temporal, ep: func(e *E) any { return e.Temporal }, def: func() string { return "127.0.0.1:7233" }},
-		{flag: "namespace", env: "TRAWLER_NAMESPACE", str: &s.namespace, ep: func(e *E) any { return e.Namespace }, def: func() string { return "default" }},
-		{flag: "task-queue", env: "TRAWLER_TASK_QUEUE", str: &s.taskQueue, def: func() string { return workflows.DefaultTaskQueue }},
-		{flag: "out", env: "TRAWLER_OUT", str: &s.out, def: func() string {
-			if s.data == "" {
+		{flag: "data", env: "TRAWLER_DATA", str: &s.Data},
+		{flag: "temporal", env: "TRAWLER_TEMPORAL", str: &s.Temporal, ep: func(e *E) any { return e.Temporal }, def: func() string { return "127.0.0.1:7233" }},
+		{flag: "namespace", env: "TRAWLER_NAMESPACE", str: &s.Namespace, ep: func(e *E) any { return e.Namespace }, def: func() string { return "default" }},
+		{flag: "task-queue", env: "TRAWLER_TASK_QUEUE", str: &s.TaskQueue, def: func() string { return workflows.DefaultTaskQueue }},
+		{flag: "out", env: "TRAWLER_OUT", str: &s.Out, def: func() string {
+			if s.Data == "" {
 				return ""
 			}
-			return filepath.Join(s.data, "out")
+			return filepath.Join(s.Data, "out")
 		}},
-		{flag: "redis", env: "TRAWLER_REDIS", str: &s.redis, ep: func(e *E) any { return e.Redis }},
-		{flag: "kafka", env: "TRAWLER_KAFKA", str: &s.kafka, ep: func(e *E) any { return strings.Join(e.Kafka, ",") }},
-		{flag: "mongo", env: "TRAWLER_MONGO", str: &s.mongo, ep: func(e *E) any { return e.Mongo }},
-		{flag: "es", env: "TRAWLER_ES", str: &s.es, ep: func(e *E) any { return e.ES }},
-		{flag: "hbase", env: "TRAWLER_HBASE", str: &s.hbase, ep: func(e *E) any { return e.HBaseZK }},
+		{flag: "redis", env: "TRAWLER_REDIS", str: &s.Redis, ep: func(e *E) any { return e.Redis }},
+		{flag: "kafka", env: "TRAWLER_KAFKA", str: &s.Kafka, ep: func(e *E) any { return strings.Join(e.Kafka, ",") }},
+		{flag: "mongo", env: "TRAWLER_MONGO", str: &s.Mongo, ep: func(e *E) any { return e.Mongo }},
+		{flag: "es", env: "TRAWLER_ES", str: &s.ES, ep: func(e *E) any { return e.ES }},
+		{flag: "hbase", env: "TRAWLER_HBASE", str: &s.HBase, ep: func(e *E) any { return e.HBaseZK }},
 	}
 	rows = append(rows, s.auth.table()...)
 	return append(rows, s.earlyTable()...)
@@ -56,7 +56,7 @@ func (s *settings) table() []setting {
 
 // earlyTable lists the settings every command applies before it runs, resolved then
 // (without endpoints.json, which they are not in).
-func (s *settings) earlyTable() []setting {
+func (s *Settings) earlyTable() []setting {
 	return []setting{
 		{flag: "otlp", env: "TRAWLER_OTLP", str: &s.otlp},
 		{flag: "secret-params", env: "TRAWLER_SECRET_PARAMS", str: &s.secretParams},
@@ -68,7 +68,7 @@ func (s *settings) earlyTable() []setting {
 // to come from it; otherwise a missing file only means no stack values. resolve may run
 // again (follow re-reads the file after a stack restart): what the last run filled in
 // is resolved anew, what a flag set is kept.
-func (s *settings) resolve() error {
+func (s *Settings) Resolve() error {
 	rows := s.table()
 	if err := s.apply(rows[:1], nil); err != nil {
 		return err
@@ -76,25 +76,25 @@ func (s *settings) resolve() error {
 	ep, err := s.readEndpoints()
 	if err != nil {
 		s.forget(rows[1:2])
-		if s.temporal == "" && os.Getenv("TRAWLER_TEMPORAL") == "" {
+		if s.Temporal == "" && os.Getenv("TRAWLER_TEMPORAL") == "" {
 			return err
 		}
 	}
 	if ep != nil {
 		// The stack's addresses fill chain files' ${demo_site} … even when --temporal
 		// points elsewhere.
-		stackVars = ep.Vars()
+		StackVars = ep.Vars()
 	}
 	if err := s.apply(rows[1:], ep); err != nil {
 		return err
 	}
 	if s.auth.mongoPasswordFile != "" {
 		// Idempotent: resolve may run more than once.
-		uri, err := withMongoPassword(s.mongo, s.auth.mongoPasswordFile)
+		uri, err := withMongoPassword(s.Mongo, s.auth.mongoPasswordFile)
 		if err != nil {
 			return err
 		}
-		s.mongo = uri
+		s.Mongo = uri
 	}
 	return nil
 }
@@ -102,7 +102,7 @@ func (s *settings) resolve() error {
 // resolveOffline resolves every setting by the same rule for commands that talk to no
 // Temporal (search, export from Elasticsearch): a --data without a running stack only
 // means no values from it.
-func (s *settings) resolveOffline() error {
+func (s *Settings) resolveOffline() error {
 	rows := s.table()
 	if err := s.apply(rows[:1], nil); err != nil {
 		return err
@@ -112,11 +112,11 @@ func (s *settings) resolveOffline() error {
 }
 
 // readEndpoints reads --data's endpoints.json; nil without --data.
-func (s *settings) readEndpoints() (*endpoints.Endpoints, error) {
-	if s.data == "" {
+func (s *Settings) readEndpoints() (*endpoints.Endpoints, error) {
+	if s.Data == "" {
 		return nil, nil
 	}
-	ep, err := endpoints.Read(s.data)
+	ep, err := endpoints.Read(s.Data)
 	if err != nil {
 		return nil, err
 	}
@@ -124,7 +124,7 @@ func (s *settings) readEndpoints() (*endpoints.Endpoints, error) {
 }
 
 // forget clears what an earlier resolve filled into rows, keeping what a flag set.
-func (s *settings) forget(rows []setting) {
+func (s *Settings) forget(rows []setting) {
 	for _, r := range rows {
 		if src, ok := s.sources[r.flag]; !ok || src == fromFlag {
 			continue
@@ -141,7 +141,7 @@ func (s *settings) forget(rows []setting) {
 // apply resolves rows: a value already set came from its flag, else the environment
 // variable, else ep (nil: no endpoints.json), else the default. It records each
 // value's source for `trawler config show`.
-func (s *settings) apply(rows []setting, ep *endpoints.Endpoints) error {
+func (s *Settings) apply(rows []setting, ep *endpoints.Endpoints) error {
 	s.forget(rows)
 	if s.sources == nil {
 		s.sources = map[string]string{}
@@ -199,9 +199,9 @@ func (r setting) resolve(ep *endpoints.Endpoints) (string, error) {
 
 // dataDir is --data, else TRAWLER_DATA, else def: for commands that use the directory
 // without resolving the other settings (dev, demo, bench).
-func (s *settings) dataDir(def string) string {
-	if s.data != "" {
-		return s.data
+func (s *Settings) DataDir(def string) string {
+	if s.Data != "" {
+		return s.Data
 	}
 	if d := os.Getenv("TRAWLER_DATA"); d != "" {
 		return d

@@ -37,7 +37,7 @@ func configShow(t *testing.T, args ...string) (map[string][2]string, error) {
 
 // clearEnv unsets every TRAWLER_* variable the settings read, for the test.
 func clearEnv(t *testing.T) {
-	for _, r := range (&settings{}).table() {
+	for _, r := range (&Settings{}).table() {
 		t.Setenv(r.env, "")
 	}
 }

@@ -23,7 +23,7 @@ import (
 	"github.com/trawlerhq/trawler/internal/workflows"
 )
 
-func statusCmd(s *settings) *cobra.Command {
+func statusCmd(s *Settings) *cobra.Command {
 	var limit, hosts int
 	var needs bool
 	var drain time.Duration
@@ -82,8 +82,8 @@ for capacity.`,
 				if err != nil {
 					return err
 				}
-				if s.redis != "" {
-					rdb, err := s.openRedis(0, false)
+				if s.Redis != "" {
+					rdb, err := s.OpenRedis(0, false)
 					if err != nil {
 						return err
 					}
@@ -93,16 +93,16 @@ for capacity.`,
 						st.WaitForWorkers(beats)
 					}
 				}
-				if s.json {
-					return printJSON(st)
+				if s.JSON {
+					return PrintJSON(st)
 				}
 				printStatus(st)
 				return nil
 			}
 			var rdb redis.UniversalClient
-			if s.redis != "" {
+			if s.Redis != "" {
 				// No ping: the overview shows what it can read when Redis is down.
-				if rdb, err = s.openRedis(0, false); err != nil {
+				if rdb, err = s.OpenRedis(0, false); err != nil {
 					return err
 				}
 				defer rdb.Close()
@@ -112,7 +112,7 @@ for capacity.`,
 				return err
 			}
 			ov.PlanCapacity(capacity.Target{Drain: drain, Min: 1})
-			if needs && !s.json {
+			if needs && !s.JSON {
 				printNeeds(ov.Capacity)
 				return nil
 			}
@@ -126,8 +126,8 @@ for capacity.`,
 					return fmt.Errorf("read host budgets from Redis: %w", err)
 				}
 			}
-			if s.json {
-				return printJSON(map[string]any{"chains": ov.Chains, "tenants": ov.Tenants, "workers": ov.Workers, "tasks": ov.Tasks, "recrawl": ov.Recrawl, "capacity": ov.Capacity, "hosts": budgets, "runs": rows})
+			if s.JSON {
+				return PrintJSON(map[string]any{"chains": ov.Chains, "tenants": ov.Tenants, "workers": ov.Workers, "tasks": ov.Tasks, "recrawl": ov.Recrawl, "capacity": ov.Capacity, "hosts": budgets, "runs": rows})
 			}
 			printOverview(ov, rdb != nil)
 			printHosts(budgets, hosts, time.Now())

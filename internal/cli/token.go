@@ -15,7 +15,7 @@ import (
 	kafkasink "github.com/trawlerhq/trawler/internal/storage/kafka"
 )
 
-func tokenCmd(s *settings) *cobra.Command {
+func tokenCmd(s *Settings) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "token",
 		Short: "Create, list, rotate and revoke the console's tokens (principals with a role and tenants)",
@@ -38,11 +38,11 @@ in the audit trail (trawler audit).`,
   trawler token revoke p-3f2a9c01b4de`,
 	}
 	open := func() (*console.Principals, *console.Audit, func(), error) {
-		rdb, err := s.redisClient("keeps the console's tokens")
+		rdb, err := s.RedisClient("keeps the console's tokens")
 		if err != nil {
 			return nil, nil, nil, err
 		}
-		a, err := console.NewAudit(rdb, nil, kafkasink.Auth{}, s.logger())
+		a, err := console.NewAudit(rdb, nil, kafkasink.Auth{}, s.Logger())
 		if err != nil {
 			rdb.Close()
 			return nil, nil, nil, err
@@ -54,8 +54,8 @@ in the audit trail (trawler audit).`,
 			Target: "id=" + p.ID + " name=" + p.Name + " role=" + string(p.Role) + tenantsNote(p), Source: "cli"})
 	}
 	show := func(p console.Principal, tok, verb string) error {
-		if s.json {
-			return printJSON(map[string]any{"principal": p, "token": tok})
+		if s.JSON {
+			return PrintJSON(map[string]any{"principal": p, "token": tok})
 		}
 		fmt.Printf("%s %s (%s%s, id %s)\n\n  %s\n\nThis token is shown once: keep it now. Clients send \"Authorization: Bearer TOKEN\".\n", verb, p.Name, p.Role, tenantsNote(p), p.ID, tok)
 		return nil
@@ -111,8 +111,8 @@ in the audit trail (trawler audit).`,
 			if err != nil {
 				return err
 			}
-			if s.json {
-				return printJSON(map[string]any{"principals": all})
+			if s.JSON {
+				return PrintJSON(map[string]any{"principals": all})
 			}
 			if len(all) == 0 {
 				fmt.Println("no principals yet: `trawler token create --role R --name N` makes one")
@@ -146,8 +146,8 @@ in the audit trail (trawler audit).`,
 			if err := record(cmd.Context(), a, "revoke", p); err != nil {
 				return err
 			}
-			if s.json {
-				return printJSON(map[string]any{"revoked": p})
+			if s.JSON {
+				return PrintJSON(map[string]any{"revoked": p})
 			}
 			fmt.Printf("revoked %s (%s, id %s)\n", p.Name, p.Role, p.ID)
 			return nil
@@ -177,7 +177,7 @@ in the audit trail (trawler audit).`,
 	return cmd
 }
 
-func auditCmd(s *settings) *cobra.Command {
+func auditCmd(s *Settings) *cobra.Command {
 	var since string
 	var n int
 	cmd := &cobra.Command{
@@ -195,7 +195,7 @@ the answer's status. It never holds a token or a pool value.`,
 			if err != nil {
 				return fmt.Errorf("--%w", err)
 			}
-			rdb, err := s.redisClient("keeps the audit trail")
+			rdb, err := s.RedisClient("keeps the audit trail")
 			if err != nil {
 				return err
 			}
@@ -208,8 +208,8 @@ the answer's status. It never holds a token or a pool value.`,
 	return cmd
 }
 
-func printAudit(ctx context.Context, rdb redis.UniversalClient, s *settings, since time.Time, n int) error {
-	a, err := console.NewAudit(rdb, nil, kafkasink.Auth{}, s.logger())
+func printAudit(ctx context.Context, rdb redis.UniversalClient, s *Settings, since time.Time, n int) error {
+	a, err := console.NewAudit(rdb, nil, kafkasink.Auth{}, s.Logger())
 	if err != nil {
 		return err
 	}
@@ -217,9 +217,9 @@ func printAudit(ctx context.Context, rdb redis.UniversalClient, s *settings, sin
 	if err != nil {
 		return err
 	}
-	if s.json {
+	if s.JSON {
 		for _, e := range entries {
-			if err := printJSON(e); err != nil {
+			if err := PrintJSON(e); err != nil {
 				return err
 			}
 		}

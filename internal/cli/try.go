@@ -20,7 +20,7 @@ import (
 	"github.com/trawlerhq/trawler/internal/stream"
 )
 
-func tryCmd(s *settings) *cobra.Command {
+func tryCmd(s *Settings) *cobra.Command {
 	var (
 		paramsFile string
 		stepID     string
@@ -69,7 +69,7 @@ demo_site) is fetched without --allow-private.
 			if err != nil {
 				return err
 			}
-			_ = s.resolve() // with --data, the stack's addresses fill a params file's ${…}
+			_ = s.Resolve() // with --data, the stack's addresses fill a params file's ${…}
 			task, ok := crawl.Default.Get(args[0])
 			if !ok {
 				return fmt.Errorf("unknown task %q; registered tasks: %s", args[0], strings.Join(crawl.Default.Names(), ", "))
@@ -89,8 +89,8 @@ demo_site) is fetched without --allow-private.
 			}
 			typed, problems := checkTryParams(spec.Name, params, !noRobots)
 			if len(problems) > 0 {
-				if s.json {
-					_ = printJSON(map[string]any{"problems": problems})
+				if s.JSON {
+					_ = PrintJSON(map[string]any{"problems": problems})
 				} else {
 					for _, p := range problems {
 						fmt.Fprintln(os.Stderr, p)
@@ -134,12 +134,12 @@ demo_site) is fetched without --allow-private.
 			}
 			var fetcher crawl.Fetcher = tryFetcher{f: f, ignoreRobots: noRobots}
 			if renderPage {
-				pool, err := render.NewPool(render.Options{Browsers: 1, Tabs: 1, Log: s.logger()})
+				pool, err := render.NewPool(render.Options{Browsers: 1, Tabs: 1, Log: s.Logger()})
 				if err != nil {
 					return err
 				}
 				defer pool.Close()
-				r := render.Renderer{Pool: pool, Inner: fetcher, Dial: f.Dial, Opts: opts, Observe: printAction(s.json)}
+				r := render.Renderer{Pool: pool, Inner: fetcher, Dial: f.Dial, Opts: opts, Observe: printAction(s.JSON)}
 				if shots != "" {
 					r.Opts.Screenshot, r.Screenshots, r.ActionShots = true, shots, shots
 				}
@@ -150,7 +150,7 @@ demo_site) is fetched without --allow-private.
 			env := &crawl.Env{
 				Params:  typed,
 				Fetcher: fetcher,
-				Log:     s.logger(),
+				Log:     s.Logger(),
 				Chain:   "try",
 			}
 			crawl.Provide(&env.Services, stream.HubService, stream.NewHub())
@@ -159,8 +159,8 @@ demo_site) is fetched without --allow-private.
 				err = fmt.Errorf("timed out after %s", timeout)
 			}
 			if err != nil {
-				if s.json {
-					_ = printJSON(map[string]any{"error": err.Error(), "permanent": crawl.IsPermanent(err)})
+				if s.JSON {
+					_ = PrintJSON(map[string]any{"error": err.Error(), "permanent": crawl.IsPermanent(err)})
 				} else {
 					hint := "a retry may help"
 					if crawl.IsPermanent(err) {
@@ -170,8 +170,8 @@ demo_site) is fetched without --allow-private.
 				}
 				return exitError(1)
 			}
-			if s.json {
-				return printJSON(tryJSON(res))
+			if s.JSON {
+				return PrintJSON(tryJSON(res))
 			}
 			printTry(os.Stdout, spec.Name, in, res, limit)
 			return nil
@@ -192,7 +192,7 @@ demo_site) is fetched without --allow-private.
 
 // tryStep is the step of a chain file in --params that runs task (or stepID), as a
 // worker gets it; nil when the file is a plain mapping of params.
-func tryStep(ctx context.Context, s *settings, file, task, stepID string) (*crawl.PlanStep, error) {
+func tryStep(ctx context.Context, s *Settings, file, task, stepID string) (*crawl.PlanStep, error) {
 	data, err := readChainFile(ctx, file)
 	if err != nil {
 		return nil, err
@@ -347,7 +347,7 @@ func checkTryParams(task string, params map[string]any, robots bool) (crawl.Para
 	if err != nil {
 		return nil, []string{err.Error()}
 	}
-	c, err := crawl.Load("params", data, crawl.LoadOptions{Sinks: knownSinks, Vars: stackVars})
+	c, err := crawl.Load("params", data, crawl.LoadOptions{Sinks: knownSinks, Vars: StackVars})
 	if err != nil {
 		var ps crawl.Problems
 		if !errors.As(err, &ps) {

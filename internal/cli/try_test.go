@@ -94,14 +94,14 @@ func TestTryAllowsTheStacksDemoSite(t *testing.T) {
 // settings, find TRAWLER_DATA; --data wins over it.
 func TestDataDirFromEnvironment(t *testing.T) {
 	t.Setenv("TRAWLER_DATA", "/srv/trawler")
-	if got := (&settings{}).dataDir(".data/dev"); got != "/srv/trawler" {
+	if got := (&Settings{}).DataDir(".data/dev"); got != "/srv/trawler" {
 		t.Fatalf("dataDir with TRAWLER_DATA = %q, want /srv/trawler", got)
 	}
-	if got := (&settings{data: "mine"}).dataDir(".data/dev"); got != "mine" {
+	if got := (&Settings{Data: "mine"}).DataDir(".data/dev"); got != "mine" {
 		t.Fatalf("dataDir with --data mine = %q", got)
 	}
 	t.Setenv("TRAWLER_DATA", "")
-	if got := (&settings{}).dataDir(".data/dev"); got != ".data/dev" {
+	if got := (&Settings{}).DataDir(".data/dev"); got != ".data/dev" {
 		t.Fatalf("dataDir without either = %q, want the default", got)
 	}
 }

@@ -10,7 +10,7 @@ import (
 	"github.com/trawlerhq/trawler/internal/engine"
 )
 
-func validateCmd(s *settings) *cobra.Command {
+func validateCmd(s *Settings) *cobra.Command {
 	return &cobra.Command{
 		Use:   "validate FILE...",
 		Short: "Check chain files: every problem with file:line and the fix",
@@ -25,7 +25,7 @@ concurrency, group, robots, host patterns). Exits 1 when any file has a problem.
 		RunE: func(cmd *cobra.Command, args []string) error {
 			// With --data, the stack's addresses fill ${…}; a chain is checked without a
 			// stack too, so a stack that cannot be read is no error here.
-			_ = s.resolve()
+			_ = s.Resolve()
 			type fileResult struct {
 				File     string   `json:"file"`
 				OK       bool     `json:"ok"`
@@ -41,7 +41,7 @@ concurrency, group, robots, host patterns). Exits 1 when any file has a problem.
 				}
 				if err == nil {
 					// Compiled as run compiles it: a chain too large to start fails here.
-					_, err = engine.LoadChainFile(f, data, nil, stackVars)
+					_, err = engine.LoadChainFile(f, data, nil, StackVars)
 				}
 				if err != nil {
 					r.OK = false
@@ -57,7 +57,7 @@ concurrency, group, robots, host patterns). Exits 1 when any file has a problem.
 				}
 				results = append(results, r)
 			}
-			if s.json {
+			if s.JSON {
 				_ = writeJSONTo(cmd.OutOrStdout(), results)
 			} else {
 				for _, r := range results {
@@ -70,7 +70,7 @@ concurrency, group, robots, host patterns). Exits 1 when any file has a problem.
 				}
 			}
 			if bad > 0 {
-				if !s.json {
+				if !s.JSON {
 					fmt.Fprintf(cmd.ErrOrStderr(), "%d of %d files have problems\n", bad, len(args))
 				}
 				return exitError(1)

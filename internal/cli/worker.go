@@ -17,20 +17,20 @@ import (
 
 // openSinks opens every sink the settings configure (jsonl with --out, kafka with
 // --kafka, mongo with --mongo), e.g. to read a run's records back.
-func openSinks(s *settings) (storage.Set, error) {
+func openSinks(s *Settings) (storage.Set, error) {
 	auth, err := s.storeAuth()
 	if err != nil {
 		return nil, err
 	}
 	// The file sink's finished files are read back when TRAWLER_FILE_DIR names them.
 	files := engine.FileOptions{Dir: strings.TrimSpace(os.Getenv("TRAWLER_FILE_DIR"))}
-	return engine.OpenSinks(engine.SinkOptions{OutDir: s.out, Kafka: s.kafkaBrokers(), Mongo: s.mongo, ES: s.es, HBase: s.hbase, File: files, Auth: auth, Log: s.logger()})
+	return engine.OpenSinks(engine.SinkOptions{OutDir: s.Out, Kafka: s.KafkaBrokers(), Mongo: s.Mongo, ES: s.ES, HBase: s.HBase, File: files, Auth: auth, Log: s.Logger()})
 }
 
 // kafkaBrokers splits --kafka.
-func (s *settings) kafkaBrokers() []string {
+func (s *Settings) KafkaBrokers() []string {
 	var out []string
-	for _, b := range strings.Split(s.kafka, ",") {
+	for _, b := range strings.Split(s.Kafka, ",") {
 		if b = strings.TrimSpace(b); b != "" {
 			out = append(out, b)
 		}
@@ -39,24 +39,24 @@ func (s *settings) kafkaBrokers() []string {
 }
 
 // sinksLine says where a worker stores items, for its start-up message.
-func (s *settings) sinksLine() string {
-	parts := []string{"jsonl " + s.out}
-	if s.kafka != "" {
-		parts = append(parts, "kafka "+s.kafka)
+func (s *Settings) sinksLine() string {
+	parts := []string{"jsonl " + s.Out}
+	if s.Kafka != "" {
+		parts = append(parts, "kafka "+s.Kafka)
 	}
-	if s.mongo != "" {
-		parts = append(parts, "mongo "+s.mongo)
+	if s.Mongo != "" {
+		parts = append(parts, "mongo "+s.Mongo)
 	}
-	if s.es != "" {
-		parts = append(parts, "es "+s.es)
+	if s.ES != "" {
+		parts = append(parts, "es "+s.ES)
 	}
-	if s.hbase != "" {
-		parts = append(parts, "hbase "+s.hbase)
+	if s.HBase != "" {
+		parts = append(parts, "hbase "+s.HBase)
 	}
 	return crawl.RedactText(strings.Join(parts, ", ")) // URIs may carry passwords
 }
 
-func workerCmd(s *settings) *cobra.Command {
+func workerCmd(s *Settings) *cobra.Command {
 	var maxBatches int
 	var frontier bool
 	var tuned bool
@@ -66,7 +66,7 @@ func workerCmd(s *settings) *cobra.Command {
 	var hot engine.HotOptions
 	var private privateFlag
 	var files fileSinkFlags
-	var browser browserFlags
+	var browser BrowserFlags
 	cmd := &cobra.Command{
 		Use:   "worker",
 		Short: "Run a worker: executes chain workflows and batch activities until interrupted",
@@ -92,14 +92,14 @@ browsers × (browser-mb + tabs × 64) MiB. Debian's chromium is used when instal
   trawler worker --data .data/dev --allow-private --browsers 4 --tabs 2 --browser-mb 768   # a rendering worker
   trawler worker --data .data/dev --allow-private --browser none                          # plain pages only`,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := s.resolve(); err != nil {
+			if err := s.Resolve(); err != nil {
 				return err
 			}
 			allowPrivate, err := private.resolve(cmd)
 			if err != nil {
 				return err
 			}
-			if s.out == "" {
+			if s.Out == "" {
 				return fmt.Errorf("the worker needs --out DIR (or TRAWLER_OUT, or --data of a dev stack) for the jsonl sink")
 			}
 			// Credentials first: a missing secret file is a setting to fix, not a
@@ -116,7 +116,7 @@ browsers × (browser-mb + tabs × 64) MiB. Debian's chromium is used when instal
 			if err != nil {
 				return err
 			}
-			browserOpts, err := browser.options(cmd)
+			browserOpts, err := browser.Options(cmd)
 			if err != nil {
 				return err
 			}
@@ -124,15 +124,15 @@ browsers × (browser-mb + tabs × 64) MiB. Debian's chromium is used when instal
 			if err != nil {
 				return err
 			}
-			c, err := s.dial(cmd.Context())
+			c, err := s.Dial(cmd.Context())
 			if err != nil {
 				return err
 			}
 			defer c.Close()
-			w, err := engine.NewWorker(c, engine.WorkerOptions{TaskQueue: s.taskQueue, OutDir: s.out, MaxBatches: maxBatches,
-				Redis: s.redis, RedisAuth: redisAuth, NoFrontier: !frontier,
+			w, err := engine.NewWorker(c, engine.WorkerOptions{TaskQueue: s.TaskQueue, OutDir: s.Out, MaxBatches: maxBatches,
+				Redis: s.Redis, RedisAuth: redisAuth, NoFrontier: !frontier,
 				ResourceTuned: tuned, TargetCPU: targetCPU, TargetMem: targetMem, Capacity: declared,
-				Kafka: s.kafkaBrokers(), Mongo: s.mongo, ES: s.es, HBase: s.hbase, File: fileOpts, Auth: storeAuth, Hot: hot, Log: s.logger(),
+				Kafka: s.KafkaBrokers(), Mongo: s.Mongo, ES: s.ES, HBase: s.HBase, File: fileOpts, Auth: storeAuth, Hot: hot, Log: s.Logger(),
 				Fetch: fetch.Options{AllowPrivate: allowPrivate}, Browser: browserOpts})
 			if err != nil {
 				return err
@@ -144,13 +144,13 @@ browsers × (browser-mb + tabs × 64) MiB. Debian's chromium is used when instal
 				w.Stop()
 				return err
 			}
-			fmt.Fprintf(os.Stderr, "worker polling task queue %q on %s (namespace %s); items → %s\n", s.taskQueue, s.temporal, s.namespace, s.sinksLine()+fileLine(fileOpts)+browserLine(browserOpts))
+			fmt.Fprintf(os.Stderr, "worker polling task queue %q on %s (namespace %s); items → %s\n", s.TaskQueue, s.Temporal, s.Namespace, s.sinksLine()+fileLine(fileOpts)+browserLine(browserOpts))
 			<-cmd.Context().Done()
 			w.Stop()
 			return nil
 		},
 	}
-	browser.add(cmd)
+	browser.Add(cmd)
 	cmd.Flags().BoolVar(&frontier, "frontier", true, "with --redis: each step fetches a URL at most once per run (the run's seen-set, docs/frontier.md); --frontier=false hands every step every input, as revisit: true does")
 	cmd.Flags().IntVar(&maxBatches, "max-batches", 16, "batch activities this worker runs at once (with --tune-resources: at most)")
 	cmd.Flags().BoolVar(&tuned, "tune-resources", false, "let the machine's CPU and memory use decide how many batches run at once, 1 to --max-batches (Temporal's resource-based tuner)")

@@ -1,9 +1,10 @@
 //go:build !production
 
-package cli
+package devcli
 
 import (
 	"fmt"
+	"github.com/trawlerhq/trawler/internal/cli"
 	"maps"
 	"os"
 	"slices"
@@ -14,7 +15,7 @@ import (
 	"github.com/trawlerhq/trawler/internal/capacity"
 )
 
-func benchCapacityCmd(s *settings) *cobra.Command {
+func benchCapacityCmd(s *cli.Settings) *cobra.Command {
 	var drain time.Duration
 	cmd := &cobra.Command{
 		Use:   "capacity",
@@ -53,13 +54,13 @@ step.`,
 			r := capacity.Simulate(sc)
 			sum := map[string]any{"over_memory_ticks": r.OverMemory, "small_worker_batches": r.SmallByTask,
 				"done": r.Done, "max_wait_s": waitSeconds(r.MaxWait), "settle_periods": settleByEvent(sc, r)}
-			if s.json {
+			if s.JSON {
 				for _, row := range r.Rows {
-					if err := printJSON(row); err != nil {
+					if err := cli.PrintJSON(row); err != nil {
 						return err
 					}
 				}
-				return printJSON(map[string]any{"summary": sum})
+				return cli.PrintJSON(map[string]any{"summary": sum})
 			}
 			r.Print(os.Stdout, sc)
 			fmt.Printf("\nworker-ticks over memory: %d   small worker ran: %v\n", r.OverMemory, r.SmallByTask)

@@ -1,10 +1,11 @@
 //go:build !production
 
-package cli
+package devcli
 
 import (
 	"context"
 	"fmt"
+	"github.com/trawlerhq/trawler/internal/cli"
 	"net"
 	"os"
 	"path/filepath"
@@ -56,7 +57,7 @@ type stackOptions struct {
 	keepRedis bool
 }
 
-func startStack(ctx context.Context, s *settings, o stackOptions) (*stack, error) {
+func startStack(ctx context.Context, s *cli.Settings, o stackOptions) (*stack, error) {
 	uiPort := -1
 	if o.ui {
 		uiPort = portIfFree(o.uiPort)
@@ -64,7 +65,7 @@ func startStack(ctx context.Context, s *settings, o stackOptions) (*stack, error
 	// Kafka and MongoDB come back on their previous ports when free, so workers started
 	// with --data before a restart still find them.
 	prev, _ := devstack.ReadEndpoints(o.data)
-	ts, err := devstack.StartTemporal(ctx, devstack.Options{DataDir: o.data, TemporalPort: portIfFree(o.temporalPort), UIPort: uiPort, Log: s.logger()})
+	ts, err := devstack.StartTemporal(ctx, devstack.Options{DataDir: o.data, TemporalPort: portIfFree(o.temporalPort), UIPort: uiPort, Log: s.Logger()})
 	if err != nil {
 		return nil, err
 	}
@@ -129,9 +130,9 @@ func startStack(ctx context.Context, s *settings, o stackOptions) (*stack, error
 		st.stop()
 		return nil, err
 	}
-	s.temporal, s.namespace, s.data, s.redis = st.ep.Temporal, st.ep.Namespace, o.data, st.ep.Redis
-	s.kafka, s.mongo, s.es, s.hbase = strings.Join(st.ep.Kafka, ","), st.ep.Mongo, st.ep.ES, st.ep.HBaseZK
-	if err := s.resolve(); err != nil {
+	s.Temporal, s.Namespace, s.Data, s.Redis = st.ep.Temporal, st.ep.Namespace, o.data, st.ep.Redis
+	s.Kafka, s.Mongo, s.ES, s.HBase = strings.Join(st.ep.Kafka, ","), st.ep.Mongo, st.ep.ES, st.ep.HBaseZK
+	if err := s.Resolve(); err != nil {
 		st.stop()
 		return nil, err
 	}
@@ -161,15 +162,15 @@ func portIfFree(port int) int {
 	return port
 }
 
-func (st *stack) startWorker(ctx context.Context, s *settings) error {
-	c, err := s.dial(ctx)
+func (st *stack) startWorker(ctx context.Context, s *cli.Settings) error {
+	c, err := s.Dial(ctx)
 	if err != nil {
 		return err
 	}
 	// The embedded stack's own worker crawls the demo site on loopback.
-	w, err := engine.NewWorker(c, engine.WorkerOptions{TaskQueue: s.taskQueue, OutDir: s.out, Redis: s.redis,
-		Kafka: s.kafkaBrokers(), Mongo: s.mongo, ES: s.es, HBase: s.hbase, Log: s.logger(),
-		Fetch: fetch.Options{AllowPrivate: true}, Browser: stackBrowser()})
+	w, err := engine.NewWorker(c, engine.WorkerOptions{TaskQueue: s.TaskQueue, OutDir: s.Out, Redis: s.Redis,
+		Kafka: s.KafkaBrokers(), Mongo: s.Mongo, ES: s.ES, HBase: s.HBase, Log: s.Logger(),
+		Fetch: fetch.Options{AllowPrivate: true}, Browser: cli.StackBrowser()})
 	if err != nil {
 		return err
 	}
@@ -183,18 +184,18 @@ func (st *stack) startWorker(ctx context.Context, s *settings) error {
 // watchEvents runs the watcher, which emits the runs' and chains' events, and the
 // event deliverer (Kafka topic trawler.events, webhooks) of a dev stack until ctx
 // ends; stop waits for them.
-func watchEvents(ctx context.Context, s *settings) (stop func(), err error) {
-	c, err := s.dial(ctx)
+func watchEvents(ctx context.Context, s *cli.Settings) (stop func(), err error) {
+	c, err := s.Dial(ctx)
 	if err != nil {
 		return nil, err
 	}
-	rdb, err := s.openRedis(0, false)
+	rdb, err := s.OpenRedis(0, false)
 	if err != nil {
 		c.Close()
 		return nil, err
 	}
 	ctx, cancel := context.WithCancel(ctx)
-	stopDeliver, err := deliverEvents(ctx, s, rdb, nil)
+	stopDeliver, err := cli.DeliverEvents(ctx, s, rdb, nil)
 	if err != nil {
 		cancel()
 		rdb.Close()
@@ -204,7 +205,7 @@ func watchEvents(ctx context.Context, s *settings) (stop func(), err error) {
 	watched := make(chan struct{})
 	go func() {
 		defer close(watched)
-		engine.Watch(ctx, c, rdb, engine.WatchOptions{Log: s.logger()})
+		engine.Watch(ctx, c, rdb, engine.WatchOptions{Log: s.Logger()})
 	}()
 	return func() {
 		cancel()
@@ -243,7 +244,7 @@ func (st *stack) stop() {
 	_ = st.temporal.Stop()
 }
 
-func demoCmd(s *settings) *cobra.Command {
+func demoCmd(s *cli.Settings) *cobra.Command {
 	var pages int
 	var serve bool
 	cmd := &cobra.Command{
@@ -270,8 +271,8 @@ run, until Ctrl-C, to search and browse what was crawled.`,
 			if pages < 1 {
 				return fmt.Errorf("--pages %d: use 1 or more feed pages", pages)
 			}
-			data := s.dataDir(filepath.Join(".data", "demo"))
-			if !s.json {
+			data := s.DataDir(filepath.Join(".data", "demo"))
+			if !s.JSON {
 				fmt.Fprintf(os.Stderr, "starting embedded Temporal and the demo site (data in %s)…\n", data)
 			}
 			st, err := startStack(cmd.Context(), s, stackOptions{data: data, sitePages: max(pages, 10), worker: true})
@@ -302,26 +303,26 @@ run, until Ctrl-C, to search and browse what was crawled.`,
 				return err
 			}
 			// The chain file takes the demo site's address from the stack (${demo_site}).
-			stackVars = st.ep.Vars()
-			plan, err := loadChain("examples/demo.yaml", src, []string{"feed.pages=" + strconv.Itoa(pages)})
+			cli.StackVars = st.ep.Vars()
+			plan, err := cli.LoadChain("examples/demo.yaml", src, []string{"feed.pages=" + strconv.Itoa(pages)})
 			if err != nil {
 				return err
 			}
 
-			c, err := s.dial(cmd.Context())
+			c, err := s.Dial(cmd.Context())
 			if err != nil {
 				return err
 			}
 			defer c.Close()
-			res, err := runAndWait(cmd.Context(), s, c, plan, st.worker.Sinks)
+			res, err := cli.RunAndWait(cmd.Context(), s, c, plan, st.worker.Sinks)
 			if err != nil {
 				return err
 			}
-			if err := res.print(s.json); err != nil {
+			if err := res.Print(s.JSON); err != nil {
 				return err
 			}
-			if !s.json {
-				fmt.Printf("  items are in %s, Kafka %s (trawler.<site>.<task>) and MongoDB %s (trawler.<site>_<task>)\n", s.out, s.kafka, s.mongo)
+			if !s.JSON {
+				fmt.Printf("  items are in %s, Kafka %s (trawler.<site>.<task>) and MongoDB %s (trawler.<site>_<task>)\n", s.Out, s.Kafka, s.Mongo)
 				if serve {
 					fmt.Printf("  console %s/runs/%s\n", consoleURL, res.RunID)
 				} else {
@@ -341,7 +342,7 @@ run, until Ctrl-C, to search and browse what was crawled.`,
 	return cmd
 }
 
-func devCmd(s *settings) *cobra.Command {
+func devCmd(s *cli.Settings) *cobra.Command {
 	var noWorker bool
 	var sitePort, temporalPort, uiPort int
 	cmd := &cobra.Command{
@@ -360,7 +361,7 @@ written to <data>/endpoints.json, so other commands find them with --data:
 Stopping and restarting ` + "`trawler dev`" + ` on the same --data resumes unfinished runs.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			data := s.dataDir(filepath.Join(".data", "dev"))
+			data := s.DataDir(filepath.Join(".data", "dev"))
 			st, err := startStack(cmd.Context(), s, stackOptions{data: data, ui: true, temporalPort: temporalPort, uiPort: uiPort, sitePort: sitePort, sitePages: 50, keepRedis: true})
 			if err != nil {
 				return err
@@ -376,11 +377,11 @@ Stopping and restarting ` + "`trawler dev`" + ` on the same --data resumes unfin
 				return err
 			}
 			defer stopConsole()
-			if s.json {
-				_ = printJSON(st.ep)
+			if s.JSON {
+				_ = cli.PrintJSON(st.ep)
 			} else {
 				fmt.Printf("trawler dev is up (data in %s)\n  temporal    %s (namespace %s)\n  web ui      %s\n  demo site   %s\n  redis       %s (dedup, recrawl plans, budgets, pools; each write kept in redis.aof)\n  kafka       %s (topics trawler.<site>.<task>)\n  mongodb     %s (database trawler; FerretDB on SQLite)\n  es          %s (indexes trawler-<site>-<task>, alias trawler-items)\n  hbase       %s (ZooKeeper quorum; table trawler:items, every version)\n  items       %s\n  console     %s (runs, chain editor, schedules, search, items)\n",
-					data, st.ep.Temporal, st.ep.Namespace, st.ep.TemporalUI, st.ep.DemoSite, st.ep.Redis, strings.Join(st.ep.Kafka, ","), st.ep.Mongo, st.ep.ES, st.ep.HBaseZK, s.out, consoleURL)
+					data, st.ep.Temporal, st.ep.Namespace, st.ep.TemporalUI, st.ep.DemoSite, st.ep.Redis, strings.Join(st.ep.Kafka, ","), st.ep.Mongo, st.ep.ES, st.ep.HBaseZK, s.Out, consoleURL)
 				if noWorker {
 					fmt.Println("  no worker: start some with `trawler worker --data " + data + "`")
 				}
@@ -400,19 +401,19 @@ Stopping and restarting ` + "`trawler dev`" + ` on the same --data resumes unfin
 // serveConsole serves the console of an embedded stack in the background, on
 // defaultConsoleAddr or any free loopback port, until ctx ends. It returns the URL and
 // a stop function.
-func serveConsole(ctx context.Context, s *settings, st *stack) (string, func(), error) {
-	c, err := s.dial(ctx)
+func serveConsole(ctx context.Context, s *cli.Settings, st *stack) (string, func(), error) {
+	c, err := s.Dial(ctx)
 	if err != nil {
 		return "", nil, err
 	}
-	cfg := s.consoleConfig(c, st.ep.TemporalUI)
+	cfg := s.ConsoleConfig(c, st.ep.TemporalUI)
 	cfg.Sets = []string{"base_url=" + st.ep.DemoSite}
 	srv, err := console.New(cfg)
 	if err != nil {
 		c.Close()
 		return "", nil, err
 	}
-	addr := defaultConsoleAddr
+	addr := cli.DefaultConsoleAddr
 	if portIfFree(portOf(addr)) == 0 {
 		addr = "127.0.0.1:0"
 	}

@@ -1,11 +1,13 @@
 //go:build !production
 
-package cli
+package devcli
 
 import (
 	"context"
 	"encoding/json"
+	"github.com/trawlerhq/trawler/internal/cli"
 	"io"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -21,7 +23,7 @@ func TestBenchCrawlSameWork(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	s := &settings{data: t.TempDir()}
+	s := &cli.Settings{Data: t.TempDir()}
 	res, err := benchCrawl(ctx, s, benchOptions{pages: 2, concurrency: 4, runs: 2})
 	if err != nil {
 		t.Fatal(err)
@@ -45,7 +47,7 @@ func TestBenchCrawlSameWork(t *testing.T) {
 
 	// The list → detail shape, pre-rendered, with the worker on Redis: no comments pages on
 	// either side, and the Redis commands are counted.
-	res, err = benchCrawl(ctx, &settings{data: t.TempDir()}, benchOptions{pages: 3, perPage: 7, depth: 2, concurrency: 4, runs: 1, site: "static", redis: true})
+	res, err = benchCrawl(ctx, &cli.Settings{Data: t.TempDir()}, benchOptions{pages: 3, perPage: 7, depth: 2, concurrency: 4, runs: 1, site: "static", redis: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,7 +78,7 @@ func TestBenchHopsCountsEveryHop(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	res, err := benchHops(ctx, &settings{data: t.TempDir()}, 6, 1)
+	res, err := benchHops(ctx, &cli.Settings{Data: t.TempDir()}, 6, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,7 +104,7 @@ func TestBenchPolitePrintsRateAndCost(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	res, err := benchPolite(ctx, &settings{}, politeOptions{rate: 10, feedPages: 2, perPage: 8, pages: 200, concurrency: 8, limit: 16, rounds: 2})
+	res, err := benchPolite(ctx, &cli.Settings{}, politeOptions{rate: 10, feedPages: 2, perPage: 8, pages: 200, concurrency: 8, limit: 16, rounds: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -131,7 +133,7 @@ func TestBenchPolitePrintsRateAndCost(t *testing.T) {
 		} `json:"cost"`
 	}
 	out := captureStdout(t, func() {
-		if err := printJSON(res); err != nil {
+		if err := cli.PrintJSON(res); err != nil {
 			t.Error(err)
 		}
 	})
@@ -166,7 +168,7 @@ func TestBenchPolitePrintsRateAndCost(t *testing.T) {
 
 // A rate the bench cannot read is refused with the form it takes.
 func TestBenchPoliteRefusesABadRate(t *testing.T) {
-	cmd := benchPoliteCmd(&settings{})
+	cmd := benchPoliteCmd(&cli.Settings{})
 	cmd.SetArgs([]string{"--rate", "fast"})
 	cmd.SetOut(io.Discard)
 	cmd.SetErr(io.Discard)
@@ -174,4 +176,22 @@ func TestBenchPoliteRefusesABadRate(t *testing.T) {
 	if err == nil || err.Error() != `--rate "fast": give a rate like 20/s, 600/m or 5/s` {
 		t.Fatalf("got %v", err)
 	}
+}
+
+// captureStdout runs fn, which prints a bench result, and returns what it printed.
+func captureStdout(t *testing.T, fn func()) string {
+	t.Helper()
+	f, err := os.CreateTemp(t.TempDir(), "stdout")
+	if err != nil {
+		t.Fatal(err)
+	}
+	saved := os.Stdout
+	os.Stdout = f
+	fn()
+	os.Stdout = saved
+	b, err := os.ReadFile(f.Name())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }

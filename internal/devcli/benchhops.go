@@ -1,10 +1,11 @@
 //go:build !production
 
-package cli
+package devcli
 
 import (
 	"context"
 	"fmt"
+	"github.com/trawlerhq/trawler/internal/cli"
 	"os"
 	"slices"
 	"strconv"
@@ -23,7 +24,7 @@ import (
 // hopGoal is the most a hop through the server may cost on the embedded stack.
 const hopGoal = 15 * time.Millisecond
 
-func benchHopsCmd(s *settings) *cobra.Command {
+func benchHopsCmd(s *cli.Settings) *cobra.Command {
 	var hops, runs int
 	cmd := &cobra.Command{
 		Use:   "hops",
@@ -50,8 +51,8 @@ for a hop through the server is ` + hopGoal.String() + ` on the embedded stack.`
 			if err != nil {
 				return err
 			}
-			if s.json {
-				return printJSON(res)
+			if s.JSON {
+				return cli.PrintJSON(res)
 			}
 			fmt.Printf("%d hops (list pages, each linking to the next), median of %d run(s):\n", res.Hops, runs)
 			fmt.Printf("  through the server  %6.2f ms a hop  (goal ≤ %.0f ms: %s)\n", res.ServerMS, float64(hopGoal.Milliseconds()), map[bool]string{true: "met", false: "not met"}[res.GoalMet])
@@ -82,7 +83,7 @@ type hopsResult struct {
 	GoalMet bool               `json:"goal_met"`
 }
 
-func benchHops(ctx context.Context, s *settings, hops, runs int) (*hopsResult, error) {
+func benchHops(ctx context.Context, s *cli.Settings, hops, runs int) (*hopsResult, error) {
 	base, stopSite, err := demosite.Start("127.0.0.1:0", demosite.Options{Pages: hops}.WithDefaults())
 	if err != nil {
 		return nil, fmt.Errorf("start the demo site: %w", err)
@@ -103,7 +104,7 @@ func benchHops(ctx context.Context, s *settings, hops, runs int) (*hopsResult, e
 		return nil, err
 	}
 	// The feed step alone: the stories it finds go nowhere.
-	plan, err := loadChain("examples/demo.yaml", src, []string{"base_url=" + base, "feed.pages=" + strconv.Itoa(hops)})
+	plan, err := cli.LoadChain("examples/demo.yaml", src, []string{"base_url=" + base, "feed.pages=" + strconv.Itoa(hops)})
 	if err != nil {
 		return nil, err
 	}
@@ -115,7 +116,7 @@ func benchHops(ctx context.Context, s *settings, hops, runs int) (*hopsResult, e
 	var lastID string
 	crawlOnce := func(follow int) (time.Duration, int, error) {
 		start := time.Now()
-		id, err := engine.Start(ctx, c, plan, engine.RunOptions{TaskQueue: s.taskQueue, Tuning: workflows.Tuning{FollowInputs: follow}})
+		id, err := engine.Start(ctx, c, plan, engine.RunOptions{TaskQueue: s.TaskQueue, Tuning: workflows.Tuning{FollowInputs: follow}})
 		if err != nil {
 			return 0, 0, err
 		}
@@ -139,7 +140,7 @@ func benchHops(ctx context.Context, s *settings, hops, runs int) (*hopsResult, e
 			return nil, err
 		}
 		res.ServerBatches = batches
-		res.ServerRunsMS = append(res.ServerRunsMS, roundTo(float64(d.Microseconds())/1000/float64(hops), 2))
+		res.ServerRunsMS = append(res.ServerRunsMS, cli.RoundTo(float64(d.Microseconds())/1000/float64(hops), 2))
 		if res.Phases, err = hopPhases(ctx, c, lastID); err != nil {
 			return nil, err
 		}
@@ -147,7 +148,7 @@ func benchHops(ctx context.Context, s *settings, hops, runs int) (*hopsResult, e
 		if err != nil {
 			return nil, err
 		}
-		res.WorkerRunsMS = append(res.WorkerRunsMS, roundTo(float64(d.Microseconds())/1000/float64(hops), 2))
+		res.WorkerRunsMS = append(res.WorkerRunsMS, cli.RoundTo(float64(d.Microseconds())/1000/float64(hops), 2))
 		res.WorkerBatches = batches
 	}
 	res.ServerMS, res.WorkerMS = median(res.ServerRunsMS), median(res.WorkerRunsMS)
@@ -208,7 +209,7 @@ func hopPhases(ctx context.Context, c client.Client, runID string) (map[string]f
 	}
 	out := map[string]float64{}
 	for _, ph := range hopPhaseNames {
-		out[ph] = roundTo(float64(sums[ph].Microseconds())/1000/float64(max(n, 1)), 2)
+		out[ph] = cli.RoundTo(float64(sums[ph].Microseconds())/1000/float64(max(n, 1)), 2)
 	}
 	return out, nil
 }

@@ -1,10 +1,11 @@
 //go:build !production
 
-package cli
+package devcli
 
 import (
 	"context"
 	"fmt"
+	"github.com/trawlerhq/trawler/internal/cli"
 	"log/slog"
 	"os"
 	"strconv"
@@ -20,9 +21,9 @@ import (
 	"github.com/trawlerhq/trawler/internal/devstack/demosite"
 )
 
-func benchRenderCmd(s *settings) *cobra.Command {
+func benchRenderCmd(s *cli.Settings) *cobra.Command {
 	var pages int
-	var browser browserFlags
+	var browser cli.BrowserFlags
 	cmd := &cobra.Command{
 		Use:   "render",
 		Short: "Render pages built by JavaScript in headless Chromium: pages/s and peak memory against the pool's bound",
@@ -47,7 +48,7 @@ summed RSS is printed too.`,
   trawler bench render --pages 500 --browsers 1 --browser-pages 50 --browser-mb 512`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			o, err := browser.options(cmd)
+			o, err := browser.Options(cmd)
 			if err != nil {
 				return err
 			}
@@ -57,12 +58,12 @@ summed RSS is printed too.`,
 			if pages < 1 {
 				return fmt.Errorf("--pages %d: render at least 1 page", pages)
 			}
-			res, err := benchRender(cmd.Context(), *o, pages, s.json)
+			res, err := benchRender(cmd.Context(), *o, pages, s.JSON)
 			if err != nil {
 				return err
 			}
-			if s.json {
-				return printJSON(res)
+			if s.JSON {
+				return cli.PrintJSON(res)
 			}
 			fmt.Printf("%d pages built by script, %d browsers × %d tabs (replaced every %d pages or above %d MiB):\n",
 				res.Pages, res.Browsers, res.Tabs, res.PagesPerBrowser, res.MaxMB)
@@ -76,7 +77,7 @@ summed RSS is printed too.`,
 		},
 	}
 	cmd.Flags().IntVar(&pages, "pages", 2000, "pages to render")
-	browser.add(cmd)
+	browser.Add(cmd)
 	return cmd
 }
 

@@ -1,6 +1,6 @@
 //go:build !production
 
-package cli
+package devcli
 
 import (
 	"bufio"
@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/trawlerhq/trawler/internal/cli"
 	"net"
 	"net/http"
 	"net/url"
@@ -44,7 +45,7 @@ import (
 // benchGoal is the throughput Trawler aims for, as a fraction of Colly's.
 const benchGoal = 0.6
 
-func benchCmd(s *settings) *cobra.Command {
+func benchCmd(s *cli.Settings) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "bench",
 		Short: "Measure Trawler against a plain in-process crawler",
@@ -55,7 +56,7 @@ bundled demo site with Colly and with Trawler on embedded Temporal and compares 
 	return cmd
 }
 
-func benchCrawlCmd(s *settings) *cobra.Command {
+func benchCrawlCmd(s *cli.Settings) *cobra.Command {
 	var o benchOptions
 	cmd := &cobra.Command{
 		Use:   "crawl",
@@ -152,7 +153,7 @@ otherwise they go to a temp dir that is removed.`,
 			if o.site != "demo" && o.site != "static" {
 				return fmt.Errorf("--site %q: use demo (pages rendered per request) or static (pre-rendered, served from memory)", o.site)
 			}
-			if !s.json {
+			if !s.JSON {
 				o.note = func(format string, args ...any) {
 					fmt.Fprintf(os.Stderr, format+"\n", args...)
 				}
@@ -220,9 +221,9 @@ func verdict(met bool) string {
 }
 
 // printResult prints a benchmark's result: its JSON with --json, else its text.
-func printResult(s *settings, res interface{ print() }) error {
-	if s.json {
-		return printJSON(res)
+func printResult(s *cli.Settings, res interface{ print() }) error {
+	if s.JSON {
+		return cli.PrintJSON(res)
 	}
 	res.print()
 	return nil
@@ -238,7 +239,7 @@ func newBenchSide(pages, items int, d, cpu time.Duration) benchSide {
 	if pages > 0 {
 		perPage = float64(cpu.Microseconds()) / 1000 / float64(pages)
 	}
-	return benchSide{Pages: pages, Items: items, Seconds: roundTo(sec, 3), PagesPerS: roundTo(rate, 1), CPUPerPageMS: roundTo(perPage, 3)}
+	return benchSide{Pages: pages, Items: items, Seconds: cli.RoundTo(sec, 3), PagesPerS: cli.RoundTo(rate, 1), CPUPerPageMS: cli.RoundTo(perPage, 3)}
 }
 
 // processCPU is the CPU time (user + system) this process has used so far.
@@ -360,7 +361,7 @@ func (r *benchResult) print() {
 
 // benchCrawl runs the comparison: the demo site, Colly (warm-up, then timed), then the
 // embedded Temporal stack with a worker, Trawler's warm-up run and its timed runs.
-func benchCrawl(ctx context.Context, s *settings, o benchOptions) (*benchResult, error) {
+func benchCrawl(ctx context.Context, s *cli.Settings, o benchOptions) (*benchResult, error) {
 	o.runs = max(o.runs, 1)
 	note := o.note
 	if note == nil {
@@ -380,7 +381,7 @@ func benchCrawl(ctx context.Context, s *settings, o benchOptions) (*benchResult,
 	defer func() { _ = stopSite() }()
 	wantPages, wantItems := demoCrawlSize(siteOpts, o.pages, o.depth)
 
-	data := s.dataDir("")
+	data := s.DataDir("")
 	if data == "" {
 		tmp, err := os.MkdirTemp("", "trawler-bench-")
 		if err != nil {
@@ -456,7 +457,7 @@ func benchCrawl(ctx context.Context, s *settings, o benchOptions) (*benchResult,
 		return nil, err
 	}
 	plan := func(pages int) (*crawl.Plan, error) {
-		p, err := loadChain("examples/demo.yaml", src, []string{"base_url=" + base, "feed.pages=" + strconv.Itoa(pages)})
+		p, err := cli.LoadChain("examples/demo.yaml", src, []string{"base_url=" + base, "feed.pages=" + strconv.Itoa(pages)})
 		if err != nil {
 			return nil, err
 		}
@@ -486,12 +487,12 @@ func benchCrawl(ctx context.Context, s *settings, o benchOptions) (*benchResult,
 		return p, nil
 	}
 	quiet := *s
-	quiet.json = false // progress goes to a terminal's stderr only, never to stdout
+	quiet.JSON = false // progress goes to a terminal's stderr only, never to stdout
 	// trawl runs the chain over pages list pages and gives its result, the CPU the
 	// process spent until the run completed and what the worker's Redis did meanwhile:
 	// reading the stores back to check the run comes after, as Colly's side is not
 	// charged for checking its output either.
-	trawl := func(pages int) (*result, time.Duration, benchRedis, error) {
+	trawl := func(pages int) (*cli.Result, time.Duration, benchRedis, error) {
 		var red0, red1 benchRedis
 		p, err := plan(pages)
 		if err == nil && redisNow != nil {
@@ -501,7 +502,7 @@ func benchCrawl(ctx context.Context, s *settings, o benchOptions) (*benchResult,
 			return nil, 0, benchRedis{}, err
 		}
 		cpu := processCPU()
-		res, err := startAndWait(ctx, &quiet, c, p, waitOn(c))
+		res, err := cli.StartAndWait(ctx, &quiet, c, p, cli.WaitOn(c))
 		if err != nil {
 			return nil, 0, benchRedis{}, err
 		}
@@ -517,7 +518,7 @@ func benchCrawl(ctx context.Context, s *settings, o benchOptions) (*benchResult,
 				red1.byName["info"] -= 2
 			}
 		}
-		if err := res.readBack(ctx, p, w.Sinks); err != nil {
+		if err := res.ReadBack(ctx, p, w.Sinks); err != nil {
 			return nil, 0, benchRedis{}, err
 		}
 		if res.Failed > 0 {
@@ -587,7 +588,7 @@ func benchCrawl(ctx context.Context, s *settings, o benchOptions) (*benchResult,
 		Colly: cs, Trawler: ts, TrawlerBatches: batches, TrawlerRunID: runIDs[ti], Site: o.site,
 	}
 	perPage := func(d time.Duration) float64 {
-		return roundTo(float64(d.Microseconds())/1000/float64(max(ts.Pages, 1)), 3)
+		return cli.RoundTo(float64(d.Microseconds())/1000/float64(max(ts.Pages, 1)), 3)
 	}
 	red := redisRuns[ti]
 	here := "this process: Temporal server, worker, sinks, the site"
@@ -599,10 +600,10 @@ func benchCrawl(ctx context.Context, s *settings, o benchOptions) (*benchResult,
 		out.Processes = append(out.Processes, benchProcess{Name: "redis-server", CPUPerPageMS: perPage(red.cpu)})
 	}
 	if redisNow != nil {
-		n := roundTo(float64(red.commands)/float64(max(ts.Pages, 1)), 3)
+		n := cli.RoundTo(float64(red.commands)/float64(max(ts.Pages, 1)), 3)
 		out.RedisCommandsPerPage, out.RedisCounted = &n, counted
 		for name, calls := range red.byName {
-			out.RedisByCommand = append(out.RedisByCommand, benchCommand{Name: name, PerPage: roundTo(float64(calls)/float64(max(ts.Pages, 1)), 3)})
+			out.RedisByCommand = append(out.RedisByCommand, benchCommand{Name: name, PerPage: cli.RoundTo(float64(calls)/float64(max(ts.Pages, 1)), 3)})
 		}
 		slices.SortFunc(out.RedisByCommand, func(a, b benchCommand) int {
 			return cmp.Or(cmp.Compare(b.PerPage, a.PerPage), strings.Compare(a.Name, b.Name))
@@ -613,14 +614,14 @@ func benchCrawl(ctx context.Context, s *settings, o benchOptions) (*benchResult,
 		out.TrawlerRuns = append(out.TrawlerRuns, trawlerRuns[i].PagesPerS)
 	}
 	if cs.PagesPerS > 0 {
-		out.Ratio = roundTo(ts.PagesPerS/cs.PagesPerS, 3)
+		out.Ratio = cli.RoundTo(ts.PagesPerS/cs.PagesPerS, 3)
 	}
 	if cs.CPUPerPageMS > 0 {
 		all := ts.CPUPerPageMS
 		if o.redisServer {
 			all += perPage(red.cpu)
 		}
-		out.CPURatio = roundTo(all/cs.CPUPerPageMS, 2)
+		out.CPURatio = cli.RoundTo(all/cs.CPUPerPageMS, 2)
 	}
 	out.GoalMet = out.Ratio >= benchGoal
 	return out, nil
@@ -628,14 +629,14 @@ func benchCrawl(ctx context.Context, s *settings, o benchOptions) (*benchResult,
 
 // startBenchTrawler starts an embedded Temporal server on SQLite in data and one worker
 // whose fetcher lets at most concurrency requests hit a host at once; stop ends both.
-func startBenchTrawler(ctx context.Context, s *settings, data string, concurrency int) (client.Client, *engine.Worker, func(), error) {
+func startBenchTrawler(ctx context.Context, s *cli.Settings, data string, concurrency int) (client.Client, *engine.Worker, func(), error) {
 	return startBenchWorker(ctx, s, data, engine.WorkerOptions{Fetch: fetch.Options{HostConcurrency: concurrency}}, false)
 }
 
 // startBenchWorker starts an embedded Temporal server on SQLite in data and one worker
 // with the options o (its task queue, output, log and loopback fetching filled in, and
 // with withRedis the stack's Redis); stop ends both.
-func startBenchWorker(ctx context.Context, s *settings, data string, o engine.WorkerOptions, withRedis bool) (client.Client, *engine.Worker, func(), error) {
+func startBenchWorker(ctx context.Context, s *cli.Settings, data string, o engine.WorkerOptions, withRedis bool) (client.Client, *engine.Worker, func(), error) {
 	b, err := startBenchStack(ctx, s, data, o, withRedis)
 	if err != nil {
 		return nil, nil, nil, err
@@ -653,22 +654,22 @@ type benchStack struct {
 
 // startBenchStack is startBenchWorker, giving the stack too. With withRedis the worker
 // uses o.Redis, or the stack's embedded Redis when o.Redis is empty.
-func startBenchStack(ctx context.Context, s *settings, data string, o engine.WorkerOptions, withRedis bool) (*benchStack, error) {
+func startBenchStack(ctx context.Context, s *cli.Settings, data string, o engine.WorkerOptions, withRedis bool) (*benchStack, error) {
 	st, err := startStack(ctx, s, stackOptions{data: data, sitePages: 1})
 	if err != nil {
 		return nil, err
 	}
-	c, err := s.dial(ctx)
+	c, err := s.Dial(ctx)
 	if err != nil {
 		st.stop()
 		return nil, err
 	}
-	o.TaskQueue, o.OutDir, o.Log = s.taskQueue, s.out, s.logger()
+	o.TaskQueue, o.OutDir, o.Log = s.TaskQueue, s.Out, s.Logger()
 	switch {
 	case !withRedis:
 		o.Redis = ""
 	case o.Redis == "":
-		o.Redis = s.redis
+		o.Redis = s.Redis
 	}
 	o.Fetch.AllowPrivate = true // the benchmark site listens on loopback
 	w, err := engine.NewWorker(c, o)
@@ -708,7 +709,7 @@ func medianSide(runs []benchSide) (benchSide, int) {
 	return runs[m], m
 }
 
-func firstFailure(r *result) string {
+func firstFailure(r *cli.Result) string {
 	if len(r.Failures) == 0 {
 		return "no cause recorded"
 	}

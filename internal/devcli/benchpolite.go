@@ -1,11 +1,12 @@
 //go:build !production
 
-package cli
+package devcli
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/trawlerhq/trawler/internal/cli"
 	"net"
 	"net/http"
 	"os"
@@ -38,7 +39,7 @@ const (
 	politeWorkers     = 3
 )
 
-func benchPoliteCmd(s *settings) *cobra.Command {
+func benchPoliteCmd(s *cli.Settings) *cobra.Command {
 	var (
 		o    politeOptions
 		rate string
@@ -99,7 +100,7 @@ with --rounds 4 or more where it is busy.`,
 			if o.limit < o.concurrency {
 				return fmt.Errorf("--limit %d is below --concurrency %d: the cost part measures a host whose limit the crawl stays under; raise --limit", o.limit, o.concurrency)
 			}
-			if !s.json {
+			if !s.JSON {
 				o.note = func(format string, args ...any) { fmt.Fprintf(os.Stderr, format+"\n", args...) }
 			}
 			res, err := benchPolite(cmd.Context(), s, o)
@@ -200,7 +201,7 @@ func (r *politeResult) print() {
 }
 
 // benchPolite starts a redis-server, runs the cost part and then the rate part.
-func benchPolite(ctx context.Context, s *settings, o politeOptions) (*politeResult, error) {
+func benchPolite(ctx context.Context, s *cli.Settings, o politeOptions) (*politeResult, error) {
 	note := o.note
 	if note == nil {
 		note = func(string, ...any) {}
@@ -284,7 +285,7 @@ func serveLocal(h http.Handler) (base string, stop func(), err error) {
 	return "http://" + ln.Addr().String(), func() { _ = srv.Close() }, nil
 }
 
-func politeRatePart(ctx context.Context, s *settings, redisAddr string, o politeOptions, note func(string, ...any)) (politeRate, error) {
+func politeRatePart(ctx context.Context, s *cli.Settings, redisAddr string, o politeOptions, note func(string, ...any)) (politeRate, error) {
 	out := politeRate{Workers: politeWorkers, Declared: o.rate}
 	log := &arrivals{}
 	base, stopSite, err := serveLocal(log.wrap(demosite.Handler(demosite.Options{Pages: o.feedPages, PerPage: o.perPage})))
@@ -303,14 +304,14 @@ func politeRatePart(ctx context.Context, s *settings, redisAddr string, o polite
 		return out, err
 	}
 	defer st.stop()
-	c, err := s.dial(ctx)
+	c, err := s.Dial(ctx)
 	if err != nil {
 		return out, err
 	}
 	defer c.Close()
 	for i := range politeWorkers {
 		w, err := engine.NewWorker(c, engine.WorkerOptions{
-			TaskQueue: s.taskQueue, OutDir: filepath.Join(data, fmt.Sprintf("out-%d", i+1)), Log: s.logger(),
+			TaskQueue: s.TaskQueue, OutDir: filepath.Join(data, fmt.Sprintf("out-%d", i+1)), Log: s.Logger(),
 			Identity: fmt.Sprintf("bench-polite-%d", i+1), Redis: redisAddr,
 			Fetch: fetch.Options{AllowPrivate: true}, // the site listens on loopback
 		})
@@ -334,7 +335,7 @@ func politeRatePart(ctx context.Context, s *settings, redisAddr string, o polite
 	}
 	eol := strings.IndexByte(tail, '\n')
 	chain := head + "\ndefaults:" + tail[:eol+1] + "  politeness: {rate: " + crawl.FormatRate(o.rate) + "}\n" + tail[eol+1:]
-	p, err := loadChain("examples/demo.yaml", []byte(chain), []string{"base_url=" + base, "feed.pages=" + strconv.Itoa(o.feedPages)})
+	p, err := cli.LoadChain("examples/demo.yaml", []byte(chain), []string{"base_url=" + base, "feed.pages=" + strconv.Itoa(o.feedPages)})
 	if err != nil {
 		return out, err
 	}
@@ -347,8 +348,8 @@ func politeRatePart(ctx context.Context, s *settings, redisAddr string, o polite
 	want := o.feedPages * (1 + o.perPage)
 	note("rate: crawling %d pages at a declared %s (about %.0f s)…", want, crawl.FormatRate(o.rate), float64(want)/o.rate)
 	quiet := *s
-	quiet.json = false // progress goes to a terminal's stderr only, never to stdout
-	run, err := startAndWait(ctx, &quiet, c, p, waitOn(c))
+	quiet.JSON = false // progress goes to a terminal's stderr only, never to stdout
+	run, err := cli.StartAndWait(ctx, &quiet, c, p, cli.WaitOn(c))
 	if err != nil {
 		return out, err
 	}
@@ -360,13 +361,13 @@ func politeRatePart(ctx context.Context, s *settings, redisAddr string, o polite
 	log.mu.Lock()
 	out.Requests = len(log.at)
 	log.mu.Unlock()
-	out.Busiest1s, out.MaxInFlight, out.Seconds = most, int(log.most.Load()), roundTo(span.Seconds(), 3)
-	out.ShortestGapMS = roundTo(float64(gap.Microseconds())/1000, 1)
+	out.Busiest1s, out.MaxInFlight, out.Seconds = most, int(log.most.Load()), cli.RoundTo(span.Seconds(), 3)
+	out.ShortestGapMS = cli.RoundTo(float64(gap.Microseconds())/1000, 1)
 	if span > 0 {
 		achieved := float64(out.Requests-1) / span.Seconds()
-		out.Achieved, out.Ratio = roundTo(achieved, 2), roundTo(achieved/o.rate, 3)
+		out.Achieved, out.Ratio = cli.RoundTo(achieved, 2), cli.RoundTo(achieved/o.rate, 3)
 	}
-	r2 := roundTo(out.Ratio, 2)
+	r2 := cli.RoundTo(out.Ratio, 2)
 	out.GoalMet = r2 >= politeGoalRateMin && r2 <= politeGoalRateMax
 	return out, nil
 }
@@ -441,23 +442,23 @@ func politeCostPart(ctx context.Context, rdb redis.UniversalClient, o politeOpti
 			sd.wall += wall
 			sd.red.calls += r1.calls - r0.calls - 1 // less the INFO that read r0
 			sd.red.cpu += r1.cpu - r0.cpu
-			sd.sum.RoundsCPUUS = append(sd.sum.RoundsCPUUS, roundTo(float64(cpu.Nanoseconds())/1e3/float64(o.pages), 1))
+			sd.sum.RoundsCPUUS = append(sd.sum.RoundsCPUUS, cli.RoundTo(float64(cpu.Nanoseconds())/1e3/float64(o.pages), 1))
 		}
 	}
 	for _, sd := range sides {
 		n := float64(o.pages * o.rounds)
 		*sd.sum = politeCostSide{
-			Pages: o.pages * o.rounds, Seconds: roundTo(sd.wall.Seconds(), 3), PagesPerS: roundTo(n/sd.wall.Seconds(), 1),
-			CPUPerPageUS:      roundTo(float64(sd.cpu.Nanoseconds())/1e3/n, 1),
-			RedisCallsPerPage: roundTo(float64(sd.red.calls)/n, 3),
-			RedisCPUPerPageUS: roundTo(float64(sd.red.cpu.Nanoseconds())/1e3/n, 1),
+			Pages: o.pages * o.rounds, Seconds: cli.RoundTo(sd.wall.Seconds(), 3), PagesPerS: cli.RoundTo(n/sd.wall.Seconds(), 1),
+			CPUPerPageUS:      cli.RoundTo(float64(sd.cpu.Nanoseconds())/1e3/n, 1),
+			RedisCallsPerPage: cli.RoundTo(float64(sd.red.calls)/n, 3),
+			RedisCPUPerPageUS: cli.RoundTo(float64(sd.red.cpu.Nanoseconds())/1e3/n, 1),
 			RoundsCPUUS:       sd.sum.RoundsCPUUS,
 		}
 	}
 	if out.Local.CPUPerPageUS > 0 {
-		out.Overhead = roundTo(out.Fleet.CPUPerPageUS/out.Local.CPUPerPageUS-1, 4)
+		out.Overhead = cli.RoundTo(out.Fleet.CPUPerPageUS/out.Local.CPUPerPageUS-1, 4)
 	}
-	out.ExtraUSPage = roundTo(out.Fleet.CPUPerPageUS-out.Local.CPUPerPageUS, 1)
+	out.ExtraUSPage = cli.RoundTo(out.Fleet.CPUPerPageUS-out.Local.CPUPerPageUS, 1)
 	out.GoalMet = out.Overhead <= out.Goal
 	return out, nil
 }

@@ -1,10 +1,11 @@
 //go:build !production
 
-package cli
+package devcli
 
 import (
 	"context"
 	"fmt"
+	"github.com/trawlerhq/trawler/internal/cli"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -19,7 +20,7 @@ import (
 	"github.com/trawlerhq/trawler/internal/engine"
 )
 
-func benchScaleCmd(s *settings) *cobra.Command {
+func benchScaleCmd(s *cli.Settings) *cobra.Command {
 	var workersFlag string
 	var pages, perPage, slots, concurrency, batch int
 	var latency time.Duration
@@ -76,7 +77,7 @@ type scaleSite struct {
 	latency        time.Duration
 }
 
-func runBenchScale(ctx context.Context, s *settings, counts []int, site scaleSite, slots, concurrency, batch int) error {
+func runBenchScale(ctx context.Context, s *cli.Settings, counts []int, site scaleSite, slots, concurrency, batch int) error {
 	pages, latency := site.pages, site.latency
 	bin, err := os.Executable()
 	if err != nil {
@@ -88,7 +89,7 @@ func runBenchScale(ctx context.Context, s *settings, counts []int, site scaleSit
 	}
 	defer os.RemoveAll(data)
 	say := func(format string, args ...any) {
-		if !s.json {
+		if !s.JSON {
 			fmt.Fprintf(os.Stderr, format+"\n", args...)
 		}
 	}
@@ -104,7 +105,7 @@ func runBenchScale(ctx context.Context, s *settings, counts []int, site scaleSit
 		return err
 	}
 	defer stopSite()
-	c, err := s.dial(ctx)
+	c, err := s.Dial(ctx)
 	if err != nil {
 		return err
 	}
@@ -130,7 +131,7 @@ func runBenchScale(ctx context.Context, s *settings, counts []int, site scaleSit
 				_ = p.Wait()
 			}
 		}
-		plan, err := loadChain("examples/demo.yaml", src, []string{"base_url=" + siteURL, "feed.pages=" + strconv.Itoa(pages)})
+		plan, err := cli.LoadChain("examples/demo.yaml", src, []string{"base_url=" + siteURL, "feed.pages=" + strconv.Itoa(pages)})
 		if err != nil {
 			stopWorkers()
 			return err
@@ -158,16 +159,16 @@ func runBenchScale(ctx context.Context, s *settings, counts []int, site scaleSit
 		if failed > 0 {
 			return fmt.Errorf("run %s with %d workers had %d failures: %+v", id, n, failed, sum.Failures)
 		}
-		pt := scalePoint{Workers: n, Pages: total, Seconds: roundTo(elapsed, 2), PagesPerS: roundTo(float64(total)/elapsed, 1)}
+		pt := scalePoint{Workers: n, Pages: total, Seconds: cli.RoundTo(elapsed, 2), PagesPerS: cli.RoundTo(float64(total)/elapsed, 1)}
 		points = append(points, pt)
 	}
 	base := points[0].PagesPerS / float64(points[0].Workers)
 	for i := range points {
-		points[i].SpeedUp = roundTo(points[i].PagesPerS/points[0].PagesPerS, 2)
-		points[i].Efficiency = roundTo(points[i].PagesPerS/(base*float64(points[i].Workers)), 2)
+		points[i].SpeedUp = cli.RoundTo(points[i].PagesPerS/points[0].PagesPerS, 2)
+		points[i].Efficiency = cli.RoundTo(points[i].PagesPerS/(base*float64(points[i].Workers)), 2)
 	}
-	if s.json {
-		return printJSON(map[string]any{"latency_ms": latency.Milliseconds(), "slots": slots, "concurrency": concurrency, "batch": batch, "points": points})
+	if s.JSON {
+		return cli.PrintJSON(map[string]any{"latency_ms": latency.Milliseconds(), "slots": slots, "concurrency": concurrency, "batch": batch, "points": points})
 	}
 	fmt.Printf("\ndemo site, %d feed pages of %d stories, %s per page; each worker: %d batches x %d pages at once\n", pages, site.perPage, latency, slots, concurrency)
 	fmt.Printf("  %-8s %8s %9s %10s %9s\n", "workers", "pages", "seconds", "pages/s", "speed-up")

@@ -1,10 +1,11 @@
 //go:build !production
 
-package cli
+package devcli
 
 import (
 	"context"
 	"fmt"
+	"github.com/trawlerhq/trawler/internal/cli"
 	"os"
 	"strconv"
 	"time"
@@ -24,7 +25,7 @@ const (
 	recrawlGoalLate  = 0.10 // at most this share of changes seen later than min
 )
 
-func benchRecrawlCmd(s *settings) *cobra.Command {
+func benchRecrawlCmd(s *cli.Settings) *cobra.Command {
 	var ticks, pages int
 	var seed int64
 	cmd := &cobra.Command{
@@ -120,7 +121,7 @@ func (r *recrawlResult) print() {
 	fmt.Printf("  %d runs took %.1f s\n", r.Ticks, r.RunsSeconds)
 }
 
-func benchRecrawl(ctx context.Context, s *settings, ticks, pages int, seed int64) (*recrawlResult, error) {
+func benchRecrawl(ctx context.Context, s *cli.Settings, ticks, pages int, seed int64) (*recrawlResult, error) {
 	begin := time.Date(2026, 3, 2, 0, 0, 0, 0, time.UTC)
 	clock := demosite.NewClock(begin) // the site and the recrawl plans read it
 	live := &demosite.Live{Seed: seed, Start: begin, Now: clock.Now}
@@ -136,7 +137,7 @@ func benchRecrawl(ctx context.Context, s *settings, ticks, pages int, seed int64
 	}
 	defer os.RemoveAll(data)
 	note := func(format string, args ...any) {
-		if !s.json {
+		if !s.JSON {
 			fmt.Fprintf(os.Stderr, format+"\n", args...)
 		}
 	}
@@ -150,7 +151,7 @@ func benchRecrawl(ctx context.Context, s *settings, ticks, pages int, seed int64
 	if err != nil {
 		return nil, err
 	}
-	plan, err := loadChain("examples/recrawl.yaml", src, []string{"base_url=" + base, "feed.pages=" + strconv.Itoa(pages)})
+	plan, err := cli.LoadChain("examples/recrawl.yaml", src, []string{"base_url=" + base, "feed.pages=" + strconv.Itoa(pages)})
 	if err != nil {
 		return nil, err
 	}
@@ -173,7 +174,7 @@ func benchRecrawl(ctx context.Context, s *settings, ticks, pages int, seed int64
 		at := begin.Add(time.Duration(k) * pol.Min)
 		clock.Set(at)
 		tickTimes = append(tickTimes, at)
-		id, err := engine.Start(ctx, c, plan, engine.RunOptions{TaskQueue: s.taskQueue})
+		id, err := engine.Start(ctx, c, plan, engine.RunOptions{TaskQueue: s.TaskQueue})
 		if err != nil {
 			return nil, err
 		}
@@ -190,7 +191,7 @@ func benchRecrawl(ctx context.Context, s *settings, ticks, pages int, seed int64
 			note("tick %d/%d (%s simulated): %d pages fetched so far, %d due this tick", k+1, ticks, crawl.FormatDuration(time.Duration(k+1)*pol.Min), res.Adaptive.Pages, sum.Steps[1].Due)
 		}
 	}
-	res.RunsSeconds = roundTo(time.Since(began).Seconds(), 1)
+	res.RunsSeconds = cli.RoundTo(time.Since(began).Seconds(), 1)
 	if res.FailedInputs > 0 {
 		return nil, fmt.Errorf("%d inputs failed; the comparison would not be fair", res.FailedInputs)
 	}
@@ -199,16 +200,16 @@ func benchRecrawl(ctx context.Context, s *settings, ticks, pages int, seed int64
 		r := live.Report(stories, pol.Min, end, visits)
 		sd.Changes, sd.Late = r.Changes, r.Late
 		if r.Changes > 0 {
-			sd.LateShare = roundTo(float64(r.Late)/float64(r.Changes), 4)
+			sd.LateShare = cli.RoundTo(float64(r.Late)/float64(r.Changes), 4)
 		}
 	}
 	side(&res.Adaptive, nil)
 	res.Full.StoryPages = ticks * stories
 	res.Full.Pages = ticks * (stories + pages)
 	side(&res.Full, func(int) []time.Time { return tickTimes })
-	res.Fewer = roundTo(1-float64(res.Adaptive.Pages)/float64(res.Full.Pages), 4)
+	res.Fewer = cli.RoundTo(1-float64(res.Adaptive.Pages)/float64(res.Full.Pages), 4)
 	res.GoalMet = res.Fewer >= recrawlGoalFewer && res.Adaptive.LateShare <= recrawlGoalLate
-	rdb, err := s.redisClient("for the plans")
+	rdb, err := s.RedisClient("for the plans")
 	if err != nil {
 		return nil, err
 	}
