@@ -1,6 +1,7 @@
 package activities
 
 import (
+	"cmp"
 	"context"
 	"sync"
 	"time"
@@ -67,7 +68,7 @@ func (rs *readers) get(ctx context.Context, sel crawl.Reparse, tenant string) (*
 func (a *Activities) reparseFetcher(b crawl.Batch) (crawl.Fetcher, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	r, err := a.readers.get(ctx, *b.Step.Reparse, b.Tenant)
+	r, err := a.readers.get(ctx, *b.Step.Reparse, cmp.Or(b.Tenant, crawl.DefaultTenant))
 	if err != nil {
 		return nil, err
 	}

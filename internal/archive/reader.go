@@ -27,7 +27,6 @@ type Reader struct {
 	bucket *blob.Bucket
 	from   string // the destination, redacted, for messages
 	sel    crawl.Reparse
-	tenant string
 	pages  map[string]Entry // the newest archived page of each canonical URL
 
 	once      sync.Once
@@ -36,9 +35,9 @@ type Reader struct {
 }
 
 // OpenReader reads the index of the pages of run sel.Run of tenant at sel.From, those
-// sel.URL, sel.Since and sel.Until select. Without a run it reads every run of every
-// tenant at the destination. A run of which no page is archived there is an error that
-// says so.
+// sel.URL, sel.Since and sel.Until select. Without a tenant it looks for the run among
+// every tenant's; without a run it reads every run at the destination. A run of which
+// no page is archived there is an error that says so.
 func OpenReader(ctx context.Context, sel crawl.Reparse, tenant string) (*Reader, error) {
 	var match *regexp.Regexp
 	if sel.URL != "" {
@@ -51,25 +50,29 @@ func OpenReader(ctx context.Context, sel crawl.Reparse, tenant string) (*Reader,
 	if err != nil {
 		return nil, err
 	}
-	r := &Reader{bucket: bucket, from: crawl.RedactURL(sel.From), sel: sel, tenant: cmp.Or(tenant, crawl.DefaultTenant), pages: map[string]Entry{}}
+	r := &Reader{bucket: bucket, from: crawl.RedactURL(sel.From), sel: sel, pages: map[string]Entry{}}
 	prefix := ""
-	if sel.Run != "" {
-		prefix = r.tenant + "/" + sel.Run + "/"
+	if sel.Run != "" && tenant != "" {
+		prefix = tenant + "/" + sel.Run + "/"
 	}
 	entries, err := readIndexes(ctx, bucket, prefix)
 	if err != nil {
 		bucket.Close()
 		return nil, fmt.Errorf("archive %s: %w", r.from, err)
 	}
-	if len(entries) == 0 {
+	ofTenant := ""
+	if tenant != "" {
+		ofTenant = " of tenant " + tenant
+	}
+	if !slices.ContainsFunc(entries, func(e Entry) bool { return sel.Run == "" || e.RunID == sel.Run }) {
 		bucket.Close()
 		if sel.Run == "" {
 			return nil, fmt.Errorf("archive %s holds no finished WARC files; check the directory or URL (a chain's archive.to)", r.from)
 		}
-		return nil, fmt.Errorf("archive %s holds no pages of run %s of tenant %s; check the run id (`trawler status`) and that the chain's archive.to is where that run archived", r.from, sel.Run, r.tenant)
+		return nil, fmt.Errorf("archive %s holds no pages of run %s%s; check the run id (`trawler status`) and that the chain's archive.to is where that run archived", r.from, sel.Run, ofTenant)
 	}
 	for _, e := range entries {
-		if (match != nil && !match.MatchString(e.URL)) || (!sel.Since.IsZero() && e.At.Before(sel.Since)) || (!sel.Until.IsZero() && !e.At.Before(sel.Until)) {
+		if (sel.Run != "" && e.RunID != sel.Run) || (match != nil && !match.MatchString(e.URL)) || (!sel.Since.IsZero() && e.At.Before(sel.Since)) || (!sel.Until.IsZero() && !e.At.Before(sel.Until)) {
 			continue
 		}
 		if old, ok := r.pages[e.Canonical]; !ok || !e.At.Before(old.At) {
