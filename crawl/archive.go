@@ -112,3 +112,21 @@ func CheckArchiveTo(to string) error {
 	}
 	return nil
 }
+
+// Reparse has a step answer its requests from the pages a run archived instead of the
+// network (`trawler reparse`): internal/archive reads them, by canonical URL, through
+// the run's CDXJ index at From.
+type Reparse struct {
+	// From is the archive's destination (an `archive.to`); Run the run whose pages
+	// answer, of the plan's tenant.
+	From string `json:"from"`
+	Run  string `json:"run"`
+	// URL (a regular expression) and Since and Until (when the page was fetched) narrow
+	// the pages that answer; any other page is not in the archive.
+	URL   string    `json:"url,omitempty"`
+	Since time.Time `json:"since,omitzero"`
+	Until time.Time `json:"until,omitzero"`
+	// FetchMissing fetches a page that is not in the archive; without it the page
+	// fails with CauseNotArchived.
+	FetchMissing bool `json:"fetch_missing,omitempty"`
+}

@@ -18,36 +18,37 @@ type Cause string
 
 // The causes. HTTP statuses keep the common ones apart and fold the rest by class.
 const (
-	CauseHTTP401    Cause = "http_401"
-	CauseHTTP403    Cause = "http_403"
-	CauseHTTP404    Cause = "http_404"
-	CauseHTTP410    Cause = "http_410"
-	CauseHTTP429    Cause = "http_429"
-	CauseHTTP4xx    Cause = "http_4xx"
-	CauseHTTP5xx    Cause = "http_5xx"
-	CauseHTTPOther  Cause = "http_other" // 1xx and 3xx a fetcher did not follow
-	CauseTimeout    Cause = "timeout"
-	CauseDNS        Cause = "dns"
-	CauseTLS        Cause = "tls"
-	CauseConnection Cause = "connection"
-	CauseRobots     Cause = "robots"
-	CauseTooLarge   Cause = "too_large"
-	CauseBlocked    Cause = "blocked" // an address the worker may not reach
-	CauseQuota      Cause = "quota"
-	CauseParse      Cause = "parse"  // the page is not what the task expects
-	CauseConfig     Cause = "config" // the step's params or input cannot work
-	CauseStore      Cause = "store"
-	CauseResource   Cause = "resource" // a pool item (proxy, cookie …) was not to be had
-	CauseAction     Cause = "action"   // a browser action (render.actions) could not be done
-	CauseCanceled   Cause = "canceled"
-	CausePanic      Cause = "panic"
-	CauseOther      Cause = "other"
+	CauseHTTP401     Cause = "http_401"
+	CauseHTTP403     Cause = "http_403"
+	CauseHTTP404     Cause = "http_404"
+	CauseHTTP410     Cause = "http_410"
+	CauseHTTP429     Cause = "http_429"
+	CauseHTTP4xx     Cause = "http_4xx"
+	CauseHTTP5xx     Cause = "http_5xx"
+	CauseHTTPOther   Cause = "http_other" // 1xx and 3xx a fetcher did not follow
+	CauseTimeout     Cause = "timeout"
+	CauseDNS         Cause = "dns"
+	CauseTLS         Cause = "tls"
+	CauseConnection  Cause = "connection"
+	CauseRobots      Cause = "robots"
+	CauseTooLarge    Cause = "too_large"
+	CauseBlocked     Cause = "blocked" // an address the worker may not reach
+	CauseQuota       Cause = "quota"
+	CauseParse       Cause = "parse"  // the page is not what the task expects
+	CauseConfig      Cause = "config" // the step's params or input cannot work
+	CauseStore       Cause = "store"
+	CauseResource    Cause = "resource" // a pool item (proxy, cookie …) was not to be had
+	CauseAction      Cause = "action"   // a browser action (render.actions) could not be done
+	CauseCanceled    Cause = "canceled"
+	CauseNotArchived Cause = "not_archived" // a reparse asked for a page its archived run does not hold
+	CausePanic       Cause = "panic"
+	CauseOther       Cause = "other"
 )
 
 // Causes lists every cause, for documentation and metrics.
 var Causes = []Cause{CauseHTTP401, CauseHTTP403, CauseHTTP404, CauseHTTP410, CauseHTTP429, CauseHTTP4xx, CauseHTTP5xx,
 	CauseHTTPOther, CauseTimeout, CauseDNS, CauseTLS, CauseConnection, CauseRobots, CauseTooLarge, CauseBlocked, CauseQuota,
-	CauseParse, CauseConfig, CauseStore, CauseResource, CauseAction, CauseCanceled, CausePanic, CauseOther}
+	CauseParse, CauseConfig, CauseStore, CauseResource, CauseAction, CauseNotArchived, CauseCanceled, CausePanic, CauseOther}
 
 type causeError struct {
 	err   error

@@ -83,6 +83,9 @@ type PlanStep struct {
 	// Archive keeps the raw HTTP exchanges of the step's pages as WARC files (the
 	// step's `archive:`, else the chain default's); nil: none.
 	Archive *Archive `json:"archive,omitempty"`
+	// Reparse answers the step's requests from an archived run (`trawler reparse`);
+	// nil: from the network.
+	Reparse *Reparse `json:"reparse,omitempty"`
 }
 
 // SiteQueue is a site's task queue and the affinity that guards it. The workflow names

@@ -4,12 +4,15 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -21,6 +24,7 @@ import (
 	"github.com/nlnwa/gowarc/v3"
 	"gocloud.dev/blob"
 
+	"github.com/trawlerhq/trawler/crawl"
 	"github.com/trawlerhq/trawler/internal/archive"
 	"github.com/trawlerhq/trawler/internal/devstack/demosite"
 	"github.com/trawlerhq/trawler/internal/engine"
@@ -247,5 +251,172 @@ func checkIndex(t *testing.T, bucket *blob.Bucket, entries []archive.Entry, run,
 	slices.Sort(urls)
 	if len(slices.Compact(urls)) != 31 {
 		t.Errorf("the index lists %d distinct URLs, want 31", len(urls))
+	}
+}
+
+// reparseChain lists the demo site's first feed page and stores its 30 stories, with
+// author read by the selector given, archiving every page to dir.
+func reparseChain(t *testing.T, site, dir, author string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "reparsed.yaml")
+	yaml := `name: reparsed
+tenant: ` + tenantOf(t) + `
+defaults:
+  params: {base_url: "` + site + `"}
+  archive: {to: "` + dir + `", max_age: 1s}
+steps:
+  - id: list
+    task: generic.html_list
+    from: list
+    max_depth: 10
+    params:
+      urls: ['/news?p=1']
+      items: tr.athing
+      fields:
+        link: {css: span.titleline > a, attr: href, type: url}
+      detail: link
+      next: a.morelink
+      max_pages: 1
+  - id: story
+    task: generic.html_detail
+    from: list
+    store: [jsonl]
+    params:
+      fields:
+        title: {css: h1.title, required: true}
+        author: "` + author + `"
+`
+	if err := os.WriteFile(path, []byte(yaml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// TestReparse crawls the demo site with a selector that reads no author, then re-parses
+// the archived run with the selector fixed: the dry run counts exactly the 30 records
+// whose author differs, the reparse stores the 30 stories again under its own run id
+// with every author filled, a page the archive lacks is listed and not fetched, and
+// `try --from-archive` prints what `try` printed online — all without one request to
+// the site.
+func TestReparse(t *testing.T) {
+	var mu sync.Mutex
+	requests := 0
+	target, err := url.Parse(startSite(t, demosite.Options{Pages: 2}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := httputil.NewSingleHostReverseProxy(target)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		requests++
+		mu.Unlock()
+		proxy.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	site := srv.URL
+	sent := func() int { mu.Lock(); defer mu.Unlock(); return requests }
+
+	dir := t.TempDir()
+	broken, fixed := reparseChain(t, site, dir, ".meta .writer"), reparseChain(t, site, dir, ".meta .author")
+	code, first := runWait(t, broken)
+	if code != 0 || first.RunID == "" {
+		t.Fatalf("the first run exited %d: %+v", code, first)
+	}
+	stories := func(run string) []crawl.Item {
+		var out []crawl.Item
+		if err := shared.sink.Scan(func(it crawl.Item) error {
+			if it.RunID == run && it.Biz == "reparsed.story" {
+				out = append(out, it)
+			}
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	if got := stories(first.RunID); len(got) != 30 || got[0].Data["author"] != nil && got[0].Data["author"] != "" {
+		t.Fatalf("the first run stored %d stories (the first %v), want 30 without an author", len(got), got)
+	}
+	bucket, err := archive.OpenBucket(context.Background(), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var page string
+	eventually(t, 30*time.Second, "the run's index lists every page", func() bool {
+		entries, err := archive.RunIndex(context.Background(), bucket, tenantOf(t), first.RunID)
+		for _, e := range entries {
+			if e.Step == "story" {
+				page = e.URL
+			}
+		}
+		return err == nil && len(entries) == 31
+	})
+	tryArgs := []string{"try", "generic.html_detail", page, "--params", fixed, "--step", "story", "--json"}
+	online, stderr, code := trawler(t, append(tryArgs, "--allow-private")...)
+	if code != 0 || !strings.Contains(online, `"author":`) {
+		t.Fatalf("try online exited %d: %s %s", code, online, stderr)
+	}
+
+	before := sent()
+	stdout, stderr, code := trawler(t, append([]string{"reparse", fixed, "--run", first.RunID, "--dry-run", "--json"}, stackFlags()...)...)
+	if code != 0 {
+		t.Fatalf("reparse --dry-run exited %d: %s", code, stderr)
+	}
+	var dry struct {
+		Pages                       int
+		NotArchived                 []string `json:"not_archived"`
+		Extracted, Stored, Compared int
+		OnlyExtracted               int `json:"only_extracted"`
+		OnlyStored                  int `json:"only_stored"`
+		Fields                      map[string]struct {
+			Differ   int
+			Examples []struct{ Stored, Now any }
+		}
+	}
+	if err := json.Unmarshal([]byte(lastLine(stdout)), &dry); err != nil {
+		t.Fatalf("%v: %s", err, stdout)
+	}
+	if dry.Pages != 31 || len(dry.NotArchived) != 0 || dry.Extracted != 30 || dry.Stored != 30 || dry.Compared != 30 || dry.OnlyExtracted+dry.OnlyStored != 0 {
+		t.Errorf("dry run read %d pages (%v not archived), extracted %d records, the run stored %d, %d compared (%d, %d on one side only); want 31 pages, 30 of each",
+			dry.Pages, dry.NotArchived, dry.Extracted, dry.Stored, dry.Compared, dry.OnlyExtracted, dry.OnlyStored)
+	}
+	if a, ti := dry.Fields["author"], dry.Fields["title"]; a.Differ != 30 || ti.Differ != 0 || len(a.Examples) != 3 || a.Examples[0].Now == "" {
+		t.Errorf("dry run: author differs on %d records (examples %+v), title on %d; want 30 and 0", a.Differ, a.Examples, ti.Differ)
+	}
+
+	stdout, stderr, code = trawler(t, append([]string{"reparse", fixed, "--run", first.RunID, "--json"}, stackFlags()...)...)
+	var again struct {
+		RunID       string   `json:"run_id"`
+		Of          string   `json:"reparse_of"`
+		NotArchived []string `json:"not_archived"`
+	}
+	if err := json.Unmarshal([]byte(lastLine(stdout)), &again); code != 0 || err != nil {
+		t.Fatalf("reparse exited %d (%v): %s %s", code, err, stdout, stderr)
+	}
+	got := stories(again.RunID)
+	if again.RunID == first.RunID || again.Of != first.RunID || len(again.NotArchived) != 0 || len(got) != 30 {
+		t.Fatalf("reparse run %s of %s (%v not archived) stored %d stories; want a new run of %s storing 30", again.RunID, again.Of, again.NotArchived, len(got), first.RunID)
+	}
+	for _, it := range got {
+		if a, _ := it.Data["author"].(string); a == "" {
+			t.Errorf("reparse stored %s without its author: %v", it.Key, it.Data)
+		}
+	}
+
+	// Two list pages: the second was never archived.
+	stdout, stderr, code = trawler(t, append([]string{"reparse", fixed, "--run", first.RunID, "--set", "list.max_pages=2", "--json"}, stackFlags()...)...)
+	if err := json.Unmarshal([]byte(lastLine(stdout)), &again); code != 2 || err != nil {
+		t.Fatalf("reparse with a page not archived exited %d (%v), want 2 (partial): %s %s", code, err, stdout, stderr)
+	}
+	if want := []string{site + "/news?p=2"}; !slices.Equal(again.NotArchived, want) {
+		t.Errorf("reparse lists %v as not archived, want %v", again.NotArchived, want)
+	}
+
+	archived, stderr, code := trawler(t, append(tryArgs, "--from-archive", dir, "--run", first.RunID)...)
+	if code != 0 || archived != online {
+		t.Errorf("try --from-archive exited %d and printed\n%s\nonline it printed\n%s%s", code, archived, online, stderr)
+	}
+	if n := sent() - before; n != 0 {
+		t.Errorf("re-parsing sent %d requests to the site, want none", n)
 	}
 }

@@ -73,6 +73,7 @@ type Activities struct {
 	// Archives write the WARC files of steps with `archive:` (archive.go); nil: the
 	// worker refuses their batches.
 	Archives *archive.Writers
+	readers  readers // the archives of reparse steps (reparse.go)
 }
 
 // outcome is what became of one input. Finished outcomes are checkpointed through the

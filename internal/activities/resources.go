@@ -20,7 +20,14 @@ type resources struct {
 }
 
 func (a *Activities) stepFetcher(spec crawl.TaskSpec, b crawl.Batch) (stepFetcher, error) {
-	f, err := withStepMiddlewares(a.Fetcher, b.Step)
+	base := a.Fetcher
+	if b.Step.Reparse != nil {
+		var err error
+		if base, err = a.reparseFetcher(b); err != nil {
+			return stepFetcher{}, err
+		}
+	}
+	f, err := withStepMiddlewares(base, b.Step)
 	if err != nil {
 		return stepFetcher{}, err
 	}

@@ -60,8 +60,13 @@ func writeIndex(b *blob.Bucket, f *file) error {
 // RunIndex reads the index of every finished WARC file of a run: a listing of
 // TENANT/RUN/ and the .cdxj files in it.
 func RunIndex(ctx context.Context, b *blob.Bucket, tenant, run string) ([]Entry, error) {
+	return readIndexes(ctx, b, tenant+"/"+run+"/")
+}
+
+// readIndexes reads every .cdxj file whose name starts with prefix.
+func readIndexes(ctx context.Context, b *blob.Bucket, prefix string) ([]Entry, error) {
 	var out []Entry
-	it := b.List(&blob.ListOptions{Prefix: tenant + "/" + run + "/"})
+	it := b.List(&blob.ListOptions{Prefix: prefix})
 	for {
 		obj, err := it.Next(ctx)
 		if err == io.EOF {

@@ -17,6 +17,7 @@ import (
 	"github.com/trawlerhq/trawler/crawl"
 	"github.com/trawlerhq/trawler/fetch"
 	"github.com/trawlerhq/trawler/fetch/render"
+	"github.com/trawlerhq/trawler/internal/archive"
 	"github.com/trawlerhq/trawler/internal/stream"
 )
 
@@ -31,6 +32,8 @@ func tryCmd(s *Settings) *cobra.Command {
 		private    privateFlag
 		renderPage bool
 		shots      string
+		archived   string // --from-archive
+		archiveRun string
 	)
 	cmd := &cobra.Command{
 		Use:   "try TASK [URL]",
@@ -53,7 +56,9 @@ task runs its seed input (its urls param). The page is fetched with the real fet
 which obeys robots.txt unless --no-robots and, like a worker's, refuses link-local and
 cloud metadata addresses always and loopback and private ones unless --allow-private;
 with --data of a running ` + "`trawler dev`" + `, the stack's own demo site (its endpoints.json's
-demo_site) is fetched without --allow-private.
+demo_site) is fetched without --allow-private. With --from-archive DIR_OR_URL (a
+chain's archive.to) the page is not fetched: the task reads the response archived for
+its URL (the newest, or run --run's), as ` + "`trawler reparse`" + ` does.
 --json prints one object:
 {"items":[...],"next":[...],"skipped":N}.`,
 		Example: `  trawler try generic.html_detail http://127.0.0.1:8089/item/3 --allow-private --set fields.title=h1.title \
@@ -113,6 +118,7 @@ demo_site) is fetched without --allow-private.
 			defer cancel()
 			f := fetch.New(fetch.Options{AllowPrivate: allowPrivate, AllowAddrs: s.stackSite()})
 			opts := *crawl.DefaultRender(crawl.RenderAlways)
+			var mws []crawl.Middleware
 			if paramsFile != "" {
 				// A chain file's `middlewares:` (the chain's, then the step's) apply as on a
 				// worker, and its step's render: options and actions.
@@ -121,8 +127,7 @@ demo_site) is fetched without --allow-private.
 					return err
 				}
 				if step != nil {
-					mws, err := crawl.BuildMiddlewares(step.Middlewares)
-					if err != nil {
+					if mws, err = crawl.BuildMiddlewares(step.Middlewares); err != nil {
 						return err
 					}
 					f = f.With(mws...)
@@ -133,6 +138,16 @@ demo_site) is fetched without --allow-private.
 				}
 			}
 			var fetcher crawl.Fetcher = tryFetcher{f: f, ignoreRobots: noRobots}
+			if archived != "" {
+				r, err := archive.OpenReader(ctx, crawl.Reparse{From: archived, Run: archiveRun}, "")
+				if err != nil {
+					return err
+				}
+				defer r.Close()
+				fetcher = crawl.Wrap(r.Fetcher(nil), mws...)
+			} else if archiveRun != "" {
+				return errors.New("--run picks the run of --from-archive: add --from-archive DIR_OR_URL (the chain's archive.to)")
+			}
 			if renderPage {
 				pool, err := render.NewPool(render.Options{Browsers: 1, Tabs: 1, Log: s.Logger()})
 				if err != nil {
@@ -185,6 +200,8 @@ demo_site) is fetched without --allow-private.
 	f.BoolVar(&renderPage, "render", false, "render the page in headless Chromium (Debian's chromium) first, as a step with render: always does, for pages built by JavaScript; with a chain file in --params, with its step's render: options and actions, each printed with its outcome and time")
 	f.StringVar(&shots, "screenshot", "", "with --render: keep a PNG of the page after each action (and of a failed page) in `DIR`")
 	f.DurationVar(&timeout, "timeout", 0, "give up after this long (default: the task's timeout)")
+	f.StringVar(&archived, "from-archive", "", "read the page from the archive `DIR_OR_URL` (a chain's archive.to) instead of fetching it: the newest archived response of its URL")
+	f.StringVar(&archiveRun, "run", "", "with --from-archive: the response the run `RUN_ID` archived")
 	f.IntVar(&limit, "limit", 10, "items to print in full (0: all); --json prints all")
 	private.add(cmd, "fetch loopback and private addresses (a local site); link-local and cloud metadata stay refused")
 	return cmd

@@ -131,6 +131,12 @@ func startInput(ctx context.Context, c client.Client, runID string) (*workflows.
 	return &in, nil
 }
 
+// Failures are the inputs a finished run gave up on, from its record and from the jsonl
+// failure log at log ("": none), each once.
+func Failures(ctx context.Context, c client.Client, runID, log string) ([]crawl.Failure, error) {
+	return failuresOf(ctx, c, runID, enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED, log)
+}
+
 // failuresOf gathers the inputs a run gave up on: those its result records and those
 // of the failure log, each once. A run that recorded more failures than both hold is
 // refused rather than re-run in part.
