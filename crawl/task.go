@@ -70,6 +70,10 @@ type TaskSpec struct {
 	// HTML says the task reads HTML pages, so a step may render them in a browser
 	// first (`render:`).
 	HTML bool
+	// Login says the task logs in in a browser (generic.login): its step must render,
+	// and every fill of its render.actions reads a secret_file, so no credential is
+	// written in a chain file.
+	Login bool
 	// Needs lists external resources (proxy, user_agent, cookie, device_id, sign).
 	Needs []string
 	// Check, when set, validates a step's params beyond their types (compiles selectors,

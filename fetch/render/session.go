@@ -146,3 +146,12 @@ func (pg *pageRun) login(ctx context.Context, deadline time.Time) (*crawl.Sessio
 	}
 	return s, nil
 }
+
+// PoolUsable passes a farming task's question about its site's pools on to the step's
+// fetcher (external.Wanted): a login rendered is still a farming step.
+func (r Renderer) PoolUsable(ctx context.Context, k external.Kind) ([]string, int, error) {
+	if v, ok := r.Inner.(external.PoolView); ok {
+		return v.PoolUsable(ctx, k)
+	}
+	return nil, 0, nil
+}
