@@ -83,6 +83,11 @@ type PlanStep struct {
 	// Archive keeps the raw HTTP exchanges of the step's pages as WARC files (the
 	// step's `archive:`, else the chain default's); nil: none.
 	Archive *Archive `json:"archive,omitempty"`
+	// Needs are the pooled resources the step's requests borrow besides its task's.
+	Needs []string `json:"needs,omitempty"`
+	// PoolSite is the site whose pools the step leases from and stores into; "": its
+	// task's site to lease, its records' biz site to store.
+	PoolSite string `json:"pool_site,omitempty"`
 }
 
 // SiteQueue is a site's task queue and the affinity that guards it. The workflow names
@@ -179,6 +184,8 @@ func (c *Chain) Compile(reg *Registry) (*Plan, error) {
 			Recrawl:     s.Recrawl,
 			Changes:     s.Changes,
 			Archive:     cmp.Or(s.Archive, c.Defaults.Archive),
+			Needs:       s.Needs,
+			PoolSite:    s.PoolSite,
 		}
 		if ps.Biz = StepBiz(c.Name, s, spec); ps.Biz != s.Task {
 			ps.Output = spec.Output
