@@ -28,6 +28,7 @@ const LoginSessionTTL = time.Hour
 //	/form/account        the account page (h1#account), whose script keeps a token in
 //	                     localStorage (api_token); 303 to the form without a session
 //	/form/private/N      protected pages (h1.private): 403 without a session cookie
+//	POST /form/expire    ends every session, as a site does when they time out
 func (s *site) addLoginPages() {
 	var mu sync.Mutex
 	tokens := map[string]bool{}   // CSRF tokens handed out and not used yet
@@ -84,6 +85,11 @@ func (s *site) addLoginPages() {
 <script>localStorage.setItem("api_token", "tok-" + %q);</script>
 </body></html>
 `, pageHead, html.EscapeString(LoginUser), LoginUser)
+	})
+	s.mux.HandleFunc("POST /form/expire", func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		clear(sessions)
+		mu.Unlock()
 	})
 	s.mux.HandleFunc("GET /form/private/{n}", func(w http.ResponseWriter, r *http.Request) {
 		n, err := strconv.Atoi(r.PathValue("n"))
