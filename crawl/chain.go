@@ -121,9 +121,17 @@ type Step struct {
 	Expect      *Expect
 	ExpectLines map[string]int
 	// Archive keeps the step's raw responses as WARC files (nil: the chain default's).
-	Archive    *Archive
-	Line       int
-	ParamLines map[string]int // line of each param in the file, and of its keys (fields.title)
+	Archive *Archive
+	// Needs are pooled resources every request of the step borrows besides its task's
+	// (`needs: [cookie]`): how a generic step leases the session a login stored.
+	Needs     []string
+	NeedsLine int
+	// PoolSite names the site whose pools the step leases from and stores into
+	// (`pool_site:`), for steps whose task crawls any site; "": the task's own.
+	PoolSite     string
+	PoolSiteLine int
+	Line         int
+	ParamLines   map[string]int // line of each param in the file, and of its keys (fields.title)
 }
 
 // Engine defaults used when neither the chain nor the task says otherwise.
@@ -207,7 +215,7 @@ var (
 	chainKeys    = []string{"name", "tenant", "robots", "priority", "quota", "max_outage", "middlewares", "defaults", "on_violation", "steps", "notify"}
 	quotaKeys    = []string{"pages", "items", "pages_per_day", "items_per_day"}
 	defaultsKeys = []string{"timeout", "retries", "batch", "concurrency", "parallel", "store", "params", "dedup", "politeness", "archive"}
-	stepKeys     = []string{"id", "task", "biz", "params", "from", "each", "max_depth", "store", "dedup", "changes", "timeout", "retries", "batch", "concurrency", "parallel", "priority", "shared", "affinity", "middlewares", "follow", "revisit", "recrawl", "render", "politeness", "urls_file", "expect", "archive"}
+	stepKeys     = []string{"id", "task", "biz", "params", "from", "each", "max_depth", "store", "dedup", "changes", "timeout", "retries", "batch", "concurrency", "parallel", "priority", "shared", "affinity", "middlewares", "follow", "revisit", "recrawl", "render", "politeness", "urls_file", "expect", "archive", "needs", "pool_site"}
 	affinityKeys = []string{"probe", "max_latency", "min_kbps"}
 	dedupModes   = []string{DedupChanged, DedupNew, DedupOff}
 	nameRE       = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]*$`)
@@ -438,6 +446,10 @@ func (l *loader) parse(data []byte) *Chain {
 				}
 			case "store":
 				s.Store = l.strList(v, "store")
+			case "needs":
+				s.Needs, s.NeedsLine = l.strList(v, "needs"), v.Line
+			case "pool_site":
+				s.PoolSite, s.PoolSiteLine = l.str(v, "pool_site"), v.Line
 			case "dedup":
 				s.Dedup = l.str(v, "dedup")
 			case "changes":
@@ -860,6 +872,7 @@ func (l *loader) validateStep(c *Chain, s Step, ids map[string]int) {
 			l.add(s.Line, "%s: store %s: task %s has no output field `value` to put in the pool; store a task that outputs one (e.g. demo.login)", where, st, s.Task)
 		}
 	}
+	l.checkPools(s, spec, known, where)
 	l.checkDedup(s.Line, where, s.Dedup)
 	l.checkRecrawl(c, s, where)
 	l.checkChanges(c, s, where)

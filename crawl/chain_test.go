@@ -143,7 +143,7 @@ func TestLoadProblems(t *testing.T) {
 		{"unknown task with defaults.params", "name: x\ndefaults:\n  params: {base_url: http://x.test}\nsteps:\n  - id: a\n    task: news.stroy\n", nil, []string{
 			"f.yaml:5: step \"a\": unknown task \"news.stroy\" (did you mean \"news.story\"?); registered tasks: news.comment, news.feed, news.story"}},
 		{"unknown step field", "name: x\nsteps:\n  - id: a\n    task: news.feed\n    form: b\n", nil, []string{
-			"f.yaml:5: step 1: unknown field `form` (did you mean \"from\"?); valid fields: id, task, biz, params, from, each, max_depth, store, dedup, changes, timeout, retries, batch, concurrency, parallel, priority, shared, affinity, middlewares, follow, revisit, recrawl, render, politeness, urls_file, expect, archive"}},
+			"f.yaml:5: step 1: unknown field `form` (did you mean \"from\"?); valid fields: id, task, biz, params, from, each, max_depth, store, dedup, changes, timeout, retries, batch, concurrency, parallel, priority, shared, affinity, middlewares, follow, revisit, recrawl, render, politeness, urls_file, expect, archive, needs, pool_site"}},
 		{"unknown param", "name: x\nsteps:\n  - id: a\n    task: news.feed\n    params: {pagse: 2}\n", nil, []string{
 			"f.yaml:5: step \"a\": task news.feed has no param `pagse` (did you mean \"pages\"?); its params: base_url, pages"}},
 		{"bad param type", "name: x\nsteps:\n  - id: a\n    task: news.feed\n    params: {pages: many}\n", nil, []string{

@@ -86,6 +86,11 @@ type PlanStep struct {
 	// Reparse answers the step's requests from an archived run (`trawler reparse`);
 	// nil: from the network.
 	Reparse *Reparse `json:"reparse,omitempty"`
+	// Needs are the pooled resources the step's requests borrow besides its task's.
+	Needs []string `json:"needs,omitempty"`
+	// PoolSite is the site whose pools the step leases from and stores into; "": its
+	// task's site to lease, its records' biz site to store.
+	PoolSite string `json:"pool_site,omitempty"`
 }
 
 // SiteQueue is a site's task queue and the affinity that guards it. The workflow names
@@ -182,6 +187,8 @@ func (c *Chain) Compile(reg *Registry) (*Plan, error) {
 			Recrawl:     s.Recrawl,
 			Changes:     s.Changes,
 			Archive:     cmp.Or(s.Archive, c.Defaults.Archive),
+			Needs:       s.Needs,
+			PoolSite:    s.PoolSite,
 		}
 		if ps.Biz = StepBiz(c.Name, s, spec); ps.Biz != s.Task {
 			ps.Output = spec.Output

@@ -1,6 +1,7 @@
 package crawl
 
 import (
+	"fmt"
 	"slices"
 	"strconv"
 	"strings"
@@ -144,6 +145,9 @@ func (l *loader) render(v *yaml.Node, where string) *Render {
 
 // checkRender says what is wrong with rendering a step's pages.
 func (l *loader) checkRender(s Step, spec TaskSpec, known bool, where string) {
+	if known && spec.Login {
+		l.checkLogin(s, where)
+	}
 	if !s.Render.Renders() {
 		return
 	}
@@ -156,4 +160,24 @@ func (l *loader) checkRender(s Step, spec TaskSpec, known bool, where string) {
 	if timeout := firstDuration(s.Timeout, spec.Timeout, DefaultTimeout); known && s.Render.Timeout >= timeout {
 		l.add(s.Line, "%s: render.timeout %s leaves no time in the step's timeout %s to fetch and parse; make render.timeout shorter or the step's `timeout:` longer", where, s.Render.Timeout, timeout)
 	}
+}
+
+// checkLogin says what is wrong with a step that logs in (TaskSpec.Login): it must
+// render, and no credential it types may be written in the chain file.
+func (l *loader) checkLogin(s Step, where string) {
+	if s.Render == nil || s.Render.Mode != RenderAlways {
+		l.add(s.Line, "%s: task %s logs in in a browser; add render: {mode: always, actions: [...]} with the actions that fill and send the login form", where, s.Task)
+		return
+	}
+	var walk func(acts []Action, path string)
+	walk = func(acts []Action, path string) {
+		for i, a := range acts {
+			p := fmt.Sprintf("%s[%d]", path, i)
+			if a.Kind == ActionFill && a.SecretFile == "" {
+				l.add(a.line, "%s: %s fill %q: a login types nothing written in the chain file; put the value in a file on the workers and write fill: {%q: {secret_file: /run/secrets/NAME}}", where, p, a.Selector, a.Selector)
+			}
+			walk(a.Do, p+".repeat.do")
+		}
+	}
+	walk(s.Render.Actions, "render.actions")
 }

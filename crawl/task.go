@@ -70,6 +70,10 @@ type TaskSpec struct {
 	// HTML says the task reads HTML pages, so a step may render them in a browser
 	// first (`render:`).
 	HTML bool
+	// Login says the task logs in in a browser (generic.login): its step must render,
+	// and every fill of its render.actions reads a secret_file, so no credential is
+	// written in a chain file.
+	Login bool
 	// Needs lists external resources (proxy, user_agent, cookie, device_id, sign).
 	Needs []string
 	// Check, when set, validates a step's params beyond their types (compiles selectors,
@@ -310,6 +314,29 @@ type Request struct {
 	// after retrying those a retry may cure (see RetryableStatus); the task reads the
 	// ones it accepts from Response.Status.
 	Accept func(status int) bool
+	// Login, on a request a browser renders, makes it a login: once the page's actions
+	// ran, the page must show Login's success condition, and the browser's session
+	// comes back in Response.Session (generic.login).
+	Login *Login
+	// NoRedirect answers a redirect as it is, unfollowed: a browser follows it itself
+	// (keeping the cookies it sets).
+	NoRedirect bool
+}
+
+// Login is the success condition of a login done in a browser, and what of its
+// session to keep.
+type Login struct {
+	// Selector, when set, must match on the page; URL, when set, is a regular
+	// expression the page's address must match.
+	Selector, URL string
+	// Storage names the localStorage entries kept with the cookies.
+	Storage []string
+}
+
+// Session is what a browser keeps of a login: its cookies and localStorage entries.
+type Session struct {
+	Cookies []*http.Cookie
+	Storage map[string]string
 }
 
 // Response is a fully read HTTP response. Inside the fetcher's chain it may carry any
@@ -321,6 +348,8 @@ type Response struct {
 	Body   []byte
 	// Attempts counts the requests sent for this answer, in-process retries included.
 	Attempts int
+	// Session is the browser's session after a login (Request.Login).
+	Session *Session
 }
 
 // Registry maps task names to tasks.

@@ -62,7 +62,43 @@ func Resources() crawl.Middleware {
 	}
 }
 
+type pinnedKey struct{}
+
+// Pin borrows what ctx's scope needs once, for every request made under the returned
+// context: a page a browser renders is one visit, with one session, device and proxy
+// for the document and all it loads. done gives the items back with the verdict of
+// the page's own answer. Without a lender in ctx, lease is nil and done does nothing.
+func Pin(ctx context.Context) (pinned context.Context, lease *external.Lease, done func(*crawl.Response, error), err error) {
+	l, ok := ctx.Value(lendingKey{}).(lending)
+	if !ok {
+		return ctx, nil, func(*crawl.Response, error) {}, nil
+	}
+	lease, err = l.lender.Lend(ctx, l.scope)
+	if err != nil {
+		var w *external.WaitError
+		if errors.As(err, &w) {
+			err = crawl.RetryAfter(err, w.After)
+		}
+		return ctx, nil, nil, err
+	}
+	done = func(resp *crawl.Response, err error) {
+		status, header := answerOf(resp, err)
+		lease.Return(context.WithoutCancel(ctx), lease.Judge(status, header, err))
+	}
+	return context.WithValue(ctx, pinnedKey{}, lease), lease, done, nil
+}
+
 func (l lending) fetch(ctx context.Context, next crawl.Fetcher, r *crawl.Request) (*crawl.Response, error) {
+	if lease, ok := ctx.Value(pinnedKey{}).(*external.Lease); ok {
+		req, err := lease.Prepare(ctx, r)
+		if err != nil {
+			return nil, crawl.Permanent(err)
+		}
+		if lease.Proxy != "" {
+			ctx = context.WithValue(ctx, proxyKey{}, lease.Proxy)
+		}
+		return next.Fetch(ctx, req)
+	}
 	var refused []string
 	for range maxSwitches {
 		lease, err := l.lender.Lend(ctx, l.scope)

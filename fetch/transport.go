@@ -71,6 +71,9 @@ func Transport(o Options) crawl.Fetcher {
 		SetAllowGetMethodPayload(true).
 		SetHeader("User-Agent", o.UserAgent).
 		SetRedirectPolicy(resty.RedirectPolicyFunc(func(req *http.Request, via []*http.Request) error {
+			if req.Context().Value(noRedirectKey{}) != nil {
+				return http.ErrUseLastResponse
+			}
 			if len(via) > maxRedirects {
 				return &redirectLimitError{max: maxRedirects, next: req.URL.String()}
 			}
@@ -83,6 +86,9 @@ func Transport(o Options) crawl.Fetcher {
 		}))
 	return &transport{opt: o, client: client}
 }
+
+// noRedirectKey marks the exchange of a request with NoRedirect.
+type noRedirectKey struct{}
 
 // exchangeError is an *Error for one exchange: Attempts is 1 when the request went out.
 // retry says whether another attempt may help; permanent marks it crawl.Permanent.
@@ -108,6 +114,9 @@ func (t *transport) Fetch(ctx context.Context, r *crawl.Request) (*crawl.Respons
 	}
 	actx, cancel := context.WithTimeout(ctx, t.opt.Timeout)
 	defer cancel()
+	if r.NoRedirect {
+		actx = context.WithValue(actx, noRedirectKey{}, true)
+	}
 	var remote string
 	recorded := recorderOf(ctx) != nil
 	if recorded {

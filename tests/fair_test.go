@@ -54,7 +54,7 @@ func slotWorker(t *testing.T, slots int) string {
 // the options name one; it stops when the test ends.
 func testWorker(t *testing.T, o engine.WorkerOptions) *engine.Worker {
 	t.Helper()
-	o.OutDir, o.Log = cmp.Or(o.OutDir, shared.dir+"/"+o.TaskQueue), quiet
+	o.OutDir, o.Log = cmp.Or(o.OutDir, shared.dir+"/"+o.TaskQueue), cmp.Or(o.Log, quiet)
 	if reflect.DeepEqual(o.Fetch, fetch.Options{}) { // Options holds a slice: not comparable with ==
 		o.Fetch = fastFetch
 	}

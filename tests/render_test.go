@@ -23,6 +23,12 @@ import (
 // machines have a browser: one with a pool of headless Chromium, one without.
 func renderWorkers(t *testing.T, queue string) *engine.Worker {
 	t.Helper()
+	return renderWorkersWith(t, queue, engine.WorkerOptions{OutDir: shared.dir + "/out"})
+}
+
+// renderWorkersWith is renderWorkers storing into base.OutDir and logging to base.Log.
+func renderWorkersWith(t *testing.T, queue string, base engine.WorkerOptions) *engine.Worker {
+	t.Helper()
 	if _, err := os.Stat(render.DefaultBrowser); err != nil {
 		t.Fatalf("%s is missing: install Debian's chromium package (bash .ci/run does)", render.DefaultBrowser)
 	}
@@ -37,7 +43,7 @@ func renderWorkers(t *testing.T, queue string) *engine.Worker {
 		{Identity: queue + "-browser", Browser: &render.Options{Browsers: 1, Tabs: 3}},
 		{Identity: queue + "-plain"},
 	} {
-		o.TaskQueue, o.OutDir, o.Redis = queue, shared.dir+"/out", shared.redis.Addr()
+		o.TaskQueue, o.OutDir, o.Log, o.Redis = queue, base.OutDir, base.Log, shared.redis.Addr()
 		if w := testWorker(t, o); o.Browser != nil {
 			browser = w
 		}

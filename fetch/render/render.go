@@ -25,6 +25,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/trawlerhq/trawler/crawl"
+	"github.com/trawlerhq/trawler/fetch"
 )
 
 // idleFor is how long no request may be in flight for the network to count as idle.
@@ -65,10 +66,18 @@ func (r Renderer) Fetch(ctx context.Context, req *crawl.Request) (*crawl.Respons
 	if err != nil {
 		return nil, crawl.WithCause(fmt.Errorf("render %s: %w", crawl.RedactURL(req.URL), err), crawl.CauseTimeout)
 	}
-	pctx, done := context.WithCancel(ctx)
-	pg := &pageRun{r: r, req: req, b: b, ctx: pctx, fills: fillValues(r.Opts.Actions)}
+	// The page and everything it loads share one lease: one session (seeded into the
+	// tab before it navigates), one device, one proxy.
+	lctx, lease, returned, err := fetch.Pin(ctx)
+	if err != nil {
+		r.Pool.release(b, false)
+		return nil, err
+	}
+	pctx, done := context.WithCancel(lctx)
+	pg := &pageRun{r: r, req: req, b: b, ctx: pctx, fills: fillValues(r.Opts.Actions), session: sessionOf(lease)}
 	resp, err := pg.run(ctx)
 	done() // what the page still has going (a request, a WebSocket's tunnel) ends with it
+	returned(resp, err)
 	r.Pool.release(b, pg.hung.Load())
 	return resp, err
 }
@@ -90,6 +99,7 @@ type pageRun struct {
 	navErr   error // the main frame went on to an address the worker refuses
 	har      []harEntry
 	fills    []string // what the actions type, never shown
+	session  *leasedSession
 }
 
 func (pg *pageRun) run(ctx context.Context) (*crawl.Response, error) {
@@ -118,6 +128,13 @@ func (pg *pageRun) run(ctx context.Context) (*crawl.Response, error) {
 	err = pg.call(tctx, time.Now().Add(o.Timeout), emulation.SetDeviceMetricsOverride(int64(w), int64(h), 1, false))
 	if err != nil {
 		return nil, pg.fail(tctx, fmt.Errorf("render %s: open a tab: %w", u, err))
+	}
+	if pg.session != nil {
+		unseed, err := pg.seed(tctx, time.Now().Add(o.Timeout))
+		if err != nil {
+			return nil, pg.fail(tctx, fmt.Errorf("render %s: put the leased session into the tab: %w", u, err))
+		}
+		defer unseed()
 	}
 	var errText string
 	err = pg.call(tctx, time.Now().Add(o.Timeout), chromedp.ActionFunc(func(ctx context.Context) error {
@@ -148,6 +165,12 @@ func (pg *pageRun) run(ctx context.Context) (*crawl.Response, error) {
 			return nil, pg.fail(tctx, fmt.Errorf("render %s: after the script: %w", u, err))
 		}
 	}
+	var session *crawl.Session
+	if pg.req.Login != nil {
+		if session, err = pg.login(tctx, deadline); err != nil {
+			return nil, pg.fail(tctx, fmt.Errorf("render %s: %w", u, err))
+		}
+	}
 	var out struct {
 		URL  string `json:"url"`
 		HTML string `json:"html"`
@@ -159,7 +182,7 @@ func (pg *pageRun) run(ctx context.Context) (*crawl.Response, error) {
 		return nil, pg.fail(tctx, nav)
 	}
 	doc, _ := pg.document()
-	resp := &crawl.Response{URL: out.URL, Status: http.StatusOK, Header: http.Header{}, Body: []byte("<!DOCTYPE html>\n" + out.HTML), Attempts: 1}
+	resp := &crawl.Response{URL: out.URL, Status: http.StatusOK, Header: http.Header{}, Body: []byte("<!DOCTYPE html>\n" + out.HTML), Attempts: 1, Session: session}
 	if doc != nil {
 		resp.Status, resp.Header, resp.Attempts = doc.Status, doc.Header.Clone(), doc.Attempts
 	}
@@ -310,6 +333,9 @@ func (pg *pageRun) answer(tctx context.Context, e *cdpfetch.EventRequestPaused) 
 		}
 		// A script or XHR answering 404 is the page's business, not a failure.
 		req.Accept = func(int) bool { return true }
+		// A form's POST answered by a redirect: the browser follows it, and keeps
+		// the cookies the redirect sets (a login's session).
+		req.NoRedirect = mainFrame
 	}
 	started := time.Now()
 	resp, err := pg.r.Inner.Fetch(pg.ctx, req)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/trawlerhq/trawler/crawl"
 	"github.com/trawlerhq/trawler/internal/dedup"
+	"github.com/trawlerhq/trawler/internal/external"
 	"github.com/trawlerhq/trawler/internal/storage"
 	"github.com/trawlerhq/trawler/internal/tracing"
 )
@@ -295,6 +296,9 @@ func write(ctx context.Context, b crawl.Batch, sinks []storage.Sink, group []out
 	}
 	if len(items) == 0 {
 		return nil
+	}
+	if b.Step.PoolSite != "" {
+		ctx = external.WithPoolSite(ctx, b.Step.PoolSite)
 	}
 	for _, s := range sinks {
 		if group[0].passed(s.Name()) {

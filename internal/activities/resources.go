@@ -1,9 +1,11 @@
 package activities
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/trawlerhq/trawler/crawl"
@@ -12,7 +14,8 @@ import (
 )
 
 // resources are what a step's fetcher lends its task's requests: the pools of the
-// batch's tenant and the task's site, for the kinds the task declares in Needs.
+// batch's tenant and the step's pool site (its `pool_site:`, else the task's site), for
+// the kinds the task declares in Needs and the step in `needs:`.
 type resources struct {
 	pools *external.Pools
 	scope external.Scope
@@ -33,9 +36,12 @@ func (a *Activities) stepFetcher(spec crawl.TaskSpec, b crawl.Batch) (stepFetche
 	}
 	s := stepFetcher{f: f, spec: spec, ignoreRobots: !b.Robots, politeness: b.Step.Politeness}
 	s.pools = a.Pools
-	s.scope, s.err = external.ScopeOf(b.Tenant, spec.Site(), spec.Needs)
+	needs := append(slices.Clone(spec.Needs), b.Step.Needs...)
+	slices.Sort(needs)
+	needs = slices.Compact(needs)
+	s.scope, s.err = external.ScopeOf(b.Tenant, cmp.Or(b.Step.PoolSite, spec.Site()), needs)
 	if s.err == nil && len(s.scope.Needs) > 0 && a.Pools == nil {
-		s.err = fmt.Errorf("task %s needs %s, but this worker has no resource pools: give it Redis (--redis)", spec.Name, strings.Join(spec.Needs, ", "))
+		s.err = fmt.Errorf("step %s needs %s, but this worker has no resource pools: give it Redis (--redis)", b.Step.ID, strings.Join(needs, ", "))
 	}
 	return s, nil
 }

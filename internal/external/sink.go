@@ -24,8 +24,8 @@ func (p *Pools) Sinks() []storage.Sink {
 	return out
 }
 
-// poolSink adds items to the pool of their tenant and site (the site of the task that
-// made them). An item's `value` field is the resource; `expires` (RFC 3339) its expiry;
+// poolSink adds items to the pool of their tenant and site: the step's pool site when
+// the write's context names one (WithPoolSite), else the site part of the item's biz. An item's `value` field is the resource; `expires` (RFC 3339) its expiry;
 // its other text fields become attributes (a cookie's user_agent and device_id bind them
 // to it). The item key is the resource id, so storing a fresh login of the same account
 // replaces its old cookie.
@@ -45,7 +45,10 @@ func (s *poolSink) Write(ctx context.Context, items []crawl.Item) error {
 			s.pools.log.Warn("item has no `value` field to put in a pool; skipped", "pool", s.Name(), "key", it.Key, "biz", it.Biz)
 			continue
 		}
-		site, _, _ := strings.Cut(it.Biz, ".")
+		site, ok := ctx.Value(poolSiteKey{}).(string)
+		if !ok {
+			site, _, _ = strings.Cut(it.Biz, ".")
+		}
 		g := pool{it.Tenant, site}
 		groups[g] = append(groups[g], r)
 	}
@@ -55,6 +58,14 @@ func (s *poolSink) Write(ctx context.Context, items []crawl.Item) error {
 		}
 	}
 	return nil
+}
+
+type poolSiteKey struct{}
+
+// WithPoolSite makes the pool sinks written under ctx add their items to site's pools
+// (a step's `pool_site:`), whatever their biz.
+func WithPoolSite(ctx context.Context, site string) context.Context {
+	return context.WithValue(ctx, poolSiteKey{}, site)
 }
 
 func resourceOf(it crawl.Item) (Resource, bool) {

@@ -81,6 +81,7 @@ func newSite(o Options) *site {
 	s.addStreams()
 	s.addJS()
 	s.addActionPages()
+	s.addLoginPages()
 	return s
 }
 

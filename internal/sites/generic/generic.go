@@ -75,7 +75,7 @@ const maxSeen = 64
 const carryLimit = 512
 
 func init() {
-	crawl.Register(HTMLList, HTMLDetail, JSON, CSV, XML, Feed, Sitemap, Site)
+	crawl.Register(HTMLList, HTMLDetail, JSON, CSV, XML, Feed, Sitemap, Site, Login)
 }
 
 // ---- params shared by every task ----
