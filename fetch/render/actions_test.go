@@ -223,3 +223,14 @@ func TestActions(t *testing.T) {
 		}
 	})
 }
+
+// A typed value is masked in a HAR however the page sent it: as typed, in a form body
+// (spaces as +, & escaped) and in a URL path.
+func TestHARMasksEncodedFillValues(t *testing.T) {
+	pg := &pageRun{fills: []string{"zq9@ x&y"}}
+	for _, sent := range []string{"zq9@ x&y", "user=a&code=zq9%40+x%26y", "/login/zq9@%20x&y"} {
+		if got := pg.mask(sent); strings.Contains(got, "zq9") {
+			t.Errorf("mask(%q) = %q: the value shows", sent, got)
+		}
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -66,12 +67,17 @@ type harPost struct {
 	Text     string `json:"text"`
 }
 
-// mask hides what a HAR must not show: credentials, and the fill values of the step.
+// mask hides what a HAR must not show: credentials, and the fill values of the step,
+// as typed and as a form posts them or a URL carries them ("a b&c" is "a+b%26c" in a
+// form body and "a%20b%26c" in a path).
 func (pg *pageRun) mask(s string) string {
 	s = crawl.RedactText(s)
 	for _, v := range pg.fills {
-		if v != "" {
-			s = strings.ReplaceAll(s, v, crawl.Masked)
+		if v == "" {
+			continue
+		}
+		for _, form := range []string{v, url.QueryEscape(v), url.PathEscape(v)} {
+			s = strings.ReplaceAll(s, form, crawl.Masked)
 		}
 	}
 	return s
