@@ -2,6 +2,7 @@ package tests
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -310,5 +311,51 @@ steps:
 	want := site + `/js/search: render ` + site + `/js/search: render.actions[1].repeat.do[0] click "button.more": nothing matches "button.more" within 2s (the action's timeout)`
 	if len(s.Failures) != 1 || s.Failures[0].Class != crawl.CauseAction || s.Failures[0].Cause != want {
 		t.Errorf("failures %+v; want one, cause action: %s", s.Failures, want)
+	}
+}
+
+// An infinite list of 120 items that loads 20 each time the window reaches its bottom:
+// scrolled until a round changes nothing, every item is stored; a loop bounded at 3
+// rounds stores exactly the 80 it had shown by then (the first 20, and 20 a round).
+func TestRenderInfiniteScrollStoresEveryItem(t *testing.T) {
+	renderWorkers(t, "render-scroll")
+	site := startSite(t, demosite.Options{})
+	step := func(id string, max int) string {
+		return fmt.Sprintf(`  - id: %s
+    task: generic.html_list
+    retries: 0
+    timeout: 45s
+    render:
+      mode: always
+      timeout: 30s
+      actions:
+        - repeat:
+            do: [scroll: bottom]
+            until: {no_change: true}
+            max: %d
+    params:
+      base_url: %s
+      urls: ['/js/scroll?total=120&per=20']
+      items: div.item
+      key: {type: string}
+      fields:
+        title: {type: string, required: true}
+`, id, max, site)
+	}
+	yaml := "name: render-scroll\nsteps:\n" + step("all", 20) + step("three", 3)
+	id := start(t, plan(t, "render-scroll.yaml", yaml), "render-scroll")
+	s := wait(t, id, 2*time.Minute)
+	got := items(t, id)
+	for step, want := range map[string]int{"render_scroll.all": 120, "render_scroll.three": 80} {
+		titles := map[string]bool{}
+		for _, it := range got[step] {
+			titles[it.Data["title"].(string)] = true
+		}
+		if len(got[step]) != want || len(titles) != want || !titles[fmt.Sprintf("Item %d", want)] {
+			t.Errorf("%s stored %d items (%d titles); want Item 1 to Item %d", step, len(got[step]), len(titles), want)
+		}
+	}
+	if len(s.Failures) != 0 {
+		t.Errorf("failures: %+v", s.Failures)
 	}
 }
