@@ -3,6 +3,7 @@ package tests
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -316,9 +317,11 @@ steps:
 
 // An infinite list of 120 items that loads 20 each time the window reaches its bottom:
 // scrolled until a round changes nothing, every item is stored; a loop bounded at 3
-// rounds stores exactly the 80 it had shown by then (the first 20, and 20 a round).
+// rounds stores exactly the 80 it had shown by then (the first 20, and 20 a round), and
+// the worker notes that the loop stopped on max.
 func TestRenderInfiniteScrollStoresEveryItem(t *testing.T) {
-	renderWorkers(t, "render-scroll")
+	var logs syncBuffer
+	renderWorkersWith(t, "render-scroll", engine.WorkerOptions{OutDir: shared.dir + "/out", Log: slog.New(slog.NewJSONHandler(&logs, nil))})
 	site := startSite(t, demosite.Options{})
 	step := func(id string, max int) string {
 		return fmt.Sprintf(`  - id: %s
@@ -357,5 +360,14 @@ func TestRenderInfiniteScrollStoresEveryItem(t *testing.T) {
 	}
 	if len(s.Failures) != 0 {
 		t.Errorf("failures: %+v", s.Failures)
+	}
+	var notes []string
+	for _, line := range strings.Split(logs.String(), "\n") {
+		if strings.Contains(line, "a repeat stopped on max") {
+			notes = append(notes, line)
+		}
+	}
+	if len(notes) != 1 || !strings.Contains(notes[0], `"step":"three"`) || !strings.Contains(notes[0], `"note":"stopped on max: 3 rounds ran and until never held"`) {
+		t.Errorf("worker notes of loops stopped on max: %q; want one, of step three", notes)
 	}
 }

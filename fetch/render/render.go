@@ -49,7 +49,7 @@ type Renderer struct {
 	Screenshots string
 	// Observe, when set, hears how each of Opts.Actions went, and ActionShots is the
 	// directory that keeps a PNG of the page after each ("" keeps none): what
-	// `trawler try --render` shows.
+	// `trawler try --render` shows (a worker logs the loops that stopped on max).
 	Observe     func(ActionOutcome)
 	ActionShots string
 }

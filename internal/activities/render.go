@@ -3,7 +3,9 @@ package activities
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"net"
+	"strings"
 	"sync"
 
 	"github.com/trawlerhq/trawler/crawl"
@@ -33,7 +35,7 @@ func (a *Activities) rendering(task crawl.Task, b crawl.Batch) (crawl.Task, erro
 		return nil, fmt.Errorf("step %s renders pages (render: %s) and this worker has no browser; it runs on workers started with one (trawler worker --browser PATH)", b.Step.ID, b.Step.Render.Mode)
 	}
 	a.Render.memory.Do(func() { a.Render.auto = render.NewMemory(0) })
-	t := renderTask{Task: task, r: a.Render, opts: *b.Step.Render}
+	t := renderTask{Task: task, r: a.Render, opts: *b.Step.Render, log: a.Log.With("chain", b.Chain, "run", b.RunID, "step", b.Step.ID)}
 	// The tunnels the browser asks for (WebSockets, HTTPS outside the page's
 	// interception) go through the address guard of the worker's fetcher
 	// (fetch.Fetcher.Dial); a fetcher without one opens none.
@@ -50,11 +52,22 @@ type renderTask struct {
 	r    *Rendering
 	opts crawl.Render
 	dial func(ctx context.Context, network, addr string) (net.Conn, error)
+	log  *slog.Logger
+}
+
+// noteLoops logs a `repeat` that stopped on its max before until held: the page was read
+// as it was then, which may be less than the list holds.
+func (t renderTask) noteLoops(url string) func(render.ActionOutcome) {
+	return func(o render.ActionOutcome) {
+		if o.Err == nil && strings.HasPrefix(o.Note, "stopped on max") {
+			t.log.Info("render: a repeat stopped on max", "url", crawl.RedactURL(url), "action", o.Path, "note", o.Note)
+		}
+	}
 }
 
 func (t renderTask) Run(ctx context.Context, env *crawl.Env, in crawl.Input) (crawl.Result, error) {
 	rendered := *env
-	rendered.Fetcher = render.Renderer{Pool: t.r.Pool, Inner: env.Fetcher, Dial: t.dial, Opts: t.opts, Screenshots: t.r.Screenshots}
+	rendered.Fetcher = render.Renderer{Pool: t.r.Pool, Inner: env.Fetcher, Dial: t.dial, Opts: t.opts, Screenshots: t.r.Screenshots, Observe: t.noteLoops(in.URL)}
 	name := t.Spec().Name
 	kind := render.Kind(env.Step, in.URL)
 	if t.opts.Mode == crawl.RenderAlways || t.r.auto.Needs(kind) {
