@@ -5,18 +5,25 @@ import (
 	"bytes"
 	"context"
 	"io"
+	"maps"
+	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/nlnwa/gowarc/v3"
+	dto "github.com/prometheus/client_model/go"
 	"gocloud.dev/blob"
 
 	"github.com/trawlerhq/trawler/internal/archive"
 	"github.com/trawlerhq/trawler/internal/devstack/demosite"
+	"github.com/trawlerhq/trawler/internal/engine"
+	"github.com/trawlerhq/trawler/internal/monitor"
+	"github.com/trawlerhq/trawler/internal/sites/demo"
 )
 
 // A worker SIGKILLed while it writes WARC files leaves none unreadable: every
@@ -116,4 +123,46 @@ func TestArchiveKilledWorkerLeavesNoUnreadableWARC(t *testing.T) {
 		}
 		rec.Close()
 	}
+}
+
+// When the archive cannot be written mid-run (its directory replaced by a file, as a
+// full disk or a vanished mount fails every write), the item wins: every story is
+// still stored, no page fails, and the pages not archived are counted in
+// trawler_archive_failures_total.
+func TestArchiveWriteFailureKeepsTheItems(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "warc")
+	queue := "archive-fail-" + tenantOf(t)
+	testWorker(t, engine.WorkerOptions{TaskQueue: queue, Redis: shared.redis.Addr(), OutDir: shared.dir + "/out"})
+	o := demosite.Options{Pages: 2, Latency: 100 * time.Millisecond}
+	site := startSite(t, o)
+	before := archiveFailures(t)
+	id := start(t, plan(t, "archive.yaml", archiveChain(site, "file://"+dir), "feed.pages=2"), queue)
+	waitPages(t, id, 5)
+	if err := os.RemoveAll(dir); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(dir, []byte("not a directory"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	noFailures(t, wait(t, id, 2*time.Minute))
+	stories, _ := demosite.Expected(o, 2)
+	got := items(t, id)
+	if n := len(got[demo.StoryTask]); n != stories {
+		t.Errorf("stored %d stories (items by biz: %v); want all %d although the archive could not be written", n, slices.Collect(maps.Keys(got)), stories)
+	}
+	// The file open when the directory went is finished within a second of its age
+	// (max_age: 1s), and cannot be: its pages are counted then.
+	eventually(t, 15*time.Second, "trawler_archive_failures_total counting the pages not archived", func() bool {
+		return archiveFailures(t)-before >= 1
+	})
+}
+
+// archiveFailures reads trawler_archive_failures_total of this process.
+func archiveFailures(t *testing.T) float64 {
+	t.Helper()
+	var m dto.Metric
+	if err := monitor.ArchiveFailures.Write(&m); err != nil {
+		t.Fatal(err)
+	}
+	return m.GetCounter().GetValue()
 }

@@ -357,9 +357,14 @@ func (w *Writer) fail(f *file, err error) error {
 			delete(w.files, run)
 		}
 	}
+	f.lost()
 	w.abandon(f)
 	return fmt.Errorf("writing %s: %w", f.name, err)
 }
+
+// lost counts the pages a file held that will never be read, since it is not finished:
+// their items were stored, their exchanges are not archived.
+func (f *file) lost() { monitor.ArchiveFailures.Add(float64(len(f.index))) }
 
 // abandon discards a file being written: cancelling its writer leaves nothing behind.
 func (w *Writer) abandon(f *file) {
@@ -372,6 +377,7 @@ func (w *Writer) finish(run string, f *file) error {
 	delete(w.files, run)
 	defer f.cancel()
 	if err := f.w.Close(); err != nil {
+		f.lost()
 		return fmt.Errorf("finishing %s: %w", f.name, err)
 	}
 	for u, ref := range f.written {
