@@ -103,7 +103,8 @@ run). Until Trawler is published, --replace DIR points go.mod at a local checkou
 				}
 				fmt.Println("  make test     the tasks against the recorded pages, and the chain file")
 				fmt.Println("  make build    bin/" + o.Name + ": trawler with the site's tasks")
-				fmt.Println("  make dev      an embedded stack with its worker (one terminal), then make run (another)")
+				fmt.Println("  make dev      an embedded stack, from Trawler's own binary (TRAWLER=path/to/trawler; one terminal),")
+				fmt.Println("  make worker   this binary's worker on it (a second), then make run (a third)")
 				return nil
 			}
 			fmt.Printf("wrote package %s (tasks %s):\n", res.Package, strings.Join(res.Tasks, ", "))

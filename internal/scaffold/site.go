@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"text/template"
@@ -221,7 +222,7 @@ func writeModule(o SiteOptions) (SiteResult, error) {
 	if _, err := os.Stat(filepath.Join(root, "go.mod")); err == nil && !o.Force {
 		return SiteResult{}, fmt.Errorf("%s already exists; pick another --dir, or --force to overwrite the generated files", filepath.Join(root, "go.mod"))
 	}
-	data := map[string]string{"Name": o.Name, "Module": o.Module, "GoVersion": goVersion(""), "TrawlerVersion": "v0.0.0"}
+	data := map[string]string{"Name": o.Name, "Module": o.Module, "GoVersion": goVersion(""), "TrawlerVersion": trawlerVersion()}
 	if o.Replace != "" {
 		checkout, err := filepath.Abs(o.Replace)
 		if err != nil {
@@ -339,4 +340,23 @@ func moduleOf(dir string) (root, module string) {
 			return "", ""
 		}
 	}
+}
+
+// trawlerVersion is the version of github.com/trawlerhq/trawler this binary was built
+// from, when it was built from a published one (a site's binary lists it among its
+// dependencies); "" for a checkout's build, whose go.mod then requires nothing until
+// `go get github.com/trawlerhq/trawler@latest` (a version that does not exist would make
+// that fail).
+func trawlerVersion() string {
+	info, ok := debug.ReadBuildInfo()
+	if !ok {
+		return ""
+	}
+	mods := append([]*debug.Module{&info.Main}, info.Deps...)
+	for _, m := range mods {
+		if m.Path == "github.com/trawlerhq/trawler" && strings.HasPrefix(m.Version, "v") { // not "(devel)"
+			return m.Version
+		}
+	}
+	return ""
 }
