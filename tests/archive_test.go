@@ -3,7 +3,10 @@ package tests
 import (
 	"bufio"
 	"bytes"
+	"compress/gzip"
 	"context"
+	"crypto/sha1"
+	"encoding/base32"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -13,7 +16,9 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -89,6 +94,7 @@ func TestArchiveWARC(t *testing.T) {
 		}
 		site, served := pagesServed(t, demosite.Options{Pages: 1})
 		p := plan(t, "archive.yaml", archiveChain(site, dest))
+		responses := map[string]string{} // response record id → URL and payload digest, of both runs
 		for n := 1; n <= 2; n++ {
 			before := len(served())
 			id := start(t, p, queue)
@@ -107,7 +113,7 @@ func TestArchiveWARC(t *testing.T) {
 			if n == 2 {
 				want = "revisit"
 			}
-			checkWARCs(t, bucket, tenantOf(t), id, paths, want)
+			checkWARCs(t, bucket, tenantOf(t), id, paths, want, responses)
 			checkIndex(t, bucket, entries, id, want)
 		}
 	}
@@ -140,9 +146,13 @@ func pagesServed(t *testing.T, o demosite.Options) (string, func() []string) {
 	}
 }
 
-// checkWARCs reads every WARC file of a run with gowarc's strict reader.
-func checkWARCs(t *testing.T, bucket *blob.Bucket, tenant, run string, served []string, want string) {
+// checkWARCs reads every WARC file of a run with gowarc's strict reader and with
+// readWARC: the run holds one response (or, want "revisit", one revisit) per page the
+// site served, each revisit referring to an earlier response of its URL and payload.
+// The run's responses are added to responses.
+func checkWARCs(t *testing.T, bucket *blob.Bucket, tenant, run string, served []string, want string, responses map[string]string) {
 	t.Helper()
+	answered := map[string]int{} // responses or revisits by path, as readWARC reads them
 	pages := len(served)
 	ctx := context.Background()
 	it := bucket.List(&blob.ListOptions{Prefix: tenant + "/" + run + "/"})
@@ -164,6 +174,26 @@ func checkWARCs(t *testing.T, bucket *blob.Bucket, tenant, run string, served []
 		data, err := bucket.ReadAll(ctx, obj.Key)
 		if err != nil {
 			t.Fatal(err)
+		}
+		recs := readWARC(t, obj.Key, data)
+		if len(recs) == 0 || recs[0].header["Warc-Type"] != "warcinfo" {
+			t.Errorf("%s does not start with a warcinfo record", obj.Key)
+		}
+		for _, rec := range recs {
+			h := rec.header
+			typ, target := h["Warc-Type"], h["Warc-Target-Uri"]
+			switch typ {
+			case "response":
+				responses[h["Warc-Record-Id"]] = target + " " + h["Warc-Payload-Digest"]
+			case "revisit":
+				if ref := responses[h["Warc-Refers-To"]]; ref != target+" "+h["Warc-Payload-Digest"] || h["Warc-Refers-To-Target-Uri"] != target {
+					t.Errorf("%s: the revisit of %s (payload %s) refers to %s (%s), an earlier response of %q", obj.Key, target, h["Warc-Payload-Digest"], h["Warc-Refers-To"], h["Warc-Refers-To-Target-Uri"], ref)
+				}
+			}
+			if typ == want {
+				u, _ := url.Parse(target)
+				answered[u.RequestURI()]++
+			}
 		}
 		r, err := gowarc.NewWarcFileReaderFromStream(bytes.NewReader(data), 0, gowarc.WithStrictValidation())
 		if err != nil {
@@ -215,6 +245,14 @@ func checkWARCs(t *testing.T, bucket *blob.Bucket, tenant, run string, served []
 	served = slices.Sorted(slices.Values(served))
 	if !slices.Equal(archived, served) {
 		t.Errorf("run %s archived the pages\n%v\nthe site served\n%v", run, archived, served)
+	}
+	for _, p := range served {
+		if answered[p] != 1 {
+			t.Errorf("run %s holds %d %s records of %s, want 1", run, answered[p], want, p)
+		}
+	}
+	if len(answered) != len(served) {
+		t.Errorf("run %s holds %s records of %d pages, the site served %d", run, want, len(answered), len(served))
 	}
 }
 
@@ -632,4 +670,116 @@ func TestArchiveRetention(t *testing.T) {
 			t.Errorf("archive %v exited %d: %s\nwant the error %s", c.args, code, stderr, c.want)
 		}
 	}
+}
+
+// warcRecord is a record as readWARC reads it.
+type warcRecord struct {
+	header  map[string]string // WARC header fields by their canonical name
+	block   []byte
+	payload []byte // a request's, response's or revisit's HTTP body
+}
+
+var (
+	warcRecordID = regexp.MustCompile(`^<[A-Za-z][A-Za-z0-9+.-]*:[^<>\s]+>$`)
+	warcTypes    = []string{"warcinfo", "response", "resource", "request", "metadata", "revisit", "conversion", "continuation"}
+)
+
+// readWARC reads a WARC 1.1 file as the standard writes it, independently of the WARC
+// library the archive uses: each record a gzip member of its own, a version line, header
+// fields, a block of exactly Content-Length bytes and two CRLFs; WARC-Record-ID,
+// Content-Length, WARC-Date and WARC-Type present and well formed, record ids unique;
+// WARC-Block-Digest and WARC-Payload-Digest (sha1, base32) recomputed and equal. A
+// revisit's payload is not in it: its payload digest is checked against the response
+// it refers to, by the caller.
+func readWARC(t *testing.T, name string, data []byte) []warcRecord {
+	t.Helper()
+	var out []warcRecord
+	ids := map[string]bool{}
+	in := bufio.NewReader(bytes.NewReader(data))
+	for n := 0; ; n++ {
+		if _, err := in.Peek(1); err == io.EOF {
+			return out
+		}
+		zr, err := gzip.NewReader(in)
+		if err != nil {
+			t.Fatalf("%s: record %d is no gzip member: %v", name, n, err)
+		}
+		zr.Multistream(false) // one member, one record
+		raw, err := io.ReadAll(zr)
+		if err != nil {
+			t.Fatalf("%s: record %d: %v", name, n, err)
+		}
+		where := fmt.Sprintf("%s record %d", name, n)
+		head, rest, ok := bytes.Cut(raw, []byte("\r\n\r\n"))
+		if !ok {
+			t.Fatalf("%s: no blank line after its header", where)
+		}
+		lines := strings.Split(string(head), "\r\n")
+		if lines[0] != "WARC/1.1" {
+			t.Fatalf("%s: version line %q, want WARC/1.1", where, lines[0])
+		}
+		rec := warcRecord{header: map[string]string{}}
+		for _, l := range lines[1:] {
+			k, v, ok := strings.Cut(l, ":")
+			if !ok || k == "" || strings.ContainsAny(k, " \t") {
+				t.Fatalf("%s: header line %q is no field", where, l)
+			}
+			k = http.CanonicalHeaderKey(k)
+			if _, dup := rec.header[k]; dup && k != "Warc-Concurrent-To" {
+				t.Errorf("%s: field %s repeated", where, k)
+			}
+			rec.header[k] = strings.TrimSpace(v)
+		}
+		h := rec.header
+		length, err := strconv.Atoi(h["Content-Length"])
+		if err != nil || length < 0 || len(rest) != length+4 || string(rest[length:]) != "\r\n\r\n" {
+			t.Fatalf("%s: Content-Length %q, and %d bytes follow the header; want the block then CRLF CRLF ending the member", where, h["Content-Length"], len(rest))
+		}
+		rec.block = rest[:length]
+		id := h["Warc-Record-Id"]
+		if !warcRecordID.MatchString(id) || ids[id] {
+			t.Errorf("%s: WARC-Record-ID %q is no <URI> or is not unique", where, id)
+		}
+		ids[id] = true
+		if _, err := time.Parse(time.RFC3339Nano, h["Warc-Date"]); err != nil || !strings.HasSuffix(h["Warc-Date"], "Z") {
+			t.Errorf("%s: WARC-Date %q is no UTC W3C-ISO8601 date", where, h["Warc-Date"])
+		}
+		if !slices.Contains(warcTypes, h["Warc-Type"]) {
+			t.Errorf("%s: WARC-Type %q", where, h["Warc-Type"])
+		}
+		if d, ok := h["Warc-Block-Digest"]; !ok || d != sha1Base32(rec.block) {
+			t.Errorf("%s (%s): WARC-Block-Digest %q, the block's is %s", where, h["Warc-Type"], d, sha1Base32(rec.block))
+		}
+		switch h["Warc-Type"] {
+		case "request", "response", "revisit":
+			want := map[string]string{"request": "application/http;msgtype=request", "response": "application/http;msgtype=response", "revisit": "application/http;msgtype=response"}[h["Warc-Type"]]
+			if strings.ReplaceAll(h["Content-Type"], " ", "") != want {
+				t.Errorf("%s: Content-Type %q, want %s", where, h["Content-Type"], want)
+			}
+			if h["Warc-Target-Uri"] == "" {
+				t.Errorf("%s: no WARC-Target-URI", where)
+			}
+			httpHead, body, ok := bytes.Cut(rec.block, []byte("\r\n\r\n"))
+			if !ok || !bytes.HasPrefix(httpHead, []byte("HTTP/1.")) && h["Warc-Type"] != "request" {
+				t.Errorf("%s: the block is no HTTP message: %q", where, rec.block[:min(len(rec.block), 80)])
+			}
+			rec.payload = body
+			if d, ok := h["Warc-Payload-Digest"]; h["Warc-Type"] == "response" && (!ok || d != sha1Base32(body)) {
+				t.Errorf("%s: WARC-Payload-Digest %q, the HTTP body's is %s", where, d, sha1Base32(body))
+			}
+			if h["Warc-Type"] == "revisit" && (len(body) != 0 || h["Warc-Profile"] != "http://netpreserve.org/warc/1.1/revisit/identical-payload-digest") {
+				t.Errorf("%s: a revisit of profile %q with %d bytes of body; want identical-payload-digest, headers only", where, h["Warc-Profile"], len(body))
+			}
+		case "warcinfo":
+			if h["Content-Type"] != "application/warc-fields" {
+				t.Errorf("%s: warcinfo of Content-Type %q", where, h["Content-Type"])
+			}
+		}
+		out = append(out, rec)
+	}
+}
+
+func sha1Base32(b []byte) string {
+	sum := sha1.Sum(b)
+	return "sha1:" + base32.StdEncoding.EncodeToString(sum[:])
 }

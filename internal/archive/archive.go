@@ -291,9 +291,13 @@ func (w *Writer) Write(p Page, ex *fetch.Exchange) error {
 	return nil
 }
 
-// recordOptions build WARC 1.1 records and refuse any that gowarc finds wrong.
+// recordOptions build WARC 1.1 records and refuse any that gowarc finds wrong. Block
+// digests are sha1 in base32 like the payload digests, as most WARC tools write and
+// check them.
 var recordOptions = []gowarc.WarcRecordOption{
 	gowarc.WithVersion(gowarc.V1_1),
+	gowarc.WithDefaultDigestAlgorithm("sha1"),
+	gowarc.WithDefaultDigestEncoding(gowarc.Base32),
 	gowarc.WithStrictValidation(),
 	gowarc.WithAddMissingDigest(true),
 }
