@@ -3,7 +3,10 @@ package tests
 import (
 	"bufio"
 	"bytes"
+	"compress/gzip"
 	"context"
+	"crypto/sha1"
+	"encoding/base32"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -13,7 +16,9 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -25,6 +30,7 @@ import (
 	"gocloud.dev/blob"
 
 	"github.com/trawlerhq/trawler/crawl"
+	"github.com/trawlerhq/trawler/fetch"
 	"github.com/trawlerhq/trawler/internal/archive"
 	"github.com/trawlerhq/trawler/internal/devstack/demosite"
 	"github.com/trawlerhq/trawler/internal/engine"
@@ -88,6 +94,7 @@ func TestArchiveWARC(t *testing.T) {
 		}
 		site, served := pagesServed(t, demosite.Options{Pages: 1})
 		p := plan(t, "archive.yaml", archiveChain(site, dest))
+		responses := map[string]string{} // response record id → URL and payload digest, of both runs
 		for n := 1; n <= 2; n++ {
 			before := len(served())
 			id := start(t, p, queue)
@@ -106,7 +113,7 @@ func TestArchiveWARC(t *testing.T) {
 			if n == 2 {
 				want = "revisit"
 			}
-			checkWARCs(t, bucket, tenantOf(t), id, paths, want)
+			checkWARCs(t, bucket, tenantOf(t), id, paths, want, responses)
 			checkIndex(t, bucket, entries, id, want)
 		}
 	}
@@ -139,9 +146,13 @@ func pagesServed(t *testing.T, o demosite.Options) (string, func() []string) {
 	}
 }
 
-// checkWARCs reads every WARC file of a run with gowarc's strict reader.
-func checkWARCs(t *testing.T, bucket *blob.Bucket, tenant, run string, served []string, want string) {
+// checkWARCs reads every WARC file of a run with gowarc's strict reader and with
+// readWARC: the run holds one response (or, want "revisit", one revisit) per page the
+// site served, each revisit referring to an earlier response of its URL and payload.
+// The run's responses are added to responses.
+func checkWARCs(t *testing.T, bucket *blob.Bucket, tenant, run string, served []string, want string, responses map[string]string) {
 	t.Helper()
+	answered := map[string]int{} // responses or revisits by path, as readWARC reads them
 	pages := len(served)
 	ctx := context.Background()
 	it := bucket.List(&blob.ListOptions{Prefix: tenant + "/" + run + "/"})
@@ -163,6 +174,26 @@ func checkWARCs(t *testing.T, bucket *blob.Bucket, tenant, run string, served []
 		data, err := bucket.ReadAll(ctx, obj.Key)
 		if err != nil {
 			t.Fatal(err)
+		}
+		recs := readWARC(t, obj.Key, data)
+		if len(recs) == 0 || recs[0].header["Warc-Type"] != "warcinfo" {
+			t.Errorf("%s does not start with a warcinfo record", obj.Key)
+		}
+		for _, rec := range recs {
+			h := rec.header
+			typ, target := h["Warc-Type"], h["Warc-Target-Uri"]
+			switch typ {
+			case "response":
+				responses[h["Warc-Record-Id"]] = target + " " + h["Warc-Payload-Digest"]
+			case "revisit":
+				if ref := responses[h["Warc-Refers-To"]]; ref != target+" "+h["Warc-Payload-Digest"] || h["Warc-Refers-To-Target-Uri"] != target {
+					t.Errorf("%s: the revisit of %s (payload %s) refers to %s (%s), an earlier response of %q", obj.Key, target, h["Warc-Payload-Digest"], h["Warc-Refers-To"], h["Warc-Refers-To-Target-Uri"], ref)
+				}
+			}
+			if typ == want {
+				u, _ := url.Parse(target)
+				answered[u.RequestURI()]++
+			}
 		}
 		r, err := gowarc.NewWarcFileReaderFromStream(bytes.NewReader(data), 0, gowarc.WithStrictValidation())
 		if err != nil {
@@ -214,6 +245,14 @@ func checkWARCs(t *testing.T, bucket *blob.Bucket, tenant, run string, served []
 	served = slices.Sorted(slices.Values(served))
 	if !slices.Equal(archived, served) {
 		t.Errorf("run %s archived the pages\n%v\nthe site served\n%v", run, archived, served)
+	}
+	for _, p := range served {
+		if answered[p] != 1 {
+			t.Errorf("run %s holds %d %s records of %s, want 1", run, answered[p], want, p)
+		}
+	}
+	if len(answered) != len(served) {
+		t.Errorf("run %s holds %s records of %d pages, the site served %d", run, want, len(answered), len(served))
 	}
 }
 
@@ -419,4 +458,328 @@ func TestReparse(t *testing.T) {
 	if n := sent() - before; n != 0 {
 		t.Errorf("re-parsing sent %d requests to the site, want none", n)
 	}
+}
+
+// archivePages archives n pages of a run, fetched at `at`, as one finished WARC file.
+func archivePages(t *testing.T, dest, tenant, run string, at time.Time, n int) {
+	t.Helper()
+	ws := archive.NewWriters(nil)
+	w, err := ws.Get(crawl.Archive{To: dest})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range n {
+		writePage(t, w, tenant, run, fmt.Sprintf("http://example.com/%s/%d", run, i), at)
+	}
+	if err := ws.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func writePage(t *testing.T, w *archive.Writer, tenant, run, u string, at time.Time) {
+	t.Helper()
+	err := w.Write(archive.Page{Tenant: tenant, RunID: run, Step: "story", Task: "demo.story"}, &fetch.Exchange{
+		Method: "GET", URL: u, RequestHeader: http.Header{"Host": {"example.com"}}, Status: "200 OK",
+		Header: http.Header{"Content-Type": {"text/html"}}, Body: []byte("<html><body>" + u + "</body></html>"), At: at,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// archiveStats is `trawler archive stats --json`.
+type archiveStats struct {
+	Tenants []struct {
+		Tenant, Run           string
+		Files, Pages, Records int
+		Bytes                 int64
+		Oldest, Newest        time.Time
+		Runs                  []struct {
+			Run                   string
+			Files, Pages, Records int
+			Bytes                 int64
+			Oldest, Newest        time.Time
+		}
+	}
+	Unindexed []string
+}
+
+// TestArchiveRetention archives pages of two tenants, some long ago, to a directory and
+// to an S3 bucket (an in-process S3 server), while another file is being written:
+// `archive stats` counts exactly the finished files, pages, records and bytes per tenant
+// and run; `archive prune` removes, oldest first, the files older than --older-than and
+// then a tenant's oldest until it fits in --max-gb — nothing with --dry-run, never the
+// file being written — and bad input is refused with the fix.
+func TestArchiveRetention(t *testing.T) {
+	backend := s3mem.New()
+	if err := backend.CreateBucket("warc"); err != nil {
+		t.Fatal(err)
+	}
+	s3 := httptest.NewServer(gofakes3.New(backend).Server())
+	t.Cleanup(s3.Close)
+	s3URL := "s3://warc/kept?endpoint=" + url.QueryEscape(s3.URL) + "&region=us-east-1&use_path_style=true&disable_https=true&anonymous=true"
+	now := time.Now().UTC().Truncate(time.Second)
+	for _, dest := range []string{"file://" + t.TempDir(), s3URL} {
+		t.Run(strings.SplitN(dest, ":", 2)[0], func(t *testing.T) {
+			archivePages(t, dest, "a", "r1", now.Add(-40*24*time.Hour), 3)
+			archivePages(t, dest, "a", "r2", now.Add(-time.Hour), 2)
+			archivePages(t, dest, "a", "r2", now.Add(-time.Minute), 1)
+			archivePages(t, dest, "b", "r3", now.Add(-10*24*time.Hour), 1)
+			// A file being written: listed by neither command, never removed.
+			writing := archive.NewWriters(nil)
+			w, err := writing.Get(crawl.Archive{To: dest})
+			if err != nil {
+				t.Fatal(err)
+			}
+			writePage(t, w, "a", "r4", "http://example.com/r4", now.Add(-50*24*time.Hour))
+
+			bucket, err := archive.OpenBucket(context.Background(), dest)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer bucket.Close()
+			// names are the finished WARC files of a tenant (or of all), with their sizes
+			// and those of their indexes.
+			names := func(prefix string) (warcs []string, size map[string]int64) {
+				size = map[string]int64{}
+				it := bucket.List(&blob.ListOptions{Prefix: prefix})
+				for {
+					obj, err := it.Next(context.Background())
+					if err == io.EOF {
+						break
+					}
+					if err != nil {
+						t.Fatal(err)
+					}
+					if strings.HasSuffix(obj.Key, ".warc.gz") {
+						warcs = append(warcs, obj.Key)
+					}
+					if strings.HasSuffix(obj.Key, ".warc.gz") || strings.HasSuffix(obj.Key, ".cdxj") {
+						size[obj.Key] = obj.Size
+					}
+				}
+				slices.Sort(warcs)
+				return warcs, size
+			}
+			warcs, size := names("")
+			if len(warcs) != 4 {
+				t.Fatalf("%d finished WARC files at %s: %v, want 4", len(warcs), dest, warcs)
+			}
+			bytesOf := func(warcs ...string) (n int64) {
+				for _, w := range warcs {
+					n += size[w] + size[archive.IndexName(w)]
+				}
+				return n
+			}
+			r1, r2old, r2new, r3 := warcs[0], warcs[1], warcs[2], warcs[3]
+			if !strings.HasPrefix(r1, "a/r1/") || !strings.HasPrefix(r2old, "a/r2/") || !strings.HasPrefix(r3, "b/r3/") {
+				t.Fatalf("files %v are not laid out TENANT/RUN/", warcs)
+			}
+
+			stats := func(args ...string) archiveStats {
+				t.Helper()
+				stdout, stderr, code := trawler(t, append([]string{"archive", "stats", "--to", dest, "--json"}, args...)...)
+				var s archiveStats
+				if err := json.Unmarshal([]byte(stdout), &s); code != 0 || err != nil {
+					t.Fatalf("archive stats exited %d (%v): %s %s", code, err, stdout, stderr)
+				}
+				return s
+			}
+			s := stats()
+			if len(s.Tenants) != 2 || len(s.Unindexed) != 0 {
+				t.Fatalf("stats: %+v; want tenants a and b, no unindexed file", s)
+			}
+			a, b := s.Tenants[0], s.Tenants[1]
+			if a.Tenant != "a" || a.Files != 3 || a.Pages != 6 || a.Records != 3+6*2 || a.Bytes != bytesOf(r1, r2old, r2new) ||
+				!a.Oldest.Equal(now.Add(-40*24*time.Hour)) || !a.Newest.Equal(now.Add(-time.Minute)) || len(a.Runs) != 2 {
+				t.Errorf("stats of tenant a: %+v; want 3 files, 6 pages, 15 records, %d bytes, 40 days to a minute old, 2 runs", a, bytesOf(r1, r2old, r2new))
+			}
+			if r := a.Runs[1]; r.Run != "r2" || r.Files != 2 || r.Pages != 3 || r.Records != 8 || r.Bytes != bytesOf(r2old, r2new) || !r.Oldest.Equal(now.Add(-time.Hour)) {
+				t.Errorf("stats of run r2: %+v; want 2 files, 3 pages, 8 records, %d bytes, an hour to a minute old", r, bytesOf(r2old, r2new))
+			}
+			if b.Tenant != "b" || b.Files != 1 || b.Pages != 1 || b.Records != 3 || b.Bytes != bytesOf(r3) || len(b.Runs) != 1 || b.Runs[0].Run != "r3" {
+				t.Errorf("stats of tenant b: %+v; want 1 file of run r3, 1 page, 3 records, %d bytes", b, bytesOf(r3))
+			}
+			if s := stats("--tenant", "b"); len(s.Tenants) != 1 || s.Tenants[0].Tenant != "b" {
+				t.Errorf("stats --tenant b: %+v", s)
+			}
+
+			type pruned struct {
+				DryRun  bool `json:"dry_run"`
+				Removed []struct{ File string }
+				Bytes   int64
+				Kept    int
+			}
+			prune := func(args ...string) pruned {
+				t.Helper()
+				stdout, stderr, code := trawler(t, append([]string{"archive", "prune", "--to", dest, "--json"}, args...)...)
+				var p pruned
+				if err := json.Unmarshal([]byte(stdout), &p); code != 0 || err != nil {
+					t.Fatalf("archive prune exited %d (%v): %s %s", code, err, stdout, stderr)
+				}
+				return p
+			}
+			files := func(p pruned) (out []string) {
+				for _, r := range p.Removed {
+					out = append(out, r.File)
+				}
+				return out
+			}
+			// Keep the newest file of a: its bytes and a few more.
+			maxGB := fmt.Sprintf("%.15f", float64(bytesOf(r2new)+16)/(1<<30))
+			p := prune("--older-than", "30d", "--max-gb", maxGB, "--dry-run")
+			if want := []string{r1, r2old}; !p.DryRun || !slices.Equal(files(p), want) || p.Bytes != bytesOf(r1, r2old) || p.Kept != 2 {
+				t.Errorf("prune --dry-run: %+v; want %v (%d bytes) listed, 2 kept", p, want, bytesOf(r1, r2old))
+			}
+			if got, _ := names(""); !slices.Equal(got, warcs) {
+				t.Errorf("prune --dry-run left %v, want every file %v", got, warcs)
+			}
+			if p := prune("--older-than", "30d"); !slices.Equal(files(p), []string{r1}) || p.Kept != 3 {
+				t.Errorf("prune --older-than 30d: %+v; want %s removed, 3 kept", p, r1)
+			}
+			if p := prune("--max-gb", maxGB, "--tenant", "a"); !slices.Equal(files(p), []string{r2old}) || p.Kept != 1 {
+				t.Errorf("prune --max-gb %s --tenant a: %+v; want %s removed, 1 kept", maxGB, p, r2old)
+			}
+			left, size := names("")
+			if want := []string{r2new, r3}; !slices.Equal(left, want) || len(size) != 4 {
+				t.Errorf("after pruning %s holds %v (%d objects), want %v and their indexes", dest, left, len(size), want)
+			}
+			if err := writing.Close(); err != nil {
+				t.Fatal(err)
+			}
+			if s := stats("--tenant", "a"); len(s.Tenants) != 1 || s.Tenants[0].Files != 2 || s.Tenants[0].Runs[1].Run != "r4" {
+				t.Errorf("the file being written during prune is not there once finished: %+v", s)
+			}
+		})
+	}
+
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"prune", "--to", "/tmp", "--older-than", "30"}, `--older-than "30": give a positive age with its unit: 30d (days), 12h, 90m, 1d12h`},
+		{[]string{"prune", "--to", "/tmp", "--older-than", "-1d"}, `--older-than "-1d": give a positive age with its unit: 30d (days), 12h, 90m, 1d12h`},
+		{[]string{"prune", "--to", "/tmp", "--max-gb", "-5"}, `--max-gb "-5": give the size to keep per tenant in GB, a number above 0: 500, 0.5`},
+		{[]string{"prune", "--to", "/tmp"}, `give --older-than AGE (30d) or --max-gb N (per tenant), or both: what to keep`},
+		{[]string{"stats", "--to", "ftp://host/warc"}, `--to ftp://host/warc: ftp:// is not a destination for WARC files; use an absolute directory, file:///DIR or s3://BUCKET/PREFIX (gs:// and azblob:// need their gocloud.dev driver built in)`},
+		{[]string{"stats", "--to", "/no/such/warc"}, `--to /no/such/warc: no such directory; give the archive.to of the chain whose archive to read`},
+		{[]string{"stats"}, `--to: name the archive, as a chain's archive.to: an absolute directory, file:///DIR or s3://BUCKET/PREFIX (or set TRAWLER_ARCHIVE)`},
+	} {
+		_, stderr, code := trawler(t, append([]string{"archive"}, c.args...)...)
+		if code == 0 || !strings.Contains(stderr, c.want) {
+			t.Errorf("archive %v exited %d: %s\nwant the error %s", c.args, code, stderr, c.want)
+		}
+	}
+}
+
+// warcRecord is a record as readWARC reads it.
+type warcRecord struct {
+	header  map[string]string // WARC header fields by their canonical name
+	block   []byte
+	payload []byte // a request's, response's or revisit's HTTP body
+}
+
+var (
+	warcRecordID = regexp.MustCompile(`^<[A-Za-z][A-Za-z0-9+.-]*:[^<>\s]+>$`)
+	warcTypes    = []string{"warcinfo", "response", "resource", "request", "metadata", "revisit", "conversion", "continuation"}
+)
+
+// readWARC reads a WARC 1.1 file as the standard writes it, independently of the WARC
+// library the archive uses: each record a gzip member of its own, a version line, header
+// fields, a block of exactly Content-Length bytes and two CRLFs; WARC-Record-ID,
+// Content-Length, WARC-Date and WARC-Type present and well formed, record ids unique;
+// WARC-Block-Digest and WARC-Payload-Digest (sha1, base32) recomputed and equal. A
+// revisit's payload is not in it: its payload digest is checked against the response
+// it refers to, by the caller.
+func readWARC(t *testing.T, name string, data []byte) []warcRecord {
+	t.Helper()
+	var out []warcRecord
+	ids := map[string]bool{}
+	in := bufio.NewReader(bytes.NewReader(data))
+	for n := 0; ; n++ {
+		if _, err := in.Peek(1); err == io.EOF {
+			return out
+		}
+		zr, err := gzip.NewReader(in)
+		if err != nil {
+			t.Fatalf("%s: record %d is no gzip member: %v", name, n, err)
+		}
+		zr.Multistream(false) // one member, one record
+		raw, err := io.ReadAll(zr)
+		if err != nil {
+			t.Fatalf("%s: record %d: %v", name, n, err)
+		}
+		where := fmt.Sprintf("%s record %d", name, n)
+		head, rest, ok := bytes.Cut(raw, []byte("\r\n\r\n"))
+		if !ok {
+			t.Fatalf("%s: no blank line after its header", where)
+		}
+		lines := strings.Split(string(head), "\r\n")
+		if lines[0] != "WARC/1.1" {
+			t.Fatalf("%s: version line %q, want WARC/1.1", where, lines[0])
+		}
+		rec := warcRecord{header: map[string]string{}}
+		for _, l := range lines[1:] {
+			k, v, ok := strings.Cut(l, ":")
+			if !ok || k == "" || strings.ContainsAny(k, " \t") {
+				t.Fatalf("%s: header line %q is no field", where, l)
+			}
+			k = http.CanonicalHeaderKey(k)
+			if _, dup := rec.header[k]; dup && k != "Warc-Concurrent-To" {
+				t.Errorf("%s: field %s repeated", where, k)
+			}
+			rec.header[k] = strings.TrimSpace(v)
+		}
+		h := rec.header
+		length, err := strconv.Atoi(h["Content-Length"])
+		if err != nil || length < 0 || len(rest) != length+4 || string(rest[length:]) != "\r\n\r\n" {
+			t.Fatalf("%s: Content-Length %q, and %d bytes follow the header; want the block then CRLF CRLF ending the member", where, h["Content-Length"], len(rest))
+		}
+		rec.block = rest[:length]
+		id := h["Warc-Record-Id"]
+		if !warcRecordID.MatchString(id) || ids[id] {
+			t.Errorf("%s: WARC-Record-ID %q is no <URI> or is not unique", where, id)
+		}
+		ids[id] = true
+		if _, err := time.Parse(time.RFC3339Nano, h["Warc-Date"]); err != nil || !strings.HasSuffix(h["Warc-Date"], "Z") {
+			t.Errorf("%s: WARC-Date %q is no UTC W3C-ISO8601 date", where, h["Warc-Date"])
+		}
+		if !slices.Contains(warcTypes, h["Warc-Type"]) {
+			t.Errorf("%s: WARC-Type %q", where, h["Warc-Type"])
+		}
+		if d, ok := h["Warc-Block-Digest"]; !ok || d != sha1Base32(rec.block) {
+			t.Errorf("%s (%s): WARC-Block-Digest %q, the block's is %s", where, h["Warc-Type"], d, sha1Base32(rec.block))
+		}
+		switch h["Warc-Type"] {
+		case "request", "response", "revisit":
+			want := map[string]string{"request": "application/http;msgtype=request", "response": "application/http;msgtype=response", "revisit": "application/http;msgtype=response"}[h["Warc-Type"]]
+			if strings.ReplaceAll(h["Content-Type"], " ", "") != want {
+				t.Errorf("%s: Content-Type %q, want %s", where, h["Content-Type"], want)
+			}
+			if h["Warc-Target-Uri"] == "" {
+				t.Errorf("%s: no WARC-Target-URI", where)
+			}
+			httpHead, body, ok := bytes.Cut(rec.block, []byte("\r\n\r\n"))
+			if !ok || !bytes.HasPrefix(httpHead, []byte("HTTP/1.")) && h["Warc-Type"] != "request" {
+				t.Errorf("%s: the block is no HTTP message: %q", where, rec.block[:min(len(rec.block), 80)])
+			}
+			rec.payload = body
+			if d, ok := h["Warc-Payload-Digest"]; h["Warc-Type"] == "response" && (!ok || d != sha1Base32(body)) {
+				t.Errorf("%s: WARC-Payload-Digest %q, the HTTP body's is %s", where, d, sha1Base32(body))
+			}
+			if h["Warc-Type"] == "revisit" && (len(body) != 0 || h["Warc-Profile"] != "http://netpreserve.org/warc/1.1/revisit/identical-payload-digest") {
+				t.Errorf("%s: a revisit of profile %q with %d bytes of body; want identical-payload-digest, headers only", where, h["Warc-Profile"], len(body))
+			}
+		case "warcinfo":
+			if h["Content-Type"] != "application/warc-fields" {
+				t.Errorf("%s: warcinfo of Content-Type %q", where, h["Content-Type"])
+			}
+		}
+		out = append(out, rec)
+	}
+}
+
+func sha1Base32(b []byte) string {
+	sum := sha1.Sum(b)
+	return "sha1:" + base32.StdEncoding.EncodeToString(sum[:])
 }

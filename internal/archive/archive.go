@@ -16,7 +16,6 @@ package archive
 import (
 	"bytes"
 	"cmp"
-	"compress/gzip"
 	"context"
 	"crypto/rand"
 	"crypto/sha1"
@@ -33,6 +32,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/klauspost/compress/gzip"
 	"github.com/nlnwa/gowarc/v3"
 	"gocloud.dev/blob"
 	"gocloud.dev/blob/fileblob"
@@ -170,6 +170,8 @@ type Writer struct {
 	mu         sync.Mutex
 	files      map[string]*file      // the file being written, by run
 	last       map[string]revisitRef // the last archived response of each URL, in finished files
+	gz         *gzip.Writer          // compresses each record, into member
+	member     bytes.Buffer
 	stop, done chan struct{}
 }
 
@@ -251,7 +253,7 @@ func (w *Writer) Write(p Page, ex *fetch.Exchange) error {
 		return fmt.Errorf("request record: %w", err)
 	}
 	defer reqRec.Close()
-	if _, _, err := f.append(reqRec); err != nil {
+	if _, _, err := w.append(f, reqRec); err != nil {
 		return w.fail(f, err)
 	}
 	kind := "response"
@@ -268,7 +270,7 @@ func (w *Writer) Write(p Page, ex *fetch.Exchange) error {
 			return fmt.Errorf("revisit record: %w", err)
 		}
 	}
-	offset, length, err := f.append(rec)
+	offset, length, err := w.append(f, rec)
 	if err != nil {
 		return w.fail(f, err)
 	}
@@ -291,9 +293,13 @@ func (w *Writer) Write(p Page, ex *fetch.Exchange) error {
 	return nil
 }
 
-// recordOptions build WARC 1.1 records and refuse any that gowarc finds wrong.
+// recordOptions build WARC 1.1 records and refuse any that gowarc finds wrong. Block
+// digests are sha1 in base32 like the payload digests, as most WARC tools write and
+// check them.
 var recordOptions = []gowarc.WarcRecordOption{
 	gowarc.WithVersion(gowarc.V1_1),
+	gowarc.WithDefaultDigestAlgorithm("sha1"),
+	gowarc.WithDefaultDigestEncoding(gowarc.Base32),
 	gowarc.WithStrictValidation(),
 	gowarc.WithAddMissingDigest(true),
 }
@@ -325,7 +331,7 @@ func (w *Writer) fileFor(p Page, at time.Time) (*file, error) {
 	}
 	defer rec.Close()
 	f.info = rec.WarcHeader().Get(gowarc.WarcRecordID)
-	if _, _, err := f.append(rec); err != nil {
+	if _, _, err := w.append(f, rec); err != nil {
 		w.abandon(f)
 		return nil, err
 	}
@@ -333,18 +339,24 @@ func (w *Writer) fileFor(p Page, at time.Time) (*file, error) {
 	return f, nil
 }
 
-// append writes rec as one gzip member and returns where it is in the file.
-func (f *file) append(rec gowarc.WarcRecord) (offset, length int64, err error) {
-	var buf bytes.Buffer
-	zw := gzip.NewWriter(&buf)
-	if _, _, err := gowarc.NewMarshaler().Marshal(zw, rec, 0); err != nil {
+// append writes rec to f as one gzip member and returns where it is in the file. The
+// compressor and its buffer are reused (w.mu is held): making a compressor per record
+// cost more than compressing it.
+func (w *Writer) append(f *file, rec gowarc.WarcRecord) (offset, length int64, err error) {
+	w.member.Reset()
+	if w.gz == nil {
+		w.gz = gzip.NewWriter(&w.member)
+	} else {
+		w.gz.Reset(&w.member)
+	}
+	if _, _, err := gowarc.NewMarshaler().Marshal(w.gz, rec, 0); err != nil {
 		return 0, 0, err
 	}
-	if err := zw.Close(); err != nil {
+	if err := w.gz.Close(); err != nil {
 		return 0, 0, err
 	}
 	offset = f.size
-	n, err := f.w.Write(buf.Bytes())
+	n, err := f.w.Write(w.member.Bytes())
 	f.size += int64(n)
 	return offset, int64(n), err
 }

@@ -110,18 +110,34 @@ func (e *NotArchivedError) Error() string {
 	return fmt.Sprintf("%s is not in the archive of run %s (%s); reparse with --fetch-missing to fetch it", crawl.RedactURL(e.URL), e.Run, e.From)
 }
 
-// Response is the archived answer to rawURL: status, headers and body as the fetcher
-// hands them to a task (a gzip body decoded).
-func (r *Reader) Response(ctx context.Context, rawURL string) (*crawl.Response, error) {
+// Archived is a page's response as the archive holds it.
+type Archived struct {
+	Entry  Entry // the page's index line (a revisit's, when it was archived as one)
+	Status int
+	Header http.Header // as received
+	Body   []byte      // as received: a gzip body stays gzip
+}
+
+// Page is the archived page of rawURL the reader answers with.
+func (r *Reader) Page(rawURL string) (Entry, bool) {
 	canonical, err := crawl.CanonicalURL(rawURL, crawl.CanonOptions{})
 	if err != nil {
 		canonical = rawURL
 	}
 	e, ok := r.pages[canonical]
+	return e, ok
+}
+
+// Archived reads the response archived for rawURL; a revisit is answered with the
+// response it refers to.
+func (r *Reader) Archived(ctx context.Context, rawURL string) (*Archived, error) {
+	page, ok := r.Page(rawURL)
 	if !ok {
 		return nil, &NotArchivedError{URL: rawURL, From: r.from, Run: r.sel.Run}
 	}
+	e := page
 	if e.Type == "revisit" {
+		var err error
 		if e, err = r.revisited(ctx, e); err != nil {
 			return nil, err
 		}
@@ -143,25 +159,39 @@ func (r *Reader) Response(ctx context.Context, rawURL string) (*crawl.Response, 
 	if err != nil {
 		return nil, err
 	}
+	body, err := io.ReadAll(payload)
+	if err != nil {
+		return nil, err
+	}
 	header := http.Header{}
 	if h := block.HttpHeader(); h != nil {
 		header = h.Clone()
 	}
-	body, err := decoded(header, payload)
-	if err != nil {
-		return nil, fmt.Errorf("archive %s: the body of %s: %w", r.from, crawl.RedactURL(e.URL), err)
-	}
-	return &crawl.Response{URL: e.URL, Status: block.HttpStatusCode(), Header: header, Body: body, Attempts: 1}, nil
+	return &Archived{Entry: page, Status: block.HttpStatusCode(), Header: header, Body: body}, nil
 }
 
-// decoded is a body as received made what the fetcher hands a task: gzip decoded, and
+// Response is the archived answer to rawURL: status, headers and body as the fetcher
+// hands them to a task (a gzip body decoded).
+func (r *Reader) Response(ctx context.Context, rawURL string) (*crawl.Response, error) {
+	a, err := r.Archived(ctx, rawURL)
+	if err != nil {
+		return nil, err
+	}
+	body, err := Decoded(a.Header, a.Body)
+	if err != nil {
+		return nil, fmt.Errorf("archive %s: the body of %s: %w", r.from, crawl.RedactURL(a.Entry.URL), err)
+	}
+	return &crawl.Response{URL: a.Entry.URL, Status: a.Status, Header: a.Header, Body: body, Attempts: 1}, nil
+}
+
+// Decoded is a body as received made what the fetcher hands a task: gzip decoded, and
 // the header without its Content-Encoding.
-func decoded(header http.Header, payload io.Reader) ([]byte, error) {
+func Decoded(header http.Header, body []byte) ([]byte, error) {
 	switch header.Get("Content-Encoding") {
 	case "gzip", "x-gzip":
 		header.Del("Content-Encoding")
 		header.Del("Content-Length")
-		zr, err := gzip.NewReader(payload)
+		zr, err := gzip.NewReader(bytes.NewReader(body))
 		if err == io.EOF {
 			return []byte{}, nil
 		}
@@ -171,7 +201,7 @@ func decoded(header http.Header, payload io.Reader) ([]byte, error) {
 		defer zr.Close()
 		return io.ReadAll(zr)
 	}
-	return io.ReadAll(payload)
+	return body, nil
 }
 
 // revisited is the response a revisit record refers to: the one of its URL and payload

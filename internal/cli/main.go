@@ -185,7 +185,7 @@ Secrets are read from files (--redis-password-file, --kafka-password-file,
 		defer cancel()
 		return s.stopTrace(ctx) // sends what is still buffered
 	}
-	root.AddCommand(workerCmd(s), runCmd(s), statusCmd(s), validateCmd(s), scheduleCmd(s), dedupCmd(s), quotaCmd(s), tryCmd(s), itemsCmd(s), searchCmd(s), consoleCmd(s), historyCmd(s), poolCmd(s), newCmd(s), exportCmd(s), tokenCmd(s), auditCmd(s), configCmd(s), controlCmd(s, engine.ActionPause), controlCmd(s, engine.ActionResume), rerunCmd(s), reparseCmd(s), eventsCmd(s), webhookCmd(s))
+	root.AddCommand(workerCmd(s), runCmd(s), statusCmd(s), validateCmd(s), scheduleCmd(s), dedupCmd(s), quotaCmd(s), tryCmd(s), itemsCmd(s), searchCmd(s), consoleCmd(s), historyCmd(s), poolCmd(s), newCmd(s), exportCmd(s), tokenCmd(s), auditCmd(s), configCmd(s), controlCmd(s, engine.ActionPause), controlCmd(s, engine.ActionResume), rerunCmd(s), reparseCmd(s), archiveCmd(), eventsCmd(s), webhookCmd(s))
 	for _, name := range embeddedOnly {
 		if add := embedded[name]; add != nil {
 			root.AddCommand(add(s))

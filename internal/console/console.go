@@ -220,6 +220,7 @@ func (s *Server) register() {
 	api("GET /api/items", s.listItems)
 	api("GET /api/items/{biz}/{key...}", s.getItem)
 	api("GET /api/history/{biz}/{key...}", s.itemHistory)
+	api("GET /api/archive/{biz}/{key...}", s.archivedResponse)
 	api("GET /api/search", s.search)
 	api("POST /api/search", s.search)
 	api("GET /api/dedup", s.dedupStats)

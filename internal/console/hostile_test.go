@@ -62,6 +62,7 @@ var routeInputs = map[string][]string{
 	"GET /api/items":                        {"biz", "page", "size"},
 	"GET /api/items/{biz}/{key...}":         {"tenant"},
 	"GET /api/history/{biz}/{key...}":       {"tenant", "n"},
+	"GET /api/archive/{biz}/{key...}":       {"tenant"},
 	"GET /api/search":                       {"index", "tenant", "q", "size", "from", "sort", "agg"},
 	"POST /api/search":                      {"index", "tenant"},
 	"GET /api/dedup":                        {"sample"},

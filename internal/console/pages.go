@@ -22,7 +22,7 @@ type page struct {
 }
 
 // pageNames are the templates under web/templates, each filling in "content".
-var pageNames = []string{"dashboard", "run", "chains", "schedules", "search", "items", "record", "pools"}
+var pageNames = []string{"dashboard", "run", "chains", "schedules", "search", "items", "record", "archived", "pools"}
 
 func (s *Server) pages() {
 	tmpls := map[string]*template.Template{}
@@ -53,6 +53,9 @@ func (s *Server) pages() {
 	s.open("GET /search", render("search", "Search", nil))
 	s.open("GET /items", render("items", "Items", nil))
 	s.open("GET /items/{biz}/{key...}", render("record", "Record", func(r *http.Request) map[string]string {
+		return map[string]string{"biz": r.PathValue("biz"), "key": r.PathValue("key")}
+	}))
+	s.open("GET /archive/{biz}/{key...}", render("archived", "Archived response", func(r *http.Request) map[string]string {
 		return map[string]string{"biz": r.PathValue("biz"), "key": r.PathValue("key")}
 	}))
 	s.open("GET /pools", render("pools", "Pools and dedup", nil))

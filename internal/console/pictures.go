@@ -58,30 +58,37 @@ func (s *Server) runChain(w http.ResponseWriter, r *http.Request) {
 	if !ok || !s.ownRun(w, r, id) {
 		return
 	}
-	ctx, cancel := context.WithTimeout(r.Context(), 20*time.Second)
+	plan, status, err := s.runPlan(r.Context(), id)
+	if err != nil {
+		writeError(w, status, err.Error(), map[int]string{http.StatusNotFound: "id"}[status])
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"ok": true, "chain": plan.Chain, "tenant": plan.Tenant, "steps": chainGraph(plan)})
+}
+
+// runPlan is the plan run id started with, read from the start of its history; the
+// status to answer with when it cannot be read.
+func (s *Server) runPlan(ctx context.Context, id string) (*crawl.Plan, int, error) {
+	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
 	defer cancel()
 	it := s.cfg.Temporal.GetWorkflowHistory(ctx, id, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
 	var nf *serviceerror.NotFound
 	if !it.HasNext() {
-		writeError(w, http.StatusNotFound, fmt.Sprintf("no run %q on this Temporal namespace", id), "id")
-		return
+		return nil, http.StatusNotFound, fmt.Errorf("no run %q on this Temporal namespace", id)
 	}
 	ev, err := it.Next()
 	if errors.As(err, &nf) {
-		writeError(w, http.StatusNotFound, fmt.Sprintf("no run %q on this Temporal namespace", id), "id")
-		return
+		return nil, http.StatusNotFound, fmt.Errorf("no run %q on this Temporal namespace", id)
 	}
 	if err != nil {
-		writeError(w, http.StatusBadGateway, fmt.Sprintf("read the history of run %s: %v", id, err), "")
-		return
+		return nil, http.StatusBadGateway, fmt.Errorf("read the history of run %s: %v", id, err)
 	}
 	attrs := ev.GetWorkflowExecutionStartedEventAttributes()
 	var in workflows.ChainInput
 	if attrs == nil || converter.GetDefaultDataConverter().FromPayloads(attrs.GetInput(), &in) != nil || len(in.Plan.Steps) == 0 {
-		writeError(w, http.StatusNotFound, fmt.Sprintf("run %q is not a chain run: its history does not start with a chain's plan", id), "id")
-		return
+		return nil, http.StatusNotFound, fmt.Errorf("run %q is not a chain run: its history does not start with a chain's plan", id)
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"ok": true, "chain": in.Plan.Chain, "tenant": in.Plan.Tenant, "steps": chainGraph(&in.Plan)})
+	return &in.Plan, 0, nil
 }
 
 // Workers beat every 5 s (engine.Worker.Start); a worker whose last beat is older than

@@ -110,7 +110,14 @@ workflow's costs are not charged. Colly runs before Temporal starts, so it has t
 machine to itself. The machine's other work shows in the numbers (Trawler's more than
 Colly's: it waits on many short round trips); --runs N times each side N times and
 reports the medians. With --data DIR the Temporal database and both outputs stay in DIR;
-otherwise they go to a temp dir that is removed.`,
+otherwise they go to a temp dir that is removed.
+
+--archive DIR measures the cost of archive: (WARC files, see docs/archive.md): each timed
+Trawler run is followed by the same run with archive: {to: DIR, max_age: 2s} on every
+step, and the bench prints the CPU per page of both and the bytes per page the archive
+took on disk (WARC files and their indexes) — on the first archived run, whose pages are
+all response records, and, with --runs 2 or more, on the later ones, which find the
+site unchanged and write revisit records.`,
 		Example: `  trawler bench crawl
   trawler bench crawl --list-pages 200 --per-page 20 --depth 3
   trawler bench crawl --list-pages 50 --concurrency 32
@@ -120,6 +127,7 @@ otherwise they go to a temp dir that is removed.`,
   trawler bench crawl --redis --revisit --runs 3   # …and without the seen-set
   trawler bench crawl --site static --list-pages 50 --runs 5 --redis --redis-server
   trawler bench crawl --site static --cpuprofile trawler.prof   # then: go tool pprof trawler.prof
+  trawler bench crawl --archive /tmp/warc --runs 3  # CPU and bytes per page of archive:
   trawler bench crawl --json | tail -1`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -150,6 +158,13 @@ otherwise they go to a temp dir that is removed.`,
 			if o.redisServer && !o.redis {
 				return errors.New("--redis-server chooses the Redis the worker uses, and only a worker with --redis uses one: add --redis")
 			}
+			if o.archive != "" {
+				abs, err := filepath.Abs(o.archive)
+				if err != nil {
+					return fmt.Errorf("--archive %q: %v", o.archive, err)
+				}
+				o.archive = abs
+			}
 			if o.site != "demo" && o.site != "static" {
 				return fmt.Errorf("--site %q: use demo (pages rendered per request) or static (pre-rendered, served from memory)", o.site)
 			}
@@ -179,6 +194,7 @@ otherwise they go to a temp dir that is removed.`,
 	f.BoolVar(&o.revisit, "revisit", false, "with --redis: every step revisit: true, so the seen-set is off (compare with and without it)")
 	f.BoolVar(&o.redisServer, "redis-server", false, "with --redis: the worker uses a real redis-server the bench starts (apt-get install redis-server) instead of the embedded one, whose CPU is then shown apart")
 	f.StringVar(&o.site, "site", "demo", "the site's shape: demo (pages rendered per request) or static (the same pages and links rendered once and served from memory, a few µs each: what remains is each crawler's own cost per page)")
+	f.StringVar(&o.archive, "archive", "", "Trawler: also time each run with archive: to this directory `DIR` on every step, and print the CPU and the bytes of WARC per page")
 	f.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of Trawler's timed runs to this file (go tool pprof FILE)")
 	return cmd
 }
@@ -197,6 +213,7 @@ type benchOptions struct {
 	redisServer bool                             // with redis: a real redis-server, not the embedded one
 	site        string                           // "demo" (default) or "static"
 	cpuProfile  string                           // file for a CPU profile of Trawler's timed runs
+	archive     string                           // a directory: time each run archived there too
 	note        func(format string, args ...any) // progress notes; nil for none
 }
 
@@ -285,6 +302,22 @@ type benchResult struct {
 	RedisCounted         string   `json:"redis_counted,omitempty"`
 	// RedisByCommand is the same per command (with --redis-server), most run first.
 	RedisByCommand []benchCommand `json:"redis_by_command,omitempty"`
+	// Archived is the same crawl with archive: on every step (with --archive).
+	Archived *benchArchive `json:"archived,omitempty"`
+}
+
+// benchArchive is what archiving the crawl cost: Trawler's median archived run, its CPU
+// per page over the median run without, and the archive's bytes on disk per page.
+type benchArchive struct {
+	Dir      string    `json:"dir"`
+	Trawler  benchSide `json:"trawler"`
+	Runs     []float64 `json:"runs_pages_per_s"`
+	CPURatio float64   `json:"cpu_per_page_ratio"` // archived over not
+	// BytesPerPage is the WARC files and indexes of the first archived run per page
+	// (response records); RevisitBytesPerPage that of the later runs (revisit records:
+	// the site did not change), 0 with one run.
+	BytesPerPage        float64 `json:"bytes_per_page"`
+	RevisitBytesPerPage float64 `json:"revisit_bytes_per_page,omitempty"`
 }
 
 // benchCommand is how often Redis ran one command per page.
@@ -354,6 +387,17 @@ func (r *benchResult) print() {
 		for _, c := range r.RedisByCommand {
 			fmt.Printf("    %-18s %.3f\n", c.Name, c.PerPage)
 		}
+	}
+	if a := r.Archived; a != nil {
+		row("trawler + archive", a.Trawler)
+		if len(a.Runs) > 1 {
+			fmt.Printf("  pages/s per archived run: %v\n", a.Runs)
+		}
+		fmt.Printf("  archive: CPU per page %.2f× without (goal ≤ 1.10×); on disk %.0f bytes per page (WARC files and indexes in %s)", a.CPURatio, a.BytesPerPage, a.Dir)
+		if a.RevisitBytesPerPage > 0 {
+			fmt.Printf(", %.0f on a rerun of the unchanged site (revisit records)", a.RevisitBytesPerPage)
+		}
+		fmt.Println()
 	}
 	fmt.Printf("  Trawler ran %d batch activities (%.1f pages each) for run %s\n",
 		r.TrawlerBatches, float64(r.Trawler.Pages)/float64(max(r.TrawlerBatches, 1)), r.TrawlerRunID)
@@ -456,7 +500,7 @@ func benchCrawl(ctx context.Context, s *cli.Settings, o benchOptions) (*benchRes
 	if err != nil {
 		return nil, err
 	}
-	plan := func(pages int) (*crawl.Plan, error) {
+	plan := func(pages int, archived bool) (*crawl.Plan, error) {
 		p, err := cli.LoadChain("examples/demo.yaml", src, []string{"base_url=" + base, "feed.pages=" + strconv.Itoa(pages)})
 		if err != nil {
 			return nil, err
@@ -467,6 +511,10 @@ func benchCrawl(ctx context.Context, s *cli.Settings, o benchOptions) (*benchRes
 			}
 		}
 		for i := range p.Steps {
+			if archived {
+				// Files finish 2s after they start, so a run's are on disk soon after it ends.
+				p.Steps[i].Archive = &crawl.Archive{To: o.archive, MaxAge: 2 * time.Second}
+			}
 			if o.batch > 0 {
 				p.Steps[i].Batch = o.batch
 			}
@@ -492,9 +540,9 @@ func benchCrawl(ctx context.Context, s *cli.Settings, o benchOptions) (*benchRes
 	// process spent until the run completed and what the worker's Redis did meanwhile:
 	// reading the stores back to check the run comes after, as Colly's side is not
 	// charged for checking its output either.
-	trawl := func(pages int) (*cli.Result, time.Duration, benchRedis, error) {
+	trawl := func(pages int, archived bool) (*cli.Result, time.Duration, benchRedis, error) {
 		var red0, red1 benchRedis
-		p, err := plan(pages)
+		p, err := plan(pages, archived)
 		if err == nil && redisNow != nil {
 			red0, err = redisNow()
 		}
@@ -539,14 +587,21 @@ func benchCrawl(ctx context.Context, s *cli.Settings, o benchOptions) (*benchRes
 		return res, cpu, d, nil
 	}
 
+	// The tenant the runs archive under, TENANT/RUN_ID/ in the archive.
+	tenant := crawl.DefaultTenant
+	if p, err := plan(1, false); err == nil {
+		tenant = cmp.Or(p.Tenant, tenant)
+	}
 	note("trawler: warm-up run (1 feed page), then %d timed run(s)…", o.runs)
-	if _, _, _, err := trawl(1); err != nil {
+	if _, _, _, err := trawl(1, false); err != nil {
 		return nil, fmt.Errorf("trawler warm-up: %w", err)
 	}
 	var (
-		trawlerRuns []benchSide
-		runIDs      []string
-		redisRuns   []benchRedis
+		trawlerRuns   []benchSide
+		runIDs        []string
+		redisRuns     []benchRedis
+		archivedRuns  []benchSide
+		archivedSizes []int64 // bytes on disk of each archived run
 	)
 	if o.cpuProfile != "" {
 		stopProfile, err := startCPUProfile(o.cpuProfile)
@@ -556,9 +611,21 @@ func benchCrawl(ctx context.Context, s *cli.Settings, o benchOptions) (*benchRes
 		defer stopProfile()
 	}
 	for range o.runs {
-		res, cpu, red, err := trawl(o.pages)
+		res, cpu, red, err := trawl(o.pages, false)
 		if err != nil {
 			return nil, fmt.Errorf("trawler: %w", err)
+		}
+		if o.archive != "" {
+			ares, acpu, _, err := trawl(o.pages, true)
+			if err != nil {
+				return nil, fmt.Errorf("trawler with archive: %w", err)
+			}
+			size, err := archivedBytes(ctx, filepath.Join(o.archive, tenant, ares.RunID))
+			if err != nil {
+				return nil, err
+			}
+			archivedRuns = append(archivedRuns, newBenchSide(ares.Pages, ares.Items, time.Duration(ares.DurationS*float64(time.Second)), acpu))
+			archivedSizes = append(archivedSizes, size)
 		}
 		ts := newBenchSide(res.Pages, res.Items, time.Duration(res.DurationS*float64(time.Second)), cpu)
 		// The comparison is only fair when both did the same, complete work.
@@ -577,7 +644,7 @@ func benchCrawl(ctx context.Context, s *cli.Settings, o benchOptions) (*benchRes
 	if d, err := engine.Describe(ctx, c, runIDs[ti]); err == nil && d.Progress != nil {
 		batches = d.Progress.Batches
 	}
-	full, err := plan(o.pages)
+	full, err := plan(o.pages, false)
 	if err != nil {
 		return nil, err
 	}
@@ -624,7 +691,63 @@ func benchCrawl(ctx context.Context, s *cli.Settings, o benchOptions) (*benchRes
 		out.CPURatio = cli.RoundTo(all/cs.CPUPerPageMS, 2)
 	}
 	out.GoalMet = out.Ratio >= benchGoal
+	if len(archivedRuns) > 0 {
+		as, _ := medianSide(archivedRuns)
+		a := &benchArchive{Dir: o.archive, Trawler: as, BytesPerPage: cli.RoundTo(float64(archivedSizes[0])/float64(max(archivedRuns[0].Pages, 1)), 1)}
+		for _, r := range archivedRuns {
+			a.Runs = append(a.Runs, r.PagesPerS)
+		}
+		if ts.CPUPerPageMS > 0 {
+			a.CPURatio = cli.RoundTo(as.CPUPerPageMS/ts.CPUPerPageMS, 3)
+		}
+		if len(archivedRuns) > 1 {
+			var size int64
+			pages := 0
+			for i := 1; i < len(archivedRuns); i++ {
+				size += archivedSizes[i]
+				pages += archivedRuns[i].Pages
+			}
+			a.RevisitBytesPerPage = cli.RoundTo(float64(size)/float64(max(pages, 1)), 1)
+		}
+		out.Archived = a
+	}
 	return out, nil
+}
+
+// archivedBytes is the size of a run's WARC files and indexes in dir, once every file
+// is finished: the files of a run finish at most max_age (2s) after it ends.
+func archivedBytes(ctx context.Context, dir string) (int64, error) {
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		var size int64
+		writing, indexes := false, 0
+		err := filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			info, err := d.Info()
+			if err != nil || d.IsDir() {
+				return err
+			}
+			size += info.Size()
+			writing = writing || strings.HasSuffix(path, ".tmp")
+			if strings.HasSuffix(path, ".cdxj") {
+				indexes++
+			}
+			return nil
+		})
+		switch {
+		case err == nil && !writing && indexes > 0:
+			return size, nil
+		case time.Now().After(deadline):
+			return 0, fmt.Errorf("the archive of the run in %s is not finished 30s after the run (%v)", dir, err)
+		}
+		select {
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
 }
 
 // startBenchTrawler starts an embedded Temporal server on SQLite in data and one worker

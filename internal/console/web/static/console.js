@@ -621,6 +621,16 @@ pages.record = async () => {
     $("#record-missing").hidden = false;
     $("#record-missing").textContent = data.error;
   }
+  // The page the record came from, when its step archived it (archive:).
+  if (status === 200) {
+    const q = "?tenant=" + encodeURIComponent(data.tenant || "");
+    const a = await api("GET", "/api/archive/" + path + q);
+    if (a.status === 200 && a.data.archived) {
+      $("#archived-link").replaceChildren(el("a", { href: "/archive/" + path + q }, "archived response"),
+        " (" + a.data.type + ", fetched " + when(a.data.fetched_at) + ")");
+      $("#archived-link").hidden = false;
+    }
+  }
   // History is per tenant: the one the link names, else the shown record's, else the
   // default tenant.
   const tenant = linked || (status === 200 && data.tenant) || "";
@@ -635,6 +645,37 @@ pages.record = async () => {
   $("#versions").hidden = versions.length === 0;
   fill($("#versions tbody"), versions.map((v, i) => el("tr", {},
     el("td", {}, i + 1), el("td", {}, when(v.ts)), el("td", {}, (v.changed || []).join(", ")))));
+};
+
+// The archived response of a record's page: headers and body shown as text, never
+// rendered (textContent), so the page's markup and scripts stay inert.
+pages.archived = async () => {
+  const { biz, key } = $("#archived").dataset;
+  const path = encodeURIComponent(biz) + "/" + encodeURIComponent(key);
+  const search = location.search;
+  $("#archived-record").href = "/items/" + path + search;
+  const { status, data } = await api("GET", "/api/archive/" + path + search);
+  if (status !== 200 || !data.archived) {
+    if (status === 401) return;
+    $("#archived-missing").hidden = false;
+    $("#archived-missing").textContent = data.error || "not archived: " + data.reason;
+    return;
+  }
+  const rows = [];
+  for (const f of ["url", "status", "type", "fetched_at", "run_id", "step", "task", "digest", "file", "offset", "length"]) {
+    let v = f === "fetched_at" ? when(data.fetched_at) : show(data[f]);
+    if (f === "run_id") v = runLink(data.run_id);
+    rows.push(el("tr", {}, el("th", {}, f), el("td", {}, v)));
+  }
+  fill($("#archived-meta tbody"), rows);
+  const lines = [];
+  for (const [name, values] of Object.entries(data.header || {}).sort()) for (const v of values) lines.push(name + ": " + v);
+  $("#archived-headers").textContent = lines.join("\n");
+  const notes = [num(data.body_bytes) + " bytes"];
+  if (data.content_encoding) notes.push("decoded from " + data.content_encoding);
+  if (data.truncated) notes.push("truncated: only the first 2 MiB shown");
+  $("#archived-note").textContent = notes.join(" · ");
+  $("#archived-body").textContent = data.body;
 };
 
 // timeline draws a record's versions as an SVG: one row per field, one dot per version

@@ -1,0 +1,133 @@
+package archive
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"time"
+
+	"gocloud.dev/blob"
+)
+
+// File is one finished WARC file at a destination, as its index describes it.
+type File struct {
+	Name   string // TENANT/RUN/STAMP-SEQ-WORKER.warc.gz, from the destination's root
+	Tenant string
+	RunID  string
+	Pages  int // lines of its index
+	// Records are its WARC records: the warcinfo, then a request and a response (or
+	// revisit) per page.
+	Records int
+	Bytes   int64 // the WARC file and its index
+	Oldest  time.Time
+	Newest  time.Time // when its first and last pages were fetched
+}
+
+// Files lists the finished WARC files at a destination (of tenant, when not empty),
+// by name, and the WARC files of which no index is there yet. A file is finished once
+// its index is beside it: the index is written only after the file appears whole
+// under its name. Names outside the layout TENANT/RUN/*.warc.gz, and the temporary
+// files of those being written, are not listed.
+func Files(ctx context.Context, b *blob.Bucket, tenant string) (files []File, unindexed []string, err error) {
+	prefix := ""
+	if tenant != "" {
+		prefix = tenant + "/"
+	}
+	sizes := map[string]int64{}
+	it := b.List(&blob.ListOptions{Prefix: prefix})
+	for {
+		obj, err := it.Next(ctx)
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, nil, err
+		}
+		if strings.Count(obj.Key, "/") == 2 && (strings.HasSuffix(obj.Key, ".warc.gz") || strings.HasSuffix(obj.Key, ".cdxj")) {
+			sizes[obj.Key] = obj.Size
+		}
+	}
+	for _, name := range slices.Sorted(func(yield func(string) bool) {
+		for k := range sizes {
+			if strings.HasSuffix(k, ".warc.gz") && !yield(k) {
+				return
+			}
+		}
+	}) {
+		index, ok := sizes[IndexName(name)]
+		if !ok {
+			unindexed = append(unindexed, name)
+			continue
+		}
+		data, err := b.ReadAll(ctx, IndexName(name))
+		if err != nil {
+			return nil, nil, err
+		}
+		entries, err := ParseIndex(data)
+		if err != nil {
+			return nil, nil, fmt.Errorf("%s: %w", IndexName(name), err)
+		}
+		parts := strings.Split(name, "/")
+		f := File{Name: name, Tenant: parts[0], RunID: parts[1], Pages: len(entries), Records: 1 + 2*len(entries), Bytes: sizes[name] + index}
+		for i, e := range entries {
+			if i == 0 || e.At.Before(f.Oldest) {
+				f.Oldest = e.At
+			}
+			if e.At.After(f.Newest) {
+				f.Newest = e.At
+			}
+		}
+		files = append(files, f)
+	}
+	return files, unindexed, nil
+}
+
+// Retention is how long, and how much, a tenant's archive keeps.
+type Retention struct {
+	OlderThan time.Duration // files whose every page was fetched longer ago go; 0 keeps any age
+	MaxBytes  int64         // per tenant, the oldest files go until the rest fit; 0 keeps any size
+}
+
+// Expired are the files r removes at time now, oldest first: those older than
+// OlderThan, then, per tenant, the oldest of the rest until the tenant's files fit in
+// MaxBytes. A file's age is that of its newest page.
+func (r Retention) Expired(files []File, now time.Time) []File {
+	oldestFirst := func(a, b File) int { return cmp.Or(a.Newest.Compare(b.Newest), cmp.Compare(a.Name, b.Name)) }
+	files = slices.SortedFunc(slices.Values(files), oldestFirst)
+	var out []File
+	kept := map[string]int64{} // bytes per tenant of the files that stay
+	for _, f := range files {
+		if r.OlderThan > 0 && f.Newest.Before(now.Add(-r.OlderThan)) {
+			out = append(out, f)
+			continue
+		}
+		kept[f.Tenant] += f.Bytes
+	}
+	if r.MaxBytes <= 0 {
+		return out
+	}
+	for _, f := range files {
+		if kept[f.Tenant] <= r.MaxBytes || slices.ContainsFunc(out, func(g File) bool { return g.Name == f.Name }) {
+			continue
+		}
+		out = append(out, f)
+		kept[f.Tenant] -= f.Bytes
+	}
+	slices.SortFunc(out, oldestFirst)
+	return out
+}
+
+// Remove deletes a finished WARC file and its index: the index first, so that no index
+// ever names a file that is gone.
+func Remove(ctx context.Context, b *blob.Bucket, f File) error {
+	if err := b.Delete(ctx, IndexName(f.Name)); err != nil {
+		return fmt.Errorf("removing the index of %s: %w", f.Name, err)
+	}
+	if err := b.Delete(ctx, f.Name); err != nil {
+		return fmt.Errorf("removing %s (its index is removed): %w", f.Name, err)
+	}
+	return nil
+}
