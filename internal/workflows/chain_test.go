@@ -312,15 +312,20 @@ func TestFlakyInputsRetriedAndBrokenOnesRecorded(t *testing.T) {
 // Temporal retries the batch, which must resume from its heartbeat.
 type failOnce struct {
 	storage.Sink
-	writes atomic.Int32
-	at     int32
+	writes  atomic.Int32
+	written atomic.Int32 // items in the writes that succeeded
+	at      int32
 }
 
 func (f *failOnce) Write(ctx context.Context, items []crawl.Item) error {
 	if f.writes.Add(1) == f.at {
 		return errors.New("store unreachable")
 	}
-	return f.Sink.Write(ctx, items)
+	err := f.Sink.Write(ctx, items)
+	if err == nil {
+		f.written.Add(int32(len(items)))
+	}
+	return err
 }
 
 // TestRetriedBatchResumesFromHeartbeat runs the workflow as builds before outages were
@@ -377,7 +382,6 @@ func TestFailedWriteIsRetriedInsideTheBatch(t *testing.T) {
 	h := newHarness(t, func(s storage.Sink) storage.Sink { f.Sink = s; return f })
 	p := plan(t, flatChain("held"))
 	run := "held"
-	// The write count below assumes groups of two (see TestDedupOutageAndStoreFailureLoseNothing).
 	s := h.run(t, workflows.ChainInput{RunID: run, Plan: *p, Tuning: workflows.Tuning{FollowInputs: -1}})
 	keys := h.stored(t, run)
 	if len(keys) != 13 {
@@ -393,9 +397,14 @@ func TestFailedWriteIsRetriedInsideTheBatch(t *testing.T) {
 			t.Errorf("node %d ran %d times, want once", i, n)
 		}
 	}
-	// 13 inputs in groups of 2 take 7 writes, plus the one that failed.
-	if n := f.writes.Load(); n != 8 {
-		t.Errorf("%d writes, want 8", n)
+	// The third write failed, and only what it held was written again: the writes that
+	// succeeded hold each of the 13 items once. (Groups are of two or more: a batch
+	// stores together what finished while it stored the last group.)
+	if n := f.writes.Load(); n < f.at {
+		t.Fatalf("%d writes: none failed", n)
+	}
+	if n := f.written.Load(); n != 13 {
+		t.Errorf("the writes that succeeded held %d items, want 13", n)
 	}
 	if pages, items, _, _ := s.Totals(); pages != 13 || items != 13 || len(s.Outages) != 0 {
 		t.Errorf("summary pages=%d items=%d outages=%+v, want 13/13/none", pages, items, s.Outages)
@@ -516,13 +525,17 @@ func (l *flakyLink) Cut() {
 // are stored but cannot be recorded as seen.
 type outage struct {
 	storage.Sink
-	link   *flakyLink
-	writes atomic.Int32
-	at     int32
+	link    *flakyLink
+	writes  atomic.Int32
+	written atomic.Int32 // items in the writes that succeeded
+	at      int32
 }
 
 func (o *outage) Write(ctx context.Context, items []crawl.Item) error {
 	err := o.Sink.Write(ctx, items)
+	if err == nil {
+		o.written.Add(int32(len(items)))
+	}
 	if o.writes.Add(1) == o.at {
 		o.link.Cut()
 	}
@@ -531,14 +544,13 @@ func (o *outage) Write(ctx context.Context, items []crawl.Item) error {
 
 func TestDedupOutageAndStoreFailureLoseNothing(t *testing.T) {
 	for _, tc := range []struct {
-		name   string
-		writes int32
-		wrap   func(link *flakyLink) func(storage.Sink) storage.Sink
+		name string
+		wrap func(link *flakyLink) func(storage.Sink) storage.Sink
 	}{
-		{"redis down after the store", 7, func(link *flakyLink) func(storage.Sink) storage.Sink {
+		{"redis down after the store", func(link *flakyLink) func(storage.Sink) storage.Sink {
 			return func(s storage.Sink) storage.Sink { return &outage{Sink: s, link: link, at: 3} }
 		}},
-		{"store fails before dedup records", 8, func(*flakyLink) func(storage.Sink) storage.Sink {
+		{"store fails before dedup records", func(*flakyLink) func(storage.Sink) storage.Sink {
 			return func(s storage.Sink) storage.Sink { return &failOnce{Sink: s, at: 3} }
 		}},
 	} {
@@ -551,22 +563,20 @@ func TestDedupOutageAndStoreFailureLoseNothing(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			var writes func() int32
+			var writes, written func() int32
 			wrap := func(s storage.Sink) storage.Sink {
 				w := tc.wrap(link)(s)
 				switch x := w.(type) {
 				case *outage:
-					writes = func() int32 { return x.writes.Load() }
+					writes, written = x.writes.Load, x.written.Load
 				case *failOnce:
-					writes = func() int32 { return x.writes.Load() }
+					writes, written = x.writes.Load, x.written.Load
 				}
 				return w
 			}
 			h := newDedupHarness(t, wrap, dd)
 			p := plan(t, flatChain("dd"))
 			run := "dd-" + strings.ReplaceAll(tc.name, " ", "-")
-			// The write counts below assume groups of two; a batch following its own
-			// outputs stores the one that emits them at once.
 			s := h.run(t, workflows.ChainInput{RunID: run, Plan: *p, Tuning: workflows.Tuning{FollowInputs: -1}})
 			keys := h.stored(t, run)
 			if len(keys) != 13 {
@@ -580,11 +590,14 @@ func TestDedupOutageAndStoreFailureLoseNothing(t *testing.T) {
 			if s.Unchanged() != 0 {
 				t.Fatalf("%d items counted unchanged in a first crawl", s.Unchanged())
 			}
-			// 13 inputs in groups of 2 take 7 writes. The batch retries what failed
-			// itself, from the stage that failed: a failed write is written again, an
-			// unrecorded group is only recorded again.
-			if n := writes(); n != tc.writes {
-				t.Fatalf("%d writes, want %d", n, tc.writes)
+			// The batch retries what failed itself, from the stage that failed: a failed
+			// write is written again, an unrecorded group is only recorded again, so the
+			// writes that succeeded hold each of the 13 items once.
+			if n := writes(); n < 3 {
+				t.Fatalf("%d writes: the third, which the test fails, never came", n)
+			}
+			if n := written(); n != 13 {
+				t.Fatalf("the writes that succeeded held %d items, want 13", n)
 			}
 			// Every stored item is now recorded: checking them again finds them all.
 			var entries []dedup.Entry
