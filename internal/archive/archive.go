@@ -214,7 +214,7 @@ func (r recorder) Record(ctx context.Context, ex *fetch.Exchange) {
 func (w *Writer) Write(p Page, ex *fetch.Exchange) error {
 	digest := payloadDigest(ex.Body)
 	date := ex.At.UTC()
-	req, resp := gowarc.NewRecordBuilder(gowarc.Request, recordOptions...), gowarc.NewRecordBuilder(gowarc.Response, recordOptions...)
+	req, resp := newRecordBuilder(gowarc.Request), newRecordBuilder(gowarc.Response)
 	respID := "<urn:uuid:" + newUUID() + ">"
 	for _, rb := range []gowarc.WarcRecordBuilder{req, resp} {
 		rb.AddWarcHeader(gowarc.WarcTargetURI, ex.URL)
@@ -242,13 +242,13 @@ func (w *Writer) Write(p Page, ex *fetch.Exchange) error {
 	for _, rb := range []gowarc.WarcRecordBuilder{req, resp} {
 		rb.AddWarcHeader(gowarc.WarcWarcinfoID, f.info)
 	}
-	respRec, _, err := resp.Build()
+	respRec, err := build(resp)
 	if err != nil {
 		req.Close()
 		return fmt.Errorf("response record: %w", err)
 	}
 	defer respRec.Close()
-	reqRec, _, err := req.Build()
+	reqRec, err := build(req)
 	if err != nil {
 		return fmt.Errorf("request record: %w", err)
 	}
@@ -304,6 +304,31 @@ var recordOptions = []gowarc.WarcRecordOption{
 	gowarc.WithAddMissingDigest(true),
 }
 
+// gowarcNew serializes making gowarc's record builders and unmarshalers, and building
+// records: making one sets a global of github.com/google/uuid (EnableRandPool) that
+// building one reads (for record ids), a data race when pages are archived, or read
+// back, on several goroutines at once.
+var gowarcNew sync.Mutex
+
+func build(rb gowarc.WarcRecordBuilder) (gowarc.WarcRecord, error) {
+	gowarcNew.Lock()
+	defer gowarcNew.Unlock()
+	rec, _, err := rb.Build()
+	return rec, err
+}
+
+func newRecordBuilder(t gowarc.RecordType) gowarc.WarcRecordBuilder {
+	gowarcNew.Lock()
+	defer gowarcNew.Unlock()
+	return gowarc.NewRecordBuilder(t, recordOptions...)
+}
+
+func newUnmarshaler() gowarc.Unmarshaler {
+	gowarcNew.Lock()
+	defer gowarcNew.Unlock()
+	return gowarc.NewUnmarshaler()
+}
+
 // fileFor is the open file of p's run, opened (with its warcinfo record) when the run
 // has none.
 func (w *Writer) fileFor(p Page, at time.Time) (*file, error) {
@@ -318,13 +343,13 @@ func (w *Writer) fileFor(p Page, at time.Time) (*file, error) {
 		return nil, err
 	}
 	f := &file{name: name, w: bw, cancel: cancel, opened: time.Now(), written: map[string]revisitRef{}}
-	info := gowarc.NewRecordBuilder(gowarc.Warcinfo, recordOptions...)
+	info := newRecordBuilder(gowarc.Warcinfo)
 	info.AddWarcHeaderTime(gowarc.WarcDate, at)
 	info.AddWarcHeader(gowarc.WarcFilename, name[strings.LastIndex(name, "/")+1:])
 	info.AddWarcHeader(gowarc.ContentType, "application/warc-fields")
 	fmt.Fprintf(info, "software: %s\r\nformat: WARC File Format 1.1\r\nconformsTo: https://iipc.github.io/warc-specifications/specifications/warc-format/warc-1.1/\r\nisPartOf: %s\r\ndescription: run %s of tenant %s\r\n",
 		w.ws.Software, p.RunID, p.RunID, cmp.Or(p.Tenant, crawl.DefaultTenant))
-	rec, _, err := info.Build()
+	rec, err := build(info)
 	if err != nil {
 		w.abandon(f)
 		return nil, fmt.Errorf("warcinfo record: %w", err)

@@ -146,7 +146,7 @@ func (r *Reader) Archived(ctx context.Context, rawURL string) (*Archived, error)
 	if err != nil {
 		return nil, fmt.Errorf("archive %s: reading %s at %d: %w", r.from, e.File, e.Offset, err)
 	}
-	rec, _, _, err := gowarc.NewUnmarshaler().Unmarshal(bufio.NewReader(bytes.NewReader(data)))
+	rec, _, _, err := newUnmarshaler().Unmarshal(bufio.NewReader(bytes.NewReader(data)))
 	if err != nil {
 		return nil, fmt.Errorf("archive %s: the record of %s in %s at %d: %w", r.from, crawl.RedactURL(e.URL), e.File, e.Offset, err)
 	}
