@@ -1,7 +1,6 @@
 package console
 
 import (
-	"errors"
 	"fmt"
 	"net/http"
 	"slices"
@@ -10,7 +9,6 @@ import (
 
 	"github.com/trawlerhq/trawler/crawl"
 	"github.com/trawlerhq/trawler/internal/archive"
-	"github.com/trawlerhq/trawler/internal/storage/mongo"
 )
 
 // MaxArchivedBody is how much of an archived body the viewer shows; the rest is cut,
@@ -23,24 +21,8 @@ const MaxArchivedBody = 2 << 20
 // body (gzip decoded, cut at MaxArchivedBody), or archived: false and why. A record of
 // another tenant is not found, like the record itself.
 func (s *Server) archivedResponse(w http.ResponseWriter, r *http.Request) {
-	if s.mongo == nil {
-		writeError(w, http.StatusServiceUnavailable, "no MongoDB configured: start the console with --mongo mongodb://HOST:PORT (or TRAWLER_MONGO)", "mongo")
-		return
-	}
-	if !bizParam(w, r.PathValue("biz")) {
-		return
-	}
-	tenant, ok := readTenant(w, r)
+	it, tenant, ok := s.record(w, r)
 	if !ok {
-		return
-	}
-	it, err := s.mongo.Get(r.Context(), tenant, r.PathValue("biz"), r.PathValue("key"))
-	if errors.Is(err, mongo.ErrNoRecord) {
-		writeError(w, http.StatusNotFound, err.Error(), "key")
-		return
-	}
-	if err != nil {
-		writeError(w, http.StatusBadGateway, err.Error(), "")
 		return
 	}
 	notArchived := func(why string) {

@@ -78,24 +78,8 @@ func bizParam(w http.ResponseWriter, biz string) bool {
 // hot store. Records are per tenant, like history: another tenant's crawl of the same
 // biz/key is another record.
 func (s *Server) getItem(w http.ResponseWriter, r *http.Request) {
-	if s.mongo == nil {
-		writeError(w, http.StatusServiceUnavailable, "no MongoDB configured: start the console with --mongo mongodb://HOST:PORT (or TRAWLER_MONGO)", "mongo")
-		return
-	}
-	if !bizParam(w, r.PathValue("biz")) {
-		return
-	}
-	tenant, ok := readTenant(w, r)
+	it, _, ok := s.record(w, r)
 	if !ok {
-		return
-	}
-	it, err := s.mongo.Get(r.Context(), tenant, r.PathValue("biz"), r.PathValue("key"))
-	if errors.Is(err, mongo.ErrNoRecord) {
-		writeError(w, http.StatusNotFound, err.Error(), "key")
-		return
-	}
-	if err != nil {
-		writeError(w, http.StatusBadGateway, err.Error(), "")
 		return
 	}
 	writeJSON(w, http.StatusOK, it)
@@ -312,4 +296,30 @@ func scopeSearch(body []byte, tenant string) ([]byte, error) {
 	}})
 	b["query"] = scoped
 	return json.Marshal(b)
+}
+
+// record reads the record GET …/{biz}/{key...}?tenant= names from the hot store, for a
+// caller allowed that tenant; on false it has answered the request with the reason.
+func (s *Server) record(w http.ResponseWriter, r *http.Request) (crawl.Item, string, bool) {
+	if s.mongo == nil {
+		writeError(w, http.StatusServiceUnavailable, "no MongoDB configured: start the console with --mongo mongodb://HOST:PORT (or TRAWLER_MONGO)", "mongo")
+		return crawl.Item{}, "", false
+	}
+	if !bizParam(w, r.PathValue("biz")) {
+		return crawl.Item{}, "", false
+	}
+	tenant, ok := readTenant(w, r)
+	if !ok {
+		return crawl.Item{}, "", false
+	}
+	it, err := s.mongo.Get(r.Context(), tenant, r.PathValue("biz"), r.PathValue("key"))
+	if errors.Is(err, mongo.ErrNoRecord) {
+		writeError(w, http.StatusNotFound, err.Error(), "key")
+		return crawl.Item{}, "", false
+	}
+	if err != nil {
+		writeError(w, http.StatusBadGateway, err.Error(), "")
+		return crawl.Item{}, "", false
+	}
+	return it, tenant, true
 }
