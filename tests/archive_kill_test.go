@@ -4,13 +4,20 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"maps"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -133,28 +140,64 @@ func TestArchiveWriteFailureKeepsTheItems(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "warc")
 	queue := "archive-fail-" + tenantOf(t)
 	testWorker(t, engine.WorkerOptions{TaskQueue: queue, Redis: shared.redis.Addr(), OutDir: shared.dir + "/out"})
-	o := demosite.Options{Pages: 2, Latency: 100 * time.Millisecond}
-	site := startSite(t, o)
+	o := demosite.Options{Pages: 2}
+	// The stories past the fifth wait until the directory is gone, so that pages are
+	// surely fetched after it went, however fast the run or slow the machine.
+	site, served, release := gatedSite(t, startSite(t, o), "/item/", 5)
 	before := archiveFailures(t)
 	id := start(t, plan(t, "archive.yaml", archiveChain(site, "file://"+dir), "feed.pages=2"), queue)
-	waitPages(t, id, 5)
+	eventually(t, 2*time.Minute, "five stories served", func() bool { return served() >= 5 })
 	if err := os.RemoveAll(dir); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(dir, []byte("not a directory"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	release()
 	noFailures(t, wait(t, id, 2*time.Minute))
 	stories, _ := demosite.Expected(o, 2)
 	got := items(t, id)
 	if n := len(got[demo.StoryTask]); n != stories {
 		t.Errorf("stored %d stories (items by biz: %v); want all %d although the archive could not be written", n, slices.Collect(maps.Keys(got)), stories)
 	}
-	// The file open when the directory went is finished within a second of its age
-	// (max_age: 1s), and cannot be: its pages are counted then.
-	eventually(t, 15*time.Second, "trawler_archive_failures_total counting the pages not archived", func() bool {
-		return archiveFailures(t)-before >= 1
+	// Every story past the fifth was fetched with no directory to archive it in: it
+	// failed to open a file there, or went into the file open when the directory went,
+	// which is counted when that file, a second old (max_age: 1s), cannot be finished.
+	eventually(t, 15*time.Second, fmt.Sprintf("trawler_archive_failures_total counting the %d pages fetched after the archive went", stories-5), func() bool {
+		return archiveFailures(t)-before >= float64(stories-5)
 	})
+}
+
+// gatedSite puts a gate in front of the site at target: the first n requests whose
+// path starts with prefix pass, the later ones wait until release is called. served
+// counts the requests of prefix answered so far.
+func gatedSite(t *testing.T, target, prefix string, n int64) (site string, served func() int64, release func()) {
+	t.Helper()
+	u, err := url.Parse(target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var admitted, done atomic.Int64
+	open := make(chan struct{})
+	var once sync.Once
+	release = func() { once.Do(func() { close(open) }) }
+	proxy := httputil.NewSingleHostReverseProxy(u)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasPrefix(r.URL.Path, prefix) {
+			if admitted.Add(1) > n {
+				select {
+				case <-open:
+				case <-r.Context().Done():
+					return
+				}
+			}
+			defer done.Add(1)
+		}
+		proxy.ServeHTTP(w, r)
+	}))
+	t.Cleanup(release)
+	t.Cleanup(srv.Close)
+	return srv.URL, done.Load, release
 }
 
 // archiveFailures reads trawler_archive_failures_total of this process.
