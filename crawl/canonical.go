@@ -3,7 +3,7 @@ package crawl
 import (
 	"fmt"
 	"net/url"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -106,11 +106,12 @@ func CanonicalURL(raw string, opts CanonOptions) (string, error) {
 	if path == "" {
 		path = "/"
 	}
-	out := scheme + "://" + host + path
-	if q := canonicalQuery(query, opts); hasQuery && q != "" {
-		out += "?" + q
+	if hasQuery {
+		if q := canonicalQuery(query, opts); q != "" {
+			return scheme + "://" + host + path + "?" + q, nil
+		}
 	}
-	return out, nil
+	return scheme + "://" + host + path, nil
 }
 
 // canonicalHost is host[:port] lower-cased, in ASCII, without the scheme's default port.
@@ -182,7 +183,7 @@ func canonicalQuery(q string, opts CanonOptions) string {
 		params = append(params, p)
 	}
 	if !opts.KeepQueryOrder {
-		sort.SliceStable(params, func(i, j int) bool { return paramName(params[i]) < paramName(params[j]) })
+		slices.SortStableFunc(params, func(a, b string) int { return strings.Compare(paramName(a), paramName(b)) })
 	}
 	return strings.Join(params, "&")
 }
@@ -201,23 +202,27 @@ func matchesAny(name string, patterns []string) bool {
 }
 
 func globMatch(pattern, s string) bool {
-	parts := strings.Split(pattern, "*")
-	if len(parts) == 1 {
+	first, rest, ok := strings.Cut(pattern, "*")
+	if !ok {
 		return pattern == s
 	}
-	first, last := parts[0], parts[len(parts)-1]
-	if !strings.HasPrefix(s, first) || !strings.HasSuffix(s[len(first):], last) {
+	if !strings.HasPrefix(s, first) {
 		return false
 	}
-	s = s[len(first) : len(s)-len(last)]
-	for _, mid := range parts[1 : len(parts)-1] {
-		i := strings.Index(s, mid)
+	s = s[len(first):]
+	// Each part between stars matches at its leftmost place, which leaves the most of s
+	// for the parts after it; the last part must end s.
+	for {
+		part, after, more := strings.Cut(rest, "*")
+		if !more {
+			return strings.HasSuffix(s, part)
+		}
+		i := strings.Index(s, part)
 		if i < 0 {
 			return false
 		}
-		s = s[i+len(mid):]
+		s, rest = s[i+len(part):], after
 	}
-	return true
 }
 
 // normalizeEscapes decodes escaped unreserved characters, upper-cases the hex of the
@@ -225,6 +230,9 @@ func globMatch(pattern, s string) bool {
 // query is set, a query). Reserved characters stay as they are, bare or encoded. A %
 // without two hex digits is an error in a path and kept in a query.
 func normalizeEscapes(s string, query bool) (string, error) {
+	if isNormal(s, query) {
+		return s, nil
+	}
 	var b strings.Builder
 	for i := 0; i < len(s); i++ {
 		c := s[i]
@@ -251,6 +259,17 @@ func normalizeEscapes(s string, query bool) (string, error) {
 		}
 	}
 	return b.String(), nil
+}
+
+// isNormal reports whether normalizeEscapes would leave s as it is: no escape, and no
+// byte it would encode (the usual URL, taken without copying it).
+func isNormal(s string, query bool) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; !isUnreserved(c) && strings.IndexByte("!$&'()*+,;=:@/[]", c) < 0 && !(query && c == '?') {
+			return false
+		}
+	}
+	return true
 }
 
 // escapeBare encodes the bytes that never appear bare in a URL (a space, a quote, <, >,

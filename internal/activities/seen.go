@@ -79,11 +79,20 @@ func (r *batchRun) claimOutputs(l *lane, group []outcome) (apply func()) {
 	for _, c := range l.b.Step.Consumers {
 		revisit[c.Step] = c.Revisit
 	}
-	claimed := func(out crawl.Routed) (string, bool) {
-		if revisit[out.Step] {
-			return "", false
+	// keys are the outputs' keys in the seen-set, "" for those it does not hold:
+	// canonicalizing a URL is the costly part of a claim, done once per output.
+	keys := map[*outcome][]string{}
+	for p := range group {
+		o := &group[p]
+		ks := make([]string, len(o.Out))
+		for j, out := range o.Out {
+			if !revisit[out.Step] {
+				if k, ok := seenKey(out.Step, out.Input); ok {
+					ks[j] = k
+				}
+			}
 		}
-		return seenKey(out.Step, out.Input)
+		keys[o] = ks
 	}
 	// verdict is what the claim decided for one output: whether it goes on, and the
 	// claim it leaves with ("" for none).
@@ -102,19 +111,19 @@ func (r *batchRun) claimOutputs(l *lane, group []outcome) (apply func()) {
 		by[id] = append(by[id], &group[p])
 	}
 	for _, id := range order {
-		var keys []string
+		var claiming []string
 		for _, o := range by[id] {
-			for _, out := range o.Out {
-				if k, ok := claimed(out); ok {
-					keys = append(keys, k)
+			for _, k := range keys[o] {
+				if k != "" {
+					claiming = append(claiming, k)
 				}
 			}
 		}
-		if len(keys) == 0 {
+		if len(claiming) == 0 {
 			continue
 		}
 		c := r.claimer(id)
-		goes, err := c.Claim(r.ctx, keys)
+		goes, err := c.Claim(r.ctx, claiming)
 		if err != nil {
 			r.a.Log.Warn("seen-set: cannot tell seen inputs from new ones; handing all on", "chain", r.b.Chain, "step", l.b.Step.ID, "err", err)
 			continue
@@ -122,9 +131,9 @@ func (r *batchRun) claimOutputs(l *lane, group []outcome) (apply func()) {
 		k := 0
 		for _, o := range by[id] {
 			vs := make([]verdict, len(o.Out))
-			for j, out := range o.Out {
+			for j, key := range keys[o] {
 				vs[j].goes = true
-				if key, ok := claimed(out); ok {
+				if key != "" {
 					k++
 					vs[j].goes = goes[k-1]
 					// An output an attempt that died had claimed may have been run by

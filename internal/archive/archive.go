@@ -10,7 +10,7 @@
 // is finished when it reaches its size, its age, or the worker stops: it is written
 // under a temporary name and renamed (uploaded, for object storage) whole when closed,
 // and only then is its index written, so no index line ever points into an unfinished
-// file. Records are built and checked by github.com/nlnwa/gowarc.
+// file. Records are written here (record.go) and read back by github.com/nlnwa/gowarc.
 package archive
 
 import (
@@ -18,8 +18,6 @@ import (
 	"cmp"
 	"context"
 	"crypto/rand"
-	"crypto/sha1"
-	"encoding/base32"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -172,6 +170,7 @@ type Writer struct {
 	last       map[string]revisitRef // the last archived response of each URL, in finished files
 	gz         *gzip.Writer          // compresses each record, into member
 	member     bytes.Buffer
+	head       bytes.Buffer // a record's fields, written
 	stop, done chan struct{}
 }
 
@@ -210,80 +209,73 @@ func (r recorder) Record(ctx context.Context, ex *fetch.Exchange) {
 	}
 }
 
-// Write archives one exchange of page p.
+// Write archives one exchange of page p: a request record and a response record, or a
+// revisit record when the response's payload is the one last archived for its URL.
 func (w *Writer) Write(p Page, ex *fetch.Exchange) error {
 	digest := payloadDigest(ex.Body)
-	date := ex.At.UTC()
-	req, resp := newRecordBuilder(gowarc.Request), newRecordBuilder(gowarc.Response)
-	respID := "<urn:uuid:" + newUUID() + ">"
-	for _, rb := range []gowarc.WarcRecordBuilder{req, resp} {
-		rb.AddWarcHeader(gowarc.WarcTargetURI, ex.URL)
-		rb.AddWarcHeaderTime(gowarc.WarcDate, date)
+	at := ex.At.UTC()
+	date := at.Format(time.RFC3339Nano)
+	var reqHead, respHead bytes.Buffer
+	requestHead(&reqHead, ex.Method, ex.URL, ex.RequestProto, ex.RequestHeader)
+	responseHead(&respHead, ex.Proto, ex.Status, ex.Header, len(ex.Body))
+	respID := newRecordID()
+	// The fields of both records: who, when, where from.
+	about := func(typ, id string) fields {
+		f := fields{"WARC-Type", typ, "WARC-Record-ID", id, "WARC-Date", date, "WARC-Target-URI", ex.URL}
 		if ex.RemoteAddr != "" {
-			rb.AddWarcHeader(gowarc.WarcIPAddress, ex.RemoteAddr)
+			f.add("WARC-IP-Address", ex.RemoteAddr)
 		}
+		return f
 	}
-	resp.AddWarcHeader(gowarc.WarcRecordID, respID)
-	resp.AddWarcHeader(gowarc.ContentType, "application/http;msgtype=response")
-	resp.AddWarcHeader(gowarc.WarcPayloadDigest, digest)
-	req.AddWarcHeader(gowarc.ContentType, "application/http;msgtype=request")
-	req.AddWarcHeader(gowarc.WarcConcurrentTo, respID)
-	writeRequest(req, ex)
-	writeResponse(resp, ex)
 
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	f, err := w.fileFor(p, date)
+	f, err := w.fileFor(p, at)
 	if err != nil {
-		req.Close()
-		resp.Close()
 		return err
 	}
-	for _, rb := range []gowarc.WarcRecordBuilder{req, resp} {
-		rb.AddWarcHeader(gowarc.WarcWarcinfoID, f.info)
-	}
-	respRec, err := build(resp)
-	if err != nil {
-		req.Close()
-		return fmt.Errorf("response record: %w", err)
-	}
-	defer respRec.Close()
-	reqRec, err := build(req)
-	if err != nil {
-		return fmt.Errorf("request record: %w", err)
-	}
-	defer reqRec.Close()
-	if _, _, err := w.append(f, reqRec); err != nil {
+	req := about("request", newRecordID())
+	req.add("WARC-Warcinfo-ID", f.info)
+	req.add("WARC-Concurrent-To", respID)
+	req.add("Content-Type", "application/http;msgtype=request")
+	if _, _, err := w.append(f, req, reqHead.Bytes(), ex.RequestBody); err != nil {
 		return w.fail(f, err)
 	}
 	kind := "response"
-	rec := respRec
+	resp := about(kind, respID)
+	resp.add("WARC-Warcinfo-ID", f.info)
+	resp.add("Content-Type", "application/http;msgtype=response")
+	resp.add("WARC-Payload-Digest", digest)
+	block := [][]byte{respHead.Bytes(), ex.Body}
 	prev, seen := f.written[ex.URL]
 	if !seen {
 		prev, seen = w.last[ex.URL]
 	}
 	if seen && prev.digest == digest {
+		// The payload is the one archived before: the record holds the headers only.
 		kind = "revisit"
-		if rec, err = respRec.ToRevisitRecord(&gowarc.RevisitRef{
-			Profile: gowarc.ProfileIdenticalPayloadDigestV1_1, TargetRecordId: prev.id, TargetUri: prev.uri, TargetDate: prev.date,
-		}); err != nil {
-			return fmt.Errorf("revisit record: %w", err)
-		}
+		resp[1] = kind
+		resp.add("WARC-Profile", revisitProfile)
+		resp.add("WARC-Refers-To", prev.id)
+		resp.add("WARC-Refers-To-Target-URI", prev.uri)
+		resp.add("WARC-Refers-To-Date", prev.date)
+		resp.add("WARC-Truncated", "length")
+		block = block[:1]
 	}
-	offset, length, err := w.append(f, rec)
+	offset, length, err := w.append(f, resp, block...)
 	if err != nil {
 		return w.fail(f, err)
 	}
 	monitor.ArchivedPages.WithLabelValues(kind).Inc()
 	if kind == "response" {
-		f.written[ex.URL] = revisitRef{digest: digest, id: respID, uri: ex.URL, date: date.Format(time.RFC3339Nano)}
+		f.written[ex.URL] = revisitRef{digest: digest, id: respID, uri: ex.URL, date: date}
 	}
 	canonical, err := crawl.CanonicalURL(ex.URL, crawl.CanonOptions{})
 	if err != nil {
 		canonical = ex.URL
 	}
 	f.index = append(f.index, Entry{
-		URL: ex.URL, Canonical: canonical, At: date, Status: statusCode(ex.Status), Digest: digest, Type: kind,
+		URL: ex.URL, Canonical: canonical, At: at, Status: statusCode(ex.Status), Digest: digest, Type: kind,
 		Mime: ex.Header.Get("Content-Type"), RunID: p.RunID, Step: p.Step, Task: p.Task, Tenant: p.Tenant,
 		File: f.name, Offset: offset, Length: length,
 	})
@@ -293,35 +285,10 @@ func (w *Writer) Write(p Page, ex *fetch.Exchange) error {
 	return nil
 }
 
-// recordOptions build WARC 1.1 records and refuse any that gowarc finds wrong. Block
-// digests are sha1 in base32 like the payload digests, as most WARC tools write and
-// check them.
-var recordOptions = []gowarc.WarcRecordOption{
-	gowarc.WithVersion(gowarc.V1_1),
-	gowarc.WithDefaultDigestAlgorithm("sha1"),
-	gowarc.WithDefaultDigestEncoding(gowarc.Base32),
-	gowarc.WithStrictValidation(),
-	gowarc.WithAddMissingDigest(true),
-}
-
-// gowarcNew serializes making gowarc's record builders and unmarshalers, and building
-// records: making one sets a global of github.com/google/uuid (EnableRandPool) that
-// building one reads (for record ids), a data race when pages are archived, or read
-// back, on several goroutines at once.
+// gowarcNew serializes making gowarc's unmarshalers: making one sets a global of
+// github.com/google/uuid (EnableRandPool), a data race when archived pages are read
+// back on several goroutines at once.
 var gowarcNew sync.Mutex
-
-func build(rb gowarc.WarcRecordBuilder) (gowarc.WarcRecord, error) {
-	gowarcNew.Lock()
-	defer gowarcNew.Unlock()
-	rec, _, err := rb.Build()
-	return rec, err
-}
-
-func newRecordBuilder(t gowarc.RecordType) gowarc.WarcRecordBuilder {
-	gowarcNew.Lock()
-	defer gowarcNew.Unlock()
-	return gowarc.NewRecordBuilder(t, recordOptions...)
-}
 
 func newUnmarshaler() gowarc.Unmarshaler {
 	gowarcNew.Lock()
@@ -342,39 +309,33 @@ func (w *Writer) fileFor(p Page, at time.Time) (*file, error) {
 		cancel()
 		return nil, err
 	}
-	f := &file{name: name, w: bw, cancel: cancel, opened: time.Now(), written: map[string]revisitRef{}}
-	info := newRecordBuilder(gowarc.Warcinfo)
-	info.AddWarcHeaderTime(gowarc.WarcDate, at)
-	info.AddWarcHeader(gowarc.WarcFilename, name[strings.LastIndex(name, "/")+1:])
-	info.AddWarcHeader(gowarc.ContentType, "application/warc-fields")
-	fmt.Fprintf(info, "software: %s\r\nformat: WARC File Format 1.1\r\nconformsTo: https://iipc.github.io/warc-specifications/specifications/warc-format/warc-1.1/\r\nisPartOf: %s\r\ndescription: run %s of tenant %s\r\n",
+	f := &file{name: name, w: bw, cancel: cancel, opened: time.Now(), written: map[string]revisitRef{}, info: newRecordID()}
+	var info bytes.Buffer
+	fmt.Fprintf(&info, "software: %s\r\nformat: WARC File Format 1.1\r\nconformsTo: https://iipc.github.io/warc-specifications/specifications/warc-format/warc-1.1/\r\nisPartOf: %s\r\ndescription: run %s of tenant %s\r\n",
 		w.ws.Software, p.RunID, p.RunID, cmp.Or(p.Tenant, crawl.DefaultTenant))
-	rec, err := build(info)
-	if err != nil {
+	head := fields{
+		"WARC-Type", "warcinfo", "WARC-Record-ID", f.info, "WARC-Date", at.UTC().Format(time.RFC3339Nano),
+		"WARC-Filename", name[strings.LastIndex(name, "/")+1:], "Content-Type", "application/warc-fields",
+	}
+	if _, _, err := w.append(f, head, info.Bytes()); err != nil {
 		w.abandon(f)
 		return nil, fmt.Errorf("warcinfo record: %w", err)
-	}
-	defer rec.Close()
-	f.info = rec.WarcHeader().Get(gowarc.WarcRecordID)
-	if _, _, err := w.append(f, rec); err != nil {
-		w.abandon(f)
-		return nil, err
 	}
 	w.files[p.RunID] = f
 	return f, nil
 }
 
-// append writes rec to f as one gzip member and returns where it is in the file. The
-// compressor and its buffer are reused (w.mu is held): making a compressor per record
-// cost more than compressing it.
-func (w *Writer) append(f *file, rec gowarc.WarcRecord) (offset, length int64, err error) {
+// append writes a record to f as one gzip member and returns where it is in the file.
+// The compressor and its buffers are reused (w.mu is held): making a compressor per
+// record cost more than compressing it.
+func (w *Writer) append(f *file, rec fields, block ...[]byte) (offset, length int64, err error) {
 	w.member.Reset()
 	if w.gz == nil {
 		w.gz = gzip.NewWriter(&w.member)
 	} else {
 		w.gz.Reset(&w.member)
 	}
-	if _, _, err := gowarc.NewMarshaler().Marshal(w.gz, rec, 0); err != nil {
+	if err := writeRecord(w.gz, &w.head, rec, block...); err != nil {
 		return 0, 0, err
 	}
 	if err := w.gz.Close(); err != nil {
@@ -465,56 +426,8 @@ func (w *Writer) Close() error {
 	return errors.Join(errs...)
 }
 
-// writeRequest writes the request as sent: request line, headers, body.
-func writeRequest(rb gowarc.WarcRecordBuilder, ex *fetch.Exchange) {
-	u, _ := url.Parse(ex.URL)
-	target := "/"
-	if u != nil {
-		target = u.RequestURI()
-	}
-	fmt.Fprintf(rb, "%s %s %s\r\n", ex.Method, target, httpProto(ex.RequestProto))
-	_ = ex.RequestHeader.Write(rb)
-	_, _ = rb.WriteString("\r\n")
-	_, _ = rb.Write(ex.RequestBody)
-}
-
-// writeResponse writes the response as received: status line, headers, body.
-func writeResponse(rb gowarc.WarcRecordBuilder, ex *fetch.Exchange) {
-	fmt.Fprintf(rb, "%s %s\r\n", httpProto(ex.Proto), ex.Status)
-	h := ex.Header.Clone()
-	// The body is the entity body, whatever length and framing it came with.
-	h.Del("Transfer-Encoding")
-	h.Set("Content-Length", fmt.Sprint(len(ex.Body)))
-	_ = h.Write(rb)
-	_, _ = rb.WriteString("\r\n")
-	_, _ = rb.Write(ex.Body)
-}
-
-// httpProto is the version of a status or request line; WARC readers parse HTTP/1.x
-// lines, and an HTTP/2 exchange's fields fit them.
-func httpProto(p string) string {
-	if p == "" || strings.HasPrefix(p, "HTTP/2") || strings.HasPrefix(p, "HTTP/3") {
-		return "HTTP/1.1"
-	}
-	return p
-}
-
 func statusCode(status string) int {
 	var code int
 	fmt.Sscanf(status, "%d", &code)
 	return code
-}
-
-// payloadDigest is WARC's sha1 digest of a payload, in base32.
-func payloadDigest(body []byte) string {
-	sum := sha1.Sum(body)
-	return "sha1:" + base32.StdEncoding.EncodeToString(sum[:])
-}
-
-func newUUID() string {
-	var b [16]byte
-	_, _ = rand.Read(b[:])
-	b[6] = b[6]&0x0f | 0x40
-	b[8] = b[8]&0x3f | 0x80
-	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:])
 }

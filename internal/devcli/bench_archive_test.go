@@ -1,9 +1,4 @@
-//go:build !production && !race
-
-// Not under the race detector: gowarc sets github.com/google/uuid's pool flag
-// (uuid.EnableRandPool) whenever it makes a record builder, while the in-process
-// Temporal server reads it for every uuid it makes: a write of the same value that -race
-// reports. .ci/run runs this file's test without -race.
+//go:build !production
 
 package devcli
 
