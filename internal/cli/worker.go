@@ -59,6 +59,7 @@ func (s *Settings) sinksLine() string {
 func workerCmd(s *Settings) *cobra.Command {
 	var maxBatches int
 	var frontier bool
+	var dedupExpected int64
 	var tuned bool
 	var targetCPU, targetMem float64
 	var capa capacityFlags
@@ -130,7 +131,7 @@ browsers × (browser-mb + tabs × 64) MiB. Debian's chromium is used when instal
 			}
 			defer c.Close()
 			w, err := engine.NewWorker(c, engine.WorkerOptions{TaskQueue: s.TaskQueue, OutDir: s.Out, MaxBatches: maxBatches,
-				Redis: s.Redis, RedisAuth: redisAuth, NoFrontier: !frontier,
+				Redis: s.Redis, RedisAuth: redisAuth, NoFrontier: !frontier, DedupExpected: dedupExpected,
 				ResourceTuned: tuned, TargetCPU: targetCPU, TargetMem: targetMem, Capacity: declared,
 				Kafka: s.KafkaBrokers(), Mongo: s.Mongo, ES: s.ES, HBase: s.HBase, File: fileOpts, Auth: storeAuth, Hot: hot, Log: s.Logger(),
 				Fetch: fetch.Options{AllowPrivate: allowPrivate}, Browser: browserOpts})
@@ -151,6 +152,7 @@ browsers × (browser-mb + tabs × 64) MiB. Debian's chromium is used when instal
 		},
 	}
 	browser.Add(cmd)
+	cmd.Flags().Int64Var(&dedupExpected, "dedup-expected", 0, "with --redis: the items a dedup namespace this worker is the first to use is sized for (default 10,000,000); a namespace's buckets are fixed when it is made (docs/dedup.md)")
 	cmd.Flags().BoolVar(&frontier, "frontier", true, "with --redis: each step fetches a URL at most once per run (the run's seen-set, docs/frontier.md); --frontier=false hands every step every input, as revisit: true does")
 	cmd.Flags().IntVar(&maxBatches, "max-batches", 16, "batch activities this worker runs at once (with --tune-resources: at most)")
 	cmd.Flags().BoolVar(&tuned, "tune-resources", false, "let the machine's CPU and memory use decide how many batches run at once, 1 to --max-batches (Temporal's resource-based tuner)")

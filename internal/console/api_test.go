@@ -519,6 +519,11 @@ func TestDedupStats(t *testing.T) {
 	items := map[string]float64{}
 	for _, n := range list(out["namespaces"]) {
 		items[obj(n)["namespace"].(string)] = obj(n)["items"].(float64)
+		// The worker sized its namespaces for 20,000 items (DedupExpected), 89.6 a bucket
+		// (70% of the 128 entries a listpack holds).
+		if b := obj(n)["buckets"].(float64); b != 224 {
+			t.Errorf("namespace %s has %v buckets; want 224, sized for the worker's 20,000 expected items", obj(n)["namespace"], b)
+		}
 	}
 	if int(items[storedTenant+":demo.story"]) != stories || int(items[storedTenant+":demo.comments"]) != comments {
 		t.Errorf("namespaces %v, want %s:demo.story %d and demo.comments %d", items, storedTenant, stories, comments)

@@ -112,7 +112,10 @@ func startStack() error {
 		return err
 	}
 	if stack.worker, err = engine.NewWorker(stack.client, engine.WorkerOptions{TaskQueue: taskQueue, OutDir: stack.dir + "/out",
-		Redis: stack.redis.Addr(), Mongo: stack.mongo, ES: stack.es, HBase: stack.hbase, Log: quiet, Fetch: fetch.Options{AllowPrivate: true}}); err != nil {
+		Redis: stack.redis.Addr(), Mongo: stack.mongo, ES: stack.es, HBase: stack.hbase, Log: quiet, Fetch: fetch.Options{AllowPrivate: true},
+		// Namespaces sized for the test's items, not ten million: the dedup page reads
+		// every bucket of every namespace, and the security tests call every page.
+		DedupExpected: 20_000}); err != nil {
 		return err
 	}
 	if err := stack.worker.Start(); err != nil {

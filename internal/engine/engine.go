@@ -91,6 +91,10 @@ type WorkerOptions struct {
 	// once per run (docs/frontier.md); with this, every input handed to a step runs,
 	// as if every step said `revisit: true`.
 	NoFrontier bool
+	// DedupExpected is the number of items a dedup namespace this worker is the first to
+	// use is sized for (0: dedup.DefaultExpected, ten million). Buckets are fixed when a
+	// namespace is made, and its stats (trawler dedup stats, the console) read each one.
+	DedupExpected int64
 	// Kafka are the brokers of the kafka sink and Mongo the URI of the mongo sink;
 	// empty leaves the sink off this worker (a step storing to it fails its batches
 	// with the reason). Hot tunes both.
@@ -219,7 +223,7 @@ func NewWorker(c client.Client, o WorkerOptions) (*Worker, error) {
 		err = redisurl.Ping(ctx, rdb, o.Redis)
 		var d *dedup.Deduper
 		if err == nil {
-			d, err = dedup.Open(ctx, rdb, dedup.Config{Log: o.Log})
+			d, err = dedup.Open(ctx, rdb, dedup.Config{Expected: o.DedupExpected, Log: o.Log})
 		}
 		if err == nil && !o.NoFrontier {
 			acts.Seen, err = seen.Open(ctx, rdb, seen.Config{})
