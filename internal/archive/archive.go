@@ -14,6 +14,7 @@
 package archive
 
 import (
+	"bufio"
 	"bytes"
 	"cmp"
 	"context"
@@ -183,6 +184,7 @@ type revisitRef struct {
 type file struct {
 	name    string // TENANT/RUN/STAMP-SEQ-TAG.warc.gz
 	w       *blob.Writer
+	buf     *bufio.Writer      // in front of w: one write per 64 KiB, not per record
 	cancel  context.CancelFunc // abandons w
 	size    int64
 	opened  time.Time
@@ -309,7 +311,7 @@ func (w *Writer) fileFor(p Page, at time.Time) (*file, error) {
 		cancel()
 		return nil, err
 	}
-	f := &file{name: name, w: bw, cancel: cancel, opened: time.Now(), written: map[string]revisitRef{}, info: newRecordID()}
+	f := &file{name: name, w: bw, buf: bufio.NewWriterSize(bw, 64<<10), cancel: cancel, opened: time.Now(), written: map[string]revisitRef{}, info: newRecordID()}
 	var info bytes.Buffer
 	fmt.Fprintf(&info, "software: %s\r\nformat: WARC File Format 1.1\r\nconformsTo: https://iipc.github.io/warc-specifications/specifications/warc-format/warc-1.1/\r\nisPartOf: %s\r\ndescription: run %s of tenant %s\r\n",
 		w.ws.Software, p.RunID, p.RunID, cmp.Or(p.Tenant, crawl.DefaultTenant))
@@ -326,7 +328,7 @@ func (w *Writer) fileFor(p Page, at time.Time) (*file, error) {
 }
 
 // append writes a record to f as one gzip member and returns where it is in the file.
-// The compressor and its buffers are reused (w.mu is held): making a compressor per
+// The compressor and its buffer are reused (w.mu is held): making a compressor per
 // record cost more than compressing it.
 func (w *Writer) append(f *file, rec fields, block ...[]byte) (offset, length int64, err error) {
 	w.member.Reset()
@@ -342,7 +344,7 @@ func (w *Writer) append(f *file, rec fields, block ...[]byte) (offset, length in
 		return 0, 0, err
 	}
 	offset = f.size
-	n, err := f.w.Write(w.member.Bytes())
+	n, err := f.buf.Write(w.member.Bytes())
 	f.size += int64(n)
 	return offset, int64(n), err
 }
@@ -374,7 +376,14 @@ func (w *Writer) abandon(f *file) {
 func (w *Writer) finish(run string, f *file) error {
 	delete(w.files, run)
 	defer f.cancel()
-	if err := f.w.Close(); err != nil {
+	err := f.buf.Flush()
+	if err != nil {
+		f.cancel() // a file without its last records is abandoned, not finished
+	}
+	if cerr := f.w.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
 		f.lost()
 		return fmt.Errorf("finishing %s: %w", f.name, err)
 	}

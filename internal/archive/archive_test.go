@@ -150,7 +150,7 @@ func mustRaw(t *testing.T, rec gowarc.WarcRecord) io.Reader {
 	return r
 }
 
-// BenchmarkWrite is the archive's CPU per page: a 16 KiB HTML page, its request and
+// BenchmarkWrite is the archive's CPU per page: a 5 KiB HTML page, its request and
 // its response archived.
 func BenchmarkWrite(b *testing.B) {
 	ws := NewWriters(nil)
@@ -160,7 +160,7 @@ func BenchmarkWrite(b *testing.B) {
 	}
 	defer ws.Close()
 	p := Page{Tenant: "t", RunID: "run1", Step: "story", Task: "demo.story"}
-	body := htmlBody(16 << 10)
+	body := htmlBody(5 << 10)
 	b.ReportAllocs()
 	b.SetBytes(int64(len(body)))
 	for i := 0; b.Loop(); i++ {
