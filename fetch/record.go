@@ -72,6 +72,9 @@ func startRecording(ctx context.Context, raw *http.Response) *recording {
 		return nil
 	}
 	rec := &recording{ReadCloser: raw.Body}
+	if n := raw.ContentLength; n > 0 && n <= 8<<20 {
+		rec.raw.Grow(int(n)) // one buffer for a body of a declared length, not a doubling series
+	}
 	raw.Body = rec
 	return rec
 }

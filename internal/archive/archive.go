@@ -26,6 +26,7 @@ import (
 	"maps"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -435,8 +436,9 @@ func (w *Writer) Close() error {
 	return errors.Join(errs...)
 }
 
+// statusCode is the code of a status ("404 Not Found"), 0 when it has none.
 func statusCode(status string) int {
-	var code int
-	fmt.Sscanf(status, "%d", &code)
-	return code
+	code, _, _ := strings.Cut(status, " ")
+	n, _ := strconv.Atoi(code)
+	return n
 }

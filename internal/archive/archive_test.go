@@ -81,6 +81,9 @@ func TestWriterRecordsPassStrictValidation(t *testing.T) {
 	var kinds []string
 	for _, e := range entries {
 		kinds = append(kinds, e.Type)
+		if want := map[bool]int{true: 404, false: 200}[strings.HasSuffix(e.URL, "/search")]; e.Status != want {
+			t.Errorf("index: %s has status %d; want %d", e.URL, e.Status, want)
+		}
 	}
 	slices.Sort(kinds)
 	if got := strings.Join(kinds, " "); got != "response response response revisit" {
