@@ -15,7 +15,7 @@ func TestLoginValidate(t *testing.T) {
 steps:
   - id: login
     task: generic.login
-    urls: [http://shop.example/login]
+    params: {urls: [http://shop.example/login]}
     render:
       mode: always
       actions:
@@ -25,8 +25,7 @@ steps:
     store: [jsonl]
   - id: again
     task: generic.login
-    params: {success_url: /account$}
-    urls: [http://shop.example/login]
+    params: {success_url: /account$, urls: [http://shop.example/login]}
     store: [jsonl]
 `
 	_, err := crawl.Load("farm.yaml", []byte(src), crawl.LoadOptions{})
@@ -45,6 +44,9 @@ steps:
 	}
 	if strings.Contains(got, "hunter2") {
 		t.Errorf("the error shows the password:\n%s", got)
+	}
+	if strings.Count(got, "\n") != 2 {
+		t.Errorf("validate says more than the three errors:\n%s", got)
 	}
 }
 
