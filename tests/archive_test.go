@@ -609,6 +609,7 @@ func TestArchiveRetention(t *testing.T) {
 				Removed []struct{ File string }
 				Bytes   int64
 				Kept    int
+				Orphans []string `json:"orphan_indexes"`
 			}
 			prune := func(args ...string) pruned {
 				t.Helper()
@@ -643,6 +644,23 @@ func TestArchiveRetention(t *testing.T) {
 			left, size := names("")
 			if want := []string{r2new, r3}; !slices.Equal(left, want) || len(size) != 4 {
 				t.Errorf("after pruning %s holds %v (%d objects), want %v and their indexes", dest, left, len(size), want)
+			}
+			// A prune cut short between a file and its index leaves the index naming
+			// nothing: readers skip it, stats do not count it, the next prune removes it.
+			if err := bucket.Delete(context.Background(), r3); err != nil {
+				t.Fatal(err)
+			}
+			if entries, err := archive.RunIndex(context.Background(), bucket, "b", "r3"); err != nil || len(entries) != 0 {
+				t.Errorf("the index of run r3, whose file is gone: %d entries (%v); want none read", len(entries), err)
+			}
+			if s := stats("--tenant", "b"); len(s.Tenants) != 0 {
+				t.Errorf("stats of tenant b, whose one file is gone: %+v; want nothing", s)
+			}
+			if p := prune("--older-than", "30d"); len(p.Removed) != 0 || !slices.Equal(p.Orphans, []string{archive.IndexName(r3)}) {
+				t.Errorf("prune after a cut-short one: %+v; want only the orphan index %s removed", p, archive.IndexName(r3))
+			}
+			if _, size := names(""); len(size) != 2 {
+				t.Errorf("after pruning the orphan index %s holds %v; want %s and its index", dest, size, r2new)
 			}
 			if err := writing.Close(); err != nil {
 				t.Fatal(err)

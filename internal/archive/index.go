@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/url"
 	"slices"
 	"strings"
@@ -63,31 +64,30 @@ func RunIndex(ctx context.Context, b *blob.Bucket, tenant, run string) ([]Entry,
 	return readIndexes(ctx, b, tenant+"/"+run+"/")
 }
 
-// readIndexes reads every .cdxj file whose name starts with prefix.
+// readIndexes reads every .cdxj file whose name starts with prefix, but those whose
+// WARC file is gone (a prune cut short between the two deletes).
 func readIndexes(ctx context.Context, b *blob.Bucket, prefix string) ([]Entry, error) {
+	keys, err := listKeys(ctx, b, prefix)
+	if err != nil {
+		return nil, err
+	}
 	var out []Entry
-	it := b.List(&blob.ListOptions{Prefix: prefix})
-	for {
-		obj, err := it.Next(ctx)
-		if err == io.EOF {
-			return out, nil
-		}
-		if err != nil {
-			return nil, err
-		}
-		if !strings.HasSuffix(obj.Key, ".cdxj") {
+	for _, k := range slices.Sorted(maps.Keys(keys)) {
+		warc, ok := strings.CutSuffix(k, ".cdxj")
+		if !ok || !keys[warc+".warc.gz"] {
 			continue
 		}
-		data, err := b.ReadAll(ctx, obj.Key)
+		data, err := b.ReadAll(ctx, k)
 		if err != nil {
 			return nil, err
 		}
 		entries, err := ParseIndex(data)
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w", obj.Key, err)
+			return nil, fmt.Errorf("%s: %w", k, err)
 		}
 		out = append(out, entries...)
 	}
+	return out, nil
 }
 
 // ParseIndex reads CDXJ lines.

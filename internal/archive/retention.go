@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -120,14 +121,59 @@ func (r Retention) Expired(files []File, now time.Time) []File {
 	return out
 }
 
-// Remove deletes a finished WARC file and its index: the index first, so that no index
-// ever names a file that is gone.
+// Remove deletes a finished WARC file and its index: the file first, so that a file
+// is never left without its index, which would make it look like one being written
+// (and kept forever). An index left behind by a failed delete names a file that is
+// gone: readers ignore it, and RemoveOrphanIndexes (trawler archive prune) removes it.
 func Remove(ctx context.Context, b *blob.Bucket, f File) error {
-	if err := b.Delete(ctx, IndexName(f.Name)); err != nil {
-		return fmt.Errorf("removing the index of %s: %w", f.Name, err)
-	}
 	if err := b.Delete(ctx, f.Name); err != nil {
-		return fmt.Errorf("removing %s (its index is removed): %w", f.Name, err)
+		return fmt.Errorf("removing %s: %w", f.Name, err)
+	}
+	if err := b.Delete(ctx, IndexName(f.Name)); err != nil {
+		return fmt.Errorf("removing the index of %s (the file is removed; the next prune removes its index): %w", f.Name, err)
 	}
 	return nil
+}
+
+// RemoveOrphanIndexes removes the indexes (of tenant, when not empty) whose WARC file
+// is gone, as a Remove cut short leaves them, and returns their names; with dryRun it
+// only lists them. A worker writes a file's index after the file, so a live file is
+// never without one for long, and an index is never without its file.
+func RemoveOrphanIndexes(ctx context.Context, b *blob.Bucket, tenant string, dryRun bool) ([]string, error) {
+	prefix := ""
+	if tenant != "" {
+		prefix = tenant + "/"
+	}
+	keys, err := listKeys(ctx, b, prefix)
+	if err != nil {
+		return nil, err
+	}
+	var orphans []string
+	for _, k := range slices.Sorted(maps.Keys(keys)) {
+		if warc, ok := strings.CutSuffix(k, ".cdxj"); ok && !keys[warc+".warc.gz"] {
+			if !dryRun {
+				if err := b.Delete(ctx, k); err != nil {
+					return orphans, fmt.Errorf("removing %s, an index whose WARC file is gone: %w", k, err)
+				}
+			}
+			orphans = append(orphans, k)
+		}
+	}
+	return orphans, nil
+}
+
+// listKeys is the set of names under prefix.
+func listKeys(ctx context.Context, b *blob.Bucket, prefix string) (map[string]bool, error) {
+	keys := map[string]bool{}
+	it := b.List(&blob.ListOptions{Prefix: prefix})
+	for {
+		obj, err := it.Next(ctx)
+		if err == io.EOF {
+			return keys, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		keys[obj.Key] = true
+	}
 }

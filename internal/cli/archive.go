@@ -175,8 +175,10 @@ func archivePruneCmd() *cobra.Command {
 is that of the newest page in it): every file older than --older-than, then, per
 tenant, the oldest files until the tenant's files fit in --max-gb (WARC files and
 indexes, 1 GB = 2^30 bytes). A file being written is never removed: it has no index
-yet. The index goes first, so no index names a removed file. Revisit records that
-refer to a removed response can no longer be re-parsed.`,
+yet. The file goes first, then its index; an index whose file is gone (a prune cut
+short between the two) names nothing, is ignored by readers, and is removed by the
+next prune. Revisit records that refer to a removed response can no longer be
+re-parsed.`,
 		Example: `  trawler archive prune --to /var/lib/trawler/warc --older-than 30d --dry-run
   trawler archive prune --to 's3://my-warcs/news?region=eu-west-1' --max-gb 500 --json`,
 		Args: cobra.NoArgs,
@@ -244,7 +246,10 @@ func pruneArchive(ctx context.Context, b *blob.Bucket, out io.Writer, to, tenant
 		Removed []removed `json:"removed"`
 		Bytes   int64     `json:"bytes"`
 		Kept    int       `json:"kept"`
-	}{DryRun: dryRun, Removed: []removed{}, Kept: len(files) - len(expired)}
+		// Orphans are indexes whose WARC file is gone: an earlier prune removed the
+		// file and could not remove its index. They name nothing, and go too.
+		Orphans []string `json:"orphan_indexes"`
+	}{DryRun: dryRun, Removed: []removed{}, Kept: len(files) - len(expired), Orphans: []string{}}
 	verb := "removed"
 	if dryRun {
 		verb = "would remove"
@@ -263,11 +268,19 @@ func pruneArchive(ctx context.Context, b *blob.Bucket, out io.Writer, to, tenant
 			fmt.Fprintf(out, "%s %s (%s, newest page %s)\n", verb, f.Name, humanBytes(f.Bytes), f.Newest.UTC().Format(time.RFC3339))
 		}
 	}
+	if failed == nil {
+		orphans, err := archive.RemoveOrphanIndexes(ctx, b, tenant, dryRun)
+		res.Orphans = append(res.Orphans, orphans...)
+		failed = err
+	}
 	if asJSON {
 		if err := writeJSONTo(out, res); err != nil {
 			return err
 		}
 	} else {
+		for _, o := range res.Orphans {
+			fmt.Fprintf(out, "%s %s, an index whose WARC file is gone\n", verb, o)
+		}
 		fmt.Fprintf(out, "%s %d file%s (%s), kept %d\n", verb, len(res.Removed), plural(len(res.Removed)), humanBytes(res.Bytes), res.Kept)
 	}
 	if failed != nil {
