@@ -54,35 +54,46 @@ func recorderOf(ctx context.Context) Recorder {
 	return r
 }
 
-// recording tees the raw body of one answer while the transport reads it.
+// recording keeps the raw body of one answer for ctx's Recorder. A body that is not
+// content-encoded is the body the transport reads, handed on as it is; an encoded one
+// is teed, as received, while the transport decodes it.
 type recording struct {
-	io.ReadCloser
-	raw bytes.Buffer
+	body io.ReadCloser // the answer's body, when teed
+	raw  bytes.Buffer
+	teed bool
 }
 
 func (r *recording) Read(p []byte) (int, error) {
-	n, err := r.ReadCloser.Read(p)
+	n, err := r.body.Read(p)
 	r.raw.Write(p[:n])
 	return n, err
 }
 
-// startRecording has raw's body keep what is read of it, when ctx has a Recorder.
+func (r *recording) Close() error { return r.body.Close() }
+
+// startRecording readies the recording of raw's body, when ctx has a Recorder.
 func startRecording(ctx context.Context, raw *http.Response) *recording {
 	if recorderOf(ctx) == nil {
 		return nil
 	}
-	rec := &recording{ReadCloser: raw.Body}
-	if n := raw.ContentLength; n > 0 && n <= 8<<20 {
-		rec.raw.Grow(int(n)) // one buffer for a body of a declared length, not a doubling series
+	rec := &recording{}
+	if gzipEncoded(raw) {
+		rec.body, rec.teed = raw.Body, true
+		if n := raw.ContentLength; n > 0 && n <= 8<<20 {
+			rec.raw.Grow(int(n)) // one buffer for a body of a declared length, not a doubling series
+		}
+		raw.Body = rec
 	}
-	raw.Body = rec
 	return rec
 }
 
 // finish hands the exchange to ctx's Recorder.
-func (r *recording) finish(ctx context.Context, raw *http.Response, reqBody []byte, remote string, at time.Time) {
+func (r *recording) finish(ctx context.Context, raw *http.Response, body, reqBody []byte, remote string, at time.Time) {
 	if r == nil {
 		return
+	}
+	if r.teed {
+		body = r.raw.Bytes()
 	}
 	req := raw.Request
 	header := req.Header.Clone()
@@ -95,6 +106,6 @@ func (r *recording) finish(ctx context.Context, raw *http.Response, reqBody []by
 	}
 	recorderOf(ctx).Record(ctx, &Exchange{
 		Method: req.Method, URL: req.URL.String(), RequestProto: raw.Proto, RequestHeader: header, RequestBody: reqBody,
-		Proto: raw.Proto, Status: raw.Status, Header: raw.Header, Body: r.raw.Bytes(), RemoteAddr: remote, At: at,
+		Proto: raw.Proto, Status: raw.Status, Header: raw.Header, Body: body, RemoteAddr: remote, At: at,
 	})
 }

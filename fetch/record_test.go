@@ -41,7 +41,7 @@ func TestRecorderGetsTheBytesAsReceived(t *testing.T) {
 		_ = zw.Close()
 		sent = buf.Bytes()
 		w.Header().Set("Content-Type", "text/html")
-		if strings.Contains(r.Header.Get("Accept-Encoding"), "gzip") {
+		if r.URL.Path != "/plain" && strings.Contains(r.Header.Get("Accept-Encoding"), "gzip") {
 			w.Header().Set("Content-Encoding", "gzip")
 			_, _ = w.Write(sent)
 			return
@@ -73,5 +73,12 @@ func TestRecorderGetsTheBytesAsReceived(t *testing.T) {
 	}
 	if plain, _ := io.ReadAll(zr); string(plain) != page {
 		t.Error("the recorded gzip body does not decode to the page")
+	}
+	// A body sent as it is is recorded as it is.
+	if _, err := New(fast()).Fetch(WithRecorder(context.Background(), rec), &crawl.Request{URL: s.URL + "/plain"}); err != nil {
+		t.Fatal(err)
+	}
+	if ex := rec.got[len(rec.got)-1]; len(rec.got) != 2 || ex.Header.Get("Content-Encoding") != "" || string(ex.Body) != page {
+		t.Errorf("recorded %d exchanges, the last of %d bytes with Content-Encoding %q; want the plain page as sent", len(rec.got), len(ex.Body), ex.Header.Get("Content-Encoding"))
 	}
 }

@@ -184,7 +184,7 @@ func (t *transport) Fetch(ctx context.Context, r *crawl.Request) (*crawl.Respons
 	}
 	body, header, err := t.readBody(method, raw)
 	if err == nil {
-		rec.finish(ctx, raw, r.Body, remote, start)
+		rec.finish(ctx, raw, body, r.Body, remote, start)
 	}
 	if err != nil {
 		if errors.Is(err, ErrBodyTooLarge) {
@@ -277,13 +277,19 @@ func (t *transport) classify(ctx, actx context.Context, err error) (permanent, r
 	return false, true, err
 }
 
+// gzipEncoded reports whether raw's body comes gzip-encoded (and Go's transport did not
+// decode it already): what is read of it is then not the body the task gets.
+func gzipEncoded(raw *http.Response) bool {
+	enc := strings.ToLower(strings.TrimSpace(raw.Header.Get("Content-Encoding")))
+	return !raw.Uncompressed && (enc == "gzip" || enc == "x-gzip")
+}
+
 // decodedBody is raw's body with gzip the transport left encoded (when the request set
 // its own Accept-Encoding) decoded, and the header to go with it; hint is the body's
 // size when known, else -1.
 func decodedBody(raw *http.Response) (body io.Reader, header http.Header, hint int64, closeFn func(), err error) {
 	header, hint, closeFn = raw.Header, raw.ContentLength, func() {}
-	enc := strings.ToLower(strings.TrimSpace(header.Get("Content-Encoding")))
-	if raw.Uncompressed || (enc != "gzip" && enc != "x-gzip") {
+	if !gzipEncoded(raw) {
 		return raw.Body, header, hint, closeFn, nil
 	}
 	header = header.Clone()
