@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"io"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -14,15 +16,48 @@ import (
 // embedded servers of the dev stack and the benchmarks' peer crawler.
 var forbidden = []string{"github.com/trawlerhq/trawler/internal/devstack", "github.com/gocolly/colly"}
 
+// publicPackages are the packages outside internal/, tests/ and cmd/ that a program
+// can import (the module root holds tests only).
+func publicPackages(t *testing.T) []listed {
+	var public []listed
+	for _, p := range goList(t, "./...") {
+		rel := strings.TrimPrefix(p.ImportPath, "github.com/trawlerhq/trawler")
+		if strings.Contains(rel+"/", "/internal/") || strings.HasPrefix(rel, "/tests") || strings.HasPrefix(rel, "/cmd/") || len(p.GoFiles) == 0 {
+			continue
+		}
+		public = append(public, p)
+	}
+	return public
+}
+
+// Every public package says what it is for (go doc shows its package comment) and has
+// a runnable example: a func Example… whose output go test checks.
+func TestPublicPackagesHaveDocAndRunnableExample(t *testing.T) {
+	for _, p := range publicPackages(t) {
+		if strings.TrimSpace(p.Doc) == "" {
+			t.Errorf("%s has no package comment; add a doc.go whose comment says what the package is for", p.ImportPath)
+		}
+		runnable := false
+		for _, f := range append(p.TestGoFiles, p.XTestGoFiles...) {
+			src, err := os.ReadFile(filepath.Join(p.Dir, f))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if bytes.Contains(src, []byte("\nfunc Example")) && bytes.Contains(src, []byte("// Output:")) {
+				runnable = true
+			}
+		}
+		if !runnable {
+			t.Errorf("%s has no runnable example; add an example_test.go with a func Example… ending in an // Output: comment", p.ImportPath)
+		}
+	}
+}
+
 // The public packages (everything outside internal/, tests/ and cmd/) link neither the
 // dev stack nor Colly; the message names the import chain that brings one in.
 func TestPublicPackagesLinkNoDevStackNorColly(t *testing.T) {
 	var public []string
-	for _, p := range goList(t, "./...") {
-		rel := strings.TrimPrefix(p.ImportPath, "github.com/trawlerhq/trawler")
-		if strings.Contains(rel+"/", "/internal/") || strings.HasPrefix(rel, "/tests") || strings.HasPrefix(rel, "/cmd/") {
-			continue
-		}
+	for _, p := range publicPackages(t) {
 		public = append(public, p.ImportPath)
 	}
 	for _, want := range []string{"github.com/trawlerhq/trawler/crawl", "github.com/trawlerhq/trawler/fetch", "github.com/trawlerhq/trawler/cli", "github.com/trawlerhq/trawler/worker"} {
@@ -46,8 +81,11 @@ func TestPublicPackagesLinkNoDevStackNorColly(t *testing.T) {
 }
 
 type listed struct {
-	ImportPath string
-	Imports    []string
+	ImportPath                string
+	Imports                   []string
+	Dir, Doc                  string
+	GoFiles                   []string
+	TestGoFiles, XTestGoFiles []string
 }
 
 // goList runs `go list -json args…` and decodes its stream of packages.
