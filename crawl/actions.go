@@ -46,9 +46,15 @@ type Action struct {
 	// Value is what fill types or select chooses, the key press presses, the script,
 	// or "bottom" for scroll. A fill value is never logged or shown.
 	Value string `json:"value,omitempty"`
-	// SecretFile is where a fill's value is read from on the worker, when the chain
-	// file says `{secret_file: PATH}`: a password then travels in no plan.
+	// SecretFile or SecretEnv is where a fill's value is read on the worker, when the
+	// chain file says `{secret: NAME}` (a secret its `secrets:` declares) or
+	// `{secret_file: PATH}`: a password then travels in no plan. Secret is the name.
 	SecretFile string `json:"secret_file,omitempty"`
+	SecretEnv  string `json:"secret_env,omitempty"`
+	Secret     string `json:"secret,omitempty"`
+	// Param names the step's param a fill types (`{param: NAME}`); the loader puts its
+	// value in Value.
+	Param string `json:"param,omitempty"`
 	// Wait is how long `wait:` waits.
 	Wait time.Duration `json:"wait,omitempty"`
 	// Optional actions that find nothing are skipped instead of failing the page.
@@ -161,11 +167,28 @@ func (l *loader) action(n *yaml.Node, where, path string) (Action, bool) {
 		if val := v.Content[1]; val.Kind == yaml.ScalarNode {
 			a.Value = val.Value
 		} else if a.Kind == ActionFill {
-			l.fields(val, where+": "+field+" value", []string{"secret_file"}, func(_ string, v *yaml.Node) {
-				a.SecretFile = l.str(v, field+".secret_file")
+			l.fields(val, where+": "+field+" value", fillSources, func(key string, v *yaml.Node) {
+				switch key {
+				case "secret":
+					a.Secret = l.str(v, field+".secret")
+				case "param":
+					a.Param = l.str(v, field+".param")
+				case "secret_file":
+					a.SecretFile = l.str(v, field+".secret_file")
+				}
 			})
-			if val.Kind == yaml.MappingNode && !filepath.IsAbs(a.SecretFile) {
-				l.add(val.Line, "%s: %s: write a value, or {secret_file: /absolute/path} of a file the workers read the secret from (one line; a trailing newline is dropped)", where, field)
+			set := 0
+			for _, s := range []string{a.Secret, a.Param, a.SecretFile} {
+				if s != "" {
+					set++
+				}
+			}
+			switch {
+			case val.Kind != yaml.MappingNode:
+			case set != 1:
+				l.add(val.Line, "%s: %s: write a value, or one of {secret: NAME} (a secret the chain's secrets: declares), {param: NAME} (one of the step's params) or {secret_file: /absolute/path} (a file the workers read, one line)", where, field)
+			case a.SecretFile != "" && !filepath.IsAbs(a.SecretFile):
+				l.add(val.Line, "%s: %s: secret_file %q: write the absolute path of the file the workers read the secret from (one line; a trailing newline is dropped)", where, field, a.SecretFile)
 			}
 		} else {
 			l.add(val.Line, "%s: %s: the option to choose is one value (its value or text), not a %s", where, field, kindName(val))

@@ -32,6 +32,9 @@ type Chain struct {
 	Steps       []Step
 	// Notify are the webhooks the chain's events go to (`notify: {webhooks: …}`).
 	Notify []Notify
+	// Secrets are the credentials browser actions type, by name, and where the workers
+	// read each (secrets.go).
+	Secrets map[string]SecretRef
 }
 
 // Affinity ties a step to the workers that reach its site well: each worker fetches
@@ -212,7 +215,7 @@ func (ps Problems) Error() string {
 }
 
 var (
-	chainKeys    = []string{"name", "tenant", "robots", "priority", "quota", "max_outage", "middlewares", "defaults", "on_violation", "steps", "notify"}
+	chainKeys    = []string{"name", "tenant", "robots", "priority", "quota", "max_outage", "middlewares", "defaults", "on_violation", "steps", "notify", "secrets"}
 	quotaKeys    = []string{"pages", "items", "pages_per_day", "items_per_day"}
 	defaultsKeys = []string{"timeout", "retries", "batch", "concurrency", "parallel", "store", "params", "dedup", "politeness", "archive"}
 	stepKeys     = []string{"id", "task", "biz", "params", "from", "each", "max_depth", "store", "dedup", "changes", "timeout", "retries", "batch", "concurrency", "parallel", "priority", "shared", "affinity", "middlewares", "follow", "revisit", "recrawl", "render", "politeness", "urls_file", "expect", "archive", "needs", "pool_site"}
@@ -406,6 +409,8 @@ func (l *loader) parse(data []byte) *Chain {
 			stepsNode = v
 		case "notify":
 			c.Notify = l.notify(v)
+		case "secrets":
+			c.Secrets = l.secrets(v)
 		}
 	})
 	if stepsNode == nil {
@@ -822,6 +827,7 @@ func (l *loader) validateStep(c *Chain, s Step, ids map[string]int) {
 		}
 	}
 	l.checkBiz(c, s, spec, known, where)
+	l.resolveFills(c, s, where)
 	l.checkRender(s, spec, known, where)
 	self := false
 	for _, from := range s.From {

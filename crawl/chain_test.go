@@ -136,7 +136,7 @@ func TestLoadProblems(t *testing.T) {
 			[]string{"f.yaml:2: YAML syntax: did not find expected '-' indicator (check indentation and quoting from this line on)"}},
 		{"empty", "", nil, []string{"f.yaml: file is empty; a chain needs `name:` and `steps:` (see examples/demo.yaml)"}},
 		{"unknown chain field", "name: x\nstesp: []\n", nil, []string{
-			"f.yaml:2: chain: unknown field `stesp` (did you mean \"steps\"?); valid fields: name, tenant, robots, priority, quota, max_outage, middlewares, defaults, on_violation, steps, notify",
+			"f.yaml:2: chain: unknown field `stesp` (did you mean \"steps\"?); valid fields: name, tenant, robots, priority, quota, max_outage, middlewares, defaults, on_violation, steps, notify, secrets",
 			"f.yaml:1: chain has no `steps:`; add a list of steps, each with `id:` and `task:`"}},
 		{"unknown task", "name: x\nsteps:\n  - id: a\n    task: news.stroy\n", nil, []string{
 			"f.yaml:3: step \"a\": unknown task \"news.stroy\" (did you mean \"news.story\"?); registered tasks: news.comment, news.feed, news.story"}},

@@ -173,8 +173,8 @@ func (l *loader) checkLogin(s Step, where string) {
 	walk = func(acts []Action, path string) {
 		for i, a := range acts {
 			p := fmt.Sprintf("%s[%d]", path, i)
-			if a.Kind == ActionFill && a.SecretFile == "" {
-				l.add(a.line, "%s: %s fill %q: a login types nothing written in the chain file; put the value in a file on the workers and write fill: {%q: {secret_file: /run/secrets/NAME}}", where, p, a.Selector, a.Selector)
+			if a.Kind == ActionFill && a.SecretFile == "" && a.SecretEnv == "" && a.Secret == "" {
+				l.add(a.line, "%s: %s fill %q: a login types nothing written in the chain file; declare the credential under the chain's secrets: (NAME: {file: /run/secrets/NAME} or {env: VARIABLE}) and write fill: {%q: {secret: NAME}}", where, p, a.Selector, a.Selector)
 			}
 			walk(a.Do, p+".repeat.do")
 		}

@@ -12,7 +12,7 @@ import (
 func renderRegistry() *crawl.Registry {
 	r := testRegistry()
 	noop := func(context.Context, *crawl.Env, crawl.Input) (crawl.Result, error) { return crawl.Result{}, nil }
-	r.Register(crawl.TaskFunc(crawl.TaskSpec{Name: "news.page", HTML: true, Output: []crawl.Field{{Name: "title", Type: crawl.String}}}, noop))
+	r.Register(crawl.TaskFunc(crawl.TaskSpec{Name: "news.page", HTML: true, Params: []crawl.Param{{Name: "query", Type: crawl.String}, {Name: "pages", Type: crawl.Int}}, Output: []crawl.Field{{Name: "title", Type: crawl.String}}}, noop))
 	return r
 }
 
@@ -108,9 +108,13 @@ steps:
 func TestRenderActionsReachThePlan(t *testing.T) {
 	reg := renderRegistry()
 	src := `name: shop
+secrets:
+  shop_user: {env: SHOP_USER}
+  shop_password: {file: /run/secrets/shop-password}
 steps:
   - id: list
     task: news.page
+    params: {query: boots}
     render:
       mode: always
       har: true
@@ -131,6 +135,9 @@ steps:
             do: [click: "button.more"]
             until: {count: ".item", at_least: 35}
             max: 10
+        - fill: {"#user": {secret: shop_user}}
+        - fill: {"#password": {secret: shop_password}}
+        - fill: {"#q": {param: query}}
 `
 	c, err := crawl.Load("shop.yaml", []byte(src), crawl.LoadOptions{Registry: reg})
 	if err != nil {
@@ -148,7 +155,7 @@ steps:
 	for _, a := range acts {
 		got = append(got, a.String())
 	}
-	want := `click "#consent .accept"|fill "#q"|fill "#password"|select "select[name=size]"|press Enter|wait_for ".item"|wait 500ms|scroll bottom|scroll "#footer"|script|repeat`
+	want := `click "#consent .accept"|fill "#q"|fill "#password"|select "select[name=size]"|press Enter|wait_for ".item"|wait 500ms|scroll bottom|scroll "#footer"|script|repeat|fill "#user"|fill "#password"|fill "#q"`
 	if strings.Join(got, "|") != want {
 		t.Fatalf("actions %q\nwant %q", strings.Join(got, "|"), want)
 	}
@@ -164,14 +171,31 @@ steps:
 	if r := acts[10]; r.Max != 10 || r.Until == nil || r.Until.Count != ".item" || r.Until.AtLeast != 35 || len(r.Do) != 1 || r.Do[0].Selector != "button.more" {
 		t.Errorf("repeat: %+v", r)
 	}
+	// A named secret travels as where the worker reads it, never as a value; a param
+	// is typed as the step's value.
+	if a := acts[11]; a.Secret != "shop_user" || a.SecretEnv != "SHOP_USER" || a.SecretFile != "" || a.Value != "" {
+		t.Errorf("fill from a secret in the environment: %+v", a)
+	}
+	if a := acts[12]; a.Secret != "shop_password" || a.SecretFile != "/run/secrets/shop-password" || a.SecretEnv != "" || a.Value != "" {
+		t.Errorf("fill from a secret in a file: %+v", a)
+	}
+	if a := acts[13]; a.Value != "boots" {
+		t.Errorf("fill from a param: %+v", a)
+	}
 }
 
 // Every mistake in `render.actions` is reported on its line with the fix.
 func TestRenderActionProblems(t *testing.T) {
 	src := `name: shop
+secrets:
+  shop_password: {file: /run/secrets/shop-password}
+  Bad: {file: relative/path}
+  both: {file: /a, env: B}
+  dashed: {env: SHOP-PASSWORD}
 steps:
   - id: list
     task: news.page
+    params: {query: boots}
     render:
       mode: always
       timeout: 10s
@@ -185,25 +209,35 @@ steps:
         - click: "#x"
           timeout: 20s
         - scroll: ""
-        - fill: {"#password": {secret: shop}}
+        - fill: {"#password": {secret: shop_pasword}}
         - fill: {"#password": {secret_file: secrets/shop}}
+        - fill: {"#q": {param: qurey}}
+        - fill: {"#q": {param: query, secret: shop_password}}
+        - fill: {"#q": {value: boots}}
 `
 	_, err := crawl.Load("shop.yaml", []byte(src), crawl.LoadOptions{Registry: renderRegistry()})
 	if err == nil {
 		t.Fatal("no error")
 	}
 	for _, want := range []string{
-		"shop.yaml:9: step 1: render.actions[0]: unknown action `klick` (did you mean \"click\"?); actions: click, fill, select, press, scroll, wait_for, wait, script, repeat",
-		"shop.yaml:10: `render.actions[1].wait`: bad duration \"5\": give a unit, e.g. 5s or 5m",
-		"shop.yaml:11: step 1: render.actions[2].repeat needs until: {count: SELECTOR, at_least: N}, {gone: SELECTOR} or {no_change: true}",
-		"shop.yaml:11: step 1: render.actions[2].repeat needs max: N (1 to 1000)",
-		"shop.yaml:12: step 1: render.actions[3].repeat.until.count needs at_least: N",
-		"shop.yaml:13: step 1: render.actions[4].fill takes one `SELECTOR: value`, e.g. fill: {\"#email\": \"me@example.com\"}",
-		"shop.yaml:14: step 1: render.actions[5].press \"Entr\" is not a key (did you mean \"Enter\"?)",
-		"shop.yaml:15: step 1: render.actions[6] click \"#x\": its timeout 20s is longer than render.timeout 10s",
-		"shop.yaml:17: step 1: render.actions[7].scroll needs a CSS selector",
-		"shop.yaml:18: step 1: render.actions[8].fill value: unknown field `secret`; valid fields: secret_file",
-		"shop.yaml:19: step 1: render.actions[9].fill: write a value, or {secret_file: /absolute/path} of a file the workers read the secret from",
+		"shop.yaml:4: secrets.Bad: a secret's name uses lowercase letters, digits, - and _",
+		"shop.yaml:4: secrets.Bad.file \"relative/path\": write the absolute path of the file on the workers, e.g. /run/secrets/Bad",
+		"shop.yaml:5: secrets.both takes one of {file: /absolute/path} (a file on every worker holding the secret, one line) or {env: VARIABLE}",
+		"shop.yaml:6: secrets.dashed.env \"SHOP-PASSWORD\" is not a variable name; write e.g. env: SHOP_PASSWORD",
+		"shop.yaml:15: step 1: render.actions[0]: unknown action `klick` (did you mean \"click\"?); actions: click, fill, select, press, scroll, wait_for, wait, script, repeat",
+		"shop.yaml:16: `render.actions[1].wait`: bad duration \"5\": give a unit, e.g. 5s or 5m",
+		"shop.yaml:17: step 1: render.actions[2].repeat needs until: {count: SELECTOR, at_least: N}, {gone: SELECTOR} or {no_change: true}",
+		"shop.yaml:17: step 1: render.actions[2].repeat needs max: N (1 to 1000)",
+		"shop.yaml:18: step 1: render.actions[3].repeat.until.count needs at_least: N",
+		"shop.yaml:19: step 1: render.actions[4].fill takes one `SELECTOR: value`, e.g. fill: {\"#email\": \"me@example.com\"}",
+		"shop.yaml:20: step 1: render.actions[5].press \"Entr\" is not a key (did you mean \"Enter\"?)",
+		"shop.yaml:21: step 1: render.actions[6] click \"#x\": its timeout 20s is longer than render.timeout 10s",
+		"shop.yaml:23: step 1: render.actions[7].scroll needs a CSS selector",
+		"shop.yaml:24: step \"list\": render.actions[8] fill \"#password\": no secret \"shop_pasword\" (did you mean \"shop_password\"?); declared: Bad, both, dashed, shop_password; or declare it at the top of the chain file: secrets: {shop_pasword: {file: /run/secrets/shop_pasword}} (or {env: VARIABLE})",
+		"shop.yaml:25: step 1: render.actions[9].fill: secret_file \"secrets/shop\": write the absolute path of the file the workers read the secret from",
+		"shop.yaml:26: step \"list\": render.actions[10] fill \"#q\": the step has no param \"qurey\" (did you mean \"query\"?); its params: query",
+		"shop.yaml:27: step 1: render.actions[11].fill: write a value, or one of {secret: NAME} (a secret the chain's secrets: declares), {param: NAME} (one of the step's params) or {secret_file: /absolute/path}",
+		"shop.yaml:28: step 1: render.actions[12].fill value: unknown field `value`; valid fields: secret, param, secret_file",
 	} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("missing %q in:\n%v", want, err)

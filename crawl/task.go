@@ -71,7 +71,7 @@ type TaskSpec struct {
 	// first (`render:`).
 	HTML bool
 	// Login says the task logs in in a browser (generic.login): its step must render,
-	// and every fill of its render.actions reads a secret_file, so no credential is
+	// and every fill of its render.actions types a declared secret, so no credential is
 	// written in a chain file.
 	Login bool
 	// Needs lists external resources (proxy, user_agent, cookie, device_id, sign).

@@ -20,14 +20,22 @@ import (
 )
 
 // loginChains are the chains of the login test: farm logs in at the demo site's form
-// from secret files and keeps the session in site shop's cookie pool; crawl reads the
-// protected pages /form/private/1..privatePages with it, rendered and plain.
+// with secrets from a file and the workers' environment, and keeps the session in
+// site shop's cookie pool; crawl reads the protected pages /form/private/1..privatePages
+// with it, rendered and plain.
 type loginChains struct{ site, secrets string }
 
 const privatePages = 4
 
+// loginPasswordEnv is the workers' variable the farming chain reads the password from
+// (the user name comes from a file).
+const loginPasswordEnv = "TRAWLER_TEST_SHOP_PASSWORD"
+
 func (c loginChains) farm(success string) string {
 	return `name: shop-farm
+secrets:
+  shop_user: {file: ` + c.secrets + `/shop-user}
+  shop_password: {env: ` + loginPasswordEnv + `}
 steps:
   - id: login
     task: generic.login
@@ -43,8 +51,8 @@ steps:
       timeout: 5s
       har: true
       actions:
-        - fill: {"#user": {secret_file: ` + c.secrets + `/shop-user}}
-        - fill: {"#password": {secret_file: ` + c.secrets + `/shop-password}}
+        - fill: {"#user": {secret: shop_user}}
+        - fill: {"#password": {secret: shop_password}}
         - click: "button[type=submit]"
     store: [pool:cookie]
 `
@@ -92,11 +100,10 @@ func TestLoginSessionFeedsTheCookiePool(t *testing.T) {
 	w := renderWorkersWith(t, "login", engine.WorkerOptions{OutDir: out, Log: slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
 	site := startSite(t, demosite.Options{})
 	secrets := t.TempDir()
-	for name, v := range map[string]string{"shop-user": demosite.LoginUser, "shop-password": demosite.LoginPassword} {
-		if err := os.WriteFile(filepath.Join(secrets, name), []byte(v+"\n"), 0o600); err != nil {
-			t.Fatal(err)
-		}
+	if err := os.WriteFile(filepath.Join(secrets, "shop-user"), []byte(demosite.LoginUser+"\n"), 0o600); err != nil {
+		t.Fatal(err)
 	}
+	t.Setenv(loginPasswordEnv, demosite.LoginPassword)
 	c := loginChains{site: site, secrets: secrets}
 	p := pools(t)
 	ctx := context.Background()

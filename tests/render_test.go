@@ -269,9 +269,10 @@ func TestStatusSaysRenderBatchesWaitForABrowser(t *testing.T) {
 }
 
 // Browser actions through the whole system: the actions travel in the plan to the
-// worker with a browser, the consent banner is clicked away and "load more" clicked
-// until it is gone and every item shows, and a page where an action finds nothing fails
-// alone with cause action, naming the action and its selector.
+// worker with a browser; on the half of the pages that show a consent wall it is
+// clicked away (the optional click finds nothing on the others), "load more" is clicked
+// until it is gone and every item of every page shows; and a page where an action
+// finds nothing fails alone with cause action, naming the action and its selector.
 func TestRenderActionsStoreEveryItem(t *testing.T) {
 	renderWorkers(t, "render-actions")
 	site := startSite(t, demosite.Options{})
@@ -293,7 +294,7 @@ steps:
             max: 10
     params:
       base_url: ` + site + `
-      urls: ['/js/more?total=35&per=10&consent=1', /js/search]
+      urls: ['/js/more?total=35&per=10&consent=1', '/js/more?total=35&per=10&first=100', '/js/more?total=35&per=10&first=200&consent=1', '/js/more?total=35&per=10&first=300', /js/search]
       items: div.item
       key: {type: string}
       fields:
@@ -306,8 +307,15 @@ steps:
 	for _, it := range got {
 		titles[it.Data["title"].(string)]++
 	}
-	if len(got) != 35 || titles["Item 1"] != 1 || titles["Item 35"] != 1 {
-		t.Errorf("stored %d items (%v); want Item 1 to Item 35", len(got), titles)
+	for _, first := range []int{0, 100, 200, 300} {
+		for n := first + 1; n <= first+35; n++ {
+			if c := titles[fmt.Sprintf("Item %d", n)]; c != 1 {
+				t.Errorf("Item %d stored %d times; want once", n, c)
+			}
+		}
+	}
+	if len(got) != 4*35 {
+		t.Errorf("stored %d items; want 140, Item 1-35, 101-135, 201-235 and 301-335", len(got))
 	}
 	want := site + `/js/search: render ` + site + `/js/search: render.actions[1].repeat.do[0] click "button.more": nothing matches "button.more" within 2s (the action's timeout)`
 	if len(s.Failures) != 1 || s.Failures[0].Class != crawl.CauseAction || s.Failures[0].Cause != want {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"time"
 
 	"github.com/chromedp/chromedp"
@@ -100,16 +101,11 @@ func (pg *pageRun) action(ctx context.Context, deadline time.Time, a crawl.Actio
 			}
 		}
 	}
-	value := a.Value
-	if a.SecretFile != "" {
-		v, err := credentials.Secret("secret_file", a.SecretFile)
-		if err != nil {
-			return "", err
-		}
-		value = v
+	value, err := fillValue(a)
+	if err != nil {
+		return "", err
 	}
 	val, _ := json.Marshal(value)
-	var err error
 	switch a.Kind {
 	case crawl.ActionClick:
 		err = pg.eval(ctx, adl, `(() => { const e = document.querySelector(`+string(sel)+`); e.scrollIntoView({block: "center"}); e.click(); })()`, nil)
@@ -247,4 +243,24 @@ func keyOf(name string) string {
 		return k
 	}
 	return name
+}
+
+// fillValue is what an action types: its value, or the secret it names read on this
+// worker — from a file, or from the worker's environment.
+func fillValue(a crawl.Action) (string, error) {
+	switch {
+	case a.SecretEnv != "":
+		v := os.Getenv(a.SecretEnv)
+		if v == "" {
+			return "", fmt.Errorf("secret %s: the variable %s is not set in this worker's environment; set it where the worker starts", a.Secret, a.SecretEnv)
+		}
+		return v, nil
+	case a.SecretFile != "":
+		flag := "secret_file"
+		if a.Secret != "" {
+			flag = "secrets." + a.Secret + ".file"
+		}
+		return credentials.Secret(flag, a.SecretFile)
+	}
+	return a.Value, nil
 }

@@ -130,9 +130,14 @@ func TestActions(t *testing.T) {
 		if n := strings.Count(body, `class="item"`); n != 5 || lastOf(outs).Note != "skipped: nothing matches (optional)" {
 			t.Errorf("%d items, outcome %+v", n, lastOf(outs))
 		}
-		body, _, _, err = page(t, "/js/more?total=5&consent=1", actionsOpts(consent))
-		if err != nil || strings.Contains(body, `id="consent"`) {
-			t.Errorf("the banner was not clicked away: %v", err)
+		body, _, _, err = page(t, "/js/more?total=5&consent=1&first=10", actionsOpts(consent))
+		if n := strings.Count(body, `class="item"`); err != nil || strings.Contains(body, `id="consent"`) || n != 5 || !strings.Contains(body, "Item 15") {
+			t.Errorf("the banner was not clicked away (%d items, Item 11 to 15 wanted): %v", n, err)
+		}
+		// The banner is a wall: left there, the page shows nothing.
+		body, _, _, err = page(t, "/js/more?total=5&consent=1", actionsOpts())
+		if n := strings.Count(body, `class="item"`); err != nil || n != 0 {
+			t.Errorf("behind the banner %d items show (%v); want none", n, err)
 		}
 	})
 
@@ -231,6 +236,40 @@ func TestHARMasksEncodedFillValues(t *testing.T) {
 	for _, sent := range []string{"zq9@ x&y", "user=a&code=zq9%40+x%26y", "/login/zq9@%20x&y"} {
 		if got := pg.mask(sent); strings.Contains(got, "zq9") {
 			t.Errorf("mask(%q) = %q: the value shows", sent, got)
+		}
+	}
+}
+
+// A fill's secret is read on the worker: from its file or its environment, and one the
+// worker does not have names the secret and what to set.
+func TestFillValueReadsTheWorkersSecret(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "pw")
+	if err := os.WriteFile(file, []byte("from-file\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("TRAWLER_TEST_FILL_PW", "from-env")
+	for _, c := range []struct {
+		a         crawl.Action
+		want, err string
+	}{
+		{a: crawl.Action{Kind: crawl.ActionFill, Value: "boots"}, want: "boots"},
+		{a: crawl.Action{Kind: crawl.ActionFill, Secret: "pw", SecretFile: file}, want: "from-file"},
+		{a: crawl.Action{Kind: crawl.ActionFill, SecretFile: file}, want: "from-file"},
+		{a: crawl.Action{Kind: crawl.ActionFill, Secret: "pw", SecretEnv: "TRAWLER_TEST_FILL_PW"}, want: "from-env"},
+		{a: crawl.Action{Kind: crawl.ActionFill, Secret: "pw", SecretEnv: "TRAWLER_TEST_FILL_UNSET"},
+			err: "secret pw: the variable TRAWLER_TEST_FILL_UNSET is not set in this worker's environment; set it where the worker starts"},
+		{a: crawl.Action{Kind: crawl.ActionFill, Secret: "pw", SecretFile: file + ".gone"},
+			err: "secrets.pw.file " + file + ".gone: cannot read it: no such file or directory"},
+	} {
+		got, err := fillValue(c.a)
+		if c.err != "" {
+			if err == nil || !strings.Contains(err.Error(), c.err) {
+				t.Errorf("%+v: error %v; want %q", c.a, err, c.err)
+			}
+			continue
+		}
+		if err != nil || got != c.want {
+			t.Errorf("%+v: %q, %v; want %q", c.a, got, err, c.want)
 		}
 	}
 }

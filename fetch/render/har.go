@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/trawlerhq/trawler/crawl"
-	"github.com/trawlerhq/trawler/internal/credentials"
 )
 
 // A HAR (HTTP Archive 1.2) of a page's requests, kept with a failure when the step asks
@@ -88,11 +87,9 @@ func fillValues(acts []crawl.Action) []string {
 	var out []string
 	for _, a := range acts {
 		if a.Kind == crawl.ActionFill {
-			v := a.Value
-			if a.SecretFile != "" {
-				v, _ = credentials.Secret("secret_file", a.SecretFile) // unreadable: the action fails
+			if v, err := fillValue(a); err == nil { // unreadable: the action fails, typing nothing
+				out = append(out, v)
 			}
-			out = append(out, v)
 		}
 		out = append(out, fillValues(a.Do)...)
 	}

@@ -16,7 +16,7 @@ import (
 
 // startPool starts a pool on Debian's chromium, which .ci/run installs, and checks
 // when the test ends that none of its processes is left.
-func startPool(t *testing.T, o Options) *Pool {
+func startPool(t testing.TB, o Options) *Pool {
 	t.Helper()
 	if _, err := os.Stat(DefaultBrowser); err != nil {
 		t.Fatalf("%s is missing: install Debian's chromium package (bash .ci/run does)", DefaultBrowser)
@@ -46,7 +46,7 @@ func ours() []Process {
 	return out
 }
 
-func demo(t *testing.T, o demosite.Options) string {
+func demo(t testing.TB, o demosite.Options) string {
 	t.Helper()
 	base, stop, err := demosite.Start("127.0.0.1:0", o)
 	if err != nil {

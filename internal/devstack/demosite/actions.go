@@ -18,8 +18,9 @@ import (
 //	/js/search                 a search field (#q) and a sort (#sort); Enter in the
 //	                           field shows p#searched with what was asked
 //
-// Either page with consent=1 first shows a consent banner (#consent) whose button.accept
-// removes it.
+// Either page with consent=1 first shows a consent banner (#consent), as a wall: no
+// item loads and no button shows until its button.accept is clicked. first=F numbers a
+// page's items F+1 … F+N, so several pages of one crawl hold different items.
 func (s *site) addActionPages() {
 	s.mux.HandleFunc("GET /js/more", s.itemsPage(`
 function more() {
@@ -62,22 +63,28 @@ func (s *site) itemsPage(script string) http.HandlerFunc {
 		if n, err := strconv.Atoi(q.Get("per")); err == nil && n > 0 {
 			per = n
 		}
+		first, _ := strconv.Atoi(q.Get("first"))
 		consent := ""
 		if q.Get("consent") == "1" {
-			consent = `<div id="consent">We use cookies. <button class="accept" onclick="this.parentNode.remove()">Accept</button></div>`
+			consent = `<div id="consent">We use cookies. <button class="accept">Accept</button></div>`
 		}
 		s.jsShell(fmt.Sprintf(`
-const total = %d, per = %d;
+const total = %d, per = %d, first = %d;
 let shown = 0, loading = false;
 function load() {
   loading = true;
-  return fetch("/js/api/items?from=" + shown + "&n=" + per + "&total=" + total).then(r => r.json()).then(d => {
+  return fetch("/js/api/items?from=" + (first + shown) + "&n=" + per + "&total=" + (first + total)).then(r => r.json()).then(d => {
     const list = document.getElementById("items");
     d.items.forEach(it => { const e = el("div", "item", it.title); e.style.height = "60px"; list.append(e); });
     shown += d.items.length;
     loading = false;
   });
 }
-%s`, total, per, script), consent+`<div id="items"></div>`)(w, r)
+function start() {
+%s
+}
+const wall = document.getElementById("consent");
+if (wall) wall.querySelector(".accept").onclick = () => { wall.remove(); start(); };
+else start();`, total, per, max(first, 0), script), consent+`<div id="items"></div>`)(w, r)
 	}
 }

@@ -21,7 +21,7 @@ const LoginTask = "generic.login"
 
 var loginSpec = crawl.TaskSpec{
 	Name:  LoginTask,
-	Doc:   "log in in a browser: the step's render.actions fill the form (each fill from a secret_file), the page must then show success_selector or reach success_url; stores the session — the Cookie header of the browser's cookies, the localStorage entries named — as one item for store: [pool:cookie]",
+	Doc:   "log in in a browser: the step's render.actions fill the form (each fill types a secret the chain declares under secrets:), the page must then show success_selector or reach success_url; stores the session — the Cookie header of the browser's cookies, the localStorage entries named — as one item for store: [pool:cookie]",
 	Seeds: seedInputs,
 	Params: []crawl.Param{
 		urlsParam,

@@ -35,7 +35,7 @@ steps:
 	}
 	for _, want := range []string{
 		`farm.yaml:3: step "login": param success_selector: a login needs a success condition: add success_selector (a CSS selector that matches once logged in, e.g. "#account") or success_url (a regular expression of the address reached, e.g. /account$)`,
-		`farm.yaml:10: step "login": render.actions[1] fill "#password": a login types nothing written in the chain file; put the value in a file on the workers and write fill: {"#password": {secret_file: /run/secrets/NAME}}`,
+		`farm.yaml:10: step "login": render.actions[1] fill "#password": a login types nothing written in the chain file; declare the credential under the chain's secrets: (NAME: {file: /run/secrets/NAME} or {env: VARIABLE}) and write fill: {"#password": {secret: NAME}}`,
 		`farm.yaml:13: step "again": task generic.login logs in in a browser; add render: {mode: always, actions: [...]} with the actions that fill and send the login form`,
 	} {
 		if !strings.Contains(got, want) {
