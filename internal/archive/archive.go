@@ -32,7 +32,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/klauspost/compress/gzip"
 	"github.com/nlnwa/gowarc/v3"
 	"gocloud.dev/blob"
 	"gocloud.dev/blob/fileblob"
@@ -170,9 +169,10 @@ type Writer struct {
 	mu         sync.Mutex
 	files      map[string]*file      // the file being written, by run
 	last       map[string]revisitRef // the last archived response of each URL, in finished files
-	gz         *gzip.Writer          // compresses each record, into member
-	member     bytes.Buffer
-	head       bytes.Buffer // a record's fields, written
+	gz         gzipper               // compresses each record (deflate.go)
+	record     bytes.Buffer          // a record, written
+	member     []byte                // a record, compressed
+	head       bytes.Buffer          // a record's fields, written
 	stop, done chan struct{}
 }
 
@@ -329,23 +329,15 @@ func (w *Writer) fileFor(p Page, at time.Time) (*file, error) {
 }
 
 // append writes a record to f as one gzip member and returns where it is in the file.
-// The compressor and its buffer are reused (w.mu is held): making a compressor per
-// record cost more than compressing it.
+// The compressor and its buffers are reused (w.mu is held).
 func (w *Writer) append(f *file, rec fields, block ...[]byte) (offset, length int64, err error) {
-	w.member.Reset()
-	if w.gz == nil {
-		w.gz = gzip.NewWriter(&w.member)
-	} else {
-		w.gz.Reset(&w.member)
-	}
-	if err := writeRecord(w.gz, &w.head, rec, block...); err != nil {
+	w.record.Reset()
+	if err := writeRecord(&w.record, &w.head, rec, block...); err != nil {
 		return 0, 0, err
 	}
-	if err := w.gz.Close(); err != nil {
-		return 0, 0, err
-	}
+	w.member = w.gz.appendGzip(w.member[:0], w.record.Bytes())
 	offset = f.size
-	n, err := f.buf.Write(w.member.Bytes())
+	n, err := f.buf.Write(w.member)
 	f.size += int64(n)
 	return offset, int64(n), err
 }
