@@ -8,9 +8,6 @@ import (
 	"io"
 	"maps"
 	"net/http"
-	"net/http/httptest"
-	"net/http/httputil"
-	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -41,8 +38,9 @@ import (
 func TestArchiveKilledWorkerLeavesNoUnreadableWARC(t *testing.T) {
 	bin := buildTrawler(t)
 	dest := "file://" + t.TempDir()
-	// 300 ms a page keeps both workers writing for seconds: one dies mid-file.
-	site := startSite(t, demosite.Options{Pages: 6, Latency: 300 * time.Millisecond})
+	// 300 ms a page keeps both workers writing for seconds, and the stories past the
+	// 40th wait at a gate until the victim is dead: it dies mid-file, holding a batch.
+	site, _, release := gatedSite(t, startSite(t, demosite.Options{Pages: 6, Latency: 300 * time.Millisecond}), "/item/", 40)
 	const queue = "archive-kill"
 	out := filepath.Join(shared.dir, "archive-kill-out")
 	workers := map[int]*exec.Cmd{}
@@ -58,6 +56,7 @@ func TestArchiveKilledWorkerLeavesNoUnreadableWARC(t *testing.T) {
 	}
 	_ = workers[victim].Wait()
 	delete(workers, victim)
+	release()
 	noFailures(t, wait(t, id, 3*time.Minute))
 	for _, w := range workers { // stopped as an operator stops it: its open file is finished
 		if err := w.Process.Signal(syscall.SIGTERM); err != nil {
@@ -173,16 +172,12 @@ func TestArchiveWriteFailureKeepsTheItems(t *testing.T) {
 // counts the requests of prefix answered so far.
 func gatedSite(t *testing.T, target, prefix string, n int64) (site string, served func() int64, release func()) {
 	t.Helper()
-	u, err := url.Parse(target)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var admitted, done atomic.Int64
 	open := make(chan struct{})
 	var once sync.Once
 	release = func() { once.Do(func() { close(open) }) }
-	proxy := httputil.NewSingleHostReverseProxy(u)
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	t.Cleanup(release)
+	site = inFrontOf(t, target, func(w http.ResponseWriter, r *http.Request, site http.Handler) {
 		if strings.HasPrefix(r.URL.Path, prefix) {
 			if admitted.Add(1) > n {
 				select {
@@ -193,11 +188,9 @@ func gatedSite(t *testing.T, target, prefix string, n int64) (site string, serve
 			}
 			defer done.Add(1)
 		}
-		proxy.ServeHTTP(w, r)
-	}))
-	t.Cleanup(release)
-	t.Cleanup(srv.Close)
-	return srv.URL, done.Load, release
+		site.ServeHTTP(w, r)
+	})
+	return site, done.Load, release
 }
 
 // archiveFailures reads trawler_archive_failures_total of this process.

@@ -7,6 +7,10 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"strings"
 	"testing"
@@ -233,6 +237,20 @@ func startSite(t *testing.T, o demosite.Options) string {
 	}
 	t.Cleanup(func() { _ = stop() })
 	return url
+}
+
+// inFrontOf serves the site at target through handle, which gets every request and the
+// proxy that passes it on to the site: a test counts requests there, or holds them.
+func inFrontOf(t *testing.T, target string, handle func(w http.ResponseWriter, r *http.Request, site http.Handler)) string {
+	t.Helper()
+	u, err := url.Parse(target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := httputil.NewSingleHostReverseProxy(u)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { handle(w, r, proxy) }))
+	t.Cleanup(srv.Close)
+	return srv.URL
 }
 
 func TestDemoChainStoresExactlyTheSite(t *testing.T) {

@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"net/http/httputil"
-	"net/url"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -31,18 +29,11 @@ import (
 // requestLog puts a counter of every request in front of the site at target.
 func requestLog(t *testing.T, target string) (string, func() int64) {
 	t.Helper()
-	u, err := url.Parse(target)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var n atomic.Int64
-	proxy := httputil.NewSingleHostReverseProxy(u)
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	return inFrontOf(t, target, func(w http.ResponseWriter, r *http.Request, site http.Handler) {
 		n.Add(1)
-		proxy.ServeHTTP(w, r)
-	}))
-	t.Cleanup(srv.Close)
-	return srv.URL, n.Load
+		site.ServeHTTP(w, r)
+	}), n.Load
 }
 
 // controlFlags point the CLI at the shared stack, whatever queue the run uses.

@@ -3,9 +3,6 @@ package tests
 import (
 	"fmt"
 	"net/http"
-	"net/http/httptest"
-	"net/http/httputil"
-	"net/url"
 	"sync"
 	"testing"
 	"time"
@@ -17,25 +14,18 @@ import (
 // countingSite puts a counter of requests per path and query in front of a demo site.
 func countingSite(t *testing.T, o demosite.Options) (string, func(path string) int) {
 	t.Helper()
-	target, err := url.Parse(startSite(t, o))
-	if err != nil {
-		t.Fatal(err)
-	}
 	var mu sync.Mutex
 	hits := map[string]int{}
-	proxy := httputil.NewSingleHostReverseProxy(target)
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		mu.Lock()
-		hits[r.URL.RequestURI()]++
-		mu.Unlock()
-		proxy.ServeHTTP(w, r)
-	}))
-	t.Cleanup(srv.Close)
-	return srv.URL, func(path string) int {
-		mu.Lock()
-		defer mu.Unlock()
-		return hits[path]
-	}
+	return inFrontOf(t, startSite(t, o), func(w http.ResponseWriter, r *http.Request, site http.Handler) {
+			mu.Lock()
+			hits[r.URL.RequestURI()]++
+			mu.Unlock()
+			site.ServeHTTP(w, r)
+		}), func(path string) int {
+			mu.Lock()
+			defer mu.Unlock()
+			return hits[path]
+		}
 }
 
 // sharedFeed is the demo chain with its feed step made a shared source.
