@@ -33,6 +33,10 @@ var ActionKeys = []string{"Enter", "Tab", "Escape", "Backspace", "Delete", "Spac
 // every action also ends within the page's render.timeout.
 const DefaultActionTimeout = 5 * time.Second
 
+// DefaultNoChangeFor is how long a round of `until: {no_change: true}` must change
+// nothing on the page for the loop to end.
+const DefaultNoChangeFor = time.Second
+
 // MaxRepeat bounds a repeat's `max:`.
 const MaxRepeat = 1000
 
@@ -78,8 +82,10 @@ type Until struct {
 	// Gone stops once nothing matches Gone (a "load more" button that went away).
 	Gone string `json:"gone,omitempty"`
 	// NoChange stops once a round changed nothing on the page (an infinite list at
-	// its end).
-	NoChange bool `json:"no_change,omitempty"`
+	// its end) and nothing changed within NoChangeFor after it either: lists that show
+	// a spinner first, or wait out a debounce, load after the network went quiet.
+	NoChange    bool          `json:"no_change,omitempty"`
+	NoChangeFor time.Duration `json:"no_change_for,omitempty"`
 }
 
 // String names the action in messages as a user wrote it, without a fill value:
@@ -242,7 +248,13 @@ func (l *loader) repeat(a *Action, v *yaml.Node, where, field string) {
 				case "gone":
 					a.Until.Gone = l.selector(v, where, field+".until.gone")
 				case "no_change":
-					a.Until.NoChange = l.boolean(v, field+".until.no_change")
+					// true, or how long a round must change nothing: no_change: 3s.
+					a.Until.NoChange, a.Until.NoChangeFor = true, DefaultNoChangeFor
+					if v.Kind == yaml.ScalarNode && v.Tag != "!!bool" {
+						a.Until.NoChangeFor = l.duration(v, field+".until.no_change")
+					} else {
+						a.Until.NoChange = l.boolean(v, field+".until.no_change")
+					}
 				}
 			})
 			u := a.Until
@@ -282,6 +294,9 @@ func (l *loader) checkActions(acts []Action, r *Render, where, path string) {
 		p := fmt.Sprintf("%s[%d]", path, i)
 		if a.Timeout > r.Timeout {
 			l.add(a.line, "%s: %s %s: its timeout %s is longer than render.timeout %s; shorten it or raise render.timeout", where, p, a, a.Timeout, r.Timeout)
+		}
+		if u := a.Until; u != nil && u.NoChangeFor >= r.Timeout {
+			l.add(a.line, "%s: %s.repeat.until.no_change %s leaves no time to scroll within render.timeout %s; shorten it or raise render.timeout", where, p, u.NoChangeFor, r.Timeout)
 		}
 		l.checkActions(a.Do, r, where, p+".repeat.do")
 	}

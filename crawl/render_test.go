@@ -138,6 +138,8 @@ steps:
         - fill: {"#user": {secret: shop_user}}
         - fill: {"#password": {secret: shop_password}}
         - fill: {"#q": {param: query}}
+        - repeat: {do: [scroll: bottom], until: {no_change: true}, max: 50}
+        - repeat: {do: [scroll: bottom], until: {no_change: 3s}, max: 50}
 `
 	c, err := crawl.Load("shop.yaml", []byte(src), crawl.LoadOptions{Registry: reg})
 	if err != nil {
@@ -155,7 +157,7 @@ steps:
 	for _, a := range acts {
 		got = append(got, a.String())
 	}
-	want := `click "#consent .accept"|fill "#q"|fill "#password"|select "select[name=size]"|press Enter|wait_for ".item"|wait 500ms|scroll bottom|scroll "#footer"|script|repeat|fill "#user"|fill "#password"|fill "#q"`
+	want := `click "#consent .accept"|fill "#q"|fill "#password"|select "select[name=size]"|press Enter|wait_for ".item"|wait 500ms|scroll bottom|scroll "#footer"|script|repeat|fill "#user"|fill "#password"|fill "#q"|repeat|repeat`
 	if strings.Join(got, "|") != want {
 		t.Fatalf("actions %q\nwant %q", strings.Join(got, "|"), want)
 	}
@@ -181,6 +183,14 @@ steps:
 	}
 	if a := acts[13]; a.Value != "boots" {
 		t.Errorf("fill from a param: %+v", a)
+	}
+	// A round that changes nothing ends a loop once nothing changes for a second, or as
+	// long as no_change says.
+	if u := acts[14].Until; u == nil || !u.NoChange || u.NoChangeFor != time.Second {
+		t.Errorf("no_change: true: %+v", u)
+	}
+	if u := acts[15].Until; u == nil || !u.NoChange || u.NoChangeFor != 3*time.Second {
+		t.Errorf("no_change: 3s: %+v", u)
 	}
 }
 
@@ -214,6 +224,8 @@ steps:
         - fill: {"#q": {param: qurey}}
         - fill: {"#q": {param: query, secret: shop_password}}
         - fill: {"#q": {value: boots}}
+        - repeat: {do: [scroll: bottom], until: {no_change: 5}, max: 9}
+        - repeat: {do: [scroll: bottom], until: {no_change: 10s}, max: 9}
 `
 	_, err := crawl.Load("shop.yaml", []byte(src), crawl.LoadOptions{Registry: renderRegistry()})
 	if err == nil {
@@ -238,6 +250,8 @@ steps:
 		"shop.yaml:26: step \"list\": render.actions[10] fill \"#q\": the step has no param \"qurey\" (did you mean \"query\"?); its params: query",
 		"shop.yaml:27: step 1: render.actions[11].fill: write a value, or one of {secret: NAME} (a secret the chain's secrets: declares), {param: NAME} (one of the step's params) or {secret_file: /absolute/path}",
 		"shop.yaml:28: step 1: render.actions[12].fill value: unknown field `value`; valid fields: secret, param, secret_file",
+		"shop.yaml:29: `render.actions[13].repeat.until.no_change`: bad duration \"5\": give a unit, e.g. 5s or 5m",
+		"shop.yaml:30: step 1: render.actions[14].repeat.until.no_change 10s leaves no time to scroll within render.timeout 10s; shorten it or raise render.timeout",
 	} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("missing %q in:\n%v", want, err)

@@ -187,7 +187,21 @@ func (pg *pageRun) repeat(ctx context.Context, deadline time.Time, a crawl.Actio
 		var err error
 		if u.NoChange {
 			err = pg.eval(ctx, deadline, shape, &after)
-			done = before == after
+			if err == nil && before == after {
+				// A list may load after a spinner or a debounce, when the network has
+				// been quiet a while already: the round changed nothing only if nothing
+				// changes for NoChangeFor either.
+				was, _ := json.Marshal(before)
+				grace := time.Now().Add(cmp.Or(u.NoChangeFor, crawl.DefaultNoChangeFor))
+				if grace.After(deadline) {
+					grace = deadline
+				}
+				var changed bool
+				changed, err = pg.waitFor(ctx, grace, "("+shape+") !== "+string(was))
+				if done = !changed; changed {
+					pg.quiet(ctx, deadline) // what started loading, loaded
+				}
+			}
 		} else {
 			err = pg.eval(ctx, deadline, cond, &done)
 		}

@@ -119,6 +119,34 @@ func TestActions(t *testing.T) {
 		}
 	})
 
+	// An infinite list that loads only after a debounce, when the network has long been
+	// quiet: a round ends before its items come, and the loop waits for a change (1s by
+	// default, longer when no_change says) before it takes the list for finished.
+	t.Run("infinite list that loads late", func(t *testing.T) {
+		for _, c := range []struct {
+			url  string
+			wait time.Duration
+		}{{"/js/observe?total=100&per=20&delay=400", 0}, {"/js/observe?total=60&per=20&delay=1500", 2500 * time.Millisecond}} {
+			opts := actionsOpts(crawl.Action{Kind: crawl.ActionRepeat, Do: []crawl.Action{{Kind: crawl.ActionScroll}},
+				Until: &crawl.Until{NoChange: true, NoChangeFor: c.wait}, Max: 20})
+			opts.Timeout = 30 * time.Second
+			body, outs, _, err := page(t, c.url, opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := 100
+			if c.wait > 0 {
+				want = 60
+			}
+			if n := strings.Count(body, `class="item"`); n != want {
+				t.Errorf("%s: %d items after scrolling to the end; want %d", c.url, n, want)
+			}
+			if note, rounds := lastOf(outs).Note, want/20; note != fmt.Sprintf("until held after %d rounds", rounds) {
+				t.Errorf("%s: note %q; want until held after %d rounds (%d that loaded, one that did not)", c.url, note, rounds, rounds-1)
+			}
+		}
+	})
+
 	// A consent banner: an optional click finds nothing on a page without one and the
 	// page is read; on a page with one it is clicked away.
 	t.Run("optional consent", func(t *testing.T) {

@@ -14,6 +14,9 @@ import (
 //	                           (div.item) per click and goes away when all N show
 //	/js/scroll?total=N&per=M   an infinite list that adds M items whenever the window
 //	                           is scrolled to its bottom, until all N show
+//	/js/observe?total=N&per=M&delay=D  an infinite list that loads M more when a
+//	                           sentinel below the last item comes into view, D ms later
+//	                           (a debounce; default 400), until all N show
 //	/js/api/items?from=F&n=M&total=N   items F+1 … F+M (at most N), as JSON
 //	/js/search                 a search field (#q) and a sort (#sort); Enter in the
 //	                           field shows p#searched with what was asked
@@ -33,6 +36,20 @@ window.addEventListener("scroll", () => {
   if (!loading && shown < total && innerHeight + scrollY >= document.documentElement.scrollHeight - 10) load();
 });
 load();`))
+	s.mux.HandleFunc("GET /js/observe", func(w http.ResponseWriter, r *http.Request) {
+		delay := 400
+		if n, err := strconv.Atoi(r.URL.Query().Get("delay")); err == nil && n >= 0 {
+			delay = n
+		}
+		s.itemsPage(fmt.Sprintf(`
+const sentinel = el("div", "sentinel", ""); document.body.append(sentinel);
+new IntersectionObserver(entries => {
+  if (!entries[0].isIntersecting || loading || shown >= total) return;
+  loading = true;
+  setTimeout(load, %d);
+}).observe(sentinel);
+load();`, delay))(w, r)
+	})
 	s.mux.HandleFunc("GET /js/search", s.jsShell(`
 document.getElementById("q").addEventListener("keydown", e => {
   if (e.key !== "Enter") return;
