@@ -160,6 +160,12 @@ func (pg *pageRun) action(ctx context.Context, deadline time.Time, a crawl.Actio
 
 // repeat runs a loop's actions until its condition holds, at most Max rounds; a loop
 // that reaches Max ends there (the page is read as it is) with a note saying so.
+//
+// A round's actions wait for the requests they start, but a page may start loading
+// only later (a debounce, a timer, a spinner first): a round that has not changed the
+// page yet waits up to a second (no_change: its own wait) for a change before it is
+// judged, so a list that loads late is neither taken for finished nor clicked again
+// and again while it loads.
 func (pg *pageRun) repeat(ctx context.Context, deadline time.Time, a crawl.Action, path string) (string, error) {
 	u := a.Until
 	var cond string
@@ -171,48 +177,69 @@ func (pg *pageRun) repeat(ctx context.Context, deadline time.Time, a crawl.Actio
 		sel, _ := json.Marshal(u.Gone)
 		cond = `document.querySelector(` + string(sel) + `) === null`
 	}
-	// What a round that loaded nothing leaves as it was.
-	const shape = `document.documentElement.scrollHeight + ":" + document.getElementsByTagName("*").length`
+	held := func() (bool, error) {
+		var ok bool
+		err := pg.eval(ctx, deadline, cond, &ok)
+		return ok, err
+	}
+	grace := cmp.Or(u.NoChangeFor, crawl.DefaultNoChangeFor)
 	for round := 1; round <= a.Max; round++ {
-		var before, after string
-		if u.NoChange {
-			if err := pg.eval(ctx, deadline, shape, &before); err != nil {
-				return "", err
-			}
+		var before string
+		if err := pg.eval(ctx, deadline, pageShape, &before); err != nil {
+			return "", err
 		}
 		if err := pg.act(ctx, deadline, a.Do, path+".repeat.do"); err != nil {
 			return "", err
 		}
 		done := false
 		var err error
-		if u.NoChange {
-			err = pg.eval(ctx, deadline, shape, &after)
-			if err == nil && before == after {
-				// A list may load after a spinner or a debounce, when the network has
-				// been quiet a while already: the round changed nothing only if nothing
-				// changes for NoChangeFor either.
-				was, _ := json.Marshal(before)
-				grace := time.Now().Add(cmp.Or(u.NoChangeFor, crawl.DefaultNoChangeFor))
-				if grace.After(deadline) {
-					grace = deadline
-				}
-				var changed bool
-				changed, err = pg.waitFor(ctx, grace, "("+shape+") !== "+string(was))
-				if done = !changed; changed {
-					pg.quiet(ctx, deadline) // what started loading, loaded
+		if !u.NoChange {
+			if done, err = held(); err != nil {
+				return "", err
+			}
+		}
+		if !done {
+			var changed bool
+			if changed, err = pg.changedSince(ctx, deadline, before, grace); err != nil {
+				return "", err
+			}
+			switch {
+			case u.NoChange:
+				done = !changed
+			case changed:
+				if done, err = held(); err != nil {
+					return "", err
 				}
 			}
-		} else {
-			err = pg.eval(ctx, deadline, cond, &done)
-		}
-		if err != nil {
-			return "", err
 		}
 		if done {
 			return fmt.Sprintf("until held after %d rounds", round), nil
 		}
 	}
 	return fmt.Sprintf("stopped on max: %d rounds ran and until never held", a.Max), nil
+}
+
+// pageShape is what a round that loaded nothing leaves as it was: the page's height and
+// its number of elements.
+const pageShape = `document.documentElement.scrollHeight + ":" + document.getElementsByTagName("*").length`
+
+// changedSince reports whether the page's shape differs from before, waiting up to
+// grace (within the deadline) for it to; a change that comes is let finish loading.
+func (pg *pageRun) changedSince(ctx context.Context, deadline time.Time, before string, grace time.Duration) (bool, error) {
+	var now string
+	if err := pg.eval(ctx, deadline, pageShape, &now); err != nil || now != before {
+		return err == nil, err
+	}
+	until := time.Now().Add(grace)
+	if until.After(deadline) {
+		until = deadline
+	}
+	was, _ := json.Marshal(before)
+	changed, err := pg.waitFor(ctx, until, "("+pageShape+") !== "+string(was))
+	if changed {
+		pg.quiet(ctx, deadline)
+	}
+	return changed, err
 }
 
 // waitFor polls a condition in the page until it holds or the deadline passes.

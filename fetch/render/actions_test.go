@@ -147,6 +147,24 @@ func TestActions(t *testing.T) {
 		}
 	})
 
+	// "Load more" that loads 400 ms after the click, when the click's own wait is over:
+	// each round waits for the change instead of clicking again while it loads, so five
+	// rounds bring all 55 items, well within max.
+	t.Run("load more that loads late", func(t *testing.T) {
+		opts := actionsOpts(crawl.Action{Kind: crawl.ActionRepeat, Do: []crawl.Action{more}, Until: &crawl.Until{Gone: "button.more"}, Max: 8})
+		opts.Timeout = 30 * time.Second
+		body, outs, _, err := page(t, "/js/more?total=55&per=10&delay=400", opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := strings.Count(body, `class="item"`); n != 55 || strings.Count(body, ">Item 11<") != 1 {
+			t.Errorf("%d items after load more (Item 11 %d times); want 55, each once", n, strings.Count(body, ">Item 11<"))
+		}
+		if note := lastOf(outs).Note; note != "until held after 5 rounds" {
+			t.Errorf("note %q; want until held after 5 rounds", note)
+		}
+	})
+
 	// A consent banner: an optional click finds nothing on a page without one and the
 	// page is read; on a page with one it is clicked away.
 	t.Run("optional consent", func(t *testing.T) {

@@ -12,6 +12,7 @@ import (
 //
 //	/js/more?total=N&per=M     a "load more" button (button.more) that adds M items
 //	                           (div.item) per click and goes away when all N show
+//	                           (a click while loading does nothing)
 //	/js/scroll?total=N&per=M   an infinite list that adds M items whenever the window
 //	                           is scrolled to its bottom, until all N show
 //	/js/observe?total=N&per=M&delay=D  an infinite list that loads M more when a
@@ -21,35 +22,30 @@ import (
 //	/js/search                 a search field (#q) and a sort (#sort); Enter in the
 //	                           field shows p#searched with what was asked
 //
-// Either page with consent=1 first shows a consent banner (#consent), as a wall: no
-// item loads and no button shows until its button.accept is clicked. first=F numbers a
-// page's items F+1 … F+N, so several pages of one crawl hold different items.
+// delay=D makes each of them load D ms after it is asked to (a debounce; /js/observe
+// waits 400 by default, the others not at all). Any of them with consent=1 first shows
+// a consent banner (#consent), as a wall: no item loads and no button shows until its
+// button.accept is clicked. first=F numbers a page's items F+1 … F+N, so several pages
+// of one crawl hold different items.
 func (s *site) addActionPages() {
 	s.mux.HandleFunc("GET /js/more", s.itemsPage(`
 function more() {
-  load().then(() => { if (shown >= total) document.querySelector("button.more").remove(); });
+  if (loading) return;
+  later(() => load().then(() => { if (shown >= total) document.querySelector("button.more").remove(); }));
 }
 const b = el("button", "more", "Load more"); b.onclick = more; document.body.append(b);
-load();`))
+load();`, 0))
 	s.mux.HandleFunc("GET /js/scroll", s.itemsPage(`
 window.addEventListener("scroll", () => {
-  if (!loading && shown < total && innerHeight + scrollY >= document.documentElement.scrollHeight - 10) load();
+  if (!loading && shown < total && innerHeight + scrollY >= document.documentElement.scrollHeight - 10) later(load);
 });
-load();`))
-	s.mux.HandleFunc("GET /js/observe", func(w http.ResponseWriter, r *http.Request) {
-		delay := 400
-		if n, err := strconv.Atoi(r.URL.Query().Get("delay")); err == nil && n >= 0 {
-			delay = n
-		}
-		s.itemsPage(fmt.Sprintf(`
+load();`, 0))
+	s.mux.HandleFunc("GET /js/observe", s.itemsPage(`
 const sentinel = el("div", "sentinel", ""); document.body.append(sentinel);
 new IntersectionObserver(entries => {
-  if (!entries[0].isIntersecting || loading || shown >= total) return;
-  loading = true;
-  setTimeout(load, %d);
+  if (entries[0].isIntersecting && !loading && shown < total) later(load);
 }).observe(sentinel);
-load();`, delay))(w, r)
-	})
+load();`, 400))
 	s.mux.HandleFunc("GET /js/search", s.jsShell(`
 document.getElementById("q").addEventListener("keydown", e => {
   if (e.key !== "Enter") return;
@@ -69,10 +65,16 @@ document.getElementById("q").addEventListener("keydown", e => {
 	})
 }
 
-// itemsPage serves a page of items loaded by script; script wires how more load.
-func (s *site) itemsPage(script string) http.HandlerFunc {
+// itemsPage serves a page of items loaded by script; script wires how more load, each
+// time through later, which waits delay ms (the query's delay=, else defaultDelay) first
+// with the page marked loading, as a debounce or a spinner does.
+func (s *site) itemsPage(script string, defaultDelay int) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		q := r.URL.Query()
+		delay := defaultDelay
+		if n, err := strconv.Atoi(q.Get("delay")); err == nil && n >= 0 {
+			delay = n
+		}
 		total, per := 35, 10
 		if n, err := strconv.Atoi(q.Get("total")); err == nil && n >= 0 {
 			total = n
@@ -86,8 +88,13 @@ func (s *site) itemsPage(script string) http.HandlerFunc {
 			consent = `<div id="consent">We use cookies. <button class="accept">Accept</button></div>`
 		}
 		s.jsShell(fmt.Sprintf(`
-const total = %d, per = %d, first = %d;
+const total = %d, per = %d, first = %d, delay = %d;
 let shown = 0, loading = false;
+function later(f) {
+  if (delay === 0) return f();
+  loading = true;
+  setTimeout(f, delay);
+}
 function load() {
   loading = true;
   return fetch("/js/api/items?from=" + (first + shown) + "&n=" + per + "&total=" + (first + total)).then(r => r.json()).then(d => {
@@ -102,6 +109,6 @@ function start() {
 }
 const wall = document.getElementById("consent");
 if (wall) wall.querySelector(".accept").onclick = () => { wall.remove(); start(); };
-else start();`, total, per, max(first, 0), script), consent+`<div id="items"></div>`)(w, r)
+else start();`, total, per, max(first, 0), delay, script), consent+`<div id="items"></div>`)(w, r)
 	}
 }
