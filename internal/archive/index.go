@@ -73,8 +73,8 @@ func readIndexes(ctx context.Context, b *blob.Bucket, prefix string) ([]Entry, e
 	}
 	var out []Entry
 	for _, k := range slices.Sorted(maps.Keys(keys)) {
-		warc, ok := strings.CutSuffix(k, ".cdxj")
-		if !ok || !keys[warc+".warc.gz"] {
+		warc, isIndex := strings.CutSuffix(k, ".cdxj")
+		if _, found := keys[warc+".warc.gz"]; !isIndex || !found {
 			continue
 		}
 		data, err := b.ReadAll(ctx, k)

@@ -37,23 +37,13 @@ func Files(ctx context.Context, b *blob.Bucket, tenant string) (files []File, un
 	if tenant != "" {
 		prefix = tenant + "/"
 	}
-	sizes := map[string]int64{}
-	it := b.List(&blob.ListOptions{Prefix: prefix})
-	for {
-		obj, err := it.Next(ctx)
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return nil, nil, err
-		}
-		if strings.Count(obj.Key, "/") == 2 && (strings.HasSuffix(obj.Key, ".warc.gz") || strings.HasSuffix(obj.Key, ".cdxj")) {
-			sizes[obj.Key] = obj.Size
-		}
+	sizes, err := listKeys(ctx, b, prefix)
+	if err != nil {
+		return nil, nil, err
 	}
 	for _, name := range slices.Sorted(func(yield func(string) bool) {
 		for k := range sizes {
-			if strings.HasSuffix(k, ".warc.gz") && !yield(k) {
+			if strings.Count(k, "/") == 2 && strings.HasSuffix(k, ".warc.gz") && !yield(k) {
 				return
 			}
 		}
@@ -150,7 +140,8 @@ func RemoveOrphanIndexes(ctx context.Context, b *blob.Bucket, tenant string, dry
 	}
 	var orphans []string
 	for _, k := range slices.Sorted(maps.Keys(keys)) {
-		if warc, ok := strings.CutSuffix(k, ".cdxj"); ok && !keys[warc+".warc.gz"] {
+		warc, isIndex := strings.CutSuffix(k, ".cdxj")
+		if _, found := keys[warc+".warc.gz"]; isIndex && !found {
 			if !dryRun {
 				if err := b.Delete(ctx, k); err != nil {
 					return orphans, fmt.Errorf("removing %s, an index whose WARC file is gone: %w", k, err)
@@ -162,9 +153,9 @@ func RemoveOrphanIndexes(ctx context.Context, b *blob.Bucket, tenant string, dry
 	return orphans, nil
 }
 
-// listKeys is the set of names under prefix.
-func listKeys(ctx context.Context, b *blob.Bucket, prefix string) (map[string]bool, error) {
-	keys := map[string]bool{}
+// listKeys is the names under prefix, with their sizes.
+func listKeys(ctx context.Context, b *blob.Bucket, prefix string) (map[string]int64, error) {
+	keys := map[string]int64{}
 	it := b.List(&blob.ListOptions{Prefix: prefix})
 	for {
 		obj, err := it.Next(ctx)
@@ -174,6 +165,6 @@ func listKeys(ctx context.Context, b *blob.Bucket, prefix string) (map[string]bo
 		if err != nil {
 			return nil, err
 		}
-		keys[obj.Key] = true
+		keys[obj.Key] = obj.Size
 	}
 }
