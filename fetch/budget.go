@@ -30,9 +30,17 @@ type Budget struct {
 	// PauseWait is the longest a request waits in-process for a pause to end; a longer
 	// pause holds it back at once (crawl.HeldError), so the engine runs it again after.
 	PauseWait time.Duration
+	// Urgent requests (see Urgent) take a slot that comes free before the requests of
+	// the same process that are not: the next page of a paged list goes before the
+	// detail pages the list led to. A request yields to urgent ones for at most
+	// UrgentYield, so a step whose pages are all urgent (a site crawl) starves nothing.
+	Urgent bool
 
 	floor time.Duration // Interval before AutoThrottle: the least it may set
 }
+
+// UrgentYield is the longest a request lets urgent requests go first (Budget.Urgent).
+const UrgentYield = time.Second
 
 // Budgets share the hosts' budgets between requests: those of one worker process
 // (LocalBudgets), or of every worker of a fleet (internal/polite, in Redis).
@@ -65,6 +73,7 @@ type localHost struct {
 
 	mu     sync.Mutex
 	used   int
+	urgent int           // urgent requests waiting for a slot
 	wake   chan struct{} // closed and replaced whenever a slot frees
 	next   time.Time     // the earliest the next request may start
 	until  time.Time     // paused until
@@ -104,6 +113,15 @@ func (l *localBudgets) Take(ctx context.Context, b Budget) (func(), error) {
 	h := l.host(b.Key)
 	defer l.done(h)
 	deadline, hasDeadline := ctx.Deadline()
+	yieldUntil := time.Now().Add(UrgentYield)
+	waits := false // counted in h.urgent
+	defer func() {
+		if waits {
+			h.mu.Lock()
+			h.stopWaiting()
+			h.mu.Unlock()
+		}
+	}()
 	for {
 		h.mu.Lock()
 		now := time.Now()
@@ -118,11 +136,21 @@ func (l *localBudgets) Take(ctx context.Context, b Budget) (func(), error) {
 			}
 			continue
 		}
-		if h.used >= b.Concurrency {
+		if h.used >= b.Concurrency || !b.Urgent && h.urgent > 0 && now.Before(yieldUntil) {
+			if b.Urgent && !waits {
+				waits = true
+				h.urgent++
+			}
 			wake := h.wake
+			var yielded <-chan time.Time // when it stops yielding to urgent requests
+			if h.used < b.Concurrency {
+				yielded = time.After(time.Until(yieldUntil))
+			}
 			h.mu.Unlock()
 			select {
 			case <-wake:
+				continue
+			case <-yielded:
 				continue
 			case <-ctx.Done():
 				return nil, b.Ended(ctx, fmt.Sprintf("no slot came free before the input's deadline (%d at a time)", b.Concurrency))
@@ -137,6 +165,10 @@ func (l *localBudgets) Take(ctx context.Context, b Budget) (func(), error) {
 			return nil, &crawl.HeldError{Host: b.Key, Wait: start.Sub(now), Reason: "its turn to start comes after the input's deadline (" + intervalText(b) + ")"}
 		}
 		h.used++
+		if waits {
+			waits = false
+			h.stopWaiting()
+		}
 		if b.Interval > 0 {
 			h.next = start.Add(b.Interval + b.DrawJitter())
 		}
@@ -162,6 +194,14 @@ func (l *localBudgets) Take(ctx context.Context, b Budget) (func(), error) {
 		}
 		return release, nil
 	}
+}
+
+// stopWaiting uncounts an urgent request that no longer waits and wakes the others,
+// which it may have kept from a free slot; h.mu held.
+func (h *localHost) stopWaiting() {
+	h.urgent--
+	close(h.wake)
+	h.wake = make(chan struct{})
 }
 
 func (l *localBudgets) Pause(_ context.Context, key string, until time.Time, reason string) error {

@@ -68,6 +68,23 @@ func Politeness(o Options) crawl.Middleware {
 	}
 }
 
+type urgentKey struct{}
+
+// Urgent marks the requests made with ctx as on their run's critical path: when their
+// host has no slot free, they take the next one before the other requests of this
+// process (Budget.Urgent). The engine marks the pages of a step that feeds itself (a
+// paged list, a comments thread, a site's pages): every page of them waits on the one
+// before, while the pages they lead to wait on nothing. The host's limits hold as
+// before; only the order of those waiting changes.
+func Urgent(ctx context.Context) context.Context {
+	return context.WithValue(ctx, urgentKey{}, true)
+}
+
+func isUrgent(ctx context.Context) bool {
+	u, _ := ctx.Value(urgentKey{}).(bool)
+	return u
+}
+
 // waitContext bounds the wait for a budget so that the request still has time to run
 // once it starts: waiting ends while a quarter of the time left (at most 5 s) remains,
 // and the input is held back instead of starting too late to finish.
@@ -139,7 +156,7 @@ func (p *polite) budget(ctx context.Context, r *crawl.Request, u *url.URL) (Budg
 	if d, ok := ctx.Deadline(); ok {
 		life = min(life, time.Until(d))
 	}
-	b := Budget{Key: p.groupKey(ctx, u, lim.Group), Lease: max(life, 0) + leaseMargin, Jitter: lim.Jitter, PauseWait: p.o.MaxRetryWait}
+	b := Budget{Key: p.groupKey(ctx, u, lim.Group), Lease: max(life, 0) + leaseMargin, Jitter: lim.Jitter, PauseWait: p.o.MaxRetryWait, Urgent: isUrgent(ctx)}
 	concSource := "default"
 	switch {
 	case lim.Concurrency > 0:

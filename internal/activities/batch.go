@@ -443,6 +443,12 @@ func (r *batchRun) execute(l *lane) {
 	b := l.b
 	sem := make(chan struct{}, max(b.Step.Concurrency, 1))
 	send := func(o outcome) { o.lane = l.n; r.results <- o }
+	// The pages of a step that feeds itself are the run's critical path (each waits
+	// on the one before): they go first when their host is busy.
+	ctx := r.runCtx
+	if b.Step.ConsumesItself() {
+		ctx = fetch.Urgent(ctx)
+	}
 	for q := range l.queue {
 		if r.runCtx.Err() != nil {
 			break
@@ -475,7 +481,7 @@ func (r *batchRun) execute(l *lane) {
 		go func(i int, w crawl.Work) {
 			defer func() { <-sem; wg.Done() }()
 			began := time.Now()
-			o := r.a.runOne(r.runCtx, l.task, l.env, b, i, w)
+			o := r.a.runOne(ctx, l.task, l.env, b, i, w)
 			l.cost.wall.Add(int64(time.Since(began)))
 			send(o)
 		}(i, w)

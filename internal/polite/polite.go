@@ -86,6 +86,7 @@ type budget struct {
 	idle    []*lease      // slots this worker holds and no request uses
 	wake    chan struct{} // closed and replaced when a slot becomes idle
 	waiting int           // requests of this worker waiting for a slot
+	urgent  int           // urgent ones among them (fetch.Budget.Urgent)
 	until   time.Time     // paused until (local clock), as last heard
 	reason  string
 	listed  time.Time
@@ -150,6 +151,21 @@ func (f *Fleet) Take(ctx context.Context, bud fetch.Budget) (func(), error) {
 		b.mu.Unlock()
 	}()
 	deadline, hasDeadline := ctx.Deadline()
+	yieldUntil := time.Now().Add(fetch.UrgentYield)
+	// An urgent request is counted in b.urgent until it has a slot: meanwhile the others
+	// leave the idle slots and the gate to it.
+	waits := false
+	stopWaiting := func() {
+		if waits {
+			waits = false
+			b.mu.Lock()
+			b.urgent--
+			close(b.wake)
+			b.wake = make(chan struct{})
+			b.mu.Unlock()
+		}
+	}
+	defer stopWaiting()
 	for {
 		b.mu.Lock()
 		now := time.Now()
@@ -164,19 +180,36 @@ func (f *Fleet) Take(ctx context.Context, bud fetch.Budget) (func(), error) {
 			}
 			continue
 		}
-		l, stale := b.reusable(now, bud)
+		yields := !bud.Urgent && b.urgent > 0 && now.Before(yieldUntil)
+		var l *lease
+		var stale []*lease
+		if !yields {
+			l, stale = b.reusable(now, bud)
+		}
+		if l == nil && bud.Urgent && !waits {
+			waits = true
+			b.urgent++
+		}
 		wake := b.wake
 		b.mu.Unlock()
 		for _, s := range stale {
 			go f.give(b, s)
 		}
 		if l != nil {
+			stopWaiting()
 			return f.releaser(b, l), nil
 		}
-
+		gate := b.gate
+		var yielded <-chan time.Time // when it stops yielding to urgent requests
+		if yields {
+			gate = nil // waits for the urgent requests to be served
+			yielded = time.After(time.Until(yieldUntil))
+		}
 		select {
-		case b.gate <- struct{}{}:
+		case gate <- struct{}{}:
 		case <-wake:
+			continue
+		case <-yielded:
 			continue
 		case <-ctx.Done():
 			return nil, bud.Ended(ctx, "no slot came free before the input's deadline")
@@ -189,6 +222,7 @@ func (f *Fleet) Take(ctx context.Context, bud fetch.Budget) (func(), error) {
 		case err != nil:
 			return nil, err
 		case l != nil:
+			stopWaiting()
 			if err := fetch.Sleep(ctx, wait); err != nil {
 				f.give(b, l)
 				return nil, err
@@ -213,14 +247,33 @@ func (f *Fleet) Take(ctx context.Context, bud fetch.Budget) (func(), error) {
 			return nil, &crawl.HeldError{Host: bud.Key, Wait: wait, Reason: "its turn to start comes after the input's deadline (one start every " + bud.Interval.Round(time.Millisecond).String() + ", from " + bud.Source + ")"}
 		case why == "slots":
 			// This goroutine keeps the gate while it polls, so one request per worker
-			// asks Redis; the others wait here for it or for a slot this worker frees.
-			err := fetch.Sleep(ctx, min(wait, pollEvery))
+			// asks Redis; the others wait here for it or for a slot this worker frees
+			// (an urgent one too: the others leave that slot to it).
+			var err error
+			if bud.Urgent {
+				err = sleepOrWake(ctx, min(wait, pollEvery), wake)
+			} else {
+				err = fetch.Sleep(ctx, min(wait, pollEvery))
+			}
 			<-b.gate
 			if err != nil {
 				return nil, bud.Ended(ctx, fmt.Sprintf("no slot came free before the input's deadline (%d at a time across the fleet)", bud.Concurrency))
 			}
 		}
 	}
+}
+
+// sleepOrWake sleeps for d, or until wake is closed (a slot of this worker came free).
+func sleepOrWake(ctx context.Context, d time.Duration, wake <-chan struct{}) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-wake:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	return nil
 }
 
 // reusable pops a slot this worker holds idle, when the budget allows reuse, and the

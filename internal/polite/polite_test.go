@@ -19,6 +19,7 @@ import (
 
 	"github.com/trawlerhq/trawler/crawl"
 	"github.com/trawlerhq/trawler/fetch"
+	"github.com/trawlerhq/trawler/internal/budgettest"
 	"github.com/trawlerhq/trawler/internal/devstack/redisproc"
 	"github.com/trawlerhq/trawler/internal/polite"
 )
@@ -354,4 +355,17 @@ func maxTime(a, b time.Time) time.Time {
 		return b
 	}
 	return a
+}
+
+// The fleet's budgets order urgent requests as the process's do.
+func TestUrgentRequestsGoFirst(t *testing.T) {
+	b := budget(t)
+	b.Concurrency = 1
+	budgettest.UrgentGoesFirst(t, fleet(t, 1)[0], b)
+}
+
+func TestUrgentRequestsDoNotStarveTheRest(t *testing.T) {
+	b := budget(t)
+	b.Concurrency = 1
+	budgettest.UrgentDoesNotStarve(t, fleet(t, 1)[0], b)
 }
