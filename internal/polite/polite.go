@@ -87,10 +87,13 @@ type budget struct {
 	wake    chan struct{} // closed and replaced when a slot becomes idle
 	waiting int           // requests of this worker waiting for a slot
 	urgent  int           // urgent ones among them (fetch.Budget.Urgent)
-	until   time.Time     // paused until (local clock), as last heard
-	reason  string
-	listed  time.Time
-	used    time.Time
+	// held counts the slots this worker holds, in use or idle: while they are all of
+	// the budget's, only one of them can come free, so no one asks Redis for a slot.
+	held   int
+	until  time.Time // paused until (local clock), as last heard
+	reason string
+	listed time.Time
+	used   time.Time
 }
 
 type lease struct {
@@ -205,6 +208,11 @@ func (f *Fleet) Take(ctx context.Context, bud fetch.Budget) (func(), error) {
 			gate = nil // waits for the urgent requests to be served
 			yielded = time.After(time.Until(yieldUntil))
 		}
+		b.mu.Lock()
+		if b.held >= max(bud.Concurrency, 1) {
+			gate = nil // waits for a slot of this worker's
+		}
+		b.mu.Unlock()
 		select {
 		case gate <- struct{}{}:
 		case <-wake:
@@ -325,6 +333,9 @@ func (f *Fleet) take(ctx context.Context, b *budget, bud fetch.Budget, deadline 
 	wait := time.Duration(max(waitUs, 0)) * time.Microsecond
 	if granted == 1 {
 		f.list(b, bud.Key)
+		b.mu.Lock()
+		b.held++
+		b.mu.Unlock()
 		now := time.Now()
 		return &lease{token: token, reuseUntil: now.Add(reuseWindow), leaseEnd: now.Add(wait + leaseFor), interval: bud.Interval > 0}, wait, "", "", nil
 	}
@@ -400,6 +411,11 @@ func (f *Fleet) give(b *budget, l *lease) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	_ = giveScript.Run(ctx, f.rdb, []string{b.slots, b.state}, l.token, l.uncounted).Err()
+	b.mu.Lock()
+	b.held--
+	close(b.wake) // those waiting for a slot of this worker's ask Redis now
+	b.wake = make(chan struct{})
+	b.mu.Unlock()
 }
 
 // Pause implements fetch.Budgets: the pause is kept in the budget's state, where every

@@ -369,3 +369,57 @@ func TestUrgentRequestsDoNotStarveTheRest(t *testing.T) {
 	b.Concurrency = 1
 	budgettest.UrgentDoesNotStarve(t, fleet(t, 1)[0], b)
 }
+
+// A worker that holds every slot of a budget waits for one of its own to come free
+// rather than asking Redis again and again for one that cannot be there.
+func TestWorkerHoldingEverySlotDoesNotPollRedis(t *testing.T) {
+	f := fleet(t, 1)[0]
+	b := budget(t) // two slots
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var releases []func()
+	for range 2 {
+		release, err := f.Take(ctx, b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		releases = append(releases, release)
+	}
+	rdb := redis.NewClient(&redis.Options{Addr: server.Addr})
+	defer rdb.Close()
+	scripts := func() int {
+		info, err := rdb.Info(ctx, "commandstats").Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for line := range strings.SplitSeq(info, "\n") {
+			if rest, ok := strings.CutPrefix(strings.TrimSpace(line), "cmdstat_evalsha:calls="); ok {
+				var n int
+				fmt.Sscanf(rest, "%d", &n)
+				return n
+			}
+		}
+		return 0
+	}
+	before := scripts()
+	var wg sync.WaitGroup
+	for range 3 {
+		wg.Go(func() {
+			release, err := f.Take(ctx, b)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			time.Sleep(time.Millisecond)
+			release()
+		})
+	}
+	time.Sleep(300 * time.Millisecond) // the three wait
+	if n := scripts() - before; n > 0 {
+		t.Errorf("%d scripts ran in Redis while the worker held both slots and three requests waited; want none", n)
+	}
+	for _, release := range releases {
+		release()
+	}
+	wg.Wait()
+}
