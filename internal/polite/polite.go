@@ -222,14 +222,26 @@ func (f *Fleet) Take(ctx context.Context, bud fetch.Budget) (func(), error) {
 		case <-ctx.Done():
 			return nil, bud.Ended(ctx, "no slot came free before the input's deadline")
 		}
-		l, wait, why, reason, err := f.take(ctx, b, bud, deadline, hasDeadline)
-		if l != nil || err != nil || why != "slots" {
+		// A budget without a pace lets the one asking take a slot for each request of
+		// this worker waiting for one, in one call: the others reuse them.
+		want := 1
+		if bud.Interval == 0 {
+			b.mu.Lock()
+			want = min(max(b.waiting, 1), max(bud.Concurrency, 1))
+			b.mu.Unlock()
+		}
+		ls, wait, why, reason, err := f.take(ctx, b, bud, deadline, hasDeadline, want)
+		if len(ls) > 0 || err != nil || why != "slots" {
 			<-b.gate
 		}
 		switch {
 		case err != nil:
 			return nil, err
-		case l != nil:
+		case len(ls) > 0:
+			l := ls[0]
+			for _, x := range ls[1:] {
+				f.keepIdle(b, x)
+			}
 			stopWaiting()
 			if err := fetch.Sleep(ctx, wait); err != nil {
 				f.give(b, l)
@@ -301,9 +313,9 @@ func (b *budget) reusable(now time.Time, bud fetch.Budget) (use *lease, stale []
 	return nil, stale
 }
 
-// take asks Redis for a slot and a start time; it returns the lease and how long to
-// wait for its start, or why not (pause, slots, turn) and for how long.
-func (f *Fleet) take(ctx context.Context, b *budget, bud fetch.Budget, deadline time.Time, hasDeadline bool) (*lease, time.Duration, string, string, error) {
+// take asks Redis for up to want slots and a start time; it returns the leases and how
+// long to wait for the start, or why not (pause, slots, turn) and for how long.
+func (f *Fleet) take(ctx context.Context, b *budget, bud fetch.Budget, deadline time.Time, hasDeadline bool, want int) ([]*lease, time.Duration, string, string, error) {
 	maxWait := int64(1) << 50
 	if hasDeadline {
 		maxWait = max(time.Until(deadline).Microseconds(), 0)
@@ -319,7 +331,7 @@ func (f *Fleet) take(ctx context.Context, b *budget, bud fetch.Budget, deadline 
 	rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	res, err := takeScript.Run(rctx, f.rdb, []string{b.slots, b.state}, token, conc,
-		bud.Interval.Microseconds(), bud.DrawJitter().Microseconds(), leaseFor.Microseconds(), maxWait, bud.Source).Slice()
+		bud.Interval.Microseconds(), bud.DrawJitter().Microseconds(), leaseFor.Microseconds(), maxWait, bud.Source, want).Slice()
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, 0, "", "", bud.Ended(ctx, "waiting for Redis")
@@ -331,13 +343,21 @@ func (f *Fleet) take(ctx context.Context, b *budget, bud fetch.Budget, deadline 
 	why, _ := res[2].(string)
 	reason, _ := res[3].(string)
 	wait := time.Duration(max(waitUs, 0)) * time.Microsecond
-	if granted == 1 {
+	if granted > 0 {
 		f.list(b, bud.Key)
 		b.mu.Lock()
-		b.held++
+		b.held += int(granted)
 		b.mu.Unlock()
 		now := time.Now()
-		return &lease{token: token, reuseUntil: now.Add(reuseWindow), leaseEnd: now.Add(wait + leaseFor), interval: bud.Interval > 0}, wait, "", "", nil
+		ls := make([]*lease, granted)
+		for i := range ls {
+			t := token
+			if i > 0 {
+				t += "." + strconv.Itoa(i+1)
+			}
+			ls[i] = &lease{token: t, reuseUntil: now.Add(reuseWindow), leaseEnd: now.Add(wait + leaseFor), interval: bud.Interval > 0}
+		}
+		return ls, wait, "", "", nil
 	}
 	return nil, wait, why, reason, nil
 }
@@ -373,21 +393,27 @@ func (f *Fleet) releaser(b *budget, l *lease) func() {
 		once.Do(func() {
 			b.mu.Lock()
 			keep := !l.interval && time.Now().Before(l.reuseUntil) && !time.Now().Before(b.until)
-			if keep {
-				b.idle = append(b.idle, l)
-				l.idled++
-				close(b.wake)
-				b.wake = make(chan struct{})
-			}
-			spell := l.idled
 			b.mu.Unlock()
 			if keep {
-				time.AfterFunc(idleHold, func() { f.giveIdle(b, l, spell) })
+				f.keepIdle(b, l)
 				return
 			}
 			f.give(b, l)
 		})
 	}
+}
+
+// keepIdle keeps l idle for idleHold, for this worker's next request to the host, and
+// wakes those waiting for a slot.
+func (f *Fleet) keepIdle(b *budget, l *lease) {
+	b.mu.Lock()
+	b.idle = append(b.idle, l)
+	l.idled++
+	spell := l.idled
+	close(b.wake)
+	b.wake = make(chan struct{})
+	b.mu.Unlock()
+	time.AfterFunc(idleHold, func() { f.giveIdle(b, l, spell) })
 }
 
 // giveIdle gives l back to the fleet if it has stayed idle since its release number

@@ -423,3 +423,28 @@ func TestWorkerHoldingEverySlotDoesNotPollRedis(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+// The request that asks Redis takes a slot for every request of its worker waiting
+// for one, in one call, within the budget; a paced budget's slots come one at a time.
+func TestOneCallTakesSlotsForEveryWaitingRequest(t *testing.T) {
+	f := fleet(t, 1)[0]
+	ctx := context.Background()
+	b := budget(t)
+	b.Concurrency = 5
+	taken := 0
+	for _, c := range []struct {
+		want, granted int
+	}{{3, 3}, {4, 2}, {1, 0}} {
+		n, err := f.TakeSlots(ctx, b, c.want)
+		if err != nil || n != c.granted {
+			t.Fatalf("asked for %d slots of 5 with %d taken: granted %d, %v; want %d", c.want, taken, n, err, c.granted)
+		}
+		taken += n
+	}
+	paced := budget(t)
+	paced.Key += "/paced"
+	paced.Interval = time.Millisecond
+	if n, err := f.TakeSlots(ctx, paced, 4); err != nil || n != 1 {
+		t.Fatalf("a paced budget granted %d slots at once (%v); want 1", n, err)
+	}
+}

@@ -1,7 +1,9 @@
 -- Take one slot of a host budget and a start time, on Redis's clock.
 -- KEYS[1] slots (sorted set: token -> lease end, µs); KEYS[2] state (hash).
--- ARGV: token, concurrency, interval µs, jitter µs, lease µs, longest wait µs, source.
--- Returns {1, wait µs, '', ''} when granted (start after wait), else
+-- ARGV: token, concurrency, interval µs, jitter µs, lease µs, longest wait µs, source,
+-- and how many slots the caller wants (more than one only for a budget without a pace:
+-- the slots granted beyond the first are TOKEN.2, TOKEN.3 …).
+-- Returns {n, wait µs, '', ''} when n slots are granted (start after wait), else
 -- {0, wait µs, why, reason}: why is pause (until), slots (the first lease ends) or
 -- turn (the next start is later than the caller can wait).
 local t = redis.call('TIME')
@@ -13,7 +15,8 @@ if paused > now then
 end
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
 local conc = tonumber(ARGV[2])
-if redis.call('ZCARD', KEYS[1]) >= conc then
+local busy = redis.call('ZCARD', KEYS[1])
+if busy >= conc then
   local first = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
   return {0, tonumber(first[2]) - now, 'slots', ''}
 end
@@ -28,12 +31,21 @@ if interval > 0 then
   redis.call('HSET', st, 'tat', string.format('%.0f', start + interval + tonumber(ARGV[4])))
 end
 local lease = tonumber(ARGV[5])
-redis.call('ZADD', KEYS[1], string.format('%.0f', start + lease), ARGV[1])
+local n = math.min(tonumber(ARGV[8] or '1'), conc - busy)
+if interval > 0 then n = 1 end
+local score = string.format('%.0f', start + lease)
+local members = {score, ARGV[1]}
+for i = 2, n do
+  members[#members + 1] = score
+  members[#members + 1] = ARGV[1] .. '.' .. i
+end
+redis.call('ZADD', KEYS[1], unpack(members))
 redis.call('PEXPIRE', KEYS[1], math.floor((start - now + lease) / 1000) + 1000)
 -- The rate: starts decaying with a 10 s time constant, in requests a second.
-local rate = tonumber(redis.call('HGET', st, 'rate') or '0')
-local at = tonumber(redis.call('HGET', st, 'rate_at') or tostring(now))
+local seen = redis.call('HMGET', st, 'rate', 'rate_at')
+local rate = tonumber(seen[1] or '0')
+local at = tonumber(seen[2] or tostring(now))
 rate = rate * math.exp(-(now - at) / 10000000) + 0.1
 redis.call('HSET', st, 'rate', tostring(rate), 'rate_at', string.format('%.0f', now), 'conc', ARGV[2], 'ival', ARGV[3], 'src', ARGV[7])
 redis.call('PEXPIRE', st, 86400000)
-return {1, start - now, '', ''}
+return {n, start - now, '', ''}
