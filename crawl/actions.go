@@ -183,15 +183,9 @@ func (l *loader) action(n *yaml.Node, where, path string) (Action, bool) {
 					a.SecretFile = l.str(v, field+".secret_file")
 				}
 			})
-			set := 0
-			for _, s := range []string{a.Secret, a.Param, a.SecretFile} {
-				if s != "" {
-					set++
-				}
-			}
 			switch {
 			case val.Kind != yaml.MappingNode:
-			case set != 1:
+			case numSet(a.Secret != "", a.Param != "", a.SecretFile != "") != 1:
 				l.add(val.Line, "%s: %s: write a value, or one of {secret: NAME} (a secret the chain's secrets: declares), {param: NAME} (one of the step's params) or {secret_file: /absolute/path} (a file the workers read, one line)", where, field)
 			case a.SecretFile != "" && !filepath.IsAbs(a.SecretFile):
 				l.add(val.Line, "%s: %s: secret_file %q: write the absolute path of the file the workers read the secret from (one line; a trailing newline is dropped)", where, field, a.SecretFile)
@@ -258,14 +252,8 @@ func (l *loader) repeat(a *Action, v *yaml.Node, where, field string) {
 				}
 			})
 			u := a.Until
-			set := 0
-			for _, b := range []bool{u.Count != "", u.Gone != "", u.NoChange} {
-				if b {
-					set++
-				}
-			}
 			switch {
-			case set != 1:
+			case numSet(u.Count != "", u.Gone != "", u.NoChange) != 1:
 				l.add(v.Line, "%s: %s.until takes one condition: {count: SELECTOR, at_least: N}, {gone: SELECTOR} or {no_change: true}", where, field)
 			case u.Count != "" && u.AtLeast < 1:
 				l.add(v.Line, "%s: %s.until.count needs at_least: N (1 or more), the number of matches that ends the loop", where, field)
@@ -300,4 +288,15 @@ func (l *loader) checkActions(acts []Action, r *Render, where, path string) {
 		}
 		l.checkActions(a.Do, r, where, p+".repeat.do")
 	}
+}
+
+// numSet counts the options of a choice that are set: a choice takes exactly one.
+func numSet(options ...bool) int {
+	n := 0
+	for _, set := range options {
+		if set {
+			n++
+		}
+	}
+	return n
 }
