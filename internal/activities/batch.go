@@ -56,6 +56,7 @@ type Activities struct {
 	Sources *SharedSources
 	// Monitor records pages per minute for fleet-wide rates; nil: metrics only.
 	Monitor *monitor.Recorder
+	tally   *monitor.Tally // what the worker's batches record for Monitor, sent in bulk
 	// Services are what the worker shares with its tasks (see crawl.Services).
 	Services crawl.Services
 	Log      *slog.Logger
@@ -133,6 +134,9 @@ func (a *Activities) runBatch(ctx context.Context, b crawl.Batch) (crawl.BatchRe
 		}
 		if a.FlushEvery <= 0 {
 			a.FlushEvery = 10
+		}
+		if a.Monitor != nil {
+			a.tally = monitor.NewTally(a.Monitor)
 		}
 	})
 	r, res, err := a.begin(ctx, b)
@@ -690,7 +694,14 @@ func (r *batchRun) finish() (crawl.BatchResult, error) {
 	}
 	for _, l := range r.lanes {
 		if l != nil {
-			a.recordCost(ctx, l.b.Step.Task, r.cp.tally(l.n).Pages, l.cost)
+			a.recordCost(l.b.Step.Task, r.cp.tally(l.n).Pages, l.cost)
+		}
+	}
+	if a.tally != nil {
+		// The batch is still counted as running: when it is the only one, it sends
+		// what every batch of the worker recorded.
+		if err := a.tally.Send(ctx, running.Load() <= 1); err != nil {
+			a.Log.Warn("record pages per minute and task costs", "err", err)
 		}
 	}
 	return res, err
@@ -768,10 +779,8 @@ func (a *Activities) waitOut(ctx context.Context, b crawl.Batch, cp *checkpointe
 // observe counts a finished batch in the metrics and the fleet-wide rates.
 func (a *Activities) observe(ctx context.Context, b crawl.Batch, res crawl.BatchResult) {
 	monitor.Batch(b, res)
-	if a.Monitor != nil {
-		if err := a.Monitor.Pages(ctx, b.Tenant, b.Chain, res.Pages); err != nil {
-			a.Log.Warn("record pages per minute", "err", err)
-		}
+	if a.tally != nil {
+		a.tally.Pages(b.Tenant, b.Chain, res.Pages)
 	}
 }
 

@@ -1,7 +1,6 @@
 package activities
 
 import (
-	"context"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -41,11 +40,9 @@ func processCPU() time.Duration {
 }
 
 // recordCost adds a batch's cost to its task's running averages.
-func (a *Activities) recordCost(ctx context.Context, task string, pages int, c *batchCost) {
-	if a.Monitor == nil || pages == 0 {
+func (a *Activities) recordCost(task string, pages int, c *batchCost) {
+	if a.tally == nil || pages == 0 {
 		return
 	}
-	if err := a.Monitor.TaskCost(ctx, task, pages, time.Duration(c.wall.Load()), c.cpu(), c.bytes.Load()); err != nil {
-		a.Log.Warn("record task cost", "task", task, "err", err)
-	}
+	a.tally.Cost(task, pages, time.Duration(c.wall.Load()), c.cpu(), c.bytes.Load())
 }

@@ -74,3 +74,50 @@ func TestBatchBookkeepingCostsTwoCommands(t *testing.T) {
 		t.Errorf("needs %+v; want 10 ms, 2 KB and 2 ms of CPU a page", n)
 	}
 }
+
+// A worker's batches that end while others run send nothing (but the first, and one a
+// second); the one that ends alone sends what all of them recorded, in the commands of
+// one batch, and the sums stay exact.
+func TestTallySendsWhenTheLastBatchEnds(t *testing.T) {
+	ctx := context.Background()
+	m := miniredis.RunT(t)
+	rdb := redis.NewClient(&redis.Options{Addr: m.Addr()})
+	defer rdb.Close()
+	var count commandCounter
+	rdb.AddHook(&count)
+	r := NewRecorder(rdb)
+	minute := time.Date(2026, 11, 27, 9, 30, 0, 0, time.UTC)
+	r.now = func() time.Time { return minute }
+	tally := NewTally(r)
+	batch := func(alone bool) {
+		t.Helper()
+		tally.Pages("acme", "news", 50)
+		tally.Cost("demo.story", 50, 500*time.Millisecond, 100*time.Millisecond, 50*2048)
+		if err := tally.Send(ctx, alone); err != nil {
+			t.Fatal(err)
+		}
+	}
+	batch(false) // the first sends, and lists the task and sets the minute's expiry
+	before := count.n.Load()
+	for i := range 18 {
+		batch(false)
+		if sent := count.n.Load() - before; sent != 0 {
+			t.Fatalf("batch %d of 20 ended while others ran and sent %d commands; want none", i+2, sent)
+		}
+	}
+	batch(true)
+	if sent := count.n.Load() - before; sent != 2 {
+		t.Errorf("the last batch sent %d commands for 19; want 2 (the rate's INCRBY, the cost's script)", sent)
+	}
+	r.now = func() time.Time { return minute.Add(time.Minute) }
+	if n, err := r.PerMinute(ctx, "acme", "news"); err != nil || n != 20*50 {
+		t.Errorf("pages in the last minute: %d (%v); want 1000", n, err)
+	}
+	needs, err := r.Needs(ctx)
+	if err != nil || len(needs) != 1 {
+		t.Fatalf("needs %+v (%v); want demo.story's", needs, err)
+	}
+	if n := needs[0]; n.Task != "demo.story" || n.MSPerPage != 10 || n.KBPerPage != 2 || n.CPUMSPage != 2 {
+		t.Errorf("needs %+v; want 10 ms, 2 KB and 2 ms of CPU a page", n)
+	}
+}

@@ -208,7 +208,22 @@ type Manager struct {
 	// unlimited counter, which it refreshes once per half its life.
 	budgets  map[string]readBudgets
 	expiring map[string]time.Time
+
+	// live counts the leases not released yet. unsent holds units spent of counters no
+	// budget limits, by counter, not yet added to them: see count.
+	live   int
+	unsent map[string]*unsent
+	sentAt time.Time
 }
+
+type unsent struct {
+	units int64
+	ttl   time.Duration
+}
+
+// CountEvery is the longest that units spent of counters no budget limits wait in a
+// worker while its batches run (see count).
+const CountEvery = time.Second
 
 type readBudgets struct {
 	q  crawl.Quota
@@ -226,7 +241,7 @@ func New(rdb redis.UniversalClient, block int) *Manager {
 		block = DefaultBlock
 	}
 	return &Manager{rdb: rdb, block: block, now: time.Now, spent: map[string]spentMark{},
-		budgets: map[string]readBudgets{}, expiring: map[string]time.Time{}}
+		budgets: map[string]readBudgets{}, expiring: map[string]time.Time{}, unsent: map[string]*unsent{}}
 }
 
 // note records whether a counter is spent ("" when not).
@@ -380,6 +395,9 @@ func (m *Manager) For(ctx context.Context, tenant, chain, run string, chainQ cra
 	if err := l.sync(ctx, false); err != nil {
 		return nil, err
 	}
+	m.mu.Lock()
+	m.live++
+	m.mu.Unlock()
 	go l.keepSynced()
 	return l, nil
 }
@@ -536,51 +554,69 @@ func (l *Lease) sync(ctx context.Context, giveBack bool) error {
 			}
 		}
 	}
-	errs = append(errs, l.count(ctx, free))
+	errs = append(errs, l.count(ctx, free, giveBack))
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("sync quota of tenant %s: %w", l.tenant, err)
 	}
 	return nil
 }
 
-// count adds what the lease spent of free counters to them, in one round trip, and
-// sets their expiry when this manager has not lately. No budget limits them, so no
-// script needs to weigh the spending against one.
-func (l *Lease) count(ctx context.Context, free []*held) error {
-	now := l.m.now()
-	pipe := l.m.rdb.Pipeline()
-	var added []*held
-	l.m.mu.Lock()
+// count moves what the lease spent of free counters to the manager's unsent units, and
+// adds those of every lease to the counters in one round trip when due: when the lease
+// ends and no other lease of the manager is live (the last batch of a worker to end
+// sends what all of them spent, so a run's counters are whole when its last batch
+// ends), and CountEvery after the last send while batches run. No budget limits these
+// counters, so no script needs to weigh the spending against one, and a worker's
+// batches share their commands: a batch no longer costs one INCRBY per counter.
+func (l *Lease) count(ctx context.Context, free []*held, ending bool) error {
+	m := l.m
+	now := m.now()
+	m.mu.Lock()
 	for _, h := range free {
 		if h.used == 0 {
 			continue
 		}
-		pipe.IncrBy(ctx, h.key, int64(h.used))
-		if at, ok := l.m.expiring[h.key]; !ok || now.Sub(at) > h.ttl/2 {
-			pipe.Expire(ctx, h.key, h.ttl)
-			l.m.expiring[h.key] = now
+		u := m.unsent[h.key]
+		if u == nil {
+			u = &unsent{ttl: h.ttl}
+			m.unsent[h.key] = u
 		}
-		added = append(added, h)
+		u.units += int64(h.used)
+		h.used = 0
 	}
-	for k, at := range l.m.expiring {
-		if now.Sub(at) > 24*time.Hour {
-			delete(l.m.expiring, k)
-		}
-	}
-	l.m.mu.Unlock()
-	if len(added) == 0 {
+	if len(m.unsent) == 0 || !(ending && m.live <= 1) && now.Sub(m.sentAt) < CountEvery {
+		m.mu.Unlock()
 		return nil
 	}
-	if _, err := pipe.Exec(ctx); err != nil {
-		l.m.mu.Lock()
-		for _, h := range added {
-			delete(l.m.expiring, h.key) // set it again with the next try
+	sending := m.unsent
+	m.unsent, m.sentAt = map[string]*unsent{}, now
+	pipe := m.rdb.Pipeline()
+	for key, u := range sending {
+		pipe.IncrBy(ctx, key, u.units)
+		if at, ok := m.expiring[key]; !ok || now.Sub(at) > u.ttl/2 {
+			pipe.Expire(ctx, key, u.ttl)
+			m.expiring[key] = now
 		}
-		l.m.mu.Unlock()
-		return err
 	}
-	for _, h := range added {
-		h.used = 0
+	for k, at := range m.expiring {
+		if now.Sub(at) > 24*time.Hour {
+			delete(m.expiring, k)
+		}
+	}
+	m.mu.Unlock()
+	if _, err := pipe.Exec(ctx); err != nil {
+		// Kept for the next send, with their expiry set again.
+		m.mu.Lock()
+		for key, u := range sending {
+			delete(m.expiring, key)
+			if v := m.unsent[key]; v != nil {
+				v.units += u.units
+			} else {
+				m.unsent[key] = u
+			}
+		}
+		m.mu.Unlock()
+		return err
 	}
 	return nil
 }
@@ -695,5 +731,9 @@ func (l *Lease) Release(ctx context.Context) error {
 	<-l.stopped
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.sync(ctx, true)
+	err := l.sync(ctx, true)
+	l.m.mu.Lock()
+	l.m.live--
+	l.m.mu.Unlock()
+	return err
 }

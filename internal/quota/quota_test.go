@@ -451,6 +451,62 @@ func TestNoBudgetSpendsWithoutRedisPerPage(t *testing.T) {
 	})
 }
 
+// With no budget declared, a worker's batches that end while others run leave what they
+// spent to the last of them, which adds it all in one round trip: the counters are exact
+// when the worker's last batch ends, at a few commands for all its batches.
+func TestNoBudgetCountsSentByTheLastBatchToEnd(t *testing.T) {
+	onBoth(t, func(t *testing.T, connect func() *redis.Client) {
+		ctx := context.Background()
+		rdb := connect()
+		var count commandCounter
+		rdb.AddHook(&count)
+		m := New(rdb, 0)
+		var leases []*Lease
+		for range 5 {
+			l, err := m.For(ctx, "acme", "news", "r1", crawl.Quota{}, 100)
+			if err != nil {
+				t.Fatal(err)
+			}
+			leases = append(leases, l)
+		}
+		for _, l := range leases {
+			for range 100 {
+				if ok, reason, err := l.Page(ctx); !ok || err != nil {
+					t.Fatalf("page refused with no budget: %q %v", reason, err)
+				}
+			}
+		}
+		m.sentAt = time.Now() // as if the worker had just sent: the next send is a second away
+		before := count.n.Load()
+		for _, l := range leases[:4] {
+			if err := l.Release(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if n := count.n.Load() - before; n > 0 {
+			t.Errorf("four of five batches ended while the fifth ran and sent %d Redis commands; want none", n)
+		}
+		if run, _ := m.RunUsage(ctx, "acme", "r1"); run.Pages != 0 {
+			t.Errorf("four of five batches ended and the run's counter reads %d pages; the last batch to end sends them", run.Pages)
+		}
+		before = count.n.Load()
+		if err := leases[4].Release(ctx); err != nil {
+			t.Fatal(err)
+		}
+		// 3 INCRBY and 3 EXPIRE (the run's, the chain's and the tenant's page counters),
+		// and the 3 of a new connection's handshake.
+		if n := count.n.Load() - before; n > 9 {
+			t.Errorf("the last of 5 batches to end sent %d Redis commands; want the 3 counters sent once", n)
+		}
+		run, _ := m.RunUsage(ctx, "acme", "r1")
+		chain, _ := m.ChainUsage(ctx, "acme", "news")
+		day, _ := m.TenantUsage(ctx, "acme")
+		if want := (Usage{Pages: 500}); run != want || chain != want || day != want {
+			t.Fatalf("after 5 batches of 100 pages: run %+v, chain today %+v, tenant today %+v; want %+v each", run, chain, day, want)
+		}
+	})
+}
+
 // A budget declared while a batch with none runs reaches it within SyncEvery or two.
 func TestBudgetSetReachesALeaseStartedWithout(t *testing.T) {
 	onBoth(t, func(t *testing.T, connect func() *redis.Client) {
