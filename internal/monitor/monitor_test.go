@@ -62,17 +62,7 @@ func TestBatchBookkeepingCostsTwoCommands(t *testing.T) {
 	if ttl := m.TTL(rateKey("acme", "news", minute.Unix()/60)); ttl != time.Hour {
 		t.Errorf("the minute's rate counter expires in %v, want an hour", ttl)
 	}
-	r.now = func() time.Time { return minute.Add(time.Minute) }
-	if n, err := r.PerMinute(ctx, "acme", "news"); err != nil || n != 20*50 {
-		t.Errorf("pages in the last minute: %d (%v); want 1000", n, err)
-	}
-	needs, err := r.Needs(ctx)
-	if err != nil || len(needs) != 1 {
-		t.Fatalf("needs %+v (%v); want demo.story's", needs, err)
-	}
-	if n := needs[0]; n.Task != "demo.story" || n.MSPerPage != 10 || n.KBPerPage != 2 || n.CPUMSPage != 2 {
-		t.Errorf("needs %+v; want 10 ms, 2 KB and 2 ms of CPU a page", n)
-	}
+	checkTwentyBatches(t, r, minute)
 }
 
 // A worker's batches that end while others run send nothing (but the first, and one a
@@ -109,6 +99,14 @@ func TestTallySendsWhenTheLastBatchEnds(t *testing.T) {
 	if sent := count.n.Load() - before; sent != 2 {
 		t.Errorf("the last batch sent %d commands for 19; want 2 (the rate's INCRBY, the cost's script)", sent)
 	}
+	checkTwentyBatches(t, r, minute)
+}
+
+// checkTwentyBatches checks what r holds after 20 batches of 50 pages in minute, each
+// 500 ms, 100 ms of CPU and 100 KiB: the minute's rate and the task's learned needs.
+func checkTwentyBatches(t *testing.T, r *Recorder, minute time.Time) {
+	t.Helper()
+	ctx := context.Background()
 	r.now = func() time.Time { return minute.Add(time.Minute) }
 	if n, err := r.PerMinute(ctx, "acme", "news"); err != nil || n != 20*50 {
 		t.Errorf("pages in the last minute: %d (%v); want 1000", n, err)

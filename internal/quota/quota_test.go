@@ -405,16 +405,21 @@ func (c *commandCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) red
 	}
 }
 
+// countedManager is a Manager on a new client whose commands count counts.
+func countedManager(connect func() *redis.Client) (*Manager, *redis.Client, *commandCounter) {
+	rdb := connect()
+	count := &commandCounter{}
+	rdb.AddHook(count)
+	return New(rdb, 0), rdb, count
+}
+
 // With no budget declared, spending costs no Redis command per page or item: a batch
 // learns at its start that nothing limits it and writes what it spent in bulk, so the
 // counters `trawler quota show` reads are exact once it ends.
 func TestNoBudgetSpendsWithoutRedisPerPage(t *testing.T) {
 	onBoth(t, func(t *testing.T, connect func() *redis.Client) {
 		ctx := context.Background()
-		rdb := connect()
-		var count commandCounter
-		rdb.AddHook(&count)
-		m := New(rdb, 0)
+		m, rdb, count := countedManager(connect)
 		for batch := range 2 {
 			before := count.n.Load()
 			l, err := m.For(ctx, "acme", "news", "r1", crawl.Quota{}, 1000)
@@ -457,10 +462,7 @@ func TestNoBudgetSpendsWithoutRedisPerPage(t *testing.T) {
 func TestNoBudgetCountsSentByTheLastBatchToEnd(t *testing.T) {
 	onBoth(t, func(t *testing.T, connect func() *redis.Client) {
 		ctx := context.Background()
-		rdb := connect()
-		var count commandCounter
-		rdb.AddHook(&count)
-		m := New(rdb, 0)
+		m, _, count := countedManager(connect)
 		var leases []*Lease
 		for range 5 {
 			l, err := m.For(ctx, "acme", "news", "r1", crawl.Quota{}, 100)
