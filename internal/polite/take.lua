@@ -9,9 +9,11 @@
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
 local st = KEYS[2]
-local paused = tonumber(redis.call('HGET', st, 'paused') or '0')
+-- The state is read once: the pause and its reason, the pace's next start, the rate.
+local state = redis.call('HMGET', st, 'paused', 'reason', 'tat', 'rate', 'rate_at')
+local paused = tonumber(state[1] or '0')
 if paused > now then
-  return {0, paused - now, 'pause', redis.call('HGET', st, 'reason') or ''}
+  return {0, paused - now, 'pause', state[2] or ''}
 end
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
 local conc = tonumber(ARGV[2])
@@ -22,13 +24,14 @@ if busy >= conc then
 end
 local interval = tonumber(ARGV[3])
 local start = now
+local fields = {}
 if interval > 0 then
-  local tat = tonumber(redis.call('HGET', st, 'tat') or '0')
+  local tat = tonumber(state[3] or '0')
   if tat > start then start = tat end
   if start - now > tonumber(ARGV[6]) then
     return {0, start - now, 'turn', ''}
   end
-  redis.call('HSET', st, 'tat', string.format('%.0f', start + interval + tonumber(ARGV[4])))
+  fields = {'tat', string.format('%.0f', start + interval + tonumber(ARGV[4]))}
 end
 local lease = tonumber(ARGV[5])
 local n = math.min(tonumber(ARGV[8] or '1'), conc - busy)
@@ -42,10 +45,12 @@ end
 redis.call('ZADD', KEYS[1], unpack(members))
 redis.call('PEXPIRE', KEYS[1], math.floor((start - now + lease) / 1000) + 1000)
 -- The rate: starts decaying with a 10 s time constant, in requests a second.
-local seen = redis.call('HMGET', st, 'rate', 'rate_at')
-local rate = tonumber(seen[1] or '0')
-local at = tonumber(seen[2] or tostring(now))
+local rate = tonumber(state[4] or '0')
+local at = tonumber(state[5] or tostring(now))
 rate = rate * math.exp(-(now - at) / 10000000) + 0.1
-redis.call('HSET', st, 'rate', tostring(rate), 'rate_at', string.format('%.0f', now), 'conc', ARGV[2], 'ival', ARGV[3], 'src', ARGV[7])
+for _, v in ipairs({'rate', tostring(rate), 'rate_at', string.format('%.0f', now), 'conc', ARGV[2], 'ival', ARGV[3], 'src', ARGV[7]}) do
+  fields[#fields + 1] = v
+end
+redis.call('HSET', st, unpack(fields))
 redis.call('PEXPIRE', st, 86400000)
 return {n, start - now, '', ''}
