@@ -101,7 +101,7 @@ func (pg *pageRun) action(ctx context.Context, deadline time.Time, a crawl.Actio
 			}
 		}
 	}
-	value, err := fillValue(a)
+	value, err := pg.fillValue(a)
 	if err != nil {
 		return "", err
 	}
@@ -284,6 +284,27 @@ func keyOf(name string) string {
 		return k
 	}
 	return name
+}
+
+// fillValue is what a fill types: its secret as read when the page began (so what is
+// typed is what the page's HAR masks), else its value, or the secret read now, which
+// says why it cannot be read.
+func (pg *pageRun) fillValue(a crawl.Action) (string, error) {
+	if v, ok := pg.secrets[fillSource(a)]; ok {
+		return v, nil
+	}
+	return fillValue(a)
+}
+
+// fillSource names where a fill's secret is read from; "" for a value of its own.
+func fillSource(a crawl.Action) string {
+	switch {
+	case a.SecretEnv != "":
+		return "env:" + a.SecretEnv
+	case a.SecretFile != "":
+		return "file:" + a.SecretFile
+	}
+	return ""
 }
 
 // fillValue is what an action types: its value, or the secret it names read on this

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -317,5 +318,31 @@ func TestFillValueReadsTheWorkersSecret(t *testing.T) {
 		if err != nil || got != c.want {
 			t.Errorf("%+v: %q, %v; want %q", c.a, got, err, c.want)
 		}
+	}
+}
+
+// A page reads each fill's secret once, when it begins: the value typed is the value its
+// HAR masks, even when the secret's file changes while the page runs.
+func TestFillTypesTheSecretItMasks(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "pw")
+	if err := os.WriteFile(file, []byte("first-pw\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	fill := crawl.Action{Kind: crawl.ActionFill, Selector: "#pw", Secret: "pw", SecretFile: file}
+	repeat := crawl.Action{Kind: crawl.ActionRepeat, Do: []crawl.Action{fill, {Kind: crawl.ActionFill, Selector: "#q", Value: "boots"}}}
+	pg := &pageRun{}
+	pg.fills, pg.secrets = readFills([]crawl.Action{fill, repeat})
+	if err := os.WriteFile(file, []byte("second-pw\n"), 0o600); err != nil { // rotated meanwhile
+		t.Fatal(err)
+	}
+	typed, err := pg.fillValue(fill)
+	if err != nil || typed != "first-pw" {
+		t.Fatalf("typed %q (%v); want the secret as the page read it, first-pw", typed, err)
+	}
+	if got := pg.mask("password=" + typed); strings.Contains(got, typed) {
+		t.Errorf("mask(%q) = %q: the typed secret shows", "password="+typed, got)
+	}
+	if want := []string{"first-pw", "boots"}; !slices.Equal(pg.fills, want) {
+		t.Errorf("masked values %q; want %q (the secret read once, the longest first)", pg.fills, want)
 	}
 }

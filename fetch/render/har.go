@@ -82,20 +82,32 @@ func (pg *pageRun) mask(s string) string {
 	return s
 }
 
-// fillValues are the values the actions type, to be masked.
-func fillValues(acts []crawl.Action) []string {
-	var out []string
-	for _, a := range acts {
-		if a.Kind == crawl.ActionFill {
-			if v, err := fillValue(a); err == nil { // unreadable: the action fails, typing nothing
-				out = append(out, v)
+// readFills reads what the actions type, each secret once for the page: the values to
+// mask, the longest first (so one that contains another is masked whole), and the
+// secrets as read, by fillSource, which the actions then type (so what is typed is what
+// is masked, even if a secret's file changes meanwhile).
+func readFills(acts []crawl.Action) (masked []string, secrets map[string]string) {
+	secrets = map[string]string{}
+	var walk func([]crawl.Action)
+	walk = func(acts []crawl.Action) {
+		for _, a := range acts {
+			if a.Kind == crawl.ActionFill {
+				src := fillSource(a)
+				if _, read := secrets[src]; src == "" || !read {
+					if v, err := fillValue(a); err == nil { // unreadable: the action fails, typing nothing
+						masked = append(masked, v)
+						if src != "" {
+							secrets[src] = v
+						}
+					}
+				}
 			}
+			walk(a.Do)
 		}
-		out = append(out, fillValues(a.Do)...)
 	}
-	// The longest first, so one that contains another is masked whole.
-	slices.SortFunc(out, func(a, b string) int { return len(b) - len(a) })
-	return out
+	walk(acts)
+	slices.SortFunc(masked, func(a, b string) int { return len(b) - len(a) })
+	return masked, secrets
 }
 
 // harHeaders are headers as HAR lists them, masked.

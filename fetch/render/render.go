@@ -74,7 +74,8 @@ func (r Renderer) Fetch(ctx context.Context, req *crawl.Request) (*crawl.Respons
 		return nil, err
 	}
 	pctx, done := context.WithCancel(lctx)
-	pg := &pageRun{r: r, req: req, b: b, ctx: pctx, fills: fillValues(r.Opts.Actions), session: sessionOf(lease)}
+	pg := &pageRun{r: r, req: req, b: b, ctx: pctx, session: sessionOf(lease)}
+	pg.fills, pg.secrets = readFills(r.Opts.Actions)
 	resp, err := pg.run(ctx)
 	done() // what the page still has going (a request, a WebSocket's tunnel) ends with it
 	returned(resp, err)
@@ -98,7 +99,8 @@ type pageRun struct {
 	docErr   error
 	navErr   error // the main frame went on to an address the worker refuses
 	har      []harEntry
-	fills    []string // what the actions type, never shown
+	fills    []string          // what the actions type, never shown
+	secrets  map[string]string // the fills' secrets as read when the page began, by fillSource
 	session  *leasedSession
 }
 
