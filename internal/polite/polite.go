@@ -163,8 +163,7 @@ func (f *Fleet) Take(ctx context.Context, bud fetch.Budget) (func(), error) {
 			waits = false
 			b.mu.Lock()
 			b.urgent--
-			close(b.wake)
-			b.wake = make(chan struct{})
+			b.wakeAll()
 			b.mu.Unlock()
 		}
 	}
@@ -193,6 +192,7 @@ func (f *Fleet) Take(ctx context.Context, bud fetch.Budget) (func(), error) {
 			waits = true
 			b.urgent++
 		}
+		full := b.held >= max(bud.Concurrency, 1)
 		wake := b.wake
 		b.mu.Unlock()
 		for _, s := range stale {
@@ -208,11 +208,9 @@ func (f *Fleet) Take(ctx context.Context, bud fetch.Budget) (func(), error) {
 			gate = nil // waits for the urgent requests to be served
 			yielded = time.After(time.Until(yieldUntil))
 		}
-		b.mu.Lock()
-		if b.held >= max(bud.Concurrency, 1) {
+		if full {
 			gate = nil // waits for a slot of this worker's
 		}
-		b.mu.Unlock()
 		select {
 		case gate <- struct{}{}:
 		case <-wake:
@@ -281,6 +279,13 @@ func (f *Fleet) Take(ctx context.Context, bud fetch.Budget) (func(), error) {
 			}
 		}
 	}
+}
+
+// wakeAll wakes the requests of this worker waiting on the budget, to look again; b.mu
+// held.
+func (b *budget) wakeAll() {
+	close(b.wake)
+	b.wake = make(chan struct{})
 }
 
 // sleepOrWake sleeps for d, or until wake is closed (a slot of this worker came free).
@@ -410,8 +415,7 @@ func (f *Fleet) keepIdle(b *budget, l *lease) {
 	b.idle = append(b.idle, l)
 	l.idled++
 	spell := l.idled
-	close(b.wake)
-	b.wake = make(chan struct{})
+	b.wakeAll()
 	b.mu.Unlock()
 	time.AfterFunc(idleHold, func() { f.giveIdle(b, l, spell) })
 }
@@ -439,8 +443,7 @@ func (f *Fleet) give(b *budget, l *lease) {
 	_ = giveScript.Run(ctx, f.rdb, []string{b.slots, b.state}, l.token, l.uncounted).Err()
 	b.mu.Lock()
 	b.held--
-	close(b.wake) // those waiting for a slot of this worker's ask Redis now
-	b.wake = make(chan struct{})
+	b.wakeAll() // those waiting for a slot of this worker's ask Redis now
 	b.mu.Unlock()
 }
 
