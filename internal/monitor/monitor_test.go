@@ -27,16 +27,21 @@ func (c *commandCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) red
 	}
 }
 
+// countedRecorder is a Recorder on an embedded Redis whose commands count counts.
+func countedRecorder(t *testing.T) (*miniredis.Miniredis, *Recorder, *commandCounter) {
+	m := miniredis.RunT(t)
+	rdb := redis.NewClient(&redis.Options{Addr: m.Addr()})
+	t.Cleanup(func() { rdb.Close() })
+	count := &commandCounter{}
+	rdb.AddHook(count)
+	return m, NewRecorder(rdb), count
+}
+
 // A batch's rate and learned cost take two commands once the worker has listed the task
 // and set the minute's expiry, and the sums stay exact: 20 batches of 50 pages.
 func TestBatchBookkeepingCostsTwoCommands(t *testing.T) {
 	ctx := context.Background()
-	m := miniredis.RunT(t)
-	rdb := redis.NewClient(&redis.Options{Addr: m.Addr()})
-	defer rdb.Close()
-	var count commandCounter
-	rdb.AddHook(&count)
-	r := NewRecorder(rdb)
+	m, r, count := countedRecorder(t)
 	minute := time.Date(2026, 11, 27, 9, 30, 0, 0, time.UTC)
 	r.now = func() time.Time { return minute }
 	batch := func() {
@@ -70,12 +75,7 @@ func TestBatchBookkeepingCostsTwoCommands(t *testing.T) {
 // one batch, and the sums stay exact.
 func TestTallySendsWhenTheLastBatchEnds(t *testing.T) {
 	ctx := context.Background()
-	m := miniredis.RunT(t)
-	rdb := redis.NewClient(&redis.Options{Addr: m.Addr()})
-	defer rdb.Close()
-	var count commandCounter
-	rdb.AddHook(&count)
-	r := NewRecorder(rdb)
+	_, r, count := countedRecorder(t)
 	minute := time.Date(2026, 11, 27, 9, 30, 0, 0, time.UTC)
 	r.now = func() time.Time { return minute }
 	tally := NewTally(r)
