@@ -239,8 +239,9 @@ func waitOutage(t *testing.T, id, dep, cause string) workflows.Outage {
 
 func TestKafkaOutageLosesNothing(t *testing.T) {
 	queue, w, k, m := hotWorker(t)
-	// 150 ms a page keeps the run in flight while Kafka is down.
-	o := demosite.Options{Pages: 4, Latency: 150 * time.Millisecond}
+	// 300 ms a page keeps the run in flight while Kafka stops and is down: at 150 ms a
+	// loaded machine once finished the run while Kafka was still stopping.
+	o := demosite.Options{Pages: 4, Latency: 300 * time.Millisecond}
 	site := startSite(t, o)
 	id := start(t, storeHot(plan(t, "demo.yaml", "", "base_url="+site, "feed.pages=4")), queue)
 	waitPages(t, id, 20)
