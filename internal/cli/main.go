@@ -63,6 +63,9 @@ func notInThisBinary(name string) *cobra.Command {
 
 // Main runs the trawler command with the process's arguments and exits with its status.
 func Main() {
+	// Workers, dev and bench are long crawls of short-lived garbage; the other commands
+	// end before the setting matters.
+	engine.TuneGC()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := Run(ctx, os.Args[1:]); err != nil {
