@@ -45,6 +45,7 @@ type scanField struct {
 	index    int
 	name     string
 	css      string
+	match    goquery.Matcher // css, compiled once per type, not once per item
 	attr     string
 	re       *regexp.Regexp
 	url      bool
@@ -102,6 +103,9 @@ func fieldsOfType(t reflect.Type) ([]scanField, error) {
 		}
 		if err == nil {
 			err = checkTags(f, sf)
+		}
+		if err == nil && sf.css != "" {
+			sf.match = cascadia.MustCompile(sf.css) // checkTags parsed it
 		}
 		if err != nil {
 			errs = append(errs, fmt.Errorf("%s.%s: %w", t.Name(), f.Name, err))
@@ -325,8 +329,8 @@ func Scan(sel *goquery.Selection, base *url.URL, v any) error {
 		}
 		fv := rv.Field(sf.index)
 		found := sel
-		if sf.css != "" {
-			found = sel.Find(sf.css)
+		if sf.match != nil {
+			found = sel.FindMatcher(sf.match)
 		}
 		if fv.Kind() == reflect.Slice && fv.Type().Elem().Kind() == reflect.String {
 			var vals []string

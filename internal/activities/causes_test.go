@@ -80,7 +80,7 @@ func scrape(t *testing.T) map[string]float64 {
 }
 
 // runBatchActivity runs RunBatch as Temporal runs an activity (heartbeats included).
-func runBatchActivity(t *testing.T, a *Activities, b crawl.Batch) (crawl.BatchResult, error) {
+func runBatchActivity(t testing.TB, a *Activities, b crawl.Batch) (crawl.BatchResult, error) {
 	t.Helper()
 	var s testsuite.WorkflowTestSuite
 	env := s.NewTestActivityEnvironment()

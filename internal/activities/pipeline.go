@@ -217,7 +217,10 @@ func dedupStage(mode string, group []outcome, verdicts []dedup.Verdict) (kept []
 	seen := map[string]bool{}
 	k := 0
 	for p, o := range group {
-		for _, it := range o.result.Items {
+		// Most inputs keep every item: kept[p] is then the result's own slice, and a
+		// copy is made only from the first item dropped.
+		all := true
+		for j, it := range o.result.Items {
 			key := crawl.ItemKey(it.Key)
 			keep := !seen[key]
 			if verdicts != nil {
@@ -233,10 +236,18 @@ func dedupStage(mode string, group []outcome, verdicts []dedup.Verdict) (kept []
 			switch {
 			case o.judged:
 			case keep:
-				kept[p] = append(kept[p], it)
+				if !all {
+					kept[p] = append(kept[p], it)
+				}
 			default:
+				if all {
+					kept[p], all = slices.Clip(o.result.Items[:j]), false
+				}
 				stopped[p]++
 			}
+		}
+		if all && !o.judged {
+			kept[p] = o.result.Items
 		}
 	}
 	return kept, stopped
@@ -290,7 +301,11 @@ func route(step crawl.PlanStep, in crawl.Input, items []crawl.Item, next []crawl
 // write stores the group's kept items in every sink of the step, in order; a sink the
 // group has passed already is not written again.
 func write(ctx context.Context, b crawl.Batch, sinks []storage.Sink, group []outcome) error {
-	var items []crawl.Item
+	n := 0
+	for _, o := range group {
+		n += len(o.kept)
+	}
+	items := make([]crawl.Item, 0, n)
 	for _, o := range group {
 		items = append(items, o.kept...)
 	}

@@ -83,12 +83,14 @@ func (s *Sink) Write(ctx context.Context, items []crawl.Item) error {
 		bizs = append(bizs, b)
 	}
 	sort.Strings(bizs)
+	enc := encoders.Get().(*itemEncoder)
+	defer enc.release()
 	for _, biz := range bizs {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
 		recs := make([]record, len(byBiz[biz]))
-		var enc itemEncoder
+		enc.buf.Reset() // the last biz's lines are written
 		for i, it := range byBiz[biz] {
 			line, err := enc.encode(it)
 			if err != nil {
@@ -162,7 +164,11 @@ func (f *file) append(recs []record) error {
 	if err != nil {
 		return err
 	}
-	var buf bytes.Buffer
+	size := 0
+	for _, r := range recs {
+		size += len(r.line) + 1
+	}
+	buf := bytes.NewBuffer(make([]byte, 0, size))
 	for _, r := range recs {
 		if _, dup := f.seen[r.id]; dup {
 			continue
@@ -291,7 +297,20 @@ type itemEncoder struct {
 	keys []string
 }
 
-// encode returns the item's line, valid until the encoder is dropped.
+// encoders keeps itemEncoders, and their buffers, between writes: a write's lines are
+// most of what it allocates.
+var encoders = sync.Pool{New: func() any { return new(itemEncoder) }}
+
+// release puts the encoder back for the next write, unless a huge batch grew its buffer
+// past what is worth keeping.
+func (e *itemEncoder) release() {
+	if e.buf.Cap() <= 4<<20 {
+		e.buf.Reset()
+		encoders.Put(e)
+	}
+}
+
+// encode returns the item's line, valid until the encoder's buffer is reset.
 func (e *itemEncoder) encode(it crawl.Item) ([]byte, error) {
 	if e.enc == nil {
 		e.enc = json.NewEncoder(&e.buf)
