@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/sha1"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"slices"
 	"time"
@@ -16,6 +15,7 @@ import (
 	"github.com/trawlerhq/trawler/crawl"
 	"github.com/trawlerhq/trawler/internal/dedup"
 	"github.com/trawlerhq/trawler/internal/external"
+	"github.com/trawlerhq/trawler/internal/itemjson"
 	"github.com/trawlerhq/trawler/internal/storage"
 	"github.com/trawlerhq/trawler/internal/tracing"
 )
@@ -84,9 +84,15 @@ func stripUserinfo(v any) any {
 	return v
 }
 
-// contentHash is a short, stable hash of an item's fields (encoding/json sorts map keys).
+// contentHash is a short, stable hash of an item's fields: of their JSON as json.Marshal
+// writes it (keys sorted), so hashes kept by dedup stay valid across versions.
 func contentHash(data map[string]any) string {
-	b, _ := json.Marshal(data)
+	e := itemjson.Get()
+	defer e.Release()
+	var b []byte // data that cannot be encoded hashes as nothing, as json.Marshal's nil did
+	if e.Map(data) == nil {
+		b = e.Buf.Bytes()
+	}
 	sum := sha1.Sum(b)
 	return hex.EncodeToString(sum[:8])
 }

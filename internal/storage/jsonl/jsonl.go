@@ -18,13 +18,13 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"slices"
 	"sort"
 	"strings"
 	"sync"
 	"syscall"
 
 	"github.com/trawlerhq/trawler/crawl"
+	"github.com/trawlerhq/trawler/internal/itemjson"
 )
 
 // FailuresFile is the name of the file failed inputs are recorded in.
@@ -83,14 +83,14 @@ func (s *Sink) Write(ctx context.Context, items []crawl.Item) error {
 		bizs = append(bizs, b)
 	}
 	sort.Strings(bizs)
-	enc := encoders.Get().(*itemEncoder)
-	defer enc.release()
+	enc := itemEncoder{itemjson.Get()}
+	defer enc.Release()
 	for _, biz := range bizs {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
 		recs := make([]record, len(byBiz[biz]))
-		enc.buf.Reset() // the last biz's lines are written
+		enc.Buf.Reset() // the last biz's lines are written
 		for i, it := range byBiz[biz] {
 			line, err := enc.encode(it)
 			if err != nil {
@@ -289,96 +289,22 @@ func ReadFile(path string, fn func(crawl.Item) error) error {
 func (s *Sink) Close() error { return nil }
 
 // itemEncoder writes items as json.Marshal does, byte for byte, into one buffer for a
-// batch, without the two allocations per field encoding/json makes walking a map by
-// reflection: an item's data is a map[string]any, and its fields are most of a line.
-type itemEncoder struct {
-	buf  bytes.Buffer
-	enc  *json.Encoder
-	keys []string
-}
-
-// encoders keeps itemEncoders, and their buffers, between writes: a write's lines are
-// most of what it allocates.
-var encoders = sync.Pool{New: func() any { return new(itemEncoder) }}
-
-// release puts the encoder back for the next write, unless a huge batch grew its buffer
-// past what is worth keeping.
-func (e *itemEncoder) release() {
-	if e.buf.Cap() <= 4<<20 {
-		e.buf.Reset()
-		encoders.Put(e)
-	}
-}
+// write (see itemjson).
+type itemEncoder struct{ *itemjson.Encoder }
 
 // encode returns the item's line, valid until the encoder's buffer is reset.
-func (e *itemEncoder) encode(it crawl.Item) ([]byte, error) {
-	if e.enc == nil {
-		e.enc = json.NewEncoder(&e.buf)
-	}
-	start := e.buf.Len()
+func (e itemEncoder) encode(it crawl.Item) ([]byte, error) {
+	start := e.Buf.Len()
 	data := it.Data
 	it.Data = nil
 	// The item without its data, then the data in place of the null Data is last.
-	if err := e.value(it); err != nil {
+	if err := e.Value(it); err != nil {
 		return nil, err
 	}
-	e.buf.Truncate(e.buf.Len() - len("null}"))
-	if err := e.data(data); err != nil {
+	e.Buf.Truncate(e.Buf.Len() - len("null}"))
+	if err := e.Map(data); err != nil {
 		return nil, err
 	}
-	e.buf.WriteByte('}')
-	return e.buf.Bytes()[start:], nil
-}
-
-// value writes v as json.Marshal would.
-func (e *itemEncoder) value(v any) error {
-	if err := e.enc.Encode(v); err != nil {
-		return err
-	}
-	e.buf.Truncate(e.buf.Len() - 1) // Encode ends each value with a newline
-	return nil
-}
-
-// data writes a map with its keys sorted, as json.Marshal does.
-func (e *itemEncoder) data(m map[string]any) error {
-	if m == nil {
-		e.buf.WriteString("null")
-		return nil
-	}
-	e.keys = e.keys[:0]
-	for k := range m {
-		e.keys = append(e.keys, k)
-	}
-	slices.Sort(e.keys)
-	e.buf.WriteByte('{')
-	for i, k := range e.keys {
-		if i > 0 {
-			e.buf.WriteByte(',')
-		}
-		if plainKey(k) {
-			e.buf.WriteByte('"')
-			e.buf.WriteString(k)
-			e.buf.WriteByte('"')
-		} else if err := e.value(k); err != nil {
-			return err
-		}
-		e.buf.WriteByte(':')
-		if err := e.value(m[k]); err != nil {
-			return err
-		}
-	}
-	e.buf.WriteByte('}')
-	return nil
-}
-
-// plainKey reports whether JSON writes k as it is, between quotes: letters, digits, _
-// and -, as the keys of tasks' data are.
-func plainKey(k string) bool {
-	for i := 0; i < len(k); i++ {
-		c := k[i]
-		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_' || c == '-') {
-			return false
-		}
-	}
-	return true
+	e.Buf.WriteByte('}')
+	return e.Buf.Bytes()[start:], nil
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/trawlerhq/trawler/crawl"
+	"github.com/trawlerhq/trawler/internal/itemjson"
 )
 
 func items(run string, keys ...string) []crawl.Item {
@@ -179,7 +180,8 @@ func TestItemLinesAreJSONMarshal(t *testing.T) {
 		{Key: "no-data"},
 		{Key: "empty-data", Data: map[string]any{}},
 	}
-	var enc itemEncoder
+	enc := itemEncoder{itemjson.Get()}
+	defer enc.Release()
 	for _, it := range cases {
 		want, err := json.Marshal(it)
 		if err != nil {
