@@ -70,7 +70,13 @@ func stripUserinfo(v any) any {
 		return crawl.StripUserinfo(x)
 	case map[string]any:
 		for k, e := range x {
-			x[k] = stripUserinfo(e)
+			// Nested values change in place; a string is stored back only when it had
+			// user info (stripping only shortens), not every field of every item.
+			if s, ok := e.(string); !ok {
+				stripUserinfo(e)
+			} else if c := crawl.StripUserinfo(s); len(c) != len(s) {
+				x[k] = c
+			}
 		}
 	case []any:
 		for i, e := range x {
