@@ -142,8 +142,13 @@ func TestActions(t *testing.T) {
 			if n := strings.Count(body, `class="item"`); n != want {
 				t.Errorf("%s: %d items after scrolling to the end; want %d", c.url, n, want)
 			}
-			if note, rounds := lastOf(outs).Note, want/20; note != fmt.Sprintf("until held after %d rounds", rounds) {
-				t.Errorf("%s: note %q; want until held after %d rounds (%d that loaded, one that did not)", c.url, note, rounds, rounds-1)
+			// Each round that loads brings a page of 20, one more finds no change: 5
+			// rounds for 100. On a loaded machine one round may see two pages come
+			// before it looks, so fewer rounds are fine; more, or max, are not.
+			note, most := lastOf(outs).Note, want/20
+			var rounds int
+			if _, err := fmt.Sscanf(note, "until held after %d rounds", &rounds); err != nil || rounds < 2 || rounds > most {
+				t.Errorf("%s: note %q; want until held after 2 to %d rounds (those that loaded, one that did not)", c.url, note, most)
 			}
 		}
 	})
