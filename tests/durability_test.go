@@ -233,7 +233,9 @@ func TestMongoOutageRunWaits(t *testing.T) {
 	w := testWorker(t, engine.WorkerOptions{TaskQueue: queue, OutDir: filepath.Join(dir, "out"),
 		Redis: shared.redis.Addr(), Kafka: hot.kafka, Mongo: uri})
 	o := demosite.Options{Pages: 4, Latency: 60 * time.Millisecond}
-	site := startSite(t, o)
+	// Story and comments pages past the 30th wait until MongoDB is down, so that work is
+	// left to meet the outage however fast the run.
+	site, served, release := gatedSite(t, startSite(t, o), "/item/", 30)
 	rdb := redis.NewClient(&redis.Options{Addr: shared.redis.Addr()})
 	defer rdb.Close()
 	received := watchAlerts(t, rdb, tenantOf(t), 0)
@@ -246,11 +248,12 @@ func TestMongoOutageRunWaits(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitPages(t, id, 20)
+	eventually(t, 2*time.Minute, "30 story and comments pages served", func() bool { return served() >= 30 })
 	if err := stop(); err != nil {
 		t.Fatal(err)
 	}
 	t.Log("stopped MongoDB")
+	release()
 	out := waitOutage(t, id, "store mongo", "in mongo")
 	t.Logf("status while MongoDB is down: %+v", out)
 	// The outage itself is under test: it lasts far past two attempts of a batch, and
@@ -304,15 +307,17 @@ func TestRedisOutageRunWaits(t *testing.T) {
 	w := testWorker(t, engine.WorkerOptions{TaskQueue: queue, OutDir: filepath.Join(dir, "out"),
 		Redis: rd.Addr(), Kafka: hot.kafka, Mongo: hot.mongo})
 	o := demosite.Options{Pages: 4, Latency: 60 * time.Millisecond}
-	site := startSite(t, o)
+	// Pages past the 30th wait until Redis is down (see TestMongoOutageRunWaits).
+	site, served, release := gatedSite(t, startSite(t, o), "/item/", 30)
 	p := storeHot(plan(t, "demo.yaml", "", "base_url="+site, "feed.pages=4"))
 	id, err := engine.Start(context.Background(), shared.client, p, engine.RunOptions{TaskQueue: queue, Tuning: outageTuning()})
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitPages(t, id, 20)
+	eventually(t, 2*time.Minute, "30 story and comments pages served", func() bool { return served() >= 30 })
 	rd.Close()
 	t.Log("stopped Redis")
+	release()
 	out := waitOutage(t, id, "redis", "")
 	t.Logf("status while Redis is down: %+v", out)
 	time.Sleep(8 * time.Second) // the outage under test lasts far past two attempts of a batch

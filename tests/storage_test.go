@@ -239,18 +239,19 @@ func waitOutage(t *testing.T, id, dep, cause string) workflows.Outage {
 
 func TestKafkaOutageLosesNothing(t *testing.T) {
 	queue, w, k, m := hotWorker(t)
-	// 300 ms a page keeps the run in flight while Kafka stops and is down: at 150 ms a
-	// loaded machine once finished the run while Kafka was still stopping.
-	o := demosite.Options{Pages: 4, Latency: 300 * time.Millisecond}
-	site := startSite(t, o)
+	// Story and comments pages past the 30th wait until Kafka is down, so that work is
+	// left to meet the outage however fast the run (a fixed latency once was not enough).
+	o := demosite.Options{Pages: 4, Latency: 60 * time.Millisecond}
+	site, served, release := gatedSite(t, startSite(t, o), "/item/", 30)
 	id := start(t, storeHot(plan(t, "demo.yaml", "", "base_url="+site, "feed.pages=4")), queue)
-	waitPages(t, id, 20)
+	eventually(t, 2*time.Minute, "30 story and comments pages served", func() bool { return served() >= 30 })
 	_, p, _ := net.SplitHostPort(hot.kafka[0])
 	port, _ := strconv.Atoi(p)
 	if err := hot.kafkaStop(); err != nil {
 		t.Fatal(err)
 	}
 	t.Log("stopped Kafka")
+	release()
 
 	// `trawler status` shows which store is down, since when, the inputs waiting for
 	// it and its error.
