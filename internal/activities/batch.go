@@ -99,11 +99,12 @@ type outcome struct {
 	RetryAfter time.Duration       `json:"ra,omitempty"`
 	// Held: the host's politeness held the input back (crawl.HeldError); it runs again
 	// after RetryAfter without spending an attempt.
-	Held    bool   `json:"held,omitempty"`
-	waiting error  // the input waits for a dependency (a pool item, Redis)
-	back    bool   // a followed input handed back to the workflow unrun
-	lane    int    // the batch lane that ran it
-	quota   string // the input was not run: a budget ran out (why)
+	Held    bool      `json:"held,omitempty"`
+	waiting error     // the input waits for a dependency (a pool item, Redis)
+	ahead   *claimAsk // the claim of its outputs made as it finished (claimAhead)
+	back    bool      // a followed input handed back to the workflow unrun
+	lane    int       // the batch lane that ran it
+	quota   string    // the input was not run: a budget ran out (why)
 	input   crawl.Input
 	result  crawl.Result // until stored
 	// set once the item pipeline has judged the input's items (dedup verdicts, budget),
@@ -166,6 +167,7 @@ type batchRun struct {
 	// start inputs (seen.go); nil without one.
 	claims, seeds *seen.Claimer
 	handedBack    map[string]*seen.Claimer // claimers of inputs other batches handed back, by id
+	claimQueue    *claimQueue              // the one goroutine that uses the claimers
 
 	// Stopping runCtx stops admitting inputs and cancels those running: the batch gives
 	// up on an outage and hands the rest back.
@@ -393,6 +395,9 @@ func (a *Activities) storesOf(step crawl.PlanStep) []string {
 // end gives back what the batch holds: unspent budget, its share of the CPU.
 func (r *batchRun) end() {
 	r.stopRun()
+	if r.claimQueue != nil {
+		r.claimQueue.close()
+	}
 	r.lanes[0].budget.release(r.ctx, r.a.Log)
 	running.Add(-1)
 }
@@ -487,6 +492,7 @@ func (r *batchRun) execute(l *lane) {
 			began := time.Now()
 			o := r.a.runOne(ctx, l.task, l.env, b, i, w)
 			l.cost.wall.Add(int64(time.Since(began)))
+			r.claimAhead(l, &o)
 			send(o)
 		}(i, w)
 	}

@@ -2,7 +2,9 @@ package activities
 
 import (
 	"cmp"
+	"errors"
 	"strconv"
+	"sync"
 
 	"go.temporal.io/sdk/activity"
 
@@ -44,6 +46,8 @@ func (r *batchRun) openClaims() {
 		r.claims.FirstAttempt()
 	}
 	r.seeds = r.a.Seen.Claimer(r.seenChain(), r.b.RunID, "seeds")
+	r.claimQueue = newClaimQueue()
+	go r.claimLoop()
 	var keys []string
 	for _, out := range r.cp.sum.Out {
 		if k, ok := seenKey(out.Step, out.Input); ok {
@@ -69,8 +73,10 @@ func (r *batchRun) seenChain() string {
 // Claiming only reads the group, so it may run while the group is stored; apply, which
 // writes the outputs, runs after. Outputs are claimed as this batch, except those of an
 // input another batch handed back (crawl.Input.Claim): they are claimed as that batch,
-// which may have claimed them before it died. If Redis does not answer, all go on: a
-// page fetched twice costs a fetch, never a record.
+// which may have claimed them before it died. Most outputs were claimed ahead, as their
+// page finished (claimAhead): only those that depend on the items the pipeline kept are
+// claimed here. If Redis does not answer, all go on: a page fetched twice costs a fetch,
+// never a record.
 func (r *batchRun) claimOutputs(l *lane, group []outcome) (apply func()) {
 	if r.claims == nil {
 		return func() {}
@@ -79,76 +85,67 @@ func (r *batchRun) claimOutputs(l *lane, group []outcome) (apply func()) {
 	for _, c := range l.b.Step.Consumers {
 		revisit[c.Step] = c.Revisit
 	}
-	// keys are the outputs' keys in the seen-set, "" for those it does not hold:
-	// canonicalizing a URL is the costly part of a claim, done once per output.
-	keys := map[*outcome][]string{}
-	for p := range group {
-		o := &group[p]
-		ks := make([]string, len(o.Out))
-		for j, out := range o.Out {
-			if !revisit[out.Step] {
-				if k, ok := seenKey(out.Step, out.Input); ok {
-					ks[j] = k
-				}
-			}
-		}
-		keys[o] = ks
-	}
+	ahead := aheadSteps(l.b.Step)
 	// verdict is what the claim decided for one output: whether it goes on, and the
 	// claim it leaves with ("" for none).
 	type verdict struct {
 		goes  bool
 		claim string
 	}
-	verdicts := map[*outcome][]verdict{}
+	verdicts := make([][]verdict, len(group))
+	type late struct{ p, j int }
+	var lates []late
+	asks := map[string]*claimAsk{}
 	var order []string
-	by := map[string][]*outcome{}
 	for p := range group {
-		id := group[p].input.Claim
-		if by[id] == nil {
-			order = append(order, id)
+		o := &group[p]
+		if o.ahead != nil {
+			<-o.ahead.done
 		}
-		by[id] = append(by[id], &group[p])
+		vs := make([]verdict, len(o.Out))
+		k := 0 // o.Out's outputs claimed ahead are those of o.ahead, in order
+		for j, out := range o.Out {
+			vs[j].goes = true
+			if o.ahead != nil && ahead[out.Step] && k < len(o.ahead.keys) {
+				vs[j] = verdict{goes: o.ahead.goes(k), claim: o.ahead.claimOf(k)}
+				k++
+				continue
+			}
+			if revisit[out.Step] {
+				continue
+			}
+			key, ok := seenKey(out.Step, out.Input)
+			if !ok {
+				continue
+			}
+			id := o.input.Claim
+			a := asks[id]
+			if a == nil {
+				a = &claimAsk{id: id}
+				asks[id] = a
+				order = append(order, id)
+			}
+			a.keys = append(a.keys, key)
+			lates = append(lates, late{p, j})
+		}
+		verdicts[p] = vs
 	}
-	for _, id := range order {
-		var claiming []string
-		for _, o := range by[id] {
-			for _, k := range keys[o] {
-				if k != "" {
-					claiming = append(claiming, k)
-				}
-			}
+	if len(lates) > 0 {
+		for _, id := range order {
+			r.claimQueue.ask(asks[id])
 		}
-		if len(claiming) == 0 {
-			continue
-		}
-		c := r.claimer(id)
-		goes, err := c.Claim(r.ctx, claiming)
-		if err != nil {
-			r.a.Log.Warn("seen-set: cannot tell seen inputs from new ones; handing all on", "chain", r.b.Chain, "step", l.b.Step.ID, "err", err)
-			continue
-		}
-		k := 0
-		for _, o := range by[id] {
-			vs := make([]verdict, len(o.Out))
-			for j, key := range keys[o] {
-				vs[j].goes = true
-				if key != "" {
-					k++
-					vs[j].goes = goes[k-1]
-					// An output an attempt that died had claimed may have been run by
-					// it (followed), claiming what it led to: it leaves with the claim,
-					// so the batch that runs it claims those as its own.
-					if vs[j].goes && c.Earlier(key) {
-						vs[j].claim = cmp.Or(id, r.cp.claim)
-					}
-				}
-			}
-			verdicts[o] = vs
+		next := map[string]int{}
+		for _, lt := range lates {
+			a := asks[group[lt.p].input.Claim]
+			<-a.done
+			k := next[a.id]
+			next[a.id]++
+			verdicts[lt.p][lt.j] = verdict{goes: a.goes(k), claim: a.claimOf(k)}
 		}
 	}
 	return func() {
-		for o, vs := range verdicts {
+		for p := range group {
+			o, vs := &group[p], verdicts[p]
 			kept := o.Out[:0]
 			for j, out := range o.Out {
 				switch {
@@ -161,6 +158,178 @@ func (r *batchRun) claimOutputs(l *lane, group []outcome) (apply func()) {
 				kept = append(kept, out)
 			}
 			o.Out = kept
+		}
+	}
+}
+
+// aheadSteps are the consumers of a step whose inputs are claimed as soon as the page
+// that leads to them finishes (claimAhead): those a task hands on itself (Result.Next),
+// which do not depend on what the item pipeline keeps. Inputs taken from items (each:)
+// and those a recrawl plan may hold back are claimed when their group is stored;
+// revisit: consumers are not claimed at all.
+func aheadSteps(step crawl.PlanStep) map[int]bool {
+	ahead := map[int]bool{}
+	for _, c := range step.Consumers {
+		ahead[c.Step] = c.Each == "" && !c.Recrawl && !c.Revisit
+	}
+	return ahead
+}
+
+// claimAhead claims, as soon as a page finished, the inputs it hands its consumers
+// itself: the claim's round trip runs while the outcome travels to collect and is
+// judged, rather than after, which matters most on the run's critical path (the next
+// list page waits for its claim). The verdicts wait on the outcome until its group is
+// stored (claimOutputs), whose routing yields the same outputs in the same order.
+func (r *batchRun) claimAhead(l *lane, o *outcome) {
+	if r.claims == nil || !o.OK || len(o.result.Next) == 0 {
+		return
+	}
+	ahead := aheadSteps(l.b.Step)
+	outs, _ := l.b.Step.Route(o.input, crawl.Result{Next: o.result.Next})
+	a := &claimAsk{id: o.input.Claim}
+	for _, out := range outs {
+		if ahead[out.Step] {
+			key, ok := seenKey(out.Step, out.Input)
+			if !ok {
+				key = "" // an input the seen-set does not hold
+			}
+			a.keys = append(a.keys, key)
+		}
+	}
+	if len(a.keys) > 0 {
+		o.ahead = a
+		r.claimQueue.ask(a)
+	}
+}
+
+// claimAsk is one request to claim keys as one claimer (a batch's id, "" for this
+// batch), answered by the batch's claim loop. A key "" is one the seen-set does not
+// hold: it always goes on.
+type claimAsk struct {
+	id   string
+	keys []string
+	done chan struct{} // closed once answered
+	// went and earlier are, per key, whether it goes on and whether an attempt of the
+	// claimer that died had claimed it (seen.Claimer.Earlier); err, when set, means no
+	// claim was made and every key goes on.
+	went, earlier []bool
+	err           error
+	claimer       string // the claim id an output that was claimed earlier leaves with
+}
+
+// goes reports whether the k-th key goes on, and claimOf the claim it leaves with: an
+// output an attempt that died had claimed may have been run by it (followed), claiming
+// what it led to, so it leaves with the claim and the batch that runs it claims those as
+// its own. When the claim failed, every key goes on with none.
+func (a *claimAsk) goes(k int) bool { return a.err != nil || a.went[k] }
+
+func (a *claimAsk) claimOf(k int) string {
+	if a.err == nil && a.went[k] && a.earlier[k] {
+		return a.claimer
+	}
+	return ""
+}
+
+// claimQueue hands a batch's claims to one loop, which runs them one pipeline at a time,
+// each taking every claim asked while the one before was in flight: claims from pages
+// finishing at once share a round trip, and a Claimer is only ever used by one goroutine.
+type claimQueue struct {
+	mu     sync.Mutex
+	asks   []*claimAsk
+	closed bool
+	wake   chan struct{}
+}
+
+func newClaimQueue() *claimQueue { return &claimQueue{wake: make(chan struct{}, 1)} }
+
+// ask queues a claim; its done closes once it is answered.
+func (q *claimQueue) ask(a *claimAsk) {
+	a.done = make(chan struct{})
+	q.mu.Lock()
+	if q.closed {
+		q.mu.Unlock()
+		a.err = errors.New("the batch has ended")
+		close(a.done)
+		return
+	}
+	q.asks = append(q.asks, a)
+	q.mu.Unlock()
+	select {
+	case q.wake <- struct{}{}:
+	default:
+	}
+}
+
+// close answers what is still queued with an error and refuses later asks.
+func (q *claimQueue) close() {
+	q.mu.Lock()
+	asks := q.asks
+	q.asks, q.closed = nil, true
+	q.mu.Unlock()
+	for _, a := range asks {
+		a.err = errors.New("the batch has ended")
+		close(a.done)
+	}
+	select {
+	case q.wake <- struct{}{}: // the loop wakes to see it closed
+	default:
+	}
+}
+
+// claimLoop answers the batch's claims until its queue closes.
+func (r *batchRun) claimLoop() {
+	q := r.claimQueue
+	for range q.wake {
+		q.mu.Lock()
+		asks := q.asks
+		q.asks = nil
+		closed := q.closed
+		q.mu.Unlock()
+		if closed {
+			return
+		}
+		r.claimAll(asks)
+	}
+}
+
+// claimAll answers asks with one Claim per claimer among them.
+func (r *batchRun) claimAll(asks []*claimAsk) {
+	var order []string
+	by := map[string][]*claimAsk{}
+	for _, a := range asks {
+		if by[a.id] == nil {
+			order = append(order, a.id)
+		}
+		by[a.id] = append(by[a.id], a)
+	}
+	for _, id := range order {
+		var keys []string
+		for _, a := range by[id] {
+			for _, key := range a.keys {
+				if key != "" {
+					keys = append(keys, key)
+				}
+			}
+		}
+		c := r.claimer(id)
+		goes, err := c.Claim(r.ctx, keys)
+		if err != nil {
+			r.a.Log.Warn("seen-set: cannot tell seen inputs from new ones; handing all on", "chain", r.b.Chain, "step", r.b.Step.ID, "err", err)
+		}
+		k := 0
+		for _, a := range by[id] {
+			a.err, a.claimer = err, cmp.Or(id, r.cp.claim)
+			a.went, a.earlier = make([]bool, len(a.keys)), make([]bool, len(a.keys))
+			for j, key := range a.keys {
+				switch {
+				case key == "":
+					a.went[j] = true
+				case err == nil:
+					a.went[j], a.earlier[j] = goes[k], c.Earlier(key)
+					k++
+				}
+			}
+			close(a.done)
 		}
 	}
 }
