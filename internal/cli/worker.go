@@ -58,6 +58,7 @@ func (s *Settings) sinksLine() string {
 
 func workerCmd(s *Settings) *cobra.Command {
 	var maxBatches int
+	var hostConcurrency int
 	var frontier bool
 	var dedupExpected int64
 	var tuned bool
@@ -103,6 +104,9 @@ browsers × (browser-mb + tabs × 64) MiB. Debian's chromium is used when instal
 			if s.Out == "" {
 				return fmt.Errorf("the worker needs --out DIR (or TRAWLER_OUT, or --data of a dev stack) for the jsonl sink")
 			}
+			if hostConcurrency < 0 {
+				return fmt.Errorf("--host-concurrency %d: use 1 or more requests in flight per host, or 0 for the default (%d)", hostConcurrency, crawl.DefaultHostConcurrency)
+			}
 			// Credentials first: a missing secret file is a setting to fix, not a
 			// server to wait for.
 			redisAuth, err := s.redisOptions()
@@ -134,7 +138,7 @@ browsers × (browser-mb + tabs × 64) MiB. Debian's chromium is used when instal
 				Redis: s.Redis, RedisAuth: redisAuth, NoFrontier: !frontier, DedupExpected: dedupExpected,
 				ResourceTuned: tuned, TargetCPU: targetCPU, TargetMem: targetMem, Capacity: declared,
 				Kafka: s.KafkaBrokers(), Mongo: s.Mongo, ES: s.ES, HBase: s.HBase, File: fileOpts, Auth: storeAuth, Hot: hot, Log: s.Logger(),
-				Fetch: fetch.Options{AllowPrivate: allowPrivate}, Browser: browserOpts})
+				Fetch: fetch.Options{AllowPrivate: allowPrivate, HostConcurrency: hostConcurrency}, Browser: browserOpts})
 			if err != nil {
 				return err
 			}
@@ -155,6 +159,7 @@ browsers × (browser-mb + tabs × 64) MiB. Debian's chromium is used when instal
 	cmd.Flags().Int64Var(&dedupExpected, "dedup-expected", 0, "with --redis: the items a dedup namespace this worker is the first to use is sized for (default 10,000,000); a namespace's buckets are fixed when it is made (docs/dedup.md)")
 	cmd.Flags().BoolVar(&frontier, "frontier", true, "with --redis: each step fetches a URL at most once per run (the run's seen-set, docs/frontier.md); --frontier=false hands every step every input, as revisit: true does")
 	cmd.Flags().IntVar(&maxBatches, "max-batches", 16, "batch activities this worker runs at once (with --tune-resources: at most)")
+	cmd.Flags().IntVar(&hostConcurrency, "host-concurrency", 0, fmt.Sprintf("requests in flight at one host when neither the chain's politeness: nor the task sets a concurrency; with --redis it is the fleet's limit, every worker on that Redis taking slots from one budget per host (0: the default, %d)", crawl.DefaultHostConcurrency))
 	cmd.Flags().BoolVar(&tuned, "tune-resources", false, "let the machine's CPU and memory use decide how many batches run at once, 1 to --max-batches (Temporal's resource-based tuner)")
 	cmd.Flags().Float64Var(&targetCPU, "target-cpu", 0.8, "with --tune-resources: the machine CPU use (0–1) the worker aims at")
 	cmd.Flags().Float64Var(&targetMem, "target-mem", 0.8, "with --tune-resources: the machine memory use (0–1) the worker aims at")

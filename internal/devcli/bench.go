@@ -40,6 +40,7 @@ import (
 	"github.com/trawlerhq/trawler/internal/engine"
 	"github.com/trawlerhq/trawler/internal/redisurl"
 	"github.com/trawlerhq/trawler/internal/sites/demo"
+	"github.com/trawlerhq/trawler/internal/storage"
 )
 
 // benchGoal is the throughput Trawler aims for, as a fraction of Colly's.
@@ -102,6 +103,12 @@ the embedded Redis) and, with --redis --redis-server, the redis-server the bench
 with --redis the bench also counts the Redis commands per page (by command name on a
 redis-server, whose INFO commandstats counts the commands scripts run too).
 
+With --worker-process the worker runs as in production, in a process of its own: the
+bench starts this binary as trawler worker on the same stack (task queue, jsonl output,
+with --redis the same Redis, --allow-private, --host-concurrency C), waits until Temporal
+sees it polling, and stops it (SIGTERM) at the end. Its CPU per page is a row of its own,
+counted in Trawler's; its log is worker.log in the data dir.
+
 Timing: Colly from its first request until its output file is flushed; Trawler from the
 run's start until the workflow completes (as ` + "`duration_s`" + ` of ` + "`trawler run --wait`" + `),
 excluding the start-up of Temporal and the worker. Neither side is timed cold: Colly
@@ -126,6 +133,7 @@ site unchanged and write revisit records.`,
   trawler bench crawl --redis --runs 3             # with the seen-set and fleet budgets…
   trawler bench crawl --redis --revisit --runs 3   # …and without the seen-set
   trawler bench crawl --site static --list-pages 50 --runs 5 --redis --redis-server
+  trawler bench crawl --site static --list-pages 50 --runs 3 --redis --redis-server --worker-process
   trawler bench crawl --site static --cpuprofile trawler.prof   # then: go tool pprof trawler.prof
   trawler bench crawl --archive /tmp/warc --runs 3  # CPU and bytes per page of archive:
   trawler bench crawl --json | tail -1`,
@@ -195,7 +203,8 @@ site unchanged and write revisit records.`,
 	f.BoolVar(&o.redisServer, "redis-server", false, "with --redis: the worker uses a real redis-server the bench starts (apt-get install redis-server) instead of the embedded one, whose CPU is then shown apart")
 	f.StringVar(&o.site, "site", "demo", "the site's shape: demo (pages rendered per request) or static (the same pages and links rendered once and served from memory, a few µs each: what remains is each crawler's own cost per page)")
 	f.StringVar(&o.archive, "archive", "", "Trawler: also time each run with archive: to this directory `DIR` on every step, and print the CPU and the bytes of WARC per page")
-	f.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of Trawler's timed runs to this file (go tool pprof FILE)")
+	f.BoolVar(&o.workerProcess, "worker-process", false, "Trawler: run the worker in a process of its own (this binary's trawler worker) on the same stack, as in production, and show its CPU apart")
+	f.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of this process over Trawler's timed runs to this file (go tool pprof FILE); with --worker-process the worker is not in it, only the Temporal server and the site")
 	return cmd
 }
 
@@ -215,6 +224,11 @@ type benchOptions struct {
 	cpuProfile  string                           // file for a CPU profile of Trawler's timed runs
 	archive     string                           // a directory: time each run archived there too
 	note        func(format string, args ...any) // progress notes; nil for none
+
+	// workerProcess runs the worker as `trawler worker` in a process of its own: the
+	// binary workerBinary, or this one when empty (a test's binary is not trawler).
+	workerProcess bool
+	workerBinary  string
 }
 
 // benchSide is one crawler's measurement.
@@ -224,9 +238,17 @@ type benchSide struct {
 	Seconds   float64 `json:"seconds"`
 	PagesPerS float64 `json:"pages_per_s"`
 	// CPUPerPageMS is the process's CPU time (user + system) over the run per page: for
-	// Trawler it includes the embedded Temporal server, the worker and the sinks, as
-	// all run in this process.
+	// Trawler it includes the embedded Temporal server and, unless WorkerProcessCPUPerPageMS
+	// has them, the worker and the sinks, as they run in this process.
 	CPUPerPageMS float64 `json:"cpu_per_page_ms"`
+	// WorkerProcessCPUPerPageMS is the same for Trawler's worker process (with
+	// --worker-process): the worker and its sinks.
+	WorkerProcessCPUPerPageMS float64 `json:"worker_process_cpu_per_page_ms,omitempty"`
+}
+
+// trawlerCPUPerPageMS is the CPU per page of this process and of the worker process.
+func (b benchSide) trawlerCPUPerPageMS() float64 {
+	return b.CPUPerPageMS + b.WorkerProcessCPUPerPageMS
 }
 
 // verdict says whether a benchmark met its goal.
@@ -252,11 +274,26 @@ func newBenchSide(pages, items int, d, cpu time.Duration) benchSide {
 	if sec > 0 {
 		rate = float64(pages) / sec
 	}
-	perPage := 0.0
-	if pages > 0 {
-		perPage = float64(cpu.Microseconds()) / 1000 / float64(pages)
+	return benchSide{Pages: pages, Items: items, Seconds: cli.RoundTo(sec, 3), PagesPerS: cli.RoundTo(rate, 1), CPUPerPageMS: cpuPerPageMS(cpu, pages)}
+}
+
+// cpuPerPageMS is cpu per page in milliseconds, rounded to µs; 0 without pages.
+func cpuPerPageMS(cpu time.Duration, pages int) float64 {
+	if pages <= 0 {
+		return 0
 	}
-	return benchSide{Pages: pages, Items: items, Seconds: cli.RoundTo(sec, 3), PagesPerS: cli.RoundTo(rate, 1), CPUPerPageMS: cli.RoundTo(perPage, 3)}
+	return cli.RoundTo(float64(cpu.Microseconds())/1000/float64(pages), 3)
+}
+
+// benchCPU is the CPU time (user + system) Trawler's processes used over a run: this
+// process's and, with --worker-process, the worker process's.
+type benchCPU struct{ here, worker time.Duration }
+
+// trawlerSide is Trawler's measurement of the run res, which used cpu.
+func trawlerSide(res *cli.Result, cpu benchCPU) benchSide {
+	b := newBenchSide(res.Pages, res.Items, time.Duration(res.DurationS*float64(time.Second)), cpu.here)
+	b.WorkerProcessCPUPerPageMS = cpuPerPageMS(cpu.worker, res.Pages)
+	return b
 }
 
 // processCPU is the CPU time (user + system) this process has used so far.
@@ -292,9 +329,12 @@ type benchResult struct {
 	TrawlerBatches   int       `json:"trawler_batches"`
 	TrawlerRunID     string    `json:"trawler_run_id"`
 	Site             string    `json:"site"` // demo or static
+	// WorkerProcess says the worker ran in a process of its own (--worker-process).
+	WorkerProcess bool `json:"worker_process,omitempty"`
 	// Processes is the CPU per page of every process of Trawler's side in its median run:
-	// the bench's own (Temporal server, worker and sinks, and the embedded Redis) and,
-	// with --redis-server, redis-server's.
+	// the bench's own (Temporal server, the site, the worker and sinks unless
+	// WorkerProcess, and the embedded Redis), with --worker-process the worker
+	// process's and with --redis-server redis-server's.
 	Processes []benchProcess `json:"processes"`
 	// RedisCommandsPerPage is what the worker's Redis ran per page in the median run
 	// (with --redis), counted as RedisCounted says.
@@ -366,8 +406,12 @@ func (r *benchResult) print() {
 	if r.Site == "static" {
 		site = "the static site (pre-rendered pages from memory)"
 	}
-	fmt.Printf("\ncrawl of %s: %s, %d list pages × %d detail links, at most %d requests in flight (Trawler: batch %d, parallel %d)\n",
-		site, shape, r.FeedPages, r.PerPage, r.Concurrency, r.Batch, r.Parallel)
+	worker := ""
+	if r.WorkerProcess {
+		worker = ", worker in its own process"
+	}
+	fmt.Printf("\ncrawl of %s: %s, %d list pages × %d detail links, at most %d requests in flight (Trawler: batch %d, parallel %d%s)\n",
+		site, shape, r.FeedPages, r.PerPage, r.Concurrency, r.Batch, r.Parallel, worker)
 	fmt.Printf("  %-22s %8s %8s %9s %9s %13s\n", "", "pages", "items", "seconds", "pages/s", "CPU ms/page")
 	row := func(name string, b benchSide) {
 		fmt.Printf("  %-22s %8d %8d %9.2f %9.1f %13.3f\n", name, b.Pages, b.Items, b.Seconds, b.PagesPerS, b.CPUPerPageMS)
@@ -379,8 +423,12 @@ func (r *benchResult) print() {
 	}
 	fmt.Printf("  ratio trawler/colly: %.2f×   goal ≥ %.1f× Colly: %s\n", r.Ratio, r.Goal, verdict(r.GoalMet))
 	fmt.Printf("  CPU per page trawler/colly: %.2f× (Trawler's includes the embedded Temporal server and every process below)\n", r.CPURatio)
+	width := 0
 	for _, p := range r.Processes {
-		fmt.Printf("    %-58s %.3f ms/page\n", p.Name, p.CPUPerPageMS)
+		width = max(width, len(p.Name))
+	}
+	for _, p := range r.Processes {
+		fmt.Printf("    %-*s %.3f ms/page\n", width, p.Name, p.CPUPerPageMS)
 	}
 	if r.RedisCommandsPerPage != nil {
 		fmt.Printf("  Redis commands per page: %.3f (%s)\n", *r.RedisCommandsPerPage, r.RedisCounted)
@@ -458,7 +506,11 @@ func benchCrawl(ctx context.Context, s *cli.Settings, o benchOptions) (*benchRes
 	}
 
 	// Trawler: embedded Temporal on SQLite, one worker capped at C requests per host.
-	note("trawler: starting embedded Temporal (SQLite in %s) and a worker…", data)
+	if o.workerProcess {
+		note("trawler: starting embedded Temporal (SQLite in %s) and a worker process (its log in %s)…", data, filepath.Join(data, "worker.log"))
+	} else {
+		note("trawler: starting embedded Temporal (SQLite in %s) and a worker…", data)
+	}
 	wo := engine.WorkerOptions{Fetch: fetch.Options{HostConcurrency: o.concurrency}}
 	// redisNow reads what the worker's Redis has done so far; nil without --redis.
 	var redisNow func() (benchRedis, error)
@@ -485,12 +537,60 @@ func benchCrawl(ctx context.Context, s *cli.Settings, o benchOptions) (*benchRes
 			return benchRedis{commands: u.calls, cpu: u.cpu, byName: by}, err
 		}
 	}
-	bs, err := startBenchStack(ctx, s, data, wo, o.redis)
-	if err != nil {
-		return nil, err
+	var (
+		bs    *benchStack
+		sinks storage.Set    // where a run's items are read back from
+		wp    *workerProcess // with --worker-process
+	)
+	if o.workerProcess {
+		bin := o.workerBinary
+		if bin == "" {
+			exe, err := os.Executable()
+			if err != nil {
+				return nil, fmt.Errorf("--worker-process runs this binary as trawler worker, but its path is unknown (%v): leave --worker-process out", err)
+			}
+			bin = exe
+		}
+		if bs, err = startBenchServers(ctx, s, data); err != nil {
+			return nil, err
+		}
+		defer bs.stop()
+		wo = benchWorkerOptions(s, wo, o.redis)
+		if wp, err = startWorkerProcess(ctx, bs.c, s, bin, wo, filepath.Join(data, "worker.log")); err != nil {
+			return nil, err
+		}
+		defer wp.stop() // before the stack stops
+		// A worker process that ends mid-run would leave the run waiting for a worker
+		// forever: its end ends the wait, and says why.
+		var endWait context.CancelCauseFunc
+		ctx, endWait = context.WithCancelCause(ctx)
+		defer endWait(nil)
+		go func() {
+			select {
+			case <-wp.exited:
+				endWait(wp.ended())
+			case <-ctx.Done():
+			}
+		}()
+		// The sinks the worker process writes, opened here to read each run back.
+		if sinks, err = engine.OpenSinks(engine.SinkOptions{OutDir: wo.OutDir, Log: wo.Log}); err != nil {
+			return nil, err
+		}
+		defer sinks.Close()
+	} else {
+		if bs, err = startBenchStack(ctx, s, data, wo, o.redis); err != nil {
+			return nil, err
+		}
+		defer bs.stop()
+		sinks = bs.w.Sinks
 	}
-	defer bs.stop()
-	c, w := bs.c, bs.w
+	c := bs.c
+	// workerCPU is the worker process's CPU so far; 0 without one, whose CPU is this
+	// process's.
+	workerCPU := func() (time.Duration, error) { return 0, nil }
+	if wp != nil {
+		workerCPU = wp.cpu
+	}
 	if o.redis && !o.redisServer {
 		counted = "the embedded Redis's command count, commands run inside scripts included"
 		redisNow = func() (benchRedis, error) { return benchRedis{commands: int64(bs.st.redis.CommandCount())}, nil }
@@ -536,28 +636,40 @@ func benchCrawl(ctx context.Context, s *cli.Settings, o benchOptions) (*benchRes
 	}
 	quiet := *s
 	quiet.JSON = false // progress goes to a terminal's stderr only, never to stdout
-	// trawl runs the chain over pages list pages and gives its result, the CPU the
-	// process spent until the run completed and what the worker's Redis did meanwhile:
+	// trawl runs the chain over pages list pages and gives its result, the CPU Trawler's
+	// processes spent until the run completed and what the worker's Redis did meanwhile:
 	// reading the stores back to check the run comes after, as Colly's side is not
 	// charged for checking its output either.
-	trawl := func(pages int, archived bool) (*cli.Result, time.Duration, benchRedis, error) {
+	trawl := func(pages int, archived bool) (*cli.Result, benchCPU, benchRedis, error) {
 		var red0, red1 benchRedis
+		var worker0 time.Duration
 		p, err := plan(pages, archived)
 		if err == nil && redisNow != nil {
 			red0, err = redisNow()
 		}
-		if err != nil {
-			return nil, 0, benchRedis{}, err
+		if err == nil {
+			worker0, err = workerCPU()
 		}
-		cpu := processCPU()
+		if err != nil {
+			return nil, benchCPU{}, benchRedis{}, err
+		}
+		cpu0 := processCPU()
 		res, err := cli.StartAndWait(ctx, &quiet, c, p, cli.WaitOn(c))
 		if err != nil {
-			return nil, 0, benchRedis{}, err
+			if ctx.Err() != nil {
+				err = context.Cause(ctx) // the worker process's end, say
+			}
+			return nil, benchCPU{}, benchRedis{}, err
 		}
-		cpu = processCPU() - cpu
+		cpu := benchCPU{here: processCPU() - cpu0}
+		worker1, err := workerCPU()
+		if err != nil {
+			return nil, benchCPU{}, benchRedis{}, err
+		}
+		cpu.worker = worker1 - worker0
 		if redisNow != nil {
 			if red1, err = redisNow(); err != nil {
-				return nil, 0, benchRedis{}, err
+				return nil, benchCPU{}, benchRedis{}, err
 			}
 			if o.redisServer {
 				// The counts of red1 include the second INFO that read red0 and the first
@@ -566,14 +678,14 @@ func benchCrawl(ctx context.Context, s *cli.Settings, o benchOptions) (*benchRes
 				red1.byName["info"] -= 2
 			}
 		}
-		if err := res.ReadBack(ctx, p, w.Sinks); err != nil {
-			return nil, 0, benchRedis{}, err
+		if err := res.ReadBack(ctx, p, sinks); err != nil {
+			return nil, benchCPU{}, benchRedis{}, err
 		}
 		if res.Failed > 0 {
-			return nil, 0, benchRedis{}, fmt.Errorf("%d inputs failed (first: %s)", res.Failed, firstFailure(res))
+			return nil, benchCPU{}, benchRedis{}, fmt.Errorf("%d inputs failed (first: %s)", res.Failed, firstFailure(res))
 		}
 		if n := res.Sinks["jsonl"]; n != res.Items {
-			return nil, 0, benchRedis{}, fmt.Errorf("run %s counted %d items but its jsonl sink holds %d", res.RunID, res.Items, n)
+			return nil, benchCPU{}, benchRedis{}, fmt.Errorf("run %s counted %d items but its jsonl sink holds %d", res.RunID, res.Items, n)
 		}
 		d := benchRedis{commands: red1.commands - red0.commands, cpu: red1.cpu - red0.cpu}
 		for name, n := range red1.byName {
@@ -624,10 +736,10 @@ func benchCrawl(ctx context.Context, s *cli.Settings, o benchOptions) (*benchRes
 			if err != nil {
 				return nil, err
 			}
-			archivedRuns = append(archivedRuns, newBenchSide(ares.Pages, ares.Items, time.Duration(ares.DurationS*float64(time.Second)), acpu))
+			archivedRuns = append(archivedRuns, trawlerSide(ares, acpu))
 			archivedSizes = append(archivedSizes, size)
 		}
-		ts := newBenchSide(res.Pages, res.Items, time.Duration(res.DurationS*float64(time.Second)), cpu)
+		ts := trawlerSide(res, cpu)
 		// The comparison is only fair when both did the same, complete work.
 		if ts.Pages != wantPages || ts.Items != wantItems {
 			return nil, fmt.Errorf("the crawls differ: colly fetched %d pages and stored %d items (as the demo site holds), trawler %d pages and %d items (run %s); the comparison would not be fair",
@@ -652,19 +764,22 @@ func benchCrawl(ctx context.Context, s *cli.Settings, o benchOptions) (*benchRes
 		CollyPagesPerS: cs.PagesPerS, TrawlerPagesPerS: ts.PagesPerS,
 		Pages: cs.Pages, Items: cs.Items, Concurrency: o.concurrency, FeedPages: o.pages, PerPage: siteOpts.PerPage, Depth: o.depth,
 		Batch: full.Steps[0].Batch, Parallel: full.Steps[0].Parallel, Goal: benchGoal, Runs: o.runs,
-		Colly: cs, Trawler: ts, TrawlerBatches: batches, TrawlerRunID: runIDs[ti], Site: o.site,
-	}
-	perPage := func(d time.Duration) float64 {
-		return cli.RoundTo(float64(d.Microseconds())/1000/float64(max(ts.Pages, 1)), 3)
+		Colly: cs, Trawler: ts, TrawlerBatches: batches, TrawlerRunID: runIDs[ti], Site: o.site, WorkerProcess: o.workerProcess,
 	}
 	red := redisRuns[ti]
 	here := "this process: Temporal server, worker, sinks, the site"
+	if o.workerProcess {
+		here = "this process: Temporal server, the site"
+	}
 	if o.redis && !o.redisServer {
 		here += ", the embedded Redis"
 	}
 	out.Processes = []benchProcess{{Name: here, CPUPerPageMS: ts.CPUPerPageMS}}
+	if o.workerProcess {
+		out.Processes = append(out.Processes, benchProcess{Name: "worker process: worker, sinks", CPUPerPageMS: ts.WorkerProcessCPUPerPageMS})
+	}
 	if o.redisServer {
-		out.Processes = append(out.Processes, benchProcess{Name: "redis-server", CPUPerPageMS: perPage(red.cpu)})
+		out.Processes = append(out.Processes, benchProcess{Name: "redis-server", CPUPerPageMS: cpuPerPageMS(red.cpu, ts.Pages)})
 	}
 	if redisNow != nil {
 		n := cli.RoundTo(float64(red.commands)/float64(max(ts.Pages, 1)), 3)
@@ -684,9 +799,9 @@ func benchCrawl(ctx context.Context, s *cli.Settings, o benchOptions) (*benchRes
 		out.Ratio = cli.RoundTo(ts.PagesPerS/cs.PagesPerS, 3)
 	}
 	if cs.CPUPerPageMS > 0 {
-		all := ts.CPUPerPageMS
-		if o.redisServer {
-			all += perPage(red.cpu)
+		all := 0.0
+		for _, p := range out.Processes {
+			all += p.CPUPerPageMS
 		}
 		out.CPURatio = cli.RoundTo(all/cs.CPUPerPageMS, 2)
 	}
@@ -698,7 +813,7 @@ func benchCrawl(ctx context.Context, s *cli.Settings, o benchOptions) (*benchRes
 			a.Runs = append(a.Runs, r.PagesPerS)
 		}
 		if ts.CPUPerPageMS > 0 {
-			a.CPURatio = cli.RoundTo(as.CPUPerPageMS/ts.CPUPerPageMS, 3)
+			a.CPURatio = cli.RoundTo(as.trawlerCPUPerPageMS()/ts.trawlerCPUPerPageMS(), 3)
 		}
 		if len(archivedRuns) > 1 {
 			var size int64
@@ -770,7 +885,7 @@ func startBenchWorker(ctx context.Context, s *cli.Settings, data string, o engin
 // benchStack is the embedded stack of a benchmark and its one worker.
 type benchStack struct {
 	c    client.Client
-	w    *engine.Worker
+	w    *engine.Worker // nil when the worker runs in a process of its own
 	st   *stack
 	stop func() // the worker stops before the client closes and the server stops
 }
@@ -778,6 +893,26 @@ type benchStack struct {
 // startBenchStack is startBenchWorker, giving the stack too. With withRedis the worker
 // uses o.Redis, or the stack's embedded Redis when o.Redis is empty.
 func startBenchStack(ctx context.Context, s *cli.Settings, data string, o engine.WorkerOptions, withRedis bool) (*benchStack, error) {
+	b, err := startBenchServers(ctx, s, data)
+	if err != nil {
+		return nil, err
+	}
+	w, err := engine.NewWorker(b.c, benchWorkerOptions(s, o, withRedis))
+	if err == nil {
+		err = w.Start()
+	}
+	if err != nil {
+		b.stop()
+		return nil, err
+	}
+	stopServers := b.stop
+	b.w, b.stop = w, func() { w.Stop(); stopServers() }
+	return b, nil
+}
+
+// startBenchServers starts the embedded stack in data and dials its Temporal server,
+// without a worker; stop closes the client and stops the stack.
+func startBenchServers(ctx context.Context, s *cli.Settings, data string) (*benchStack, error) {
 	st, err := startStack(ctx, s, stackOptions{data: data, sitePages: 1})
 	if err != nil {
 		return nil, err
@@ -787,6 +922,13 @@ func startBenchStack(ctx context.Context, s *cli.Settings, data string, o engine
 		st.stop()
 		return nil, err
 	}
+	return &benchStack{c: c, st: st, stop: func() { c.Close(); st.stop() }}, nil
+}
+
+// benchWorkerOptions completes o for a benchmark's worker on the stack s points at: its
+// task queue, output and log, loopback fetching and, with withRedis, o.Redis or else the
+// stack's embedded Redis.
+func benchWorkerOptions(s *cli.Settings, o engine.WorkerOptions, withRedis bool) engine.WorkerOptions {
 	o.TaskQueue, o.OutDir, o.Log = s.TaskQueue, s.Out, s.Logger()
 	switch {
 	case !withRedis:
@@ -795,16 +937,7 @@ func startBenchStack(ctx context.Context, s *cli.Settings, data string, o engine
 		o.Redis = s.Redis
 	}
 	o.Fetch.AllowPrivate = true // the benchmark site listens on loopback
-	w, err := engine.NewWorker(c, o)
-	if err == nil {
-		err = w.Start()
-	}
-	if err != nil {
-		c.Close()
-		st.stop()
-		return nil, err
-	}
-	return &benchStack{c: c, w: w, st: st, stop: func() { w.Stop(); c.Close(); st.stop() }}, nil
+	return o
 }
 
 // startCPUProfile profiles this process's CPU into path until stop.

@@ -8,11 +8,18 @@ import (
 	"github.com/trawlerhq/trawler/internal/cli"
 	"io"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/workflowservice/v1"
+	"go.temporal.io/sdk/client"
+
 	"github.com/trawlerhq/trawler/internal/devstack/demosite"
+	"github.com/trawlerhq/trawler/internal/engine"
 )
 
 // Both crawlers of `trawler bench crawl` must do the same, complete work; how fast they
@@ -59,6 +66,111 @@ func TestBenchCrawlSameWork(t *testing.T) {
 		t.Errorf("static site on Redis: site %q, Redis commands per page %v, processes %+v; want the count (the seen-set uses Redis) and this process's CPU",
 			res.Site, res.RedisCommandsPerPage, res.Processes)
 	}
+}
+
+// `trawler bench crawl --worker-process` runs the worker as trawler worker in a process of
+// its own, on the bench's stack and Redis: both sides still do the same, complete work,
+// the worker process's CPU is measured apart and counted in Trawler's, and the process
+// is gone when the bench returns.
+func TestBenchCrawlWorkerProcess(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the trawler binary and starts an embedded Temporal server")
+	}
+	bin := buildTrawler(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	data := t.TempDir()
+	res, err := benchCrawl(ctx, &cli.Settings{Data: data}, benchOptions{pages: 2, concurrency: 4, runs: 1, redis: true, workerProcess: true, workerBinary: bin})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantPages, wantItems := demoCrawlSize(demosite.Options{Pages: 2}, 2, 3)
+	if res.Colly.Pages != wantPages || res.Trawler.Pages != wantPages || res.Colly.Items != wantItems || res.Trawler.Items != wantItems {
+		t.Errorf("colly %d pages %d items, trawler %d pages %d items; want %d pages, %d items",
+			res.Colly.Pages, res.Colly.Items, res.Trawler.Pages, res.Trawler.Items, wantPages, wantItems)
+	}
+	if !res.WorkerProcess || res.Trawler.WorkerProcessCPUPerPageMS <= 0 {
+		t.Errorf("worker process %v, its CPU per page %v ms; want it measured", res.WorkerProcess, res.Trawler.WorkerProcessCPUPerPageMS)
+	}
+	// The worker used the bench's embedded Redis (the seen-set's commands are counted
+	// there), and its CPU is a row of its own, in the ratio with this process's.
+	if res.RedisCommandsPerPage == nil || *res.RedisCommandsPerPage <= 0 {
+		t.Errorf("Redis commands per page %v: the worker process did not use the bench's Redis", res.RedisCommandsPerPage)
+	}
+	if len(res.Processes) != 2 || res.Processes[1].Name != "worker process: worker, sinks" || res.Processes[1].CPUPerPageMS != res.Trawler.WorkerProcessCPUPerPageMS {
+		t.Errorf("processes %+v; want this one's and the worker process's", res.Processes)
+	}
+	all := res.Trawler.CPUPerPageMS + res.Trawler.WorkerProcessCPUPerPageMS
+	if want := cli.RoundTo(all/res.Colly.CPUPerPageMS, 2); res.CPURatio != want {
+		t.Errorf("CPU ratio %v, want both processes' %v ms over Colly's %v ms = %v", res.CPURatio, all, res.Colly.CPUPerPageMS, want)
+	}
+	log, err := os.ReadFile(filepath.Join(data, "worker.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(log), "worker polling task queue") {
+		t.Errorf("the worker process's log lacks its start-up line:\n%s", log)
+	}
+	if pids := processesOf(t, bin); len(pids) > 0 {
+		t.Errorf("the worker process still runs after the bench: pids %v", pids)
+	}
+	text := captureStdout(t, res.print)
+	if !strings.Contains(text, "worker in its own process") || !strings.Contains(text, "worker process: worker, sinks") {
+		t.Errorf("the report does not show the worker process:\n%s", text)
+	}
+}
+
+// A worker process that ends before it polls fails the bench at once, saying how it
+// ended and where its log is, and showing the log's end.
+func TestBenchWorkerProcessEndingEarlyIsReported(t *testing.T) {
+	log := filepath.Join(t.TempDir(), "worker.log")
+	// /bin/sh takes "worker" for a script, finds none and exits with an error.
+	s := &cli.Settings{Temporal: "127.0.0.1:7233", Namespace: "default"}
+	_, err := startWorkerProcess(context.Background(), noPollers{}, s, "/bin/sh", engine.WorkerOptions{TaskQueue: "bench", OutDir: t.TempDir()}, log)
+	if err == nil {
+		t.Fatal("no error from a worker process that exited at once")
+	}
+	for _, want := range []string{"--worker-process: the worker process (/bin/sh worker --temporal 127.0.0.1:7233", `ended before it polled task queue "bench" (exit status`, "its log " + log + " ends:", "No such file"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("the error lacks %q:\n%v", want, err)
+		}
+	}
+}
+
+// noPollers is a Temporal client whose task queues have no pollers.
+type noPollers struct{ client.Client }
+
+func (noPollers) DescribeTaskQueue(context.Context, string, enumspb.TaskQueueType) (*workflowservice.DescribeTaskQueueResponse, error) {
+	return &workflowservice.DescribeTaskQueueResponse{}, nil
+}
+
+// processesOf lists the processes running the binary bin.
+func processesOf(t *testing.T, bin string) []string {
+	t.Helper()
+	cmdlines, err := filepath.Glob("/proc/[0-9]*/cmdline")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pids []string
+	for _, path := range cmdlines {
+		b, err := os.ReadFile(path)
+		if arg0, _, _ := strings.Cut(string(b), "\x00"); err == nil && arg0 == bin {
+			pids = append(pids, filepath.Base(filepath.Dir(path)))
+		}
+	}
+	return pids
+}
+
+// buildTrawler builds the trawler binary for tests that run it as a worker process (the
+// test binary is not one).
+func buildTrawler(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "trawler")
+	cmd := exec.Command("go", "build", "-o", bin, "github.com/trawlerhq/trawler/cmd/trawler")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build ./cmd/trawler: %v\n%s", err, out)
+	}
+	return bin
 }
 
 // The page and item counts the bench checks against are the documented ones.
