@@ -167,7 +167,7 @@ type batchRun struct {
 	// start inputs (seen.go); nil without one.
 	claims, seeds *seen.Claimer
 	handedBack    map[string]*seen.Claimer // claimers of inputs other batches handed back, by id
-	claimQueue    *claimQueue              // the one goroutine that uses the claimers
+	claimQueue    *claimQueue              // what uses the claimers, one round at a time
 
 	// Stopping runCtx stops admitting inputs and cancels those running: the batch gives
 	// up on an outage and hands the rest back.
@@ -625,7 +625,12 @@ func (r *batchRun) flush() error {
 		var claiming chan func()
 		if l.claimed < len(l.pending) {
 			claiming = make(chan func(), 1)
-			go func(group []outcome) { claiming <- r.claimOutputs(l, group) }(l.pending[l.claimed:])
+			group := l.pending[l.claimed:]
+			if answeredAhead(l, group) {
+				claiming <- r.claimOutputs(l, group) // no round trip left to overlap
+			} else {
+				go func() { claiming <- r.claimOutputs(l, group) }()
+			}
 			l.claimed = len(l.pending)
 		}
 		err := r.a.store(r.ctx, l.b, l.sinks, l.pending, l.budget)

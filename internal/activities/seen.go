@@ -46,8 +46,7 @@ func (r *batchRun) openClaims() {
 		r.claims.FirstAttempt()
 	}
 	r.seeds = r.a.Seen.Claimer(r.seenChain(), r.b.RunID, "seeds")
-	r.claimQueue = newClaimQueue()
-	go r.claimLoop()
+	r.claimQueue = &claimQueue{answer: r.claimAll}
 	var keys []string
 	for _, out := range r.cp.sum.Out {
 		if k, ok := seenKey(out.Step, out.Input); ok {
@@ -202,6 +201,26 @@ func (r *batchRun) claimAhead(l *lane, o *outcome) {
 	}
 }
 
+// answeredAhead reports whether every output of a group was claimed ahead and the
+// claims are answered: claimOutputs then has no round trip left to make.
+func answeredAhead(l *lane, group []outcome) bool {
+	for _, c := range l.b.Step.Consumers {
+		if !c.Revisit && (c.Each != "" || c.Recrawl) {
+			return false
+		}
+	}
+	for _, o := range group {
+		if o.ahead != nil {
+			select {
+			case <-o.ahead.done:
+			default:
+				return false
+			}
+		}
+	}
+	return true
+}
+
 // claimAsk is one request to claim keys as one claimer (a batch's id, "" for this
 // batch), answered by the batch's claim loop. A key "" is one the seen-set does not
 // hold: it always goes on.
@@ -230,17 +249,19 @@ func (a *claimAsk) claimOf(k int) string {
 	return ""
 }
 
-// claimQueue hands a batch's claims to one loop, which runs them one pipeline at a time,
-// each taking every claim asked while the one before was in flight: claims from pages
-// finishing at once share a round trip, and a Claimer is only ever used by one goroutine.
+// claimQueue runs a batch's claims one round at a time, so that a Claimer is only ever
+// used by one goroutine, and each round takes every claim asked while the one before
+// was in flight: claims of pages finishing at once share a round trip. A claim asked
+// while none is in flight is answered by the goroutine that asks, with no hand-over to
+// another: on the run's critical path (a list page whose next page waits for its claim)
+// a goroutine's wake-up costs as much as the round trip on a busy worker.
 type claimQueue struct {
-	mu     sync.Mutex
-	asks   []*claimAsk
-	closed bool
-	wake   chan struct{}
+	mu      sync.Mutex
+	asks    []*claimAsk
+	running bool // a round is in flight
+	closed  bool
+	answer  func([]*claimAsk)
 }
-
-func newClaimQueue() *claimQueue { return &claimQueue{wake: make(chan struct{}, 1)} }
 
 // ask queues a claim; its done closes once it is answered.
 func (q *claimQueue) ask(a *claimAsk) {
@@ -253,10 +274,28 @@ func (q *claimQueue) ask(a *claimAsk) {
 		return
 	}
 	q.asks = append(q.asks, a)
+	if q.running {
+		q.mu.Unlock()
+		return
+	}
+	q.running = true
+	asks := q.asks
+	q.asks = nil
 	q.mu.Unlock()
-	select {
-	case q.wake <- struct{}{}:
-	default:
+	q.answer(asks)
+	q.next()
+}
+
+// next answers, in a goroutine of its own, what was asked while the last round ran: the
+// goroutine that asked first goes on with its page.
+func (q *claimQueue) next() {
+	q.mu.Lock()
+	asks := q.asks
+	q.asks = nil
+	q.running = len(asks) > 0
+	q.mu.Unlock()
+	if len(asks) > 0 {
+		go func() { q.answer(asks); q.next() }()
 	}
 }
 
@@ -269,26 +308,6 @@ func (q *claimQueue) close() {
 	for _, a := range asks {
 		a.err = errors.New("the batch has ended")
 		close(a.done)
-	}
-	select {
-	case q.wake <- struct{}{}: // the loop wakes to see it closed
-	default:
-	}
-}
-
-// claimLoop answers the batch's claims until its queue closes.
-func (r *batchRun) claimLoop() {
-	q := r.claimQueue
-	for range q.wake {
-		q.mu.Lock()
-		asks := q.asks
-		q.asks = nil
-		closed := q.closed
-		q.mu.Unlock()
-		if closed {
-			return
-		}
-		r.claimAll(asks)
 	}
 }
 
