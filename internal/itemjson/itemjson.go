@@ -8,7 +8,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"slices"
+	"strconv"
 	"sync"
+	"unicode/utf8"
 )
 
 // Encoder appends JSON to Buf.
@@ -32,8 +34,26 @@ func (e *Encoder) Release() {
 	}
 }
 
-// Value appends v as json.Marshal writes it.
+// Value appends v as json.Marshal writes it. Strings, integers, booleans and nil, most
+// of an item's fields, are written here; anything else by encoding/json.
 func (e *Encoder) Value(v any) error {
+	switch v := v.(type) {
+	case nil:
+		e.Buf.WriteString("null")
+		return nil
+	case string:
+		e.Buf.Write(appendString(e.Buf.AvailableBuffer(), v))
+		return nil
+	case int:
+		e.Buf.Write(strconv.AppendInt(e.Buf.AvailableBuffer(), int64(v), 10))
+		return nil
+	case int64:
+		e.Buf.Write(strconv.AppendInt(e.Buf.AvailableBuffer(), v, 10))
+		return nil
+	case bool:
+		e.Buf.WriteString(strconv.FormatBool(v))
+		return nil
+	}
 	if e.enc == nil {
 		e.enc = json.NewEncoder(&e.Buf)
 	}
@@ -86,4 +106,59 @@ func plainKey(k string) bool {
 		}
 	}
 	return true
+}
+
+// appendString appends s quoted as json.Marshal quotes it: HTML's <, > and & escaped,
+// control characters as \n, \t … or \u00XX, invalid UTF-8 as \ufffd, and U+2028 and
+// U+2029 escaped (JavaScript reads them as line ends).
+func appendString(dst []byte, s string) []byte {
+	const hex = "0123456789abcdef"
+	dst = append(dst, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		if b := s[i]; b < utf8.RuneSelf {
+			if b >= 0x20 && b != '"' && b != '\\' && b != '<' && b != '>' && b != '&' {
+				i++
+				continue
+			}
+			dst = append(dst, s[start:i]...)
+			switch b {
+			case '"', '\\':
+				dst = append(dst, '\\', b)
+			case '\b':
+				dst = append(dst, '\\', 'b')
+			case '\f':
+				dst = append(dst, '\\', 'f')
+			case '\n':
+				dst = append(dst, '\\', 'n')
+			case '\r':
+				dst = append(dst, '\\', 'r')
+			case '\t':
+				dst = append(dst, '\\', 't')
+			default:
+				dst = append(dst, '\\', 'u', '0', '0', hex[b>>4], hex[b&0xF])
+			}
+			i++
+			start = i
+			continue
+		}
+		c, size := utf8.DecodeRuneInString(s[i:])
+		if c == utf8.RuneError && size == 1 {
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, `\ufffd`...)
+			i += size
+			start = i
+			continue
+		}
+		if c == '\u2028' || c == '\u2029' {
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, '\\', 'u', '2', '0', '2', hex[c&0xF])
+			i += size
+			start = i
+			continue
+		}
+		i += size
+	}
+	dst = append(dst, s[start:]...)
+	return append(dst, '"')
 }
