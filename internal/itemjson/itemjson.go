@@ -42,7 +42,7 @@ func (e *Encoder) Value(v any) error {
 		e.Buf.WriteString("null")
 		return nil
 	case string:
-		e.Buf.Write(appendString(e.Buf.AvailableBuffer(), v))
+		e.String(v)
 		return nil
 	case int:
 		e.Buf.Write(strconv.AppendInt(e.Buf.AvailableBuffer(), int64(v), 10))
@@ -107,6 +107,9 @@ func plainKey(k string) bool {
 	}
 	return true
 }
+
+// String appends s as json.Marshal writes a string.
+func (e *Encoder) String(s string) { e.Buf.Write(appendString(e.Buf.AvailableBuffer(), s)) }
 
 // appendString appends s quoted as json.Marshal quotes it: HTML's <, > and & escaped,
 // control characters as \n, \t … or \u00XX, invalid UTF-8 as \ufffd, and U+2028 and

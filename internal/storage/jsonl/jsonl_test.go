@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"os"
+	"reflect"
 	"strconv"
 	"strings"
 	"sync"
@@ -174,14 +175,31 @@ func BenchmarkWrite(b *testing.B) {
 func TestItemLinesAreJSONMarshal(t *testing.T) {
 	ts := time.Date(2026, 11, 27, 9, 45, 1, 123456789, time.FixedZone("x", 3600))
 	cases := []crawl.Item{
-		{Biz: "demo.story", Key: "demo:story:1", URL: "http://h/item/1", TS: ts, Hash: "abc", Flag: 2, Chain: "demo", RunID: "r1", Tenant: "acme",
+		{ID: 7345981234, Biz: "demo.story", Key: "demo:story:1", URL: "http://h/item/1", TS: ts, Hash: "abc", Flag: 2, Chain: "demo", RunID: "r1", Tenant: "acme",
 			Data: map[string]any{"title": "<b>Tom & Jerry</b>", "score": 42, "ratio": 0.5, "ok": true, "none": nil,
 				"tags": []any{"a", 1.5}, "nested": map[string]any{"z": 1, "a": "\u2028"}, "clé": "é", "with space": 1, "_id-2": "x"}},
 		{Key: "no-data"},
 		{Key: "empty-data", Data: map[string]any{}},
+		{ID: -1, Biz: `q"<&>`, Key: "ünï\u2028\xff", Flag: -3, TS: time.Unix(0, 0).UTC()},
+	}
+	// The first case sets every field, so a field added to crawl.Item fails here until
+	// the encoder writes it.
+	v := reflect.ValueOf(cases[0])
+	for i := range v.NumField() {
+		if v.Field(i).IsZero() {
+			t.Fatalf("the first case leaves crawl.Item.%s unset", v.Type().Field(i).Name)
+		}
 	}
 	enc := itemEncoder{itemjson.Get()}
 	defer enc.Release()
+	// A time json.Marshal refuses is refused too.
+	bad := crawl.Item{Key: "k", TS: time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC)}
+	if _, err := json.Marshal(bad); err == nil {
+		t.Fatal("json.Marshal took the year 10000")
+	}
+	if line, err := enc.encode(bad); err == nil {
+		t.Errorf("encode took the year 10000: %s", line)
+	}
 	for _, it := range cases {
 		want, err := json.Marshal(it)
 		if err != nil {
