@@ -169,10 +169,13 @@ func (r *batchRun) claimOutputs(l *lane, group []outcome) (apply func()) {
 func aheadSteps(step crawl.PlanStep) map[int]bool {
 	ahead := map[int]bool{}
 	for _, c := range step.Consumers {
-		ahead[c.Step] = c.Each == "" && !c.Recrawl && !c.Revisit
+		ahead[c.Step] = claimedAhead(c)
 	}
 	return ahead
 }
+
+// claimedAhead reports whether a consumer's inputs are claimed ahead (see aheadSteps).
+func claimedAhead(c crawl.Consumer) bool { return c.Each == "" && !c.Recrawl && !c.Revisit }
 
 // claimAhead claims, as soon as a page finished, the inputs it hands its consumers
 // itself: the claim's round trip runs while the outcome travels to collect and is
@@ -205,7 +208,7 @@ func (r *batchRun) claimAhead(l *lane, o *outcome) {
 // claims are answered: claimOutputs then has no round trip left to make.
 func answeredAhead(l *lane, group []outcome) bool {
 	for _, c := range l.b.Step.Consumers {
-		if !c.Revisit && (c.Each != "" || c.Recrawl) {
+		if !c.Revisit && !claimedAhead(c) { // claimed when the group is stored
 			return false
 		}
 	}
@@ -222,7 +225,7 @@ func answeredAhead(l *lane, group []outcome) bool {
 }
 
 // claimAsk is one request to claim keys as one claimer (a batch's id, "" for this
-// batch), answered by the batch's claim loop. A key "" is one the seen-set does not
+// batch), answered by the batch's claimQueue. A key "" is one the seen-set does not
 // hold: it always goes on.
 type claimAsk struct {
 	id   string
@@ -249,6 +252,9 @@ func (a *claimAsk) claimOf(k int) string {
 	return ""
 }
 
+// errBatchEnded answers a claim asked once its batch has ended: every key goes on.
+var errBatchEnded = errors.New("the batch has ended")
+
 // claimQueue runs a batch's claims one round at a time, so that a Claimer is only ever
 // used by one goroutine, and each round takes every claim asked while the one before
 // was in flight: claims of pages finishing at once share a round trip. A claim asked
@@ -269,7 +275,7 @@ func (q *claimQueue) ask(a *claimAsk) {
 	q.mu.Lock()
 	if q.closed {
 		q.mu.Unlock()
-		a.err = errors.New("the batch has ended")
+		a.err = errBatchEnded
 		close(a.done)
 		return
 	}
@@ -306,7 +312,7 @@ func (q *claimQueue) close() {
 	q.asks, q.closed = nil, true
 	q.mu.Unlock()
 	for _, a := range asks {
-		a.err = errors.New("the batch has ended")
+		a.err = errBatchEnded
 		close(a.done)
 	}
 }

@@ -45,10 +45,10 @@ func (e *Encoder) Value(v any) error {
 		e.String(v)
 		return nil
 	case int:
-		e.Buf.Write(strconv.AppendInt(e.Buf.AvailableBuffer(), int64(v), 10))
+		e.Int(int64(v))
 		return nil
 	case int64:
-		e.Buf.Write(strconv.AppendInt(e.Buf.AvailableBuffer(), v, 10))
+		e.Int(v)
 		return nil
 	case bool:
 		e.Buf.WriteString(strconv.FormatBool(v))
@@ -107,6 +107,9 @@ func plainKey(k string) bool {
 	}
 	return true
 }
+
+// Int appends n as json.Marshal writes an integer.
+func (e *Encoder) Int(n int64) { e.Buf.Write(strconv.AppendInt(e.Buf.AvailableBuffer(), n, 10)) }
 
 // String appends s as json.Marshal writes a string.
 func (e *Encoder) String(s string) { e.Buf.Write(appendString(e.Buf.AvailableBuffer(), s)) }

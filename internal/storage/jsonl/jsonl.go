@@ -19,7 +19,6 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -300,7 +299,7 @@ func (e itemEncoder) encode(it crawl.Item) ([]byte, error) {
 	start := e.Buf.Len()
 	b := &e.Buf
 	b.WriteString(`{"id":"`)
-	b.Write(strconv.AppendInt(b.AvailableBuffer(), it.ID, 10))
+	e.Int(it.ID)
 	b.WriteString(`","biz":`)
 	e.String(it.Biz)
 	b.WriteString(`,"key":`)
@@ -312,14 +311,13 @@ func (e itemEncoder) encode(it crawl.Item) ([]byte, error) {
 	b.WriteString(`,"ts":"`)
 	ts, err := it.TS.AppendText(b.AvailableBuffer()) // what MarshalJSON writes, unquoted
 	if err != nil {
-		b.Truncate(start)
 		return nil, fmt.Errorf("json: error calling MarshalJSON for type time.Time: %w", err)
 	}
 	b.Write(ts)
 	b.WriteString(`","hash":`)
 	e.String(it.Hash)
 	b.WriteString(`,"flag":`)
-	b.Write(strconv.AppendInt(b.AvailableBuffer(), int64(it.Flag), 10))
+	e.Int(int64(it.Flag))
 	b.WriteString(`,"chain":`)
 	e.String(it.Chain)
 	b.WriteString(`,"run_id":`)
@@ -330,6 +328,6 @@ func (e itemEncoder) encode(it crawl.Item) ([]byte, error) {
 	if err := e.Map(it.Data); err != nil {
 		return nil, err
 	}
-	e.Buf.WriteByte('}')
-	return e.Buf.Bytes()[start:], nil
+	b.WriteByte('}')
+	return b.Bytes()[start:], nil
 }
