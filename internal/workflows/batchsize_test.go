@@ -44,3 +44,58 @@ func TestBatchesSizedByPageCost(t *testing.T) {
 		})
 	}
 }
+
+// A step whose pages prove cheap gathers its ready inputs into a full batch while a
+// batch that may hand it more is in flight (one of its own, or of a step feeding it),
+// when that batch's pages are cheap too; otherwise it starts a batch at once.
+func TestCheapStepsGatherFullBatches(t *testing.T) {
+	const ms = time.Millisecond
+	now := time.Date(2026, 11, 28, 10, 0, 0, 0, time.UTC)
+	steps := []crawl.PlanStep{
+		{ID: "list", Batch: 50, Parallel: 4, Consumers: []crawl.Consumer{{Step: 0, Self: true}, {Step: 1}}},
+		{ID: "detail", Batch: 50, Parallel: 4, Consumers: []crawl.Consumer{{Step: 2}}},
+		{ID: "comments", Batch: 50, Parallel: 4, Consumers: []crawl.Consumer{{Step: 2, Self: true}}},
+	}
+	cheap := []time.Duration{2 * ms, 2 * ms, 2 * ms}
+	queue := func(due, later int) []Pending {
+		q := make([]Pending, due+later)
+		for k := due; k < len(q); k++ {
+			q[k].NotBefore = now.Add(time.Minute)
+		}
+		return q
+	}
+	cases := []struct {
+		name     string
+		gather   bool
+		cost     []time.Duration
+		queue    []Pending
+		inFlight []int
+		want     bool
+	}{
+		{"before version 2", false, cheap, queue(3, 0), []int{0, 1, 0}, false},
+		{"cheap, a detail batch in flight", true, cheap, queue(3, 0), []int{0, 1, 0}, true},
+		{"cheap, a comments batch in flight", true, cheap, queue(3, 0), []int{0, 0, 1}, true},
+		{"cheap, only the list in flight: it does not feed comments", true, cheap, queue(3, 0), []int{1, 0, 0}, false},
+		{"cheap, nothing in flight", true, cheap, queue(3, 0), []int{0, 0, 0}, false},
+		{"cheap, a full batch ready", true, cheap, queue(50, 0), []int{0, 1, 1}, false},
+		{"cheap, inputs not due yet do not count", true, cheap, queue(3, 60), []int{0, 1, 0}, true},
+		{"comments not measured yet", true, []time.Duration{2 * ms, 2 * ms, 0}, queue(3, 0), []int{0, 1, 0}, false},
+		{"comments costly: a batch lasts 2s", true, []time.Duration{2 * ms, 2 * ms, 40 * ms}, queue(3, 0), []int{0, 1, 0}, false},
+		{"the detail batch in flight may run long", true, []time.Duration{2 * ms, 40 * ms, 2 * ms}, queue(3, 0), []int{0, 1, 1}, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			r := &runner{
+				plan:      crawl.Plan{Steps: steps},
+				costSized: true,
+				gather:    tc.gather,
+				pageCost:  tc.cost,
+				queues:    [][]Pending{nil, nil, tc.queue},
+				inFlight:  tc.inFlight,
+			}
+			if got := r.gathering(2, now); got != tc.want {
+				t.Errorf("gathering = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}

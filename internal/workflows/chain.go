@@ -408,7 +408,8 @@ const (
 	ChangeExpectations = "expectations"
 	// ChangeCostSizedBatches: a step whose pages prove cheap takes larger batches (up to
 	// four times its `batch`, about batchTarget of work each), so a crawl of cheap pages
-	// pays for fewer activities.
+	// pays for fewer activities. Version 2: such a step also gathers its inputs into
+	// full batches while batches that feed it are in flight (runner.gathering).
 	ChangeCostSizedBatches = "cost-sized-batches"
 	// ChangePauseResume: a run takes PauseSignal and ResumeSignal; while paused it
 	// starts no batch and no partition, lets running batches finish, records who paused
@@ -432,7 +433,7 @@ var gates = []gate{
 	{change: ChangeFollowDownstream, version: 1},
 	{change: ChangeRecrawlDue, version: 1},
 	{change: ChangeExpectations, version: 1},
-	{change: ChangeCostSizedBatches, version: 1},
+	{change: ChangeCostSizedBatches, version: 2},
 	{change: ChangePauseResume, version: 1},
 }
 
@@ -525,7 +526,8 @@ func chainWorkflow(ctx workflow.Context, in ChainInput, g gateSet) (*Summary, er
 	r.followDown = g.version(ctx, ChangeFollowDownstream) >= 1
 	recrawlDue := g.version(ctx, ChangeRecrawlDue) >= 1
 	r.expectations = g.version(ctx, ChangeExpectations) >= 1
-	r.costSized = g.version(ctx, ChangeCostSizedBatches) >= 1
+	costSized := g.version(ctx, ChangeCostSizedBatches)
+	r.costSized, r.gather = costSized >= 1, costSized >= 2
 	if g.version(ctx, ChangePauseResume) >= 1 {
 		r.takeSignals(ctx)
 	}
@@ -547,6 +549,7 @@ type runner struct {
 	followDown      bool // ChangeFollowDownstream is on for this run
 	expectations    bool // ChangeExpectations is on for this run
 	costSized       bool // ChangeCostSizedBatches is on for this run
+	gather          bool // ChangeCostSizedBatches is at version 2 or later for this run
 	// pageCost is each step's observed batch time per page (a moving average), from
 	// which costSized sizes its batches; zero until a batch of the step has ended.
 	pageCost  []time.Duration
@@ -886,7 +889,7 @@ func (r *runner) dispatch(ctx workflow.Context) {
 			i = n - 1 - k
 		}
 		step := r.plan.Steps[i]
-		for r.inFlight[i] < step.Parallel {
+		for r.inFlight[i] < step.Parallel && !r.gathering(i, now) {
 			batch := r.takeReady(i, r.batchSize(i), now)
 			if len(batch) == 0 {
 				break
@@ -916,6 +919,60 @@ func (r *runner) batchSize(i int) int {
 	free := max(step.Parallel-r.inFlight[i], 1)
 	share := (len(r.queues[i]) + free - 1) / free
 	return max(step.Batch, min(n, share))
+}
+
+// gatherWithin is how long a full batch (`batch` inputs) of a step lasts at most for
+// its pages to count as cheap enough to gather (runner.gathering).
+const gatherWithin = time.Second
+
+// gathering reports whether step i holds its ready inputs back instead of starting a
+// batch of fewer than its `batch` now (ChangeCostSizedBatches version 2): its pages are
+// cheap, and a batch in flight of the step or of a step feeding it, whose pages are
+// cheap too, will hand it more when it ends — soon, and every batch's end dispatches
+// again. A cheap crawl's fan-outs and hand-backs (the 3 comments pages left over here,
+// the 7 there) then travel in a few full batches instead of many of a handful of
+// inputs, each an activity's round trips through the server. Pages not measured yet, or
+// a feeder that may run long, never hold inputs back.
+func (r *runner) gathering(i int, now time.Time) bool {
+	if !r.gather || !r.cheap(i) || r.ready(i, now, r.plan.Steps[i].Batch) >= r.plan.Steps[i].Batch {
+		return false
+	}
+	waitFor := false
+	for j, n := range r.inFlight {
+		if n == 0 || (j != i && !feeds(r.plan.Steps[j], i)) {
+			continue
+		}
+		if !r.cheap(j) {
+			return false
+		}
+		waitFor = true
+	}
+	return waitFor
+}
+
+// cheap reports whether a full batch of step i's pages lasts under gatherWithin, by
+// the page cost its batches have shown.
+func (r *runner) cheap(i int) bool {
+	return r.pageCost[i] > 0 && r.pageCost[i]*time.Duration(r.plan.Steps[i].Batch) <= gatherWithin
+}
+
+// feeds reports whether step s hands its outputs to step i.
+func feeds(s crawl.PlanStep, i int) bool {
+	return slices.ContainsFunc(s.Consumers, func(c crawl.Consumer) bool { return c.Step == i })
+}
+
+// ready counts step i's queued inputs whose NotBefore has passed, up to limit.
+func (r *runner) ready(i int, now time.Time, limit int) int {
+	n := 0
+	for _, p := range r.queues[i] {
+		if n == limit {
+			break
+		}
+		if !p.NotBefore.After(now) {
+			n++
+		}
+	}
+	return n
 }
 
 // notePageCost averages into step i's page cost the time a batch that ran took per page

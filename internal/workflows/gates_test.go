@@ -41,7 +41,8 @@ func TestVersionGatesByName(t *testing.T) {
 			h.env.RegisterWorkflowWithOptions(tc.wf, workflow.RegisterOptions{Name: h.workflow})
 			var asked []string
 			for _, c := range all {
-				h.env.OnGetVersion(c, workflow.DefaultVersion, 1).Run(func(mock.Arguments) { asked = append(asked, c) }).Return(workflow.Version(1)).Maybe()
+				v := workflows.ChangeVersion(c)
+				h.env.OnGetVersion(c, workflow.DefaultVersion, v).Run(func(mock.Arguments) { asked = append(asked, c) }).Return(v).Maybe()
 			}
 			run := "gates"
 			h.run(t, workflows.ChainInput{RunID: run, Plan: *plan(t, flatChain(run))})
