@@ -16,7 +16,6 @@ require (
 	github.com/chromedp/chromedp v0.14.2
 	github.com/elastic/elastic-transport-go/v8 v8.9.0
 	github.com/elastic/go-elasticsearch/v8 v8.19.7
-	github.com/go-resty/resty/v2 v2.17.2
 	github.com/go-zookeeper/zk v1.0.4
 	github.com/gocolly/colly/v2 v2.2.0
 	github.com/johannesboyne/gofakes3 v1.2.0

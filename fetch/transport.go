@@ -1,6 +1,7 @@
 package fetch
 
 import (
+	"bytes"
 	"compress/flate"
 	"compress/gzip"
 	"context"
@@ -16,15 +17,13 @@ import (
 	"strings"
 	"time"
 
-	"github.com/go-resty/resty/v2"
-
 	"github.com/trawlerhq/trawler/crawl"
 )
 
 // transport performs one HTTP exchange per Fetch; see Transport.
 type transport struct {
 	opt    Options
-	client *resty.Client
+	client *http.Client
 }
 
 // Transport is the innermost layer of the chain: exactly one HTTP exchange per Fetch,
@@ -63,14 +62,9 @@ func Transport(o Options) crawl.Fetcher {
 		DisableCompression:    false, // gzip is negotiated and decoded by the transport
 	}
 	maxRedirects := o.MaxRedirects
-	client := resty.New().
-		SetTransport(httpTransport).
-		SetCookieJar(nil).
-		SetLogger(quietLogger{}).
-		SetDoNotParseResponse(true).
-		SetAllowGetMethodPayload(true).
-		SetHeader("User-Agent", o.UserAgent).
-		SetRedirectPolicy(resty.RedirectPolicyFunc(func(req *http.Request, via []*http.Request) error {
+	client := &http.Client{ // no cookie jar
+		Transport: httpTransport,
+		CheckRedirect: func(req *http.Request, via []*http.Request) error {
 			if req.Context().Value(noRedirectKey{}) != nil {
 				return http.ErrUseLastResponse
 			}
@@ -83,7 +77,8 @@ func Transport(o Options) crawl.Fetcher {
 				return &schemeError{scheme: req.URL.Scheme}
 			}
 			return nil
-		}))
+		},
+	}
 	return &transport{opt: o, client: client}
 }
 
@@ -127,24 +122,19 @@ func (t *transport) Fetch(ctx context.Context, r *crawl.Request) (*crawl.Respons
 			}
 		}})
 	}
-	req := t.client.R().SetContext(actx)
-	for k, vs := range r.Header {
-		req.Header[http.CanonicalHeaderKey(k)] = append([]string(nil), vs...)
+	req, err := t.newRequest(actx, method, u, r)
+	if err != nil {
+		return nil, crawl.Permanent(&Error{Method: method, URL: r.URL, Err: err})
 	}
 	if recorded && req.Header.Get("Accept-Encoding") == "" {
 		// Asked for by name, gzip reaches readBody still encoded (and is decoded
 		// there), so the archive gets the bytes the server sent.
 		req.Header.Set("Accept-Encoding", "gzip")
 	}
-	if r.Body != nil {
-		req.SetBody(r.Body)
-	}
 	start := time.Now()
-	res, err := req.Execute(method, u.String())
-	var raw *http.Response
-	if res != nil {
-		raw = res.RawResponse
-	}
+	// A response comes with an error only when a redirect was refused; its body is
+	// closed already.
+	raw, err := t.client.Do(req)
 	if err != nil {
 		status := 0
 		if raw != nil {
@@ -198,6 +188,46 @@ func (t *transport) Fetch(ctx context.Context, r *crawl.Request) (*crawl.Respons
 		return nil, exchangeError(method, r.URL, code, true, cause, permanent, retry)
 	}
 	return &crawl.Response{URL: raw.Request.URL.String(), Status: code, Header: header, Body: body, Attempts: 1}, nil
+}
+
+// newRequest is the HTTP request r asks for: its headers, the transport's User-Agent
+// unless it sets its own, and its body, typed by sniffing (http.DetectContentType) when
+// it names no Content-Type. A JSON or XML body that names no Accept asks for its own type.
+func (t *transport) newRequest(ctx context.Context, method string, u *url.URL, r *crawl.Request) (*http.Request, error) {
+	var body io.Reader
+	if r.Body != nil && method != http.MethodHead && method != http.MethodOptions {
+		body = bytes.NewReader(r.Body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, u.String(), body)
+	if err != nil {
+		return nil, err
+	}
+	for k, vs := range r.Header {
+		req.Header[http.CanonicalHeaderKey(k)] = append([]string(nil), vs...)
+	}
+	if req.Header.Get("User-Agent") == "" {
+		req.Header.Set("User-Agent", t.opt.UserAgent)
+	}
+	if body == nil {
+		return req, nil
+	}
+	ct := req.Header.Get("Content-Type")
+	if ct == "" {
+		ct = http.DetectContentType(r.Body)
+		req.Header.Set("Content-Type", ct)
+	}
+	if req.Header.Get("Accept") == "" && structuredType(ct) {
+		req.Header.Set("Accept", ct)
+	}
+	return req, nil
+}
+
+// structuredType reports whether a Content-Type names JSON or XML (application/json,
+// text/xml, application/ld+json…).
+func structuredType(ct string) bool {
+	media, _, _ := strings.Cut(strings.ToLower(ct), ";")
+	kind, sub, ok := strings.Cut(strings.TrimSpace(media), "/")
+	return ok && (kind == "application" || kind == "text") && (strings.Contains(sub, "json") || strings.Contains(sub, "xml"))
 }
 
 // guardRefusal is what the guard refused in err (an address or a redirect's scheme), or nil.
@@ -371,9 +401,3 @@ func readLimited(r io.Reader, limit, hint int64) ([]byte, error) {
 		}
 	}
 }
-
-type quietLogger struct{}
-
-func (quietLogger) Errorf(string, ...any) {}
-func (quietLogger) Warnf(string, ...any)  {}
-func (quietLogger) Debugf(string, ...any) {}

@@ -9,7 +9,6 @@ import (
 	_ "github.com/antchfx/htmlquery"
 	_ "github.com/antchfx/xmlquery"
 	_ "github.com/chromedp/chromedp"
-	_ "github.com/go-resty/resty/v2"
 	_ "github.com/gocolly/colly/v2"
 	_ "github.com/mmcdole/gofeed"
 	_ "github.com/prometheus/client_golang/prometheus"
