@@ -447,11 +447,16 @@ func (r *batchRun) run() {
 // execute runs the queued inputs of one lane, at most its step's concurrency at once,
 // until the queue closes or the run stops, and sends every outcome to results.
 func (r *batchRun) execute(l *lane) {
-	var wg sync.WaitGroup
-	defer wg.Wait()
 	b := l.b
 	sem := make(chan struct{}, max(b.Step.Concurrency, 1))
 	send := func(o outcome) { o.lane = l.n; r.results <- o }
+	// The inputs run on up to cap(sem) goroutines that live as long as the lane: a page's
+	// fetch and parse grow a goroutine's stack deep, and a goroutine per input paid for
+	// that growth again on every page.
+	jobs := make(chan queued)
+	var wg sync.WaitGroup
+	defer func() { close(jobs); wg.Wait() }()
+	runners := 0
 	// The pages of a step that feeds itself are the run's critical path (each waits
 	// on the one before): they go first when their host is busy.
 	ctx := r.runCtx
@@ -485,16 +490,21 @@ func (r *batchRun) execute(l *lane) {
 			send(outcome{Index: i, back: true, input: w.Input})
 			continue
 		}
-		wg.Add(1)
 		r.cp.begin(i)
-		go func(i int, w crawl.Work) {
-			defer func() { <-sem; wg.Done() }()
-			began := time.Now()
-			o := r.a.runOne(ctx, l.task, l.env, b, i, w)
-			l.cost.wall.Add(int64(time.Since(began)))
-			r.claimAhead(l, &o)
-			send(o)
-		}(i, w)
+		if runners < cap(sem) {
+			runners++
+			wg.Go(func() {
+				for q := range jobs {
+					began := time.Now()
+					o := r.a.runOne(ctx, l.task, l.env, b, q.i, q.w)
+					l.cost.wall.Add(int64(time.Since(began)))
+					r.claimAhead(l, &o)
+					send(o)
+					<-sem
+				}
+			})
+		}
+		jobs <- q
 	}
 }
 
