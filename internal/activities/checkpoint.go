@@ -69,6 +69,7 @@ type checkpointer struct {
 	sum   checkpoint   // Done is filled when heartbeating
 	every time.Duration
 	last  time.Time
+	sent  *checkpoint // the last checkpoint sent, nil before the first
 	dirty bool
 	send  func(checkpoint) // activity.RecordHeartbeat in a batch
 	claim string           // the batch's seen-set claimer id; "" without a seen-set
@@ -252,13 +253,19 @@ func (c *checkpointer) heartbeat(force bool) {
 	c.mu.Unlock()
 	if !force && (!c.dirty || time.Since(c.last) < c.every) {
 		if time.Since(c.last) >= c.every {
-			c.send(c.payload())
-			c.last = time.Now()
+			c.sendPayload()
 		}
 		return
 	}
-	c.send(c.payload())
-	c.last, c.dirty = time.Now(), false
+	c.sendPayload()
+	c.dirty = false
+}
+
+// sendPayload heartbeats the checkpoint as it stands and keeps it as the one sent.
+func (c *checkpointer) sendPayload() {
+	p := c.payload()
+	c.send(p)
+	c.sent, c.last = &p, time.Now()
 }
 
 // payload is the checkpoint with the finished inputs as ranges. It is sent from another
@@ -294,9 +301,15 @@ func spans(set map[int]bool) [][2]int {
 }
 
 // keepAlive runs fn (a write that may block for long on a store that is down) while
-// heartbeating the checkpoint as it stood before, so the batch is not taken for lost.
+// heartbeating the checkpoint sent last, so the batch is not taken for lost. That one
+// stood before fn began: an attempt resumed from it runs again what finished since,
+// which a retried batch does anyway. Only a batch that has sent none yet takes one now.
 func (c *checkpointer) keepAlive(fn func() error) error {
-	snapshot := c.payload()
+	snapshot := c.sent
+	if snapshot == nil {
+		p := c.payload()
+		snapshot = &p
+	}
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Add(1)
@@ -309,7 +322,7 @@ func (c *checkpointer) keepAlive(fn func() error) error {
 			case <-stop:
 				return
 			case <-t.C:
-				c.send(snapshot)
+				c.send(*snapshot)
 			}
 		}
 	}()
