@@ -16,9 +16,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -74,35 +75,45 @@ func (s *Sink) file(name string) *file {
 
 // Write implements storage.Sink.
 func (s *Sink) Write(ctx context.Context, items []crawl.Item) error {
-	byBiz := map[string][]crawl.Item{}
-	for _, it := range items {
-		byBiz[it.Biz] = append(byBiz[it.Biz], it)
-	}
-	bizs := make([]string, 0, len(byBiz))
-	for b := range byBiz {
-		bizs = append(bizs, b)
-	}
-	sort.Strings(bizs)
 	enc := itemEncoder{itemjson.Get()}
 	defer enc.Release()
-	for _, biz := range bizs {
+	for _, group := range byBiz(items) {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		recs := make([]record, len(byBiz[biz]))
-		enc.Buf.Reset() // the last biz's lines are written
-		for i, it := range byBiz[biz] {
-			line, err := enc.encode(it)
-			if err != nil {
+		// The group's lines go one after the other into the encoder's buffer, which is
+		// then the block to append when the file holds none of them yet.
+		enc.Buf.Reset()
+		recs := make([]record, len(group))
+		for i, it := range group {
+			start := enc.Buf.Len()
+			if _, err := enc.encode(it); err != nil {
 				return fmt.Errorf("jsonl sink: encode item %s: %w", it.Key, err)
 			}
-			recs[i] = record{id: it.RunID + "\x00" + it.Key, line: line}
+			enc.Buf.WriteByte('\n')
+			recs[i] = record{id: it.RunID + "\x00" + it.Key, line: enc.Buf.Bytes()[start:]}
 		}
-		if err := s.file(biz + ".jsonl").append(recs); err != nil {
+		if err := s.file(group[0].Biz+".jsonl").append(recs, enc.Buf.Bytes()); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// byBiz splits items by biz (one file each), in the order of their biz names.
+func byBiz(items []crawl.Item) [][]crawl.Item {
+	if len(items) == 0 || !slices.ContainsFunc(items, func(it crawl.Item) bool { return it.Biz != items[0].Biz }) {
+		return [][]crawl.Item{items} // the common case: a step's items share one biz
+	}
+	groups := map[string][]crawl.Item{}
+	for _, it := range items {
+		groups[it.Biz] = append(groups[it.Biz], it)
+	}
+	out := make([][]crawl.Item, 0, len(groups))
+	for _, biz := range slices.Sorted(maps.Keys(groups)) {
+		out = append(out, groups[biz])
+	}
+	return out
 }
 
 // WriteFailures implements storage.FailureLog: one line per failed input, kept once per
@@ -119,11 +130,12 @@ func (s *Sink) WriteFailures(_ context.Context, runID string, failures []crawl.F
 			return err
 		}
 		in, _ := json.Marshal(f.Input)
-		recs[i] = record{id: runID + "\x00" + f.Step + "\x00" + string(in), line: line}
+		recs[i] = record{id: runID + "\x00" + f.Step + "\x00" + string(in), line: append(line, '\n')}
 	}
-	return s.file(FailuresFile).append(recs)
+	return s.file(FailuresFile).append(recs, nil)
 }
 
+// record is one line to append (its newline included) and what identifies it.
 type record struct {
 	id   string
 	line []byte
@@ -148,7 +160,9 @@ func (id identity) String() string {
 	return id.RunID + "\x00" + id.Step + "\x00" + in.String()
 }
 
-func (f *file) append(recs []record) error {
+// append writes the records the file does not hold yet. block, when not nil, is all
+// their lines in order: written as it is when none is in the file already.
+func (f *file) append(recs []record, block []byte) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	fh, err := os.OpenFile(f.path, os.O_RDWR|os.O_CREATE, 0o644)
@@ -164,26 +178,28 @@ func (f *file) append(recs []record) error {
 	if err != nil {
 		return err
 	}
-	size := 0
-	for _, r := range recs {
-		size += len(r.line) + 1
-	}
-	buf := bytes.NewBuffer(make([]byte, 0, size))
-	for _, r := range recs {
+	kept := 0
+	for i, r := range recs {
 		if _, dup := f.seen[r.id]; dup {
+			recs[i].line = nil
 			continue
 		}
 		f.seen[r.id] = struct{}{}
-		buf.Write(r.line)
-		buf.WriteByte('\n')
+		kept++
 	}
-	if buf.Len() == 0 {
+	if kept == 0 {
 		return nil
 	}
-	if _, err := fh.WriteAt(buf.Bytes(), end); err != nil {
+	if block == nil || kept < len(recs) {
+		block = nil
+		for _, r := range recs {
+			block = append(block, r.line...)
+		}
+	}
+	if _, err := fh.WriteAt(block, end); err != nil {
 		return fmt.Errorf("jsonl sink: write %s: %w", f.path, err)
 	}
-	f.offset = end + int64(buf.Len())
+	f.offset = end + int64(len(block))
 	return nil
 }
 
@@ -246,7 +262,7 @@ func (s *Sink) Scan(fn func(crawl.Item) error) error {
 	if err != nil {
 		return err
 	}
-	sort.Strings(names)
+	slices.Sort(names)
 	for _, name := range names {
 		if strings.HasPrefix(filepath.Base(name), "_") {
 			continue

@@ -214,3 +214,38 @@ func TestItemLinesAreJSONMarshal(t *testing.T) {
 		}
 	}
 }
+
+// One write holding items of two tasks, interleaved, puts each in its task's file in
+// the order written; an item already in the file, or twice in the write, is kept once.
+func TestMixedWriteGoesToEachBizFileOnce(t *testing.T) {
+	ctx := context.Background()
+	s, _ := Open(t.TempDir())
+	if err := s.Write(ctx, items("r1", "b")); err != nil {
+		t.Fatal(err)
+	}
+	mixed := append(items("r1", "a", "b", "c", "a"), items("r1", "x", "y")...)
+	for i := range mixed[4:] {
+		mixed[4+i].Biz = "site.other"
+	}
+	mixed = []crawl.Item{mixed[0], mixed[4], mixed[1], mixed[2], mixed[5], mixed[3]}
+	if err := s.Write(ctx, mixed); err != nil {
+		t.Fatal(err)
+	}
+	keys := func(biz string) []string {
+		var out []string
+		for _, l := range lines(t, s.Path(biz)) {
+			var it crawl.Item
+			if err := json.Unmarshal([]byte(l), &it); err != nil {
+				t.Fatalf("%s: %v in %q", biz, err, l)
+			}
+			out = append(out, it.Key)
+		}
+		return out
+	}
+	if got := strings.Join(keys("site.task"), ","); got != "b,a,c" {
+		t.Errorf("site.task holds %s, want b,a,c", got)
+	}
+	if got := strings.Join(keys("site.other"), ","); got != "x,y" {
+		t.Errorf("site.other holds %s, want x,y", got)
+	}
+}
