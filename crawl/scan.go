@@ -16,6 +16,7 @@ import (
 
 	"github.com/PuerkitoBio/goquery"
 	"github.com/andybalholm/cascadia"
+	"golang.org/x/net/html"
 )
 
 // The field tags Out.Scan reads:
@@ -328,24 +329,24 @@ func Scan(sel *goquery.Selection, base *url.URL, v any) error {
 			continue
 		}
 		fv := rv.Field(sf.index)
-		found := sel
-		if sf.match != nil {
-			found = sel.FindMatcher(sf.match)
-		}
 		if fv.Kind() == reflect.Slice && fv.Type().Elem().Kind() == reflect.String {
+			found := sel
+			if sf.match != nil {
+				found = sel.FindMatcher(sf.match)
+			}
 			var vals []string
-			found.Each(func(_ int, e *goquery.Selection) {
-				if s := sf.value(e, base); s != "" {
+			for _, n := range found.Nodes {
+				if s := sf.value(n, base); s != "" {
 					vals = append(vals, s)
 				}
-			})
+			}
 			if len(vals) == 0 && sf.required {
 				return sf.missing()
 			}
 			fv.Set(reflect.ValueOf(vals))
 			continue
 		}
-		s := sf.value(found.First(), base)
+		s := sf.value(sf.first(sel), base)
 		if s == "" {
 			if sf.required {
 				return sf.missing()
@@ -367,17 +368,35 @@ func (sf scanField) missing() error {
 	return fmt.Errorf("missing required field %s (nothing matches %q)", sf.name, sf.css)
 }
 
+// first is the element a scalar field reads in sel: the first match of its css in
+// document order (what sel.FindMatcher(match).First() is, without collecting every
+// match), or sel's first element without css; nil when there is none.
+func (sf scanField) first(sel *goquery.Selection) *html.Node {
+	if sf.match == nil {
+		if len(sel.Nodes) == 0 {
+			return nil
+		}
+		return sel.Nodes[0]
+	}
+	for _, n := range sel.Nodes {
+		if m := cascadia.Query(n, sf.match); m != nil {
+			return m
+		}
+	}
+	return nil
+}
+
 // value is what one element gives a field: its attribute or trimmed text, narrowed by
 // the field's pattern, made absolute for a url field.
-func (sf scanField) value(e *goquery.Selection, base *url.URL) string {
-	if e.Length() == 0 {
+func (sf scanField) value(n *html.Node, base *url.URL) string {
+	if n == nil {
 		return ""
 	}
 	var s string
 	if sf.attr != "" {
-		s, _ = e.Attr(sf.attr)
+		s = attrOf(n, sf.attr)
 	} else {
-		s = e.Text()
+		s = textOf(n)
 	}
 	s = strings.TrimSpace(s)
 	if sf.re != nil {
@@ -562,4 +581,37 @@ func parseIn(layout, s string, loc *time.Location) (time.Time, bool) {
 // hasClock reports whether a Go time layout reads a time of day (an hour: 15, 3, 03).
 func hasClock(layout string) bool {
 	return strings.Contains(layout, "15") || strings.Contains(layout, "3") || layout == time.Kitchen
+}
+
+// attrOf is the value of an element's attribute, "" when it has none (as
+// goquery.Selection.AttrOr(name, "")).
+func attrOf(n *html.Node, name string) string {
+	for _, a := range n.Attr {
+		if a.Key == name {
+			return a.Val
+		}
+	}
+	return ""
+}
+
+// textOf is the text of a node and its descendants, as goquery.Selection.Text gives it.
+func textOf(n *html.Node) string {
+	if n.Type == html.TextNode {
+		return n.Data
+	}
+	if n.FirstChild != nil && n.FirstChild == n.LastChild && n.FirstChild.Type == html.TextNode {
+		return n.FirstChild.Data // one text child, the common case: no copy
+	}
+	var b strings.Builder
+	var walk func(*html.Node)
+	walk = func(n *html.Node) {
+		if n.Type == html.TextNode {
+			b.WriteString(n.Data)
+		}
+		for c := n.FirstChild; c != nil; c = c.NextSibling {
+			walk(c)
+		}
+	}
+	walk(n)
+	return b.String()
 }
