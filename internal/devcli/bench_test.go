@@ -307,3 +307,35 @@ func captureStdout(t *testing.T, fn func()) string {
 	}
 	return string(b)
 }
+
+// `trawler bench scale` starts worker processes that crawl its slow demo site on
+// loopback to the end: every page of the site, no failure.
+func TestBenchScaleWorkersCrawlTheSlowSite(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the trawler binary and starts an embedded stack")
+	}
+	bin := buildTrawler(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	site := scaleSite{pages: 1, perPage: 4, latency: time.Millisecond}
+	var err error
+	out := captureStdout(t, func() {
+		err = runBenchScale(ctx, &cli.Settings{JSON: true}, bin, []int{1, 2}, site, 2, 4, 16)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res struct {
+		Points []scalePoint `json:"points"`
+	}
+	if err := json.Unmarshal([]byte(out), &res); err != nil {
+		t.Fatalf("%v in %q", err, out)
+	}
+	wantPages, _ := demoCrawlSize(demosite.Options{Pages: 1, PerPage: 4}, 1, 3)
+	if len(res.Points) != 2 || res.Points[0].Pages != wantPages || res.Points[1].Pages != wantPages || res.Points[1].Workers != 2 {
+		t.Errorf("points %+v; want 1 and 2 workers crawling %d pages each", res.Points, wantPages)
+	}
+	if pids := processesOf(t, bin); len(pids) > 0 {
+		t.Errorf("worker processes still run after the bench: pids %v", pids)
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -36,7 +37,10 @@ The demo site answers every page after --latency (50 ms by default), so the craw
 on the site as it would on a real one instead of being bound by this machine's CPU.
 Each worker takes --slots batch activities at a time with --concurrency pages each, so
 a worker is a fixed amount of crawling capacity and more workers should mean
-proportionally more pages per second. Dedup is off so every run does the same work.`,
+proportionally more pages per second. Dedup is off so every run does the same work.
+Politeness is fleet-wide (every worker on the stack's Redis holds a host to one limit),
+so the workers are started with --host-concurrency high enough for all of them at once:
+the site's limit would otherwise cap the crawl whatever the number of workers.`,
 		Example: `  trawler bench scale
   trawler bench scale --workers 1,3 --pages 20 --json`,
 		Args: cobra.NoArgs,
@@ -49,7 +53,7 @@ proportionally more pages per second. Dedup is off so every run does the same wo
 				}
 				counts = append(counts, n)
 			}
-			return runBenchScale(cmd.Context(), s, counts, scaleSite{pages, perPage, latency}, slots, concurrency, batch)
+			return runBenchScale(cmd.Context(), s, "", counts, scaleSite{pages, perPage, latency}, slots, concurrency, batch)
 		},
 	}
 	cmd.Flags().StringVar(&workersFlag, "workers", "1,2,3", "worker process counts to measure")
@@ -77,11 +81,15 @@ type scaleSite struct {
 	latency        time.Duration
 }
 
-func runBenchScale(ctx context.Context, s *cli.Settings, counts []int, site scaleSite, slots, concurrency, batch int) error {
+// runBenchScale runs the scale bench with worker processes of the trawler binary bin
+// ("": this one).
+func runBenchScale(ctx context.Context, s *cli.Settings, bin string, counts []int, site scaleSite, slots, concurrency, batch int) error {
 	pages, latency := site.pages, site.latency
-	bin, err := os.Executable()
-	if err != nil {
-		return err
+	if bin == "" {
+		var err error
+		if bin, err = os.Executable(); err != nil {
+			return err
+		}
 	}
 	data, err := os.MkdirTemp("", "trawler-scale-")
 	if err != nil {
@@ -112,12 +120,15 @@ func runBenchScale(ctx context.Context, s *cli.Settings, counts []int, site scal
 	defer c.Close()
 	src, _ := examples.Files.ReadFile("demo.yaml")
 	var points []scalePoint
+	hostLimit := slices.Max(counts) * slots * concurrency
 	for _, n := range counts {
 		queue := fmt.Sprintf("scale-%d-%d", n, time.Now().UnixNano())
 		var procs []*exec.Cmd
 		for i := 0; i < n; i++ {
+			// --allow-private: the slow demo site above is on loopback, but not the
+			// stack's own site, the one address --data lets a worker reach there.
 			p := exec.CommandContext(ctx, bin, "worker", "--data", data, "--task-queue", queue, "--max-batches", strconv.Itoa(slots),
-				"--out", filepath.Join(data, "out"))
+				"--out", filepath.Join(data, "out"), "--allow-private", "--host-concurrency", strconv.Itoa(hostLimit))
 			if err := p.Start(); err != nil {
 				return err
 			}
