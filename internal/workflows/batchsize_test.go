@@ -47,7 +47,8 @@ func TestBatchesSizedByPageCost(t *testing.T) {
 
 // A step whose pages prove cheap gathers its ready inputs into a full batch while a
 // batch that may hand it more is in flight (one of its own, or of a step feeding it),
-// when that batch's pages are cheap too; otherwise it starts a batch at once.
+// when that batch's pages are cheap too, for a second at most; otherwise it starts a
+// batch at once.
 func TestCheapStepsGatherFullBatches(t *testing.T) {
 	const ms = time.Millisecond
 	now := time.Date(2026, 11, 28, 10, 0, 0, 0, time.UTC)
@@ -59,11 +60,16 @@ func TestCheapStepsGatherFullBatches(t *testing.T) {
 	cheap := []time.Duration{2 * ms, 2 * ms, 2 * ms}
 	queue := func(due, later int) []Pending {
 		q := make([]Pending, due+later)
+		for k := range q {
+			q[k].Since = now.Add(-100 * ms)
+		}
 		for k := due; k < len(q); k++ {
 			q[k].NotBefore = now.Add(time.Minute)
 		}
 		return q
 	}
+	waited := queue(3, 0)
+	waited[1].Since = now.Add(-gatherWithin)
 	cases := []struct {
 		name     string
 		gather   bool
@@ -79,6 +85,7 @@ func TestCheapStepsGatherFullBatches(t *testing.T) {
 		{"cheap, nothing in flight", true, cheap, queue(3, 0), []int{0, 0, 0}, false},
 		{"cheap, a full batch ready", true, cheap, queue(50, 0), []int{0, 1, 1}, false},
 		{"cheap, inputs not due yet do not count", true, cheap, queue(3, 60), []int{0, 1, 0}, true},
+		{"cheap, but one ready input has waited a second", true, cheap, waited, []int{0, 1, 0}, false},
 		{"comments not measured yet", true, []time.Duration{2 * ms, 2 * ms, 0}, queue(3, 0), []int{0, 1, 0}, false},
 		{"comments costly: a batch lasts 2s", true, []time.Duration{2 * ms, 2 * ms, 40 * ms}, queue(3, 0), []int{0, 1, 0}, false},
 		{"the detail batch in flight may run long", true, []time.Duration{2 * ms, 40 * ms, 2 * ms}, queue(3, 0), []int{0, 1, 1}, false},

@@ -922,7 +922,8 @@ func (r *runner) batchSize(i int) int {
 }
 
 // gatherWithin is how long a full batch (`batch` inputs) of a step lasts at most for
-// its pages to count as cheap enough to gather (runner.gathering).
+// its pages to count as cheap enough to gather, and how long gathering holds its inputs
+// back at most (runner.gathering).
 const gatherWithin = time.Second
 
 // gathering reports whether step i holds its ready inputs back instead of starting a
@@ -931,10 +932,14 @@ const gatherWithin = time.Second
 // cheap too, will hand it more when it ends — soon, and every batch's end dispatches
 // again. A cheap crawl's fan-outs and hand-backs (the 3 comments pages left over here,
 // the 7 there) then travel in a few full batches instead of many of a handful of
-// inputs, each an activity's round trips through the server. Pages not measured yet, or
-// a feeder that may run long, never hold inputs back.
+// inputs, each an activity's round trips through the server. Pages not measured yet, a
+// feeder that may run long, or inputs ready for gatherWithin already never wait (a
+// feeder following its outputs for long lets them go at the next batch's end).
 func (r *runner) gathering(i int, now time.Time) bool {
-	if !r.gather || !r.cheap(i) || r.ready(i, now, r.plan.Steps[i].Batch) >= r.plan.Steps[i].Batch {
+	if !r.gather || !r.cheap(i) {
+		return false
+	}
+	if n, oldest := r.ready(i, now, r.plan.Steps[i].Batch); n >= r.plan.Steps[i].Batch || now.Sub(oldest) >= gatherWithin {
 		return false
 	}
 	waitFor := false
@@ -961,18 +966,21 @@ func feeds(s crawl.PlanStep, i int) bool {
 	return slices.ContainsFunc(s.Consumers, func(c crawl.Consumer) bool { return c.Step == i })
 }
 
-// ready counts step i's queued inputs whose NotBefore has passed, up to limit.
-func (r *runner) ready(i int, now time.Time, limit int) int {
-	n := 0
+// ready counts step i's queued inputs whose NotBefore has passed, up to limit, and
+// says since when the first of them is queued.
+func (r *runner) ready(i int, now time.Time, limit int) (n int, oldest time.Time) {
 	for _, p := range r.queues[i] {
 		if n == limit {
 			break
 		}
 		if !p.NotBefore.After(now) {
+			if n == 0 || p.Since.Before(oldest) {
+				oldest = p.Since
+			}
 			n++
 		}
 	}
-	return n
+	return n, oldest
 }
 
 // notePageCost averages into step i's page cost the time a batch that ran took per page
