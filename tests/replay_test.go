@@ -26,7 +26,7 @@ import (
 // TestExampleHistoriesReplay runs the example chains, then replays their histories
 // (root and partitions) against the workflow code in this build: a non-deterministic
 // change to workflow code fails here. With TRAWLER_RECORD_HISTORIES=1 it also saves the
-// histories to workflows/testdata, where workflows' replay test keeps checking that
+// histories to internal/workflows/testdata, where workflows' replay test keeps checking that
 // future builds can still finish runs started by this one.
 func TestExampleHistoriesReplay(t *testing.T) {
 	site := startSite(t, demosite.Options{Pages: 2, Faults: map[int]demosite.Fault{4: demosite.FaultStatus500, 6: demosite.FaultRetryAfter}})
@@ -86,14 +86,14 @@ steps:
 // keepHistories replays every workflow history of a run (root, continued runs and
 // partitions) against the workflow code in this build, so a non-deterministic change
 // fails here. With TRAWLER_RECORD_HISTORIES=<label> it also saves them to
-// workflows/testdata/histories as <label>-<name>-NN.json, where the workflows package's
+// internal/workflows/testdata/histories as <label>-<name>-NN.json, where the workflows package's
 // replay test keeps checking that later builds can finish runs started by this one.
 func keepHistories(t *testing.T, name, id string) {
 	t.Helper()
 	label := os.Getenv("TRAWLER_RECORD_HISTORIES")
 	replayer := worker.NewWorkflowReplayer()
 	replayer.RegisterWorkflowWithOptions(workflows.ChainWorkflow, workflow.RegisterOptions{Name: workflows.ChainWorkflowName})
-	dir := filepath.Join("..", "workflows", "testdata", "histories")
+	dir := filepath.Join("..", "internal", "workflows", "testdata", "histories")
 	index := map[string]workflows.RecordedRun{}
 	if b, err := os.ReadFile(filepath.Join(dir, "index.json")); err == nil {
 		_ = json.Unmarshal(b, &index) // add to what earlier builds recorded
