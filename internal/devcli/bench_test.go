@@ -339,3 +339,23 @@ func TestBenchScaleWorkersCrawlTheSlowSite(t *testing.T) {
 		t.Errorf("worker processes still run after the bench: pids %v", pids)
 	}
 }
+
+// A worker process of `trawler bench scale` that ends fails the bench at once, saying
+// how it ended and showing its log, instead of leaving the run waiting for it.
+func TestBenchScaleWorkerEndingIsReported(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts an embedded stack")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	// /bin/sh takes "worker" for a script, finds none and exits with an error.
+	err := runBenchScale(ctx, &cli.Settings{JSON: true}, "/bin/sh", []int{1}, scaleSite{pages: 1, perPage: 4, latency: time.Millisecond}, 2, 4, 16)
+	if err == nil {
+		t.Fatal("no error from a worker process that exited at once")
+	}
+	for _, want := range []string{"bench scale: the worker process (/bin/sh worker --data ", "ended before it polled task queue", "(exit status", "No such file"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("the error lacks %q:\n%v", want, err)
+		}
+	}
+}

@@ -5,7 +5,6 @@ package devcli
 import (
 	"context"
 	"fmt"
-	"github.com/trawlerhq/trawler/internal/cli"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,10 +14,14 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"go.temporal.io/sdk/client"
 
+	"github.com/trawlerhq/trawler/crawl"
 	"github.com/trawlerhq/trawler/examples"
+	"github.com/trawlerhq/trawler/internal/cli"
 	"github.com/trawlerhq/trawler/internal/devstack/demosite"
 	"github.com/trawlerhq/trawler/internal/engine"
+	"github.com/trawlerhq/trawler/internal/workflows"
 )
 
 func benchScaleCmd(s *cli.Settings) *cobra.Command {
@@ -123,46 +126,20 @@ func runBenchScale(ctx context.Context, s *cli.Settings, bin string, counts []in
 	hostLimit := slices.Max(counts) * slots * concurrency
 	for _, n := range counts {
 		queue := fmt.Sprintf("scale-%d-%d", n, time.Now().UnixNano())
-		var procs []*exec.Cmd
-		for i := 0; i < n; i++ {
-			// --allow-private: the slow demo site above is on loopback, but not the
-			// stack's own site, the one address --data lets a worker reach there.
-			p := exec.CommandContext(ctx, bin, "worker", "--data", data, "--task-queue", queue, "--max-batches", strconv.Itoa(slots),
-				"--out", filepath.Join(data, "out"), "--allow-private", "--host-concurrency", strconv.Itoa(hostLimit))
-			if err := p.Start(); err != nil {
-				return err
+		sum, id, elapsed, err := scaleRun(ctx, c, bin, data, queue, n, func() (*crawl.Plan, error) {
+			plan, err := cli.LoadChain("examples/demo.yaml", src, []string{"base_url=" + siteURL, "feed.pages=" + strconv.Itoa(pages)})
+			if err != nil {
+				return nil, err
 			}
-			procs = append(procs, p)
-		}
-		stopWorkers := func() {
-			for _, p := range procs {
-				_ = p.Process.Signal(os.Interrupt)
+			for i := range plan.Steps {
+				plan.Steps[i].Concurrency = concurrency
+				plan.Steps[i].Batch = batch
+				plan.Steps[i].Dedup = "off"
+				plan.Steps[i].Parallel = max(plan.Steps[i].Parallel, slots*n)
 			}
-			for _, p := range procs {
-				_ = p.Wait()
-			}
-		}
-		plan, err := cli.LoadChain("examples/demo.yaml", src, []string{"base_url=" + siteURL, "feed.pages=" + strconv.Itoa(pages)})
-		if err != nil {
-			stopWorkers()
-			return err
-		}
-		for i := range plan.Steps {
-			plan.Steps[i].Concurrency = concurrency
-			plan.Steps[i].Batch = batch
-			plan.Steps[i].Dedup = "off"
-			plan.Steps[i].Parallel = max(plan.Steps[i].Parallel, slots*n)
-		}
-		say("%d worker(s): crawling %d feed pages at %s a page…", n, pages, latency)
-		start := time.Now()
-		id, err := engine.Start(ctx, c, plan, engine.RunOptions{TaskQueue: queue})
-		if err != nil {
-			stopWorkers()
-			return err
-		}
-		sum, err := engine.Wait(ctx, c, id, nil)
-		elapsed := time.Since(start).Seconds()
-		stopWorkers()
+			say("%d worker(s): crawling %d feed pages at %s a page…", n, pages, latency)
+			return plan, nil
+		}, "--max-batches", strconv.Itoa(slots), "--host-concurrency", strconv.Itoa(hostLimit))
 		if err != nil {
 			return err
 		}
@@ -187,4 +164,55 @@ func runBenchScale(ctx context.Context, s *cli.Settings, bin string, counts []in
 		fmt.Printf("  %-8d %8d %9.2f %10.1f %8.2fx\n", p.Workers, p.Pages, p.Seconds, p.PagesPerS, p.SpeedUp)
 	}
 	return nil
+}
+
+// scaleRun starts n worker processes of bin on the stack in data, polling queue (args
+// are flags of theirs), waits until Temporal sees each poll, then runs the chain plan
+// gives and times it. A worker that ends before the run does fails it at once, with its
+// log's end, rather than leaving the run waiting for a worker that is gone.
+func scaleRun(ctx context.Context, c client.Client, bin, data, queue string, n int, plan func() (*crawl.Plan, error), args ...string) (*workflows.Summary, string, float64, error) {
+	var procs []*workerProcess
+	defer func() {
+		for _, p := range procs {
+			p.stop()
+		}
+	}()
+	for i := range n {
+		// --allow-private: the slow demo site is on loopback, and it is not the stack's
+		// own site, the one address --data lets a worker reach there.
+		cmd := exec.Command(bin, append([]string{"worker", "--data", data, "--task-queue", queue,
+			"--out", filepath.Join(data, "out"), "--allow-private"}, args...)...)
+		p, err := startWorker(ctx, c, "bench scale", cmd, queue, filepath.Join(data, fmt.Sprintf("%s-worker-%d.log", queue, i+1)))
+		if err != nil {
+			return nil, "", 0, err
+		}
+		procs = append(procs, p)
+	}
+	pl, err := plan()
+	if err != nil {
+		return nil, "", 0, err
+	}
+	runCtx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	for _, p := range procs {
+		go func() {
+			select {
+			case <-p.exited:
+				cancel(p.exitError("during the run"))
+			case <-runCtx.Done():
+			}
+		}()
+	}
+	start := time.Now()
+	id, err := engine.Start(runCtx, c, pl, engine.RunOptions{TaskQueue: queue})
+	if err == nil {
+		var sum *workflows.Summary
+		if sum, err = engine.Wait(runCtx, c, id, nil); err == nil {
+			return sum, id, time.Since(start).Seconds(), nil
+		}
+	}
+	if cause := context.Cause(runCtx); cause != nil && ctx.Err() == nil {
+		return nil, id, 0, cause
+	}
+	return nil, id, 0, err
 }

@@ -32,6 +32,7 @@ type workerProcess struct {
 	log      *os.File
 	exited   chan struct{} // closed once it has ended; waitErr says how
 	waitErr  error
+	who      string // what started it, at the head of its errors: "--worker-process"
 }
 
 // workerPollTimeout bounds the worker process's start-up: dialing Temporal and Redis and
@@ -49,28 +50,34 @@ func startWorkerProcess(ctx context.Context, c client.Client, s *cli.Settings, b
 	if _, err := processCPUOf(os.Getpid()); err != nil {
 		return nil, fmt.Errorf("--worker-process measures the worker process's CPU in /proc, which this system lacks (%v): leave --worker-process out", err)
 	}
-	log, err := os.Create(logPath)
-	if err != nil {
-		return nil, fmt.Errorf("--worker-process: create the worker's log: %w", err)
-	}
 	cmd := exec.Command(bin, workerProcessArgs(s, o)...)
 	// Its settings come from these flags alone, as the in-process worker's come from its
 	// options: a TRAWLER_* variable (TRAWLER_DATA, TRAWLER_KAFKA …) would give it stores
 	// the in-process worker lacks, and demo.yaml's store: [all] would write every item to
 	// each of them.
 	cmd.Env = slices.DeleteFunc(os.Environ(), func(kv string) bool { return strings.HasPrefix(kv, "TRAWLER_") })
+	return startWorker(ctx, c, "--worker-process", cmd, o.TaskQueue, logPath)
+}
+
+// startWorker starts cmd, a `trawler worker` command line, with its output to logPath,
+// and returns once Temporal sees it polling queue; who (what starts it) heads its errors.
+func startWorker(ctx context.Context, c client.Client, who string, cmd *exec.Cmd, queue, logPath string) (*workerProcess, error) {
+	log, err := os.Create(logPath)
+	if err != nil {
+		return nil, fmt.Errorf("%s: create the worker's log: %w", who, err)
+	}
 	cmd.Stdout, cmd.Stderr = log, log
 	if err := cmd.Start(); err != nil {
 		_ = log.Close()
-		return nil, fmt.Errorf("--worker-process: start %s worker: %w", bin, err)
+		return nil, fmt.Errorf("%s: start %s worker: %w", who, cmd.Path, err)
 	}
 	host, _ := os.Hostname()
-	p := &workerProcess{cmd: cmd, identity: fmt.Sprintf("%d@%s", cmd.Process.Pid, host), logPath: logPath, log: log, exited: make(chan struct{})}
+	p := &workerProcess{cmd: cmd, identity: fmt.Sprintf("%d@%s", cmd.Process.Pid, host), logPath: logPath, log: log, exited: make(chan struct{}), who: who}
 	go func() {
 		p.waitErr = cmd.Wait()
 		close(p.exited)
 	}()
-	if err := p.waitPolling(ctx, c, o.TaskQueue); err != nil {
+	if err := p.waitPolling(ctx, c, queue); err != nil {
 		p.stop()
 		return nil, err
 	}
@@ -108,8 +115,8 @@ func (p *workerProcess) waitPolling(ctx context.Context, c client.Client, queue 
 		case <-p.exited:
 			return p.exitError("before it polled task queue " + strconv.Quote(queue))
 		case <-deadline.C:
-			return fmt.Errorf("--worker-process: the worker process (%s) did not poll task queue %q within %s; its log %s ends:\n%s",
-				strings.Join(p.cmd.Args, " "), queue, workerPollTimeout, p.logPath, p.logTail())
+			return fmt.Errorf("%s: the worker process (%s) did not poll task queue %q within %s; its log %s ends:\n%s",
+				p.who, strings.Join(p.cmd.Args, " "), queue, workerPollTimeout, p.logPath, p.logTail())
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-tick.C:
@@ -144,8 +151,8 @@ func (p *workerProcess) exitError(when string) error {
 	if p.waitErr != nil {
 		how = p.waitErr.Error()
 	}
-	return fmt.Errorf("--worker-process: the worker process (%s) ended %s (%s); its log %s ends:\n%s",
-		strings.Join(p.cmd.Args, " "), when, how, p.logPath, p.logTail())
+	return fmt.Errorf("%s: the worker process (%s) ended %s (%s); its log %s ends:\n%s",
+		p.who, strings.Join(p.cmd.Args, " "), when, how, p.logPath, p.logTail())
 }
 
 // logTail is the last lines of the process's log.
