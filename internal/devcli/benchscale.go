@@ -126,20 +126,19 @@ func runBenchScale(ctx context.Context, s *cli.Settings, bin string, counts []in
 	hostLimit := slices.Max(counts) * slots * concurrency
 	for _, n := range counts {
 		queue := fmt.Sprintf("scale-%d-%d", n, time.Now().UnixNano())
-		sum, id, elapsed, err := scaleRun(ctx, c, bin, data, queue, n, func() (*crawl.Plan, error) {
-			plan, err := cli.LoadChain("examples/demo.yaml", src, []string{"base_url=" + siteURL, "feed.pages=" + strconv.Itoa(pages)})
-			if err != nil {
-				return nil, err
-			}
-			for i := range plan.Steps {
-				plan.Steps[i].Concurrency = concurrency
-				plan.Steps[i].Batch = batch
-				plan.Steps[i].Dedup = "off"
-				plan.Steps[i].Parallel = max(plan.Steps[i].Parallel, slots*n)
-			}
-			say("%d worker(s): crawling %d feed pages at %s a page…", n, pages, latency)
-			return plan, nil
-		}, "--max-batches", strconv.Itoa(slots), "--host-concurrency", strconv.Itoa(hostLimit))
+		plan, err := cli.LoadChain("examples/demo.yaml", src, []string{"base_url=" + siteURL, "feed.pages=" + strconv.Itoa(pages)})
+		if err != nil {
+			return err
+		}
+		for i := range plan.Steps {
+			plan.Steps[i].Concurrency = concurrency
+			plan.Steps[i].Batch = batch
+			plan.Steps[i].Dedup = "off"
+			plan.Steps[i].Parallel = max(plan.Steps[i].Parallel, slots*n)
+		}
+		say("%d worker(s): crawling %d feed pages at %s a page…", n, pages, latency)
+		sum, id, elapsed, err := scaleRun(ctx, c, plan, bin, data, queue, n,
+			"--max-batches", strconv.Itoa(slots), "--host-concurrency", strconv.Itoa(hostLimit))
 		if err != nil {
 			return err
 		}
@@ -167,10 +166,10 @@ func runBenchScale(ctx context.Context, s *cli.Settings, bin string, counts []in
 }
 
 // scaleRun starts n worker processes of bin on the stack in data, polling queue (args
-// are flags of theirs), waits until Temporal sees each poll, then runs the chain plan
-// gives and times it. A worker that ends before the run does fails it at once, with its
-// log's end, rather than leaving the run waiting for a worker that is gone.
-func scaleRun(ctx context.Context, c client.Client, bin, data, queue string, n int, plan func() (*crawl.Plan, error), args ...string) (*workflows.Summary, string, float64, error) {
+// are flags of theirs), waits until Temporal sees each poll, then runs plan and times
+// it. A worker that ends before the run does fails it at once, with its log's end,
+// rather than leaving the run waiting for a worker that is gone.
+func scaleRun(ctx context.Context, c client.Client, plan *crawl.Plan, bin, data, queue string, n int, args ...string) (*workflows.Summary, string, float64, error) {
 	var procs []*workerProcess
 	defer func() {
 		for _, p := range procs {
@@ -188,10 +187,6 @@ func scaleRun(ctx context.Context, c client.Client, bin, data, queue string, n i
 		}
 		procs = append(procs, p)
 	}
-	pl, err := plan()
-	if err != nil {
-		return nil, "", 0, err
-	}
 	runCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	for _, p := range procs {
@@ -204,7 +199,7 @@ func scaleRun(ctx context.Context, c client.Client, bin, data, queue string, n i
 		}()
 	}
 	start := time.Now()
-	id, err := engine.Start(runCtx, c, pl, engine.RunOptions{TaskQueue: queue})
+	id, err := engine.Start(runCtx, c, plan, engine.RunOptions{TaskQueue: queue})
 	if err == nil {
 		var sum *workflows.Summary
 		if sum, err = engine.Wait(runCtx, c, id, nil); err == nil {
