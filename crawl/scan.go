@@ -396,7 +396,7 @@ func (sf scanField) value(n *html.Node, base *url.URL) string {
 	if sf.attr != "" {
 		s = attrOf(n, sf.attr)
 	} else {
-		s = textOf(n)
+		s = NodeText(n)
 	}
 	s = strings.TrimSpace(s)
 	if sf.re != nil {
@@ -594,8 +594,9 @@ func attrOf(n *html.Node, name string) string {
 	return ""
 }
 
-// textOf is the text of a node and its descendants, as goquery.Selection.Text gives it.
-func textOf(n *html.Node) string {
+// NodeText is the text of a node and its descendants, as goquery.Selection.Text gives
+// it, for tasks and extractors that walk html.Node trees themselves.
+func NodeText(n *html.Node) string {
 	if n.Type == html.TextNode {
 		return n.Data
 	}

@@ -153,7 +153,7 @@ func normalizeEntry(feed *gofeed.Feed, it *gofeed.Item, base *url.URL) map[strin
 	plain := func(s string) any {
 		if strings.ContainsAny(s, "<&") {
 			if n, err := html.Parse(strings.NewReader(s)); err == nil {
-				s = strings.Join(strings.Fields(nodeText(n)), " ")
+				s = strings.Join(strings.Fields(crawl.NodeText(n)), " ")
 			}
 		}
 		return text(s)

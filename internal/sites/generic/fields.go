@@ -674,7 +674,7 @@ func attrName(attr string) string {
 func readHTML(n *html.Node, attr string) (string, bool) {
 	switch attr {
 	case "", "text":
-		return nodeText(n), true
+		return crawl.NodeText(n), true
 	case "html":
 		var b bytes.Buffer
 		for c := n.FirstChild; c != nil; c = c.NextSibling {
@@ -692,25 +692,6 @@ func readHTML(n *html.Node, attr string) (string, bool) {
 		}
 	}
 	return "", false
-}
-
-// nodeText is the text content of a node, as goquery's Text.
-func nodeText(n *html.Node) string {
-	if n.Type == html.TextNode {
-		return n.Data
-	}
-	var b strings.Builder
-	var walk func(*html.Node)
-	walk = func(n *html.Node) {
-		if n.Type == html.TextNode {
-			b.WriteString(n.Data)
-		}
-		for c := n.FirstChild; c != nil; c = c.NextSibling {
-			walk(c)
-		}
-	}
-	walk(n)
-	return b.String()
 }
 
 // fromXML selects the spec's values under (or at) the item node n.
