@@ -178,19 +178,21 @@ func (f *file) append(recs []record, block []byte) error {
 	if err != nil {
 		return err
 	}
-	kept := 0
+	// The records go into seen only once they are written: a write that fails (a full
+	// disk) leaves them unseen, so the batch's retry stores them.
+	kept := make(map[string]struct{}, len(recs))
 	for i, r := range recs {
-		if _, dup := f.seen[r.id]; dup {
+		_, dup := f.seen[r.id]
+		if _, twice := kept[r.id]; dup || twice {
 			recs[i].line = nil
 			continue
 		}
-		f.seen[r.id] = struct{}{}
-		kept++
+		kept[r.id] = struct{}{}
 	}
-	if kept == 0 {
+	if len(kept) == 0 {
 		return nil
 	}
-	if block == nil || kept < len(recs) {
+	if block == nil || len(kept) < len(recs) {
 		block = nil
 		for _, r := range recs {
 			block = append(block, r.line...)
@@ -199,6 +201,7 @@ func (f *file) append(recs []record, block []byte) error {
 	if _, err := fh.WriteAt(block, end); err != nil {
 		return fmt.Errorf("jsonl sink: write %s: %w", f.path, err)
 	}
+	maps.Copy(f.seen, kept)
 	f.offset = end + int64(len(block))
 	return nil
 }

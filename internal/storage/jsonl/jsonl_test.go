@@ -249,3 +249,28 @@ func TestMixedWriteGoesToEachBizFileOnce(t *testing.T) {
 		t.Errorf("site.other holds %s, want x,y", got)
 	}
 }
+
+// TestFailedWriteIsStoredOnRetry: a write the disk refuses (here a file that is
+// /dev/full) fails, and the batch's retry, once the disk has room, stores every item:
+// a failed write must not leave its records counted as in the file.
+func TestFailedWriteIsStoredOnRetry(t *testing.T) {
+	ctx := context.Background()
+	s, _ := Open(t.TempDir())
+	path := s.Path("site.task")
+	if err := os.Symlink("/dev/full", path); err != nil {
+		t.Skip("no /dev/full to fill the disk with:", err)
+	}
+	err := s.Write(ctx, items("r1", "a", "b"))
+	if err == nil || !strings.Contains(err.Error(), "jsonl sink: write "+path) {
+		t.Fatalf("a write to a full disk returned %v, want the write's error naming %s", err, path)
+	}
+	if err := os.Remove(path); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Write(ctx, items("r1", "a", "b")); err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := s.Count(ctx, "r1"); n != 2 {
+		t.Fatalf("the retry stored %d of 2 items", n)
+	}
+}
