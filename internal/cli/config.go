@@ -40,6 +40,8 @@ secret query parameters are masked; secrets themselves are only ever named by fi
 				v := ""
 				if r.boolean != nil {
 					v = strconv.FormatBool(*r.boolean)
+				} else if s.off[r.flag] {
+					v = storeOff
 				} else {
 					v = crawl.RedactText(*r.str)
 				}

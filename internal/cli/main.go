@@ -123,6 +123,7 @@ type Settings struct {
 	secretParams string
 	stopTrace    func(context.Context) error
 	sources      map[string]string // flag name → where resolve found its value
+	off          map[string]bool   // flag name → the store is left out (storeOff)
 }
 
 func newRoot() *cobra.Command {

@@ -18,6 +18,15 @@ const (
 	fromDefault   = "default"
 )
 
+// storeOff is the value that leaves a store out (--es none): a stack's endpoints.json
+// names every store, and a run may want fewer of them.
+const storeOff = "none"
+
+// isStore reports whether flag is a store's address, which storeOff can leave out.
+func isStore(flag string) bool {
+	return flag == "kafka" || flag == "mongo" || flag == "es" || flag == "hbase"
+}
+
 // setting is one row of the settings table: a string or a bool setting, its flag,
 // environment variable, endpoints.json field (nil: none) and default (nil: none).
 // Every row resolves by the same rule: the flag, else the environment variable, else
@@ -127,8 +136,12 @@ func (s *Settings) readEndpoints() (*endpoints.Endpoints, error) {
 func (s *Settings) forget(rows []setting) {
 	for _, r := range rows {
 		if src, ok := s.sources[r.flag]; !ok || src == fromFlag {
+			if ok && s.off[r.flag] {
+				*r.str = storeOff // what the flag said, for resolve to find again
+			}
 			continue
 		}
+		delete(s.off, r.flag)
 		if r.boolean != nil {
 			*r.boolean = false
 		} else {
@@ -150,6 +163,12 @@ func (s *Settings) apply(rows []setting, ep *endpoints.Endpoints) error {
 		src, err := r.resolve(ep)
 		if err != nil {
 			return err
+		}
+		if isStore(r.flag) && *r.str == storeOff {
+			if s.off == nil {
+				s.off = map[string]bool{}
+			}
+			*r.str, s.off[r.flag] = "", true
 		}
 		s.sources[r.flag] = src
 	}

@@ -97,6 +97,35 @@ func TestSettingsPrecedence(t *testing.T) {
 	}
 }
 
+// TestNoneLeavesAStoreOut: `--kafka none` (or TRAWLER_MONGO=none) leaves out a store
+// the stack's endpoints.json names, through a second resolve too (follow re-reads the
+// file), and config show says so.
+func TestNoneLeavesAStoreOut(t *testing.T) {
+	clearEnv(t)
+	dir := t.TempDir()
+	stack := endpoints.Endpoints{Temporal: "127.0.0.1:7999", Kafka: []string{"127.0.0.1:9092"}, Mongo: "mongodb://127.0.0.1:27017/", ES: "http://127.0.0.1:9200"}
+	if err := endpoints.Write(dir, stack); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("TRAWLER_MONGO", "none")
+	s := &Settings{Data: dir, Kafka: "none"} // --kafka none
+	for range 2 {
+		if err := s.Resolve(); err != nil {
+			t.Fatal(err)
+		}
+		if s.Kafka != "" || len(s.KafkaBrokers()) != 0 || s.Mongo != "" || s.ES != stack.ES {
+			t.Fatalf("kafka %q (brokers %v), mongo %q, es %q; want kafka and mongo left out, es %s from endpoints.json", s.Kafka, s.KafkaBrokers(), s.Mongo, s.ES, stack.ES)
+		}
+	}
+	got, err := configShow(t, "--data", dir, "--kafka", "none")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got["kafka"] != [2]string{"none", fromFlag} || got["mongo"] != [2]string{"none", fromEnv} || got["es"] != [2]string{stack.ES, fromEndpoints} {
+		t.Errorf("config show: kafka %v, mongo %v, es %v", got["kafka"], got["mongo"], got["es"])
+	}
+}
+
 // TestSettingsErrors: a bool that is not one, and a --data without a stack while
 // Temporal is to come from it, say what to fix.
 func TestSettingsErrors(t *testing.T) {
