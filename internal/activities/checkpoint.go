@@ -83,8 +83,12 @@ type checkpointer struct {
 
 // newCheckpointer resumes from what an earlier attempt of the batch heartbeated.
 func newCheckpointer(ctx context.Context, n int) *checkpointer {
+	// The first checkpoint goes out an interval after the attempt starts, not at its
+	// first flush: a batch of cheap pages often ends sooner, and a heartbeat costs the
+	// server about what the batch's completion does. An attempt that dies before it
+	// redoes under an interval of work, which its stores take once (they are idempotent).
 	c := &checkpointer{n: n, done: map[int]bool{}, unrun: map[int]bool{}, began: map[int]bool{}, every: time.Second,
-		send: func(p checkpoint) { activity.RecordHeartbeat(ctx, p) }}
+		last: time.Now(), send: func(p checkpoint) { activity.RecordHeartbeat(ctx, p) }}
 	if hb := activity.GetInfo(ctx).HeartbeatTimeout; hb/4 > c.every {
 		c.every = hb / 4
 	}
