@@ -434,7 +434,7 @@ func TestReparse(t *testing.T) {
 	}
 	got := stories(again.RunID)
 	if again.RunID == first.RunID || again.Of != first.RunID || len(again.NotArchived) != 0 || len(got) != 30 {
-		t.Fatalf("reparse run %s of %s (%v not archived) stored %d stories; want a new run of %s storing 30", again.RunID, again.Of, again.NotArchived, len(got), first.RunID)
+		t.Fatalf("reparse run %s of %s (%v not archived) stored %d stories; want a new run of %s storing 30\nits result: %s", again.RunID, again.Of, again.NotArchived, len(got), first.RunID, lastLine(stdout))
 	}
 	for _, it := range got {
 		if a, _ := it.Data["author"].(string); a == "" {
