@@ -668,11 +668,13 @@ func (r *batchRun) following() bool {
 }
 
 // follow takes an output into the lane of its step, if the batch has one, still follows
-// and the lane has a free slot for it: a wider fan-out goes back to the workflow, so the
-// step's other batches share it.
+// and the lane has room: its `concurrency` running and one round queued behind them. An
+// output handed back waits for the batch to end and a round trip through the server
+// (about 8 ms and an activity), where one queued starts the moment a page ends; a wider
+// fan-out goes back to the workflow, so the step's other batches share it.
 func (r *batchRun) follow(out crawl.Routed) bool {
 	l := r.laneOf(out.Step)
-	if l == nil || !r.queueOpen || !r.following() || l.outstanding >= max(l.b.Step.Concurrency, 1) {
+	if l == nil || !r.queueOpen || !r.following() || l.outstanding >= 2*max(l.b.Step.Concurrency, 1) {
 		return false
 	}
 	w := crawl.Work{Input: out.Input}

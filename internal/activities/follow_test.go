@@ -79,3 +79,36 @@ func TestBatchRunsStepDownstream(t *testing.T) {
 		t.Fatalf("detail with its store down: outage %+v, %d waiting, %d pages, %d back as outputs; want store details and every detail waiting or stored", d.Outage, len(d.Waiting), d.Pages, len(res.Out))
 	}
 }
+
+// A lane takes a fan-out up to twice its concurrency, those running and one round
+// queued behind them; the rest goes back to the workflow for the step's other batches.
+func TestLaneTakesOneRoundMoreThanItRuns(t *testing.T) {
+	const links, concurrency = 20, 4
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/list" {
+			for i := range links {
+				fmt.Fprintf(w, `<a class="detail" href="/d%d">d%d</a>`, i, i)
+			}
+			return
+		}
+		fmt.Fprintf(w, "<h1>%s</h1>", r.URL.Path)
+	}))
+	defer srv.Close()
+	reg := crawl.NewRegistry()
+	reg.Register(listTask)
+	reg.Register(titleTask)
+	a := &Activities{Registry: reg, Sinks: storage.Set{"details": newFlaky(t, "details")},
+		Fetcher: fetch.New(fetch.Options{AllowPrivate: true, Retries: -1, MaxRetryWait: -1})}
+	list := crawl.PlanStep{ID: "list", Task: "follow.list", Timeout: time.Second, Concurrency: 2,
+		Consumers: []crawl.Consumer{{Step: 1, ID: "detail", Task: titleTask.Spec().Name}}}
+	detail := crawl.PlanStep{ID: "detail", Task: titleTask.Spec().Name, Timeout: time.Second, Concurrency: concurrency, Store: []string{"details"}, Follow: true}
+	res, err := runBatchActivity(t, a, crawl.Batch{Chain: "follow", Tenant: "t", RunID: "r1", Step: list, StepIdx: 0,
+		Work:   []crawl.Work{{Input: crawl.Input{URL: srv.URL + "/list"}}},
+		Follow: 100, FollowFor: 10 * time.Second, Downstream: []crawl.DownstreamStep{{StepIdx: 1, Step: detail}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Followed != 2*concurrency || len(res.Out) != links-2*concurrency || len(res.Downstream) != 1 || res.Downstream[0].Pages != 2*concurrency {
+		t.Fatalf("%d followed, %d back to the workflow, downstream %+v; want %d followed and run, %d back", res.Followed, len(res.Out), res.Downstream, 2*concurrency, links-2*concurrency)
+	}
+}
