@@ -178,30 +178,34 @@ func (f *file) append(recs []record, block []byte) error {
 	if err != nil {
 		return err
 	}
-	// The records go into seen only once they are written: a write that fails (a full
-	// disk) leaves them unseen, so the batch's retry stores them.
-	kept := make(map[string]struct{}, len(recs))
+	kept := 0
 	for i, r := range recs {
-		_, dup := f.seen[r.id]
-		if _, twice := kept[r.id]; dup || twice {
+		if _, dup := f.seen[r.id]; dup {
 			recs[i].line = nil
 			continue
 		}
-		kept[r.id] = struct{}{}
+		f.seen[r.id] = struct{}{}
+		kept++
 	}
-	if len(kept) == 0 {
+	if kept == 0 {
 		return nil
 	}
-	if block == nil || len(kept) < len(recs) {
+	if block == nil || kept < len(recs) {
 		block = nil
 		for _, r := range recs {
 			block = append(block, r.line...)
 		}
 	}
 	if _, err := fh.WriteAt(block, end); err != nil {
+		// A write that fails (a full disk) leaves its records unseen, so the batch's
+		// retry stores them: those kept here were not seen before this write.
+		for _, r := range recs {
+			if r.line != nil {
+				delete(f.seen, r.id)
+			}
+		}
 		return fmt.Errorf("jsonl sink: write %s: %w", f.path, err)
 	}
-	maps.Copy(f.seen, kept)
 	f.offset = end + int64(len(block))
 	return nil
 }
