@@ -198,9 +198,6 @@ type lane struct {
 	queue  chan queued
 	// queued or running, not yet collected; finished, not yet stored (collect's)
 	outstanding int
-	// followedOut counts the outstanding inputs the batch followed (not its own): what
-	// bounds how many more it follows (batchRun.follow).
-	followedOut int
 	pending     []outcome
 	// claimed counts the pending inputs whose outputs are claimed in the run's seen-set
 	// (a prefix: inputs join at the end): each is claimed once, however often storing
@@ -434,9 +431,6 @@ func (r *batchRun) run() {
 		l.queue = make(chan queued, len(todo[l])+room)
 		for _, i := range todo[l] {
 			l.queue <- queued{i, r.b.Work[i]}
-			if i >= r.own {
-				l.followedOut++
-			}
 		}
 		l.outstanding = len(todo[l])
 		r.outstanding += l.outstanding
@@ -578,9 +572,6 @@ func (r *batchRun) take(o outcome) (due bool) {
 	l := r.lanes[o.lane]
 	r.outstanding--
 	l.outstanding--
-	if o.Index >= r.own {
-		l.followedOut--
-	}
 	switch {
 	case o.waiting != nil:
 		r.cp.unbegin(o.Index)
@@ -677,14 +668,13 @@ func (r *batchRun) following() bool {
 }
 
 // follow takes an output into the lane of its step, if the batch has one, still follows
-// and the lane has room: fewer followed inputs outstanding than twice its `concurrency`
-// (a round running and one queued behind them), the batch's own inputs aside. An output
-// handed back waits for the batch to end and a round trip through the server (about 8 ms
-// and an activity), where one followed starts as soon as a slot frees; a wider fan-out
-// goes back to the workflow, so the step's other batches share it.
+// and the lane has room: its `concurrency` running and one round queued behind them. An
+// output handed back waits for the batch to end and a round trip through the server
+// (about 8 ms and an activity), where one queued starts the moment a page ends; a wider
+// fan-out goes back to the workflow, so the step's other batches share it.
 func (r *batchRun) follow(out crawl.Routed) bool {
 	l := r.laneOf(out.Step)
-	if l == nil || !r.queueOpen || !r.following() || l.followedOut >= 2*max(l.b.Step.Concurrency, 1) {
+	if l == nil || !r.queueOpen || !r.following() || l.outstanding >= 2*max(l.b.Step.Concurrency, 1) {
 		return false
 	}
 	w := crawl.Work{Input: out.Input}
@@ -693,7 +683,6 @@ func (r *batchRun) follow(out crawl.Routed) bool {
 	r.followed++
 	r.outstanding++
 	l.outstanding++
-	l.followedOut++
 	return true
 }
 
