@@ -45,7 +45,10 @@ func controlFlags() []string {
 // server either, and once resumed it stores every item exactly once.
 func TestPauseHoldsAcrossRestartsAndResumeStoresOnce(t *testing.T) {
 	bin := buildTrawler(t)
-	o := demosite.Options{Pages: 6, Latency: 40 * time.Millisecond}
+	// Twenty list pages: more stories than the step's batches in flight hold, so the
+	// pause has work left to hold back once they finish (each follows its outputs for
+	// up to a second, see below).
+	o := demosite.Options{Pages: 20, Latency: 40 * time.Millisecond}
 	site, requests := requestLog(t, startSite(t, o))
 	const queue = "pause-test"
 	out := filepath.Join(shared.dir, "pause-out")
@@ -56,7 +59,7 @@ func TestPauseHoldsAcrossRestartsAndResumeStoresOnce(t *testing.T) {
 	}
 	tune := fast
 	tune.FollowFor = time.Second // a batch paging on its worker stops following within a second
-	id, err := engine.Start(context.Background(), shared.client, plan(t, "demo.yaml", "", "base_url="+site, "feed.pages=6"),
+	id, err := engine.Start(context.Background(), shared.client, plan(t, "demo.yaml", "", "base_url="+site, "feed.pages=20"),
 		engine.RunOptions{TaskQueue: queue, Tuning: tune})
 	if err != nil {
 		t.Fatal(err)
@@ -154,7 +157,7 @@ func TestPauseHoldsAcrossRestartsAndResumeStoresOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer sink.Close()
-	assertDemoStored(t, runRecords(t, sink, id), o, 6)
+	assertDemoStored(t, runRecords(t, sink, id), o, 20)
 
 	_, stderr, code = trawler(t, append([]string{"pause", id}, controlFlags()...)...)
 	if want := fmt.Sprintf("run %s has already ended (completed): only a running run can be paused", id); code != 1 || !strings.Contains(stderr, want) {
