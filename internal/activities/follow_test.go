@@ -18,24 +18,31 @@ var listTask = crawl.HTMLTask("follow.list", func(p *crawl.Page, out *crawl.Out[
 	return nil
 })
 
-// A batch of a list step follows its detail links into the detail step (Batch.Downstream):
-// the details are run, stored in the detail step's own store and counted in a result of
-// that step, not the list's. When the detail step's store is down, the details come
-// back in that step's result waiting for it, so none is lost.
-func TestBatchRunsStepDownstream(t *testing.T) {
+// listSite serves /list linking to /d0 … /d(links-1), each a page with its path as
+// title, and a registry with the list and title tasks.
+func listSite(t *testing.T, links int) (*httptest.Server, *crawl.Registry) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/list" {
-			for i := range 3 {
+			for i := range links {
 				fmt.Fprintf(w, `<a class="detail" href="/d%d">d%d</a>`, i, i)
 			}
 			return
 		}
 		fmt.Fprintf(w, "<h1>%s</h1>", r.URL.Path)
 	}))
-	defer srv.Close()
+	t.Cleanup(srv.Close)
 	reg := crawl.NewRegistry()
 	reg.Register(listTask)
 	reg.Register(titleTask)
+	return srv, reg
+}
+
+// A batch of a list step follows its detail links into the detail step (Batch.Downstream):
+// the details are run, stored in the detail step's own store and counted in a result of
+// that step, not the list's. When the detail step's store is down, the details come
+// back in that step's result waiting for it, so none is lost.
+func TestBatchRunsStepDownstream(t *testing.T) {
+	srv, reg := listSite(t, 3)
 	lists, details := newFlaky(t, "lists"), newFlaky(t, "details")
 	a := &Activities{Registry: reg, Sinks: storage.Set{"lists": lists, "details": details},
 		Fetcher: fetch.New(fetch.Options{AllowPrivate: true, Retries: -1, MaxRetryWait: -1})}
@@ -84,19 +91,7 @@ func TestBatchRunsStepDownstream(t *testing.T) {
 // queued behind them; the rest goes back to the workflow for the step's other batches.
 func TestLaneTakesOneRoundMoreThanItRuns(t *testing.T) {
 	const links, concurrency = 20, 4
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == "/list" {
-			for i := range links {
-				fmt.Fprintf(w, `<a class="detail" href="/d%d">d%d</a>`, i, i)
-			}
-			return
-		}
-		fmt.Fprintf(w, "<h1>%s</h1>", r.URL.Path)
-	}))
-	defer srv.Close()
-	reg := crawl.NewRegistry()
-	reg.Register(listTask)
-	reg.Register(titleTask)
+	srv, reg := listSite(t, links)
 	a := &Activities{Registry: reg, Sinks: storage.Set{"details": newFlaky(t, "details")},
 		Fetcher: fetch.New(fetch.Options{AllowPrivate: true, Retries: -1, MaxRetryWait: -1})}
 	list := crawl.PlanStep{ID: "list", Task: "follow.list", Timeout: time.Second, Concurrency: 2,
