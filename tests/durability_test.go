@@ -416,3 +416,28 @@ steps:
 		}
 	}
 }
+
+// A batch whose every page takes longer than a short heartbeat timeout still checkpoints
+// inside it: no attempt is taken for lost while its worker is busy.
+func TestShortHeartbeatTimeoutKeepsSlowBatchesAlive(t *testing.T) {
+	queue := slotWorker(t, 2)
+	tune := fast
+	tune.HeartbeatTimeout = time.Second
+	// A root and its two children, one at a time, 1.3 s each: the first page alone
+	// outlasts the timeout.
+	id := startTuned(t, slowPlan(t, "heartbeat", "hb", 1, 10, 1, "[2]", 1300), queue, tune)
+	s := wait(t, id, time.Minute)
+	if pages, _, _, failed := s.Totals(); pages != 3 || failed != 0 {
+		t.Fatalf("run: %d pages, %d failed; want 3, 0", pages, failed)
+	}
+	it := shared.client.GetWorkflowHistory(context.Background(), id, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	for it.HasNext() {
+		ev, err := it.Next()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a := ev.GetActivityTaskStartedEventAttributes(); a != nil && a.GetAttempt() > 1 {
+			t.Errorf("a batch ran %d attempts: an earlier one went silent past the 1 s heartbeat timeout (%s)", a.GetAttempt(), a.GetLastFailure().GetMessage())
+		}
+	}
+}

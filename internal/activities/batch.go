@@ -527,7 +527,9 @@ func (r *batchRun) closeQueue() {
 // that finished meanwhile, rather than one each, and the lanes' workers do not queue
 // behind the collector.
 func (r *batchRun) collect() {
-	tick := time.NewTicker(2 * time.Second)
+	// The tick stores what a slow stream of pages finished and heartbeats a batch whose
+	// pages all take long, inside the heartbeat timeout.
+	tick := time.NewTicker(min(2*time.Second, r.cp.every))
 	defer tick.Stop()
 	for {
 		select {

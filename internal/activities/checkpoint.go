@@ -70,9 +70,12 @@ type checkpointer struct {
 	every time.Duration
 	last  time.Time
 	sent  *checkpoint // the last checkpoint sent, nil before the first
-	dirty bool
-	send  func(checkpoint) // activity.RecordHeartbeat in a batch
-	claim string           // the batch's seen-set claimer id; "" without a seen-set
+	// standing is the checkpoint Temporal holds before this attempt sends one: an
+	// earlier attempt's, or none (empty) for a first attempt.
+	standing checkpoint
+	dirty    bool
+	send     func(checkpoint) // activity.RecordHeartbeat in a batch
+	claim    string           // the batch's seen-set claimer id; "" without a seen-set
 
 	// began is written by the goroutines that run inputs, the rest by the one that
 	// collects their outcomes.
@@ -89,13 +92,16 @@ func newCheckpointer(ctx context.Context, n int) *checkpointer {
 	// redoes under an interval of work, which its stores take once (they are idempotent).
 	c := &checkpointer{n: n, done: map[int]bool{}, unrun: map[int]bool{}, began: map[int]bool{}, every: time.Second,
 		last: time.Now(), send: func(p checkpoint) { activity.RecordHeartbeat(ctx, p) }}
-	if hb := activity.GetInfo(ctx).HeartbeatTimeout; hb/4 > c.every {
-		c.every = hb / 4
+	if hb := activity.GetInfo(ctx).HeartbeatTimeout; hb > 0 {
+		// Each heartbeat goes out well inside the timeout, however short it is set.
+		c.every = min(max(c.every, hb/4), hb/2)
 	}
 	if activity.HasHeartbeatDetails(ctx) {
 		var prev checkpoint
 		if err := activity.GetHeartbeatDetails(ctx, &prev); err == nil {
 			c.resume(prev)
+			// A copy of its own, as resume shares prev's sums with the batch's.
+			_ = activity.GetHeartbeatDetails(ctx, &c.standing)
 		}
 	}
 	return c
@@ -305,14 +311,15 @@ func spans(set map[int]bool) [][2]int {
 }
 
 // keepAlive runs fn (a write that may block for long on a store that is down) while
-// heartbeating the checkpoint sent last, so the batch is not taken for lost. That one
-// stood before fn began: an attempt resumed from it runs again what finished since,
-// which a retried batch does anyway. Only a batch that has sent none yet takes one now.
+// heartbeating the checkpoint that stands, so the batch is not taken for lost: the one
+// sent last, or before the first the one the attempt began from. That one stood before
+// fn began: an attempt resumed from it runs again what finished since, which a retried
+// batch does anyway. (Building a checkpoint here for each flush of a batch that has sent
+// none cost more than the flush's own bookkeeping.)
 func (c *checkpointer) keepAlive(fn func() error) error {
 	snapshot := c.sent
 	if snapshot == nil {
-		p := c.payload()
-		snapshot = &p
+		snapshot = &c.standing
 	}
 	stop := make(chan struct{})
 	var wg sync.WaitGroup

@@ -282,8 +282,12 @@ func (f *Fleet) Take(ctx context.Context, bud fetch.Budget) (func(), error) {
 }
 
 // wakeAll wakes the requests of this worker waiting on the budget, to look again; b.mu
-// held.
+// held. With none waiting there is no one to wake: a request that comes later looks at
+// the budget first (most releases of a busy host's slots meet none).
 func (b *budget) wakeAll() {
+	if b.waiting == 0 {
+		return
+	}
 	close(b.wake)
 	b.wake = make(chan struct{})
 }
