@@ -23,6 +23,7 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 
 	"github.com/trawlerhq/trawler/crawl"
 	"github.com/trawlerhq/trawler/internal/itemjson"
@@ -38,12 +39,29 @@ type Sink struct {
 	files map[string]*file
 }
 
+// file indexes the lines of one file by run, for the runs written to lately: a worker
+// that lives for months writing millions of items holds the keys of its current runs,
+// not of every run it ever wrote. A run left idle for runIdle is dropped from the index,
+// keeping only where its lines begin; a write to it later (a batch retried after a long
+// outage) reads its lines again from there.
 type file struct {
-	mu     sync.Mutex
-	path   string
-	offset int64               // bytes of the file already indexed
-	seen   map[string]struct{} // run_id + "\x00" + key
+	mu      sync.Mutex
+	path    string
+	offset  int64 // bytes of the file already indexed
+	runs    map[string]*runLines
+	dropped map[string]int64 // runs dropped from the index: the offset of their first line
+	swept   time.Time        // when idle runs were last dropped
 }
+
+// runLines is the ids of one run's lines in a file (see record).
+type runLines struct {
+	ids   map[string]struct{}
+	first int64 // the offset of the run's first line
+	used  time.Time
+}
+
+// runIdle is how long a run is not written to before its index is dropped.
+var runIdle = 10 * time.Minute
 
 // Open returns a sink writing under dir (created if missing).
 func Open(dir string) (*Sink, error) {
@@ -67,7 +85,7 @@ func (s *Sink) file(name string) *file {
 	defer s.mu.Unlock()
 	f, ok := s.files[name]
 	if !ok {
-		f = &file{path: filepath.Join(s.dir, name), seen: map[string]struct{}{}}
+		f = &file{path: filepath.Join(s.dir, name), runs: map[string]*runLines{}, dropped: map[string]int64{}}
 		s.files[name] = f
 	}
 	return f
@@ -91,7 +109,7 @@ func (s *Sink) Write(ctx context.Context, items []crawl.Item) error {
 				return fmt.Errorf("jsonl sink: encode item %s: %w", it.Key, err)
 			}
 			enc.Buf.WriteByte('\n')
-			recs[i] = record{id: it.RunID + "\x00" + it.Key, line: enc.Buf.Bytes()[start:]}
+			recs[i] = record{run: it.RunID, id: it.Key, line: enc.Buf.Bytes()[start:]}
 		}
 		if err := s.file(group[0].Biz+".jsonl").append(recs, enc.Buf.Bytes()); err != nil {
 			return err
@@ -130,15 +148,16 @@ func (s *Sink) WriteFailures(_ context.Context, runID string, failures []crawl.F
 			return err
 		}
 		in, _ := json.Marshal(f.Input)
-		recs[i] = record{id: runID + "\x00" + f.Step + "\x00" + string(in), line: append(line, '\n')}
+		recs[i] = record{run: runID, id: f.Step + "\x00" + string(in), line: append(line, '\n')}
 	}
 	return s.file(FailuresFile).append(recs, nil)
 }
 
-// record is one line to append (its newline included) and what identifies it.
+// record is one line to append (its newline included) and what identifies it within
+// its run: an item's key, a failure's step and input.
 type record struct {
-	id   string
-	line []byte
+	run, id string
+	line    []byte
 }
 
 // identity is how a line is recognised when the file is re-read.
@@ -149,15 +168,16 @@ type identity struct {
 	Input json.RawMessage `json:"input"`
 }
 
+// String is the line's id within its run (record.id).
 func (id identity) String() string {
 	if id.Key != "" {
-		return id.RunID + "\x00" + id.Key
+		return id.Key
 	}
 	var in bytes.Buffer
 	if err := json.Compact(&in, id.Input); err != nil {
 		in.Write(id.Input)
 	}
-	return id.RunID + "\x00" + id.Step + "\x00" + in.String()
+	return id.Step + "\x00" + in.String()
 }
 
 // append writes the records the file does not hold yet. block, when not nil, is all
@@ -179,14 +199,21 @@ func (f *file) append(recs []record, block []byte) error {
 		return err
 	}
 	kept := 0
+	var run *runLines
 	for i, r := range recs {
-		if _, dup := f.seen[r.id]; dup {
+		if i == 0 || r.run != recs[i-1].run { // a write's records are mostly of one run
+			if run, err = f.run(fh, r.run, end); err != nil {
+				return err
+			}
+		}
+		if _, dup := run.ids[r.id]; dup {
 			recs[i].line = nil
 			continue
 		}
-		f.seen[r.id] = struct{}{}
+		run.ids[r.id] = struct{}{}
 		kept++
 	}
+	f.dropIdle()
 	if kept == 0 {
 		return nil
 	}
@@ -201,7 +228,7 @@ func (f *file) append(recs []record, block []byte) error {
 		// retry stores them: those kept here were not seen before this write.
 		for _, r := range recs {
 			if r.line != nil {
-				delete(f.seen, r.id)
+				delete(f.runs[r.run].ids, r.id)
 			}
 		}
 		return fmt.Errorf("jsonl sink: write %s: %w", f.path, err)
@@ -219,7 +246,7 @@ func (f *file) catchUp(fh *os.File) (int64, error) {
 	}
 	size := st.Size()
 	if size < f.offset { // truncated or replaced behind our back: re-index from scratch
-		f.offset, f.seen = 0, map[string]struct{}{}
+		f.offset, f.runs, f.dropped = 0, map[string]*runLines{}, map[string]int64{}
 	}
 	if size == f.offset {
 		return size, nil
@@ -231,7 +258,9 @@ func (f *file) catchUp(fh *os.File) (int64, error) {
 		if len(line) > 0 && line[len(line)-1] == '\n' {
 			var id identity
 			if json.Unmarshal(line, &id) == nil {
-				f.seen[id.String()] = struct{}{}
+				if _, dropped := f.dropped[id.RunID]; !dropped { // read again when written to
+					f.lines(id.RunID, pos).ids[id.String()] = struct{}{}
+				}
 			}
 			pos += int64(len(line))
 		}
@@ -249,6 +278,61 @@ func (f *file) catchUp(fh *os.File) (int64, error) {
 	}
 	f.offset = pos
 	return pos, nil
+}
+
+// lines is the index of a run the file holds, begun at offset at when new.
+func (f *file) lines(run string, at int64) *runLines {
+	l := f.runs[run]
+	if l == nil {
+		l = &runLines{ids: map[string]struct{}{}, first: at}
+		f.runs[run] = l
+	}
+	l.used = time.Now()
+	return l
+}
+
+// run is the index of a run about to be written at offset end: a run dropped from the
+// index has its lines read again first, from where they begin up to end.
+func (f *file) run(fh *os.File, run string, end int64) (*runLines, error) {
+	first, dropped := f.dropped[run]
+	if !dropped {
+		return f.lines(run, end), nil
+	}
+	l := f.lines(run, first)
+	r := bufio.NewReaderSize(io.NewSectionReader(fh, first, end-first), 1<<20)
+	for {
+		line, err := r.ReadBytes('\n')
+		if len(line) > 0 && line[len(line)-1] == '\n' {
+			var id identity
+			if json.Unmarshal(line, &id) == nil && id.RunID == run {
+				l.ids[id.String()] = struct{}{}
+			}
+		}
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			delete(f.runs, run)
+			return nil, fmt.Errorf("jsonl sink: read %s: %w", f.path, err)
+		}
+	}
+	delete(f.dropped, run)
+	return l, nil
+}
+
+// dropIdle drops the index of every run not written to for runIdle, now and then.
+func (f *file) dropIdle() {
+	now := time.Now()
+	if now.Sub(f.swept) < runIdle/10 {
+		return
+	}
+	f.swept = now
+	for run, l := range f.runs {
+		if now.Sub(l.used) >= runIdle {
+			delete(f.runs, run)
+			f.dropped[run] = l.first
+		}
+	}
 }
 
 // Count implements storage.Sink: the records of a run across all item files.

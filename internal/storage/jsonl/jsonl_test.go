@@ -3,8 +3,10 @@ package jsonl
 import (
 	"context"
 	"encoding/json"
+	"maps"
 	"os"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -272,5 +274,37 @@ func TestFailedWriteIsStoredOnRetry(t *testing.T) {
 	}
 	if n, _ := s.Count(ctx, "r1"); n != 2 {
 		t.Fatalf("the retry stored %d of 2 items", n)
+	}
+}
+
+// A long-lived worker keeps the index of the runs it writes now, not of every run it
+// ever wrote; a run written to again after its index was dropped still stores each
+// key once.
+func TestIdleRunsLeaveTheIndexAndComeBackWhole(t *testing.T) {
+	defer func(d time.Duration) { runIdle = d }(runIdle)
+	runIdle = 50 * time.Millisecond
+	ctx := context.Background()
+	s, _ := Open(t.TempDir())
+	if err := s.Write(ctx, items("old", "a", "b")); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(2 * runIdle)
+	if err := s.Write(ctx, items("new", "a")); err != nil {
+		t.Fatal(err)
+	}
+	f := s.file("site.task.jsonl")
+	if _, held := f.runs["old"]; held || len(f.runs) != 1 {
+		t.Fatalf("the index holds runs %v; want only the run written lately", slices.Collect(maps.Keys(f.runs)))
+	}
+	// The old run's batch, retried long after, and one more key of it.
+	if err := s.Write(ctx, items("old", "a", "b", "c")); err != nil {
+		t.Fatal(err)
+	}
+	got := lines(t, s.Path("site.task"))
+	if len(got) != 4 {
+		t.Fatalf("%d lines, want 4 (a, b, c of the old run, a of the new):\n%s", len(got), strings.Join(got, "\n"))
+	}
+	if n, _ := s.Count(ctx, "old"); n != 3 {
+		t.Fatalf("Count(old) = %d, want 3", n)
 	}
 }
