@@ -422,10 +422,10 @@ steps:
 func TestShortHeartbeatTimeoutKeepsSlowBatchesAlive(t *testing.T) {
 	queue := slotWorker(t, 2)
 	tune := fast
-	tune.HeartbeatTimeout = time.Second
-	// A root and its two children, one at a time, 1.3 s each: the first page alone
-	// outlasts the timeout.
-	id := startTuned(t, slowPlan(t, "heartbeat", "hb", 1, 10, 1, "[2]", 1300), queue, tune)
+	tune.HeartbeatTimeout = 1500 * time.Millisecond
+	// A root and its two children, one at a time, 2 s each: the first page alone
+	// outlasts the timeout (and the batch's 2 s tick, which heartbeated it before).
+	id := startTuned(t, slowPlan(t, "heartbeat", "hb", 1, 10, 1, "[2]", 2000), queue, tune)
 	s := wait(t, id, time.Minute)
 	if pages, _, _, failed := s.Totals(); pages != 3 || failed != 0 {
 		t.Fatalf("run: %d pages, %d failed; want 3, 0", pages, failed)
@@ -437,7 +437,7 @@ func TestShortHeartbeatTimeoutKeepsSlowBatchesAlive(t *testing.T) {
 			t.Fatal(err)
 		}
 		if a := ev.GetActivityTaskStartedEventAttributes(); a != nil && a.GetAttempt() > 1 {
-			t.Errorf("a batch ran %d attempts: an earlier one went silent past the 1 s heartbeat timeout (%s)", a.GetAttempt(), a.GetLastFailure().GetMessage())
+			t.Errorf("a batch ran %d attempts: an earlier one went silent past the 1.5 s heartbeat timeout (%s)", a.GetAttempt(), a.GetLastFailure().GetMessage())
 		}
 	}
 }

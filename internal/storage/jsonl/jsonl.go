@@ -227,8 +227,8 @@ func (f *file) append(recs []record, block []byte) error {
 		// A write that fails (a full disk) leaves its records unseen, so the batch's
 		// retry stores them: those kept here were not seen before this write.
 		for _, r := range recs {
-			if r.line != nil {
-				delete(f.runs[r.run].ids, r.id)
+			if l := f.runs[r.run]; r.line != nil && l != nil {
+				delete(l.ids, r.id)
 			}
 		}
 		return fmt.Errorf("jsonl sink: write %s: %w", f.path, err)
