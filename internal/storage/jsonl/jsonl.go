@@ -251,6 +251,10 @@ func (f *file) catchUp(fh *os.File) (int64, error) {
 	if size == f.offset {
 		return size, nil
 	}
+	// What the file held before this process first looked is noted by run, where each
+	// begins, not indexed: a run is read again when it is written to (run), so a worker
+	// that starts beside a large file indexes the runs it writes, not the file.
+	first := f.offset == 0
 	r := bufio.NewReaderSize(io.NewSectionReader(fh, f.offset, size-f.offset), 1<<20)
 	pos := f.offset
 	for {
@@ -258,7 +262,12 @@ func (f *file) catchUp(fh *os.File) (int64, error) {
 		if len(line) > 0 && line[len(line)-1] == '\n' {
 			var id identity
 			if json.Unmarshal(line, &id) == nil {
-				if _, dropped := f.dropped[id.RunID]; !dropped { // read again when written to
+				_, dropped := f.dropped[id.RunID]
+				switch {
+				case dropped: // read again when written to
+				case first && f.runs[id.RunID] == nil:
+					f.dropped[id.RunID] = pos
+				default:
 					f.lines(id.RunID, pos).ids[id.String()] = struct{}{}
 				}
 			}

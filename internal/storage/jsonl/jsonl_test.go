@@ -308,3 +308,32 @@ func TestIdleRunsLeaveTheIndexAndComeBackWhole(t *testing.T) {
 		t.Fatalf("Count(old) = %d, want 3", n)
 	}
 }
+
+// A worker that starts beside a file of earlier runs indexes only the runs it writes,
+// and still stores each key of an earlier run once when one of its batches is retried.
+func TestAWorkerStartingBesideAFileIndexesOnlyItsRuns(t *testing.T) {
+	dir := t.TempDir()
+	ctx := context.Background()
+	before, _ := Open(dir)
+	for _, run := range []string{"r1", "r2", "r3"} {
+		if err := before.Write(ctx, items(run, "a", "b")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s, _ := Open(dir) // the worker restarted
+	if err := s.Write(ctx, items("r4", "a")); err != nil {
+		t.Fatal(err)
+	}
+	if f := s.file("site.task.jsonl"); len(f.runs) != 1 || f.runs["r4"] == nil {
+		t.Fatalf("the index holds runs %v; want only r4", slices.Collect(maps.Keys(f.runs)))
+	}
+	if err := s.Write(ctx, items("r2", "a", "b", "c")); err != nil { // r2's batch, retried
+		t.Fatal(err)
+	}
+	if got := len(lines(t, s.Path("site.task"))); got != 8 {
+		t.Fatalf("%d lines, want 8 (a and b of r1, r2, r3, c of r2, a of r4)", got)
+	}
+	if n, _ := s.Count(ctx, "r2"); n != 3 {
+		t.Fatalf("Count(r2) = %d, want 3", n)
+	}
+}
