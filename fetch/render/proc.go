@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+
+	"github.com/trawlerhq/trawler/internal/procstat"
 )
 
 // profilePrefix starts the name of every browser profile directory, followed by the
@@ -64,17 +66,8 @@ var pageSize = int64(os.Getpagesize())
 
 // stat reads a process's state, process group and resident memory.
 func stat(pid int) (procStat, bool) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return procStat{}, false
-	}
-	// The command name is in parentheses and may hold spaces: fields follow the last ')'.
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 {
-		return procStat{}, false
-	}
-	f := strings.Fields(string(b[i+1:]))
-	if len(f) < 22 {
+	f, err := procstat.Fields(pid)
+	if err != nil || len(f) < 22 {
 		return procStat{}, false
 	}
 	pgid, _ := strconv.Atoi(f[2])

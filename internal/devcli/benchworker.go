@@ -5,7 +5,6 @@ package devcli
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -21,6 +20,7 @@ import (
 
 	"github.com/trawlerhq/trawler/internal/cli"
 	"github.com/trawlerhq/trawler/internal/engine"
+	"github.com/trawlerhq/trawler/internal/procstat"
 )
 
 // workerProcess is `trawler worker` running as a process of its own, as in production,
@@ -207,17 +207,11 @@ const userHZ = 100
 // processCPUOf is the CPU time (user + system) of every thread of process pid so far,
 // from /proc/PID/stat (to 1/USER_HZ s: 10 ms).
 func processCPUOf(pid int) (time.Duration, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	// utime and stime are fields 14 and 15.
+	f, err := procstat.Fields(pid)
 	if err != nil {
 		return 0, err
 	}
-	// The command name is in parentheses and may hold spaces: fields follow the last ')',
-	// from the third (state); utime and stime are the 14th and 15th.
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 {
-		return 0, errors.New("/proc/" + strconv.Itoa(pid) + "/stat: no command name")
-	}
-	f := strings.Fields(string(b[i+1:]))
 	if len(f) < 13 {
 		return 0, fmt.Errorf("/proc/%d/stat: %d fields after the command name, want 13 or more", pid, len(f))
 	}
