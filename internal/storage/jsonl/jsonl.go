@@ -255,30 +255,18 @@ func (f *file) catchUp(fh *os.File) (int64, error) {
 	// begins, not indexed: a run is read again when it is written to (run), so a worker
 	// that starts beside a large file indexes the runs it writes, not the file.
 	first := f.offset == 0
-	r := bufio.NewReaderSize(io.NewSectionReader(fh, f.offset, size-f.offset), 1<<20)
-	pos := f.offset
-	for {
-		line, err := r.ReadBytes('\n')
-		if len(line) > 0 && line[len(line)-1] == '\n' {
-			var id identity
-			if json.Unmarshal(line, &id) == nil {
-				_, dropped := f.dropped[id.RunID]
-				switch {
-				case dropped: // read again when written to
-				case first && f.runs[id.RunID] == nil:
-					f.dropped[id.RunID] = pos
-				default:
-					f.lines(id.RunID, pos).ids[id.String()] = struct{}{}
-				}
-			}
-			pos += int64(len(line))
+	pos, err := f.eachLine(fh, f.offset, size, func(at int64, id identity) {
+		_, dropped := f.dropped[id.RunID]
+		switch {
+		case dropped: // read again when written to
+		case first && f.runs[id.RunID] == nil:
+			f.dropped[id.RunID] = at
+		default:
+			f.lines(id.RunID, at).ids[id.String()] = struct{}{}
 		}
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return 0, fmt.Errorf("jsonl sink: read %s: %w", f.path, err)
-		}
+	})
+	if err != nil {
+		return 0, err
 	}
 	if pos < size { // a writer died mid-line: drop the fragment
 		if err := fh.Truncate(pos); err != nil {
@@ -308,25 +296,40 @@ func (f *file) run(fh *os.File, run string, end int64) (*runLines, error) {
 		return f.lines(run, end), nil
 	}
 	l := f.lines(run, first)
-	r := bufio.NewReaderSize(io.NewSectionReader(fh, first, end-first), 1<<20)
+	if _, err := f.eachLine(fh, first, end, func(_ int64, id identity) {
+		if id.RunID == run {
+			l.ids[id.String()] = struct{}{}
+		}
+	}); err != nil {
+		delete(f.runs, run)
+		return nil, err
+	}
+	delete(f.dropped, run)
+	return l, nil
+}
+
+// eachLine calls fn with the offset and identity of every complete line of the file
+// between from and to (a line that is no record is skipped), and returns the offset
+// after the last complete line: short of to when a writer died mid-line.
+func (f *file) eachLine(fh *os.File, from, to int64, fn func(at int64, id identity)) (int64, error) {
+	r := bufio.NewReaderSize(io.NewSectionReader(fh, from, to-from), 1<<20)
+	pos := from
 	for {
 		line, err := r.ReadBytes('\n')
 		if len(line) > 0 && line[len(line)-1] == '\n' {
 			var id identity
-			if json.Unmarshal(line, &id) == nil && id.RunID == run {
-				l.ids[id.String()] = struct{}{}
+			if json.Unmarshal(line, &id) == nil {
+				fn(pos, id)
 			}
+			pos += int64(len(line))
 		}
 		if err == io.EOF {
-			break
+			return pos, nil
 		}
 		if err != nil {
-			delete(f.runs, run)
-			return nil, fmt.Errorf("jsonl sink: read %s: %w", f.path, err)
+			return 0, fmt.Errorf("jsonl sink: read %s: %w", f.path, err)
 		}
 	}
-	delete(f.dropped, run)
-	return l, nil
 }
 
 // dropIdle drops the index of every run not written to for runIdle, now and then.
