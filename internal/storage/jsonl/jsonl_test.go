@@ -34,6 +34,18 @@ func lines(t *testing.T, path string) []string {
 	return strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
 }
 
+// wantStored checks that the site.task file holds n lines (which, says which) and that
+// runID has k records in it.
+func wantStored(t *testing.T, s *Sink, n int, which, runID string, k int) {
+	t.Helper()
+	if got := lines(t, s.Path("site.task")); len(got) != n {
+		t.Fatalf("%d lines, want %d (%s):\n%s", len(got), n, which, strings.Join(got, "\n"))
+	}
+	if got, _ := s.Count(context.Background(), runID); got != k {
+		t.Fatalf("Count(%s) = %d, want %d", runID, got, k)
+	}
+}
+
 func TestRetriedBatchIsStoredOnce(t *testing.T) {
 	ctx := context.Background()
 	s, _ := Open(t.TempDir())
@@ -45,12 +57,7 @@ func TestRetriedBatchIsStoredOnce(t *testing.T) {
 	if err := s.Write(ctx, items("r2", "a")); err != nil { // another run keeps its own copy
 		t.Fatal(err)
 	}
-	if got := len(lines(t, s.Path("site.task"))); got != 3 {
-		t.Fatalf("%d lines, want 3 (a, b of r1 and a of r2)", got)
-	}
-	if n, _ := s.Count(ctx, "r1"); n != 2 {
-		t.Fatalf("Count(r1) = %d, want 2", n)
-	}
+	wantStored(t, s, 3, "a, b of r1 and a of r2", "r1", 2)
 }
 
 func TestWritersInSeveralProcessesShareOneFile(t *testing.T) {
@@ -300,13 +307,7 @@ func TestIdleRunsLeaveTheIndexAndComeBackWhole(t *testing.T) {
 	if err := s.Write(ctx, items("old", "a", "b", "c")); err != nil {
 		t.Fatal(err)
 	}
-	got := lines(t, s.Path("site.task"))
-	if len(got) != 4 {
-		t.Fatalf("%d lines, want 4 (a, b, c of the old run, a of the new):\n%s", len(got), strings.Join(got, "\n"))
-	}
-	if n, _ := s.Count(ctx, "old"); n != 3 {
-		t.Fatalf("Count(old) = %d, want 3", n)
-	}
+	wantStored(t, s, 4, "a, b, c of the old run, a of the new", "old", 3)
 }
 
 // A worker that starts beside a file of earlier runs indexes only the runs it writes,
@@ -330,10 +331,5 @@ func TestAWorkerStartingBesideAFileIndexesOnlyItsRuns(t *testing.T) {
 	if err := s.Write(ctx, items("r2", "a", "b", "c")); err != nil { // r2's batch, retried
 		t.Fatal(err)
 	}
-	if got := len(lines(t, s.Path("site.task"))); got != 8 {
-		t.Fatalf("%d lines, want 8 (a and b of r1, r2, r3, c of r2, a of r4)", got)
-	}
-	if n, _ := s.Count(ctx, "r2"); n != 3 {
-		t.Fatalf("Count(r2) = %d, want 3", n)
-	}
+	wantStored(t, s, 8, "a and b of r1, r2, r3, c of r2, a of r4", "r2", 3)
 }
