@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"golang.org/x/net/html"
+
+	"github.com/trawlerhq/trawler/internal/htmltree"
 )
 
 // htmlDepthLimit is how deep golang.org/x/net/html lets elements nest; it fails a
@@ -19,7 +21,17 @@ const (
 // parser allows fails permanently (another fetch gets the same page) with cause parse
 // and a message that names the limit and what to do instead.
 func ParseHTML(r io.Reader) (*html.Node, error) {
-	root, err := html.Parse(r)
+	page, err := io.ReadAll(r)
+	if err != nil {
+		return nil, err
+	}
+	return ParseHTMLBytes(page)
+}
+
+// ParseHTMLBytes is ParseHTML for a page already read. It builds html.Parse's tree,
+// several times faster for well-nested markup (see internal/htmltree).
+func ParseHTMLBytes(page []byte) (*html.Node, error) {
+	root, err := htmltree.Parse(page)
 	if err != nil && strings.Contains(err.Error(), htmlDepthMessage) {
 		return nil, WithCause(Permanent(errors.New("the page nests elements deeper than "+htmlDepthLimit+
 			" levels (the HTML parser's limit), so it cannot be read as HTML; take its data from the site's JSON API with a JSON task, "+

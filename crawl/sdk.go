@@ -220,7 +220,7 @@ func (t *htmlTask[T]) Run(ctx context.Context, env *Env, in Input) (Result, erro
 		if err != nil {
 			return Result{}, Permanentf("GET %s: %v", u, err)
 		}
-		root, err := ParseHTML(bytes.NewReader(body))
+		root, err := ParseHTMLBytes(body)
 		if err != nil {
 			return Result{}, Permanentf("GET %s: parse HTML: %w", u, err)
 		}

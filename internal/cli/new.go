@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -328,7 +327,7 @@ func (p fetchedPage) html() (*goquery.Document, error) {
 	if err != nil {
 		return nil, fmt.Errorf("GET %s: %v", p.url, err)
 	}
-	root, err := crawl.ParseHTML(bytes.NewReader(body))
+	root, err := crawl.ParseHTMLBytes(body)
 	if err != nil {
 		return nil, fmt.Errorf("GET %s: parse HTML: %w", p.url, err)
 	}

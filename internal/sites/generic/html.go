@@ -1,7 +1,6 @@
 package generic
 
 import (
-	"bytes"
 	"cmp"
 	"context"
 	"fmt"
@@ -222,7 +221,7 @@ func getHTML(ctx context.Context, env *crawl.Env, c common, u string, enc encodi
 	if err != nil {
 		return nil, nil, crawl.Permanentf("%s: %s: %v", c.task, u, err)
 	}
-	root, err := crawl.ParseHTML(bytes.NewReader(body))
+	root, err := crawl.ParseHTMLBytes(body)
 	if err != nil {
 		return nil, nil, crawl.Permanentf("%s: %s: parse HTML: %w", c.task, u, err)
 	}

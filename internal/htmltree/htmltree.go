@@ -1,0 +1,846 @@
+// Package htmltree parses HTML pages into the tree golang.org/x/net/html builds, faster
+// for the plain, well-nested markup most pages are made of.
+//
+// HTML5 tree construction is long because of broken markup: misnested formatting
+// tags, tables that adopt stray content, paragraphs closed by the next block. A page
+// whose tags nest as written needs none of that, and its tree can be built in one pass
+// over one copy of the page: nodes come from slabs, and text and attribute values are
+// slices of that copy instead of a string each. Parse builds such a page itself, and
+// hands any page with a construct it does not handle, at the first sign of one, to
+// html.Parse. So the tree is always html.Parse's tree (a fuzz test holds the two
+// parsers to that), only cheaper to build for most pages.
+//
+// What the fast path takes: a doctype of "html"; html, head and body, written or
+// implied; meta, link, base, title, script and style; the common block, list, heading,
+// paragraph, form and button elements; formatting and phrasing elements and custom
+// elements; void elements; comments; character references. Every end tag must close
+// the element opened last, and a block may not open inside an open paragraph.
+// Tables, select, pre, textarea, template, iframe, noscript, svg, math, frames, a CR
+// or NUL anywhere, and any malformed tag go to html.Parse.
+package htmltree
+
+import (
+	"bytes"
+	"slices"
+	"strings"
+
+	"golang.org/x/net/html"
+	"golang.org/x/net/html/atom"
+)
+
+// Parse returns the tree html.Parse builds for page.
+func Parse(page []byte) (*html.Node, error) {
+	if doc := parseNested(page); doc != nil {
+		return doc, nil
+	}
+	return html.Parse(bytes.NewReader(page))
+}
+
+// maxDepth stays under html.Parse's limit of 512 open elements, so that a page that
+// deep gets html.Parse's own error.
+const maxDepth = 480
+
+// The insertion modes of the HTML5 tree construction that the fast path meets.
+const (
+	modeInitial = iota
+	modeBeforeHTML
+	modeBeforeHead
+	modeInHead
+	modeAfterHead
+	modeInBody
+	modeAfterBody
+	modeAfterAfterBody
+)
+
+const whitespace = " \t\n\f"
+
+// builder builds one page's tree; ok turns false at the first construct it leaves to
+// html.Parse.
+type builder struct {
+	s     string // the page: text and attribute values are slices of it
+	mode  int
+	doc   *html.Node
+	html  *html.Node
+	head  *html.Node
+	open  []*html.Node // the stack of open elements, html first
+	nodes []html.Node  // slab the next nodes come from
+	attrs []html.Attribute
+
+	paragraphs int  // open p elements
+	buttons    int  // open button elements
+	form       bool // a form is open
+	formatting [16]uint8
+}
+
+// parseNested returns the page's tree, or nil when the page holds something the fast
+// path leaves to html.Parse.
+func parseNested(page []byte) *html.Node {
+	if bytes.IndexByte(page, 0) >= 0 || bytes.IndexByte(page, '\r') >= 0 {
+		return nil // html.Parse rewrites both; the page's slices could not be shared
+	}
+	b := &builder{s: string(page), open: make([]*html.Node, 0, 32)}
+	// Slabs sized for the usual page: an element per start tag and about as many text
+	// nodes, about one attribute per '='; more come in chunks.
+	b.nodes = make([]html.Node, 0, min(8+bytes.Count(page, []byte{'<'})*3/2, 4096))
+	b.attrs = make([]html.Attribute, 0, min(8+bytes.Count(page, []byte{'='}), 4096))
+	b.doc = b.node(html.DocumentNode, 0, "")
+	if !b.run() {
+		return nil
+	}
+	return b.doc
+}
+
+func (b *builder) node(t html.NodeType, a atom.Atom, data string) *html.Node {
+	if len(b.nodes) == cap(b.nodes) {
+		b.nodes = make([]html.Node, 0, 256)
+	}
+	b.nodes = append(b.nodes, html.Node{Type: t, DataAtom: a, Data: data})
+	return &b.nodes[len(b.nodes)-1]
+}
+
+func appendChild(parent, n *html.Node) {
+	n.Parent = parent
+	if last := parent.LastChild; last != nil {
+		last.NextSibling = n
+		n.PrevSibling = last
+	} else {
+		parent.FirstChild = n
+	}
+	parent.LastChild = n
+}
+
+func (b *builder) current() *html.Node { return b.open[len(b.open)-1] }
+
+// addText appends text to parent, joined to a text node it ends with, as html.Parse
+// does.
+func (b *builder) addText(parent *html.Node, text string) {
+	if text == "" {
+		return
+	}
+	if last := parent.LastChild; last != nil && last.Type == html.TextNode {
+		last.Data += text
+		return
+	}
+	appendChild(parent, b.node(html.TextNode, 0, text))
+}
+
+// tag is a start or end tag as read from the page.
+type tag struct {
+	end, selfClosing bool
+	a                atom.Atom
+	name             string
+	attr             []html.Attribute
+}
+
+// run reads the page token by token and builds the tree; false means html.Parse's turn.
+func (b *builder) run() bool {
+	s, i := b.s, 0
+	for i < len(s) {
+		if end := textEnd(s, i); end > i {
+			if !b.text(s[i:end]) {
+				return false
+			}
+			i = end
+			continue
+		}
+		// A tag, a comment or a doctype starts at i.
+		switch c := s[i+1]; {
+		case c == '!':
+			next, ok := b.markup(i)
+			if !ok {
+				return false
+			}
+			i = next
+		default:
+			t, next, ok := b.readTag(i)
+			if !ok {
+				return false
+			}
+			if next, ok = b.tag(t, next); !ok {
+				return false
+			}
+			i = next
+		}
+		if len(b.open) > maxDepth {
+			return false
+		}
+	}
+	return b.eof()
+}
+
+// textEnd returns where the text starting at i ends: at the next '<' that opens a tag,
+// a comment or a doctype (or that is malformed markup the fast path leaves alone).
+func textEnd(s string, i int) int {
+	for {
+		j := strings.IndexByte(s[i:], '<')
+		if j < 0 {
+			return len(s)
+		}
+		i += j
+		if i+1 < len(s) {
+			if c := s[i+1]; isLetter(c) || c == '/' || c == '!' || c == '?' {
+				return i
+			}
+		}
+		i++
+	}
+}
+
+func isLetter(c byte) bool { return c|0x20 >= 'a' && c|0x20 <= 'z' }
+
+// markup reads a comment or the doctype at i.
+func (b *builder) markup(i int) (int, bool) {
+	s := b.s
+	if strings.HasPrefix(s[i:], "<!--") {
+		body := i + 4
+		if strings.HasPrefix(s[body:], ">") || strings.HasPrefix(s[body:], "->") {
+			return 0, false
+		}
+		j := strings.Index(s[body:], "--")
+		if j < 0 || !strings.HasPrefix(s[body+j:], "-->") {
+			return 0, false // "--" inside a comment, or "--!>": html.Parse decides
+		}
+		b.comment(s[body : body+j])
+		return body + j + 3, true
+	}
+	if b.mode != modeInitial || len(s) < i+9 || !strings.EqualFold(s[i+2:i+9], "doctype") {
+		return 0, false
+	}
+	j := i + 9
+	for j < len(s) && strings.IndexByte(whitespace, s[j]) >= 0 {
+		j++
+	}
+	if !strings.HasPrefix(s[j:], "html") {
+		return 0, false
+	}
+	j += 4
+	for j < len(s) && strings.IndexByte(whitespace, s[j]) >= 0 {
+		j++
+	}
+	if j == len(s) || s[j] != '>' {
+		return 0, false
+	}
+	appendChild(b.doc, b.node(html.DoctypeNode, 0, "html"))
+	b.mode = modeBeforeHTML
+	return j + 1, true
+}
+
+func (b *builder) comment(data string) {
+	var parent *html.Node
+	switch b.mode {
+	case modeInitial, modeBeforeHTML, modeAfterAfterBody:
+		parent = b.doc
+	case modeAfterBody:
+		parent = b.html
+	default:
+		parent = b.current()
+	}
+	appendChild(parent, b.node(html.CommentNode, 0, data))
+}
+
+// readTag reads the start or end tag at i.
+func (b *builder) readTag(i int) (tag, int, bool) {
+	s := b.s
+	var t tag
+	j := i + 1
+	if s[j] == '/' {
+		t.end = true
+		j++
+	}
+	if j >= len(s) || !isLetter(s[j]) {
+		return t, 0, false // "</>", "</ ", "<?": bogus comments and such
+	}
+	start := j
+	j, upper := scanName(s, j, &tagNameBytes)
+	t.name, t.a = name(s[start:j], upper)
+	attrStart := len(b.attrs)
+	for {
+		for j < len(s) && strings.IndexByte(whitespace, s[j]) >= 0 {
+			j++
+		}
+		if j == len(s) {
+			return t, 0, false
+		}
+		switch c := s[j]; {
+		case c == '>':
+			t.attr = b.attrs[attrStart:len(b.attrs):len(b.attrs)]
+			if len(t.attr) == 0 {
+				t.attr = nil
+			}
+			return t, j + 1, !t.end || t.attr == nil
+		case c == '/':
+			if j+1 == len(s) || s[j+1] != '>' || t.end {
+				return t, 0, false
+			}
+			t.selfClosing = true
+			t.attr = b.attrs[attrStart:len(b.attrs):len(b.attrs)]
+			if len(t.attr) == 0 {
+				t.attr = nil
+			}
+			return t, j + 2, true
+		case j > start && strings.IndexByte(whitespace, s[j-1]) < 0:
+			return t, 0, false // an attribute must follow whitespace
+		}
+		var ok bool
+		if j, ok = b.readAttr(j, &attrStart); !ok {
+			return t, 0, false
+		}
+	}
+}
+
+// Bytes of tag and attribute names besides ASCII letters and digits that the fast path
+// reads (html.Parse takes more, left to it).
+var tagNameBytes, attrNameBytes = nameBytes("-"), nameBytes("-_:.@")
+
+func nameBytes(extra string) (set [256]bool) {
+	for c := '0'; c <= 'z'; c++ {
+		set[c] = c <= '9' || c >= 'a' || c >= 'A' && c <= 'Z'
+	}
+	for _, c := range []byte(extra) {
+		set[c] = true
+	}
+	return set
+}
+
+// scanName returns where the name at j ends, and whether it holds an upper-case letter.
+func scanName(s string, j int, set *[256]bool) (end int, upper bool) {
+	for ; j < len(s) && set[s[j]]; j++ {
+		upper = upper || s[j] >= 'A' && s[j] <= 'Z'
+	}
+	return j, upper
+}
+
+// name returns a tag or attribute name in lower case, as html.Parse stores it.
+func name(raw string, upper bool) (string, atom.Atom) {
+	if upper {
+		raw = strings.ToLower(raw)
+	}
+	if a := atom.Lookup([]byte(raw)); a != 0 {
+		return a.String(), a
+	}
+	return raw, 0
+}
+
+// readAttr reads one attribute at j into b.attrs; the tag's attributes so far start at
+// *attrStart.
+func (b *builder) readAttr(j int, attrStart *int) (int, bool) {
+	s := b.s
+	start := j
+	j, upper := scanName(s, j, &attrNameBytes)
+	if j == start || s[start] == '-' || s[start] == '.' {
+		return 0, false
+	}
+	key, _ := name(s[start:j], upper)
+	for _, a := range b.attrs[*attrStart:] {
+		if a.Key == key {
+			return 0, false // html.Parse keeps the first; rare enough to leave to it
+		}
+	}
+	k := j
+	for k < len(s) && strings.IndexByte(whitespace, s[k]) >= 0 {
+		k++
+	}
+	val := ""
+	if k < len(s) && s[k] == '=' {
+		k++
+		for k < len(s) && strings.IndexByte(whitespace, s[k]) >= 0 {
+			k++
+		}
+		if k == len(s) {
+			return 0, false
+		}
+		switch q := s[k]; q {
+		case '"', '\'':
+			e := strings.IndexByte(s[k+1:], q)
+			if e < 0 {
+				return 0, false
+			}
+			val = s[k+1 : k+1+e]
+			j = k + 2 + e
+		default:
+			e := k
+			for e < len(s) && strings.IndexByte(whitespace+">", s[e]) < 0 {
+				if strings.IndexByte("\"'<=`", s[e]) >= 0 {
+					return 0, false
+				}
+				e++
+			}
+			if e == k {
+				return 0, false
+			}
+			val, j = s[k:e], e
+		}
+		var ok bool
+		if val, ok = unescapeAttr(val); !ok {
+			return 0, false
+		}
+	}
+	if len(b.attrs) == cap(b.attrs) {
+		// A new chunk, with the tag's attributes so far, which must stay together.
+		chunk := make([]html.Attribute, 0, 256)
+		b.attrs = append(chunk, b.attrs[*attrStart:]...)
+		*attrStart = 0
+	}
+	b.attrs = append(b.attrs, html.Attribute{Key: key, Val: val})
+	return j, true
+}
+
+// unescapeAttr decodes an attribute value's character references. In attributes,
+// html.Parse leaves a named reference undecoded where text would decode a prefix of
+// it ("&quot0;", "&ampx"); the fast path takes only values whose references are
+// whole, ended by ';', where text and attributes decode alike.
+func unescapeAttr(v string) (string, bool) {
+	if strings.IndexByte(v, '&') < 0 {
+		return v, true
+	}
+	for i := 0; i < len(v); i++ {
+		if v[i] != '&' {
+			continue
+		}
+		j := i + 1
+		numeric := j < len(v) && v[j] == '#'
+		if numeric {
+			j++
+			if j < len(v) && v[j]|0x20 == 'x' {
+				j++
+			}
+		}
+		k := j
+		for k < len(v) && (isLetter(v[k]) || v[k] >= '0' && v[k] <= '9') {
+			k++
+		}
+		switch {
+		case k == i+1:
+			continue // a lone '&' stays as it is
+		case k == j || k == len(v) || v[k] != ';':
+			return "", false
+		case numeric:
+			if strings.TrimLeft(v[j:k], "0123456789abcdefABCDEF") != "" || v[j-1] == '#' && strings.TrimLeft(v[j:k], "0123456789") != "" {
+				return "", false
+			}
+		default:
+			switch v[j:k] {
+			case "amp", "lt", "gt", "quot", "apos", "nbsp":
+			default:
+				// Whole when it decodes without a rest of its name and the ';'.
+				if strings.HasSuffix(html.UnescapeString(v[i:k+1]), ";") {
+					return "", false
+				}
+			}
+		}
+	}
+	return html.UnescapeString(v), true
+}
+
+// text handles the text between two tags.
+func (b *builder) text(t string) bool {
+	for {
+		if b.mode == modeInBody {
+			b.addText(b.current(), unescape(t))
+			return true
+		}
+		// These modes treat leading whitespace apart, and a reference could decode to
+		// some.
+		rest := strings.TrimLeft(t, whitespace)
+		if strings.HasPrefix(rest, "&") {
+			return false
+		}
+		switch b.mode {
+		case modeAfterBody, modeAfterAfterBody:
+			if rest == "" {
+				b.addText(b.current(), t)
+				return true
+			}
+			b.mode = modeInBody
+			continue
+		}
+		switch b.mode {
+		case modeInHead, modeAfterHead:
+			b.addText(b.current(), t[:len(t)-len(rest)])
+		}
+		if rest == "" {
+			return true
+		}
+		t = rest
+		if !b.implied() {
+			return false
+		}
+	}
+}
+
+func unescape(t string) string {
+	if strings.IndexByte(t, '&') < 0 {
+		return t
+	}
+	return html.UnescapeString(t)
+}
+
+// implied moves one mode on toward the body, creating the element a page may leave
+// out, as html.Parse does for anything a mode does not expect.
+func (b *builder) implied() bool {
+	switch b.mode {
+	case modeInitial, modeBeforeHTML:
+		b.startHTML(nil)
+	case modeBeforeHead:
+		b.startHead(nil)
+	case modeInHead:
+		b.pop()
+		b.mode = modeAfterHead
+	case modeAfterHead:
+		b.startBody(nil)
+	default:
+		return false
+	}
+	return true
+}
+
+func (b *builder) startHTML(attr []html.Attribute) {
+	b.html = b.node(html.ElementNode, atom.Html, "html")
+	b.html.Attr = attr
+	appendChild(b.doc, b.html)
+	b.open = append(b.open, b.html)
+	b.mode = modeBeforeHead
+}
+
+func (b *builder) startHead(attr []html.Attribute) {
+	b.head = b.push(atom.Head, "head", attr)
+	b.mode = modeInHead
+}
+
+func (b *builder) startBody(attr []html.Attribute) {
+	b.push(atom.Body, "body", attr)
+	b.mode = modeInBody
+}
+
+func (b *builder) push(a atom.Atom, name string, attr []html.Attribute) *html.Node {
+	n := b.node(html.ElementNode, a, name)
+	n.Attr = attr
+	appendChild(b.current(), n)
+	b.open = append(b.open, n)
+	return n
+}
+
+func (b *builder) pop() *html.Node {
+	n := b.current()
+	b.open = b.open[:len(b.open)-1]
+	return n
+}
+
+// eof ends the tree as html.Parse does at the end of the page: html, head and body
+// exist whatever the page left out.
+func (b *builder) eof() bool {
+	for b.mode < modeInBody {
+		if !b.implied() {
+			return false
+		}
+	}
+	return true
+}
+
+// tag handles a start or end tag; next is where the page goes on after it.
+func (b *builder) tag(t tag, next int) (int, bool) {
+	for {
+		switch b.mode {
+		case modeInitial, modeBeforeHTML:
+			if !t.end && t.a == atom.Html {
+				b.startHTML(t.attr)
+				return next, true
+			}
+		case modeBeforeHead:
+			if !t.end && t.a == atom.Head {
+				b.startHead(t.attr)
+				return next, true
+			}
+			if !t.end && t.a == atom.Html {
+				return 0, false
+			}
+		case modeInHead:
+			if t.end {
+				if t.a == atom.Head {
+					b.pop()
+					b.mode = modeAfterHead
+					return next, true
+				}
+				break
+			}
+			switch t.a {
+			case atom.Meta, atom.Link, atom.Base, atom.Basefont, atom.Bgsound:
+				b.void(t)
+				return next, true
+			case atom.Title, atom.Script, atom.Style:
+				return b.rawText(t, next)
+			case atom.Head, atom.Html, atom.Noscript, atom.Noframes, atom.Template:
+				return 0, false
+			}
+		case modeAfterHead:
+			if !t.end && t.a == atom.Body {
+				b.startBody(t.attr)
+				return next, true
+			}
+			if !t.end {
+				switch t.a {
+				case atom.Html, atom.Head, atom.Frameset, atom.Base, atom.Basefont, atom.Bgsound, atom.Link,
+					atom.Meta, atom.Noframes, atom.Script, atom.Style, atom.Template, atom.Title:
+					return 0, false // html.Parse puts these back in the head
+				}
+			}
+		case modeInBody:
+			return b.inBody(t, next)
+		case modeAfterBody, modeAfterAfterBody:
+			if t.a == atom.Html {
+				if t.end && b.mode == modeAfterBody {
+					b.mode = modeAfterAfterBody
+					return next, true
+				}
+				return 0, false
+			}
+			b.mode = modeInBody
+			continue
+		}
+		// What a mode before the body does not expect implies the next element; an
+		// end tag other than these is ignored by html.Parse (left to it).
+		if t.end && t.a != atom.Head && t.a != atom.Body && t.a != atom.Html && t.a != atom.Br {
+			return 0, false
+		}
+		if !b.implied() {
+			return 0, false
+		}
+	}
+}
+
+// void inserts an element that has no end tag.
+func (b *builder) void(t tag) {
+	appendChild(b.current(), b.element(t))
+}
+
+func (b *builder) element(t tag) *html.Node {
+	n := b.node(html.ElementNode, t.a, t.name)
+	n.Attr = t.attr
+	return n
+}
+
+// rawText inserts a title, script or style element and the text up to its end tag.
+func (b *builder) rawText(t tag, next int) (int, bool) {
+	if t.selfClosing {
+		return 0, false
+	}
+	s := b.s
+	e := next
+	for {
+		k := strings.Index(s[e:], "</")
+		if k < 0 {
+			return 0, false
+		}
+		e += k
+		if len(s) >= e+2+len(t.name) && strings.EqualFold(s[e+2:e+2+len(t.name)], t.name) {
+			break
+		}
+		e += 2
+	}
+	end := e + 2 + len(t.name)
+	if end == len(s) || s[end] != '>' {
+		return 0, false
+	}
+	body := s[next:e]
+	if t.a == atom.Script && strings.Contains(body, "<!--") {
+		return 0, false // script data's escaped states
+	}
+	if t.a == atom.Title {
+		body = unescape(body)
+	}
+	n := b.element(t)
+	appendChild(b.current(), n)
+	if body != "" {
+		appendChild(n, b.node(html.TextNode, 0, body))
+	}
+	return end + 1, true
+}
+
+// formattingIndex numbers the formatting elements, which html.Parse tracks in its list
+// of active formatting elements; -1 for others.
+func formattingIndex(a atom.Atom) int {
+	switch a {
+	case atom.A:
+		return 0
+	case atom.B:
+		return 1
+	case atom.Big:
+		return 2
+	case atom.Code:
+		return 3
+	case atom.Em:
+		return 4
+	case atom.Font:
+		return 5
+	case atom.I:
+		return 6
+	case atom.S:
+		return 7
+	case atom.Small:
+		return 8
+	case atom.Strike:
+		return 9
+	case atom.Strong:
+		return 10
+	case atom.Tt:
+		return 11
+	case atom.U:
+		return 12
+	}
+	return -1
+}
+
+// inBody handles a tag in the body.
+func (b *builder) inBody(t tag, next int) (int, bool) {
+	if t.end {
+		return b.endInBody(t, next)
+	}
+	if t.selfClosing && !isVoid(t.a) {
+		return 0, false
+	}
+	switch t.a {
+	case atom.Meta, atom.Link, atom.Base, atom.Basefont, atom.Bgsound,
+		atom.Area, atom.Br, atom.Embed, atom.Img, atom.Wbr, atom.Input, atom.Param, atom.Source, atom.Track:
+		b.void(t)
+		return next, true
+	case atom.Hr:
+		if b.paragraphs > 0 {
+			return 0, false
+		}
+		b.void(t)
+		return next, true
+	case atom.Title, atom.Script, atom.Style:
+		return b.rawText(t, next)
+	case atom.Address, atom.Article, atom.Aside, atom.Blockquote, atom.Center, atom.Details, atom.Dialog,
+		atom.Dir, atom.Div, atom.Dl, atom.Fieldset, atom.Figcaption, atom.Figure, atom.Footer, atom.Header,
+		atom.Hgroup, atom.Main, atom.Menu, atom.Nav, atom.Ol, atom.Section, atom.Summary, atom.Ul, atom.Search:
+		if b.paragraphs > 0 {
+			return 0, false
+		}
+	case atom.P:
+		if b.paragraphs > 0 {
+			return 0, false
+		}
+		b.paragraphs++
+	case atom.H1, atom.H2, atom.H3, atom.H4, atom.H5, atom.H6:
+		if b.paragraphs > 0 || isHeading(b.current().DataAtom) {
+			return 0, false
+		}
+	case atom.Li, atom.Dd, atom.Dt:
+		if b.paragraphs > 0 || b.listItemOpen(t.a) {
+			return 0, false
+		}
+	case atom.Form:
+		if b.paragraphs > 0 || b.form {
+			return 0, false
+		}
+		b.form = true
+	case atom.Button:
+		if b.buttons > 0 {
+			return 0, false
+		}
+		b.buttons++
+	case atom.A, atom.B, atom.Big, atom.Code, atom.Em, atom.Font, atom.I, atom.S, atom.Small,
+		atom.Strike, atom.Strong, atom.Tt, atom.U:
+		f := formattingIndex(t.a)
+		if b.formatting[f] > 0 {
+			return 0, false // nested twice, the list of active formatting elements matters
+		}
+		b.formatting[f]++
+		// html.Parse sorts a formatting element's attributes in place.
+		slices.SortFunc(t.attr, func(x, y html.Attribute) int {
+			if c := strings.Compare(x.Key, y.Key); c != 0 {
+				return c
+			}
+			return strings.Compare(x.Val, y.Val)
+		})
+	case 0, atom.Span, atom.Abbr, atom.Acronym, atom.Bdi, atom.Bdo, atom.Cite, atom.Data, atom.Dfn,
+		atom.Ins, atom.Del, atom.Kbd, atom.Label, atom.Mark, atom.Meter, atom.Output, atom.Picture,
+		atom.Progress, atom.Q, atom.Ruby, atom.Samp, atom.Sub, atom.Sup, atom.Time, atom.Var,
+		atom.Canvas, atom.Audio, atom.Video, atom.Map, atom.Slot, atom.Legend, atom.Datalist:
+		// "any other start tag": inserted where it stands
+	default:
+		return 0, false
+	}
+	b.push(t.a, t.name, t.attr)
+	return next, true
+}
+
+// listItemOpen reports whether html.Parse would close an open li (or dd, dt) before
+// a new one: one is open with no special element other than address, div or p
+// between.
+func (b *builder) listItemOpen(a atom.Atom) bool {
+	for i := len(b.open) - 1; i >= 0; i-- {
+		switch n := b.open[i].DataAtom; {
+		case n == atom.Li && a == atom.Li, (n == atom.Dd || n == atom.Dt) && a != atom.Li:
+			return true
+		case n == atom.Address || n == atom.Div || n == atom.P:
+		case isSpecial(n):
+			return false
+		}
+	}
+	return false
+}
+
+func (b *builder) endInBody(t tag, next int) (int, bool) {
+	cur := b.current()
+	switch t.a {
+	case atom.Body, atom.Html:
+		if cur.DataAtom != atom.Body {
+			return 0, false
+		}
+		b.mode = modeAfterBody
+		if t.a == atom.Html {
+			b.mode = modeAfterAfterBody
+		}
+		return next, true
+	}
+	if cur.Data != t.name || cur.Namespace != "" || len(b.open) <= 2 {
+		return 0, false // an end tag that closes anything but the last element opened
+	}
+	switch t.a {
+	case atom.P:
+		b.paragraphs--
+	case atom.Form:
+		b.form = false
+	case atom.Button:
+		b.buttons--
+	default:
+		if f := formattingIndex(t.a); f >= 0 {
+			b.formatting[f]--
+		}
+	}
+	b.pop()
+	return next, true
+}
+
+func isVoid(a atom.Atom) bool {
+	switch a {
+	case atom.Area, atom.Base, atom.Basefont, atom.Bgsound, atom.Br, atom.Embed, atom.Hr, atom.Img,
+		atom.Input, atom.Link, atom.Meta, atom.Param, atom.Source, atom.Track, atom.Wbr:
+		return true
+	}
+	return false
+}
+
+func isHeading(a atom.Atom) bool {
+	switch a {
+	case atom.H1, atom.H2, atom.H3, atom.H4, atom.H5, atom.H6:
+		return true
+	}
+	return false
+}
+
+// isSpecial reports the elements golang.org/x/net/html counts as "special" that can
+// stand open on the fast path's stack (it does not count search).
+func isSpecial(a atom.Atom) bool {
+	switch a {
+	case atom.Address, atom.Article, atom.Aside, atom.Blockquote, atom.Body, atom.Button, atom.Center,
+		atom.Dd, atom.Details, atom.Dir, atom.Div, atom.Dl, atom.Dt, atom.Fieldset, atom.Figcaption,
+		atom.Figure, atom.Footer, atom.Form, atom.H1, atom.H2, atom.H3, atom.H4, atom.H5, atom.H6,
+		atom.Head, atom.Header, atom.Hgroup, atom.Html, atom.Li, atom.Main, atom.Menu, atom.Nav, atom.Ol,
+		atom.P, atom.Section, atom.Summary, atom.Ul:
+		return true
+	}
+	return false
+}
