@@ -7,7 +7,7 @@ import (
 
 	"golang.org/x/net/html"
 
-	"github.com/trawlerhq/trawler/internal/htmltree"
+	"github.com/trawlerhq/trawler/crawl/internal/htmltree"
 )
 
 // htmlDepthLimit is how deep golang.org/x/net/html lets elements nest; it fails a
@@ -29,7 +29,7 @@ func ParseHTML(r io.Reader) (*html.Node, error) {
 }
 
 // ParseHTMLBytes is ParseHTML for a page already read. It builds html.Parse's tree,
-// several times faster for well-nested markup (see internal/htmltree).
+// several times faster for well-nested markup (see crawl/internal/htmltree).
 func ParseHTMLBytes(page []byte) (*html.Node, error) {
 	root, err := htmltree.Parse(page)
 	if err != nil && strings.Contains(err.Error(), htmlDepthMessage) {

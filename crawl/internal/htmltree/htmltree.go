@@ -436,8 +436,7 @@ func unescapeAttr(v string) (string, bool) {
 func (b *builder) text(t string) bool {
 	for {
 		if b.mode == modeInBody {
-			b.addText(b.current(), unescape(t))
-			return true
+			return b.textInBody(t)
 		}
 		// These modes treat leading whitespace apart, and a reference could decode to
 		// some.
@@ -466,6 +465,28 @@ func (b *builder) text(t string) bool {
 			return false
 		}
 	}
+}
+
+// textInBody adds text where the body's rules put it.
+func (b *builder) textInBody(t string) bool {
+	cur := b.current()
+	switch cur.DataAtom {
+	case atom.Table, atom.Tbody, atom.Thead, atom.Tfoot, atom.Tr:
+		if strings.Trim(t, whitespace) != "" {
+			return false // html.Parse moves it before the table (foster parenting)
+		}
+		b.addText(cur, t)
+		return true
+	case atom.Pre, atom.Listing:
+		d := unescape(t)
+		if cur.FirstChild == nil {
+			d = strings.TrimPrefix(d, "\n") // a newline right after <pre> is not content
+		}
+		b.addText(cur, d)
+		return true
+	}
+	b.addText(cur, unescape(t))
+	return true
 }
 
 func unescape(t string) string {
@@ -567,9 +588,9 @@ func (b *builder) tag(t tag, next int) (int, bool) {
 			case atom.Meta, atom.Link, atom.Base, atom.Basefont, atom.Bgsound:
 				b.void(t)
 				return next, true
-			case atom.Title, atom.Script, atom.Style:
+			case atom.Title, atom.Script, atom.Style, atom.Noscript, atom.Noframes:
 				return b.rawText(t, next)
-			case atom.Head, atom.Html, atom.Noscript, atom.Noframes, atom.Template:
+			case atom.Head, atom.Html, atom.Template:
 				return 0, false
 			}
 		case modeAfterHead:
@@ -619,7 +640,9 @@ func (b *builder) element(t tag) *html.Node {
 	return n
 }
 
-// rawText inserts a title, script or style element and the text up to its end tag.
+// rawText inserts an element whose content is text up to its end tag: title and
+// textarea, whose references are decoded, and script, style, noscript and the like,
+// taken as written.
 func (b *builder) rawText(t tag, next int) (int, bool) {
 	if t.selfClosing {
 		return 0, false
@@ -645,8 +668,11 @@ func (b *builder) rawText(t tag, next int) (int, bool) {
 	if t.a == atom.Script && strings.Contains(body, "<!--") {
 		return 0, false // script data's escaped states
 	}
-	if t.a == atom.Title {
+	switch t.a {
+	case atom.Title:
 		body = unescape(body)
+	case atom.Textarea:
+		body = strings.TrimPrefix(unescape(body), "\n")
 	}
 	n := b.element(t)
 	appendChild(b.current(), n)
@@ -692,6 +718,9 @@ func formattingIndex(a atom.Atom) int {
 
 // inBody handles a tag in the body.
 func (b *builder) inBody(t tag, next int) (int, bool) {
+	if isTablePart(b.current().DataAtom) {
+		return b.inTable(t, next)
+	}
 	if t.end {
 		return b.endInBody(t, next)
 	}
@@ -709,8 +738,17 @@ func (b *builder) inBody(t tag, next int) (int, bool) {
 		}
 		b.void(t)
 		return next, true
-	case atom.Title, atom.Script, atom.Style:
+	case atom.Title, atom.Script, atom.Style, atom.Noscript, atom.Noframes, atom.Iframe, atom.Noembed, atom.Textarea:
 		return b.rawText(t, next)
+	case atom.Xmp:
+		if b.paragraphs > 0 {
+			return 0, false
+		}
+		return b.rawText(t, next)
+	case atom.Pre, atom.Listing, atom.Table:
+		if b.paragraphs > 0 {
+			return 0, false
+		}
 	case atom.Address, atom.Article, atom.Aside, atom.Blockquote, atom.Center, atom.Details, atom.Dialog,
 		atom.Dir, atom.Div, atom.Dl, atom.Fieldset, atom.Figcaption, atom.Figure, atom.Footer, atom.Header,
 		atom.Hgroup, atom.Main, atom.Menu, atom.Nav, atom.Ol, atom.Section, atom.Summary, atom.Ul, atom.Search:
@@ -761,6 +799,78 @@ func (b *builder) inBody(t tag, next int) (int, bool) {
 		// "any other start tag": inserted where it stands
 	default:
 		return 0, false
+	}
+	b.push(t.a, t.name, t.attr)
+	return next, true
+}
+
+func isTablePart(a atom.Atom) bool {
+	switch a {
+	case atom.Table, atom.Tbody, atom.Thead, atom.Tfoot, atom.Tr:
+		return true
+	}
+	return false
+}
+
+// inTable handles a tag met where a table's rows are being built (the current node is
+// a table, a row group or a row). Rows and cells may leave out tbody and tr, as
+// html.Parse then adds them; a cell is built by the body's rules.
+func (b *builder) inTable(t tag, next int) (int, bool) {
+	cur := func() atom.Atom { return b.current().DataAtom }
+	if t.end {
+		switch t.a {
+		case atom.Table, atom.Tbody, atom.Thead, atom.Tfoot:
+			// Closing a table or a row group closes an open row and group inside it.
+			if cur() == atom.Tr {
+				b.pop()
+			}
+			if t.a == atom.Table && (cur() == atom.Tbody || cur() == atom.Thead || cur() == atom.Tfoot) {
+				b.pop()
+			}
+		}
+		if cur() != t.a || t.a == 0 {
+			return 0, false
+		}
+		b.pop()
+		return next, true
+	}
+	if t.selfClosing {
+		return 0, false
+	}
+	switch t.a {
+	case atom.Script, atom.Style:
+		return b.rawText(t, next)
+	case atom.Input:
+		for _, a := range t.attr {
+			if a.Key == "type" && strings.EqualFold(a.Val, "hidden") {
+				b.void(t)
+				return next, true
+			}
+		}
+		return 0, false
+	case atom.Tbody, atom.Thead, atom.Tfoot:
+		if cur() == atom.Tr {
+			b.pop()
+		}
+		if cur() != atom.Table {
+			b.pop() // the open row group ends where the next begins
+		}
+	case atom.Tr:
+		switch cur() {
+		case atom.Tr:
+			b.pop()
+		case atom.Table:
+			b.push(atom.Tbody, "tbody", nil)
+		}
+	case atom.Td, atom.Th:
+		if cur() == atom.Table {
+			b.push(atom.Tbody, "tbody", nil)
+		}
+		if cur() != atom.Tr {
+			b.push(atom.Tr, "tr", nil)
+		}
+	default:
+		return 0, false // caption, columns, and content html.Parse moves before the table
 	}
 	b.push(t.a, t.name, t.attr)
 	return next, true
@@ -839,7 +949,8 @@ func isSpecial(a atom.Atom) bool {
 		atom.Dd, atom.Details, atom.Dir, atom.Div, atom.Dl, atom.Dt, atom.Fieldset, atom.Figcaption,
 		atom.Figure, atom.Footer, atom.Form, atom.H1, atom.H2, atom.H3, atom.H4, atom.H5, atom.H6,
 		atom.Head, atom.Header, atom.Hgroup, atom.Html, atom.Li, atom.Main, atom.Menu, atom.Nav, atom.Ol,
-		atom.P, atom.Section, atom.Summary, atom.Ul:
+		atom.P, atom.Section, atom.Summary, atom.Ul, atom.Pre, atom.Listing, atom.Table, atom.Tbody, atom.Thead,
+		atom.Tfoot, atom.Tr, atom.Td, atom.Th, atom.Xmp, atom.Iframe, atom.Noembed, atom.Noscript, atom.Textarea:
 		return true
 	}
 	return false

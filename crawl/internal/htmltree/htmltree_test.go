@@ -75,6 +75,13 @@ var pages = []string{
 	"<body><p>x</p></body><!-- tail -->",
 	`<DIV CLASS="Up">upper case</DIV>`,
 	`<p><span><em>x</em></span></p><p>y</p>`,
+	"<table class=t>\n<tr><td class=title><a href=/1>one</a></td><td>2</td></tr>\n<tr><th>h</th></tr>\n</table>",
+	"<table><thead><tr><th>a</th></tr></thead><tbody><tr><td>1<table><tr><td>nested</td></tr></table></td></tr></tbody></table>",
+	"<table><tr><td>the row left open</td></table><table><td>implied row group and row</td></table>",
+	"<pre>\ncode &lt;b&gt;\n</pre><pre>no newline</pre><listing>\nx</listing>",
+	"<textarea name=t>\nfirst &amp; line</textarea>",
+	"<noscript><img src=pixel.gif></noscript><iframe src=x><p>not parsed</iframe><noembed>a</noembed>",
+	"<head><noscript><link rel=stylesheet href=a.css></noscript></head>",
 }
 
 func TestFastPathTakesPlainPagesAndBuildsHTMLParsesTree(t *testing.T) {
@@ -87,12 +94,16 @@ func TestFastPathTakesPlainPagesAndBuildsHTMLParsesTree(t *testing.T) {
 
 // leftToHTMLParse are pages whose trees need rules the fast path does not have.
 var leftToHTMLParse = []string{
-	`<table><tr><td>x</td></tr></table>`,
+	`<table>text before the table</table>`,
+	`<table><caption>c</caption></table>`,
+	`<p>one<table><tr><td>x</td></tr></table>`,
+	`<table><tr><td>a<td>b</tr></table>`,
+	`<table><div>moved</div></table>`,
 	`<p>one<div>block in a paragraph</div>`,
 	`<b><i>misnested</b></i>`,
 	`<div><span>x</div>`,
 	`<ul><li>a<li>b</ul>`,
-	`<pre>` + "\n" + `code</pre>`,
+	`<p><pre>x</pre>`,
 	`<select><option>a</select>`,
 	`<svg><path d="M0"/></svg>`,
 	"<p>crlf\r\n</p>",
@@ -105,11 +116,11 @@ var leftToHTMLParse = []string{
 	`<p class=a class=b>duplicate attribute</p>`,
 	`<template><p>x</p></template>`,
 	`<head></head><script>between head and body</script><body></body>`,
-	`<textarea>x</textarea>`,
+	`<textarea/>`,
 	`<!-- a -- b -->`,
 	`</p>`,
 	`<? pi ?>`,
-	`<noscript><p>x</p></noscript>`,
+	`<table><colgroup><col></colgroup></table>`,
 	strings.Repeat("<div>", 600),
 }
 
@@ -143,13 +154,14 @@ func TestTooDeepAPageFailsAsHTMLParseDoes(t *testing.T) {
 var (
 	elements = []string{"div", "p", "span", "a", "b", "i", "em", "strong", "code", "small", "ul", "ol", "li",
 		"dl", "dt", "dd", "h1", "h2", "section", "article", "nav", "header", "footer", "form", "button", "label",
-		"time", "x-card", "search", "dialog", "address", "table", "td", "pre", "select", "option", "svg", "nobr",
-		"template", "noscript", "textarea", "title", "script", "style", "html", "head", "body", "DIV", "Span"}
+		"time", "x-card", "search", "dialog", "address", "table", "table", "tbody", "thead", "tr", "tr", "td", "td", "th",
+		"caption", "pre", "listing", "xmp", "iframe", "noembed", "select", "option", "svg", "nobr", "template",
+		"noscript", "textarea", "title", "script", "style", "html", "head", "body", "DIV", "Span", "TD"}
 	attributes = []string{"", "", " class=c", ` href="/x?a=1&amp;b=2"`, ` href="?a=1&b=2"`, " id=a id=b", " data-x='1' href=\"2\" id=3 hidden",
 		` title="a > b"`, " CLASS=Up", ` v='&lt;'`, " a=1 b=2 c=3", " x= \"y\"", "/", " a=b/", ` @click="go()"`, " :k=v"}
 	texts = []string{"text", " ", "\n", "\t", "  \n ", "&amp;", "&lt;", "&nbsp;", "&copy", "&#32;", "&#x41;", "&bogus;",
 		"a < b", "a<", "x&y", "<!-- c -->", "<!---->", "<img src=a alt=\"\">", "<br>", "<br/>", "<hr>", "<input name=q>",
-		"<meta charset=utf-8>", "<link rel=x href=y>"}
+		"<meta charset=utf-8>", "<link rel=x href=y>", "\n\n", "<input type=hidden name=h>", "<input type=HIDDEN>"}
 	loose = []string{"<!DOCTYPE html>", "<!doctype html >", "<!DOCTYPE HTML>", "<!DOCTYPE html PUBLIC \"x\">",
 		"</html>", "</head>", "</body>", "</p>", "</li>", "</br>", "<li>", "<p>", "</b>", "<!-- a -- b -->", "<!-->", "<?x?>",
 		"</>", "< p>", "<p/>", "<div/>", "\r\n", "\x00", "<script><!--x--></script>", "</div>", "<html>", "<head>", "<body>"}
