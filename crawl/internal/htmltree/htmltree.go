@@ -385,48 +385,39 @@ func (b *builder) readAttr(j int, attrStart *int) (int, bool) {
 	return j, true
 }
 
-// unescapeAttr decodes an attribute value's character references. In attributes,
-// html.Parse leaves a named reference undecoded where text would decode a prefix of
-// it ("&quot0;", "&ampx"); the fast path takes only values whose references are
-// whole, ended by ';', where text and attributes decode alike.
+// unescapeAttr decodes an attribute value's character references as html.Parse does.
+// In attributes it decodes only a whole named reference, and none before '=', where
+// text also decodes a known prefix ("&notify=1", "&quot0;"); the fast path decodes a
+// value as text when every named reference in it decodes alike both ways: whole, or
+// not at all ("?a=1&b=2").
 func unescapeAttr(v string) (string, bool) {
 	if strings.IndexByte(v, '&') < 0 {
 		return v, true
 	}
 	for i := 0; i < len(v); i++ {
-		if v[i] != '&' {
-			continue
+		if v[i] != '&' || i+1 < len(v) && v[i+1] == '#' {
+			continue // numeric references decode alike in text and attributes
 		}
-		j := i + 1
-		numeric := j < len(v) && v[j] == '#'
-		if numeric {
-			j++
-			if j < len(v) && v[j]|0x20 == 'x' {
-				j++
-			}
-		}
-		k := j
+		k := i + 1
 		for k < len(v) && (isLetter(v[k]) || v[k] >= '0' && v[k] <= '9') {
 			k++
 		}
-		switch {
-		case k == i+1:
+		if k == i+1 {
 			continue // a lone '&' stays as it is
-		case k == j || k == len(v) || v[k] != ';':
+		}
+		if k < len(v) && v[k] == ';' {
+			k++
+		}
+		ref := v[i:k]
+		switch ref {
+		case "&amp;", "&lt;", "&gt;", "&quot;", "&apos;", "&nbsp;":
+			continue
+		}
+		// Decoded whole, the reference leaves no rest of its name and ';'; a
+		// reference without ';' decoded at all may decode otherwise in an attribute.
+		decoded := html.UnescapeString(ref)
+		if decoded != ref && (!strings.HasSuffix(ref, ";") || strings.HasSuffix(decoded, ";")) {
 			return "", false
-		case numeric:
-			if strings.TrimLeft(v[j:k], "0123456789abcdefABCDEF") != "" || v[j-1] == '#' && strings.TrimLeft(v[j:k], "0123456789") != "" {
-				return "", false
-			}
-		default:
-			switch v[j:k] {
-			case "amp", "lt", "gt", "quot", "apos", "nbsp":
-			default:
-				// Whole when it decodes without a rest of its name and the ';'.
-				if strings.HasSuffix(html.UnescapeString(v[i:k+1]), ";") {
-					return "", false
-				}
-			}
 		}
 	}
 	return html.UnescapeString(v), true

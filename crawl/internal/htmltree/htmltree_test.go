@@ -68,6 +68,7 @@ var pages = []string{
 	"<html><body></body> \n</html> \n",
 	"<p>unclosed <b>formatting",
 	`<a href="/x?a=1&amp;b=2" data-v='&quot;q&quot;'>q</a>`,
+	`<a href="/x?a=1&b=2&page=3&#38;x" title="&copy; &unknown; a & b">raw ampersands</a>`,
 	`<div><p>one</p><div>two</div></div>`,
 	`<h1>a</h1><h2>b</h2><section><h3>c</h3></section>`,
 	`<nav><a class="b" href="/a" id="c">x</a></nav>`,
@@ -112,7 +113,7 @@ var leftToHTMLParse = []string{
 	`<div/>`,
 	`<script><!-- document.write("<script></script>") --></script>`,
 	`<!DOCTYPE HTML PUBLIC "-//W3C//DTD HTML 4.01//EN">`,
-	`<a href="x?a=1&b=2">unterminated reference</a>`,
+	`<a href="x?a=1&notify=2">a reference text would decode, an attribute not</a>`,
 	`<p class=a class=b>duplicate attribute</p>`,
 	`<template><p>x</p></template>`,
 	`<head></head><script>between head and body</script><body></body>`,
@@ -157,7 +158,7 @@ var (
 		"time", "x-card", "search", "dialog", "address", "table", "table", "tbody", "thead", "tr", "tr", "td", "td", "th",
 		"caption", "pre", "listing", "xmp", "iframe", "noembed", "select", "option", "svg", "nobr", "template",
 		"noscript", "textarea", "title", "script", "style", "html", "head", "body", "DIV", "Span", "TD"}
-	attributes = []string{"", "", " class=c", ` href="/x?a=1&amp;b=2"`, ` href="?a=1&b=2"`, " id=a id=b", " data-x='1' href=\"2\" id=3 hidden",
+	attributes = []string{"", "", " class=c", ` href="?a=1&copy=2&not;&notx&b=3&#38&#x26;z"`, " v='&amp&ampx&quot0;&semi;&AMP;&fjlig;'", ` href="/x?a=1&amp;b=2"`, ` href="?a=1&b=2"`, " id=a id=b", " data-x='1' href=\"2\" id=3 hidden",
 		` title="a > b"`, " CLASS=Up", ` v='&lt;'`, " a=1 b=2 c=3", " x= \"y\"", "/", " a=b/", ` @click="go()"`, " :k=v"}
 	texts = []string{"text", " ", "\n", "\t", "  \n ", "&amp;", "&lt;", "&nbsp;", "&copy", "&#32;", "&#x41;", "&bogus;",
 		"a < b", "a<", "x&y", "<!-- c -->", "<!---->", "<img src=a alt=\"\">", "<br>", "<br/>", "<hr>", "<input name=q>",
