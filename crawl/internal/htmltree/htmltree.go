@@ -2,21 +2,24 @@
 // for the plain, well-nested markup most pages are made of.
 //
 // HTML5 tree construction is long because of broken markup: misnested formatting
-// tags, tables that adopt stray content, paragraphs closed by the next block. A page
+// tags, content moved out of tables, elements reopened after a stray end tag. A page
 // whose tags nest as written needs none of that, and its tree can be built in one pass
 // over one copy of the page: nodes come from slabs, and text and attribute values are
 // slices of that copy instead of a string each. Parse builds such a page itself, and
 // hands any page with a construct it does not handle, at the first sign of one, to
-// html.Parse. So the tree is always html.Parse's tree (a fuzz test holds the two
-// parsers to that), only cheaper to build for most pages.
+// html.Parse. So the tree is always html.Parse's tree (a random-page test and a fuzz
+// target hold the two parsers to that), only cheaper to build for most pages.
 //
 // What the fast path takes: a doctype of "html"; html, head and body, written or
-// implied; meta, link, base, title, script and style; the common block, list, heading,
-// paragraph, form and button elements; formatting and phrasing elements and custom
-// elements; void elements; comments; character references. Every end tag must close
-// the element opened last, and a block may not open inside an open paragraph.
-// Tables, select, pre, textarea, template, iframe, noscript, svg, math, frames, a CR
-// or NUL anywhere, and any malformed tag go to html.Parse.
+// implied; head content (meta, link, base, title, script, style, noscript); blocks,
+// lists, headings, paragraphs, forms and buttons; formatting, phrasing and custom
+// elements; void elements; tables, with the row groups and rows a page may leave out;
+// pre, textarea and the raw-text elements; comments; character references. An end tag
+// must close the element opened last, but for the paragraphs and list items a block's
+// end tag closes; a start tag may close an open paragraph or list item only where it
+// was opened last (or with only non-formatting elements after it). Select, template,
+// svg, math, frames, content html.Parse moves out of a table, a CR or NUL anywhere, a
+// malformed tag and the like go to html.Parse.
 package htmltree
 
 import (
@@ -66,6 +69,7 @@ type builder struct {
 	nodes []html.Node  // slab the next nodes come from
 	attrs []html.Attribute
 
+	quirks     bool // no doctype: a table opens inside a paragraph
 	paragraphs int  // open p elements
 	buttons    int  // open button elements
 	form       bool // a form is open
@@ -78,7 +82,7 @@ func parseNested(page []byte) *html.Node {
 	if bytes.IndexByte(page, 0) >= 0 || bytes.IndexByte(page, '\r') >= 0 {
 		return nil // html.Parse rewrites both; the page's slices could not be shared
 	}
-	b := &builder{s: string(page), open: make([]*html.Node, 0, 32)}
+	b := &builder{s: string(page), open: make([]*html.Node, 0, 32), quirks: true}
 	// Slabs sized for the usual page: an element per start tag and about as many text
 	// nodes, about one attribute per '='; more come in chunks.
 	b.nodes = make([]html.Node, 0, min(8+bytes.Count(page, []byte{'<'})*3/2, 4096))
@@ -222,6 +226,7 @@ func (b *builder) markup(i int) (int, bool) {
 	}
 	appendChild(b.doc, b.node(html.DoctypeNode, 0, "html"))
 	b.mode = modeBeforeHTML
+	b.quirks = false
 	return j + 1, true
 }
 
@@ -724,7 +729,7 @@ func (b *builder) inBody(t tag, next int) (int, bool) {
 		b.void(t)
 		return next, true
 	case atom.Hr:
-		if b.paragraphs > 0 {
+		if !b.closeParagraph() {
 			return 0, false
 		}
 		b.void(t)
@@ -732,35 +737,40 @@ func (b *builder) inBody(t tag, next int) (int, bool) {
 	case atom.Title, atom.Script, atom.Style, atom.Noscript, atom.Noframes, atom.Iframe, atom.Noembed, atom.Textarea:
 		return b.rawText(t, next)
 	case atom.Xmp:
-		if b.paragraphs > 0 {
+		if !b.closeParagraph() {
 			return 0, false
 		}
 		return b.rawText(t, next)
-	case atom.Pre, atom.Listing, atom.Table:
-		if b.paragraphs > 0 {
+	case atom.Table:
+		// Without a doctype (quirks mode) a table opens inside an open paragraph.
+		if b.paragraphs > 0 && b.quirks || !b.closeParagraph() {
+			return 0, false
+		}
+	case atom.Pre, atom.Listing:
+		if !b.closeParagraph() {
 			return 0, false
 		}
 	case atom.Address, atom.Article, atom.Aside, atom.Blockquote, atom.Center, atom.Details, atom.Dialog,
 		atom.Dir, atom.Div, atom.Dl, atom.Fieldset, atom.Figcaption, atom.Figure, atom.Footer, atom.Header,
 		atom.Hgroup, atom.Main, atom.Menu, atom.Nav, atom.Ol, atom.Section, atom.Summary, atom.Ul, atom.Search:
-		if b.paragraphs > 0 {
+		if !b.closeParagraph() {
 			return 0, false
 		}
 	case atom.P:
-		if b.paragraphs > 0 {
+		if !b.closeParagraph() {
 			return 0, false
 		}
 		b.paragraphs++
 	case atom.H1, atom.H2, atom.H3, atom.H4, atom.H5, atom.H6:
-		if b.paragraphs > 0 || isHeading(b.current().DataAtom) {
+		if !b.closeParagraph() || isHeading(b.current().DataAtom) {
 			return 0, false
 		}
 	case atom.Li, atom.Dd, atom.Dt:
-		if b.paragraphs > 0 || b.listItemOpen(t.a) {
+		if !b.closeListItem(t.a) || !b.closeParagraph() {
 			return 0, false
 		}
 	case atom.Form:
-		if b.paragraphs > 0 || b.form {
+		if b.form || !b.closeParagraph() {
 			return 0, false
 		}
 		b.form = true
@@ -867,20 +877,60 @@ func (b *builder) inTable(t tag, next int) (int, bool) {
 	return next, true
 }
 
-// listItemOpen reports whether html.Parse would close an open li (or dd, dt) before
-// a new one: one is open with no special element other than address, div or p
-// between.
-func (b *builder) listItemOpen(a atom.Atom) bool {
+// closeParagraph closes an open p before a start tag that ends it, when the p is the
+// element opened last; false leaves the page to html.Parse.
+func (b *builder) closeParagraph() bool {
+	if b.paragraphs == 0 {
+		return true
+	}
+	if b.current().DataAtom != atom.P {
+		return false
+	}
+	b.pop()
+	b.paragraphs--
+	return true
+}
+
+// closeListItem closes an open li (or dd, dt) before a new one where html.Parse does:
+// the nearest one open with no special element but address, div or p opened after
+// it. What was opened after it closes with it, unless a formatting element is among
+// that, which html.Parse would open again (left to it).
+func (b *builder) closeListItem(a atom.Atom) bool {
 	for i := len(b.open) - 1; i >= 0; i-- {
 		switch n := b.open[i].DataAtom; {
 		case n == atom.Li && a == atom.Li, (n == atom.Dd || n == atom.Dt) && a != atom.Li:
+			for _, e := range b.open[i+1:] {
+				if formattingIndex(e.DataAtom) >= 0 {
+					return false
+				}
+				if e.DataAtom == atom.P {
+					b.paragraphs--
+				}
+			}
+			b.open = b.open[:i]
 			return true
 		case n == atom.Address || n == atom.Div || n == atom.P:
 		case isSpecial(n):
-			return false
+			return true
 		}
 	}
-	return false
+	return true
+}
+
+// endImplied closes the paragraphs and list items left open inside an element whose
+// end tag comes, as html.Parse does before a block's, a form's or a list item's end
+// tag; it stops at the element itself.
+func (b *builder) endImplied(a atom.Atom) {
+	for {
+		switch cur := b.current().DataAtom; {
+		case cur == atom.P:
+			b.paragraphs--
+		case (cur == atom.Li || cur == atom.Dd || cur == atom.Dt) && a != atom.Li && a != atom.Dd && a != atom.Dt:
+		default:
+			return
+		}
+		b.pop()
+	}
 }
 
 func (b *builder) endInBody(t tag, next int) (int, bool) {
@@ -895,6 +945,14 @@ func (b *builder) endInBody(t tag, next int) (int, bool) {
 			b.mode = modeAfterAfterBody
 		}
 		return next, true
+	}
+	switch t.a {
+	case atom.Address, atom.Article, atom.Aside, atom.Blockquote, atom.Button, atom.Center, atom.Details,
+		atom.Dialog, atom.Dir, atom.Div, atom.Dl, atom.Fieldset, atom.Figcaption, atom.Figure, atom.Footer,
+		atom.Header, atom.Hgroup, atom.Listing, atom.Main, atom.Menu, atom.Nav, atom.Ol, atom.Pre, atom.Search,
+		atom.Section, atom.Summary, atom.Ul, atom.Form, atom.Li, atom.Dd, atom.Dt:
+		b.endImplied(t.a)
+		cur = b.current()
 	}
 	if cur.Data != t.name || cur.Namespace != "" || len(b.open) <= 2 {
 		return 0, false // an end tag that closes anything but the last element opened
