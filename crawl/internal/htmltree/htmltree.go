@@ -72,6 +72,7 @@ type builder struct {
 	quirks     bool // no doctype: a table opens inside a paragraph
 	paragraphs int  // open p elements
 	buttons    int  // open button elements
+	selects    int  // open select elements
 	form       bool // a form is open
 	formatting [16]uint8
 }
@@ -717,6 +718,9 @@ func (b *builder) inBody(t tag, next int) (int, bool) {
 	if isTablePart(b.current().DataAtom) {
 		return b.inTable(t, next)
 	}
+	if b.selects > 0 {
+		return b.inSelect(t, next)
+	}
 	if t.end {
 		return b.endInBody(t, next)
 	}
@@ -779,6 +783,8 @@ func (b *builder) inBody(t tag, next int) (int, bool) {
 			return 0, false
 		}
 		b.buttons++
+	case atom.Select:
+		b.selects++
 	case atom.A, atom.B, atom.Big, atom.Code, atom.Em, atom.Font, atom.I, atom.S, atom.Small,
 		atom.Strike, atom.Strong, atom.Tt, atom.U:
 		f := formattingIndex(t.a)
@@ -803,6 +809,43 @@ func (b *builder) inBody(t tag, next int) (int, bool) {
 	}
 	b.push(t.a, t.name, t.attr)
 	return next, true
+}
+
+// inSelect handles a tag inside a select: its options and option groups, and the end
+// tags that close them; anything else inside is left to html.Parse.
+func (b *builder) inSelect(t tag, next int) (int, bool) {
+	cur := func() atom.Atom { return b.current().DataAtom }
+	if t.end {
+		switch t.a {
+		case atom.Select:
+			return b.endInBody(t, next)
+		case atom.Optgroup:
+			if cur() == atom.Option {
+				b.pop()
+			}
+		}
+		if cur() != t.a || t.a != atom.Option && t.a != atom.Optgroup {
+			return 0, false
+		}
+		b.pop()
+		return next, true
+	}
+	switch t.a {
+	case atom.Option, atom.Optgroup:
+		// An option ends the open option; an option group ends the open group too.
+		if cur() == atom.Option {
+			b.pop()
+		}
+		if t.a == atom.Optgroup && cur() == atom.Optgroup {
+			b.pop()
+		}
+		if t.selfClosing || cur() != atom.Select && cur() != atom.Optgroup {
+			return 0, false
+		}
+		b.push(t.a, t.name, t.attr)
+		return next, true
+	}
+	return 0, false
 }
 
 func isTablePart(a atom.Atom) bool {
@@ -917,15 +960,17 @@ func (b *builder) closeListItem(a atom.Atom) bool {
 	return true
 }
 
-// endImplied closes the paragraphs and list items left open inside an element whose
-// end tag comes, as html.Parse does before a block's, a form's or a list item's end
-// tag; it stops at the element itself.
+// endImplied closes the paragraphs, list items and options left open inside an element
+// whose end tag comes, as html.Parse does before a block's, a form's, a select's or a
+// list item's end tag (a list item's closes only paragraphs); it stops at the element
+// itself.
 func (b *builder) endImplied(a atom.Atom) {
 	for {
 		switch cur := b.current().DataAtom; {
 		case cur == atom.P:
 			b.paragraphs--
-		case (cur == atom.Li || cur == atom.Dd || cur == atom.Dt) && a != atom.Li && a != atom.Dd && a != atom.Dt:
+		case (cur == atom.Li || cur == atom.Dd || cur == atom.Dt || cur == atom.Option || cur == atom.Optgroup) &&
+			a != atom.Li && a != atom.Dd && a != atom.Dt:
 		default:
 			return
 		}
@@ -950,7 +995,7 @@ func (b *builder) endInBody(t tag, next int) (int, bool) {
 	case atom.Address, atom.Article, atom.Aside, atom.Blockquote, atom.Button, atom.Center, atom.Details,
 		atom.Dialog, atom.Dir, atom.Div, atom.Dl, atom.Fieldset, atom.Figcaption, atom.Figure, atom.Footer,
 		atom.Header, atom.Hgroup, atom.Listing, atom.Main, atom.Menu, atom.Nav, atom.Ol, atom.Pre, atom.Search,
-		atom.Section, atom.Summary, atom.Ul, atom.Form, atom.Li, atom.Dd, atom.Dt:
+		atom.Section, atom.Summary, atom.Ul, atom.Form, atom.Li, atom.Dd, atom.Dt, atom.Select:
 		b.endImplied(t.a)
 		cur = b.current()
 	}
@@ -964,6 +1009,8 @@ func (b *builder) endInBody(t tag, next int) (int, bool) {
 		b.form = false
 	case atom.Button:
 		b.buttons--
+	case atom.Select:
+		b.selects--
 	default:
 		if f := formattingIndex(t.a); f >= 0 {
 			b.formatting[f]--
@@ -999,7 +1046,8 @@ func isSpecial(a atom.Atom) bool {
 		atom.Figure, atom.Footer, atom.Form, atom.H1, atom.H2, atom.H3, atom.H4, atom.H5, atom.H6,
 		atom.Head, atom.Header, atom.Hgroup, atom.Html, atom.Li, atom.Main, atom.Menu, atom.Nav, atom.Ol,
 		atom.P, atom.Section, atom.Summary, atom.Ul, atom.Pre, atom.Listing, atom.Table, atom.Tbody, atom.Thead,
-		atom.Tfoot, atom.Tr, atom.Td, atom.Th, atom.Xmp, atom.Iframe, atom.Noembed, atom.Noscript, atom.Textarea:
+		atom.Tfoot, atom.Tr, atom.Td, atom.Th, atom.Xmp, atom.Iframe, atom.Noembed, atom.Noscript, atom.Textarea,
+		atom.Select:
 		return true
 	}
 	return false

@@ -87,6 +87,7 @@ var pages = []string{
 	"<dl><dt>term<dd>definition<dt>term</dl><div><p>ended by its block's end tag</div><form><p>x</form>",
 	"<!DOCTYPE html><p>with a doctype, a table ends the paragraph<table><tr><td>x</td></tr></table>",
 	"<table><tbody><tr><td>a</td><tbody><tr><td>b</td></tr><tr><td>c</td><thead><tr><th>d</th></table>",
+	"<form><select name=s><option value=1 selected>One<option value=2>Two</option><optgroup label=g><option>3</optgroup></select></form>",
 }
 
 // A page larger than the slabs' first estimates: nodes and attributes come in chunks.
@@ -122,7 +123,8 @@ var leftToHTMLParse = []string{
 	`<div><span>x</div>`,
 	`<ul><li><b>a formatting element open in a list item<li>b</ul>`,
 	`<p><span><pre>x</pre>`,
-	`<select><option>a</select>`,
+	`<select><option>a<div>content html.Parse takes in a select</div></select>`,
+	`<select><option>a<select>`,
 	`<svg><path d="M0"/></svg>`,
 	"<p>crlf\r\n</p>",
 	"<p>nul\x00</p>",
@@ -173,7 +175,7 @@ var (
 	elements = []string{"div", "p", "span", "a", "b", "i", "em", "strong", "code", "small", "ul", "ol", "li",
 		"dl", "dt", "dd", "h1", "h2", "section", "article", "nav", "header", "footer", "form", "button", "label",
 		"time", "x-card", "search", "dialog", "address", "table", "table", "tbody", "thead", "tr", "tr", "td", "td", "th",
-		"caption", "pre", "listing", "xmp", "iframe", "noembed", "select", "option", "svg", "nobr", "template",
+		"caption", "pre", "listing", "xmp", "iframe", "noembed", "select", "select", "option", "option", "optgroup", "svg", "nobr", "template",
 		"noscript", "textarea", "title", "script", "style", "html", "head", "body", "DIV", "Span", "TD"}
 	attributes = []string{"", "", " class=c", ` href="?a=1&copy=2&not;&notx&b=3&#38&#x26;z"`, " v='&amp&ampx&quot0;&semi;&AMP;&fjlig;'", ` href="/x?a=1&amp;b=2"`, ` href="?a=1&b=2"`, " id=a id=b", " data-x='1' href=\"2\" id=3 hidden",
 		` title="a > b"`, " CLASS=Up", ` v='&lt;'`, " a=1 b=2 c=3", " x= \"y\"", "/", " a=b/", ` @click="go()"`, " :k=v"}
@@ -195,7 +197,11 @@ func randomNodes(r *rand.Rand, sb *strings.Builder, depth int) {
 		default:
 			el := elements[r.IntN(len(elements))]
 			sb.WriteString("<" + el + attributes[r.IntN(len(attributes))] + ">")
-			randomNodes(r, sb, depth+1)
+			if el == "select" && r.IntN(2) == 0 {
+				randomOptions(r, sb)
+			} else {
+				randomNodes(r, sb, depth+1)
+			}
 			// Paragraphs and list items often go without their end tags.
 			switch omit := r.IntN(20); {
 			case omit == 0:
@@ -203,6 +209,17 @@ func randomNodes(r *rand.Rand, sb *strings.Builder, depth int) {
 			default:
 				sb.WriteString("</" + el + ">")
 			}
+		}
+	}
+}
+
+// randomOptions writes a select's options and groups, their end tags often left out.
+func randomOptions(r *rand.Rand, sb *strings.Builder) {
+	for n := r.IntN(5); n >= 0; n-- {
+		el := []string{"option", "option", "optgroup", "option value=x", "hr", "p"}[r.IntN(6)]
+		sb.WriteString("<" + el + ">" + texts[r.IntN(len(texts))])
+		if r.IntN(2) == 0 {
+			sb.WriteString("</" + strings.Fields(el)[0] + ">")
 		}
 	}
 }
