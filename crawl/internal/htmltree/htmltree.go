@@ -14,12 +14,13 @@
 // implied; head content (meta, link, base, title, script, style, noscript); blocks,
 // lists, headings, paragraphs, forms and buttons; formatting, phrasing and custom
 // elements; void elements; tables, with the row groups and rows a page may leave out;
-// pre, textarea and the raw-text elements; comments; character references. An end tag
+// select and its options; inline SVG's common elements and attributes; pre, textarea
+// and the raw-text elements; comments; character references. An end tag
 // must close the element opened last, but for the paragraphs and list items a block's
 // end tag closes; a start tag may close an open paragraph or list item only where it
-// was opened last (or with only non-formatting elements after it). Select, template,
-// svg, math, frames, content html.Parse moves out of a table, a CR or NUL anywhere, a
-// malformed tag and the like go to html.Parse.
+// was opened last (or with only non-formatting elements after it). Template, math,
+// HTML inside an svg, frames, content html.Parse moves out of a table, a CR or NUL
+// anywhere, a malformed tag and the like go to html.Parse.
 package htmltree
 
 import (
@@ -715,11 +716,17 @@ func formattingIndex(a atom.Atom) int {
 
 // inBody handles a tag in the body.
 func (b *builder) inBody(t tag, next int) (int, bool) {
+	if b.current().Namespace == "svg" {
+		return b.inSVG(t, next)
+	}
 	if isTablePart(b.current().DataAtom) {
 		return b.inTable(t, next)
 	}
 	if b.selects > 0 {
 		return b.inSelect(t, next)
+	}
+	if !t.end && t.a == atom.Svg {
+		return b.svgElement(t, next)
 	}
 	if t.end {
 		return b.endInBody(t, next)
@@ -808,6 +815,85 @@ func (b *builder) inBody(t tag, next int) (int, bool) {
 		return 0, false
 	}
 	b.push(t.a, t.name, t.attr)
+	return next, true
+}
+
+// svgNames are the SVG elements the fast path builds, by the lower-case name the page's
+// tag gives, with the name html.Parse gives them (HTML's adjustments of SVG names).
+// Others (title, desc and foreignObject, whose content is HTML again; the filter
+// primitives) are left to html.Parse, as are HTML elements inside an svg.
+var svgNames = map[string]string{
+	"svg": "svg", "g": "g", "path": "path", "circle": "circle", "rect": "rect", "line": "line",
+	"polyline": "polyline", "polygon": "polygon", "ellipse": "ellipse", "defs": "defs", "use": "use",
+	"symbol": "symbol", "stop": "stop", "mask": "mask", "pattern": "pattern", "image": "image",
+	"text": "text", "tspan": "tspan", "marker": "marker",
+	"lineargradient": "linearGradient", "radialgradient": "radialGradient", "clippath": "clipPath",
+}
+
+// svgAttrNames are the SVG attributes the fast path takes besides data-* and aria-*,
+// with the name html.Parse gives them.
+var svgAttrNames = map[string]string{
+	"d": "d", "fill": "fill", "fill-rule": "fill-rule", "fill-opacity": "fill-opacity", "stroke": "stroke",
+	"stroke-width": "stroke-width", "stroke-linecap": "stroke-linecap", "stroke-linejoin": "stroke-linejoin",
+	"stroke-miterlimit": "stroke-miterlimit", "stroke-dasharray": "stroke-dasharray",
+	"stroke-dashoffset": "stroke-dashoffset", "stroke-opacity": "stroke-opacity", "clip-rule": "clip-rule",
+	"clip-path": "clip-path", "mask": "mask", "opacity": "opacity", "cx": "cx", "cy": "cy", "r": "r",
+	"rx": "rx", "ry": "ry", "x": "x", "y": "y", "x1": "x1", "x2": "x2", "y1": "y1", "y2": "y2", "fx": "fx",
+	"fy": "fy", "width": "width", "height": "height", "points": "points", "transform": "transform",
+	"class": "class", "id": "id", "style": "style", "role": "role", "focusable": "focusable",
+	"version": "version", "offset": "offset", "stop-color": "stop-color", "stop-opacity": "stop-opacity",
+	"href": "href", "color": "color", "display": "display", "visibility": "visibility",
+	"font-size": "font-size", "font-family": "font-family", "font-weight": "font-weight",
+	"text-anchor": "text-anchor", "dominant-baseline": "dominant-baseline", "xmlns": "xmlns",
+	"viewbox": "viewBox", "preserveaspectratio": "preserveAspectRatio", "gradientunits": "gradientUnits",
+	"gradienttransform": "gradientTransform", "spreadmethod": "spreadMethod", "clippathunits": "clipPathUnits",
+	"patternunits": "patternUnits", "patterntransform": "patternTransform", "maskunits": "maskUnits",
+	"markerwidth": "markerWidth", "markerheight": "markerHeight", "refx": "refX", "refy": "refY",
+	"pathlength": "pathLength", "textlength": "textLength",
+}
+
+// svgElement inserts an SVG element, its name and attributes adjusted as html.Parse
+// adjusts them; a self-closing one is closed at once.
+func (b *builder) svgElement(t tag, next int) (int, bool) {
+	name, ok := svgNames[t.name]
+	if !ok {
+		return 0, false
+	}
+	for i, a := range t.attr {
+		switch {
+		case strings.HasPrefix(a.Key, "data-"), strings.HasPrefix(a.Key, "aria-"):
+		case svgAttrNames[a.Key] != "":
+			t.attr[i].Key = svgAttrNames[a.Key]
+		case a.Key == "xlink:href", a.Key == "xmlns:xlink", a.Key == "xml:space", a.Key == "xml:lang":
+			ns, key, _ := strings.Cut(a.Key, ":")
+			t.attr[i].Namespace, t.attr[i].Key = ns, key
+		default:
+			return 0, false
+		}
+	}
+	a := t.a
+	if name != t.name {
+		a = atom.Lookup([]byte(name))
+	}
+	n := b.node(html.ElementNode, a, name)
+	n.Namespace, n.Attr = "svg", t.attr
+	appendChild(b.current(), n)
+	if !t.selfClosing {
+		b.open = append(b.open, n)
+	}
+	return next, true
+}
+
+// inSVG handles a tag inside an svg: its elements, and end tags that close the element
+// opened last.
+func (b *builder) inSVG(t tag, next int) (int, bool) {
+	if !t.end {
+		return b.svgElement(t, next)
+	}
+	if !strings.EqualFold(b.current().Data, t.name) {
+		return 0, false
+	}
+	b.pop()
 	return next, true
 }
 

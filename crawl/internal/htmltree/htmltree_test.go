@@ -87,6 +87,7 @@ var pages = []string{
 	"<dl><dt>term<dd>definition<dt>term</dl><div><p>ended by its block's end tag</div><form><p>x</form>",
 	"<!DOCTYPE html><p>with a doctype, a table ends the paragraph<table><tr><td>x</td></tr></table>",
 	"<table><tbody><tr><td>a</td><tbody><tr><td>b</td></tr><tr><td>c</td><thead><tr><th>d</th></table>",
+	`<p>icon <svg xmlns="http://www.w3.org/2000/svg" xmlns:xlink="http://www.w3.org/1999/xlink" viewBox="0 0 24 24" aria-hidden="true" class="i"><defs><linearGradient id=g gradientUnits=userSpaceOnUse><stop offset=0 stop-color="#fff"/></linearGradient></defs><path d="M0 0h24v24H0z" fill="url(#g)"/><use xlink:href="#s"></use><text x=1 y=2>a &amp; b</text></svg> after</p>`,
 	"<form><select name=s><option value=1 selected>One<option value=2>Two</option><optgroup label=g><option>3</optgroup></select></form>",
 }
 
@@ -125,7 +126,12 @@ var leftToHTMLParse = []string{
 	`<p><span><pre>x</pre>`,
 	`<select><option>a<div>content html.Parse takes in a select</div></select>`,
 	`<select><option>a<select>`,
-	`<svg><path d="M0"/></svg>`,
+	`<svg><foreignObject><div>HTML again inside an svg</div></foreignObject></svg>`,
+	`<svg><p>an HTML element breaks out of the svg</p></svg>`,
+	`<svg><title>t</title></svg>`,
+	`<svg><feGaussianBlur stdDeviation=2 /></svg>`,
+	`<svg><path d=x></svg>`,
+	`<table><svg></svg></table>`,
 	"<p>crlf\r\n</p>",
 	"<p>nul\x00</p>",
 	`<a href=x><a href=y>nested</a></a>`,
@@ -197,9 +203,12 @@ func randomNodes(r *rand.Rand, sb *strings.Builder, depth int) {
 		default:
 			el := elements[r.IntN(len(elements))]
 			sb.WriteString("<" + el + attributes[r.IntN(len(attributes))] + ">")
-			if el == "select" && r.IntN(2) == 0 {
+			switch {
+			case el == "select" && r.IntN(2) == 0:
 				randomOptions(r, sb)
-			} else {
+			case el == "svg" && r.IntN(4) > 0:
+				randomSVG(r, sb, depth+1)
+			default:
 				randomNodes(r, sb, depth+1)
 			}
 			// Paragraphs and list items often go without their end tags.
@@ -209,6 +218,32 @@ func randomNodes(r *rand.Rand, sb *strings.Builder, depth int) {
 			default:
 				sb.WriteString("</" + el + ">")
 			}
+		}
+	}
+}
+
+// randomSVG writes an svg's content: SVG elements, attributes HTML adjusts and not,
+// and now and then an HTML element or an integration point.
+func randomSVG(r *rand.Rand, sb *strings.Builder, depth int) {
+	names := []string{"g", "path", "circle", "rect", "use", "text", "linearGradient", "clipPath", "stop", "defs",
+		"svg", "title", "foreignObject", "div", "b", "feBlend", "font", "a"}
+	attrs := []string{"", ` d="M0 0"`, " viewBox='0 0 1 1'", " VIEWBOX=1", ` xlink:href="#a"`, " xml:space=x", " xmlns:foo=y",
+		" fill=red stroke-width=2", " data-x=1 aria-label=y", " gradientUnits=u", " stdDeviation=1", " color=c", " xmlns=z"}
+	for n := r.IntN(4); n >= 0; n-- {
+		if r.IntN(3) == 0 || depth > 6 {
+			sb.WriteString(texts[r.IntN(len(texts))])
+			continue
+		}
+		el := names[r.IntN(len(names))]
+		sb.WriteString("<" + el + attrs[r.IntN(len(attrs))])
+		if r.IntN(3) == 0 {
+			sb.WriteString("/>")
+			continue
+		}
+		sb.WriteString(">")
+		randomSVG(r, sb, depth+1)
+		if r.IntN(15) > 0 {
+			sb.WriteString("</" + el + ">")
 		}
 	}
 }
@@ -240,12 +275,14 @@ func randomPage(r *rand.Rand) string {
 }
 
 // TestRandomPagesBuildHTMLParsesTree holds the fast path to html.Parse on many random
-// pages: whenever it takes one, the trees must be the same.
+// pages: whenever it takes one, the trees must be the same. (Run with other seeds, two
+// million more pages found one difference that these did not, an svg in a table: it
+// is among the pages left to html.Parse above.)
 func TestRandomPagesBuildHTMLParsesTree(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
-	n := 30000
+	n := 100_000
 	if testing.Short() {
-		n = 3000
+		n = 10_000
 	}
 	taken := 0
 	for range n {
