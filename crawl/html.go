@@ -29,7 +29,9 @@ func ParseHTML(r io.Reader) (*html.Node, error) {
 }
 
 // ParseHTMLBytes is ParseHTML for a page already read. It builds html.Parse's tree,
-// several times faster for well-nested markup (see crawl/internal/htmltree).
+// several times faster for well-nested markup (see crawl/internal/htmltree). The text
+// nodes' Data share one copy of the page: copy (strings.Clone) text kept beyond the
+// page, or it keeps the whole page in memory. Attribute values are strings of their own.
 func ParseHTMLBytes(page []byte) (*html.Node, error) {
 	root, err := htmltree.Parse(page)
 	if err != nil && strings.Contains(err.Error(), htmlDepthMessage) {

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -51,7 +52,10 @@ func stamp(b crawl.Batch, items []crawl.Item, now time.Time) error {
 		if it.Key == "" {
 			return fmt.Errorf("task %s returned an item without a key; set Item.Key to a stable natural id", b.Step.Task)
 		}
-		it.Key, it.URL = crawl.StripUserinfo(it.Key), crawl.StripUserinfo(it.URL)
+		// A key outlives its page (the jsonl sink's index holds a run's keys), and a key
+		// taken from a field's text may be a slice of the whole page (crawl.ParseHTML
+		// shares one copy of it among its text nodes): a copy of its own frees the page.
+		it.Key, it.URL = strings.Clone(crawl.StripUserinfo(it.Key)), crawl.StripUserinfo(it.URL)
 		stripUserinfo(it.Data)
 		it.ID = itemID(b.RunID, it.Key)
 		it.Biz = b.Step.RecordBiz()

@@ -397,9 +397,13 @@ func (b *builder) readAttr(j int, attrStart *int) (int, bool) {
 // text also decodes a known prefix ("&notify=1", "&quot0;"); the fast path decodes a
 // value as text when every named reference in it decodes alike both ways: whole, or
 // not at all ("?a=1&b=2").
+//
+// The value is a string of its own, not a slice of the page: attribute values become
+// URLs, keys and ids that outlive the page (a sink's index, a host's budget), and a
+// slice would keep the whole page in memory with them.
 func unescapeAttr(v string) (string, bool) {
 	if strings.IndexByte(v, '&') < 0 {
-		return v, true
+		return strings.Clone(v), true
 	}
 	for i := 0; i < len(v); i++ {
 		if v[i] != '&' || i+1 < len(v) && v[i+1] == '#' {

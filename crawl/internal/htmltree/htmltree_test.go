@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"strings"
 	"testing"
+	"unsafe"
 
 	"golang.org/x/net/html"
 )
@@ -89,6 +90,41 @@ var pages = []string{
 	"<table><tbody><tr><td>a</td><tbody><tr><td>b</td></tr><tr><td>c</td><thead><tr><th>d</th></table>",
 	`<p>icon <svg xmlns="http://www.w3.org/2000/svg" xmlns:xlink="http://www.w3.org/1999/xlink" viewBox="0 0 24 24" aria-hidden="true" class="i"><defs><linearGradient id=g gradientUnits=userSpaceOnUse><stop offset=0 stop-color="#fff"/></linearGradient></defs><path d="M0 0h24v24H0z" fill="url(#g)"/><use xlink:href="#s"></use><text x=1 y=2>a &amp; b</text></svg> after</p>`,
 	"<form><select name=s><option value=1 selected>One<option value=2>Two</option><optgroup label=g><option>3</optgroup></select></form>",
+}
+
+// Attribute values become URLs, keys and ids that outlive the page: a slice of the
+// page's copy would keep all of it in memory with them.
+func TestAttributeValuesDoNotHoldThePage(t *testing.T) {
+	page := `<p class=c><a href="/item/1" data-id='1'>the text</a> and <img alt=x></p>`
+	doc := parseNested([]byte(page))
+	if doc == nil {
+		t.Fatal("the fast path left the page to html.Parse")
+	}
+	var text string
+	var values []string
+	var walk func(n *html.Node)
+	walk = func(n *html.Node) {
+		if n.Type == html.TextNode && n.Data == "the text" {
+			text = n.Data
+		}
+		for _, a := range n.Attr {
+			values = append(values, a.Val)
+		}
+		for c := n.FirstChild; c != nil; c = c.NextSibling {
+			walk(c)
+		}
+	}
+	walk(doc)
+	// Text is a slice of the page's copy; where that copy lies follows from it.
+	start := uintptr(unsafe.Pointer(unsafe.StringData(text))) - uintptr(strings.Index(page, "the text"))
+	for _, v := range values {
+		if p := uintptr(unsafe.Pointer(unsafe.StringData(v))); p >= start && p < start+uintptr(len(page)) {
+			t.Errorf("attribute value %q is a slice of the page's copy", v)
+		}
+	}
+	if len(values) != 4 {
+		t.Fatalf("got %d attribute values, want 4", len(values))
+	}
 }
 
 // A page larger than the slabs' first estimates: nodes and attributes come in chunks.
