@@ -19,8 +19,8 @@
 // must close the element opened last, but for the paragraphs and list items a block's
 // end tag closes; a start tag may close an open paragraph or list item only where it
 // was opened last (or with only non-formatting elements after it). Template, math,
-// HTML inside an svg, frames, content html.Parse moves out of a table, a CR or NUL
-// anywhere, a malformed tag and the like go to html.Parse.
+// HTML inside an svg, frames, content html.Parse moves out of a table, a NUL anywhere,
+// a malformed tag and the like go to html.Parse.
 package htmltree
 
 import (
@@ -81,10 +81,17 @@ type builder struct {
 // parseNested returns the page's tree, or nil when the page holds something the fast
 // path leaves to html.Parse.
 func parseNested(page []byte) *html.Node {
-	if bytes.IndexByte(page, 0) >= 0 || bytes.IndexByte(page, '\r') >= 0 {
-		return nil // html.Parse rewrites both; the page's slices could not be shared
+	if bytes.IndexByte(page, 0) >= 0 {
+		return nil // html.Parse drops or replaces it, by where it stands
 	}
-	b := &builder{s: string(page), open: make([]*html.Node, 0, 32), quirks: true}
+	s := string(page)
+	if strings.IndexByte(s, '\r') >= 0 {
+		// html.Parse reads CR LF and a lone CR as LF everywhere: in text, attribute
+		// values and comments (before references are decoded, so "&#13;" stays a CR),
+		// and as whitespace inside tags.
+		s = strings.ReplaceAll(strings.ReplaceAll(s, "\r\n", "\n"), "\r", "\n")
+	}
+	b := &builder{s: s, open: make([]*html.Node, 0, 32), quirks: true}
 	// Slabs sized for the usual page: an element per start tag and about as many text
 	// nodes, about one attribute per '='; more come in chunks.
 	b.nodes = make([]html.Node, 0, min(8+bytes.Count(page, []byte{'<'})*3/2, 4096))
@@ -482,13 +489,19 @@ func (b *builder) textInBody(t string) bool {
 	case atom.Pre, atom.Listing:
 		d := unescape(t)
 		if cur.FirstChild == nil {
-			d = strings.TrimPrefix(d, "\n") // a newline right after <pre> is not content
+			d = dropFirstNewline(d)
 		}
 		b.addText(cur, d)
 		return true
 	}
 	b.addText(cur, unescape(t))
 	return true
+}
+
+// dropFirstNewline drops a newline right after <pre>, <listing> or <textarea>, which is
+// not content, as html.Parse does: a CR (only "&#13;" leaves one), then an LF.
+func dropFirstNewline(d string) string {
+	return strings.TrimPrefix(strings.TrimPrefix(d, "\r"), "\n")
 }
 
 func unescape(t string) string {
@@ -674,7 +687,7 @@ func (b *builder) rawText(t tag, next int) (int, bool) {
 	case atom.Title:
 		body = unescape(body)
 	case atom.Textarea:
-		body = strings.TrimPrefix(unescape(body), "\n")
+		body = dropFirstNewline(unescape(body))
 	}
 	n := b.element(t)
 	appendChild(b.current(), n)

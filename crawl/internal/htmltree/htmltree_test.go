@@ -89,6 +89,7 @@ var pages = []string{
 	"<!DOCTYPE html><p>with a doctype, a table ends the paragraph<table><tr><td>x</td></tr></table>",
 	"<table><tbody><tr><td>a</td><tbody><tr><td>b</td></tr><tr><td>c</td><thead><tr><th>d</th></table>",
 	`<p>icon <svg xmlns="http://www.w3.org/2000/svg" xmlns:xlink="http://www.w3.org/1999/xlink" viewBox="0 0 24 24" aria-hidden="true" class="i"><defs><linearGradient id=g gradientUnits=userSpaceOnUse><stop offset=0 stop-color="#fff"/></linearGradient></defs><path d="M0 0h24v24H0z" fill="url(#g)"/><use xlink:href="#s"></use><text x=1 y=2>a &amp; b</text></svg> after</p>`,
+	"<!DOCTYPE html>\r\n<html>\r\n<body class=\"a\r\nb\">\r\n<p\rid=x>CR LF\r\nand a lone CR\r<!-- c\r\n -->&#13;</p>\r\n<pre>\r\nx</pre><textarea>\r\ny</textarea></body></html>\r\n",
 	"<form><select name=s><option value=1 selected>One<option value=2>Two</option><optgroup label=g><option>3</optgroup></select></form>",
 }
 
@@ -168,7 +169,6 @@ var leftToHTMLParse = []string{
 	`<svg><feGaussianBlur stdDeviation=2 /></svg>`,
 	`<svg><path d=x></svg>`,
 	`<table><svg></svg></table>`,
-	"<p>crlf\r\n</p>",
 	"<p>nul\x00</p>",
 	`<a href=x><a href=y>nested</a></a>`,
 	`<div/>`,
@@ -221,7 +221,7 @@ var (
 		"noscript", "textarea", "title", "script", "style", "html", "head", "body", "DIV", "Span", "TD"}
 	attributes = []string{"", "", " class=c", ` href="?a=1&copy=2&not;&notx&b=3&#38&#x26;z"`, " v='&amp&ampx&quot0;&semi;&AMP;&fjlig;'", ` href="/x?a=1&amp;b=2"`, ` href="?a=1&b=2"`, " id=a id=b", " data-x='1' href=\"2\" id=3 hidden",
 		` title="a > b"`, " CLASS=Up", ` v='&lt;'`, " a=1 b=2 c=3", " x= \"y\"", "/", " a=b/", ` @click="go()"`, " :k=v"}
-	texts = []string{"text", " ", "\n", "\t", "  \n ", "&amp;", "&lt;", "&nbsp;", "&copy", "&#32;", "&#x41;", "&bogus;",
+	texts = []string{"text", " ", "\n", "\t", "  \n ", "\r\n", "\r", " \r\n\r", "&#13;", "&amp;", "&lt;", "&nbsp;", "&copy", "&#32;", "&#x41;", "&bogus;",
 		"a < b", "a<", "x&y", "<!-- c -->", "<!---->", "<img src=a alt=\"\">", "<br>", "<br/>", "<hr>", "<input name=q>",
 		"<meta charset=utf-8>", "<link rel=x href=y>", "\n\n", "<input type=hidden name=h>", "<input type=HIDDEN>"}
 	loose = []string{"<!DOCTYPE html>", "<!doctype html >", "<!DOCTYPE HTML>", "<!DOCTYPE html PUBLIC \"x\">",
