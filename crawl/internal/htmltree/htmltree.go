@@ -44,6 +44,10 @@ func Parse(page []byte) (*html.Node, error) {
 // deep gets html.Parse's own error.
 const maxDepth = 480
 
+// maxAttrs bounds the attributes of a tag the fast path reads: it looks for a
+// duplicate among those before, which is quadratic in a tag's attributes.
+const maxAttrs = 64
+
 // The insertion modes of the HTML5 tree construction that the fast path meets.
 const (
 	modeInitial = iota
@@ -345,6 +349,9 @@ func (b *builder) readAttr(j int, attrStart *int) (int, bool) {
 		return 0, false
 	}
 	key, _ := name(s[start:j], upper)
+	if len(b.attrs)-*attrStart >= maxAttrs {
+		return 0, false // a hostile tag: its duplicates are looked for with a map there
+	}
 	for _, a := range b.attrs[*attrStart:] {
 		if a.Key == key {
 			return 0, false // html.Parse keeps the first; rare enough to leave to it

@@ -77,6 +77,7 @@ var pages = []string{
 	"<body><p>x</p></body><!-- tail -->",
 	`<DIV CLASS="Up">upper case</DIV>`,
 	`<p><span><em>x</em></span></p><p>y</p>`,
+	manyAttributes(maxAttrs),
 	"<table class=t>\n<tr><td class=title><a href=/1>one</a></td><td>2</td></tr>\n<tr><th>h</th></tr>\n</table>",
 	"<table><thead><tr><th>a</th></tr></thead><tbody><tr><td>1<table><tr><td>nested</td></tr></table></td></tr></tbody></table>",
 	"<table><tr><td>the row left open</td></table><table><td>implied row group and row</td></table>",
@@ -184,6 +185,18 @@ var leftToHTMLParse = []string{
 	`<? pi ?>`,
 	`<table><colgroup><col></colgroup></table>`,
 	strings.Repeat("<div>", 600),
+	manyAttributes(80),
+}
+
+// manyAttributes is a tag with n distinct attributes.
+func manyAttributes(n int) string {
+	var sb strings.Builder
+	sb.WriteString("<p")
+	for i := range n {
+		fmt.Fprintf(&sb, " a%d=%d", i, i)
+	}
+	sb.WriteString(">a tag with more attributes than the fast path reads</p>")
+	return sb.String()
 }
 
 func TestFastPathLeavesOtherMarkupToHTMLParse(t *testing.T) {
