@@ -62,24 +62,23 @@ const (
 
 const whitespace = " \t\n\f"
 
-// builder builds one page's tree; ok turns false at the first construct it leaves to
-// html.Parse.
+// builder builds one page's tree; its methods return false at the first construct it
+// leaves to html.Parse.
 type builder struct {
-	s     string // the page: text and attribute values are slices of it
+	s     string // the page's copy, line ends made LF: text, comments and uncommon names slice it
 	mode  int
 	doc   *html.Node
 	html  *html.Node
-	head  *html.Node
 	open  []*html.Node // the stack of open elements, html first
 	nodes []html.Node  // slab the next nodes come from
 	attrs []html.Attribute
 
-	quirks     bool // no doctype: a table opens inside a paragraph
-	paragraphs int  // open p elements
-	buttons    int  // open button elements
-	selects    int  // open select elements
-	form       bool // a form is open
-	formatting [16]uint8
+	quirks     bool      // no doctype: a table opens inside a paragraph
+	paragraphs int       // open p elements
+	buttons    int       // open button elements
+	selects    int       // open select elements
+	form       bool      // a form is open
+	formatting [16]uint8 // open formatting elements, by formattingIndex
 }
 
 // parseNested returns the page's tree, or nil when the page holds something the fast
@@ -546,7 +545,7 @@ func (b *builder) startHTML(attr []html.Attribute) {
 }
 
 func (b *builder) startHead(attr []html.Attribute) {
-	b.head = b.push(atom.Head, "head", attr)
+	b.push(atom.Head, "head", attr)
 	b.mode = modeInHead
 }
 
