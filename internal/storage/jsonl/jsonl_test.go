@@ -25,6 +25,24 @@ func items(run string, keys ...string) []crawl.Item {
 	return out
 }
 
+// write stores the items of keys for run, as a batch of it does.
+func write(t *testing.T, s *Sink, run string, keys ...string) {
+	t.Helper()
+	if err := s.Write(context.Background(), items(run, keys...)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// wantIndexed fails unless the index of the sink's file holds just the runs want.
+func wantIndexed(t *testing.T, s *Sink, want ...string) {
+	t.Helper()
+	f := s.file("site.task.jsonl")
+	got := slices.Sorted(maps.Keys(f.runs))
+	if !slices.Equal(got, slices.Sorted(slices.Values(want))) {
+		t.Fatalf("the index holds runs %v; want %v", got, want)
+	}
+}
+
 func lines(t *testing.T, path string) []string {
 	t.Helper()
 	b, err := os.ReadFile(path)
@@ -47,16 +65,11 @@ func wantStored(t *testing.T, s *Sink, n int, which, runID string, k int) {
 }
 
 func TestRetriedBatchIsStoredOnce(t *testing.T) {
-	ctx := context.Background()
 	s, _ := Open(t.TempDir())
 	for i := 0; i < 3; i++ { // the same batch, retried
-		if err := s.Write(ctx, items("r1", "a", "b", "b")); err != nil {
-			t.Fatal(err)
-		}
+		write(t, s, "r1", "a", "b", "b")
 	}
-	if err := s.Write(ctx, items("r2", "a")); err != nil { // another run keeps its own copy
-		t.Fatal(err)
-	}
+	write(t, s, "r2", "a") // another run keeps its own copy
 	wantStored(t, s, 3, "a, b of r1 and a of r2", "r1", 2)
 }
 
@@ -90,9 +103,7 @@ func TestTornLineFromAKilledWriterIsRepaired(t *testing.T) {
 	dir := t.TempDir()
 	ctx := context.Background()
 	s, _ := Open(dir)
-	if err := s.Write(ctx, items("r", "a")); err != nil {
-		t.Fatal(err)
-	}
+	write(t, s, "r", "a")
 	f, _ := os.OpenFile(s.Path("site.task"), os.O_APPEND|os.O_WRONLY, 0)
 	f.WriteString(`{"id":"1","biz":"site.task","key":"b","run_`) // the writer died here
 	f.Close()
@@ -100,9 +111,7 @@ func TestTornLineFromAKilledWriterIsRepaired(t *testing.T) {
 		t.Fatalf("Count with a torn tail = %d, %v; want 1 and no error", n, err)
 	}
 	fresh, _ := Open(dir)
-	if err := fresh.Write(ctx, items("r", "b", "a")); err != nil {
-		t.Fatal(err)
-	}
+	write(t, fresh, "r", "b", "a")
 	got := lines(t, s.Path("site.task"))
 	if len(got) != 2 || !strings.Contains(got[1], `"key":"b"`) {
 		t.Fatalf("after repair: %q", got)
@@ -229,9 +238,7 @@ func TestItemLinesAreJSONMarshal(t *testing.T) {
 func TestMixedWriteGoesToEachBizFileOnce(t *testing.T) {
 	ctx := context.Background()
 	s, _ := Open(t.TempDir())
-	if err := s.Write(ctx, items("r1", "b")); err != nil {
-		t.Fatal(err)
-	}
+	write(t, s, "r1", "b")
 	mixed := append(items("r1", "a", "b", "c", "a"), items("r1", "x", "y")...)
 	for i := range mixed[4:] {
 		mixed[4+i].Biz = "site.other"
@@ -276,9 +283,7 @@ func TestFailedWriteIsStoredOnRetry(t *testing.T) {
 	if err := os.Remove(path); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Write(ctx, items("r1", "a", "b")); err != nil {
-		t.Fatal(err)
-	}
+	write(t, s, "r1", "a", "b")
 	if n, _ := s.Count(ctx, "r1"); n != 2 {
 		t.Fatalf("the retry stored %d of 2 items", n)
 	}
@@ -290,23 +295,13 @@ func TestFailedWriteIsStoredOnRetry(t *testing.T) {
 func TestIdleRunsLeaveTheIndexAndComeBackWhole(t *testing.T) {
 	defer func(d time.Duration) { runIdle = d }(runIdle)
 	runIdle = 50 * time.Millisecond
-	ctx := context.Background()
 	s, _ := Open(t.TempDir())
-	if err := s.Write(ctx, items("old", "a", "b")); err != nil {
-		t.Fatal(err)
-	}
+	write(t, s, "old", "a", "b")
 	time.Sleep(2 * runIdle)
-	if err := s.Write(ctx, items("new", "a")); err != nil {
-		t.Fatal(err)
-	}
-	f := s.file("site.task.jsonl")
-	if _, held := f.runs["old"]; held || len(f.runs) != 1 {
-		t.Fatalf("the index holds runs %v; want only the run written lately", slices.Collect(maps.Keys(f.runs)))
-	}
+	write(t, s, "new", "a")
+	wantIndexed(t, s, "new") // only the run written lately
 	// The old run's batch, retried long after, and one more key of it.
-	if err := s.Write(ctx, items("old", "a", "b", "c")); err != nil {
-		t.Fatal(err)
-	}
+	write(t, s, "old", "a", "b", "c")
 	wantStored(t, s, 4, "a, b, c of the old run, a of the new", "old", 3)
 }
 
@@ -314,22 +309,13 @@ func TestIdleRunsLeaveTheIndexAndComeBackWhole(t *testing.T) {
 // and still stores each key of an earlier run once when one of its batches is retried.
 func TestAWorkerStartingBesideAFileIndexesOnlyItsRuns(t *testing.T) {
 	dir := t.TempDir()
-	ctx := context.Background()
 	before, _ := Open(dir)
 	for _, run := range []string{"r1", "r2", "r3"} {
-		if err := before.Write(ctx, items(run, "a", "b")); err != nil {
-			t.Fatal(err)
-		}
+		write(t, before, run, "a", "b")
 	}
 	s, _ := Open(dir) // the worker restarted
-	if err := s.Write(ctx, items("r4", "a")); err != nil {
-		t.Fatal(err)
-	}
-	if f := s.file("site.task.jsonl"); len(f.runs) != 1 || f.runs["r4"] == nil {
-		t.Fatalf("the index holds runs %v; want only r4", slices.Collect(maps.Keys(f.runs)))
-	}
-	if err := s.Write(ctx, items("r2", "a", "b", "c")); err != nil { // r2's batch, retried
-		t.Fatal(err)
-	}
+	write(t, s, "r4", "a")
+	wantIndexed(t, s, "r4")
+	write(t, s, "r2", "a", "b", "c") // r2's batch, retried
 	wantStored(t, s, 8, "a and b of r1, r2, r3, c of r2, a of r4", "r2", 3)
 }
