@@ -73,12 +73,12 @@ type builder struct {
 	nodes []html.Node  // slab the next nodes come from
 	attrs []html.Attribute
 
-	quirks     bool      // no doctype: a table opens inside a paragraph
-	paragraphs int       // open p elements
-	buttons    int       // open button elements
-	selects    int       // open select elements
-	form       bool      // a form is open
-	formatting [16]uint8 // open formatting elements, by formattingIndex
+	quirks     bool                           // no doctype: a table opens inside a paragraph
+	paragraphs int                            // open p elements
+	buttons    int                            // open button elements
+	selects    int                            // open select elements
+	form       bool                           // a form is open
+	formatting [len(formattingElements)]uint8 // open formatting elements, by formattingIndex
 }
 
 // parseNested returns the page's tree, or nil when the page holds something the fast
@@ -279,22 +279,19 @@ func (b *builder) readTag(i int) (tag, int, bool) {
 			return t, 0, false
 		}
 		switch c := s[j]; {
-		case c == '>':
-			t.attr = b.attrs[attrStart:len(b.attrs):len(b.attrs)]
-			if len(t.attr) == 0 {
-				t.attr = nil
+		case c == '>', c == '/':
+			if c == '/' {
+				if j+1 == len(s) || s[j+1] != '>' || t.end {
+					return t, 0, false
+				}
+				t.selfClosing = true
+				j++
+			}
+			// The tag's attributes, capped so that appending to them copies.
+			if len(b.attrs) > attrStart {
+				t.attr = b.attrs[attrStart:len(b.attrs):len(b.attrs)]
 			}
 			return t, j + 1, !t.end || t.attr == nil
-		case c == '/':
-			if j+1 == len(s) || s[j+1] != '>' || t.end {
-				return t, 0, false
-			}
-			t.selfClosing = true
-			t.attr = b.attrs[attrStart:len(b.attrs):len(b.attrs)]
-			if len(t.attr) == 0 {
-				t.attr = nil
-			}
-			return t, j + 2, true
 		case j > start && strings.IndexByte(whitespace, s[j-1]) < 0:
 			return t, 0, false // an attribute must follow whitespace
 		}
@@ -703,39 +700,13 @@ func (b *builder) rawText(t tag, next int) (int, bool) {
 	return end + 1, true
 }
 
-// formattingIndex numbers the formatting elements, which html.Parse tracks in its list
-// of active formatting elements; -1 for others.
-func formattingIndex(a atom.Atom) int {
-	switch a {
-	case atom.A:
-		return 0
-	case atom.B:
-		return 1
-	case atom.Big:
-		return 2
-	case atom.Code:
-		return 3
-	case atom.Em:
-		return 4
-	case atom.Font:
-		return 5
-	case atom.I:
-		return 6
-	case atom.S:
-		return 7
-	case atom.Small:
-		return 8
-	case atom.Strike:
-		return 9
-	case atom.Strong:
-		return 10
-	case atom.Tt:
-		return 11
-	case atom.U:
-		return 12
-	}
-	return -1
-}
+// formattingElements are the elements html.Parse tracks in its list of active
+// formatting elements (nobr, the one more, is left to it).
+var formattingElements = [...]atom.Atom{atom.A, atom.B, atom.Big, atom.Code, atom.Em, atom.Font, atom.I,
+	atom.S, atom.Small, atom.Strike, atom.Strong, atom.Tt, atom.U}
+
+// formattingIndex is a's place in formattingElements, -1 for other elements.
+func formattingIndex(a atom.Atom) int { return slices.Index(formattingElements[:], a) }
 
 // inBody handles a tag in the body.
 func (b *builder) inBody(t tag, next int) (int, bool) {
@@ -815,11 +786,15 @@ func (b *builder) inBody(t tag, next int) (int, bool) {
 		b.buttons++
 	case atom.Select:
 		b.selects++
-	case atom.A, atom.B, atom.Big, atom.Code, atom.Em, atom.Font, atom.I, atom.S, atom.Small,
-		atom.Strike, atom.Strong, atom.Tt, atom.U:
+	case 0, atom.Span, atom.Abbr, atom.Acronym, atom.Bdi, atom.Bdo, atom.Cite, atom.Data, atom.Dfn,
+		atom.Ins, atom.Del, atom.Kbd, atom.Label, atom.Mark, atom.Meter, atom.Output, atom.Picture,
+		atom.Progress, atom.Q, atom.Ruby, atom.Samp, atom.Sub, atom.Sup, atom.Time, atom.Var,
+		atom.Canvas, atom.Audio, atom.Video, atom.Map, atom.Slot, atom.Legend, atom.Datalist:
+		// "any other start tag": inserted where it stands
+	default:
 		f := formattingIndex(t.a)
-		if b.formatting[f] > 0 {
-			return 0, false // nested twice, the list of active formatting elements matters
+		if f < 0 || b.formatting[f] > 0 {
+			return 0, false // not taken, or a formatting element nested in its like
 		}
 		b.formatting[f]++
 		// html.Parse sorts a formatting element's attributes in place.
@@ -829,13 +804,6 @@ func (b *builder) inBody(t tag, next int) (int, bool) {
 			}
 			return strings.Compare(x.Val, y.Val)
 		})
-	case 0, atom.Span, atom.Abbr, atom.Acronym, atom.Bdi, atom.Bdo, atom.Cite, atom.Data, atom.Dfn,
-		atom.Ins, atom.Del, atom.Kbd, atom.Label, atom.Mark, atom.Meter, atom.Output, atom.Picture,
-		atom.Progress, atom.Q, atom.Ruby, atom.Samp, atom.Sub, atom.Sup, atom.Time, atom.Var,
-		atom.Canvas, atom.Audio, atom.Video, atom.Map, atom.Slot, atom.Legend, atom.Datalist:
-		// "any other start tag": inserted where it stands
-	default:
-		return 0, false
 	}
 	b.push(t.a, t.name, t.attr)
 	return next, true
